@@ -1,0 +1,55 @@
+# dlm — the front door. Every target here is a thin wrapper over CMake/CTest.
+#
+#   make            release build of ./build/dlm (installs Debian deps if missing)
+#   make test       build + every test (unit, CLI end-to-end, references)
+#   make asan       ASan + UBSan build running the same tests
+#   make fuzz       libFuzzer targets, FUZZ_SECONDS each (default 60)
+#   make bench      benchmarks against their peers; appends bench/RESULTS.md
+#   make tiny-base  reproduce models/tiny.gguf from the recipe
+#   make demo       the main job end to end on the embedded base
+#   make clean
+
+JOBS ?= $(shell nproc)
+FUZZ_SECONDS ?= 60
+CTEST_ARGS ?=
+
+.PHONY: all build test asan fuzz bench tiny-base demo clean deps
+
+all: build
+
+deps:
+	@scripts/deps.sh --check || scripts/deps.sh
+
+build: deps
+	@cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@cmake --build build -j $(JOBS)
+
+# Tests run from the release build; ref tests need python3-torch and node.
+test: build
+	@scripts/ref-deps.sh
+	@cd build && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
+
+asan: deps
+	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DDLM_SANITIZE=ON >/dev/null
+	@cmake --build build-asan -j $(JOBS)
+	@scripts/ref-deps.sh
+	@cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+		ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
+
+fuzz: deps
+	@CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DDLM_FUZZ=ON >/dev/null
+	@cmake --build build-fuzz -j $(JOBS)
+	@scripts/fuzz.sh build-fuzz $(FUZZ_SECONDS)
+
+bench: build
+	@scripts/ref-deps.sh
+	@bench/run.sh
+
+tiny-base: build
+	@tools/tiny/make-tiny.sh
+
+demo: build
+	@scripts/demo.sh
+
+clean:
+	rm -rf build build-asan build-fuzz

@@ -1,0 +1,71 @@
+/* cmd — the command layer: flags → library calls → exit code.
+ *
+ * The only place that prints errors and picks exit codes:
+ *   0 ok, 1 failure, 2 usage error, 130 interrupted.
+ * One file per command (cmd_<name>.c), registered in src/main.c's table. */
+#ifndef DLM_CMD_H
+#define DLM_CMD_H
+
+#include "util/err.h"
+
+enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_INTERRUPTED = 130 };
+
+typedef struct dlm_ctx {
+    char home[4096];    /* --home > $DLM_HOME > ~/.dlm (resolved, absolute) */
+    const char *home_opt;
+    int verbose;
+    int quiet;
+} dlm_ctx;
+
+/* ---- option parsing ------------------------------------------------------
+ * Long options "--name value" / "--name=value", short "-x value", bundled
+ * flags are not supported (keep it obvious). "--" ends options; "-" alone is
+ * a positional (stdin). Global options (--home, -v, -q) are accepted by every
+ * command as well as before it. */
+typedef enum { OPT_END = 0, OPT_FLAG, OPT_STR, OPT_INT, OPT_DOUBLE } opt_type;
+
+typedef struct opt {
+    const char *name;       /* long name without "--" */
+    char short_name;        /* 0 = none */
+    opt_type type;
+    void *dst;              /* FLAG/INT: int*; STR: const char**; DOUBLE: double* */
+    const char *metavar;    /* "N", "PATH", ... (NULL for flags) */
+    const char *help;
+} opt;
+
+typedef struct cmd_spec {
+    const char *name;
+    const char *synopsis;   /* "PATH [--json]" */
+    const char *summary;    /* one line for `dlm help` */
+    const char *details;    /* paragraph(s) after the option list; may be NULL */
+    const opt *opts;        /* terminated by {0} */
+} cmd_spec;
+
+/* Parse argv[1..argc-1] (argv[0] is the command name). Positionals are
+ * stored into pos[] (capacity argc), count into *npos. Returns:
+ *   0 ok, 1 help was printed (caller returns EXIT_OK), 2 usage error printed. */
+int opts_parse(const cmd_spec *spec, int argc, char **argv, dlm_ctx *ctx,
+               char **pos, int *npos);
+void opts_usage(FILE *f, const cmd_spec *spec);
+
+/* Print a usage error ("dlm: error: <msg>" + hint to --help); returns 2. */
+int cmd_usage_error(const cmd_spec *spec, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Print e and return its exit code (e->code or 1). */
+int cmd_fail(const dlm_ctx *ctx, const dlm_err *e);
+
+/* Resolve ctx->home from --home / $DLM_HOME / ~/.dlm. */
+int ctx_resolve_home(dlm_ctx *ctx, dlm_err *e);
+
+/* Every command. */
+typedef int (*cmd_fn)(int argc, char **argv, dlm_ctx *ctx);
+typedef struct cmd_entry {
+    const char *name;
+    cmd_fn fn;
+    const cmd_spec *spec;
+} cmd_entry;
+
+extern const cmd_entry dlm_commands[];
+const cmd_entry *cmd_find(const char *name);
+
+#endif

@@ -1,0 +1,18 @@
+/* commands — the list of commands, one X(name) per src/cmd/cmd_<name>.c.
+ * Adding a command: write cmd_<name>.c defining `const cmd_spec spec_<name>`
+ * and `int cmd_<name>(int, char **, dlm_ctx *)`, then add it here. */
+#ifndef DLM_COMMANDS_H
+#define DLM_COMMANDS_H
+
+#include "cmd/cmd.h"
+
+#define DLM_COMMAND_LIST(X)
+
+#define X(name) extern const cmd_spec spec_##name; int cmd_##name(int argc, char **argv, dlm_ctx *ctx);
+DLM_COMMAND_LIST(X)
+#undef X
+
+/* After opts_parse: apply -v/-q to the logger and resolve the home dir. */
+int cmd_setup(dlm_ctx *ctx, dlm_err *e);
+
+#endif

@@ -1,0 +1,173 @@
+/* opts — the one option parser every command uses. */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <pwd.h>
+
+#include "cmd/cmd.h"
+#include "util/fs.h"
+#include "util/str.h"
+
+static const opt *find_long(const opt *o, const char *name, size_t n)
+{
+    for (; o && o->type != OPT_END; o++)
+        if (strlen(o->name) == n && !strncmp(o->name, name, n)) return o;
+    return NULL;
+}
+
+static const opt *find_short(const opt *o, char c)
+{
+    for (; o && o->type != OPT_END; o++)
+        if (o->short_name && o->short_name == c) return o;
+    return NULL;
+}
+
+int cmd_usage_error(const cmd_spec *spec, const char *fmt, ...)
+{
+    va_list ap;
+    fputs("dlm: error: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    if (spec) fprintf(stderr, "hint: see 'dlm %s --help'\n", spec->name);
+    else fprintf(stderr, "hint: see 'dlm --help'\n");
+    return EXIT_USAGE;
+}
+
+void opts_usage(FILE *f, const cmd_spec *spec)
+{
+    fprintf(f, "usage: dlm %s %s\n\n%s\n", spec->name, spec->synopsis, spec->summary);
+    if (spec->opts && spec->opts[0].type != OPT_END) {
+        fprintf(f, "\noptions:\n");
+        for (const opt *o = spec->opts; o->type != OPT_END; o++) {
+            char left[96];
+            if (o->short_name)
+                snprintf(left, sizeof left, "-%c, --%s%s%s", o->short_name, o->name,
+                         o->metavar ? " " : "", o->metavar ? o->metavar : "");
+            else
+                snprintf(left, sizeof left, "    --%s%s%s", o->name, o->metavar ? " " : "",
+                         o->metavar ? o->metavar : "");
+            fprintf(f, "  %-28s %s\n", left, o->help ? o->help : "");
+        }
+    }
+    fprintf(f, "\nglobal options: --home DIR, -v/--verbose, -q/--quiet, -h/--help\n");
+    if (spec->details) fprintf(f, "\n%s\n", spec->details);
+}
+
+static int set_value(const cmd_spec *spec, const opt *o, const char *flag, const char *val)
+{
+    char *end;
+    switch (o->type) {
+    case OPT_STR: *(const char **)o->dst = val; return 0;
+    case OPT_INT: {
+        errno = 0;
+        long long v = strtoll(val, &end, 10);
+        if (errno || end == val || *end || v < INT_MIN || v > INT_MAX)
+            return cmd_usage_error(spec, "option '%s' expects an integer, got '%s'", flag, val);
+        *(int *)o->dst = (int)v;
+        return 0;
+    }
+    case OPT_DOUBLE: {
+        errno = 0;
+        double v = strtod(val, &end);
+        if (errno || end == val || *end)
+            return cmd_usage_error(spec, "option '%s' expects a number, got '%s'", flag, val);
+        *(double *)o->dst = v;
+        return 0;
+    }
+    default: return 0;
+    }
+}
+
+int opts_parse(const cmd_spec *spec, int argc, char **argv, dlm_ctx *ctx, char **pos, int *npos)
+{
+    int only_pos = 0;
+    *npos = 0;
+    for (int i = 1; i < argc; i++) {
+        char *a = argv[i];
+        if (only_pos || a[0] != '-' || a[1] == 0) { pos[(*npos)++] = a; continue; }
+        if (!strcmp(a, "--")) { only_pos = 1; continue; }
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { opts_usage(stdout, spec); return 1; }
+        if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) { ctx->verbose = 1; continue; }
+        if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) { ctx->quiet = 1; continue; }
+        const opt *o = NULL;
+        const char *inline_val = NULL;
+        if (a[1] == '-') {
+            const char *name = a + 2;
+            const char *eq = strchr(name, '=');
+            size_t n = eq ? (size_t)(eq - name) : strlen(name);
+            if (n == 4 && !strncmp(name, "home", 4)) {
+                const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+                if (!v) return cmd_usage_error(spec, "option '--home' needs a value");
+                ctx->home_opt = v;
+                continue;
+            }
+            o = find_long(spec->opts, name, n);
+            if (!o) {
+                /* Suggest the closest known option. */
+                const char *best = NULL;
+                int bd = 4;
+                char want[64];
+                snprintf(want, sizeof want, "%.*s", (int)(n < 63 ? n : 63), name);
+                for (const opt *p = spec->opts; p && p->type != OPT_END; p++) {
+                    int d = str_edit_distance(want, p->name);
+                    if (d < bd) { bd = d; best = p->name; }
+                }
+                if (best) return cmd_usage_error(spec, "unknown option '--%s' (did you mean '--%s'?)", want, best);
+                return cmd_usage_error(spec, "unknown option '--%s'", want);
+            }
+            if (eq) inline_val = eq + 1;
+        } else {
+            if (a[2] != 0) return cmd_usage_error(spec, "unknown option '%s'", a);
+            o = find_short(spec->opts, a[1]);
+            if (!o) return cmd_usage_error(spec, "unknown option '%s'", a);
+        }
+        if (o->type == OPT_FLAG) {
+            if (inline_val) return cmd_usage_error(spec, "option '--%s' takes no value", o->name);
+            *(int *)o->dst = 1;
+            continue;
+        }
+        const char *val = inline_val;
+        if (!val) {
+            if (i + 1 >= argc) return cmd_usage_error(spec, "option '%s' needs a value (%s)", a,
+                                                      o->metavar ? o->metavar : "VALUE");
+            val = argv[++i];
+        }
+        if (set_value(spec, o, a, val)) return EXIT_USAGE;
+    }
+    return 0;
+}
+
+int cmd_fail(const dlm_ctx *ctx, const dlm_err *e)
+{
+    err_print(stderr, e, ctx ? ctx->verbose : 0);
+    return e->code ? e->code : EXIT_FAIL;
+}
+
+int ctx_resolve_home(dlm_ctx *ctx, dlm_err *e)
+{
+    const char *h = ctx->home_opt;
+    if (!h || !*h) h = getenv("DLM_HOME");
+    if (h && *h) {
+        if (h[0] == '/') snprintf(ctx->home, sizeof ctx->home, "%s", h);
+        else {
+            char cwd[2048];
+            if (!getcwd(cwd, sizeof cwd)) return err_sys(e, "cannot read the current directory");
+            if (!fs_join(ctx->home, sizeof ctx->home, cwd, h)) return err_set(e, NULL, "home path too long");
+        }
+        return 0;
+    }
+    const char *user = getenv("HOME");
+    if (!user || !*user) {
+        struct passwd *pw = getpwuid(getuid());
+        user = pw ? pw->pw_dir : NULL;
+    }
+    if (!user) return err_set(e, NULL, "cannot find a home directory; pass --home DIR or set DLM_HOME");
+    if (!fs_join(ctx->home, sizeof ctx->home, user, ".dlm")) return err_set(e, NULL, "home path too long");
+    return 0;
+}

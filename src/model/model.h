@@ -1,0 +1,72 @@
+/* model — a base model in memory: its config and its weights in their
+ * stored types, loaded from an HF folder (config.json + safetensors) or a
+ * GGUF file. Architectures: llama and qwen2.
+ *
+ * Conventions every consumer relies on:
+ *  - Weights are in HF orientation and HF row order: W[out][in], Q/K rows in
+ *    HF's rotate-half layout. The GGUF loader undoes llama.cpp's llama-arch
+ *    Q/K row permutation, the GGUF writer re-applies it.
+ *  - Norm weights, biases and RoPE frequencies are converted to f32 at load.
+ *  - Big matrices are not expanded: a Q4_K GGUF stays Q4_K in memory, and
+ *    HF safetensors are memory-mapped. */
+#ifndef DLM_MODEL_H
+#define DLM_MODEL_H
+
+#include <stdint.h>
+#include "kern/dtype.h"
+#include "util/err.h"
+
+typedef enum { ARCH_LLAMA = 0, ARCH_QWEN2 = 1 } model_arch;
+
+typedef struct model_config {
+    model_arch arch;
+    int n_layer;        /* L */
+    int d_model;        /* C: hidden_size */
+    int n_ff;           /* F: intermediate_size */
+    int n_head;         /* NH */
+    int n_kv_head;      /* KVH (GQA: NH % KVH == 0) */
+    int head_dim;       /* HS */
+    int vocab;          /* V: rows of the embedding */
+    int max_pos;        /* max_position_embeddings / context_length */
+    float rms_eps;
+    float rope_theta;
+    int tied;           /* lm_head shares the embedding */
+    int qkv_bias;       /* q/k/v projections have biases (qwen2: always) */
+    /* rope_scaling type llama3 (Llama 3.x); 0 = none */
+    int rope_llama3;
+    float rope_factor, rope_low_freq_factor, rope_high_freq_factor;
+    int rope_orig_ctx;
+    /* token ids from config.json (-1 = unknown) */
+    int bos_id, eos_id;
+} model_config;
+
+typedef struct layer_weights {
+    float *attn_norm;           /* [C] input_layernorm */
+    wmat wq, wk, wv, wo;        /* [NH*HS, C] [KVH*HS, C] [KVH*HS, C] [C, NH*HS] */
+    float *bq, *bk, *bv;        /* [NH*HS] [KVH*HS] [KVH*HS], NULL without bias */
+    float *ffn_norm;            /* [C] post_attention_layernorm */
+    wmat w_gate, w_up, w_down;  /* [F, C] [F, C] [C, F] */
+} layer_weights;
+
+typedef struct model {
+    model_config cfg;
+    char source[4096];          /* path it was loaded from */
+    int from_gguf;
+    wmat tok_embd;              /* [V, C] */
+    wmat output;                /* [V, C]; same data as tok_embd when tied */
+    float *out_norm;            /* [C] */
+    layer_weights *layers;      /* [L] */
+    float *rope_inv_freq;       /* [HS/2]: 1/theta^(2i/HS), llama3 scaling applied */
+    struct model_storage *storage; /* mmaps and owned buffers (private) */
+} model;
+
+/* Load from an HF model folder (config.json + *.safetensors) or a .gguf. */
+int model_load(const char *path, model **out, dlm_err *e);
+void model_free(model *m);
+
+/* Parse an HF config.json text into cfg (llama / qwen2; v4 and v5 layouts). */
+int model_config_parse(const char *json_text, size_t len, const char *path, model_config *cfg, dlm_err *e);
+/* Fill rope_inv_freq[HS/2] from cfg (theta, llama3 scaling). */
+void model_rope_freqs(const model_config *cfg, float *inv_freq);
+
+#endif

@@ -1,0 +1,280 @@
+#include "util/fs.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+#include <sodium.h>
+
+int fs_read_all(const char *path, size_t max_bytes, char **out, size_t *len, dlm_err *e)
+{
+    *out = NULL;
+    if (len) *len = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return err_sys(e, "cannot open '%s'", path);
+    struct stat st;
+    if (fstat(fd, &st) != 0) { close(fd); return err_sys(e, "cannot stat '%s'", path); }
+    if (S_ISDIR(st.st_mode)) { close(fd); return err_set(e, NULL, "'%s' is a directory", path); }
+    if (st.st_size < 0 || (uint64_t)st.st_size > max_bytes) {
+        close(fd);
+        return err_set(e, NULL, "'%s' is too large (%lld bytes, limit %zu)", path,
+                       (long long)st.st_size, max_bytes);
+    }
+    /* Read until EOF rather than trusting st_size (pipes, /proc, races). */
+    size_t cap = (size_t)st.st_size + 1, n = 0;
+    char *buf = malloc(cap);
+    if (!buf) { close(fd); return err_set(e, "MemoryError", "out of memory reading '%s'", path); }
+    for (;;) {
+        if (n + 1 >= cap) {
+            if (cap > max_bytes) { free(buf); close(fd); return err_set(e, NULL, "'%s' is too large", path); }
+            size_t nc = cap * 2;
+            char *nb = realloc(buf, nc);
+            if (!nb) { free(buf); close(fd); return err_set(e, "MemoryError", "out of memory reading '%s'", path); }
+            buf = nb;
+            cap = nc;
+        }
+        ssize_t r = read(fd, buf + n, cap - 1 - n);
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            free(buf);
+            close(fd);
+            return err_sys(e, "cannot read '%s'", path);
+        }
+        if (r == 0) break;
+        n += (size_t)r;
+    }
+    close(fd);
+    if (n > max_bytes) { free(buf); return err_set(e, NULL, "'%s' is too large", path); }
+    buf[n] = 0;
+    *out = buf;
+    if (len) *len = n;
+    return 0;
+}
+
+int fs_fault_injected(const char *path)
+{
+    const char *f = getenv("DLM_FAIL_WRITE");
+    return f && *f && strstr(path, f) != NULL;
+}
+
+char *fs_dirname(char *dst, size_t cap, const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash) { snprintf(dst, cap, "."); return dst; }
+    size_t n = (size_t)(slash - path);
+    if (n == 0) n = 1; /* "/x" → "/" */
+    if (n >= cap) n = cap - 1;
+    memcpy(dst, path, n);
+    dst[n] = 0;
+    return dst;
+}
+
+const char *fs_basename(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+char *fs_join(char *dst, size_t cap, const char *a, const char *b)
+{
+    int n;
+    if (b[0] == '/' || !a[0]) n = snprintf(dst, cap, "%s", b);
+    else if (a[strlen(a) - 1] == '/') n = snprintf(dst, cap, "%s%s", a, b);
+    else n = snprintf(dst, cap, "%s/%s", a, b);
+    if (n < 0 || (size_t)n >= cap) return NULL;
+    return dst;
+}
+
+int fs_fsync_dir(const char *dir, dlm_err *e)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return err_sys(e, "cannot open directory '%s'", dir);
+    int r = fsync(fd);
+    int saved = errno;
+    close(fd);
+    /* Some filesystems refuse fsync on directories (EINVAL): not fatal. */
+    if (r != 0 && saved != EINVAL && saved != EROFS) {
+        errno = saved;
+        return err_sys(e, "cannot fsync directory '%s'", dir);
+    }
+    return 0;
+}
+
+int fs_fsync_path(const char *path, dlm_err *e)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return err_sys(e, "cannot open '%s'", path);
+    int r = fsync(fd);
+    int saved = errno;
+    close(fd);
+    if (r != 0 && saved != EINVAL) { errno = saved; return err_sys(e, "cannot fsync '%s'", path); }
+    return 0;
+}
+
+static int write_full(int fd, const void *data, size_t len)
+{
+    const char *p = data;
+    while (len) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        p += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+int fs_write_atomic(const char *path, const void *data, size_t len, int mode, dlm_err *e)
+{
+    char dir[4096], tmp[4200];
+    fs_dirname(dir, sizeof dir, path);
+    unsigned char nonce[4];
+    randombytes_buf(nonce, sizeof nonce);
+    int n = snprintf(tmp, sizeof tmp, "%s.tmp.%d.%02x%02x%02x%02x", path, (int)getpid(),
+                     nonce[0], nonce[1], nonce[2], nonce[3]);
+    if (n < 0 || (size_t)n >= sizeof tmp) return err_set(e, NULL, "path too long: '%s'", path);
+
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+    if (fd < 0) return err_sys(e, "cannot create '%s'", tmp);
+    if (write_full(fd, data, len) != 0) goto fail;
+    if (fsync(fd) != 0) goto fail;
+    if (close(fd) != 0) { fd = -1; goto fail; }
+    fd = -1;
+    if (fs_fault_injected(path)) { errno = EIO; goto fail; }
+    if (rename(tmp, path) != 0) goto fail;
+    return fs_fsync_dir(dir, e);
+
+fail:;
+    int saved = errno;
+    if (fd >= 0) close(fd);
+    unlink(tmp);
+    errno = saved;
+    return err_sys(e, "cannot write '%s'", path);
+}
+
+int fs_mkdir_p(const char *path, dlm_err *e)
+{
+    char buf[4096];
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof buf) return err_set(e, NULL, "bad directory path '%s'", path);
+    memcpy(buf, path, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (buf[i] == '/' || buf[i] == 0) {
+            char c = buf[i];
+            buf[i] = 0;
+            if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+                return err_sys(e, "cannot create directory '%s'", buf);
+            buf[i] = c;
+        }
+    }
+    if (!fs_is_dir(path)) return err_set(e, NULL, "'%s' exists and is not a directory", path);
+    return 0;
+}
+
+int fs_exists(const char *path) { struct stat st; return lstat(path, &st) == 0; }
+int fs_is_dir(const char *path) { struct stat st; return stat(path, &st) == 0 && S_ISDIR(st.st_mode); }
+int fs_is_file(const char *path) { struct stat st; return stat(path, &st) == 0 && S_ISREG(st.st_mode); }
+
+int64_t fs_file_size(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) return -1;
+    return (int64_t)st.st_size;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int fs_list_dir(const char *dir, char ***names, dlm_err *e)
+{
+    *names = NULL;
+    DIR *d = opendir(dir);
+    if (!d) return err_sys(e, "cannot open directory '%s'", dir);
+    int n = 0, cap = 0;
+    char **v = NULL;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            char **nv = realloc(v, (size_t)cap * sizeof *v);
+            if (!nv) goto oom;
+            v = nv;
+        }
+        v[n] = strdup(de->d_name);
+        if (!v[n]) goto oom;
+        n++;
+    }
+    closedir(d);
+    if (n) qsort(v, (size_t)n, sizeof *v, cmp_str);
+    *names = v;
+    return n;
+oom:
+    closedir(d);
+    fs_free_list(v, n);
+    return err_set(e, "MemoryError", "out of memory listing '%s'", dir);
+}
+
+void fs_free_list(char **names, int n)
+{
+    for (int i = 0; i < n; i++) free(names[i]);
+    free(names);
+}
+
+uint64_t fs_tree_size(const char *dir)
+{
+    struct stat st;
+    if (lstat(dir, &st) != 0) return 0;
+    if (!S_ISDIR(st.st_mode)) return S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
+    char **names;
+    int n = fs_list_dir(dir, &names, NULL);
+    if (n < 0) return 0;
+    uint64_t total = 0;
+    char p[4096];
+    for (int i = 0; i < n; i++)
+        if (fs_join(p, sizeof p, dir, names[i])) total += fs_tree_size(p);
+    fs_free_list(names, n);
+    return total;
+}
+
+int fs_remove_tree(const char *path, dlm_err *e)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0) return errno == ENOENT ? 0 : err_sys(e, "cannot stat '%s'", path);
+    if (S_ISDIR(st.st_mode)) {
+        char **names;
+        int n = fs_list_dir(path, &names, e);
+        if (n < 0) return -1;
+        char p[4096];
+        for (int i = 0; i < n; i++) {
+            if (!fs_join(p, sizeof p, path, names[i]) || fs_remove_tree(p, e)) {
+                fs_free_list(names, n);
+                return -1;
+            }
+        }
+        fs_free_list(names, n);
+        if (rmdir(path) != 0) return err_sys(e, "cannot remove '%s'", path);
+        return 0;
+    }
+    if (unlink(path) != 0) return err_sys(e, "cannot remove '%s'", path);
+    return 0;
+}
+
+int fs_copy_file(const char *src, const char *dst, dlm_err *e)
+{
+    char *buf;
+    size_t len;
+    if (fs_read_all(src, (size_t)1 << 40, &buf, &len, e)) return -1;
+    int r = fs_write_atomic(dst, buf, len, 0644, e);
+    free(buf);
+    return r;
+}

@@ -1,0 +1,25 @@
+/* hash — SHA-256 (libsodium) as lowercase hex, for ids, checksums and locks. */
+#ifndef DLM_HASH_H
+#define DLM_HASH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "util/err.h"
+
+typedef struct sha256_ctx { unsigned char opaque[128] __attribute__((aligned(16))); } sha256_ctx;
+
+void sha256_init(sha256_ctx *c);
+void sha256_update(sha256_ctx *c, const void *p, size_t n);
+void sha256_final(sha256_ctx *c, unsigned char out[32]);
+
+void sha256(const void *p, size_t n, unsigned char out[32]);
+/* hex must hold 65 bytes. */
+void sha256_hex(const void *p, size_t n, char hex[65]);
+void hex_encode(const unsigned char *p, size_t n, char *out); /* out: 2n+1 */
+/* Streamed hash of a file. */
+int sha256_file_hex(const char *path, char hex[65], dlm_err *e);
+
+/* Global library init (libsodium); idempotent. Returns 0 or -1. */
+int hash_init(void);
+
+#endif

@@ -1,0 +1,42 @@
+/* str — a growable byte buffer (always NUL-terminated) and small string
+ * helpers. Used for building files and messages, never in hot loops. */
+#ifndef DLM_STR_H
+#define DLM_STR_H
+
+#include <stddef.h>
+#include <stdarg.h>
+
+typedef struct strbuf {
+    char *buf;      /* NUL-terminated; NULL until the first append */
+    size_t len;
+    size_t cap;
+    int oom;        /* set once an allocation failed; later appends are no-ops */
+} strbuf;
+
+#define STRBUF_INIT {0, 0, 0, 0}
+
+void sb_free(strbuf *sb);
+void sb_reset(strbuf *sb);                     /* len = 0, keeps memory */
+int sb_reserve(strbuf *sb, size_t extra);      /* 0 ok, -1 oom */
+int sb_append(strbuf *sb, const void *p, size_t n);
+int sb_puts(strbuf *sb, const char *s);
+int sb_putc(strbuf *sb, char c);
+int sb_printf(strbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int sb_vprintf(strbuf *sb, const char *fmt, va_list ap);
+/* Detach the buffer (caller frees); sb becomes empty. Never NULL unless oom. */
+char *sb_detach(strbuf *sb, size_t *len);
+/* Pointer to the contents, "" when empty. */
+const char *sb_str(const strbuf *sb);
+
+/* Duplicate up to n bytes, NUL-terminated. NULL on oom. */
+char *str_ndup(const char *s, size_t n);
+int str_startswith(const char *s, const char *prefix);
+int str_endswith(const char *s, const char *suffix);
+/* Levenshtein distance (for "did you mean"); capped at 255. */
+int str_edit_distance(const char *a, const char *b);
+/* Parse a byte size such as "8G", "512M", "1.5GiB", "1000" into *out. */
+int str_parse_size(const char *s, unsigned long long *out);
+/* Human-readable size into buf ("1.23 GiB"). Returns buf. */
+char *str_human_size(unsigned long long n, char *buf, size_t cap);
+
+#endif
