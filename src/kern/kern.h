@@ -1,0 +1,125 @@
+/* kern — the compute kernels: one small set of functions over raw pointers
+ * with explicit shapes. The CPU implementation dispatches on cpu_level();
+ * a GPU backend could sit behind the same calls later.
+ *
+ * Contracts every kernel keeps:
+ *  - Determinism: results are bit-identical for any thread count. Work is
+ *    split over output rows/columns, never over a summed dimension; every
+ *    reduction has one fixed order.
+ *  - No allocation: scratch comes from the caller (sizes documented below).
+ *  - Shapes are written above each function with the letters used across
+ *    dlm: N rows (= B*T tokens), C model dim, O/I out/in features, V vocab,
+ *    NH/KVH heads, HS head size, F ffn dim.
+ *  - Every tuned kernel has a plain-loop `_ref` twin in kern_ref.c that the
+ *    tests compare against. */
+#ifndef DLM_KERN_H
+#define DLM_KERN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "kern/dtype.h"
+
+/* ---- thread pool ----------------------------------------------------------
+ * A persistent pool. kern_init(n) (n <= 0: all cores) may be called again to
+ * resize. kern_parallel_for splits [0, n) into contiguous chunks, one per
+ * thread (the caller's thread takes part), and returns when all are done.
+ * fn must make each index's result independent of the chunking. */
+int kern_init(int nthreads);
+int kern_threads(void);
+void kern_shutdown(void);
+typedef void (*kern_range_fn)(void *ctx, int64_t begin, int64_t end);
+void kern_parallel_for(int64_t n, kern_range_fn fn, void *ctx);
+
+/* ---- conversions ---------------------------------------------------------- */
+float fp16_to_f32(uint16_t h);
+uint16_t f32_to_fp16(float f);          /* IEEE RNE, NaN → 0x7E00 (ggml's rule) */
+float bf16_to_f32(uint16_t h);
+uint16_t f32_to_bf16(float f);          /* RNE; NaN → (bits>>16)|64 (ggml's rule) */
+
+/* Dequantize n elements (a multiple of the block size) of type t. */
+void kern_dequant_row(dtype t, const void *src, float *dst, int64_t n);
+/* Quantize n elements with llama.cpp's reference algorithms (bit-exact with
+ * quantize_row_*_ref; no imatrix). Supports F32 F16 BF16 Q4_0 Q5_0 Q8_0
+ * Q4_K Q5_K Q6_K. Returns bytes written, 0 if t is unsupported. */
+size_t kern_quant_row(dtype t, const float *src, void *dst, int64_t n);
+
+/* ---- matmul with a weight in its stored type -------------------------------
+ * y[N,O] = x[N,I] · W[O,I]ᵀ (+ bias[O]); accumulate != 0 adds into y. */
+void kern_matmul(float *y, const float *x, const wmat *W, const float *bias,
+                 int64_t N, int accumulate);
+/* dx[N,I] += dy[N,O] · W[O,I]   (input gradient through a frozen weight) */
+void kern_matmul_dx(float *dx, const float *dy, const wmat *W, int64_t N);
+/* General f32 GEMM, row-major: C[M,N] = alpha·op(A)·op(B) + beta·C with
+ * op(A) [M,K] (A is [K,M] when ta), op(B) [K,N] (B is [N,K] when tb).
+ * Used for LoRA and weight gradients: dW[O,I] += dyᵀ·x is
+ * kern_sgemm(1, 0, O, I, N, 1, dy, O, x, I, 1, dW, I). */
+void kern_sgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
+                const float *A, int64_t lda, const float *B, int64_t ldb,
+                float beta, float *C, int64_t ldc);
+
+/* ---- elementwise and row ops ---------------------------------------------- */
+/* y[N,C] = x · rsqrt(mean(x²) + eps) · w; rstd[N] saved for backward. */
+void kern_rmsnorm_fwd(float *y, float *rstd, const float *x, const float *w,
+                      int64_t N, int C, float eps);
+/* dx[N,C] = (overwrite) grad wrt x; dw[C] += grad wrt w (dw may be NULL). */
+void kern_rmsnorm_bwd(float *dx, float *dw, const float *dy, const float *x,
+                      const float *w, const float *rstd, int64_t N, int C);
+
+/* HF rotate-half RoPE in place on x[N, H, HS] (row n at position pos[n]):
+ * for j < HS/2, angle = pos·inv_freq[j],
+ *   x'[j] = x[j]·cos − x[j+HS/2]·sin,  x'[j+HS/2] = x[j+HS/2]·cos + x[j]·sin.
+ * Angles are computed in double then rounded, as the PyTorch reference. */
+void kern_rope_fwd(float *x, const int32_t *pos, int64_t N, int H, int HS, const float *inv_freq);
+/* Backward = rotation by −angle, in place on the gradient. */
+void kern_rope_bwd(float *dx, const int32_t *pos, int64_t N, int H, int HS, const float *inv_freq);
+
+/* h[n] = silu(g[n]) · u[n] */
+void kern_swiglu_fwd(float *h, const float *g, const float *u, int64_t n);
+void kern_swiglu_bwd(float *dg, float *du, const float *dh, const float *g, const float *u, int64_t n);
+
+/* ---- attention --------------------------------------------------------------
+ * Causal GQA attention, softmax(q·kᵀ/sqrt(HS) + mask)·v, query head h uses
+ * kv head h / (NH/KVH).
+ *   q   [B, Tq, NH, HS]   rows contiguous
+ *   k,v [B, Tk, KVH, HS]  batch stride kv_bstride floats (>= Tk*KVH*HS, so a
+ *                         KV cache [Tmax, KVH, HS] can be passed directly)
+ *   out [B, Tq, NH, HS]
+ *   lse [B, NH, Tq]       log-sum-exp per query row (for backward; may be NULL
+ *                         in inference)
+ * Query i sits at key position q_off + i and sees keys j <= q_off + i. With
+ * seg (segment ids [B, Tk], packing) it also sees only keys whose segment
+ * equals its own (seg[b][q_off+i]). No T×T matrix is materialised per head
+ * beyond `scratch`: kern_attn_scratch() floats. */
+typedef struct attn_shape {
+    int B, Tq, Tk, NH, KVH, HS;
+    int q_off;
+    int64_t kv_bstride;
+    const int32_t *seg;
+} attn_shape;
+size_t kern_attn_scratch(const attn_shape *s);
+void kern_attn_fwd(float *out, float *lse, const float *q, const float *k, const float *v,
+                   const attn_shape *s, float *scratch);
+/* dq [B,Tq,NH,HS] overwritten; dk, dv [B,Tk,KVH,HS] overwritten (same batch
+ * stride as k/v). Needs out and lse from the forward. */
+size_t kern_attn_bwd_scratch(const attn_shape *s);
+void kern_attn_bwd(float *dq, float *dk, float *dv, const float *dout, const float *out,
+                   const float *lse, const float *q, const float *k, const float *v,
+                   const attn_shape *s, float *scratch);
+
+/* ---- loss -------------------------------------------------------------------
+ * Softmax cross-entropy over logits[N,V] with targets[N] (-1 = masked).
+ * Writes nll[N] (0 for masked rows) and, if dlogits != NULL, the gradient
+ * (softmax − onehot)·grad_scale for unmasked rows, 0 for masked rows
+ * (dlogits may alias logits). Returns the sum of nll over unmasked rows,
+ * summed in row order in double. */
+double kern_xent(float *dlogits, float *nll, const float *logits, const int32_t *targets,
+                 int64_t N, int V, float grad_scale);
+
+/* ---- optimizer --------------------------------------------------------------
+ * torch.optim.AdamW on n params, step t >= 1:
+ *   m = b1·m + (1−b1)·g;  v = b2·v + (1−b2)·g²;  p −= lr·wd·p;
+ *   p −= lr/(1−b1^t) · m / (sqrt(v)/sqrt(1−b2^t) + eps) */
+void kern_adamw(float *p, const float *g, float *m, float *v, int64_t n,
+                float lr, float b1, float b2, float eps, float wd, int64_t t);
+
+#endif
