@@ -38,6 +38,15 @@ typedef struct model_config {
     int rope_orig_ctx;
     /* token ids from config.json (-1 = unknown) */
     int bos_id, eos_id;
+    /* every eos id when config.json gives a list (eos_id = the first) */
+    int n_eos;
+    int eos_ids[8];
+    /* GGUF sources: the llama3 factors are only known through the
+     * rope_freqs tensor, so rope_inv_freq (not model_rope_freqs) is the
+     * truth; rope_factor then holds the largest per-frequency divisor. */
+    int rope_custom;
+    /* torch_dtype / dtype from config.json ("bfloat16"), "" if absent */
+    char src_dtype[16];
 } model_config;
 
 typedef struct layer_weights {
