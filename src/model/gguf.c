@@ -220,7 +220,8 @@ static int read_kv(rd *r, gguf_file *g, gguf_kv *kv)
 {
     size_t klen;
     if (rd_str(r, g, &kv->key_off, &klen, "key")) return -1;
-    const char *key = g->arena + kv->key_off;
+    /* the arena may move while this key's strings are read: re-derive */
+#define key (g->arena + kv->key_off)
     if (klen == 0) return fail(r, "empty key");
     if (strlen(key) != klen) return fail(r, "key contains a NUL byte");
     uint32_t t;
@@ -262,6 +263,7 @@ static int read_kv(rd *r, gguf_file *g, gguf_kv *kv)
     }
     return 0;
 }
+#undef key
 
 static gguf_file *sort_ctx;
 static int cmp_kv(const void *a, const void *b)

@@ -240,7 +240,7 @@ static void test_refusals(void)
     header(&b, 0, 1); key(&b, "general.alignment", GGUF_I32); u32(&b, 32); put(&b, "pad-pad-pad-pad", 15);
     refuse(&b, "expected u32");
 
-    int64_t ne[4] = {32, 2, 1, 1};
+    int64_t ne[5] = {32, 2, 1, 1, 1};
     b = one_tensor("t", 5, ne, 0, 0, 256);
     refuse(&b, "5 dimensions");
     b = one_tensor("t", 2, ne, 4, 0, 256);
