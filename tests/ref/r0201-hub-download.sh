@@ -115,7 +115,11 @@ grep -q RepoNotFoundError "$T/err8" && ok "unknown repo" || bad "unknown repo"
 "$hub" get org/tiny v9 config.json >/dev/null 2>"$T/err8b" || true
 grep -q RevisionNotFoundError "$T/err8b" && ok "unknown revision" || bad "unknown revision"
 
-# 9. server gone: a branch still resolves from the cache
+# 9. a base spec hf:org/name@rev resolves to the same cached snapshot
+p=$("$hub" base "hf:org/tiny@main" 2>/dev/null) && [ "$p" = "$snap" ] && ok "hf:org/tiny@main resolves to the snapshot" \
+    || bad "base hf: spec ('$p')"
+
+# 10. server gone: a branch still resolves from the cache
 kill "$srv"; wait "$srv" 2>/dev/null || true; srv=""
 p=$(DLM_HUB_RETRIES=0 "$hub" get org/tiny main config.json 2>/dev/null) && [ -f "$p" ] && ok "cache fallback without server" \
     || bad "cache fallback"

@@ -7,6 +7,7 @@
  * HF_HUB_OFFLINE; DLM_HUB_RETRIES / DLM_HUB_BACKOFF_MS tune retries):
  *   test_hub get REPO REV FILE     prints the local path
  *   test_hub snapshot REPO REV     prints the snapshot folder
+ *   test_hub base SPEC             base_resolve (registry key, hf:, path)
  * Exit 0 ok, 3 not found, 1 error ("Kind: message" and the hint on stderr). */
 #include "check.h"
 
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "model/base.h"
 #include "model/hub.h"
 #include "util/fs.h"
 #include "util/hash.h"
@@ -149,6 +151,54 @@ static void test_cache(void)
     CHECK_INT(hub_resolve_file(&o, "org/m", "../x", "config.json", out, sizeof out, &E), -1);
 }
 
+static void test_base(void)
+{
+    base_ref r;
+    CHECK_INT(base_parse("smollm2-135m", &r, &E), 0);
+    CHECK_INT(r.kind, BASE_REGISTRY);
+    CHECK_STR(r.repo, "HuggingFaceTB/SmolLM2-135M-Instruct");
+    CHECK_STR(r.rev, "12fd25f77366fa6b3b4b768ec3050bf629380bac");
+    CHECK_INT(r.entry->requires_acceptance, 0);
+    CHECK_INT(base_parse("llama-3.2-1b", &r, &E), 0);
+    CHECK_INT(r.entry->requires_acceptance, 1);
+    CHECK_INT(base_parse("hf:Qwen/Qwen2.5-0.5B-Instruct", &r, &E), 0);
+    CHECK_INT(r.kind, BASE_HF);
+    CHECK_STR(r.rev, "main");
+    CHECK_INT(base_parse("hf:org/name@v1.0", &r, &E), 0);
+    CHECK_STR(r.repo, "org/name");
+    CHECK_STR(r.rev, "v1.0");
+    CHECK_INT(base_parse("hf:bad", &r, &E), -1);
+    CHECK_INT(base_parse("hf:org/name@../x", &r, &E), -1);
+    CHECK_INT(base_parse("qwen3-4b", &r, &E), -1);
+    CHECK_STR(E.kind, "UnsupportedArchitectureError");
+    CHECK(strstr(E.msg, "Qwen3ForCausalLM") != NULL);
+    CHECK_INT(base_parse("smollm2-135", &r, &E), -1);
+    CHECK(strstr(E.hint, "did you mean 'smollm2-135m'") != NULL);
+    CHECK_INT(base_parse("tests/ref/model/fixtures/llama-bf16", &r, &E), 0);
+    CHECK_INT(r.kind, BASE_DIR);
+    CHECK_INT(base_parse("tests/ref/model/fixtures/llama-bf16.q8_0.gguf", &r, &E), 0);
+    CHECK_INT(r.kind, BASE_GGUF);
+    CHECK_INT(base_parse("./missing.gguf", &r, &E), -1);
+    CHECK(strstr(E.msg, "does not exist") != NULL);
+    CHECK_INT(base_parse("", &r, &E), -1);
+    int supported = 0;
+    for (int i = 0; i < base_registry_count(); i++) supported += base_registry_at(i)->supported;
+    CHECK_INT(supported, 10);
+    /* a registry key resolves through the cache, offline */
+    hub_opts o;
+    const char *root = check_tmpdir("test_hub_base");
+    clear_env();
+    setenv("HF_HUB_CACHE", root, 1);
+    setenv("HF_HUB_OFFLINE", "1", 1);
+    hub_opts_init(&o, &E);
+    char out[4096];
+    CHECK_INT(base_resolve("qwen2.5-0.5b", &o, &r, out, sizeof out, &E), -1);
+    CHECK_STR(E.kind, "HubOfflineError");
+    CHECK_INT(base_resolve("tests/ref/model/fixtures/qwen2-f32", &o, &r, out, sizeof out, &E), 0);
+    CHECK_STR(out, "tests/ref/model/fixtures/qwen2-f32");
+    clear_env();
+}
+
 static int drive(int argc, char **argv)
 {
     hub_opts o;
@@ -161,8 +211,12 @@ static int drive(int argc, char **argv)
     int rc;
     if (!strcmp(argv[1], "get") && argc == 5) rc = hub_resolve_file(&o, argv[2], argv[3], argv[4], out, sizeof out, &E);
     else if (!strcmp(argv[1], "snapshot") && argc == 4) rc = hub_snapshot(&o, argv[2], argv[3], out, sizeof out, &E);
+    else if (!strcmp(argv[1], "base") && argc == 3) {
+        base_ref ref;
+        rc = base_resolve(argv[2], &o, &ref, out, sizeof out, &E);
+    }
     else {
-        fprintf(stderr, "usage: test_hub get REPO REV FILE | snapshot REPO REV\n");
+        fprintf(stderr, "usage: test_hub get REPO REV FILE | snapshot REPO REV | base SPEC\n");
         return 2;
     }
     if (rc == 0) { printf("%s\n", out); return 0; }
@@ -181,5 +235,6 @@ int main(int argc, char **argv)
     test_root();
     test_validation();
     test_cache();
+    test_base();
     return check_done();
 }
