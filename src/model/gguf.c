@@ -71,6 +71,7 @@ typedef struct gguf_kv {
 } gguf_kv;
 
 typedef struct gguf_sref { uint64_t off; size_t len; } gguf_sref;
+typedef struct gguf_sidx { const char *s; uint64_t off; int i; } gguf_sidx;
 
 struct gguf_file {
     const unsigned char *base;
@@ -81,11 +82,11 @@ struct gguf_file {
     uint64_t data_off;
     gguf_kv *kv;
     int nkv;
-    int *kv_sorted;
+    gguf_sidx *kv_sorted;      /* by key */
     gguf_tensor *t;
     uint64_t *t_name_off;
     int nt;
-    int *t_sorted;
+    gguf_sidx *t_sorted;       /* by name */
     char *arena;
     size_t arena_len, arena_cap;
     gguf_sref *strs;                /* elements of every string array */
@@ -265,31 +266,23 @@ static int read_kv(rd *r, gguf_file *g, gguf_kv *kv)
 }
 #undef key
 
-static gguf_file *sort_ctx;
-static int cmp_kv(const void *a, const void *b)
+/* Sorted views (by name, by offset) without any global sort context. */
+static int cmp_by_name(const void *a, const void *b)
 {
-    return strcmp(sort_ctx->kv[*(const int *)a].key, sort_ctx->kv[*(const int *)b].key);
-}
-static int cmp_tn(const void *a, const void *b)
-{
-    return strcmp(sort_ctx->t[*(const int *)a].name, sort_ctx->t[*(const int *)b].name);
-}
-static int cmp_toff(const void *a, const void *b)
-{
-    const gguf_tensor *x = &sort_ctx->t[*(const int *)a], *y = &sort_ctx->t[*(const int *)b];
-    return x->offset < y->offset ? -1 : x->offset > y->offset;
+    return strcmp(((const gguf_sidx *)a)->s, ((const gguf_sidx *)b)->s);
 }
 
-/* Sorting uses a file-level pointer for the comparators; parsing is not
- * reentrant across threads for that reason alone (qsort_r is not C11). */
-static int sort_idx(gguf_file *g, int n, int **out, int (*cmp)(const void *, const void *), dlm_err *e)
+static int cmp_by_off(const void *a, const void *b)
 {
-    *out = malloc((size_t)(n ? n : 1) * sizeof **out);
-    if (!*out) return err_set(e, "MemoryError", "out of memory");
-    for (int i = 0; i < n; i++) (*out)[i] = i;
-    sort_ctx = g;
-    if (n > 1) qsort(*out, (size_t)n, sizeof **out, cmp);
-    return 0;
+    uint64_t x = ((const gguf_sidx *)a)->off, y = ((const gguf_sidx *)b)->off;
+    return x < y ? -1 : x > y;
+}
+
+static gguf_sidx *sorted(int n, dlm_err *e)
+{
+    gguf_sidx *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+    if (!v) err_set(e, "MemoryError", "out of memory");
+    return v;
 }
 
 static int parse_tensor_info(rd *r, gguf_file *g, int i)
@@ -375,14 +368,17 @@ static int parse(gguf_file *g, const char *label, dlm_err *e)
     }
     for (int i = 0; i < g->nt; i++) g->t[i].name = g->arena + g->t_name_off[i];
 
-    if (sort_idx(g, g->nkv, &g->kv_sorted, cmp_kv, e)) return -1;
+    if (!(g->kv_sorted = sorted(g->nkv, e)) || !(g->t_sorted = sorted(g->nt, e))) return -1;
+    for (int i = 0; i < g->nkv; i++) g->kv_sorted[i] = (gguf_sidx){g->kv[i].key, 0, i};
+    for (int i = 0; i < g->nt; i++) g->t_sorted[i] = (gguf_sidx){g->t[i].name, 0, i};
+    if (g->nkv > 1) qsort(g->kv_sorted, (size_t)g->nkv, sizeof *g->kv_sorted, cmp_by_name);
+    if (g->nt > 1) qsort(g->t_sorted, (size_t)g->nt, sizeof *g->t_sorted, cmp_by_name);
     for (int i = 1; i < g->nkv; i++)
-        if (!strcmp(g->kv[g->kv_sorted[i]].key, g->kv[g->kv_sorted[i - 1]].key))
-            return err_at(e, KIND, label, 0, 0, "duplicate key '%s'", g->kv[g->kv_sorted[i]].key);
-    if (sort_idx(g, g->nt, &g->t_sorted, cmp_tn, e)) return -1;
+        if (!strcmp(g->kv_sorted[i].s, g->kv_sorted[i - 1].s))
+            return err_at(e, KIND, label, 0, 0, "duplicate key '%s'", g->kv_sorted[i].s);
     for (int i = 1; i < g->nt; i++)
-        if (!strcmp(g->t[g->t_sorted[i]].name, g->t[g->t_sorted[i - 1]].name))
-            return err_at(e, KIND, label, 0, 0, "duplicate tensor name '%s'", g->t[g->t_sorted[i]].name);
+        if (!strcmp(g->t_sorted[i].s, g->t_sorted[i - 1].s))
+            return err_at(e, KIND, label, 0, 0, "duplicate tensor name '%s'", g->t_sorted[i].s);
 
     g->align = GGUF_DEFAULT_ALIGNMENT;
     int ak = gguf_find_key(g, "general.alignment");
@@ -403,12 +399,14 @@ static int parse(gguf_file *g, const char *label, dlm_err *e)
         return err_at(e, KIND, label, 0, 0, "truncated file: the data section would start at byte %llu of %zu",
                       (unsigned long long)g->data_off, g->len);
     uint64_t data_size = g->len - g->data_off;
-    int *by_off;
-    if (sort_idx(g, g->nt, &by_off, cmp_toff, e)) return -1;
+    gguf_sidx *by_off = sorted(g->nt, e);
+    if (!by_off) return -1;
+    for (int i = 0; i < g->nt; i++) by_off[i] = (gguf_sidx){g->t[i].name, g->t[i].offset, i};
+    if (g->nt > 1) qsort(by_off, (size_t)g->nt, sizeof *by_off, cmp_by_off);
     uint64_t end = 0;
     int rc = 0;
     for (int k = 0; k < g->nt && !rc; k++) {
-        gguf_tensor *t = &g->t[by_off[k]];
+        gguf_tensor *t = &g->t[by_off[k].i];
         if (t->offset % g->align)
             rc = err_at(e, KIND, label, 0, 0, "tensor '%s': offset %llu is not a multiple of the alignment %u",
                         t->name, (unsigned long long)t->offset, g->align);
@@ -478,8 +476,8 @@ int gguf_find_key(const gguf_file *g, const char *key)
 {
     int lo = 0, hi = g->nkv - 1;
     while (lo <= hi) {
-        int mid = (lo + hi) / 2, k = g->kv_sorted[mid];
-        int c = strcmp(key, g->kv[k].key);
+        int mid = (lo + hi) / 2, k = g->kv_sorted[mid].i;
+        int c = strcmp(key, g->kv_sorted[mid].s);
         if (!c) return k;
         if (c < 0) hi = mid - 1; else lo = mid + 1;
     }
@@ -666,8 +664,8 @@ const gguf_tensor *gguf_find_tensor(const gguf_file *g, const char *name)
 {
     int lo = 0, hi = g->nt - 1;
     while (lo <= hi) {
-        int mid = (lo + hi) / 2, k = g->t_sorted[mid];
-        int c = strcmp(name, g->t[k].name);
+        int mid = (lo + hi) / 2, k = g->t_sorted[mid].i;
+        int c = strcmp(name, g->t_sorted[mid].s);
         if (!c) return &g->t[k];
         if (c < 0) hi = mid - 1; else lo = mid + 1;
     }
