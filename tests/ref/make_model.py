@@ -207,7 +207,8 @@ def main():
     ap.add_argument("--shards", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--gguf")
-    ap.add_argument("--gguf-type", choices=["f32", "f16", "bf16", "q8_0"], default="f32")
+    ap.add_argument("--gguf-type", choices=["f32", "f16", "bf16", "q8_0", "q4_0", "q5_0", "q4_k", "q5_k", "q6_k"],
+                    default="f32", help="q4_0..q6_k: 2-D weights get pattern blocks (gguf_write.pattern_bytes)")
     a = ap.parse_args()
 
     C, L, NH, KVH, F, V = a.d_model, a.layers, a.heads, a.kv_heads, a.ff, a.vocab
@@ -313,8 +314,10 @@ def main():
 
 def write_model_gguf(a, cfg, vals, toks, merges, bos, eos, theta, eps, HS, rope):
     arch = a.arch
-    gt = {"f32": gw.T_F32, "f16": gw.T_F16, "bf16": gw.T_BF16, "q8_0": gw.T_Q8_0}[a.gguf_type]
-    ftype = {"f32": 0, "f16": 1, "bf16": 32, "q8_0": 7}[a.gguf_type]
+    gt = {"f32": gw.T_F32, "f16": gw.T_F16, "bf16": gw.T_BF16, "q8_0": gw.T_Q8_0, "q4_0": gw.T_Q4_0, "q5_0": 6,
+          "q4_k": gw.T_Q4_K, "q5_k": gw.T_Q5_K, "q6_k": gw.T_Q6_K}[a.gguf_type]
+    ftype = {"f32": 0, "f16": 1, "bf16": 32, "q8_0": 7, "q4_0": 2, "q5_0": 8, "q4_k": 15, "q5_k": 17,
+             "q6_k": 18}[a.gguf_type]
     C, L, NH, KVH, F, V = a.d_model, a.layers, a.heads, a.kv_heads, a.ff, a.vocab
     kvs = [
         ("general.architecture", gw.GGUF_STR, arch),
@@ -359,17 +362,24 @@ def write_model_gguf(a, cfg, vals, toks, merges, bos, eos, theta, eps, HS, rope)
            "mlp.up_proj.weight": "ffn_up.weight", "mlp.down_proj.weight": "ffn_down.weight"}
     tensors = []
 
+    def w_shape(hf):
+        return vals[hf].shape
+
     def add(hf, x):
         if hf in names:
             name = names[hf]
         else:
             m = re.match(r"model\.layers\.(\d+)\.(.*)$", hf)
             name = "blk.%s.%s" % (m.group(1), per[m.group(2)])
+        t = gt if x.ndim == 2 else gw.T_F32
+        raw = t not in (gw.T_F32, gw.T_F16, gw.T_BF16, gw.T_Q8_0)
+        if raw:
+            x = gw.pattern_bytes(x.shape[0], x.shape[1], t)
         if arch == "llama" and re.search(r"(q_proj|k_proj)\.(weight|bias)$", hf):
             x = gw.permute_qk(x, NH if "q_proj" in hf else KVH)
         # converter rule: 1-D tensors and norms stay F32, 2-D weights take the out type
-        t = gt if x.ndim == 2 else gw.T_F32
-        tensors.append((name, t, list(reversed(x.shape)), gw.tensor_bytes(x, t)))
+        data = x.tobytes() if raw else gw.tensor_bytes(x, t)
+        tensors.append((name, t, list(reversed(w_shape(hf))), data))
 
     add("model.embed_tokens.weight", vals["model.embed_tokens.weight"])
     if rope:

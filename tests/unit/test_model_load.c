@@ -6,6 +6,7 @@
  *                                   plus malformed variants built from them
  *   test_model_load HF_DIR GGUF     compare one pair (tests/ref/r0202 runs
  *                                   this on freshly generated models)
+ *   test_model_load --pattern GGUF TYPE   quantized types (see pattern())
  *
  * The HF and GGUF files are written by two independent Python writers (one
  * per format, the GGUF one applying llama's Q/K permutation), so agreement
@@ -196,6 +197,45 @@ static void compare(const char *hf_dir, const char *gguf_path)
     CHECK_INT(extra, b->rope_custom ? 1 : 0);   /* only rope_freqs.weight has no HF twin */
     model_free(h);
     model_free(g);
+}
+
+/* ---- quantized types: pattern blocks ------------------------------------------------
+ * make_model.py --gguf-type q4_0..q6_k fills HF row r of every weight with
+ * bytes (7r + j) & 0xff (then permutes llama Q/K rows). Loading must keep
+ * the type and row size, point into the file, and restore the HF row order. */
+static void check_pattern(const char *what, int il, const wmat *w, dtype want)
+{
+    CHECK_MSG(w->type == want, "%s[%d]: type %s, expected %s", what, il, dtype_name(w->type), dtype_name(want));
+    CHECK_MSG(w->row_bytes == dtype_row_bytes(want, w->cols), "%s[%d]: row_bytes %zu", what, il, w->row_bytes);
+    int bad = 0;
+    for (int64_t r = 0; r < w->rows && !bad; r++) {
+        const unsigned char *p = (const unsigned char *)w->data + (size_t)r * w->row_bytes;
+        for (size_t j = 0; j < w->row_bytes && !bad; j++)
+            bad = p[j] != (unsigned char)((7 * r + (int64_t)j) & 0xff);
+    }
+    CHECK_MSG(!bad, "%s[%d]: rows out of order or altered", what, il);
+}
+
+static void pattern(const char *gguf_path, const char *type)
+{
+    dtype want;
+    CHECK_MSG(dtype_from_name(type, &want) == 0, "unknown type %s", type);
+    model *m = NULL;
+    CHECK_MSG(model_load(gguf_path, &m, &E) == 0, "load %s: %s", gguf_path, E.msg);
+    if (!m) return;
+    check_pattern("tok_embd", 0, &m->tok_embd, want);
+    if (!m->cfg.tied) check_pattern("output", 0, &m->output, want);
+    for (int il = 0; il < m->cfg.n_layer; il++) {
+        const layer_weights *w = &m->layers[il];
+        check_pattern("wq", il, &w->wq, want);
+        check_pattern("wk", il, &w->wk, want);
+        check_pattern("wv", il, &w->wv, want);
+        check_pattern("wo", il, &w->wo, want);
+        check_pattern("w_gate", il, &w->w_gate, want);
+        check_pattern("w_up", il, &w->w_up, want);
+        check_pattern("w_down", il, &w->w_down, want);
+    }
+    model_free(m);
 }
 
 /* ---- malformed variants ----------------------------------------------------------- */
@@ -395,6 +435,10 @@ static void test_names(void)
 int main(int argc, char **argv)
 {
     hash_init();
+    if (argc == 4 && !strcmp(argv[1], "--pattern")) {
+        pattern(argv[2], argv[3]);
+        return check_done();
+    }
     if (argc == 3) {
         compare(argv[1], argv[2]);
         return check_done();

@@ -66,6 +66,18 @@ def quantize_q8_0(x):
     return out.tobytes()
 
 
+def pattern_bytes(rows, ne0, ttype):
+    """Stand-in blocks for a quantized type the tests cannot quantize: row r
+    (HF order) holds bytes (7r + j) & 0xff, so a reader can check that it
+    kept the type, the row size and (after Q/K un-permutation) the row order.
+    Returns an array [rows, row_bytes] of uint8."""
+    be, bb = BLOCK[ttype]
+    rb = ne0 // be * bb
+    r = np.arange(rows, dtype=np.int64)[:, None]
+    j = np.arange(rb, dtype=np.int64)[None, :]
+    return ((7 * r + j) & 0xFF).astype(np.uint8)
+
+
 def tensor_bytes(x, ttype):
     """Encode float array x (torch order) as ggml type ttype."""
     if ttype == T_F32:
