@@ -276,6 +276,10 @@ int doc_serialize(const dlm_doc *d, strbuf *out, dlm_err *e);
 /* Serialise and write atomically (temp + fsync + rename + fsync dir). */
 int doc_write(const dlm_doc *d, const char *path, dlm_err *e);
 
+/* A YAML scalar that reads back (YAML 1.1, as PyYAML) as exactly string s:
+ * plain when safe, else double-quoted. */
+void doc_yaml_scalar(strbuf *out, const char *s);
+
 /* ---- migration (spec §1.4) ------------------------------------------------- */
 
 typedef struct doc_migration {

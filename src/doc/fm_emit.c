@@ -44,7 +44,7 @@ static int forced(const emitter *em, const char *path)
     return strstr(sb_str(&em->forced), want) != NULL;
 }
 
-static void put_str(strbuf *out, const char *s)
+void doc_yaml_scalar(strbuf *out, const char *s)
 {
     size_t n = strlen(s);
     int plain = n > 0 && ynode_plain_is_str(s, n);
@@ -81,7 +81,7 @@ static void put_list(strbuf *out, const doc_strlist *l)
     sb_putc(out, '[');
     for (int i = 0; i < l->n; i++) {
         if (i) sb_puts(out, ", ");
-        put_str(out, l->v[i]);
+        doc_yaml_scalar(out, l->v[i]);
     }
     sb_putc(out, ']');
 }
@@ -215,7 +215,7 @@ static void emit_training(emitter *em, const doc_training *t, strbuf *o)
             sb_reset(&sub);
             const char *PS = "training.sources";
             sb_reset(&v);
-            put_str(&v, s->path);
+            doc_yaml_scalar(&v, s->path);
             sb_printf(&sub, "      path: %s\n", sb_str(&v));
             int inc_default = s->include.n == 1 && !strcmp(s->include.v[0], "**/*");
             field(em, &sub, 6, PS, "include", inc_default, RENDER(put_list(&v, &s->include)));
@@ -262,7 +262,7 @@ static void emit_system_prompt(strbuf *out, const char *s)
     }
     if (!multiline || !simple || s[0] == ' ' || s[0] == '\n' || s[0] == '\t') {
         sb_puts(out, "system_prompt: ");
-        put_str(out, s);
+        doc_yaml_scalar(out, s);
         sb_putc(out, '\n');
         return;
     }
@@ -291,7 +291,7 @@ int doc_fm_emit(const doc_frontmatter *fm, const ynode *orig_root, strbuf *out)
     sb_printf(out, "dlm_id: %s\n", fm->dlm_id);
     sb_printf(out, "dlm_version: %d\n", DOC_SCHEMA_VERSION);
     sb_puts(out, "base_model: ");
-    put_str(out, fm->base_model ? fm->base_model : "");
+    doc_yaml_scalar(out, fm->base_model ? fm->base_model : "");
     sb_putc(out, '\n');
     strbuf blk = STRBUF_INIT, v = STRBUF_INIT;
     emit_training(&em, &fm->training, &blk);
