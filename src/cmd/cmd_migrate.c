@@ -47,13 +47,13 @@ int cmd_migrate(int argc, char **argv, dlm_ctx *ctx)
     const char *path = pos[0];
 
     doc_migration m;
-    if (doc_migrate_file(path, &m, &e)) return cmd_fail(ctx, &e);
-    if (!m.applied) {
-        printf("migrate: %s already at v%d (no migrations needed).\n", path, DOC_SCHEMA_VERSION);
-        doc_migration_free(&m);
-        return EXIT_OK;
-    }
     if (o_dry) {
+        if (doc_migrate_file(path, &m, &e)) return cmd_fail(ctx, &e);
+        if (!m.applied) {
+            printf("migrate: %s already at v%d (no migrations needed).\n", path, DOC_SCHEMA_VERSION);
+            doc_migration_free(&m);
+            return EXIT_OK;
+        }
         printf("dry-run: %s would migrate ", path);
         print_chain(stdout, m.from_version);
         printf(" (re-run without --dry-run to apply).\n");
@@ -65,7 +65,6 @@ int cmd_migrate(int argc, char **argv, dlm_ctx *ctx)
         doc_migration_free(&m);
         return EXIT_OK;
     }
-    doc_migration_free(&m);
 
     /* A document belongs to a store: rewrite it only while holding that
      * store's lock, and re-read it under the lock. */

@@ -50,8 +50,9 @@ void doc_yaml_scalar(strbuf *out, const char *s)
     int plain = n > 0 && ynode_plain_is_str(s, n);
     for (size_t i = 0; plain && i < n; i++) {
         char c = s[i];
+        /* ':' is plain-safe inside a space-free scalar unless it ends it */
         if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-              c == '.' || c == '/' || c == '@' || c == '+' || (c == '-' && i > 0)))
+              c == '.' || c == '/' || c == '@' || c == '+' || (c == '-' && i > 0) || (c == ':' && i > 0 && i + 1 < n)))
             plain = 0;
     }
     if (plain) { sb_puts(out, s); return; }
