@@ -7,8 +7,12 @@
 //       one JSON array of ids per corpus line (the line exactly, no newline)
 //   node hf_tok.js decode TOKENIZER.json IDS.jsonl OUT.jsonl [--skip-special]
 //       one JSON string per line of ids
-//   node hf_tok.js variant SRC_TOKENIZER.json NAME OUT.json
-//       a tokenizer.json derived from SRC with another pipeline (see VARIANTS)
+//   node hf_tok.js all TOKENIZER.json CORPUS OUTDIR [default] [--no-special] [--add-special] [skip]
+//       OUTDIR/<mode>.jsonl: the encodings asked for, and OUTDIR/skip.jsonl
+//       the decode of the default ids with skip_special_tokens
+//   node hf_tok.js variant SRC_TOKENIZER.json OUTDIR NAME...
+//       OUTDIR/NAME.json: tokenizer.json files derived from SRC with another
+//       pipeline (see VARIANTS)
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -79,13 +83,49 @@ const VARIANTS = {
   },
 };
 
+async function encodeAll(tok, lines, add) {
+  const res = [];
+  for (let i = 0; i < lines.length; i += 256) {
+    const encs = await tok.encodeBatch(lines.slice(i, i + 256), { addSpecialTokens: add });
+    for (const e of encs) res.push(e.getIds());
+  }
+  return res;
+}
+
+async function decodeAll(tok, ids, skip) {
+  const res = [];
+  for (let i = 0; i < ids.length; i += 256) res.push(...(await tok.decodeBatch(ids.slice(i, i + 256), skip)));
+  return res;
+}
+
+const jsonl = (rows) => rows.map((r) => JSON.stringify(r)).join('\n') + (rows.length ? '\n' : '');
+
 async function main() {
   const [cmd, a, b, out, ...flags] = process.argv.slice(2);
+  if (cmd === 'all') {
+    const json = fs.readFileSync(a, 'utf8');
+    const lines = readLines(b);
+    const tok = Tokenizer.fromString(json);
+    const want = new Set(flags);
+    const def = await encodeAll(tok, lines, false);
+    fs.writeFileSync(path.join(out, 'default.jsonl'), jsonl(def));
+    if (want.has('--add-special'))
+      fs.writeFileSync(path.join(out, '--add-special.jsonl'), jsonl(await encodeAll(tok, lines, true)));
+    if (want.has('skip')) fs.writeFileSync(path.join(out, 'skip.jsonl'), jsonl(await decodeAll(tok, def, true)));
+    if (want.has('--no-special')) {
+      const plain = Tokenizer.fromString(withoutSpecial(json));
+      fs.writeFileSync(path.join(out, '--no-special.jsonl'), jsonl(await encodeAll(plain, lines, false)));
+    }
+    return;
+  }
   if (cmd === 'variant') {
-    const j = JSON.parse(fs.readFileSync(a, 'utf8'));
-    if (!VARIANTS[b]) throw new Error(`unknown variant ${b}`);
-    VARIANTS[b](j);
-    fs.writeFileSync(out, JSON.stringify(j));
+    const src = fs.readFileSync(a, 'utf8');
+    for (const name of [out, ...flags]) {
+      if (!VARIANTS[name]) throw new Error(`unknown variant ${name}`);
+      const j = JSON.parse(src);
+      VARIANTS[name](j);
+      fs.writeFileSync(path.join(b, `${name}.json`), JSON.stringify(j));
+    }
     return;
   }
   let json = fs.readFileSync(a, 'utf8');
