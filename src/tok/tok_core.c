@@ -92,20 +92,20 @@ void tok_idmap_free(tok_idmap *m)
     m->slot = NULL;
 }
 
-void tok_idmap_put(tok_idmap *m, const tok_strtab *tab, int32_t id, int replace)
+int tok_idmap_put(tok_idmap *m, const tok_strtab *tab, int32_t id, int replace)
 {
     size_t n;
     const char *s = tok_strtab_get(tab, id, &n);
-    if (!s) return;
+    if (!s) return 0;
     uint32_t i = (uint32_t)tok_hash(s, n) & m->mask;
     for (;; i = (i + 1) & m->mask) {
         uint32_t v = m->slot[i];
-        if (!v) { m->slot[i] = (uint32_t)id + 1; return; }
+        if (!v) { m->slot[i] = (uint32_t)id + 1; return 0; }
         size_t kn = 0;
         const char *k = tok_strtab_get(tab, (int32_t)(v - 1), &kn);
         if (kn == n && !memcmp(k, s, n)) {
             if (replace) m->slot[i] = (uint32_t)id + 1;
-            return;
+            return 1;
         }
     }
 }
@@ -468,9 +468,12 @@ int tok_finish(tok *t, const tok_pair_ref *mg, size_t nm, const char *name, dlm_
         if (!t->in_vocab[i]) continue;
         size_t n = 0;
         const char *s = tok_strtab_get(&t->str, (int32_t)i, &n);
-        /* A repeated string keeps the id seen last in id order; loaders reject
-         * repeats where HF would not accept them. */
-        tok_idmap_put(&t->vocab_str, &t->str, (int32_t)i, 0);
+        /* The same string twice: HF's map would keep one silently; a file
+         * that does this is broken, a GGUF keeps its first id (llama.cpp). */
+        if (tok_idmap_put(&t->vocab_str, &t->str, (int32_t)i, 0) && !t->from_spec) {
+            free(buf);
+            return err_set(e, "TokenizerError", "%s: vocab string \"%.64s\" appears twice", name, s);
+        }
         size_t rn;
         if (!tok_bytelevel_decode(s, n, buf, &rn)) {
             if (tok_strtab_set(&t->vraw, (int32_t)i, buf, rn)) goto oom;

@@ -30,8 +30,8 @@ uint64_t tok_hash(const void *p, size_t n);
 int tok_idmap_init(tok_idmap *m, size_t n_keys);
 void tok_idmap_free(tok_idmap *m);
 /* Insert id under its key in tab; an existing equal key is replaced when
- * replace, else kept. */
-void tok_idmap_put(tok_idmap *m, const tok_strtab *tab, int32_t id, int replace);
+ * replace, else kept. Returns 1 when the key was already there. */
+int tok_idmap_put(tok_idmap *m, const tok_strtab *tab, int32_t id, int replace);
 int32_t tok_idmap_get(const tok_idmap *m, const tok_strtab *tab, const char *s, size_t n);
 
 /* ---- merges: (left id, right id) -> (rank, merged id) --------------------------- */

@@ -222,6 +222,25 @@ static void test_bad_files(void)
         "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[]},\"pre_tokenizer\":{\"type\":\"ByteLevel\"},\"decoder\":{\"type\":\"WordPiece\"}}",
         "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[]},\"pre_tokenizer\":{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"ByteLevel\"},{\"type\":\"Digits\"}]}}",
     };
+    /* JSON-level faults (tok_json): each must be refused with a location. */
+    const char *badjson[] = {
+        "{\"a\": 1} x", "{\"a\" 1}", "{\"a\": [1, 2}", "[\"\\ud800\"]", "[\"\\udc00x\"]", "[\"\\q\"]",
+        "[\"a\tb\"]", "[\"\xff\"]", "[\"\xed\xa0\x80\"]", "[tru]", "[01x]", "[-]", "[1.]", "[1e]", "\"abc",
+        "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]",
+    };
+    for (size_t i = 0; i < sizeof badjson / sizeof badjson[0]; i++) {
+        dlm_err e;
+        err_clear(&e);
+        tok *t;
+        int rc = tok_load_mem(badjson[i], strlen(badjson[i]), NULL, 0, "bad.json", &t, &e);
+        CHECK_MSG(rc == -1 && !strcmp(e.kind, "JSONError") && e.line == 1 && e.col > 0, "bad JSON %zu: %s", i, e.msg);
+    }
+    /* A vocab string given twice (JSON allows repeated keys). */
+    const char *dup = "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"a\":1},\"merges\":[]},\"pre_tokenizer\":{\"type\":\"ByteLevel\"}}";
+    dlm_err de;
+    tok *dt;
+    CHECK_INT(tok_load_mem(dup, strlen(dup), NULL, 0, "dup.json", &dt, &de), -1);
+    CHECK_MSG(strstr(de.msg, "appears twice") != NULL, "%s", de.msg);
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         dlm_err e;
         err_clear(&e);
