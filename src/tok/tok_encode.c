@@ -175,7 +175,7 @@ static void cache_put(tok *t, uint64_t h, const char *s, size_t n, const int32_t
     t->cache_keys_len += n;
     c->ids_off = (uint32_t)t->cache_ids_len;
     c->n_ids = (uint32_t)nids;
-    memcpy(t->cache_ids + t->cache_ids_len, ids, nids * sizeof *ids);
+    if (nids) memcpy(t->cache_ids + t->cache_ids_len, ids, nids * sizeof *ids);
     t->cache_ids_len += nids;
     t->cache_n++;
 }
@@ -204,7 +204,8 @@ int tok_bpe_piece(tok *t, const char *s, size_t n, tok_ids *out, dlm_err *e)
     }
     size_t before = out->n;
     if (bpe_merge(t, s, n, out, e)) return -1;
-    if (h) cache_put(t, h, s, n, out->v + before, out->n - before);
+    /* A piece whose bytes are all unknown (no unk token) yields no ids. */
+    if (h) cache_put(t, h, s, n, out->n > before ? out->v + before : NULL, out->n - before);
     return 0;
 }
 

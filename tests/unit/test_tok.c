@@ -199,6 +199,21 @@ static void test_post_and_ignore_merges(void)
     tok_free(t);
 }
 
+/* A vocabulary without some byte chars and no unk token: HF drops those
+ * bytes silently (BPE merge_word skips chars it cannot find). */
+static void test_missing_bytes(void)
+{
+    const char *json = "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1,\"ab\":2},\"merges\":[\"a b\"]},"
+                       "\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false}}";
+    tok *t = load_json(json, NULL);
+    CHECK(t != NULL);
+    if (!t) return;
+    expect(t, "ab c", 0, (const int[]){2, -1});
+    expect(t, " c", 0, (const int[]){-1});
+    expect(t, " c", 0, (const int[]){-1}); /* second time from the cache */
+    tok_free(t);
+}
+
 static void test_bad_files(void)
 {
     const char *bad[] = {
@@ -491,6 +506,7 @@ int main(int argc, char **argv)
     if (argc == 5 && !strcmp(argv[1], "--vocab-test")) return mode_vocab(argv[2], argv[3], argv[4]);
     test_handmade();
     test_post_and_ignore_merges();
+    test_missing_bytes();
     test_bad_files();
     test_spec_handmade();
     return check_done();
