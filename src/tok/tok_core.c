@@ -147,20 +147,6 @@ int tok_char_to_byte(uint32_t c)
     return 0xAD;
 }
 
-size_t tok_bytelevel_encode(const char *raw, size_t n, char *out)
-{
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t c = tok_byte_to_char((unsigned char)raw[i]);
-        if (c < 0x80) out[o++] = (char)c;
-        else {
-            out[o++] = (char)(0xC0 | (c >> 6));
-            out[o++] = (char)(0x80 | (c & 0x3F));
-        }
-    }
-    return o;
-}
-
 size_t tok_utf8_dec(const unsigned char *s, size_t n, uint32_t *cp)
 {
     unsigned c = s[0];
@@ -564,7 +550,6 @@ void tok_free(tok *t)
     if (t->jstack) pcre2_jit_stack_free(t->jstack);
     free(t->sym);
     free(t->heap);
-    free(t->spans);
     free(t->nbuf);
     free(t->cache);
     free(t->cache_keys);

@@ -84,12 +84,6 @@ typedef struct tok_pt {
     size_t scratch_cap;
 } tok_pt;
 
-/* (start, end, is_match) pieces of one split step. */
-typedef struct tok_span {
-    uint32_t a, b;
-    int m;
-} tok_span;
-
 /* ---- BPE cache: pre-token bytes -> ids -------------------------------------------- */
 #define TOK_CACHE_SLOTS (1u << 16)
 #define TOK_CACHE_MAX_ENTRIES (1u << 15)
@@ -156,8 +150,6 @@ struct tok {
     size_t sym_cap;
     uint64_t *heap;
     size_t heap_cap;
-    tok_span *spans;
-    size_t spans_cap;
     char *nbuf;                  /* normalized text */
     size_t nbuf_cap;
 
@@ -174,11 +166,10 @@ int tok_strtab_set(tok_strtab *t, int32_t id, const char *s, size_t n);
 const char *tok_strtab_get(const tok_strtab *t, int32_t id, size_t *n);
 void tok_strtab_free(tok_strtab *t);
 
-/* ByteLevel: byte -> UTF-8 of its char (len 1..2), and decoding a ByteLevel
+/* ByteLevel: byte <-> char of the GPT-2 table, and decoding a ByteLevel
  * string to raw bytes (-1 if a char is outside the table). */
 uint32_t tok_byte_to_char(unsigned b);
 int tok_char_to_byte(uint32_t c);   /* -1 when c is not a ByteLevel char */
-size_t tok_bytelevel_encode(const char *raw, size_t n, char *out /* 2n */);
 int tok_bytelevel_decode(const char *s, size_t n, char *out /* n */, size_t *out_n);
 /* Decode one UTF-8 char at s (n > 0 bytes); returns its length, 0 if invalid. */
 size_t tok_utf8_dec(const unsigned char *s, size_t n, uint32_t *cp);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tok/tok_impl.h"
 #include "tok/tok_json.h"
 
 #define TJ_MAX_DEPTH 64
@@ -102,29 +103,6 @@ static size_t put_utf8(char *o, unsigned cp)
     return 4;
 }
 
-/* Length of a valid UTF-8 sequence at s (n bytes left), 0 if invalid. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-    unsigned c = s[0];
-    if (c < 0x80) return 1;
-    size_t len;
-    unsigned lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF) len = 2;
-    else if (c >= 0xE0 && c <= 0xEF) {
-        len = 3;
-        if (c == 0xE0) lo = 0xA0;
-        if (c == 0xED) hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        len = 4;
-        if (c == 0xF0) lo = 0x90;
-        if (c == 0xF4) hi = 0x8F;
-    } else return 0;
-    if (n < len || s[1] < lo || s[1] > hi) return 0;
-    for (size_t k = 2; k < len; k++)
-        if ((s[k] & 0xC0) != 0x80) return 0;
-    return len;
-}
-
 /* At the opening quote. Decodes into the arena; the node records it. */
 static int parse_string(parser *p, uint32_t node)
 {
@@ -141,7 +119,8 @@ static int parse_string(parser *p, uint32_t node)
                 j++;
                 continue;
             }
-            size_t l = utf8_len((const unsigned char *)p->s + j, p->n - j);
+            uint32_t cp;
+            size_t l = tok_utf8_dec((const unsigned char *)p->s + j, p->n - j, &cp);
             if (!l) {
                 p->i = j;
                 return fail(p, "string is not valid UTF-8");

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "tok/tok.h"
+#include "tok/tok_impl.h"
 #include "util/fs.h"
 #include "util/str.h"
 
@@ -23,6 +24,31 @@
  *   257 "h e"  -> "he"      260 "Ġ Ġ"  -> "ĠĠ"      263 "Ġ c" -> "Ġc"
  *   258 "Ġt he"-> "Ġthe"    261 "c a"  -> "ca"      264 "ca t"-> "cat"
  * Added: 265 "<|im_start|>" (special), 266 "<tool>" (not special). */
+/* GPT-2 bytes_to_unicode, written out independently of tok_core.c. */
+static unsigned byte_char(int b)
+{
+    if ((b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE) return (unsigned)b;
+    if (b <= 0x20) return 0x100 + (unsigned)b;
+    if (b == 0x7F) return 0x121;
+    if (b <= 0xA0) return 0x122 + (unsigned)(b - 0x80);
+    return 0x143;
+}
+
+static void test_bytelevel_table(void)
+{
+    int bad = 0;
+    for (int b = 0; b < 256; b++) {
+        bad += tok_byte_to_char((unsigned)b) != byte_char(b);
+        bad += tok_char_to_byte(byte_char(b)) != b;
+    }
+    CHECK_INT(bad, 0);
+    CHECK_INT(tok_byte_to_char(' '), 0x120);  /* 'Ġ' */
+    CHECK_INT(tok_byte_to_char('\n'), 0x10A); /* 'Ċ' */
+    CHECK_INT(tok_char_to_byte(0x20), -1);    /* a plain space is not a ByteLevel char */
+    CHECK_INT(tok_char_to_byte(0x144), -1);
+    CHECK_INT(tok_char_to_byte(0xAD), -1);
+}
+
 static char *make_json(const char *pre, const char *norm, int ignore_merges, const char *post)
 {
     strbuf sb = STRBUF_INIT;
@@ -33,12 +59,7 @@ static char *make_json(const char *pre, const char *norm, int ignore_merges, con
     sb_printf(&sb, "\"decoder\":{\"type\":\"ByteLevel\"},\"model\":{\"type\":\"BPE\",\"ignore_merges\":%s,\"vocab\":{",
               ignore_merges ? "true" : "false");
     for (int b = 0; b < 256; b++) {
-        unsigned c;
-        if ((b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE) c = (unsigned)b;
-        else if (b <= 0x20) c = 0x100 + (unsigned)b;
-        else if (b == 0x7F) c = 0x121;
-        else if (b <= 0xA0) c = 0x122 + (unsigned)(b - 0x80);
-        else c = 0x143;
+        unsigned c = byte_char(b);
         char u[8];
         if (c < 0x80) {
             if (c == '"' || c == '\\') snprintf(u, sizeof u, "\\%c", (char)c);
@@ -504,6 +525,7 @@ int main(int argc, char **argv)
 {
     if (argc == 4 && !strcmp(argv[1], "--spec-roundtrip")) return mode_spec(argv[2], argv[3]);
     if (argc == 5 && !strcmp(argv[1], "--vocab-test")) return mode_vocab(argv[2], argv[3], argv[4]);
+    test_bytelevel_table();
     test_handmade();
     test_post_and_ignore_merges();
     test_missing_bytes();
