@@ -155,6 +155,8 @@ static int decode_one(const tok *t, const char *s, size_t n, tok_ids *ids, strbu
 
 int cmd_tokenize(int argc, char **argv, dlm_ctx *ctx)
 {
+    opt_base = opt_tokenizer = NULL;
+    opt_json = opt_lines = opt_no_special = opt_add_special = opt_decode = opt_skip_special = opt_time = 0;
     char **pos = calloc((size_t)argc + 1, sizeof *pos);
     int npos = 0;
     if (!pos) return EXIT_FAIL;

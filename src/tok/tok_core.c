@@ -226,6 +226,25 @@ int tok_utf8_lossy(strbuf *out, const char *s, size_t n)
 
 /* ---- normalizer -------------------------------------------------------------------- */
 
+/* A char that NFC leaves alone whatever surrounds it, as long as its
+ * neighbours are such chars too (a quick check in the spirit of UAX #15's
+ * NFC_Quick_Check=Yes with ccc 0): below U+0300; or a starter that is not a
+ * mark, not a Hangul jamo (which compose with a syllable before them) and has
+ * no canonical decomposition (compatibility ones are NFKC's business).
+ * Every char that can be the second of a canonical composition is a mark or
+ * a jamo, so a run of these chars composes with nothing; test_tok checks this
+ * claim against utf8proc's data for every code point. */
+int tok_nfc_quick_stable(uint32_t cp)
+{
+    if (cp < 0x300) return 1;
+    if (cp >= 0x1100 && cp <= 0x11FF) return 0;
+    const utf8proc_property_t *p = utf8proc_get_property((utf8proc_int32_t)cp);
+    if (p->combining_class) return 0;
+    if (p->category == UTF8PROC_CATEGORY_MN || p->category == UTF8PROC_CATEGORY_MC || p->category == UTF8PROC_CATEGORY_ME)
+        return 0;
+    return p->decomp_seqindex == UINT16_MAX || p->decomp_type != 0;
+}
+
 int tok_normalize(tok *t, const char *s, size_t n, const char **out, size_t *on, dlm_err *e)
 {
     *out = s;
@@ -235,6 +254,16 @@ int tok_normalize(tok *t, const char *s, size_t n, const char **out, size_t *on,
     size_t i = 0;
     while (i < n && !((unsigned char)s[i] & 0x80)) i++;
     if (i == n) return 0;
+    if (t->n_norm == 1 && t->norm[0] == (UTF8PROC_STABLE | UTF8PROC_COMPOSE)) {
+        /* NFC of text made only of quick-stable chars is the text itself. */
+        while (i < n) {
+            uint32_t cp;
+            size_t l = tok_utf8_dec((const unsigned char *)s + i, n - i, &cp);
+            if (!l || !tok_nfc_quick_stable(cp)) break;
+            i += l;
+        }
+        if (i == n) return 0;
+    }
     const char *cur = s;
     size_t cur_n = n;
     utf8proc_uint8_t *res = NULL;

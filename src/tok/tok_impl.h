@@ -187,6 +187,9 @@ int tok_finish(tok *t, const tok_pair_ref *merges, size_t n_merges, const char *
 
 int tok_add_added(tok *t, int32_t id, const char *s, size_t n, int special, int single_word,
                   int lstrip, int rstrip, int normalized, dlm_err *e);
+/* 1 when NFC cannot change this char or combine it with a neighbour that is
+ * also quick-stable (see tok_core.c). */
+int tok_nfc_quick_stable(uint32_t cp);
 /* Apply the normalizer to s into t->nbuf (*out, *on); identity returns s. */
 int tok_normalize(tok *t, const char *s, size_t n, const char **out, size_t *on, dlm_err *e);
 /* Token string of id as HF id_to_token gives it (added content first). */

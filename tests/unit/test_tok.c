@@ -12,6 +12,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <utf8proc.h>
 
 #include "tok/tok.h"
 #include "tok/tok_impl.h"
@@ -47,6 +48,39 @@ static void test_bytelevel_table(void)
     CHECK_INT(tok_char_to_byte(0x20), -1);    /* a plain space is not a ByteLevel char */
     CHECK_INT(tok_char_to_byte(0x144), -1);
     CHECK_INT(tok_char_to_byte(0xAD), -1);
+}
+
+/* The NFC quick check against utf8proc's full NFC, over every code point:
+ * a quick-stable char is its own NFC, and no quick-stable char is the
+ * last char of a canonical decomposition of two or more chars (the second
+ * element of a composition), so two quick-stable chars never compose. */
+static void test_nfc_quick_check(void)
+{
+    size_t stable = 0, wrong_self = 0, wrong_second = 0;
+    for (uint32_t cp = 0; cp < 0x110000; cp++) {
+        if (cp >= 0xD800 && cp <= 0xDFFF) continue;
+        utf8proc_int32_t buf[32];
+        int last = 0;
+        utf8proc_ssize_t k = utf8proc_decompose_char((utf8proc_int32_t)cp, buf, 32, UTF8PROC_DECOMPOSE, &last);
+        if (k >= 2 && tok_nfc_quick_stable((uint32_t)buf[k - 1])) {
+            if (wrong_second++ < 3) fprintf(stderr, "U+%04X decomposes and ends with quick-stable U+%04X\n", cp, (unsigned)buf[k - 1]);
+        }
+        if (!tok_nfc_quick_stable(cp)) continue;
+        stable++;
+        utf8proc_uint8_t in[8], *outp = NULL;
+        utf8proc_ssize_t l = utf8proc_encode_char((utf8proc_int32_t)cp, in);
+        utf8proc_ssize_t r = utf8proc_map(in, l, &outp, UTF8PROC_STABLE | UTF8PROC_COMPOSE);
+        if (r != l || memcmp(outp, in, (size_t)l)) {
+            if (wrong_self++ < 3) fprintf(stderr, "quick-stable U+%04X changes under NFC\n", cp);
+        }
+        free(outp);
+    }
+    CHECK_INT(wrong_self, 0);
+    CHECK_INT(wrong_second, 0);
+    /* Hangul: an LV syllable + T jamo composes; the jamo is not quick-stable. */
+    CHECK(!tok_nfc_quick_stable(0x11A8));
+    CHECK(tok_nfc_quick_stable(0xAC00));
+    CHECK(stable > 200000);
 }
 
 static char *make_json(const char *pre, const char *norm, int ignore_merges, const char *post)
@@ -526,6 +560,7 @@ int main(int argc, char **argv)
     if (argc == 4 && !strcmp(argv[1], "--spec-roundtrip")) return mode_spec(argv[2], argv[3]);
     if (argc == 5 && !strcmp(argv[1], "--vocab-test")) return mode_vocab(argv[2], argv[3], argv[4]);
     test_bytelevel_table();
+    test_nfc_quick_check();
     test_handmade();
     test_post_and_ignore_merges();
     test_missing_bytes();
