@@ -123,15 +123,7 @@ static int parse_ids(const char *s, size_t n, tok_ids *ids)
             v = v * 10 + (s[i++] - '0');
             if (v > INT32_MAX) return -1;
         }
-        int32_t id = (int32_t)v;
-        if (ids->n == ids->cap) {
-            size_t nc = ids->cap ? ids->cap * 2 : 64;
-            int32_t *d = realloc(ids->v, nc * sizeof *d);
-            if (!d) return -1;
-            ids->v = d;
-            ids->cap = nc;
-        }
-        ids->v[ids->n++] = id;
+        if (tok_ids_push(ids, (int32_t)v)) return -1;
     }
     return 0;
 }

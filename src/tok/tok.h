@@ -101,6 +101,8 @@ typedef struct tok_ids {
     size_t n, cap;
 } tok_ids;
 
+/* Append one id (grows the buffer); -1 when out of memory. */
+int tok_ids_push(tok_ids *out, int32_t id);
 /* Append the encoding of text to out (out->n grows). */
 int tok_encode_append(tok *t, const char *text, size_t len, int flags, tok_ids *out, dlm_err *e);
 void tok_ids_free(tok_ids *ids);

@@ -207,6 +207,5 @@ int tok_scratch_init(tok *t, dlm_err *e);
  * tok_bpe_piece, which appends ids to out. */
 int tok_pretokenize(tok *t, const char *s, size_t n, tok_ids *out, dlm_err *e);
 int tok_bpe_piece(tok *t, const char *s, size_t n, tok_ids *out, dlm_err *e);
-int tok_ids_push(tok_ids *out, int32_t id);
 
 #endif

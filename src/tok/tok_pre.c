@@ -167,8 +167,24 @@ static int emit_piece(emitter *em, size_t a, size_t b)
     return run_step(em->t, em->step + 1, em->s + a, b - a, em->out, em->e);
 }
 
+/* Extend the pending piece to b when join, else emit it and start a new
+ * pending piece [a, b). */
+static int em_join(emitter *em, int join, size_t a, size_t b)
+{
+    if (em->have && join) {
+        em->pb = b;
+        return 0;
+    }
+    if (em->have && emit_piece(em, em->pa, em->pb)) return -1;
+    em->have = 1;
+    em->pa = a;
+    em->pb = b;
+    return 0;
+}
+
 static int em_seg(emitter *em, size_t a, size_t b, int m)
 {
+    int rc;
     switch (em->behavior) {
     case SPLIT_ISOLATED:
         return emit_piece(em, a, b);
@@ -176,16 +192,9 @@ static int em_seg(emitter *em, size_t a, size_t b, int m)
         return m ? 0 : emit_piece(em, a, b);
     case SPLIT_MERGED_PREV:
         /* A match joins the piece before it unless that was a match too. */
-        if (m && !em->prev_m && em->have) {
-            em->pb = b;
-        } else {
-            if (em->have && emit_piece(em, em->pa, em->pb)) return -1;
-            em->have = 1;
-            em->pa = a;
-            em->pb = b;
-        }
+        rc = em_join(em, m && !em->prev_m, a, b);
         em->prev_m = m;
-        return 0;
+        return rc;
     case SPLIT_MERGED_NEXT:
         /* A match joins the piece after it unless that is a match too. */
         if (em->have) {
@@ -205,16 +214,10 @@ static int em_seg(emitter *em, size_t a, size_t b, int m)
         }
         return emit_piece(em, a, b);
     case SPLIT_CONTIGUOUS:
-        if (em->have && m == em->prev_m) {
-            em->pb = b;
-        } else {
-            if (em->have && emit_piece(em, em->pa, em->pb)) return -1;
-            em->have = 1;
-            em->pa = a;
-            em->pb = b;
-        }
+        /* Runs of matches, and runs of non-matches, each become one piece. */
+        rc = em_join(em, m == em->prev_m, a, b);
         em->prev_m = m;
-        return 0;
+        return rc;
     default:
         return emit_piece(em, a, b);
     }
