@@ -3,7 +3,7 @@
 # tests/fuzz/corpus/<name>/ (copied, so runs never modify the repo). Two
 # targets run at a time on a 2-core machine. Any crash, leak or UB fails.
 set -eu
-build=$1
+build=$(cd "$1" && pwd)
 secs=${2:-60}
 src=$(cd "$(dirname "$0")/.." && pwd)
 out=$build/fuzz-out

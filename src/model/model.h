@@ -38,6 +38,15 @@ typedef struct model_config {
     int rope_orig_ctx;
     /* token ids from config.json (-1 = unknown) */
     int bos_id, eos_id;
+    /* every eos id when config.json gives a list (eos_id = the first) */
+    int n_eos;
+    int eos_ids[8];
+    /* GGUF sources: the llama3 factors are only known through the
+     * rope_freqs tensor, so rope_inv_freq (not model_rope_freqs) is the
+     * truth; rope_factor then holds the largest per-frequency divisor. */
+    int rope_custom;
+    /* torch_dtype / dtype from config.json ("bfloat16"), "" if absent */
+    char src_dtype[16];
 } model_config;
 
 typedef struct layer_weights {
@@ -60,9 +69,39 @@ typedef struct model {
     struct model_storage *storage; /* mmaps and owned buffers (private) */
 } model;
 
-/* Load from an HF model folder (config.json + *.safetensors) or a .gguf. */
+/* Load from an HF model folder (config.json + *.safetensors), its
+ * config.json, or a .gguf file. Every tensor's dtype and shape is checked
+ * against the config; errors name the tensor, the expected and the actual
+ * shape. Weights stay in the stored type (F32 F16 BF16 Q8_0 Q4_0 Q5_0 Q4_K
+ * Q5_K Q6_K) and point into the mapping, except llama-arch GGUF Q/K
+ * weights (un-permuted into owned memory) and float tensors whose address
+ * is not aligned to their element size (copied). */
 int model_load(const char *path, model **out, dlm_err *e);
 void model_free(model *m);
+
+/* Every tensor of the source file(s), loaded or not, for export and
+ * inspection. ne[] is in ggml order (ne[0] = innermost = columns) for both
+ * sources; data is the bytes as stored (a llama GGUF's Q/K rows still
+ * permuted). type is the ggml/dtype id, or -1 for a safetensors dtype that
+ * has no ggml equivalent (type_name says which). */
+typedef struct model_tensor {
+    const char *name;           /* as in the source */
+    const char *hf_name;        /* HF name, "" when there is none (rope_freqs) */
+    const char *gguf_name;      /* GGUF name, "" when there is none */
+    int type;
+    const char *type_name;
+    int n_dims;
+    int64_t ne[4];
+    const void *data;
+    uint64_t nbytes;
+} model_tensor;
+int model_tensor_count(const model *m);
+const model_tensor *model_tensor_at(const model *m, int i);
+
+/* Tensor name mapping (formats.md §4.5): "model.layers.3.mlp.up_proj.weight"
+ * <-> "blk.3.ffn_up.weight". 0 ok, -1 when the name has no counterpart. */
+int model_name_to_gguf(const char *hf, char *out, size_t cap);
+int model_name_to_hf(const char *gguf, char *out, size_t cap);
 
 /* Parse an HF config.json text into cfg (llama / qwen2; v4 and v5 layouts). */
 int model_config_parse(const char *json_text, size_t len, const char *path, model_config *cfg, dlm_err *e);

@@ -1,0 +1,87 @@
+/* hub — the Hugging Face hub cache, shared with Python tools, and a
+ * resumable, verified downloader for what is missing (formats.md §1.2-1.3).
+ *
+ * Cache root: $HF_HUB_CACHE > $HUGGINGFACE_HUB_CACHE > $HF_HOME/hub >
+ * $XDG_CACHE_HOME/huggingface/hub > ~/.cache/huggingface/hub. Layout:
+ *   models--Org--Name/refs/<rev>             40-hex commit (no newline)
+ *   models--Org--Name/blobs/<etag>           the bytes (etag = sha256 for LFS)
+ *   models--Org--Name/snapshots/<commit>/<f> relative symlink ../../blobs/<etag>
+ *   models--Org--Name/.no_exist/<commit>/<f> "this file does not exist"
+ *   .locks/models--Org--Name/<etag>.lock     one downloader per blob
+ *
+ * Network: HEAD {endpoint}/{repo}/resolve/{rev}/{file} (Accept-Encoding:
+ * identity, relative redirects followed) gives X-Repo-Commit, X-Linked-Etag
+ * / ETag and X-Linked-Size / Content-Length; GET follows redirects (CDN)
+ * into blobs/<etag>.incomplete, resumed with Range, verified (size; sha256
+ * for 64-hex etags), renamed into place. Transient failures (connection,
+ * timeouts, cut transfers, 429, 5xx) are retried with exponential backoff.
+ * $HF_TOKEN becomes "authorization: Bearer"; $HF_ENDPOINT replaces
+ * https://huggingface.co; HF_HUB_OFFLINE=1 / TRANSFORMERS_OFFLINE=1 forbid
+ * the network (cache only). */
+#ifndef DLM_HUB_H
+#define DLM_HUB_H
+
+#include <stddef.h>
+#include "util/err.h"
+
+typedef struct hub_opts {
+    char cache[4096];       /* resolved cache root */
+    char endpoint[1024];    /* no trailing slash */
+    char token[1024];       /* "" = anonymous */
+    int offline;
+    int max_retries;        /* retries after the first try (default 4) */
+    int backoff_ms;         /* first retry delay, doubled each time (default 1000) */
+    int progress;           /* -1 auto (terminal and not -q), 0 off, 1 plain lines */
+    long low_speed_s;       /* abort a transfer stalled this long (default 60) */
+} hub_opts;
+
+/* Fill from the environment (cache root, HF_ENDPOINT, HF_TOKEN, offline). */
+int hub_opts_init(hub_opts *o, dlm_err *e);
+/* The cache root alone, by the precedence above. */
+int hub_cache_root(char *out, size_t cap, dlm_err *e);
+
+/* "Org/Name" → "<cache>/models--Org--Name". Refuses ids that are not
+ * [A-Za-z0-9._-]+/[A-Za-z0-9._-]+ (no "..", nothing that escapes). */
+int hub_repo_dir(const hub_opts *o, const char *repo, char *out, size_t cap, dlm_err *e);
+int hub_valid_repo(const char *repo);
+int hub_valid_rev(const char *rev);         /* branch, tag or sha; no "..", no leading "/" */
+int hub_valid_filename(const char *f);      /* relative path inside a repo */
+
+enum { HUB_NOT_FOUND = 1 };
+
+/* Local path of repo@rev:filename, downloading it when missing and
+ * allowed. 0 = out_path is the snapshot path; HUB_NOT_FOUND = the repo has
+ * no such file (e explains; cached as .no_exist when the server says so);
+ * -1 = error (offline and not cached, gated, network, integrity, ...).
+ * rev NULL means "main". A 40-hex rev already in the cache needs no
+ * network; a branch is checked with one HEAD when online (falling back to
+ * the cache if the network fails). */
+int hub_resolve_file(const hub_opts *o, const char *repo, const char *rev, const char *filename,
+                     char *out_path, size_t cap, dlm_err *e);
+
+/* A whole model: config.json, tokenizer.json, tokenizer_config.json
+ * (required), generation_config.json, special_tokens_map.json,
+ * chat_template.jinja (optional), model.safetensors or the index and every
+ * shard it names. All files are taken at one commit. out_dir receives
+ * snapshots/<commit>. */
+int hub_snapshot(const hub_opts *o, const char *repo, const char *rev, char *out_dir, size_t cap, dlm_err *e);
+
+/* ---- internals shared with hub_http.c ---------------------------------------- */
+typedef struct hub_meta {
+    char commit[64];        /* X-Repo-Commit */
+    char etag[128];         /* normalised: no W/, no quotes */
+    long long size;         /* -1 unknown */
+    long status;            /* final HTTP status of the HEAD */
+    char error_code[64];    /* X-Error-Code */
+} hub_meta;
+
+/* HEAD with the rules above. 0 ok (meta filled), HUB_NOT_FOUND for an
+ * entry the server says is missing (meta.commit may be set), -1 error. */
+int hub_http_head(const hub_opts *o, const char *repo, const char *rev, const char *filename, hub_meta *meta,
+                  dlm_err *e);
+/* GET into `incomplete` (resuming from its current size), verify size and
+ * sha256 (64-hex etag), leave the complete file at `incomplete`. */
+int hub_http_get(const hub_opts *o, const char *repo, const char *rev, const char *filename,
+                 const hub_meta *meta, const char *incomplete, dlm_err *e);
+
+#endif
