@@ -29,11 +29,11 @@ static int32_t argmax(const float *x, int V)
 
 /* Sort ids by logit descending; ties by id ascending (a total order, so the
  * result never depends on the sort algorithm). */
-static const float *g_keys;
-static int cmp_desc(const void *a, const void *b)
+static int cmp_desc(const void *a, const void *b, void *keys)
 {
     int32_t i = *(const int32_t *)a, j = *(const int32_t *)b;
-    float x = g_keys[i], y = g_keys[j];
+    const float *k = keys;
+    float x = k[i], y = k[j];
     if (x > y) return -1;
     if (x < y) return 1;
     return (i > j) - (i < j);
@@ -64,8 +64,7 @@ int32_t sample_next(const sample_params *p, float *logits, int V, const int32_t 
     for (int i = 0; i < V; i++) ids[i] = i;
     /* Partial work only when a cutoff needs order; a full sort of 150k ids
      * per token is affordable next to the forward pass. */
-    g_keys = logits;
-    qsort(ids, (size_t)V, sizeof *ids, cmp_desc);
+    qsort_r(ids, (size_t)V, sizeof *ids, cmp_desc, logits);
     if (p->top_k > 0 && p->top_k < n) n = p->top_k;
     double mx = logits[ids[0]], sum = 0;
     for (int i = 0; i < n; i++) {

@@ -8,6 +8,7 @@
 #ifndef DLM_SAMPLE_H
 #define DLM_SAMPLE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct sample_params {

@@ -58,7 +58,7 @@ const wmat *lora_base_weight(const model *mdl, int layer, int m);
 int lora_create(const model_config *mc, const lora_config *cfg, lora **out, dlm_err *e);
 void lora_free(lora *l);
 /* PEFT initialisation from (seed): A uniform, B zero, mag = ‖W‖_row. */
-void lora_init(lora *l, const model *mdl, uint64_t seed);
+int lora_init(lora *l, const model *mdl, uint64_t seed, dlm_err *e);
 static inline const lora_mod *lora_mod_at(const lora *l, int layer, int m)
 {
     return (l->cfg.targets >> m & 1) ? &l->mods[layer * LM_COUNT + m] : NULL;
@@ -73,3 +73,14 @@ void lora_tensor_name(int layer, int m, const char *part, char *buf, size_t cap)
 void lora_dora_norm(const lora *l, const model *mdl, int layer, int m, float *norm, float *scratch);
 
 #endif
+
+/* ---- PEFT files ------------------------------------------------------------
+ * adapter_model.safetensors with PEFT's names and shapes (A [r,in], B
+ * [out,r], magnitudes [out]) and metadata {"format": "pt"}. */
+struct st_file;
+/* Load every tensor this lora expects (F32, F16 or BF16); a missing tensor,
+ * a wrong shape, or an extra lora tensor is an error. */
+int lora_load_st(lora *l, const struct st_file *f, const char *label, dlm_err *e);
+int lora_save_st(const lora *l, const char *path, dlm_err *e);
+/* Nonzero if every value is finite. */
+int lora_all_finite(const lora *l);
