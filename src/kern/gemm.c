@@ -106,28 +106,56 @@ static void pack_b(const kern_isa *isa, const gemm_prob *p, float *dst, float *t
     }
 }
 
+/* Scratch layout per thread: [A | B panel | dequant rows]. */
+#define A_FLOATS (KERN_SCRATCH_BYTES / 4 - (size_t)GEMM_NC * GEMM_KC - (size_t)32 * GEMM_KC)
+
+/* Two loop orders, same arithmetic per C element:
+ *  - A fits whole (rows × K floats in scratch): pack A once, then for each
+ *    column block run all K blocks, so that C block stays in cache while it
+ *    accumulates (wide outputs such as the lm_head: no C sweep per K block);
+ *  - otherwise K blocks outside, A packed per (row block, K block), and the
+ *    columns in chunks of NCH so the C rows swept per K block stay small. */
 static void run_region(const region_job *job, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
 {
     const gemm_prob *p = job->p;
     const kern_isa *isa = job->isa;
-    const int mr = isa->mr;
     float *ap = kern_scratch();
-    float *bp = ap + (MCMAX + 32) * GEMM_KC;
+    float *bp = ap + A_FLOATS;
     float *tmp = bp + GEMM_NC * GEMM_KC;
-    for (int64_t mb = m0; mb < m1; mb += MCMAX) {
-        int64_t mc = imin(MCMAX, m1 - mb);
-        for (int64_t k0 = 0; k0 < p->K; k0 += GEMM_KC) {
-            int64_t kc = imin(GEMM_KC, p->K - k0);
-            pack_a(isa, p, ap, mb, mc, k0, kc);
-            for (int64_t nb = n0; nb < n1; nb += GEMM_NC) {
-                int64_t nc = imin(GEMM_NC, n1 - nb);
+    const int64_t mr = isa->mr;
+    int64_t rows = ceil_div(m1 - m0, mr) * mr;
+    if ((size_t)(rows * p->K) <= A_FLOATS) {
+        /* A strips for K block k0 start at ap + k0·rows (each strip kc·mr) */
+        for (int64_t k0 = 0; k0 < p->K; k0 += GEMM_KC)
+            pack_a(isa, p, ap + k0 * rows, m0, m1 - m0, k0, imin(GEMM_KC, p->K - k0));
+        for (int64_t nb = n0; nb < n1; nb += GEMM_NC) {
+            int64_t nc = imin(GEMM_NC, n1 - nb);
+            for (int64_t k0 = 0; k0 < p->K; k0 += GEMM_KC) {
+                int64_t kc = imin(GEMM_KC, p->K - k0);
                 pack_b(isa, p, bp, tmp, nb, nc, k0, kc);
                 gemm_epi e = {p->alpha, p->beta, p->bias ? p->bias + nb : NULL, k0 == 0};
-                isa->gemm_block(mc, nc, kc, ap, bp, p->C + mb * p->ldc + nb, p->ldc, &e);
+                isa->gemm_block(m1 - m0, nc, kc, ap + k0 * rows, bp, p->C + m0 * p->ldc + nb, p->ldc, &e);
+            }
+        }
+        return;
+    }
+    const int64_t NCH = 4 * GEMM_NC;
+    for (int64_t nch = n0; nch < n1; nch += NCH) {
+        int64_t nche = imin(n1, nch + NCH);
+        for (int64_t mb = m0; mb < m1; mb += MCMAX) {
+            int64_t mc = imin(MCMAX, m1 - mb);
+            for (int64_t k0 = 0; k0 < p->K; k0 += GEMM_KC) {
+                int64_t kc = imin(GEMM_KC, p->K - k0);
+                pack_a(isa, p, ap, mb, mc, k0, kc);
+                for (int64_t nb = nch; nb < nche; nb += GEMM_NC) {
+                    int64_t nc = imin(GEMM_NC, nche - nb);
+                    pack_b(isa, p, bp, tmp, nb, nc, k0, kc);
+                    gemm_epi e = {p->alpha, p->beta, p->bias ? p->bias + nb : NULL, k0 == 0};
+                    isa->gemm_block(mc, nc, kc, ap, bp, p->C + mb * p->ldc + nb, p->ldc, &e);
+                }
             }
         }
     }
-    (void)mr;
 }
 
 static void region_task(void *ctx, int64_t b, int64_t e)

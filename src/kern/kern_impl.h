@@ -15,7 +15,7 @@
  * 64-byte-aligned scratch, allocated once by kern_init (or lazily, with one
  * thread, by the first kernel call). Kernels use it for packed GEMM panels,
  * dequantized tiles and attention blocks; nothing is allocated per call. */
-#define KERN_SCRATCH_BYTES ((size_t)2 << 20)
+#define KERN_SCRATCH_BYTES ((size_t)6 << 20)
 #define KERN_MAX_THREADS 256
 /* Largest head size RoPE and attention accept (larger: no-op / zeros). */
 #define KERN_ROPE_MAX_HS 1024

@@ -45,6 +45,17 @@ static inline void *xmalloc(size_t n)
     return p;
 }
 
+/* max|got − want| <= rtol·max|want| + atol (for results that may be
+ * exactly zero in exact arithmetic). Prints like check_tensor. */
+#define CHECK_CLOSE(label, got, want, n, rtol, atol) do { \
+    double _md = 0, _mr = 0; size_t _at = 0; \
+    for (size_t _i = 0; _i < (size_t)(n); _i++) { \
+        double _d = fabs((double)(got)[_i] - (double)(want)[_i]); \
+        if (!(_d <= _md)) { _md = _d; _at = _i; } \
+        if (fabs((double)(want)[_i]) > _mr) _mr = fabs((double)(want)[_i]); } \
+    CHECK_MSG(_md <= (rtol) * _mr + (atol), "%s: max|diff| %.3e at %zu (got %.9g want %.9g), max|ref| %.3e", \
+              label, _md, _at, (double)(got)[_at], (double)(want)[_at], _mr); } while (0)
+
 /* Re-run this binary with DLM_CPU_LEVEL set to each level below the
  * native one. Returns the number of failing children. */
 static inline int rerun_lower_levels(const char *argv0)
