@@ -20,6 +20,7 @@ struct session {
     float *U, *L;                                   /* adapter scratch */
     float *dora_g, *dora_scratch;                   /* [L*7*maxIO], [maxIO + r] */
     int32_t *pos;
+    float *rstd;                                    /* [n_batch] (unused output) */
     float *attn_scratch;
     void *slab;
 };
@@ -52,6 +53,7 @@ static void carve_all(session *s, carver *cv, const model_config *c, int r, int 
     s->dora_g = dora ? CARVE_F(cv, L * LM_COUNT * s->maxIO) : NULL;
     s->dora_scratch = dora ? CARVE_F(cv, (size_t)s->maxIO + r) : NULL;
     s->pos = (int32_t *)carve(cv, nb * sizeof(int32_t));
+    s->rstd = CARVE_F(cv, nb);
     attn_shape as = {1, s->n_batch, s->n_ctx, c->n_head, c->n_kv_head, c->head_dim, 0,
                      (int64_t)s->n_ctx * s->K, NULL};
     s->attn_scratch = CARVE_F(cv, kern_attn_scratch(&as));
@@ -175,7 +177,7 @@ static void eval_batch(session *s, const int32_t *tokens, int n, float *logits, 
     for (int layer = 0; layer < c->n_layer; layer++) {
         const layer_weights *w = &m->layers[layer];
         float *kc = s->kcache + (size_t)layer * s->n_ctx * K, *vc = s->vcache + (size_t)layer * s->n_ctx * K;
-        kern_rmsnorm_fwd(s->xn, NULL, s->x, w->attn_norm, n, C, c->rms_eps);
+        kern_rmsnorm_fwd(s->xn, s->rstd, s->x, w->attn_norm, n, C, c->rms_eps);
         lin(s, layer, LM_Q, s->xn, s->q, n);
         lin(s, layer, LM_K, s->xn, s->k, n);
         lin(s, layer, LM_V, s->xn, s->v, n);
@@ -186,14 +188,14 @@ static void eval_batch(session *s, const int32_t *tokens, int n, float *logits, 
         kern_attn_fwd(s->att, NULL, s->q, kc, vc, &as, s->attn_scratch);
         lin(s, layer, LM_O, s->att, s->tmp, n);
         for (size_t i = 0; i < (size_t)n * C; i++) s->x[i] += s->tmp[i];
-        kern_rmsnorm_fwd(s->xn, NULL, s->x, w->ffn_norm, n, C, c->rms_eps);
+        kern_rmsnorm_fwd(s->xn, s->rstd, s->x, w->ffn_norm, n, C, c->rms_eps);
         lin(s, layer, LM_GATE, s->xn, s->g, n);
         lin(s, layer, LM_UP, s->xn, s->u, n);
         kern_swiglu_fwd(s->g, s->g, s->u, (int64_t)n * s->F);
         lin(s, layer, LM_DOWN, s->g, s->tmp, n);
         for (size_t i = 0; i < (size_t)n * C; i++) s->x[i] += s->tmp[i];
     }
-    kern_rmsnorm_fwd(s->xn, NULL, s->x, m->out_norm, n, C, c->rms_eps);
+    kern_rmsnorm_fwd(s->xn, s->rstd, s->x, m->out_norm, n, C, c->rms_eps);
     if (all_logits) kern_matmul(logits, s->xn, &m->output, NULL, n, 0);
     else kern_matmul(logits, s->xn + (size_t)(n - 1) * C, &m->output, NULL, 1, 0);
     s->n_past += n;

@@ -44,7 +44,7 @@ static int alloc_full(const model_config *cfg, full_model **out, dlm_err *e)
     f->m.cfg = *cfg;
     f->p.layers = calloc((size_t)cfg->n_layer, sizeof *f->p.layers);
     f->layers_store = calloc((size_t)cfg->n_layer, sizeof *f->layers_store);
-    f->rope_store = calloc((size_t)cfg->head_dim / 2 + 1, sizeof(float));
+    f->rope_store = calloc((size_t)cfg->head_dim / 2 + 1, sizeof(double));
     f->n = fb_full_carve(cfg, NULL, NULL);
     f->slab = calloc(f->n, sizeof(float));
     if (!f->p.layers || !f->layers_store || !f->rope_store || !f->slab) {
@@ -77,7 +77,7 @@ int full_model_from(const model *src, full_model **out, dlm_err *e)
     full_model *f;
     if (alloc_full(c, &f, e)) return -1;
     snprintf(f->m.source, sizeof f->m.source, "%s", src->source);
-    memcpy(f->rope_store, src->rope_inv_freq, (size_t)(c->head_dim / 2) * sizeof(float));
+    memcpy(f->rope_store, src->rope_inv_freq, (size_t)(c->head_dim / 2) * sizeof(double));
     size_t C = (size_t)c->d_model;
     copy_mat(f->p.tok_embd, &src->tok_embd);
     if (!c->tied) copy_mat(f->p.output, &src->output);

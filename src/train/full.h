@@ -15,7 +15,7 @@ typedef struct full_model {
     size_t n;
     fb_full_grads p;         /* pointers to each parameter tensor in slab */
     layer_weights *layers_store;
-    float *rope_store;
+    double *rope_store;
 } full_model;
 
 /* Copy (dequantizing) every weight of src into a fresh slab. */

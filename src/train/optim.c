@@ -13,14 +13,14 @@ void optim_defaults(optim_config *c)
     c->weight_decay = 0.0f;
     c->max_grad_norm = 1.0f;
     c->sched = SCHED_COSINE;
-    c->warmup_ratio = 0.1f;
-    c->min_lr_ratio = 0.1f;
+    c->warmup_ratio = 0.1;
+    c->min_lr_ratio = 0.1;
     c->total_steps = 1;
 }
 
 int64_t optim_warmup_steps(const optim_config *c)
 {
-    return (int64_t)ceil((double)c->total_steps * (double)c->warmup_ratio);
+    return (int64_t)ceil((double)c->total_steps * c->warmup_ratio);
 }
 
 double optim_lr_at(const optim_config *c, int64_t k)

@@ -15,8 +15,8 @@ typedef struct optim_config {
     float weight_decay;         /* decoupled; default 0 */
     float max_grad_norm;        /* 1.0; <= 0 disables clipping */
     sched_kind sched;
-    float warmup_ratio;         /* warmup steps = ceil(ratio · total) */
-    float min_lr_ratio;         /* cosine_min_lr floor, as a fraction of lr */
+    double warmup_ratio;        /* warmup steps = ceil(ratio · total); double as Python computes it */
+    double min_lr_ratio;        /* cosine_min_lr floor, as a fraction of lr */
     int64_t total_steps;
 } optim_config;
 
