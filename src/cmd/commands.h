@@ -6,7 +6,10 @@
 
 #include "cmd/cmd.h"
 
-#define DLM_COMMAND_LIST(X)
+#define DLM_COMMAND_LIST(X) \
+    X(init)                 \
+    X(migrate)              \
+    X(show)
 
 #define X(name) extern const cmd_spec spec_##name; int cmd_##name(int argc, char **argv, dlm_ctx *ctx);
 DLM_COMMAND_LIST(X)

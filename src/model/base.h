@@ -1,47 +1,27 @@
-/* base — naming a base model: a registry key (pinned HF id + revision), an
- * `hf:org/name[@rev]` spec, a local HF model folder, or a .gguf file; and
- * turning that into a local path model_load can read (HF cache first,
- * download when missing and allowed; see hub.h). */
+/* base — from a `--base` value (or a document's base_model) to a local path
+ * that model_load can read.
+ *
+ * Parsing and the registry live in store/registry.h; this adds what needs
+ * the model layer: which architectures dlm runs (llama, qwen2), the HF cache
+ * and downloads (hub.h), and where the embedded base `tiny` is. */
 #ifndef DLM_BASE_H
 #define DLM_BASE_H
 
 #include <stddef.h>
 #include "model/hub.h"
+#include "store/registry.h"
 #include "util/err.h"
 
-/* One row of the original tool's registry (shared/reference/base-registry.tsv). */
-typedef struct base_entry {
-    const char *key;
-    const char *hf_id;
-    const char *revision;               /* pinned commit */
-    const char *architecture;           /* HF class name */
-    const char *dialect;                /* chat template family */
-    const char *gguf_arch, *tokenizer_pre, *license;
-    int requires_acceptance;            /* gated: licence must be accepted */
-    int redistributable;
-    int context_length;
-    int supported;                      /* dlm can run it (llama / qwen2) */
-} base_entry;
+/* 1 if dlm runs this HF architecture class (LlamaForCausalLM, Qwen2ForCausalLM). */
+int base_arch_supported(const char *hf_architecture);
 
-int base_registry_count(void);
-const base_entry *base_registry_at(int i);
-const base_entry *base_registry_find(const char *key);
-
-typedef enum base_kind { BASE_REGISTRY, BASE_HF, BASE_DIR, BASE_GGUF } base_kind;
-
-typedef struct base_ref {
-    base_kind kind;
-    char repo[256];                     /* REGISTRY, HF */
-    char rev[256];                      /* "main" when not given */
-    char path[4096];                    /* DIR, GGUF */
-    const base_entry *entry;            /* REGISTRY */
-} base_ref;
-
-/* Classify a spec (stat only, no network). Unknown keys get a "did you
- * mean"; registry rows of unsupported architectures are refused here. */
-int base_parse(const char *spec, base_ref *ref, dlm_err *e);
-/* Parse, then produce a path for model_load: the folder / file itself, or
- * the HF cache snapshot (downloaded if missing and o allows). */
+/* Parse spec, refuse bases dlm cannot run, then produce a path for
+ * model_load: the folder / file itself, models/tiny.gguf, or the HF cache
+ * snapshot (downloaded if missing and o allows). */
 int base_resolve(const char *spec, const hub_opts *o, base_ref *ref, char *path, size_t cap, dlm_err *e);
+
+/* Path of the embedded base: $DLM_TINY, else <binary dir>/../models/tiny.gguf,
+ * else <source dir>/models/tiny.gguf. */
+int base_tiny_path(char *out, size_t cap, dlm_err *e);
 
 #endif

@@ -1,0 +1,167 @@
+/* dlm init — write a new .dlm from a template and create its store. */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd/commands.h"
+#include "doc/doc.h"
+#include "doc/templates.h"
+#include "store/registry.h"
+#include "store/store.h"
+#include "util/fs.h"
+#include "util/json.h"
+#include "util/timeutil.h"
+#include "util/ulid.h"
+
+static const char *o_base = "tiny", *o_template = NULL;
+static int o_force, o_list, o_json, o_accept;
+
+static const opt init_opts[] = {
+    {"base", 0, OPT_STR, &o_base, "KEY", "base model: registry key, hf:org/name[@rev], a path, or tiny (default)"},
+    {"template", 0, OPT_STR, &o_template, "NAME", "start from this template (default: default)"},
+    {"force", 0, OPT_FLAG, &o_force, NULL, "overwrite an existing file at PATH"},
+    {"i-accept-license", 0, OPT_FLAG, &o_accept, NULL, "accept a gated base's license (recorded in the manifest)"},
+    {"list-templates", 0, OPT_FLAG, &o_list, NULL, "list the templates and exit"},
+    {"json", 0, OPT_FLAG, &o_json, NULL, "with --list-templates: print JSON"},
+    {0},
+};
+
+const cmd_spec spec_init = {
+    "init",
+    "PATH [--base KEY] [--template NAME] [--force] [--i-accept-license] | --list-templates [--json]",
+    "create a .dlm document and its store",
+    "Writes a dlm_version 15 document with a fresh dlm_id (a ULID) and creates\n"
+    "$DLM_HOME/store/<dlm_id>/ with its manifest. Templates are files\n"
+    "(templates/<name>.dlm; $DLM_TEMPLATES overrides the directory).",
+    init_opts,
+};
+
+static int list_templates(const dlm_ctx *ctx)
+{
+    dlm_err e;
+    doc_template_set set;
+    if (doc_templates_load(&set, &e)) return cmd_fail(ctx, &e);
+    if (o_json) {
+        json_t *arr = json_array();
+        for (int i = 0; i < set.n; i++)
+            json_array_append_new(arr, json_pack("{s:s, s:s}", "name", set.v[i].name, "summary", set.v[i].summary));
+        json_t *o = json_pack("{s:s, s:o}", "source", set.source, "templates", arr);
+        strbuf sb = STRBUF_INIT;
+        json_write(&sb, o, JW_SORT);
+        printf("%s\n", sb_str(&sb));
+        sb_free(&sb);
+        json_decref(o);
+    } else {
+        for (int i = 0; i < set.n; i++) printf("%-14s %s\n", set.v[i].name, set.v[i].summary);
+    }
+    doc_templates_free(&set);
+    return EXIT_OK;
+}
+
+/* Absolute path of PATH (its directory must exist). */
+static int abs_path(const char *path, char *out, size_t cap, dlm_err *e)
+{
+    char dir[PATH_MAX], real[PATH_MAX];
+    fs_dirname(dir, sizeof dir, path);
+    if (!realpath(dir, real)) return err_sys(e, "cannot resolve '%s'", dir);
+    if (!fs_join(out, cap, real, fs_basename(path))) return err_set(e, NULL, "path too long");
+    return 0;
+}
+
+int cmd_init(int argc, char **argv, dlm_ctx *ctx)
+{
+    char *pos[64];
+    int npos = 0;
+    if (argc > 64) return cmd_usage_error(&spec_init, "too many arguments");
+    int r = opts_parse(&spec_init, argc, argv, ctx, pos, &npos);
+    if (r == 1) return EXIT_OK;
+    if (r) return EXIT_USAGE;
+    dlm_err e;
+    err_clear(&e);
+    if (cmd_setup(ctx, &e)) return cmd_fail(ctx, &e);
+    if (o_list) return list_templates(ctx);
+    if (npos != 1) return cmd_usage_error(&spec_init, "init takes exactly one PATH (the .dlm file to create)");
+    const char *path = pos[0];
+
+    if (fs_exists(path) && !o_force) {
+        err_set(&e, NULL, "%s already exists", path);
+        err_hint(&e, "re-run with --force to overwrite it");
+        return cmd_fail(ctx, &e);
+    }
+    base_ref base;
+    if (registry_parse_base(o_base, &base, &e) || registry_check_trainable(&base, &e) ||
+        registry_check_license(&base, o_accept, &e))
+        return cmd_fail(ctx, &e);
+
+    doc_template_set set;
+    if (doc_templates_load(&set, &e)) return cmd_fail(ctx, &e);
+    const char *tname = o_template ? o_template : "default";
+    const doc_template *t = doc_templates_find(&set, tname);
+    if (!t) {
+        strbuf names = STRBUF_INIT;
+        for (int i = 0; i < set.n; i++) sb_printf(&names, "%s%s", i ? ", " : "", set.v[i].name);
+        fprintf(stderr, "dlm: error: unknown template '%s'; available: %s\nhint: see 'dlm init --list-templates'\n",
+                tname, sb_str(&names));
+        sb_free(&names);
+        doc_templates_free(&set);
+        return EXIT_USAGE;
+    }
+
+    char id[27], base_str[4200];
+    ulid_new(id);
+    registry_base_string(&base, base_str, sizeof base_str);
+    strbuf quoted = STRBUF_INIT;
+    doc_yaml_scalar(&quoted, base_str);
+    char *text = NULL;
+    int rc = doc_template_render(t, id, sb_str(&quoted), &text, &e);
+    sb_free(&quoted);
+    doc_templates_free(&set);
+    if (rc) return cmd_fail(ctx, &e);
+
+    /* The scaffold must be a valid document before anything is written. */
+    dlm_doc *d = doc_parse(path, text, strlen(text), &e);
+    if (!d) {
+        err_prefix(&e, "template '%s' is not a valid document", tname);
+        free(text);
+        return cmd_fail(ctx, &e);
+    }
+    doc_free(d);
+
+    char parent[4096], abspath[4200], store[4200];
+    fs_dirname(parent, sizeof parent, path);
+    if (fs_mkdir_p(parent, &e) || abs_path(path, abspath, sizeof abspath, &e) ||
+        store_dir(ctx->home, id, store, sizeof store, &e) || store_create_skeleton(store, &e)) {
+        free(text);
+        return cmd_fail(ctx, &e);
+    }
+    store_lock lk;
+    if (store_lock_acquire(store, "init", &lk, &e)) { free(text); return cmd_fail(ctx, &e); }
+    store_license lic = {0};
+    const store_license *licp = NULL;
+    if (base.kind == BASE_REGISTRY && base.entry->requires_acceptance) {
+        lic.license_url = base.entry->license_url;
+        lic.license_spdx = base.entry->license;
+        lic.via = "cli_flag";
+        licp = &lic;
+    }
+    const char *rev = base.kind == BASE_REGISTRY ? base.entry->revision
+                    : base.kind == BASE_HF && base.revision[0] ? base.revision : NULL;
+    json_t *m = manifest_new(id, base_str, rev, abspath, licp);
+    char mpath[4300];
+    snprintf(mpath, sizeof mpath, "%s/manifest.json", store);
+    rc = !m || manifest_save(mpath, m, &e) || fs_write_atomic(path, text, strlen(text), 0644, &e);
+    json_decref(m);
+    free(text);
+    store_lock_release(&lk);
+    if (rc) {
+        dlm_err ignore;
+        fs_remove_tree(store, &ignore);   /* no half-made store for a document that was not written */
+        return cmd_fail(ctx, &e);
+    }
+    if (!ctx->quiet) {
+        printf("init: wrote %s (template %s, base %s)\n", path, tname, base_str);
+        printf("dlm_id: %s\nstore:  %s\n", id, store);
+    }
+    return EXIT_OK;
+}

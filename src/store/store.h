@@ -1,0 +1,110 @@
+/* store — where a document's training state lives (spec §2).
+ *
+ *   $DLM_HOME/store/<dlm_id>/
+ *     manifest.json              the store's narrative (runs, exports, base)
+ *     .lock                      exclusive writer lock ("PID\nhost\nepoch\ncommand\n")
+ *     adapter/current.txt        "adapter/versions/v0003\n"
+ *     adapter/versions/vNNNN/    one directory per committed adapter
+ *     logs/  exports/
+ *
+ * Every file write is atomic (fs_write_atomic: temp + fsync + rename +
+ * fsync of the directory). Every command that writes a store holds its
+ * lock for the whole write; a lock left by a dead process is reported with
+ * the command that clears it, never taken over silently.
+ *
+ * Test hook: with DLM_TEST_HOLD_LOCK_MS=<ms> in the environment, a command
+ * that took a store lock sleeps that long before releasing it, so tests can
+ * start a second writer while the first one holds the store. */
+#ifndef DLM_STORE_H
+#define DLM_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+
+#include "util/err.h"
+
+#define STORE_MANIFEST_SCHEMA 1
+
+/* ---- paths ------------------------------------------------------------------ */
+
+/* <home>/store/<dlm_id> into out (cap >= 4096 recommended). */
+int store_dir(const char *home, const char *dlm_id, char *out, size_t cap, dlm_err *e);
+/* <store>/<rel> into out. */
+int store_path(const char *store, const char *rel, char *out, size_t cap, dlm_err *e);
+/* 1 when <store>/manifest.json exists. */
+int store_exists(const char *store);
+
+/* mkdir -p the skeleton: adapter/versions, logs, exports. */
+int store_create_skeleton(const char *store, dlm_err *e);
+
+/* ---- manifest (spec §2.3) ----------------------------------------------------
+ * Held as a validated jansson object so later modules can add runs and
+ * exports without this header knowing their every field. Saved with the
+ * Python-compatible writer (sorted keys, indent 2, trailing LF). */
+
+typedef struct store_license {
+    const char *accepted_at;      /* NULL = now */
+    const char *license_url;
+    const char *license_spdx;
+    const char *via;              /* cli_flag | interactive | frontmatter */
+} store_license;
+
+/* A fresh manifest (schema_version 1, created_at = updated_at = now). */
+json_t *manifest_new(const char *dlm_id, const char *base_model, const char *base_revision,
+                     const char *source_path, const store_license *license);
+/* Load + validate. Errors: ManifestCorruptError "<path>: manifest is
+ * corrupt: <reason>", ManifestVersionError for another schema_version. */
+json_t *manifest_load(const char *path, dlm_err *e);
+/* Validate a manifest object (as manifest_load does). */
+int manifest_validate(const char *path, const json_t *m, dlm_err *e);
+/* Set updated_at = now and write atomically. */
+int manifest_save(const char *path, json_t *m, dlm_err *e);
+/* Append a training run / export record (validated); run_id is assigned
+ * (max existing + 1) when the record has none. */
+int manifest_add_run(json_t *m, json_t *run, dlm_err *e);
+int manifest_add_export(json_t *m, json_t *exp, dlm_err *e);
+int64_t manifest_next_run_id(const json_t *m);
+
+/* ---- lock (spec §2.4) -------------------------------------------------------- */
+
+typedef struct store_lock {
+    char path[4096];
+    int held;
+} store_lock;
+
+typedef struct store_lock_info {
+    long pid;
+    char host[256];
+    double since;                 /* epoch seconds */
+    char command[64];             /* "" when the holder did not say */
+    int alive;                    /* 1 alive, 0 dead, -1 unknown (other host) */
+} store_lock_info;
+
+/* Take <store>/.lock for `command` ("init", "train", ...). Held by a live
+ * process → LockHeldError "<path>: already locked by PID n (dlm <command>,
+ * since <time>)"; by a dead one → StaleLockError with the `rm` hint. */
+int store_lock_acquire(const char *store, const char *command, store_lock *lk, dlm_err *e);
+/* Release (only if it is still ours). Honours DLM_TEST_HOLD_LOCK_MS. */
+void store_lock_release(store_lock *lk);
+/* Read the lock file: 1 present (info filled), 0 absent, -1 unreadable. */
+int store_lock_read(const char *store, store_lock_info *info);
+
+/* ---- adapter versions --------------------------------------------------------- */
+
+/* Sorted version numbers found under adapter/versions (names vNNNN only;
+ * "-rejected" and other names are ignored). Caller frees *out. */
+int store_versions(const char *store, int **out, dlm_err *e);
+/* Next version number: max + 1 (1 for none). */
+int store_next_version(const char *store, dlm_err *e);
+/* The version adapter/current.txt points at (0 = none / missing). */
+int store_current_version(const char *store, dlm_err *e);
+/* Atomically point adapter/current.txt at version v. */
+int store_set_current(const char *store, int v, dlm_err *e);
+/* "v0003" into out (cap >= 16). */
+void store_version_name(int v, char *out, size_t cap);
+
+/* Bytes of every regular file in the store. */
+uint64_t store_size(const char *store);
+
+#endif

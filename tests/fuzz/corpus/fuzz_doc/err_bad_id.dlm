@@ -1,0 +1,4 @@
+---
+dlm_id: 01KTESTEXAMPLE000000000000
+base_model: x
+---

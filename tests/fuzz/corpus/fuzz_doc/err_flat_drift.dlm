@@ -1,0 +1,10 @@
+---
+dlm_id: 01HZX3K4M5N6P7Q8R9S0T1V2W3
+base_model: smollm2-135m
+training:
+  lora_r: 16
+  learning_rate: 0.001
+  adapters:
+    tone: {}
+    facts: {lora_r: 4}
+---

@@ -1,0 +1,19 @@
+---
+dlm_id: 01HZX3K4M5N6P7Q8R9S0T1V2W3
+base_model: smollm2-135m
+---
+Intro.
+
+::instruction::
+### Q
+What is 2+2?
+### A
+4
+
+::preference::
+### Prompt
+Say hi
+### Chosen
+Hello!
+### Rejected
+Go away.

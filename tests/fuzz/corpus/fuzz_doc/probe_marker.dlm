@@ -1,0 +1,16 @@
+---
+dlm_id: 01HZX3K4M5N6P7Q8R9S0T1V2W3
+base_model: smollm2-135m
+---
+::instruction::
+### Q !probe
+Capital of France?
+### A
+Paris.
+
+  ### Q  
+  multi
+
+  line  
+### A
+yes
