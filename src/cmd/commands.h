@@ -9,7 +9,8 @@
 #define DLM_COMMAND_LIST(X) \
     X(init)                 \
     X(migrate)              \
-    X(show)
+    X(show)                 \
+    X(tokenize)
 
 #define X(name) extern const cmd_spec spec_##name; int cmd_##name(int argc, char **argv, dlm_ctx *ctx);
 DLM_COMMAND_LIST(X)

@@ -1,0 +1,71 @@
+/* chat — chat-template dialects: a conversation rendered into the exact
+ * prompt string a base's own Jinja chat_template produces (HF
+ * apply_chat_template), without a Jinja engine.
+ *
+ * Each dialect reproduces one family of templates for plain conversations
+ * (system / user / assistant messages, no tools):
+ *
+ *   chatml           <|im_start|>{role}\n{content}<|im_end|>\n ..., no default system turn
+ *   chatml-smollm2   chatml + "You are a helpful AI assistant named SmolLM, trained by
+ *                    Hugging Face" when the conversation has no system message
+ *   chatml-qwen2.5   chatml + "You are Qwen, created by Alibaba Cloud. You are a helpful
+ *                    assistant." when it has none
+ *   qwen3            Qwen3's chatml: an empty <think>\n\n</think>\n\n block opens the final
+ *                    assistant answer after the last user turn; <think> parts of earlier
+ *                    answers are dropped
+ *   llama3           Llama 3.1/3.2: BOS, a system header that always carries
+ *                    "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024"
+ *                    (the date is pinned so prompts do not change with the day), contents trimmed
+ *   llama3-nodate    Llama 3.0 Instruct: BOS, one header per message, contents trimmed
+ *   llama3-nodate-always  the same, but the assistant header is always appended (the
+ *                    template of Meta-Llama-3 base repositories ignores add_generation_prompt)
+ *
+ * The rendered string contains special-token text (BOS too, for llama3);
+ * tokenize it with TOK_PARSE_SPECIAL and without TOK_ADD_SPECIAL, as
+ * transformers' apply_chat_template(tokenize=True) does. */
+#ifndef DLM_CHAT_H
+#define DLM_CHAT_H
+
+#include <stddef.h>
+#include "util/err.h"
+#include "util/str.h"
+
+typedef struct chat_msg {
+    const char *role;     /* "system" | "user" | "assistant" */
+    const char *content;
+} chat_msg;
+
+typedef struct chat_dialect {
+    const char *name;              /* "chatml", "chatml-qwen2.5", "llama3", ... */
+    const char *family;            /* Ollama/export registry name: "chatml" or "llama3" */
+    const char *default_system;    /* injected when there is no system message; NULL none */
+    const char *const *stops;      /* stop strings, NULL-terminated (dlm-format.md 6.2) */
+    const char *ollama_template;   /* Go template text for a Modelfile TEMPLATE */
+    double top_p;                  /* export default */
+    int style;                     /* private: which renderer */
+} chat_dialect;
+
+/* Registry. */
+size_t chat_dialect_count(void);
+const chat_dialect *chat_dialect_at(size_t i);
+const chat_dialect *chat_dialect_find(const char *name);       /* NULL if unknown */
+/* Pick the dialect a base's Jinja chat_template text implements; NULL when
+ * it looks like none of them. */
+const chat_dialect *chat_dialect_detect(const char *jinja);
+
+/* Where an assistant message landed in the rendered string: its content is
+ * out[start, end); the turn (content + end-of-turn token, the training
+ * target) ends at turn_end. Byte offsets. */
+typedef struct chat_span {
+    size_t msg;            /* index into the messages given */
+    size_t start, end, turn_end;
+} chat_span;
+
+/* Render msgs into out (appended). system_prompt (may be NULL) is used as
+ * the system message when msgs does not start with one. spans (capacity
+ * n, may be NULL) receives one entry per assistant message, *n_spans the
+ * count. Unknown roles and NULL contents are errors. */
+int chat_render(const chat_dialect *d, const char *system_prompt, const chat_msg *msgs, size_t n,
+                int add_generation_prompt, strbuf *out, chat_span *spans, size_t *n_spans, dlm_err *e);
+
+#endif

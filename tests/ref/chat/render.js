@@ -1,0 +1,38 @@
+#!/usr/bin/env node
+// Reference side of the chat-template test: render a Jinja chat template
+// with @huggingface/jinja (pinned in tests/ref/package.json).
+//   node render.js extract TOKENIZER_CONFIG.json OUT.jinja   its chat_template
+//   node render.js render TEMPLATE.jinja CONVS.json OUT.jsonl DIALECT
+//       for each conversation {system, messages} (system, when set, becomes the
+//       first message), without then with add_generation_prompt; one JSON string a line.
+'use strict';
+const fs = require('fs');
+const path = require('path');
+const { Template } = require(path.join(__dirname, '..', 'node_modules', '@huggingface', 'jinja'));
+
+const [cmd, a, b, out, dialect] = process.argv.slice(2);
+if (cmd === 'extract') {
+  const cfg = JSON.parse(fs.readFileSync(a, 'utf8'));
+  let t = cfg.chat_template;
+  if (Array.isArray(t)) t = (t.find((x) => x.name === 'default') || t[0]).template;
+  fs.writeFileSync(b, t);
+} else if (cmd === 'render') {
+  const tmpl = new Template(fs.readFileSync(a, 'utf8'));
+  const convs = JSON.parse(fs.readFileSync(b, 'utf8'));
+  const res = [];
+  for (const c of convs) {
+    if (c.skip && dialect in c.skip) continue;
+    const messages = (c.system !== null && c.system !== undefined && (!c.messages.length || c.messages[0].role !== 'system'))
+      ? [{ role: 'system', content: c.system }, ...c.messages] : c.messages;
+    for (const gen of [false, true]) {
+      res.push(JSON.stringify(tmpl.render({
+        messages, add_generation_prompt: gen, bos_token: '<|begin_of_text|>', eos_token: '<|eot_id|>',
+        date_string: '26 Jul 2024',
+      })));
+    }
+  }
+  fs.writeFileSync(out, res.join('\n') + '\n');
+} else {
+  console.error('usage: render.js extract|render ...');
+  process.exit(2);
+}

