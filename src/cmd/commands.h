@@ -10,7 +10,8 @@
     X(init)                 \
     X(migrate)              \
     X(show)                 \
-    X(tokenize)
+    X(tokenize)             \
+    X(train)
 
 #define X(name) extern const cmd_spec spec_##name; int cmd_##name(int argc, char **argv, dlm_ctx *ctx);
 DLM_COMMAND_LIST(X)
