@@ -214,7 +214,7 @@ int replay_sample(const replay *r, const char *const *cur_ids, int n_cur, int n_
 dlm_doc *replay_doc(const replay *r, const int *idx, int n, dlm_err *e)
 {
     if (n <= 0) return NULL;
-    static const char HDR[] = "---\ndlm_id: 00000000000000000000000000\nbase_model: tiny\n---\n";
+    static const char HDR[] = "---\ndlm_id: \"00000000000000000000000000\"\nbase_model: tiny\n---\n";
     dlm_doc *d = doc_parse("<replay>", HDR, sizeof HDR - 1, e);
     if (!d) return NULL;
     for (int i = 0; i < n; i++) {

@@ -89,7 +89,11 @@ static int file_sha(run *R, const char *path, char out[65], dlm_err *e)
     if (stat(real, &st) != 0) return err_sys(e, "cannot stat '%s'", real);
     char cache[4200], key[4400];
     snprintf(cache, sizeof cache, "%s/cache/weights.json", R->store);
-    snprintf(key, sizeof key, "%s|%lld|%lld", real, (long long)st.st_size, (long long)st.st_mtime);
+    /* nanosecond mtime and ctime plus the inode: a same-second rewrite or a
+     * replaced file is never mistaken for the hashed one */
+    snprintf(key, sizeof key, "%s|%lld|%lld|%lld.%09ld|%lld.%09ld", real, (long long)st.st_size,
+             (long long)st.st_ino, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec, (long long)st.st_ctim.tv_sec,
+             st.st_ctim.tv_nsec);
     json_t *c = fs_is_file(cache) ? json_load_path(cache, 1 << 20, NULL) : NULL;
     if (!json_is_object(c)) { json_decref(c); c = json_object(); }
     const char *hit = jget_str(c, key);

@@ -58,6 +58,7 @@ typedef struct run {
     int64_t total, start_step, steps_done, t_offset, save_every, eval_every, best_step;
     double first_loss, last_loss, last_val, best_val, last_lr;
     int bad_evals, early, resumed;
+    int64_t crash_after;            /* $DLM_TEST_CRASH_AFTER_STEP (tests only) */
     lock_facts facts;
     char dlm_sha[65], weights_sha[65], revision[128], started_at[24], data_sig[65];
     char log_path[4096], version_dir[4096];

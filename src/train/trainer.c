@@ -3,6 +3,7 @@
 #include "train/trainer.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -332,6 +333,8 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
     R->save_every = tr->save_steps > 0 ? tr->save_steps : (R->total / 4 > 1 ? R->total / 4 : 1);
     R->eval_every = R->total / 4 > 1 ? R->total / 4 : 1;
     R->best_val = INFINITY;
+    const char *crash = getenv("DLM_TEST_CRASH_AFTER_STEP");
+    R->crash_after = crash ? atoll(crash) : 0;
 
     if (run_start_or_resume(R, e)) goto out;
     if (run_begin_records(R, e)) goto out;
@@ -378,6 +381,9 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
             progress(R, PHASE_SAVING, step + 1, loss, R->last_lr, tps);
             if (run_checkpoint(R, step + 1, e)) goto out_fail;
         }
+        /* Test hook: die like a killed process right after this step (and
+         * its checkpoint), to prove that --resume recovers exactly. */
+        if (R->crash_after > 0 && step + 1 == R->crash_after) raise(SIGKILL);
         if (stop && step + 1 < R->total) {
             res->cancelled = 1;
             run_end_records(R, "cancelled");
