@@ -9,6 +9,8 @@
 #define DLM_COMMAND_LIST(X) \
     X(init)                 \
     X(migrate)              \
+    X(perplexity)           \
+    X(prompt)               \
     X(show)                 \
     X(tokenize)             \
     X(train)

@@ -131,6 +131,7 @@ void session_free(session *s)
 void session_reset(session *s) { s->n_past = 0; }
 int session_n_past(const session *s) { return s->n_past; }
 int session_n_ctx(const session *s) { return s->n_ctx; }
+int session_vocab(const session *s) { return s->V; }
 
 static const float *bias_of(const layer_weights *w, int m)
 {

@@ -24,6 +24,7 @@ size_t session_plan_bytes(const model_config *c, int n_ctx, int n_batch);
 void session_reset(session *s);
 int session_n_past(const session *s);
 int session_n_ctx(const session *s);
+int session_vocab(const session *s);   /* logits per position */
 
 /* Evaluate tokens[0..n) at positions n_past..n_past+n-1. logits receives
  * [V] for the last token, or [n, V] when all_logits. Fails when the context
