@@ -24,6 +24,7 @@
 #include "train/full.h"
 #include "train/lora.h"
 #include "train/optim.h"
+#include "util/fs.h"
 #include "util/json.h"
 #include "util/rng.h"
 
@@ -471,9 +472,46 @@ static void ref_mode(const char *dir, const char *mode)
     model_free(m);
 }
 
+/* Inference path vs PyTorch: logits of the KV-cache session (prompt in
+ * chunks, then one token at a time) for DLM_INFER_MODEL (an HF folder or a
+ * .gguf) on the ids of DLM_INFER_IDS against DLM_INFER_LOGITS (raw f32 [T,V]),
+ * max abs error <= DLM_INFER_TOL (default 1e-4). */
+static int infer_ref(const char *mpath)
+{
+    dlm_err e;
+    model *m = load(mpath);
+    char *ids_text, *lg;
+    size_t il, ll;
+    if (fs_read_all(getenv("DLM_INFER_IDS"), 1 << 20, &ids_text, &il, &e) ||
+        fs_read_all(getenv("DLM_INFER_LOGITS"), 1u << 30, &lg, &ll, &e)) { fprintf(stderr, "%s\n", e.msg); return 1; }
+    json_t *a = json_loads(ids_text, 0, NULL);
+    int T = (int)json_array_size(a), V = m->cfg.vocab;
+    int32_t ids[512];
+    for (int i = 0; i < T && i < 512; i++) ids[i] = (int32_t)json_integer_value(json_array_get(a, (size_t)i));
+    CHECK_INT((int64_t)ll, (int64_t)T * V * 4);
+    double tol = getenv("DLM_INFER_TOL") ? atof(getenv("DLM_INFER_TOL")) : 1e-4;
+    session *s;
+    float *out = calloc((size_t)T * V, 4);
+    CHECK_INT(session_create(m, NULL, T, 5, &s, &e), 0);
+    int half = T / 2;
+    CHECK_INT(session_eval(s, ids, half, out, 1, &e), 0);
+    for (int i = half; i < T; i++) session_eval(s, ids + i, 1, out + (size_t)i * V, 1, &e);
+    const float *want = (const float *)lg;
+    double mx = 0;
+    for (size_t i = 0; i < (size_t)T * V; i++) if (fabs(out[i] - want[i]) > mx) mx = fabs(out[i] - want[i]);
+    CHECK_MSG(mx <= tol, "%s: logits max abs err %.3g > %.1g", mpath, mx, tol);
+    printf("infer %s: %d positions, max abs err %.3g\n", mpath, T, mx);
+    session_free(s);
+    free(out); free(ids_text); free(lg);
+    json_decref(a);
+    model_free(m);
+    return check_done();
+}
+
 int main(void)
 {
     kern_init(2);
+    if (getenv("DLM_INFER_MODEL")) return infer_ref(getenv("DLM_INFER_MODEL"));
     const char *ref = getenv("DLM_ENGINE_REF");
     if (ref && *ref) {
         ref_mode(ref, "lora");
