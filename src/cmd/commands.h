@@ -9,8 +9,13 @@
 #define DLM_COMMAND_LIST(X) \
     X(init)                 \
     X(migrate)              \
+    X(init)                 \
+    X(migrate)              \
+    X(perplexity)           \
+    X(prompt)               \
     X(show)                 \
-    X(tokenize)
+    X(tokenize)             \
+    X(train)
 
 #define X(name) extern const cmd_spec spec_##name; int cmd_##name(int argc, char **argv, dlm_ctx *ctx);
 DLM_COMMAND_LIST(X)

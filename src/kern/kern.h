@@ -68,10 +68,13 @@ void kern_rmsnorm_bwd(float *dx, float *dw, const float *dy, const float *x,
 /* HF rotate-half RoPE in place on x[N, H, HS] (row n at position pos[n]):
  * for j < HS/2, angle = pos·inv_freq[j],
  *   x'[j] = x[j]·cos − x[j+HS/2]·sin,  x'[j+HS/2] = x[j+HS/2]·cos + x[j]·sin.
- * Angles are computed in double then rounded, as the PyTorch reference. */
-void kern_rope_fwd(float *x, const int32_t *pos, int64_t N, int H, int HS, const float *inv_freq);
+ * inv_freq[HS/2] is double and the angle is computed in double, then cos
+ * and sin are rounded to float, as the PyTorch reference does (an f32
+ * inv_freq alone would move angles by ~1e-5 rad at position 500).
+ * HS must be even and <= 1024 (otherwise x is left unchanged). */
+void kern_rope_fwd(float *x, const int32_t *pos, int64_t N, int H, int HS, const double *inv_freq);
 /* Backward = rotation by −angle, in place on the gradient. */
-void kern_rope_bwd(float *dx, const int32_t *pos, int64_t N, int H, int HS, const float *inv_freq);
+void kern_rope_bwd(float *dx, const int32_t *pos, int64_t N, int H, int HS, const double *inv_freq);
 
 /* h[n] = silu(g[n]) · u[n] */
 void kern_swiglu_fwd(float *h, const float *g, const float *u, int64_t n);

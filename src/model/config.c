@@ -265,8 +265,8 @@ out:
 }
 
 /* inv_freq[i] = 1 / theta^(2i/HS), then llama3's per-frequency divisor
- * (formats.md §1.4), all in double and rounded once. */
-void model_rope_freqs(const model_config *cfg, float *inv_freq)
+ * (formats.md §1.4), all in double. */
+void model_rope_freqs(const model_config *cfg, double *inv_freq)
 {
     int half = cfg->head_dim / 2;
     const double pi = 3.14159265358979323846;
@@ -284,6 +284,6 @@ void model_rope_freqs(const model_config *cfg, float *inv_freq)
                 f = (1.0 - smooth) * f / cfg->rope_factor + smooth * f;
             }
         }
-        inv_freq[i] = (float)f;
+        inv_freq[i] = f;
     }
 }

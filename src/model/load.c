@@ -298,7 +298,7 @@ int model_build(loader *L)
     }
 
     int half = c->head_dim / 2;
-    m->rope_inv_freq = model_alloc(m, (size_t)half * sizeof(float), L->e);
+    m->rope_inv_freq = model_alloc(m, (size_t)half * sizeof(double), L->e);
     if (!m->rope_inv_freq) return -1;
     model_rope_freqs(c, m->rope_inv_freq);
     if (L->gguf) {
@@ -312,7 +312,7 @@ int model_build(loader *L)
                 if (!(div[i] > 0 && isfinite(div[i])))
                     return err_at(L->e, KIND, L->path, 0, 0, "rope_freqs.weight[%d] = %g is not a positive number",
                                   i, (double)div[i]);
-                m->rope_inv_freq[i] = (float)((double)m->rope_inv_freq[i] / div[i]);
+                m->rope_inv_freq[i] = m->rope_inv_freq[i] / div[i];
                 if (div[i] > mx) mx = div[i];
             }
             c->rope_llama3 = 1;

@@ -65,7 +65,7 @@ typedef struct model {
     wmat output;                /* [V, C]; same data as tok_embd when tied */
     float *out_norm;            /* [C] */
     layer_weights *layers;      /* [L] */
-    float *rope_inv_freq;       /* [HS/2]: 1/theta^(2i/HS), llama3 scaling applied */
+    double *rope_inv_freq;      /* [HS/2]: 1/theta^(2i/HS), llama3 scaling applied (double: RoPE angles are computed in double) */
     struct model_storage *storage; /* mmaps and owned buffers (private) */
 } model;
 
@@ -106,6 +106,6 @@ int model_name_to_hf(const char *gguf, char *out, size_t cap);
 /* Parse an HF config.json text into cfg (llama / qwen2; v4 and v5 layouts). */
 int model_config_parse(const char *json_text, size_t len, const char *path, model_config *cfg, dlm_err *e);
 /* Fill rope_inv_freq[HS/2] from cfg (theta, llama3 scaling). */
-void model_rope_freqs(const model_config *cfg, float *inv_freq);
+void model_rope_freqs(const model_config *cfg, double *inv_freq);
 
 #endif

@@ -10,7 +10,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     model_config c;
     dlm_err e;
     if (model_config_parse((const char *)data, size, "fuzz.json", &c, &e)) return 0;
-    float *f = malloc((size_t)(c.head_dim / 2 + 1) * sizeof *f);
+    double *f = malloc((size_t)(c.head_dim / 2 + 1) * sizeof *f);
     if (f) model_rope_freqs(&c, f);
     free(f);
     return 0;

@@ -342,7 +342,8 @@ def write_model_gguf(a, cfg, vals, toks, merges, bos, eos, theta, eps, HS, rope)
     types = [3 if t in SPECIALS else (5 if t.startswith("[UNUSED") else 1) for t in toks] + [3] * len(SPECIALS)
     kvs += [
         ("tokenizer.ggml.model", gw.GGUF_STR, "gpt2"),
-        ("tokenizer.ggml.pre", gw.GGUF_STR, "qwen2" if arch == "qwen2" else "smollm"),
+        # the tokenizer.json above is GPT-2 style (ByteLevel with its regex)
+        ("tokenizer.ggml.pre", gw.GGUF_STR, "gpt2"),
         ("tokenizer.ggml.tokens", gw.GGUF_ARR, toks + SPECIALS, gw.GGUF_STR),
         ("tokenizer.ggml.token_type", gw.GGUF_ARR, types, gw.GGUF_I32),
         ("tokenizer.ggml.merges", gw.GGUF_ARR, ["%s %s" % m for m in merges], gw.GGUF_STR),

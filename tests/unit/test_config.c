@@ -118,7 +118,7 @@ static void test_real_configs(void)
     CHECK_INT(v5.head_dim, 64); /* default hidden/heads */
 
     /* llama3 inverse frequencies (expected from the converter's formula) */
-    float f[32];
+    double f[32];
     model_rope_freqs(&c, f);
     static const struct { int i; double v; } W[] = {
         {0, 1.0}, {1, 0.6636012376960885}, {10, 0.016560440080994446},
@@ -144,7 +144,7 @@ static void test_defaults(void)
     CHECK_INT(c.max_pos, 2048);
     CHECK_INT(c.bos_id, -1);
     CHECK_INT(c.eos_id, -1);
-    float f[8];
+    double f[8];
     model_rope_freqs(&c, f);
     CHECK_NEAR(f[0], 1.0, 0);
     CHECK_NEAR(f[4], 0.01, 1e-9);     /* 10000^(-8/16) */

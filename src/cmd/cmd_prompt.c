@@ -1,0 +1,172 @@
+/* dlm prompt — generate from the document's current adapter (or a bare
+ * base), streaming tokens to stdout as they come. */
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd/commands.h"
+#include "infer/generate.h"
+#include "infer/target.h"
+#include "kern/kern.h"
+#include "util/json.h"
+#include "util/str.h"
+
+static int o_max_tokens = 256, o_top_k, o_seed = 42, o_raw, o_no_adapter, o_json, o_threads, o_offline;
+static double o_temp = NAN, o_top_p = 1.0, o_min_p = 0.0, o_repeat = 1.0;
+static const char *o_base;
+
+static const opt OPTS[] = {
+    {"base", 0, OPT_STR, &o_base, "BASE", "use this base (without PATH: no document, no adapter)"},
+    {"max-tokens", 'n', OPT_INT, &o_max_tokens, "N", "tokens to generate (256)"},
+    {"temp", 't', OPT_DOUBLE, &o_temp, "T", "temperature; 0 = greedy (default 0.7)"},
+    {"top-p", 0, OPT_DOUBLE, &o_top_p, "P", "nucleus sampling (1 = off)"},
+    {"top-k", 0, OPT_INT, &o_top_k, "K", "top-k sampling (0 = off)"},
+    {"min-p", 0, OPT_DOUBLE, &o_min_p, "P", "min-p sampling (0 = off)"},
+    {"repeat-penalty", 0, OPT_DOUBLE, &o_repeat, "R", "repetition penalty (1 = off)"},
+    {"seed", 0, OPT_INT, &o_seed, "N", "sampling seed (42)"},
+    {"raw", 0, OPT_FLAG, &o_raw, NULL, "continue the text as is, no chat template"},
+    {"no-adapter", 0, OPT_FLAG, &o_no_adapter, NULL, "the base alone, even if an adapter is trained"},
+    {"threads", 0, OPT_INT, &o_threads, "N", "compute threads (default: all cores)"},
+    {"offline", 0, OPT_FLAG, &o_offline, NULL, "never download the base"},
+    {"json", 0, OPT_FLAG, &o_json, NULL, "print {text, tokens, prompt_tokens, stop} as JSON instead of streaming"},
+    {0},
+};
+
+const cmd_spec spec_prompt = {
+    "prompt", "[PATH] [QUERY | -] [--max-tokens N] [--temp T] [--raw] [--base B]",
+    "generate text with the document's trained adapter",
+    "QUERY is one user turn rendered with the base's chat template and the document's\n"
+    "system_prompt; '-' or no QUERY reads it from stdin. --raw continues plain text.",
+    OPTS,
+};
+
+static volatile int g_cancel;
+static void on_int(int sig) { (void)sig; g_cancel = 1; }
+
+static int emit(void *ctx, const char *s, size_t n)
+{
+    (void)ctx;
+    fwrite(s, 1, n, stdout);
+    fflush(stdout);
+    return 0;
+}
+
+static char *read_stdin(void)
+{
+    strbuf sb = STRBUF_INIT;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, stdin)) > 0) sb_append(&sb, buf, n);
+    return sb_detach(&sb, NULL);
+}
+
+int cmd_prompt(int argc, char **argv, dlm_ctx *ctx)
+{
+    char *pos[64];
+    int npos;
+    int r = opts_parse(&spec_prompt, argc, argv, ctx, pos, &npos);
+    if (r) return r == 1 ? EXIT_OK : EXIT_USAGE;
+    dlm_err e;
+    err_clear(&e);
+    if (cmd_setup(ctx, &e)) return cmd_fail(ctx, &e);
+    const char *doc = NULL, *query = NULL;
+    if (o_base) {
+        /* --base B [QUERY]  or  --base B PATH QUERY */
+        if (npos == 2) { doc = pos[0]; query = pos[1]; }
+        else if (npos == 1) query = pos[0];
+        else if (npos > 2) return cmd_usage_error(&spec_prompt, "too many arguments");
+    } else {
+        if (npos < 1) return cmd_usage_error(&spec_prompt, "prompt needs a PATH (or --base B)");
+        doc = pos[0];
+        if (npos == 2) query = pos[1];
+        if (npos > 2) return cmd_usage_error(&spec_prompt, "too many arguments (quote the query)");
+    }
+    if (o_max_tokens < 1) return cmd_usage_error(&spec_prompt, "--max-tokens must be >= 1");
+    char *owned = NULL;
+    if (!query || !strcmp(query, "-")) {
+        owned = read_stdin();
+        query = owned;
+        if (!query || !*query) { free(owned); return cmd_usage_error(&spec_prompt, "empty query"); }
+    }
+    kern_init(o_threads);
+    target_opts to = {doc, o_base, ctx->home, !o_no_adapter, o_offline};
+    infer_target t;
+    if (target_open(&to, &t, &e)) { free(owned); return cmd_fail(ctx, &e); }
+    int rc = EXIT_FAIL;
+    strbuf text = STRBUF_INIT;
+    tok_ids ids = {0};
+    session *s = NULL;
+    int32_t *out = NULL;
+    if (o_raw) {
+        if (tok_encode_append(t.t, query, strlen(query), TOK_PARSE_SPECIAL | TOK_ADD_SPECIAL, &ids, &e)) goto done;
+    } else {
+        if (!t.dialect) {
+            err_set(&e, "PromptError", "the base has no chat template dlm can render");
+            err_hint(&e, "use --raw to continue plain text");
+            goto done;
+        }
+        chat_msg m = {"user", query};
+        if (chat_render(t.dialect, t.system_prompt, &m, 1, 1, &text, NULL, NULL, &e) ||
+            tok_encode_append(t.t, text.buf, text.len, TOK_PARSE_SPECIAL, &ids, &e))
+            goto done;
+    }
+    int ctxlen = t.m->cfg.max_pos > 0 ? t.m->cfg.max_pos : 4096;
+    int want = (int)ids.n + o_max_tokens;
+    if (want < ctxlen) ctxlen = want;
+    if ((int)ids.n >= ctxlen) {
+        err_set(&e, "PromptError", "the prompt has %zu tokens; the model's context is %d", ids.n, ctxlen);
+        goto done;
+    }
+    if (session_create(t.m, t.l, ctxlen, 512, &s, &e)) goto done;
+    int32_t stops[32];
+    gen_opts go;
+    sample_defaults(&go.sp);
+    go.sp.temp = isnan(o_temp) ? 0.7f : (float)o_temp;
+    go.sp.top_k = o_top_k;
+    go.sp.top_p = (float)o_top_p;
+    go.sp.min_p = (float)o_min_p;
+    go.sp.repeat_penalty = (float)o_repeat;
+    go.sp.seed = (uint64_t)o_seed;
+    go.max_tokens = o_max_tokens;
+    go.n_stops = gen_stop_ids(t.t, o_raw || !t.dialect ? NULL : t.dialect->stops, stops, 32);
+    go.stops = stops;
+    go.emit = o_json ? NULL : emit;
+    go.emit_ctx = NULL;
+    go.cancel = &g_cancel;
+    signal(SIGINT, on_int);
+    out = malloc((size_t)o_max_tokens * sizeof(int32_t));
+    int nout;
+    int32_t stop;
+    if (!out) { err_set(&e, "MemoryError", "out of memory"); goto done; }
+    if (generate(s, t.t, ids.v, (int)ids.n, &go, out, &nout, &stop, &e)) goto done;
+    if (o_json) {
+        strbuf dec = STRBUF_INIT;
+        tok_decode(t.t, out, (size_t)nout, 1, &dec);
+        json_t *arr = json_array(), *pa = json_array();
+        for (int i = 0; i < nout; i++) json_array_append_new(arr, json_integer(out[i]));
+        for (size_t i = 0; i < ids.n; i++) json_array_append_new(pa, json_integer(ids.v[i]));
+        json_t *j = json_pack("{s:s, s:o, s:o, s:o, s:i}", "text", sb_str(&dec), "tokens", arr, "prompt_tokens", pa,
+                              "stop", stop >= 0 ? json_integer(stop) : json_null(), "adapter_version", t.version);
+        strbuf js = STRBUF_INIT;
+        json_write(&js, j, JW_SORT);
+        printf("%s\n", sb_str(&js));
+        sb_free(&js);
+        sb_free(&dec);
+        json_decref(j);
+    } else {
+        printf("\n");
+    }
+    rc = g_cancel ? EXIT_INTERRUPTED : EXIT_OK;
+done:
+    if (rc == EXIT_FAIL) rc = cmd_fail(ctx, &e);
+    free(out);
+    session_free(s);
+    tok_ids_free(&ids);
+    sb_free(&text);
+    target_close(&t);
+    free(owned);
+    return rc;
+}

@@ -1,0 +1,128 @@
+/* attn — causal GQA attention forward and backward, tiled (flash-attention
+ * style, see isa_attn.inc): no Tq×Tk matrix exists, only BQ×BK tiles in
+ * each thread's scratch.
+ *
+ * Units and determinism:
+ *   forward and dQ: one unit per (b, head, query block) — each writes its
+ *     own output rows, summing over key blocks in order;
+ *   dK, dV: one unit per (b, kv head, key block) — each writes its own key
+ *     rows, summing over the group's query heads and query blocks in order.
+ * Units are handed out dynamically (costs differ a lot under the causal
+ * mask) but no unit's result depends on which thread ran it. */
+#include "kern/kern_impl.h"
+
+#include <math.h>
+#include <string.h>
+
+size_t attn_unit_scratch_floats(int HSP)
+{
+    return (size_t)4 * HSP * ATTN_BK + (size_t)3 * ATTN_BQ * HSP + (size_t)2 * ATTN_BQ * ATTN_BK +
+           (size_t)4 * ATTN_BQ;
+}
+
+static int round_up(int x, int m) { return (x + m - 1) / m * m; }
+
+/* Fills J from s; returns 0 if the shape is usable. */
+static int job_init(attn_job *J, const attn_shape *s)
+{
+    memset(J, 0, sizeof *J);
+    J->s = *s;
+    if (s->B <= 0 || s->Tq <= 0 || s->Tk <= 0 || s->NH <= 0 || s->KVH <= 0 || s->HS <= 0) return -1;
+    if (s->NH % s->KVH || s->HS > KERN_ATTN_MAX_HS || s->q_off < 0) return -1;
+    if (s->q_off + s->Tq > s->Tk) return -1;     /* a query must be able to see its own key */
+    J->HSP = round_up(s->HS, 16);
+    J->scale = (float)(1.0 / sqrt((double)s->HS));
+    J->nqb = (s->Tq + ATTN_BQ - 1) / ATTN_BQ;
+    J->nkb = (s->Tk + ATTN_BK - 1) / ATTN_BK;
+    if (attn_unit_scratch_floats(J->HSP) * sizeof(float) > KERN_SCRATCH_BYTES) return -1;
+    return 0;
+}
+
+size_t kern_attn_scratch(const attn_shape *s)
+{
+    (void)s;
+    return 16;      /* the forward needs none; a non-zero size keeps callers' allocations simple */
+}
+
+size_t kern_attn_bwd_scratch(const attn_shape *s)
+{
+    return (size_t)(s->B > 0 ? s->B : 0) * (size_t)(s->NH > 0 ? s->NH : 0) * (size_t)(s->Tq > 0 ? s->Tq : 0) + 16;
+}
+
+static void run_fwd(void *ctx, int64_t b, int64_t e)
+{
+    for (int64_t u = b; u < e; u++) kern_isa_get()->attn_fwd_unit(ctx, u);
+}
+
+static void run_bwd_kv(void *ctx, int64_t b, int64_t e)
+{
+    for (int64_t u = b; u < e; u++) kern_isa_get()->attn_bwd_kv_unit(ctx, u);
+}
+
+static void run_bwd_q(void *ctx, int64_t b, int64_t e)
+{
+    for (int64_t u = b; u < e; u++) kern_isa_get()->attn_bwd_q_unit(ctx, u);
+}
+
+void kern_attn_fwd(float *out, float *lse, const float *q, const float *k, const float *v,
+                   const attn_shape *s, float *scratch)
+{
+    (void)scratch;
+    attn_job J;
+    if (job_init(&J, s)) {
+        /* unusable shape (documented limits): zeros rather than garbage */
+        if (s->B > 0 && s->Tq > 0 && s->NH > 0 && s->HS > 0)
+            memset(out, 0, (size_t)s->B * s->Tq * s->NH * s->HS * sizeof(float));
+        return;
+    }
+    J.out = out;
+    J.lse = lse;
+    J.q = q;
+    J.k = k;
+    J.v = v;
+    kern_ensure_init();
+    kern_parallel_dyn((int64_t)s->B * s->NH * J.nqb, run_fwd, &J);
+}
+
+typedef struct dsum_job {
+    float *D;
+    const float *dout, *out;
+    int NH, HS, Tq;
+} dsum_job;
+
+/* D[b,h,i] = Σ_d dout·out (double accumulate), rows (b,i) split. */
+static void dsum_rows(void *ctx, int64_t r0, int64_t r1)
+{
+    const dsum_job *j = ctx;
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t b = r / j->Tq, i = r % j->Tq;
+        for (int h = 0; h < j->NH; h++) {
+            const float *a = j->dout + (r * j->NH + h) * j->HS, *o = j->out + (r * j->NH + h) * j->HS;
+            double acc = 0;
+            for (int d = 0; d < j->HS; d++) acc += (double)a[d] * o[d];
+            j->D[(b * j->NH + h) * j->Tq + i] = (float)acc;
+        }
+    }
+}
+
+void kern_attn_bwd(float *dq, float *dk, float *dv, const float *dout, const float *out,
+                   const float *lse, const float *q, const float *k, const float *v,
+                   const attn_shape *s, float *scratch)
+{
+    attn_job J;
+    if (job_init(&J, s)) return;
+    kern_ensure_init();
+    dsum_job dj = {scratch, dout, out, s->NH, s->HS, s->Tq};
+    kern_parallel_for((int64_t)s->B * s->Tq, dsum_rows, &dj);
+    J.dq = dq;
+    J.dk = dk;
+    J.dv = dv;
+    J.dout = dout;
+    J.D = scratch;
+    J.lse = (float *)lse;
+    J.q = q;
+    J.k = k;
+    J.v = v;
+    kern_parallel_dyn((int64_t)s->B * s->KVH * J.nkb, run_bwd_kv, &J);
+    kern_parallel_dyn((int64_t)s->B * s->NH * J.nqb, run_bwd_q, &J);
+}

@@ -1,0 +1,224 @@
+/* dequant_x86 — vector dequantizers for the hot weight types. Each produces
+ * exactly the floats of dequant_row_scalar (same integer values, the same
+ * single multiply / subtract per element, no FMA), so the GEMM sees the
+ * same weights at every ISA level. Types without a vector version return 0
+ * and the caller falls back to the scalar loop. */
+#if defined(__x86_64__)
+#include <immintrin.h>
+#include <string.h>
+
+#include "kern/kern_impl.h"
+
+#define A512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma")))
+#define A2 __attribute__((target("avx2,fma,f16c")))
+
+static float half(const uint8_t *p) { uint16_t h; memcpy(&h, p, 2); return fp16_to_f32(h); }
+
+/* ---- AVX-512 ---------------------------------------------------------------- */
+
+/* 16 bytes → 16 int32 → float. */
+static inline A512 __m512 u8x16_ps(__m128i b) { return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(b)); }
+
+static A512 void q4k_avx512(const uint8_t *b, float *y, int64_t nb)
+{
+    const __m128i lo4 = _mm_set1_epi8(0x0F);
+    for (int64_t i = 0; i < nb; i++, b += 144) {
+        const float d = half(b), min = half(b + 2);
+        const uint8_t *sc = b + 4, *q = b + 16;
+        for (int j = 0; j < 4; j++, q += 32, y += 64) {
+            int is = 2 * j;
+            uint8_t s1, m1, s2, m2;
+            if (is < 4) { s1 = sc[is] & 63; m1 = sc[is + 4] & 63; }
+            else { s1 = (uint8_t)((sc[is + 4] & 0xF) | ((sc[is - 4] >> 6) << 4)); m1 = (uint8_t)((sc[is + 4] >> 4) | ((sc[is] >> 6) << 4)); }
+            is++;
+            if (is < 4) { s2 = sc[is] & 63; m2 = sc[is + 4] & 63; }
+            else { s2 = (uint8_t)((sc[is + 4] & 0xF) | ((sc[is - 4] >> 6) << 4)); m2 = (uint8_t)((sc[is + 4] >> 4) | ((sc[is] >> 6) << 4)); }
+            const __m512 d1 = _mm512_set1_ps(d * s1), mm1 = _mm512_set1_ps(min * m1);
+            const __m512 d2 = _mm512_set1_ps(d * s2), mm2 = _mm512_set1_ps(min * m2);
+            for (int h = 0; h < 2; h++) {
+                __m128i v = _mm_loadu_si128((const __m128i *)(q + 16 * h));
+                __m512 lo = u8x16_ps(_mm_and_si128(v, lo4));
+                __m512 hi = u8x16_ps(_mm_and_si128(_mm_srli_epi16(v, 4), lo4));
+                _mm512_storeu_ps(y + 16 * h, _mm512_sub_ps(_mm512_mul_ps(d1, lo), mm1));
+                _mm512_storeu_ps(y + 32 + 16 * h, _mm512_sub_ps(_mm512_mul_ps(d2, hi), mm2));
+            }
+        }
+    }
+}
+
+static A512 void q5k_avx512(const uint8_t *b, float *y, int64_t nb)
+{
+    const __m128i lo4 = _mm_set1_epi8(0x0F);
+    const __m512i sixteen = _mm512_set1_epi32(16);
+    for (int64_t i = 0; i < nb; i++, b += 176) {
+        const float d = half(b), min = half(b + 2);
+        const uint8_t *sc = b + 4, *qh = b + 16, *ql = b + 48;
+        for (int j = 0; j < 4; j++, ql += 32, y += 64) {
+            int is = 2 * j;
+            uint8_t s1, m1, s2, m2;
+            if (is < 4) { s1 = sc[is] & 63; m1 = sc[is + 4] & 63; }
+            else { s1 = (uint8_t)((sc[is + 4] & 0xF) | ((sc[is - 4] >> 6) << 4)); m1 = (uint8_t)((sc[is + 4] >> 4) | ((sc[is] >> 6) << 4)); }
+            is++;
+            if (is < 4) { s2 = sc[is] & 63; m2 = sc[is + 4] & 63; }
+            else { s2 = (uint8_t)((sc[is + 4] & 0xF) | ((sc[is - 4] >> 6) << 4)); m2 = (uint8_t)((sc[is + 4] >> 4) | ((sc[is] >> 6) << 4)); }
+            const __m512 d1 = _mm512_set1_ps(d * s1), mm1 = _mm512_set1_ps(min * m1);
+            const __m512 d2 = _mm512_set1_ps(d * s2), mm2 = _mm512_set1_ps(min * m2);
+            const __m512i u1 = _mm512_set1_epi32(1 << (2 * j)), u2 = _mm512_set1_epi32(2 << (2 * j));
+            for (int h = 0; h < 2; h++) {
+                __m128i v = _mm_loadu_si128((const __m128i *)(ql + 16 * h));
+                __m512i hb = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(qh + 16 * h)));
+                __m512i lo = _mm512_cvtepu8_epi32(_mm_and_si128(v, lo4));
+                __m512i hi = _mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(v, 4), lo4));
+                lo = _mm512_mask_add_epi32(lo, _mm512_test_epi32_mask(hb, u1), lo, sixteen);
+                hi = _mm512_mask_add_epi32(hi, _mm512_test_epi32_mask(hb, u2), hi, sixteen);
+                _mm512_storeu_ps(y + 16 * h, _mm512_sub_ps(_mm512_mul_ps(d1, _mm512_cvtepi32_ps(lo)), mm1));
+                _mm512_storeu_ps(y + 32 + 16 * h, _mm512_sub_ps(_mm512_mul_ps(d2, _mm512_cvtepi32_ps(hi)), mm2));
+            }
+        }
+    }
+}
+
+static A512 void q6k_avx512(const uint8_t *b, float *y, int64_t nb)
+{
+    const __m512i m4 = _mm512_set1_epi32(0xF), m3 = _mm512_set1_epi32(3), c32 = _mm512_set1_epi32(32);
+    for (int64_t i = 0; i < nb; i++, b += 210) {
+        const float d = half(b + 208);
+        const uint8_t *ql = b, *qh = b + 128;
+        const int8_t *sc = (const int8_t *)(b + 192);
+        for (int n0 = 0; n0 < 256; n0 += 128, y += 128, ql += 64, qh += 32, sc += 8) {
+            for (int l0 = 0; l0 < 32; l0 += 16) {
+                int is = l0 / 16;
+                __m512i a = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(ql + l0)));
+                __m512i c = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(ql + l0 + 32)));
+                __m512i h = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(qh + l0)));
+                __m512i q1 = _mm512_or_si512(_mm512_and_si512(a, m4), _mm512_slli_epi32(_mm512_and_si512(h, m3), 4));
+                __m512i q2 = _mm512_or_si512(_mm512_and_si512(c, m4),
+                                             _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(h, 2), m3), 4));
+                __m512i q3 = _mm512_or_si512(_mm512_srli_epi32(a, 4),
+                                             _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(h, 4), m3), 4));
+                __m512i q4 = _mm512_or_si512(_mm512_srli_epi32(c, 4),
+                                             _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(h, 6), m3), 4));
+                _mm512_storeu_ps(y + l0, _mm512_mul_ps(_mm512_set1_ps(d * sc[is + 0]), _mm512_cvtepi32_ps(_mm512_sub_epi32(q1, c32))));
+                _mm512_storeu_ps(y + l0 + 32, _mm512_mul_ps(_mm512_set1_ps(d * sc[is + 2]), _mm512_cvtepi32_ps(_mm512_sub_epi32(q2, c32))));
+                _mm512_storeu_ps(y + l0 + 64, _mm512_mul_ps(_mm512_set1_ps(d * sc[is + 4]), _mm512_cvtepi32_ps(_mm512_sub_epi32(q3, c32))));
+                _mm512_storeu_ps(y + l0 + 96, _mm512_mul_ps(_mm512_set1_ps(d * sc[is + 6]), _mm512_cvtepi32_ps(_mm512_sub_epi32(q4, c32))));
+            }
+        }
+    }
+}
+
+A512 int dequant_avx512(dtype t, const void *src, float *y, int64_t n)
+{
+    const uint8_t *b = src;
+    switch (t) {
+    case DT_F16: {
+        int64_t i = 0;
+        for (; i + 16 <= n; i += 16)
+            _mm512_storeu_ps(y + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(b + 2 * i))));
+        for (; i < n; i++) { uint16_t h; memcpy(&h, b + 2 * i, 2); y[i] = fp16_to_f32(h); }
+        return 1;
+    }
+    case DT_BF16: {
+        int64_t i = 0;
+        for (; i + 16 <= n; i += 16) {
+            __m512i v = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(b + 2 * i)));
+            _mm512_storeu_ps(y + i, _mm512_castsi512_ps(_mm512_slli_epi32(v, 16)));
+        }
+        for (; i < n; i++) { uint16_t h; memcpy(&h, b + 2 * i, 2); y[i] = bf16_to_f32(h); }
+        return 1;
+    }
+    case DT_Q8_0:
+        for (int64_t i = 0; i < n / 32; i++, b += 34, y += 32) {
+            const __m512 d = _mm512_set1_ps(half(b));
+            for (int h = 0; h < 2; h++) {
+                __m512i q = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(b + 2 + 16 * h)));
+                _mm512_storeu_ps(y + 16 * h, _mm512_mul_ps(_mm512_cvtepi32_ps(q), d));
+            }
+        }
+        return 1;
+    case DT_Q4_0: {
+        const __m128i lo4 = _mm_set1_epi8(0x0F);
+        const __m512i eight = _mm512_set1_epi32(8);
+        for (int64_t i = 0; i < n / 32; i++, b += 18, y += 32) {
+            const __m512 d = _mm512_set1_ps(half(b));
+            __m128i v = _mm_loadu_si128((const __m128i *)(b + 2));
+            __m512i lo = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_and_si128(v, lo4)), eight);
+            __m512i hi = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(v, 4), lo4)), eight);
+            _mm512_storeu_ps(y, _mm512_mul_ps(_mm512_cvtepi32_ps(lo), d));
+            _mm512_storeu_ps(y + 16, _mm512_mul_ps(_mm512_cvtepi32_ps(hi), d));
+        }
+        return 1;
+    }
+    case DT_Q5_0: {
+        const __m128i lo4 = _mm_set1_epi8(0x0F);
+        const __m512i sixteen = _mm512_set1_epi32(16);
+        for (int64_t i = 0; i < n / 32; i++, b += 22, y += 32) {
+            const __m512 d = _mm512_set1_ps(half(b));
+            uint32_t qh;
+            memcpy(&qh, b + 2, 4);
+            __m128i v = _mm_loadu_si128((const __m128i *)(b + 6));
+            __m512i lo = _mm512_cvtepu8_epi32(_mm_and_si128(v, lo4));
+            __m512i hi = _mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(v, 4), lo4));
+            lo = _mm512_mask_add_epi32(lo, (__mmask16)(qh & 0xFFFF), lo, sixteen);
+            hi = _mm512_mask_add_epi32(hi, (__mmask16)(qh >> 16), hi, sixteen);
+            _mm512_storeu_ps(y, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(lo, sixteen)), d));
+            _mm512_storeu_ps(y + 16, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(hi, sixteen)), d));
+        }
+        return 1;
+    }
+    case DT_Q4_K: q4k_avx512(b, y, n / 256); return 1;
+    case DT_Q5_K: q5k_avx512(b, y, n / 256); return 1;
+    case DT_Q6_K: q6k_avx512(b, y, n / 256); return 1;
+    default: return 0;
+    }
+}
+
+/* ---- AVX2 ----------------------------------------------------------------------- */
+
+A2 int dequant_avx2(dtype t, const void *src, float *y, int64_t n)
+{
+    const uint8_t *b = src;
+    switch (t) {
+    case DT_F16: {
+        int64_t i = 0;
+        for (; i + 8 <= n; i += 8)
+            _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + 2 * i))));
+        for (; i < n; i++) { uint16_t h; memcpy(&h, b + 2 * i, 2); y[i] = fp16_to_f32(h); }
+        return 1;
+    }
+    case DT_BF16: {
+        int64_t i = 0;
+        for (; i + 8 <= n; i += 8) {
+            __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(b + 2 * i)));
+            _mm256_storeu_ps(y + i, _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)));
+        }
+        for (; i < n; i++) { uint16_t h; memcpy(&h, b + 2 * i, 2); y[i] = bf16_to_f32(h); }
+        return 1;
+    }
+    case DT_Q8_0:
+        for (int64_t i = 0; i < n / 32; i++, b += 34, y += 32) {
+            const __m256 d = _mm256_set1_ps(half(b));
+            for (int h = 0; h < 4; h++) {
+                __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(b + 2 + 8 * h)));
+                _mm256_storeu_ps(y + 8 * h, _mm256_mul_ps(_mm256_cvtepi32_ps(q), d));
+            }
+        }
+        return 1;
+    case DT_Q4_0: {
+        const __m256i eight = _mm256_set1_epi32(8), m4 = _mm256_set1_epi32(0xF);
+        for (int64_t i = 0; i < n / 32; i++, b += 18, y += 32) {
+            const __m256 d = _mm256_set1_ps(half(b));
+            for (int h = 0; h < 2; h++) {
+                __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(b + 2 + 8 * h)));
+                __m256i lo = _mm256_sub_epi32(_mm256_and_si256(v, m4), eight);
+                __m256i hi = _mm256_sub_epi32(_mm256_srli_epi32(v, 4), eight);
+                _mm256_storeu_ps(y + 8 * h, _mm256_mul_ps(_mm256_cvtepi32_ps(lo), d));
+                _mm256_storeu_ps(y + 16 + 8 * h, _mm256_mul_ps(_mm256_cvtepi32_ps(hi), d));
+            }
+        }
+        return 1;
+    }
+    default: return 0;
+    }
+}
+#endif

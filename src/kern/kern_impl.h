@@ -1,0 +1,160 @@
+/* kern_impl — private declarations shared by the kernel files: the pool's
+ * per-thread scratch, the GEMM engine, the ISA dispatch tables and the
+ * plain-loop `_ref` twins the tests compare against. Not for other modules. */
+#ifndef DLM_KERN_IMPL_H
+#define DLM_KERN_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "kern/cpu.h"
+#include "kern/dtype.h"
+#include "kern/kern.h"
+
+/* ---- pool internals --------------------------------------------------------
+ * Every pool slot (0 = the calling thread) owns KERN_SCRATCH_BYTES of
+ * 64-byte-aligned scratch, allocated once by kern_init (or lazily, with one
+ * thread, by the first kernel call). Kernels use it for packed GEMM panels,
+ * dequantized tiles and attention blocks; nothing is allocated per call. */
+#define KERN_SCRATCH_BYTES ((size_t)6 << 20)
+#define KERN_MAX_THREADS 256
+/* Largest head size RoPE and attention accept (larger: no-op / zeros). */
+#define KERN_ROPE_MAX_HS 1024
+#define KERN_ATTN_MAX_HS 512
+
+/* Slot of the calling thread inside a parallel region (0 outside). */
+int kern_tid(void);
+/* This thread's scratch (KERN_SCRATCH_BYTES). */
+void *kern_scratch(void);
+/* Like kern_parallel_for, but each thread takes indices one at a time from
+ * a shared counter (load balance for units of uneven cost). fn(ctx, i, i+1)
+ * must not depend on which thread runs i; results stay deterministic. */
+void kern_parallel_dyn(int64_t n, kern_range_fn fn, void *ctx);
+/* Ensure the pool exists (1 thread if kern_init was never called). */
+void kern_ensure_init(void);
+
+/* ---- GEMM engine ------------------------------------------------------------
+ * C[M,N] = alpha·A·B + beta·C (+ bias[N] added once, with the beta term)
+ * A: f32 [M,K] (ta: stored [K,M]), leading dimension lda.
+ * B: one of
+ *   GB_ROWS_K: source row n holds column n of B (B[k,n] = src[n][k]) — the
+ *              weight W[O,I] in y = x·Wᵀ, or sgemm with tb;
+ *   GB_ROWS_N: source row k holds row k of B (B[k,n] = src[k][n]) — the
+ *              weight in dx = dy·W, or sgemm without tb.
+ * Source rows are `bt` typed, `ldb_bytes` apart; quantized rows are
+ * dequantized block by block while packing.
+ * The sum over K runs in fixed KC-sized blocks, each accumulated from zero in
+ * k order with one FMA per step and added to C: every C element gets the same
+ * operations whatever the thread count or tile position. */
+enum { GB_ROWS_K = 0, GB_ROWS_N = 1 };
+typedef struct gemm_prob {
+    int64_t M, N, K;
+    const float *A;
+    int64_t lda;
+    int ta;
+    int bkind;
+    dtype bt;
+    const void *B;
+    size_t ldb_bytes;
+    float alpha, beta;
+    const float *bias;      /* [N] or NULL */
+    float *C;
+    int64_t ldc;
+} gemm_prob;
+void gemm_run(const gemm_prob *p);
+
+/* Fixed K block of the GEMM. A multiple of QK_K so quantized rows are
+ * dequantized in whole blocks. Changing it changes results (not across
+ * threads, but across builds). */
+#define GEMM_KC 256
+/* Column block packed at once (a multiple of QK_K, see GB_ROWS_N). */
+#define GEMM_NC 256
+/* Row block of A packed at once. */
+#define GEMM_MC 192
+
+/* ---- ISA dispatch -----------------------------------------------------------
+ * One table per instruction-set level; the level is fixed at first use by
+ * cpu_level(). Results may differ between levels, never between thread
+ * counts within one. */
+typedef struct gemm_epi {
+    float alpha, beta;
+    const float *bias;      /* already offset to the tile's first column */
+    int first;              /* first K block: combine with beta·C + bias */
+} gemm_epi;
+
+typedef struct kern_isa {
+    int mr, nr;             /* GEMM micro-tile */
+    /* C[mc,nc] (+)= Ap·Bp for packed Ap (ceil(mc/mr) strips of kc×mr) and
+     * Bp (ceil(nc/nr) strips of kc×nr). */
+    void (*gemm_block)(int64_t mc, int64_t nc, int64_t kc, const float *Ap, const float *Bp,
+                       float *C, int64_t ldc, const gemm_epi *e);
+    /* Transpose-pack: dst[k][j] = rows[j][k] for j < R (NULL row = zeros),
+     * k < kc: GEMM panels from K-contiguous rows. */
+    void (*pack_t)(float *dst, const float *const *rows, int R, int64_t kc);
+    /* Dot products for the small-N path: y[n] = Σ_k x[n][k]·w[k] for n < nx
+     * rows of x (ldx apart), result stored at y[n*ldy]. */
+    void (*dot_rows)(float *y, int64_t ldy, const float *x, int64_t ldx, int nx,
+                     const float *w, int64_t K);
+    /* Dequantize n elements (multiple of the block) of type t; 0 if this
+     * level has no vector version for t (the scalar one is used). */
+    int (*dequant)(dtype t, const void *src, float *dst, int64_t n);
+    /* exp over n floats (softmax, silu): dst may alias src. */
+    void (*vexp)(float *dst, const float *src, int64_t n);
+    /* Attention units, see attn.c. */
+    void (*attn_fwd_unit)(const void *job, int64_t unit);
+    void (*attn_bwd_kv_unit)(const void *job, int64_t unit);
+    void (*attn_bwd_q_unit)(const void *job, int64_t unit);
+    /* Cross-entropy on one row, see xent.c. Returns nll. */
+    float (*xent_row)(float *drow, const float *row, int V, int target, float grad_scale);
+    /* h = silu(g)·u and its backward over n elements. */
+    void (*swiglu_fwd)(float *h, const float *g, const float *u, int64_t n);
+    void (*swiglu_bwd)(float *dg, float *du, const float *dh, const float *g, const float *u, int64_t n);
+} kern_isa;
+
+const kern_isa *kern_isa_get(void);
+extern const kern_isa kern_isa_scalar;
+#if defined(__x86_64__) || defined(__i386__)
+extern const kern_isa kern_isa_avx2;
+extern const kern_isa kern_isa_avx512;
+#endif
+
+/* Scalar dequantizers (the definition of each format's values). */
+void dequant_row_scalar(dtype t, const void *src, float *dst, int64_t n);
+
+/* ---- attention job (shared by the ISA variants in attn_isa.inc) ------------- */
+#define ATTN_BQ 32          /* query rows per unit */
+#define ATTN_BK 64          /* keys per block */
+typedef struct attn_job {
+    attn_shape s;
+    float scale;            /* 1/sqrt(HS) */
+    int HSP;                /* HS rounded up to the vector width */
+    int nqb, nkb;           /* query / key blocks */
+    float *out, *lse;
+    const float *q, *k, *v;
+    /* backward */
+    float *dq, *dk, *dv;
+    const float *dout, *D;  /* D[B,NH,Tq] = Σ dout·out per row */
+} attn_job;
+size_t attn_unit_scratch_floats(int HSP);
+
+/* ---- plain-loop references (kern_ref.c) ------------------------------------ */
+void kern_matmul_ref(float *y, const float *x, const wmat *W, const float *bias,
+                     int64_t N, int accumulate);
+void kern_matmul_dx_ref(float *dx, const float *dy, const wmat *W, int64_t N);
+void kern_sgemm_ref(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
+                    const float *A, int64_t lda, const float *B, int64_t ldb,
+                    float beta, float *C, int64_t ldc);
+void kern_rmsnorm_fwd_ref(float *y, float *rstd, const float *x, const float *w,
+                          int64_t N, int C, float eps);
+void kern_rmsnorm_bwd_ref(float *dx, float *dw, const float *dy, const float *x,
+                          const float *w, const float *rstd, int64_t N, int C);
+void kern_swiglu_fwd_ref(float *h, const float *g, const float *u, int64_t n);
+void kern_swiglu_bwd_ref(float *dg, float *du, const float *dh, const float *g,
+                         const float *u, int64_t n);
+void kern_attn_fwd_ref(float *out, float *lse, const float *q, const float *k, const float *v,
+                       const attn_shape *s);
+void kern_attn_bwd_ref(float *dq, float *dk, float *dv, const float *dout,
+                       const float *q, const float *k, const float *v, const attn_shape *s);
+double kern_xent_ref(float *dlogits, float *nll, const float *logits, const int32_t *targets,
+                     int64_t N, int V, float grad_scale);
+
+#endif

@@ -1,0 +1,86 @@
+/* matmul — the public matmul entry points over the GEMM engine (gemm.c),
+ * and the small-N path (a handful of rows, i.e. token-by-token inference)
+ * that dequantizes each weight row once and takes dot products with it. */
+#include "kern/kern_impl.h"
+
+/* Below this many rows of x, kern_matmul takes dot products instead of the
+ * GEMM (which would compute a whole 12-row micro-tile per row). The switch
+ * depends on N only, never on the thread count. */
+#define GEMV_MAX_N 4
+
+typedef struct gemv_job {
+    float *y;
+    const float *x;
+    const wmat *W;
+    const float *bias;
+    int64_t N;
+    int accumulate;
+    const kern_isa *isa;
+} gemv_job;
+
+/* y[n, o] for o in [o0, o1): one weight row at a time. */
+static void gemv_range(void *ctx, int64_t o0, int64_t o1)
+{
+    const gemv_job *j = ctx;
+    const int64_t O = j->W->rows, I = j->W->cols;
+    float *row = kern_scratch();
+    float dots[GEMV_MAX_N];
+    for (int64_t o = o0; o < o1; o++) {
+        const uint8_t *src = (const uint8_t *)j->W->data + (size_t)o * j->W->row_bytes;
+        const float *w = (const float *)src;
+        if (j->W->type != DT_F32) {
+            kern_dequant_row(j->W->type, src, row, I);
+            w = row;
+        }
+        j->isa->dot_rows(dots, 1, j->x, I, (int)j->N, w, I);
+        for (int64_t n = 0; n < j->N; n++) {
+            float *yo = j->y + n * O + o;
+            float base = j->accumulate ? *yo : 0.f;
+            if (j->bias) base += j->bias[o];
+            *yo = base + dots[n];
+        }
+    }
+}
+
+void kern_matmul(float *y, const float *x, const wmat *W, const float *bias, int64_t N, int accumulate)
+{
+    const int64_t O = W->rows, I = W->cols;
+    if (N <= 0 || O <= 0) return;
+    kern_ensure_init();
+    if (N < GEMV_MAX_N && (size_t)I * 4 <= KERN_SCRATCH_BYTES) {
+        gemv_job j = {y, x, W, bias, N, accumulate, kern_isa_get()};
+        if (O * I < (1 << 15)) gemv_range(&j, 0, O);
+        else kern_parallel_for(O, gemv_range, &j);
+        return;
+    }
+    gemm_prob p = {
+        .M = N, .N = O, .K = I, .A = x, .lda = I, .ta = 0,
+        .bkind = GB_ROWS_K, .bt = W->type, .B = W->data, .ldb_bytes = W->row_bytes,
+        .alpha = 1.f, .beta = accumulate ? 1.f : 0.f, .bias = bias, .C = y, .ldc = O,
+    };
+    gemm_run(&p);
+}
+
+void kern_matmul_dx(float *dx, const float *dy, const wmat *W, int64_t N)
+{
+    const int64_t O = W->rows, I = W->cols;
+    if (N <= 0 || I <= 0) return;
+    gemm_prob p = {
+        .M = N, .N = I, .K = O, .A = dy, .lda = O, .ta = 0,
+        .bkind = GB_ROWS_N, .bt = W->type, .B = W->data, .ldb_bytes = W->row_bytes,
+        .alpha = 1.f, .beta = 1.f, .bias = NULL, .C = dx, .ldc = I,
+    };
+    gemm_run(&p);
+}
+
+void kern_sgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
+                const float *A, int64_t lda, const float *B, int64_t ldb,
+                float beta, float *C, int64_t ldc)
+{
+    gemm_prob p = {
+        .M = M, .N = N, .K = K, .A = A, .lda = lda, .ta = ta,
+        .bkind = tb ? GB_ROWS_K : GB_ROWS_N, .bt = DT_F32, .B = B, .ldb_bytes = (size_t)ldb * 4,
+        .alpha = alpha, .beta = beta, .bias = NULL, .C = C, .ldc = ldc,
+    };
+    gemm_run(&p);
+}

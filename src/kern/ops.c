@@ -1,0 +1,217 @@
+/* ops — row and elementwise ops: RMSNorm, RoPE, SwiGLU, AdamW.
+ * Rows are independent and split over threads; the one reduction across
+ * rows (RMSNorm's weight gradient) runs per column, rows in order. */
+#include "kern/kern_impl.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Work below this many elements runs on the calling thread. */
+#define PAR_MIN 16384
+
+/* ---- RMSNorm ------------------------------------------------------------------ */
+
+typedef struct rms_job {
+    float *y, *rstd, *dx, *dw;
+    const float *x, *w, *dy, *rs;
+    int C;
+    int64_t N;
+    float eps;
+} rms_job;
+
+/* y[N,C] = x·rsqrt(mean(x²) + eps)·w; the mean of squares in double. */
+static void rms_fwd_rows(void *ctx, int64_t n0, int64_t n1)
+{
+    const rms_job *j = ctx;
+    const int C = j->C;
+    for (int64_t n = n0; n < n1; n++) {
+        const float *x = j->x + n * C;
+        float *y = j->y + n * C;
+        double ss = 0;
+        for (int c = 0; c < C; c++) ss += (double)x[c] * x[c];
+        float r = 1.0f / sqrtf((float)(ss / C) + j->eps);
+        j->rstd[n] = r;
+        for (int c = 0; c < C; c++) y[c] = x[c] * r * j->w[c];
+    }
+}
+
+void kern_rmsnorm_fwd(float *y, float *rstd, const float *x, const float *w, int64_t N, int C, float eps)
+{
+    rms_job j = {.y = y, .rstd = rstd, .x = x, .w = w, .C = C, .eps = eps};
+    if (N * C < PAR_MIN) rms_fwd_rows(&j, 0, N);
+    else kern_parallel_for(N, rms_fwd_rows, &j);
+}
+
+/* dx = r·w∘dy − x·r³/C·Σ(w∘dy∘x), per row, in double. */
+static void rms_bwd_rows(void *ctx, int64_t n0, int64_t n1)
+{
+    const rms_job *j = ctx;
+    const int C = j->C;
+    for (int64_t n = n0; n < n1; n++) {
+        const float *x = j->x + n * C, *dy = j->dy + n * C;
+        float *dx = j->dx + n * C;
+        double r = j->rs[n], dot = 0;
+        for (int c = 0; c < C; c++) dot += (double)j->w[c] * dy[c] * x[c];
+        double coef = r * r * r * dot / C;
+        for (int c = 0; c < C; c++) dx[c] = (float)(r * j->w[c] * dy[c] - coef * x[c]);
+    }
+}
+
+/* dw[c] += Σ_n dy·x·r for c in [c0, c1): rows in order, in double, in
+ * column pieces that fit the thread's scratch. */
+static void rms_dw_cols(void *ctx, int64_t c0, int64_t c1)
+{
+    const rms_job *j = ctx;
+    double *acc = kern_scratch();
+    const int64_t cap = (int64_t)(KERN_SCRATCH_BYTES / sizeof(double));
+    for (int64_t p0 = c0; p0 < c1; p0 += cap) {
+        const int64_t nc = c1 - p0 < cap ? c1 - p0 : cap;
+        for (int64_t c = 0; c < nc; c++) acc[c] = 0;
+        for (int64_t n = 0; n < j->N; n++) {
+            const float *x = j->x + n * j->C + p0, *dy = j->dy + n * j->C + p0;
+            double r = j->rs[n];
+            for (int64_t c = 0; c < nc; c++) acc[c] += (double)dy[c] * x[c] * r;
+        }
+        for (int64_t c = 0; c < nc; c++) j->dw[p0 + c] += (float)acc[c];
+    }
+}
+
+void kern_rmsnorm_bwd(float *dx, float *dw, const float *dy, const float *x, const float *w,
+                      const float *rstd, int64_t N, int C)
+{
+    rms_job j = {.dx = dx, .dw = dw, .x = x, .w = w, .dy = dy, .rs = rstd, .C = C, .N = N};
+    int small = N * C < PAR_MIN;
+    if (small) rms_bwd_rows(&j, 0, N);
+    else kern_parallel_for(N, rms_bwd_rows, &j);
+    if (!dw) return;
+    if (small) rms_dw_cols(&j, 0, C);
+    else kern_parallel_for(C, rms_dw_cols, &j);
+}
+
+/* ---- RoPE ----------------------------------------------------------------------- */
+
+typedef struct rope_job {
+    float *x;
+    const int32_t *pos;
+    const double *inv_freq;
+    int H, HS;
+    int sign;       /* +1 forward, -1 backward (rotate by -angle) */
+} rope_job;
+
+static void rope_rows(void *ctx, int64_t n0, int64_t n1)
+{
+    const rope_job *j = ctx;
+    const int half = j->HS / 2;
+    float cs[KERN_ROPE_MAX_HS / 2], sn[KERN_ROPE_MAX_HS / 2];
+    for (int64_t n = n0; n < n1; n++) {
+        for (int i = 0; i < half; i++) {
+            double a = (double)j->pos[n] * j->inv_freq[i];
+            cs[i] = (float)cos(a);
+            sn[i] = (float)sin(a) * (float)j->sign;
+        }
+        float *row = j->x + n * (int64_t)j->H * j->HS;
+        for (int h = 0; h < j->H; h++) {
+            float *x1 = row + (int64_t)h * j->HS, *x2 = x1 + half;
+            for (int i = 0; i < half; i++) {
+                float a = x1[i], b = x2[i];
+                x1[i] = a * cs[i] - b * sn[i];
+                x2[i] = b * cs[i] + a * sn[i];
+            }
+        }
+    }
+}
+
+static void rope_run(float *x, const int32_t *pos, int64_t N, int H, int HS, const double *inv_freq, int sign)
+{
+    if (HS <= 0 || HS % 2 || HS > KERN_ROPE_MAX_HS) return;
+    rope_job j = {x, pos, inv_freq, H, HS, sign};
+    if (N * H * HS < PAR_MIN) rope_rows(&j, 0, N);
+    else kern_parallel_for(N, rope_rows, &j);
+}
+
+void kern_rope_fwd(float *x, const int32_t *pos, int64_t N, int H, int HS, const double *inv_freq)
+{
+    rope_run(x, pos, N, H, HS, inv_freq, 1);
+}
+
+void kern_rope_bwd(float *dx, const int32_t *pos, int64_t N, int H, int HS, const double *inv_freq)
+{
+    rope_run(dx, pos, N, H, HS, inv_freq, -1);
+}
+
+/* ---- SwiGLU --------------------------------------------------------------------- */
+
+typedef struct swiglu_job {
+    float *h, *dg, *du;
+    const float *g, *u, *dh;
+    const kern_isa *isa;
+} swiglu_job;
+
+static void swiglu_fwd_range(void *ctx, int64_t b, int64_t e)
+{
+    const swiglu_job *j = ctx;
+    j->isa->swiglu_fwd(j->h + b, j->g + b, j->u + b, e - b);
+}
+
+static void swiglu_bwd_range(void *ctx, int64_t b, int64_t e)
+{
+    const swiglu_job *j = ctx;
+    j->isa->swiglu_bwd(j->dg + b, j->du + b, j->dh + b, j->g + b, j->u + b, e - b);
+}
+
+void kern_swiglu_fwd(float *h, const float *g, const float *u, int64_t n)
+{
+    swiglu_job j = {.h = h, .g = g, .u = u, .isa = kern_isa_get()};
+    if (n < PAR_MIN) swiglu_fwd_range(&j, 0, n);
+    else kern_parallel_for(n, swiglu_fwd_range, &j);
+}
+
+void kern_swiglu_bwd(float *dg, float *du, const float *dh, const float *g, const float *u, int64_t n)
+{
+    swiglu_job j = {.dg = dg, .du = du, .g = g, .u = u, .dh = dh, .isa = kern_isa_get()};
+    if (n < PAR_MIN) swiglu_bwd_range(&j, 0, n);
+    else kern_parallel_for(n, swiglu_bwd_range, &j);
+}
+
+/* ---- AdamW ---------------------------------------------------------------------- */
+
+typedef struct adamw_job {
+    float *p, *m, *v;
+    const float *g;
+    float decay, b1, omb1, b2, omb2, neg_step, bc2_sqrt, eps;
+} adamw_job;
+
+/* torch.optim.AdamW's single-tensor update, in its operation order:
+ *   p *= 1 − lr·wd;  m = m·b1 + (1−b1)·g;  v = v·b2 + ((1−b2)·g)·g;
+ *   p += (−lr/bc1)·m / (sqrt(v)/sqrt(bc2) + eps) */
+static void adamw_range(void *ctx, int64_t b, int64_t e)
+{
+    const adamw_job *j = ctx;
+    for (int64_t i = b; i < e; i++) {
+        float g = j->g[i];
+        float p = j->p[i] * j->decay;
+        float m = j->m[i] * j->b1 + j->omb1 * g;
+        float v = j->v[i] * j->b2 + j->omb2 * g * g;
+        float denom = sqrtf(v) / j->bc2_sqrt + j->eps;
+        j->p[i] = p + j->neg_step * m / denom;
+        j->m[i] = m;
+        j->v[i] = v;
+    }
+}
+
+void kern_adamw(float *p, const float *g, float *m, float *v, int64_t n, float lr, float b1, float b2,
+                float eps, float wd, int64_t t)
+{
+    if (t < 1) t = 1;
+    double bc1 = 1.0 - pow((double)b1, (double)t), bc2 = 1.0 - pow((double)b2, (double)t);
+    adamw_job j = {
+        .p = p, .m = m, .v = v, .g = g,
+        .decay = (float)(1.0 - (double)lr * wd),
+        .b1 = b1, .omb1 = (float)(1.0 - (double)b1),
+        .b2 = b2, .omb2 = (float)(1.0 - (double)b2),
+        .neg_step = (float)(-(double)lr / bc1),
+        .bc2_sqrt = (float)sqrt(bc2), .eps = eps,
+    };
+    if (n < PAR_MIN) adamw_range(&j, 0, n);
+    else kern_parallel_for(n, adamw_range, &j);
+}

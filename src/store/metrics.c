@@ -1,0 +1,187 @@
+#include "store/metrics.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sqlite3.h>
+
+#include "util/fs.h"
+#include "util/timeutil.h"
+
+struct metrics {
+    sqlite3 *db;
+    sqlite3_stmt *step, *eval;
+    int in_tx;
+    double tx_start;
+};
+
+static const char *SCHEMA =
+    "CREATE TABLE IF NOT EXISTS runs(run_id INTEGER PRIMARY KEY, started_at TEXT, ended_at TEXT,"
+    " adapter_version INTEGER, phase TEXT, seed INTEGER, status TEXT);"
+    "CREATE TABLE IF NOT EXISTS steps(run_id INTEGER, step INTEGER, loss REAL, lr REAL, grad_norm REAL,"
+    " tokens_per_sec REAL, peak_vram_mb REAL, at TEXT, PRIMARY KEY(run_id, step));"
+    "CREATE TABLE IF NOT EXISTS evals(run_id INTEGER, step INTEGER, val_loss REAL, perplexity REAL,"
+    " retention REAL, at TEXT, PRIMARY KEY(run_id, step));";
+
+static int fail(sqlite3 *db, dlm_err *e, const char *what)
+{
+    return err_set(e, "MetricsError", "metrics.sqlite: %s: %s", what, db ? sqlite3_errmsg(db) : "cannot open");
+}
+
+int metrics_open(const char *store, metrics **out, dlm_err *e)
+{
+    *out = NULL;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/metrics.sqlite", store);
+    metrics *m = calloc(1, sizeof *m);
+    if (!m) return err_set(e, "MemoryError", "out of memory");
+    if (sqlite3_open(path, &m->db) != SQLITE_OK) {
+        int r = fail(m->db, e, "open");
+        sqlite3_close(m->db);
+        free(m);
+        return r;
+    }
+    sqlite3_busy_timeout(m->db, 5000);
+    char *msg = NULL;
+    if (sqlite3_exec(m->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", NULL, NULL, &msg) != SQLITE_OK ||
+        sqlite3_exec(m->db, SCHEMA, NULL, NULL, &msg) != SQLITE_OK) {
+        err_set(e, "MetricsError", "metrics.sqlite: %s", msg ? msg : "schema");
+        sqlite3_free(msg);
+        sqlite3_close(m->db);
+        free(m);
+        return -1;
+    }
+    sqlite3_prepare_v2(m->db, "INSERT OR REPLACE INTO steps(run_id, step, loss, lr, grad_norm, tokens_per_sec, at)"
+                              " VALUES(?,?,?,?,?,?,?)", -1, &m->step, NULL);
+    sqlite3_prepare_v2(m->db, "INSERT OR REPLACE INTO evals(run_id, step, val_loss, perplexity, at) VALUES(?,?,?,?,?)",
+                       -1, &m->eval, NULL);
+    *out = m;
+    return 0;
+}
+
+void metrics_flush(metrics *m)
+{
+    if (m && m->in_tx) {
+        sqlite3_exec(m->db, "COMMIT", NULL, NULL, NULL);
+        m->in_tx = 0;
+    }
+}
+
+void metrics_close(metrics *m)
+{
+    if (!m) return;
+    metrics_flush(m);
+    sqlite3_finalize(m->step);
+    sqlite3_finalize(m->eval);
+    sqlite3_close(m->db);
+    free(m);
+}
+
+static void begin(metrics *m)
+{
+    if (m->in_tx && time_mono() - m->tx_start > 5.0) metrics_flush(m);
+    if (!m->in_tx) {
+        sqlite3_exec(m->db, "BEGIN", NULL, NULL, NULL);
+        m->in_tx = 1;
+        m->tx_start = time_mono();
+    }
+}
+
+int metrics_run_start(metrics *m, int64_t run_id, const char *started_at, int adapter_version,
+                      const char *phase, int64_t seed, dlm_err *e)
+{
+    metrics_flush(m);
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(m->db, "INSERT OR REPLACE INTO runs(run_id, started_at, adapter_version, phase, seed, status)"
+                                  " VALUES(?,?,?,?,?,'running')", -1, &st, NULL) != SQLITE_OK)
+        return fail(m->db, e, "run start");
+    sqlite3_bind_int64(st, 1, run_id);
+    sqlite3_bind_text(st, 2, started_at, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(st, 3, adapter_version);
+    sqlite3_bind_text(st, 4, phase, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 5, seed);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : fail(m->db, e, "run start");
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int metrics_run_end(metrics *m, int64_t run_id, const char *ended_at, const char *status, int adapter_version,
+                    dlm_err *e)
+{
+    metrics_flush(m);
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(m->db, "UPDATE runs SET ended_at=?, status=?, adapter_version=? WHERE run_id=?", -1, &st,
+                           NULL) != SQLITE_OK)
+        return fail(m->db, e, "run end");
+    sqlite3_bind_text(st, 1, ended_at, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, status, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(st, 3, adapter_version);
+    sqlite3_bind_int64(st, 4, run_id);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : fail(m->db, e, "run end");
+    sqlite3_finalize(st);
+    return rc;
+}
+
+void metrics_step(metrics *m, int64_t run_id, int64_t step, double loss, double lr, double grad_norm,
+                  double tokens_per_sec, const char *at)
+{
+    if (!m || !m->step) return;
+    begin(m);
+    sqlite3_reset(m->step);
+    sqlite3_bind_int64(m->step, 1, run_id);
+    sqlite3_bind_int64(m->step, 2, step);
+    sqlite3_bind_double(m->step, 3, loss);
+    sqlite3_bind_double(m->step, 4, lr);
+    sqlite3_bind_double(m->step, 5, grad_norm);
+    sqlite3_bind_double(m->step, 6, tokens_per_sec);
+    sqlite3_bind_text(m->step, 7, at, -1, SQLITE_TRANSIENT);
+    sqlite3_step(m->step);
+}
+
+void metrics_eval(metrics *m, int64_t run_id, int64_t step, double val_loss, const char *at)
+{
+    if (!m || !m->eval) return;
+    begin(m);
+    sqlite3_reset(m->eval);
+    sqlite3_bind_int64(m->eval, 1, run_id);
+    sqlite3_bind_int64(m->eval, 2, step);
+    sqlite3_bind_double(m->eval, 3, val_loss);
+    sqlite3_bind_double(m->eval, 4, val_loss < 50 ? exp(val_loss) : 0);
+    sqlite3_bind_text(m->eval, 5, at, -1, SQLITE_TRANSIENT);
+    sqlite3_step(m->eval);
+}
+
+int metrics_query(const char *store, const char *table, int64_t run_id, metrics_row_fn fn, void *ctx, dlm_err *e)
+{
+    char path[4200], sql[256];
+    snprintf(path, sizeof path, "%s/metrics.sqlite", store);
+    if (!fs_is_file(path)) return err_set(e, "MetricsError", "no metrics yet (%s does not exist)", path);
+    sqlite3 *db;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        int r = fail(db, e, "open");
+        sqlite3_close(db);
+        return r;
+    }
+    sqlite3_busy_timeout(db, 5000);
+    const char *order = !strcmp(table, "runs") ? "run_id" : "run_id, step";
+    if (run_id > 0) snprintf(sql, sizeof sql, "SELECT * FROM %s WHERE run_id=%lld ORDER BY %s", table, (long long)run_id, order);
+    else snprintf(sql, sizeof sql, "SELECT * FROM %s ORDER BY %s", table, order);
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+        int r = fail(db, e, "query");
+        sqlite3_close(db);
+        return r;
+    }
+    int nc = sqlite3_column_count(st);
+    const char *names[16], *vals[16];
+    if (nc > 16) nc = 16;
+    for (int i = 0; i < nc; i++) names[i] = sqlite3_column_name(st, i);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        for (int i = 0; i < nc; i++) vals[i] = (const char *)sqlite3_column_text(st, i);
+        fn(ctx, nc, names, vals);
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return 0;
+}

@@ -1,0 +1,29 @@
+/* metrics — per-step training metrics in <store>/metrics.sqlite (WAL), the
+ * original's tables (spec §8): runs, steps, evals. Run start/end writes are
+ * hard failures; step rows are batched into transactions that commit at
+ * least every few seconds, so a crash loses at most those. */
+#ifndef DLM_METRICS_H
+#define DLM_METRICS_H
+
+#include <stdint.h>
+#include "util/err.h"
+
+typedef struct metrics metrics;
+
+int metrics_open(const char *store, metrics **out, dlm_err *e);
+void metrics_close(metrics *m);   /* commits pending rows */
+int metrics_run_start(metrics *m, int64_t run_id, const char *started_at, int adapter_version,
+                      const char *phase, int64_t seed, dlm_err *e);
+int metrics_run_end(metrics *m, int64_t run_id, const char *ended_at, const char *status,
+                    int adapter_version, dlm_err *e);
+void metrics_step(metrics *m, int64_t run_id, int64_t step, double loss, double lr, double grad_norm,
+                  double tokens_per_sec, const char *at);
+void metrics_eval(metrics *m, int64_t run_id, int64_t step, double val_loss, const char *at);
+void metrics_flush(metrics *m);
+
+/* Reading, for `dlm metrics`: calls back per row of the chosen table
+ * ("steps" or "evals" or "runs"), run_id 0 = all runs. */
+typedef void (*metrics_row_fn)(void *ctx, int ncol, const char *const *names, const char *const *vals);
+int metrics_query(const char *store, const char *table, int64_t run_id, metrics_row_fn fn, void *ctx, dlm_err *e);
+
+#endif

@@ -1,0 +1,596 @@
+/* fb — training forward/backward. See fb.h for the contract.
+ *
+ * Shapes (N = B·T rows, C model dim, Q = NH·HS, K = KVH·HS, F ffn dim,
+ * V vocab, r LoRA rank). Per layer the forward is, as in HF's LlamaDecoderLayer:
+ *
+ *   xn1 = rmsnorm(x) ; q,k,v = lin(xn1) ; rope(q,k) ; att = attn(q,k,v)
+ *   h   = x + lin_o(att)
+ *   xn2 = rmsnorm(h) ; g,u = lin(xn2) ; act = silu(g)·u
+ *   x'  = h + lin_down(act)
+ *
+ * and the backward walks it in reverse. With recompute on, only the layer
+ * inputs X[l] are kept and each layer's forward is re-run (bit-identically:
+ * same kernels, same inputs, same dropout draws) just before its backward. */
+#include "train/fb.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kern/kern.h"
+#include "util/rng.h"
+
+typedef struct layer_acts {
+    float *xn1, *rstd1;       /* [N,C] [N] */
+    float *q, *k, *v;         /* [N,Q] [N,K] [N,K]  (q, k after RoPE) */
+    float *att, *lse;         /* [N,Q] [B,NH,T] */
+    float *h, *xn2, *rstd2;   /* [N,C] [N,C] [N] */
+    float *g, *u, *act;       /* [N,F] ×3 */
+    float *U[LM_COUNT];       /* [N,r] LoRA x·Aᵀ per targeted module */
+} layer_acts;
+
+struct fb_ctx {
+    const model *m;
+    const lora *l;
+    fb_opts o;
+    int N, C, Q, K, F, V, R, maxI, maxO;
+    float *X;                 /* [(L+1), N, C] residual stream */
+    layer_acts *acts;         /* [n_acts] */
+    int n_acts;
+    float *rstdf, *xnf;       /* [N] [N,C] */
+    float *logits;            /* [chunk, V] */
+    float *xsel, *dsel;       /* [chunk, C] */
+    int32_t *rows, *tsel;     /* [N] rows with a target, [chunk] their targets */
+    float *nsel;              /* [chunk] */
+    int chunk;
+    /* backward */
+    float *dres, *dxn, *tmpC, *datt, *dq, *dk, *dv, *dact, *dg, *du;
+    float *tmpI, *tmpO, *tmpO2, *dU, *xd;
+    float *attn_scratch;
+    /* DoRA per (layer, module): g = mag/‖W+sBA‖ and the norm, [out] each */
+    float *dora_g, *dora_norm, *dora_scratch;
+    size_t *dora_off;         /* [L*LM_COUNT] */
+    void *slab;
+    size_t slab_bytes;
+};
+
+/* ---- buffer carving: one pass sizes, the second points ---------------- */
+
+typedef struct carver { char *base; size_t off; } carver;
+
+static void *carve(carver *cv, size_t bytes)
+{
+    size_t at = (cv->off + 63) & ~(size_t)63;
+    cv->off = at + bytes;
+    return cv->base ? cv->base + at : NULL;
+}
+#define CARVE_F(cv, n) ((float *)carve((cv), (size_t)(n) * sizeof(float)))
+
+static int lora_rank(const lora_config *lc) { return lc ? lc->rank : 0; }
+
+static void dims(const model_config *c, int *Q, int *K, int *maxI, int *maxO)
+{
+    *Q = c->n_head * c->head_dim;
+    *K = c->n_kv_head * c->head_dim;
+    int mi = c->d_model;
+    if (*Q > mi) mi = *Q;
+    if (c->n_ff > mi) mi = c->n_ff;
+    *maxI = mi;
+    int mo = mi; /* outputs: Q, K, C, F — same set */
+    *maxO = mo;
+}
+
+static int auto_chunk(const model_config *c, int N)
+{
+    /* Keep the logits tile near 16 MiB: big enough for an efficient GEMM,
+     * small enough that a 150k vocabulary does not need N×V floats. */
+    int rows = (int)((16u << 20) / ((size_t)c->vocab * sizeof(float)));
+    if (rows < 8) rows = 8;
+    if (rows > N) rows = N;
+    return rows;
+}
+
+static void carve_all(fb_ctx *f, carver *cv, const model_config *c, const lora_config *lc)
+{
+    int N = f->N, C = f->C, Q = f->Q, K = f->K, F = f->F, r = lora_rank(lc);
+    int B = f->o.B, T = f->o.T, L = c->n_layer;
+    attn_shape as = {B, T, T, c->n_head, c->n_kv_head, c->head_dim, 0, (int64_t)T * K, NULL};
+    f->X = CARVE_F(cv, (size_t)(L + 1) * N * C);
+    for (int a = 0; a < f->n_acts; a++) {
+        layer_acts *A = f->acts ? &f->acts[a] : &(layer_acts){0};
+        A->xn1 = CARVE_F(cv, (size_t)N * C);
+        A->rstd1 = CARVE_F(cv, N);
+        A->q = CARVE_F(cv, (size_t)N * Q);
+        A->k = CARVE_F(cv, (size_t)N * K);
+        A->v = CARVE_F(cv, (size_t)N * K);
+        A->att = CARVE_F(cv, (size_t)N * Q);
+        A->lse = CARVE_F(cv, (size_t)B * c->n_head * T);
+        A->h = CARVE_F(cv, (size_t)N * C);
+        A->xn2 = CARVE_F(cv, (size_t)N * C);
+        A->rstd2 = CARVE_F(cv, N);
+        A->g = CARVE_F(cv, (size_t)N * F);
+        A->u = CARVE_F(cv, (size_t)N * F);
+        A->act = CARVE_F(cv, (size_t)N * F);
+        for (int m = 0; m < LM_COUNT; m++)
+            A->U[m] = (lc && (lc->targets >> m & 1)) ? CARVE_F(cv, (size_t)N * r) : NULL;
+    }
+    f->rstdf = CARVE_F(cv, N);
+    f->xnf = CARVE_F(cv, (size_t)N * C);
+    f->logits = CARVE_F(cv, (size_t)f->chunk * f->V);
+    f->xsel = CARVE_F(cv, (size_t)f->chunk * C);
+    f->dsel = CARVE_F(cv, (size_t)f->chunk * C);
+    f->nsel = CARVE_F(cv, f->chunk);
+    f->rows = (int32_t *)carve(cv, (size_t)N * sizeof(int32_t));
+    f->tsel = (int32_t *)carve(cv, (size_t)f->chunk * sizeof(int32_t));
+    f->dres = CARVE_F(cv, (size_t)N * C);
+    f->dxn = CARVE_F(cv, (size_t)N * C);
+    f->tmpC = CARVE_F(cv, (size_t)N * C);
+    f->datt = CARVE_F(cv, (size_t)N * Q);
+    f->dq = CARVE_F(cv, (size_t)N * Q);
+    f->dk = CARVE_F(cv, (size_t)N * K);
+    f->dv = CARVE_F(cv, (size_t)N * K);
+    f->dact = CARVE_F(cv, (size_t)N * F);
+    f->dg = CARVE_F(cv, (size_t)N * F);
+    f->du = CARVE_F(cv, (size_t)N * F);
+    size_t sc = kern_attn_scratch(&as), sb = kern_attn_bwd_scratch(&as);
+    f->attn_scratch = CARVE_F(cv, sc > sb ? sc : sb);
+    if (lc) {
+        f->tmpI = CARVE_F(cv, (size_t)N * f->maxI);
+        f->xd = lc->dropout > 0 ? CARVE_F(cv, (size_t)N * f->maxI) : NULL;
+        f->dU = CARVE_F(cv, (size_t)N * r);
+        if (lc->dora) {
+            f->tmpO = CARVE_F(cv, (size_t)N * f->maxO);
+            f->tmpO2 = CARVE_F(cv, (size_t)N * f->maxO);
+            size_t tot = 0;
+            for (int layer = 0; layer < L; layer++)
+                for (int m = 0; m < LM_COUNT; m++)
+                    if (lc->targets >> m & 1) {
+                        int in, out;
+                        lora_module_dims(c, m, &in, &out);
+                        if (f->dora_off) f->dora_off[layer * LM_COUNT + m] = tot;
+                        tot += (size_t)out;
+                    }
+            f->dora_g = CARVE_F(cv, tot);
+            f->dora_norm = CARVE_F(cv, tot);
+            f->dora_scratch = CARVE_F(cv, (size_t)f->maxI + (size_t)r);
+        }
+    }
+}
+
+static void init_dims(fb_ctx *f, const model_config *c, const lora_config *lc, const fb_opts *o)
+{
+    f->o = *o;
+    f->N = o->B * o->T;
+    f->C = c->d_model;
+    f->F = c->n_ff;
+    f->V = c->vocab;
+    f->R = lora_rank(lc);
+    dims(c, &f->Q, &f->K, &f->maxI, &f->maxO);
+    f->n_acts = o->recompute ? 1 : c->n_layer;
+    f->chunk = o->logit_rows > 0 ? (o->logit_rows < f->N ? o->logit_rows : f->N) : auto_chunk(c, f->N);
+}
+
+size_t fb_plan_bytes(const model_config *c, const lora_config *lc, const fb_opts *o)
+{
+    fb_ctx f;
+    memset(&f, 0, sizeof f);
+    init_dims(&f, c, lc, o);
+    carver cv = {NULL, 0};
+    carve_all(&f, &cv, c, lc);
+    size_t bytes = cv.off + 64;
+    bytes += (size_t)f.n_acts * sizeof(layer_acts);
+    if (lc && lc->dora) bytes += (size_t)c->n_layer * LM_COUNT * sizeof(size_t);
+    return bytes;
+}
+
+int fb_create(const model *m, const lora *l, const fb_opts *o, fb_ctx **out, dlm_err *e)
+{
+    *out = NULL;
+    const model_config *c = &m->cfg;
+    const lora_config *lc = l ? &l->cfg : NULL;
+    if (o->B < 1 || o->T < 1) return err_set(e, "TrainError", "bad micro-batch shape %dx%d", o->B, o->T);
+    if (o->full) {
+        /* Full training writes the weights: every matrix must be plain f32. */
+        if (m->tok_embd.type != DT_F32 || m->output.type != DT_F32)
+            return err_set(e, "TrainError", "full-parameter training needs f32 weights");
+        for (int i = 0; i < c->n_layer; i++) {
+            const layer_weights *w = &m->layers[i];
+            const wmat *ws[] = {&w->wq, &w->wk, &w->wv, &w->wo, &w->w_gate, &w->w_up, &w->w_down};
+            for (int j = 0; j < 7; j++)
+                if (ws[j]->type != DT_F32)
+                    return err_set(e, "TrainError", "full-parameter training needs f32 weights");
+        }
+    }
+    fb_ctx *f = calloc(1, sizeof *f);
+    if (!f) return err_set(e, "MemoryError", "out of memory");
+    f->m = m;
+    f->l = l;
+    init_dims(f, c, lc, o);
+    f->acts = calloc((size_t)f->n_acts, sizeof *f->acts);
+    if (lc && lc->dora) f->dora_off = calloc((size_t)c->n_layer * LM_COUNT, sizeof(size_t));
+    carver cv = {NULL, 0};
+    carve_all(f, &cv, c, lc);
+    f->slab_bytes = cv.off + 64;
+    f->slab = aligned_alloc(64, (f->slab_bytes + 63) & ~(size_t)63);
+    if (!f->acts || !f->slab || (lc && lc->dora && !f->dora_off)) {
+        size_t need = f->slab_bytes;
+        fb_free(f);
+        return err_set(e, "OOMError", "cannot allocate %zu MiB of activations", need >> 20);
+    }
+    /* Touch every page now, once: first-touch faults are expensive on this
+     * kind of VM and must not land inside the step loop. */
+    memset(f->slab, 0, f->slab_bytes);
+    cv.base = f->slab;
+    cv.off = 0;
+    carve_all(f, &cv, c, lc);
+    *out = f;
+    return 0;
+}
+
+void fb_free(fb_ctx *f)
+{
+    if (!f) return;
+    free(f->acts);
+    free(f->dora_off);
+    free(f->slab);
+    free(f);
+}
+
+/* ---- full-parameter layout -------------------------------------------- */
+
+size_t fb_full_carve(const model_config *c, float *slab, fb_full_grads *g)
+{
+    size_t off = 0, C = (size_t)c->d_model, V = (size_t)c->vocab, F = (size_t)c->n_ff;
+    size_t Q = (size_t)c->n_head * c->head_dim, K = (size_t)c->n_kv_head * c->head_dim;
+#define TAKE(dst, n) do { if (g) (dst) = slab ? slab + off : NULL; off += (n); } while (0)
+    TAKE(g->tok_embd, V * C);
+    for (int l = 0; l < c->n_layer; l++) {
+        fb_layer_grads *lg = g ? &g->layers[l] : NULL;
+        TAKE(lg->attn_norm, C);
+        TAKE(lg->wq, Q * C);
+        if (c->qkv_bias) TAKE(lg->bq, Q);
+        TAKE(lg->wk, K * C);
+        if (c->qkv_bias) TAKE(lg->bk, K);
+        TAKE(lg->wv, K * C);
+        if (c->qkv_bias) TAKE(lg->bv, K);
+        TAKE(lg->wo, C * Q);
+        TAKE(lg->ffn_norm, C);
+        TAKE(lg->w_gate, F * C);
+        TAKE(lg->w_up, F * C);
+        TAKE(lg->w_down, C * F);
+    }
+    TAKE(g->out_norm, C);
+    if (!c->tied) TAKE(g->output, V * C);
+    else if (g) g->output = NULL;
+#undef TAKE
+    return off;
+}
+
+/* ---- helpers ------------------------------------------------------------ */
+
+/* dst[N,I] = src ⊙ mask / (1−p), the mask a pure function of (seed, key, i). */
+static void dropout_apply(float *dst, const float *src, int64_t n, float p, uint64_t seed, uint64_t key)
+{
+    float keep = 1.0f / (1.0f - p);
+    for (int64_t i = 0; i < n; i++)
+        dst[i] = rng_uniform(seed, RNG_DROPOUT, key, (uint64_t)i) >= p ? src[i] * keep : 0.0f;
+}
+
+static uint64_t dkey(uint64_t micro_step, int layer, int m)
+{
+    return micro_step * 8192u + (uint64_t)layer * 8u + (uint64_t)m;
+}
+
+static const float *mod_bias(const layer_weights *w, int m)
+{
+    return m == LM_Q ? w->bq : m == LM_K ? w->bk : m == LM_V ? w->bv : NULL;
+}
+
+typedef struct step_ctx {
+    int train;              /* dropout on */
+    uint64_t seed, micro;
+} step_ctx;
+
+/* y[N,O] = x[N,I]·Wᵀ + b, plus the adapter of (layer, m) if any. */
+static void lin_fwd(fb_ctx *f, const step_ctx *sc, layer_acts *A, int layer, int m,
+                    const float *x, float *y, int N)
+{
+    const wmat *W = lora_base_weight(f->m, layer, m);
+    const float *bias = mod_bias(&f->m->layers[layer], m);
+    kern_matmul(y, x, W, bias, N, 0);
+    const lora_mod *md = f->l ? lora_mod_at(f->l, layer, m) : NULL;
+    if (!md) return;
+    const lora *l = f->l;
+    int r = l->cfg.rank, I = md->in, O = md->out;
+    float s = l->scale;
+    const float *Aw = l->w + md->off_a, *Bw = l->w + md->off_b;
+    const float *xd = x;
+    if (sc->train && l->cfg.dropout > 0) {
+        dropout_apply(f->xd, x, (int64_t)N * I, l->cfg.dropout, sc->seed, dkey(sc->micro, layer, m));
+        xd = f->xd;
+    }
+    float *U = A->U[m];
+    kern_sgemm(0, 1, N, r, I, 1.0f, xd, I, Aw, I, 0.0f, U, r);          /* U = xd·Aᵀ */
+    if (!l->cfg.dora) {
+        kern_sgemm(0, 1, N, O, r, s, U, r, Bw, r, 1.0f, y, O);          /* y += s·U·Bᵀ */
+        return;
+    }
+    /* DoRA, as PEFT: y = y + ((g−1)·base + g·L·s), base = W·xd (no bias). */
+    const float *g = f->dora_g + f->dora_off[layer * LM_COUNT + m];
+    float *L = f->tmpO, *base = f->tmpO2;
+    kern_sgemm(0, 1, N, O, r, 1.0f, U, r, Bw, r, 0.0f, L, O);           /* L = U·Bᵀ */
+    if (xd != x) kern_matmul(base, xd, W, NULL, N, 0);
+    for (int64_t n = 0; n < N; n++)
+        for (int o = 0; o < O; o++) {
+            size_t i = (size_t)n * O + o;
+            float b0 = xd != x ? base[i] : y[i] - (bias ? bias[o] : 0.0f);
+            y[i] = y[i] + ((g[o] - 1.0f) * b0 + g[o] * L[i] * s);
+        }
+}
+
+static void colsum_add(float *db, const float *dy, int64_t N, int O)
+{
+    for (int o = 0; o < O; o++) {
+        float acc = 0;
+        for (int64_t n = 0; n < N; n++) acc += dy[(size_t)n * O + o];
+        db[o] += acc;
+    }
+}
+
+/* dx[N,I] += dy[N,O]·W (+ adapter paths). Parameter grads: LoRA into lg,
+ * full-mode W and bias into dW/db (may be NULL). */
+static void lin_bwd(fb_ctx *f, const step_ctx *sc, layer_acts *A, int layer, int m,
+                    const float *x, const float *dy, float *dx, int N,
+                    float *lg, float *dW, float *db)
+{
+    const wmat *W = lora_base_weight(f->m, layer, m);
+    const lora_mod *md = f->l ? lora_mod_at(f->l, layer, m) : NULL;
+    int I = (int)W->cols, O = (int)W->rows;
+    if (dW) kern_sgemm(1, 0, O, I, N, 1.0f, dy, O, x, I, 1.0f, dW, I);  /* dW += dyᵀ·x */
+    if (db) colsum_add(db, dy, N, O);
+    if (!md) { kern_matmul_dx(dx, dy, W, N); return; }
+    const lora *l = f->l;
+    int r = l->cfg.rank, drop = sc->train && l->cfg.dropout > 0;
+    float s = l->scale;
+    const float *Aw = l->w + md->off_a, *Bw = l->w + md->off_b;
+    float *dA = lg + md->off_a, *dB = lg + md->off_b;
+    const float *xd = x;
+    if (drop) {
+        dropout_apply(f->xd, x, (int64_t)N * I, l->cfg.dropout, sc->seed, dkey(sc->micro, layer, m));
+        xd = f->xd;
+    }
+    const float *U = A->U[m];
+    const float *dyl = dy;
+    if (!l->cfg.dora) {
+        kern_matmul_dx(dx, dy, W, N);
+    } else {
+        const float *g = f->dora_g + f->dora_off[layer * LM_COUNT + m];
+        const float *nrm = f->dora_norm + f->dora_off[layer * LM_COUNT + m];
+        float *L = f->tmpO, *base = f->tmpO2;
+        /* dmag[o] = Σ_n dy·(base + s·L) / ‖·‖ — the norm is a constant. */
+        kern_sgemm(0, 1, N, O, r, 1.0f, U, r, Bw, r, 0.0f, L, O);
+        kern_matmul(base, xd, W, NULL, N, 0);
+        float *dmag = lg + md->off_mag;
+        for (int o = 0; o < O; o++) {
+            float acc = 0;
+            for (int64_t n = 0; n < N; n++) {
+                size_t i = (size_t)n * O + o;
+                acc += dy[i] * (base[i] + s * L[i]);
+            }
+            dmag[o] += acc / nrm[o];
+        }
+        float *dyg = f->tmpO; /* L no longer needed */
+        if (!drop) {
+            for (int64_t n = 0; n < N; n++)
+                for (int o = 0; o < O; o++) dyg[(size_t)n * O + o] = dy[(size_t)n * O + o] * g[o];
+            kern_matmul_dx(dx, dyg, W, N);          /* dy·W + (g−1)·dy·W */
+        } else {
+            kern_matmul_dx(dx, dy, W, N);
+            for (int64_t n = 0; n < N; n++)
+                for (int o = 0; o < O; o++) dyg[(size_t)n * O + o] = dy[(size_t)n * O + o] * (g[o] - 1.0f);
+            memset(f->tmpI, 0, (size_t)N * I * sizeof(float));
+            kern_matmul_dx(f->tmpI, dyg, W, N);
+            dropout_apply(f->tmpI, f->tmpI, (int64_t)N * I, l->cfg.dropout, sc->seed, dkey(sc->micro, layer, m));
+            for (int64_t i = 0; i < (int64_t)N * I; i++) dx[i] += f->tmpI[i];
+            for (int64_t n = 0; n < N; n++)
+                for (int o = 0; o < O; o++) dyg[(size_t)n * O + o] = dy[(size_t)n * O + o] * g[o];
+        }
+        dyl = dyg;
+    }
+    kern_sgemm(1, 0, O, r, N, s, dyl, O, U, r, 1.0f, dB, r);            /* dB += s·dylᵀ·U */
+    kern_sgemm(0, 0, N, r, O, s, dyl, O, Bw, r, 0.0f, f->dU, r);        /* dU = s·dyl·B  */
+    kern_sgemm(1, 0, r, I, N, 1.0f, f->dU, r, xd, I, 1.0f, dA, I);      /* dA += dUᵀ·xd */
+    if (!drop) {
+        kern_sgemm(0, 0, N, I, r, 1.0f, f->dU, r, Aw, I, 1.0f, dx, I);  /* dx += dU·A */
+    } else {
+        kern_sgemm(0, 0, N, I, r, 1.0f, f->dU, r, Aw, I, 0.0f, f->tmpI, I);
+        dropout_apply(f->tmpI, f->tmpI, (int64_t)N * I, l->cfg.dropout, sc->seed, dkey(sc->micro, layer, m));
+        for (int64_t i = 0; i < (int64_t)N * I; i++) dx[i] += f->tmpI[i];
+    }
+}
+
+static void dora_prepare(fb_ctx *f)
+{
+    const lora *l = f->l;
+    if (!l || !l->cfg.dora) return;
+    for (int layer = 0; layer < l->n_layer; layer++)
+        for (int m = 0; m < LM_COUNT; m++) {
+            const lora_mod *md = lora_mod_at(l, layer, m);
+            if (!md) continue;
+            size_t off = f->dora_off[layer * LM_COUNT + m];
+            float *nrm = f->dora_norm + off, *g = f->dora_g + off;
+            lora_dora_norm(l, f->m, layer, m, nrm, f->dora_scratch);
+            const float *mag = l->w + md->off_mag;
+            for (int o = 0; o < md->out; o++) g[o] = mag[o] / nrm[o];
+        }
+}
+
+/* ---- forward ------------------------------------------------------------ */
+
+static void embed(fb_ctx *f, const fb_batch *b, float *X0)
+{
+    const wmat *E = &f->m->tok_embd;
+    int N = b->B * b->T;
+    for (int n = 0; n < N; n++) {
+        int t = b->tokens[n];
+        if (t < 0 || t >= f->V) t = 0; /* ids are validated by the data layer */
+        kern_dequant_row(E->type, (const char *)E->data + (size_t)t * E->row_bytes, X0 + (size_t)n * f->C, f->C);
+    }
+}
+
+static void layer_fwd(fb_ctx *f, const step_ctx *sc, const fb_batch *b, int layer, layer_acts *A,
+                      const float *x, float *xout)
+{
+    const model_config *c = &f->m->cfg;
+    const layer_weights *w = &f->m->layers[layer];
+    int N = b->B * b->T, C = f->C;
+    attn_shape as = {b->B, b->T, b->T, c->n_head, c->n_kv_head, c->head_dim, 0,
+                     (int64_t)b->T * f->K, b->seg};
+    kern_rmsnorm_fwd(A->xn1, A->rstd1, x, w->attn_norm, N, C, c->rms_eps);
+    lin_fwd(f, sc, A, layer, LM_Q, A->xn1, A->q, N);
+    lin_fwd(f, sc, A, layer, LM_K, A->xn1, A->k, N);
+    lin_fwd(f, sc, A, layer, LM_V, A->xn1, A->v, N);
+    kern_rope_fwd(A->q, b->pos, N, c->n_head, c->head_dim, f->m->rope_inv_freq);
+    kern_rope_fwd(A->k, b->pos, N, c->n_kv_head, c->head_dim, f->m->rope_inv_freq);
+    kern_attn_fwd(A->att, A->lse, A->q, A->k, A->v, &as, f->attn_scratch);
+    lin_fwd(f, sc, A, layer, LM_O, A->att, f->tmpC, N);
+    for (size_t i = 0; i < (size_t)N * C; i++) A->h[i] = x[i] + f->tmpC[i];
+    kern_rmsnorm_fwd(A->xn2, A->rstd2, A->h, w->ffn_norm, N, C, c->rms_eps);
+    lin_fwd(f, sc, A, layer, LM_GATE, A->xn2, A->g, N);
+    lin_fwd(f, sc, A, layer, LM_UP, A->xn2, A->u, N);
+    kern_swiglu_fwd(A->act, A->g, A->u, (int64_t)N * f->F);
+    lin_fwd(f, sc, A, layer, LM_DOWN, A->act, f->tmpC, N);
+    for (size_t i = 0; i < (size_t)N * C; i++) xout[i] = A->h[i] + f->tmpC[i];
+}
+
+static layer_acts *acts_for(fb_ctx *f, int layer) { return &f->acts[f->n_acts == 1 ? 0 : layer]; }
+
+static void forward_layers(fb_ctx *f, const step_ctx *sc, const fb_batch *b)
+{
+    const model_config *c = &f->m->cfg;
+    size_t NC = (size_t)b->B * b->T * f->C, stride = (size_t)f->N * f->C;
+    embed(f, b, f->X);
+    for (int layer = 0; layer < c->n_layer; layer++)
+        layer_fwd(f, sc, b, layer, acts_for(f, layer), f->X + layer * stride, f->X + (layer + 1) * stride);
+    (void)NC;
+    kern_rmsnorm_fwd(f->xnf, f->rstdf, f->X + (size_t)c->n_layer * stride, f->m->out_norm,
+                     (int64_t)b->B * b->T, f->C, c->rms_eps);
+}
+
+/* LM head + cross-entropy over the rows that have a target, chunk by chunk.
+ * With want_grad, writes dL/dxnf into f->dxn (zero for rows without loss)
+ * and the output-weight gradient into dWout (full mode). */
+static double head_loss(fb_ctx *f, const fb_batch *b, int want_grad, float grad_scale,
+                        float *dWout, float *nll_out, int64_t *n_loss)
+{
+    int N = b->B * b->T, C = f->C;
+    const wmat *Wo = &f->m->output;
+    int nr = 0;
+    for (int n = 0; n < N; n++)
+        if (b->targets[n] >= 0) f->rows[nr++] = n;
+    if (want_grad) memset(f->dxn, 0, (size_t)N * C * sizeof(float));
+    if (nll_out) memset(nll_out, 0, (size_t)N * sizeof(float));
+    double total = 0;
+    for (int r0 = 0; r0 < nr; r0 += f->chunk) {
+        int cn = nr - r0 < f->chunk ? nr - r0 : f->chunk;
+        for (int i = 0; i < cn; i++) {
+            int n = f->rows[r0 + i];
+            memcpy(f->xsel + (size_t)i * C, f->xnf + (size_t)n * C, (size_t)C * sizeof(float));
+            f->tsel[i] = b->targets[n];
+        }
+        kern_matmul(f->logits, f->xsel, Wo, NULL, cn, 0);
+        total += kern_xent(want_grad ? f->logits : NULL, f->nsel, f->logits, f->tsel, cn, f->V, grad_scale);
+        if (nll_out)
+            for (int i = 0; i < cn; i++) nll_out[f->rows[r0 + i]] = f->nsel[i];
+        if (!want_grad) continue;
+        memset(f->dsel, 0, (size_t)cn * C * sizeof(float));
+        kern_matmul_dx(f->dsel, f->logits, Wo, cn);
+        if (dWout) kern_sgemm(1, 0, f->V, C, cn, 1.0f, f->logits, f->V, f->xsel, C, 1.0f, dWout, C);
+        for (int i = 0; i < cn; i++)
+            memcpy(f->dxn + (size_t)f->rows[r0 + i] * C, f->dsel + (size_t)i * C, (size_t)C * sizeof(float));
+    }
+    *n_loss = nr;
+    return total;
+}
+
+double fb_forward(fb_ctx *f, const fb_batch *b, float *nll, float *logits_out, int64_t *n_loss)
+{
+    step_ctx sc = {0, 0, 0};
+    dora_prepare(f);
+    forward_layers(f, &sc, b);
+    if (logits_out) {
+        int N = b->B * b->T;
+        for (int r0 = 0; r0 < N; r0 += f->chunk) {
+            int cn = N - r0 < f->chunk ? N - r0 : f->chunk;
+            kern_matmul(logits_out + (size_t)r0 * f->V, f->xnf + (size_t)r0 * f->C, &f->m->output, NULL, cn, 0);
+        }
+    }
+    return head_loss(f, b, 0, 0.0f, NULL, nll, n_loss);
+}
+
+/* ---- backward ----------------------------------------------------------- */
+
+static void layer_bwd(fb_ctx *f, const step_ctx *sc, const fb_batch *b, int layer, layer_acts *A,
+                      const float *x, float *lg, fb_layer_grads *G)
+{
+    const model_config *c = &f->m->cfg;
+    const layer_weights *w = &f->m->layers[layer];
+    int N = b->B * b->T, C = f->C, F = f->F, Q = f->Q, K = f->K;
+    attn_shape as = {b->B, b->T, b->T, c->n_head, c->n_kv_head, c->head_dim, 0, (int64_t)b->T * K, b->seg};
+    float *dres = f->dres; /* in: dL/dx_out; out: dL/dx */
+
+    /* MLP: x_out = h + down(silu(g)·u) */
+    memset(f->dact, 0, (size_t)N * F * sizeof(float));
+    lin_bwd(f, sc, A, layer, LM_DOWN, A->act, dres, f->dact, N, lg, G ? G->w_down : NULL, NULL);
+    kern_swiglu_bwd(f->dg, f->du, f->dact, A->g, A->u, (int64_t)N * F);
+    memset(f->dxn, 0, (size_t)N * C * sizeof(float));
+    lin_bwd(f, sc, A, layer, LM_GATE, A->xn2, f->dg, f->dxn, N, lg, G ? G->w_gate : NULL, NULL);
+    lin_bwd(f, sc, A, layer, LM_UP, A->xn2, f->du, f->dxn, N, lg, G ? G->w_up : NULL, NULL);
+    kern_rmsnorm_bwd(f->tmpC, G ? G->ffn_norm : NULL, f->dxn, A->h, w->ffn_norm, A->rstd2, N, C);
+    for (size_t i = 0; i < (size_t)N * C; i++) dres[i] += f->tmpC[i];   /* now dL/dh */
+
+    /* attention: h = x + o(attn(rope(q), rope(k), v)) */
+    memset(f->datt, 0, (size_t)N * Q * sizeof(float));
+    lin_bwd(f, sc, A, layer, LM_O, A->att, dres, f->datt, N, lg, G ? G->wo : NULL, NULL);
+    kern_attn_bwd(f->dq, f->dk, f->dv, f->datt, A->att, A->lse, A->q, A->k, A->v, &as, f->attn_scratch);
+    kern_rope_bwd(f->dq, b->pos, N, c->n_head, c->head_dim, f->m->rope_inv_freq);
+    kern_rope_bwd(f->dk, b->pos, N, c->n_kv_head, c->head_dim, f->m->rope_inv_freq);
+    memset(f->dxn, 0, (size_t)N * C * sizeof(float));
+    lin_bwd(f, sc, A, layer, LM_Q, A->xn1, f->dq, f->dxn, N, lg, G ? G->wq : NULL, G ? G->bq : NULL);
+    lin_bwd(f, sc, A, layer, LM_K, A->xn1, f->dk, f->dxn, N, lg, G ? G->wk : NULL, G ? G->bk : NULL);
+    lin_bwd(f, sc, A, layer, LM_V, A->xn1, f->dv, f->dxn, N, lg, G ? G->wv : NULL, G ? G->bv : NULL);
+    kern_rmsnorm_bwd(f->tmpC, G ? G->attn_norm : NULL, f->dxn, x, w->attn_norm, A->rstd1, N, C);
+    for (size_t i = 0; i < (size_t)N * C; i++) dres[i] += f->tmpC[i];   /* now dL/dx */
+    (void)Q;
+}
+
+double fb_step(fb_ctx *f, const fb_batch *b, float *lora_grad, const fb_full_grads *fg,
+               float grad_scale, uint64_t seed, uint64_t micro_step, int64_t *n_loss)
+{
+    const model_config *c = &f->m->cfg;
+    step_ctx sc = {1, seed, micro_step};
+    int N = b->B * b->T, C = f->C;
+    size_t stride = (size_t)f->N * C;
+    dora_prepare(f);
+    forward_layers(f, &sc, b);
+    double loss = head_loss(f, b, 1, grad_scale, fg ? (fg->output ? fg->output : fg->tok_embd) : NULL,
+                            NULL, n_loss);
+    /* final norm */
+    kern_rmsnorm_bwd(f->dres, fg ? fg->out_norm : NULL, f->dxn, f->X + (size_t)c->n_layer * stride,
+                     f->m->out_norm, f->rstdf, N, C);
+    for (int layer = c->n_layer - 1; layer >= 0; layer--) {
+        layer_acts *A = acts_for(f, layer);
+        const float *x = f->X + (size_t)layer * stride;
+        if (f->n_acts == 1) /* recompute: re-run this layer's forward, same inputs, same draws */
+            layer_fwd(f, &sc, b, layer, A, x, f->tmpC /* output unused */);
+        layer_bwd(f, &sc, b, layer, A, x, lora_grad, fg ? &fg->layers[layer] : NULL);
+    }
+    if (fg) { /* embedding rows: sequential scatter-add, fixed order */
+        for (int n = 0; n < N; n++) {
+            float *dst = fg->tok_embd + (size_t)b->tokens[n] * C;
+            const float *src = f->dres + (size_t)n * C;
+            for (int i = 0; i < C; i++) dst[i] += src[i];
+        }
+    }
+    return loss;
+}

@@ -1,0 +1,44 @@
+/* state — training_state.bin: everything a run needs to continue exactly.
+ *
+ * Layout (little-endian, fields in this order; no struct is written raw):
+ *   u8[8]  magic "DLMSTATE"
+ *   u32    version (1)
+ *   u32    flags (bit 0: has best params)
+ *   u64    step            optimizer steps completed
+ *   u64    total_steps
+ *   u64    micro           micro-batches consumed (the data cursor)
+ *   u64    seed
+ *   u64    n               parameter count
+ *   f64    best_val        +inf when no eval yet
+ *   u64    best_step
+ *   u32    bad_evals       evals since the best (early-stopping patience)
+ *   u32    reserved
+ *   f64    last_loss
+ *   f32[n] params, f32[n] adam m, f32[n] adam v, [f32[n] best params]
+ * A sidecar "<file>.sha256" holds the hex sha256 of the file plus "\n".
+ * Random draws are pure functions of (seed, purpose, step, index), so no
+ * generator state is needed beyond the counters above. */
+#ifndef DLM_STATE_H
+#define DLM_STATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "util/err.h"
+
+typedef struct train_state {
+    uint64_t step, total_steps, micro, seed, n;
+    double best_val;
+    uint64_t best_step;
+    uint32_t bad_evals;
+    double last_loss;
+    float *params, *m, *v, *best;   /* best may be NULL */
+} train_state;
+
+/* Write path and path.sha256 atomically (the sidecar last). */
+int state_save(const char *path, const train_state *s, dlm_err *e);
+/* Verify the sidecar, then parse. Arrays are malloc'ed (state_free). A
+ * checksum mismatch is ResumeIntegrityError with a hint naming --fresh. */
+int state_load(const char *path, train_state *s, dlm_err *e);
+void state_free(train_state *s);
+
+#endif

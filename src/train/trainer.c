@@ -1,0 +1,419 @@
+/* trainer — see trainer.h. This file is the run's spine; the version
+ * commit, checkpoints and records are in train/commit.c. */
+#include "train/trainer.h"
+
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "data/replay.h"
+#include "hw/plan.h"
+#include "hw/probe.h"
+#include "kern/cpu.h"
+#include "kern/kern.h"
+#include "model/base.h"
+#include "store/metrics.h"
+#include "store/store.h"
+#include "tok/tok_gguf.h"
+#include "train/adapter.h"
+#include "train/optim.h"
+#include "train/run.h"
+#include "train/state.h"
+#include "util/fs.h"
+#include "util/hash.h"
+#include "util/json.h"
+#include "util/log.h"
+#include "util/timeutil.h"
+
+static void note(run *R, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(run *R, const char *fmt, ...)
+{
+    char buf[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (R->h && R->h->note) R->h->note(R->h->ctx, buf);
+}
+
+static void progress(run *R, train_phase ph, int64_t step, double loss, double lr, double tps)
+{
+    if (!R->h || !R->h->progress) return;
+    train_progress p = {ph, step, R->total, loss, R->last_val, lr, tps, time_mono() - R->t0, 0, R->version};
+    if (step > R->start_step && step < R->total) p.eta = p.elapsed / (double)(step - R->start_step) * (double)(R->total - step);
+    R->h->progress(R->h->ctx, &p);
+}
+
+/* ---- setup ----------------------------------------------------------------- */
+
+static int open_store(run *R, dlm_err *e)
+{
+    const doc_frontmatter *fm = doc_fm(R->doc);
+    if (store_dir(R->o->home, fm->dlm_id, R->store, sizeof R->store, e)) return -1;
+    if (store_create_skeleton(R->store, e)) return -1;
+    snprintf(R->manifest_path, sizeof R->manifest_path, "%s/manifest.json", R->store);
+    if (store_lock_acquire(R->store, "train", &R->lk, e)) return -1;
+    if (fs_exists(R->manifest_path)) {
+        R->manifest = manifest_load(R->manifest_path, e);
+        if (!R->manifest) return -1;
+    } else {
+        /* train without init: create the manifest, as the original does */
+        char abs[4096];
+        if (!realpath(R->o->doc_path, abs)) snprintf(abs, sizeof abs, "%s", R->o->doc_path);
+        R->manifest = manifest_new(fm->dlm_id, R->base_spec, NULL, abs, NULL);
+        if (!R->manifest || manifest_save(R->manifest_path, R->manifest, e)) return -1;
+    }
+    R->run_id = manifest_next_run_id(R->manifest);
+    R->prev_version = store_current_version(R->store, NULL);
+    return 0;
+}
+
+static int load_base(run *R, dlm_err *e)
+{
+    hub_opts ho;
+    if (hub_opts_init(&ho, e)) return -1;
+    if (R->o->offline) ho.offline = 1;
+    if (base_resolve(R->base_spec, &ho, &R->base, R->model_path, sizeof R->model_path, e)) return -1;
+    if (tok_load_for_model(R->model_path, &R->tok, e)) return -1;
+    const char *tmpl = tok_chat_template(R->tok);
+    R->dialect = tmpl ? chat_dialect_detect(tmpl) : NULL;
+    if (!R->dialect && R->base.entry && R->base.entry->dialect) R->dialect = chat_dialect_find(R->base.entry->dialect);
+    return 0;
+}
+
+static int build_data(run *R, dlm_err *e)
+{
+    const doc_training *tr = &doc_fm(R->doc)->training;
+    int n = doc_nsections(R->doc), n_instr = 0;
+    /* new sections = ids the manifest has not seen */
+    json_t *seen = json_object_get(R->manifest, "content_hashes");
+    R->cur_ids = calloc((size_t)(n ? n : 1), sizeof *R->cur_ids);
+    if (!R->cur_ids) return err_set(e, "MemoryError", "out of memory");
+    for (int i = 0; i < n; i++) {
+        const doc_section *s = doc_section_at(R->doc, i);
+        R->cur_ids[i] = s->id;
+        if (!json_object_get(seen, s->id)) R->n_new++;
+        n_instr += s->type == DOC_INSTRUCTION;
+    }
+    if (n_instr && !R->dialect) {
+        err_set(e, "TokenizerBringupError", "the base has no chat template dlm can render, so Q/A sections cannot be trained");
+        return err_hint(e, "use a base with a ChatML or Llama-3 chat template, or write the Q/A as prose");
+    }
+    if (!R->dialect) R->dialect = chat_dialect_find("chatml");
+    if (replay_open(R->store, &R->rp, e)) return -1;
+    if (!R->o->no_replay && tr->replay.enabled && replay_count(R->rp) > 0) {
+        int *idx = NULL;
+        int k = replay_sample(R->rp, (const char *const *)R->cur_ids, n, R->n_new,
+                              R->seed + (uint64_t)R->prev_version, R->run_id, &idx, e);
+        if (k < 0) return -1;
+        R->n_replay = k;
+        if (k > 0) {
+            R->rdoc = replay_doc(R->rp, idx, k, e);
+            if (!R->rdoc) { free(idx); return -1; }
+        }
+        free(idx);
+    }
+    int seq = tr->sequence_len;
+    if (R->m_cfg_max_pos > 0 && seq > R->m_cfg_max_pos) seq = R->m_cfg_max_pos;
+    ds_opts dso = {seq, tr->loss_on == DOC_LOSS_ON_ALL, R->seed, doc_fm(R->doc)->system_prompt, 0.1};
+    if (dataset_build(R->doc, R->rdoc, R->tok, R->dialect, &dso, &R->ds, e)) return -1;
+    return 0;
+}
+
+static int plan_memory(run *R, dlm_err *e)
+{
+    const doc_training *tr = &doc_fm(R->doc)->training;
+    host_info hi;
+    probe_host(&hi, R->store);
+    plan_in in;
+    memset(&in, 0, sizeof in);
+    in.cfg = R->m->cfg;
+    for (int i = 0; i < model_tensor_count(R->m); i++) in.weight_bytes += model_tensor_at(R->m, i)->nbytes;
+    in.lora = R->lc;
+    in.seq_len = R->ds->max_len;
+    in.mb = (int)tr->micro_batch_size;
+    in.ga = (int)tr->grad_accum;
+    in.recompute = tr->recompute == DOC_RECOMPUTE_ON ? 1 : tr->recompute == DOC_RECOMPUTE_OFF ? 0 : -1;
+    in.dataset_tokens = R->ds->n_tok;
+    in.tokenizer_bytes = (uint64_t)tok_vocab_size(R->tok) * 96 + (uint64_t)tok_n_merges(R->tok) * 64;
+    in.budget = R->o->max_memory ? R->o->max_memory : hi.budget;
+    in.keep_best = R->ds->n_val > 0;
+    if (plan_make(&in, &R->plan) && !R->o->force) {
+        char need[32], bud[32];
+        str_human_size(R->plan.total, need, sizeof need);
+        str_human_size(in.budget, bud, sizeof bud);
+        err_set(e, "OOMError", "training needs %s but only %s is available (%s)", need, bud,
+                R->plan.reason);
+        /* what would fit: the smallest micro-batch with recomputation */
+        plan_in small = in;
+        small.mb = 1;
+        small.recompute = 1;
+        int seq = R->ds->max_len;
+        plan p2;
+        while (seq > 64) {
+            small.seq_len = seq;
+            plan_compute(&small, 1, 8, 1, &p2);
+            if (p2.fits) break;
+            seq /= 2;
+        }
+        return err_hint(e, "write in the frontmatter: training: {micro_batch_size: 1, grad_accum: 8, sequence_len: %d,"
+                        " recompute: on}, or pass --max-memory with more; --force tries anyway", seq > 64 ? seq : 64);
+    }
+    if (!R->plan.fits) log_warn("the memory plan does not fit (%s); --force: trying anyway", R->plan.reason);
+    R->mb = R->plan.mb;
+    R->ga = R->plan.ga;
+    return 0;
+}
+
+/* ---- the loop -------------------------------------------------------------- */
+
+static int64_t step_items(run *R, int64_t step, int micro, int *items)
+{
+    int spe = R->spe;
+    return dataset_micro_items(R->ds, R->seed, (int)(step / spe), (int)(step % spe), micro, R->mb, R->ga, items);
+}
+
+static int do_step(run *R, int64_t step, double *loss, double *gnorm, int64_t *ntok, dlm_err *e)
+{
+    int64_t total_loss = 0;
+    for (int mi = 0; mi < R->ga; mi++) {
+        int c = (int)step_items(R, step, mi, R->items);
+        for (int i = 0; i < c; i++) total_loss += R->ds->items[R->items[i]].n_loss;
+    }
+    memset(R->g, 0, R->l->n * sizeof(float));
+    double sum = 0;
+    *ntok = 0;
+    for (int mi = 0; mi < R->ga && total_loss > 0; mi++) {
+        int c = (int)step_items(R, step, mi, R->items);
+        if (c <= 0) continue;
+        fb_batch b;
+        int64_t nl;
+        if (dataset_fill(R->ds, R->items, c, R->packing, R->mb, R->T, R->btok, R->btgt, R->bpos, R->bseg, &b, &nl))
+            return err_set(e, "TrainError", "batch does not fit its buffers");
+        int64_t got;
+        sum += fb_step(R->fb, &b, R->g, NULL, 1.0f / (float)total_loss, R->seed,
+                       (uint64_t)step * (uint64_t)R->ga + (uint64_t)mi, &got);
+        *ntok += (int64_t)b.B * b.T;
+    }
+    *loss = total_loss ? sum / (double)total_loss : 0;
+    *gnorm = optim_clip(R->g, R->l->n, R->oc.max_grad_norm);
+    double lr = optim_lr_at(&R->oc, step);
+    optim_adamw_step(&R->oc, R->l->w, R->g, R->mom, R->vel, R->l->n, lr, R->t_offset + step + 1);
+    R->last_lr = lr;
+    return 0;
+}
+
+static double evaluate(run *R)
+{
+    if (!R->ds->n_val) return NAN;
+    double sum = 0;
+    int64_t tot = 0;
+    for (int i = 0; i < R->ds->n_val; i += R->mb) {
+        int c = R->ds->n_val - i < R->mb ? R->ds->n_val - i : R->mb;
+        fb_batch b;
+        int64_t nl, got;
+        dataset_fill(R->ds, R->ds->val + i, c, R->packing, R->mb, R->T, R->btok, R->btgt, R->bpos, R->bseg, &b, &nl);
+        sum += fb_forward(R->fb, &b, NULL, NULL, &got);
+        tot += got;
+    }
+    return tot ? sum / (double)tot : NAN;
+}
+
+static int setup_adapter(run *R, dlm_err *e)
+{
+    const doc_training *tr = &doc_fm(R->doc)->training;
+    memset(&R->lc, 0, sizeof R->lc);
+    R->lc.rank = tr->lora_r;
+    R->lc.alpha = (float)tr->lora_alpha;
+    R->lc.dropout = (float)tr->lora_dropout;
+    R->lc.dora = tr->adapter == DOC_ADAPTER_DORA;
+    if (adapter_targets((const char *const *)tr->target_modules.v, tr->target_modules.n, tr->target_modules_auto,
+                        &R->lc.targets, e))
+        return -1;
+    if (tr->n_adapters > 0)
+        note(R, "note: training.adapters is set; dlm trains one adapter over all sections (named adapters are not"
+                " routed yet)");
+    return 0;
+}
+
+static int allocate(run *R, dlm_err *e)
+{
+    if (lora_create(&R->m->cfg, &R->lc, &R->l, e)) return -1;
+    size_t n = R->l->n;
+    R->g = calloc(n, sizeof(float));
+    R->mom = calloc(n, sizeof(float));
+    R->vel = calloc(n, sizeof(float));
+    R->best = R->ds->n_val ? calloc(n, sizeof(float)) : NULL;
+    R->T = R->ds->max_len;
+    size_t bt = (size_t)R->mb * (size_t)R->T;
+    R->btok = malloc(bt * sizeof(int32_t));
+    R->btgt = malloc(bt * sizeof(int32_t));
+    R->bpos = malloc(bt * sizeof(int32_t));
+    R->bseg = malloc(bt * sizeof(int32_t));
+    R->items = malloc((size_t)R->mb * sizeof(int));
+    if (!R->g || !R->mom || !R->vel || (R->ds->n_val && !R->best) || !R->btok || !R->btgt || !R->bpos ||
+        !R->bseg || !R->items)
+        return err_set(e, "OOMError", "cannot allocate the adapter's training buffers");
+    fb_opts fo = {R->mb, R->T, R->plan.recompute, 0, 0};
+    return fb_create(R->m, R->l, &fo, &R->fb, e);
+}
+
+int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_err *e)
+{
+    memset(res, 0, sizeof *res);
+    run *R = calloc(1, sizeof *R);
+    if (!R) return err_set(e, "MemoryError", "out of memory");
+    R->o = o;
+    R->h = h;
+    R->t0 = time_mono();
+    R->last_val = NAN;
+    int rc = -1;
+    R->doc = doc_load(o->doc_path, e);
+    if (!R->doc) goto out;
+    const doc_frontmatter *fm = doc_fm(R->doc);
+    const doc_training *tr = &fm->training;
+    R->base_spec = o->base_override ? o->base_override : fm->base_model;
+    R->seed = o->seed >= 0 ? (uint64_t)o->seed : (uint64_t)tr->seed;
+    R->packing = tr->packing;
+    for (int i = 0; i < doc_nsections(R->doc); i++) {
+        const doc_section *s = doc_section_at(R->doc, i);
+        if (s->type == DOC_IMAGE || s->type == DOC_AUDIO) {
+            err_at(e, "ModalityError", o->doc_path, s->line, 1, "%s sections cannot be trained: dlm trains text bases only",
+                   doc_section_type_name(s->type));
+            err_hint(e, "remove the section or move its content into prose");
+            goto out;
+        }
+    }
+    int threads = o->threads > 0 ? o->threads : (tr->threads > 0 ? (int)tr->threads : 0);
+    kern_init(threads);
+    progress(R, PHASE_LOADING, 0, NAN, 0, 0);
+    if (open_store(R, e) || run_check_interrupted(R, e) || load_base(R, e)) goto out;
+    /* the model's context bounds the sequence length: read it from the
+     * mmap'd model (cheap: weights are not touched yet) */
+    if (model_load(R->model_path, &R->m, e)) goto out;
+    R->m_cfg_max_pos = R->m->cfg.max_pos;
+    if ((size_t)R->m->cfg.vocab < tok_vocab_size(R->tok)) {
+        err_set(e, "TokenizerBringupError", "the tokenizer has %zu tokens but the model's embedding only %d rows",
+                tok_vocab_size(R->tok), R->m->cfg.vocab);
+        goto out;
+    }
+    if (setup_adapter(R, e) || build_data(R, e)) goto out;
+    if (R->ds->n_train == 0) {
+        res->no_op = 1;
+        note(R, "nothing to train: the document has no prose or Q/A text%s",
+             R->ds->n_pref_triples ? " (preference sections wait for the preference phase)" : "");
+        rc = 0;
+        goto out;
+    }
+    if (R->ds->n_pref_triples)
+        note(R, "note: %d preference triple(s) are kept for the preference phase; this run trains prose and Q/A (SFT)",
+             R->ds->n_pref_triples);
+    if (R->ds->train_loss_tokens < 500)
+        log_warn("the document has only %lld trainable tokens (fewer than 500): expect memorisation, not learning",
+                 (long long)R->ds->train_loss_tokens);
+    if (run_lock_facts(R, e) || dlmlock_check(R->store, o->doc_path, &R->facts, o->lock, e)) goto out;
+    if (plan_memory(R, e) || allocate(R, e)) goto out;
+
+    /* schedule */
+    R->spe = dataset_steps_per_epoch(R->ds, R->mb, R->ga);
+    R->total = (int64_t)R->spe * tr->num_epochs;
+    if (o->max_steps > 0 && o->max_steps < R->total) R->total = o->max_steps;
+    optim_defaults(&R->oc);
+    R->oc.lr = (float)tr->learning_rate;
+    R->oc.weight_decay = (float)tr->weight_decay;
+    R->oc.warmup_ratio = tr->warmup_ratio;
+    R->oc.min_lr_ratio = tr->min_lr_ratio;
+    R->oc.total_steps = R->total;
+    R->oc.sched = tr->lr_scheduler == DOC_SCHED_LINEAR ? SCHED_LINEAR
+                : tr->lr_scheduler == DOC_SCHED_CONSTANT ? SCHED_CONSTANT
+                : tr->lr_scheduler == DOC_SCHED_COSINE_MIN_LR ? SCHED_COSINE_MIN_LR : SCHED_COSINE;
+    R->save_every = tr->save_steps > 0 ? tr->save_steps : (R->total / 4 > 1 ? R->total / 4 : 1);
+    R->eval_every = R->total / 4 > 1 ? R->total / 4 : 1;
+    R->best_val = INFINITY;
+    const char *crash = getenv("DLM_TEST_CRASH_AFTER_STEP");
+    R->crash_after = crash ? atoll(crash) : 0;
+
+    if (run_start_or_resume(R, e)) goto out;
+    if (run_begin_records(R, e)) goto out;
+
+    int64_t tokens = 0;
+    double t_last = time_mono();
+    for (int64_t step = R->start_step; step < R->total; step++) {
+        double loss = 0, gn = 0;
+        int64_t nt = 0;
+        if (do_step(R, step, &loss, &gn, &nt, e)) goto out_fail;
+        if (!isfinite(loss)) {
+            err_set(e, "NaNLossError", "the loss became %g at step %lld", loss, (long long)step + 1);
+            err_hint(e, "lower training.learning_rate; the last checkpoint is kept");
+            goto out_fail;
+        }
+        if (step == R->start_step) R->first_loss = loss;
+        R->last_loss = loss;
+        tokens += nt;
+        double now = time_mono(), tps = (double)nt / (now - t_last > 1e-9 ? now - t_last : 1e-9);
+        t_last = now;
+        R->steps_done = step + 1;
+        run_log_step(R, step + 1, loss, gn, tps);
+        progress(R, PHASE_TRAINING, step + 1, loss, R->last_lr, tps);
+        if ((step + 1) % R->eval_every == 0 || step + 1 == R->total) {
+            if (R->ds->n_val) {
+                progress(R, PHASE_EVALUATING, step + 1, loss, R->last_lr, tps);
+                R->last_val = evaluate(R);
+                run_log_eval(R, step + 1, R->last_val);
+                if (R->last_val < R->best_val) {
+                    R->best_val = R->last_val;
+                    R->best_step = step + 1;
+                    R->bad_evals = 0;
+                    memcpy(R->best, R->l->w, R->l->n * sizeof(float));
+                } else if (++R->bad_evals >= 3) {
+                    note(R, "early stop: validation loss has not improved for 3 evaluations (best %.4f at step %lld)",
+                         R->best_val, (long long)R->best_step);
+                    R->early = 1;
+                    break;
+                }
+            }
+        }
+        int stop = R->h && R->h->should_stop && R->h->should_stop(R->h->ctx);
+        if (step + 1 < R->total && ((step + 1) % R->save_every == 0 || stop)) {
+            progress(R, PHASE_SAVING, step + 1, loss, R->last_lr, tps);
+            if (run_checkpoint(R, step + 1, e)) goto out_fail;
+        }
+        /* Test hook: die like a killed process right after this step (and
+         * its checkpoint), to prove that --resume recovers exactly. */
+        if (R->crash_after > 0 && step + 1 == R->crash_after) raise(SIGKILL);
+        if (stop && step + 1 < R->total) {
+            res->cancelled = 1;
+            run_end_records(R, "cancelled");
+            note(R, "cancelled after step %lld/%lld; checkpoint saved: continue with 'dlm train %s --resume'",
+                 (long long)(step + 1), (long long)R->total, o->doc_path);
+            rc = 0;
+            goto out;
+        }
+    }
+    (void)tokens;
+    progress(R, PHASE_SAVING, R->steps_done, R->last_loss, R->last_lr, 0);
+    if (run_commit(R, e)) goto out_fail;
+    rc = 0;
+    goto out;
+out_fail:
+    run_end_records(R, "failed");
+out:
+    if (!rc || R->version) {
+        res->version = R->version;
+        res->steps = R->steps_done;
+        res->total = R->total;
+        res->first_loss = R->first_loss;
+        res->final_loss = R->last_loss;
+        res->val_loss = R->ds && R->ds->n_val ? (R->early || R->best_val < R->last_val ? R->best_val : R->last_val) : NAN;
+        res->early_stopped = R->early;
+        res->run_id = R->run_id;
+        snprintf(res->log_path, sizeof res->log_path, "%s", R->log_path);
+        snprintf(res->version_dir, sizeof res->version_dir, "%s", R->version_dir);
+    }
+    res->seconds = time_mono() - R->t0;
+    run_free(R);
+    return rc;
+}

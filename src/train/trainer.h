@@ -1,0 +1,64 @@
+/* trainer — `dlm train`: a document in, a committed adapter version out.
+ *
+ *   parse → store + lock → base → tokenizer → replay sample → dataset →
+ *   memory plan (OOM guard, before weights are touched) → adapter init or
+ *   resume → steps (checkpoints every save_steps, evals, early stopping) →
+ *   commit adapter/versions/vNNNN (PEFT files + training_state.bin) →
+ *   current.txt → replay corpus, manifest, dlm.lock, metrics, summary.
+ *
+ * The library prints nothing; progress goes through the hooks, so the
+ * command layer owns the terminal. */
+#ifndef DLM_TRAINER_H
+#define DLM_TRAINER_H
+
+#include <stdint.h>
+#include "store/dlmlock.h"
+#include "util/err.h"
+
+typedef enum { PHASE_LOADING, PHASE_TRAINING, PHASE_EVALUATING, PHASE_SAVING, PHASE_DONE } train_phase;
+
+typedef struct train_progress {
+    train_phase phase;
+    int64_t step, total;          /* optimizer steps */
+    double loss, val_loss;        /* val_loss NaN when none yet */
+    double lr, tokens_per_sec, elapsed, eta;
+    int version;                  /* committed version (PHASE_DONE) */
+} train_progress;
+
+typedef struct train_hooks {
+    void *ctx;
+    void (*progress)(void *ctx, const train_progress *p);
+    void (*note)(void *ctx, const char *msg);          /* a plain line for the user */
+    int (*should_stop)(void *ctx);                     /* SIGINT/SIGTERM: finish step, checkpoint, stop */
+} train_hooks;
+
+typedef struct train_opts {
+    const char *doc_path;
+    const char *home;               /* resolved DLM home */
+    int resume, fresh;              /* mutually exclusive (checked by the command) */
+    int64_t max_steps;              /* 0 = from epochs */
+    int64_t seed;                   /* -1 = the document's training.seed */
+    int threads;                    /* 0 = training.threads or all cores */
+    lock_mode lock;
+    int no_replay;
+    uint64_t max_memory;            /* 0 = host budget */
+    int force;                      /* train even if the plan says it does not fit */
+    const char *base_override;      /* NULL = the document's base_model */
+    int offline;                    /* no downloads */
+} train_opts;
+
+typedef struct train_result {
+    int version;                    /* committed version, 0 when none */
+    int no_op;                      /* nothing to train */
+    int cancelled;                  /* stopped by a signal after a checkpoint */
+    int early_stopped;
+    int64_t steps, total;
+    double first_loss, final_loss, val_loss, seconds;
+    int64_t run_id;
+    char log_path[4096];
+    char version_dir[4096];
+} train_result;
+
+int train_run(const train_opts *o, const train_hooks *h, train_result *r, dlm_err *e);
+
+#endif

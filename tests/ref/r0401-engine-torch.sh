@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Training engine vs PyTorch: logits, loss, every LoRA / DoRA / full-weight
+# gradient and 10 AdamW steps (warmup, cosine, clipping, weight decay) for a
+# small random llama (untied, llama3 RoPE) and qwen2 (tied, QKV bias) model.
+set -euo pipefail
+py=${DLM_PYTHON:-/usr/bin/python3}
+if ! "$py" -c 'import torch' 2>/dev/null; then
+    [ "${DLM_REF_SKIP:-}" = 1 ] && exit 77
+    echo "r0401: $py has no torch (scripts/deps.sh installs python3-torch)" >&2; exit 1
+fi
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+for arch in llama qwen2; do
+    "$py" "$DLM_SRC/tests/ref/engine/torch_ref.py" --arch $arch --out "$out/$arch"
+    DLM_ENGINE_REF="$out/$arch" "$DLM_BUILD/test_engine"
+done
