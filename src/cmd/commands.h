@@ -9,8 +9,6 @@
 #define DLM_COMMAND_LIST(X) \
     X(init)                 \
     X(migrate)              \
-    X(init)                 \
-    X(migrate)              \
     X(perplexity)           \
     X(prompt)               \
     X(show)                 \
