@@ -6,7 +6,10 @@
 #include <unistd.h>
 
 #include "cmd/commands.h"
+#include "doc/doc.h"
+#include "model/base.h"
 #include "tok/tok.h"
+#include "tok/tok_gguf.h"
 #include "util/fs.h"
 #include "util/json.h"
 #include "util/str.h"
@@ -16,7 +19,7 @@ static const char *opt_base, *opt_tokenizer;
 static int opt_json, opt_lines, opt_no_special, opt_add_special, opt_decode, opt_skip_special, opt_time;
 
 static const opt tokenize_opts[] = {
-    {"base", 0, OPT_STR, &opt_base, "B", "tokenizer of a registered base (needs the model module)"},
+    {"base", 0, OPT_STR, &opt_base, "B", "tokenizer of a base: registry key, hf:org/name, path, tiny"},
     {"tokenizer", 't', OPT_STR, &opt_tokenizer, "FILE", "a tokenizer.json (or a .gguf)"},
     {"json", 0, OPT_FLAG, &opt_json, NULL, "print a JSON array (with -v: ids and token strings)"},
     {"lines", 0, OPT_FLAG, &opt_lines, NULL, "each input line separately; one JSON array per line"},
@@ -48,11 +51,26 @@ static int read_stdin(strbuf *sb)
     return ferror(stdin) ? -1 : 0;
 }
 
+/* The tokenizer of a base spec (registry key, hf:, path, tiny), resolved
+ * through the HF cache like every other command. */
+static int open_base(const char *spec, tok **t, dlm_err *e)
+{
+    hub_opts ho;
+    base_ref ref;
+    char path[4096];
+    if (hub_opts_init(&ho, e) || base_resolve(spec, &ho, &ref, path, sizeof path, e)) return -1;
+    return tok_load_for_model(path, t, e);
+}
+
 static int open_tokenizer(const char *path, tok **t, dlm_err *e)
 {
-    if (str_endswith(path, ".gguf")) {
-        err_set(e, "TokenizerError", "%s: reading a tokenizer from GGUF needs the GGUF reader", path);
-        return err_hint(e, "pass the base's tokenizer.json (or its HF folder) instead");
+    if (str_endswith(path, ".gguf")) return tok_load_gguf(path, t, e);
+    if (str_endswith(path, ".dlm")) {
+        dlm_doc *d = doc_load(path, e);
+        if (!d) return -1;
+        int rc = open_base(doc_fm(d)->base_model, t, e);
+        doc_free(d);
+        return rc;
     }
     char p[4096];
     if (fs_is_dir(path)) {
@@ -169,13 +187,7 @@ int cmd_tokenize(int argc, char **argv, dlm_ctx *ctx)
         free(pos);
         return cmd_usage_error(&spec_tokenize, "--base and --tokenizer are mutually exclusive");
     }
-    if (opt_base) {
-        free(pos);
-        err_set(&e, "TokenizerError", "--base needs the base-model registry, which this build does not have yet");
-        err_hint(&e, "pass --tokenizer FILE or the base's HF folder as PATH");
-        return cmd_fail(ctx, &e);
-    }
-    if (!src) {
+    if (!src && !opt_base) {
         if (npos < 1) {
             free(pos);
             return cmd_usage_error(&spec_tokenize, "which tokenizer? give --tokenizer FILE or an HF model folder");
@@ -191,7 +203,7 @@ int cmd_tokenize(int argc, char **argv, dlm_ctx *ctx)
 
     double t0 = time_mono();
     tok *t;
-    if (open_tokenizer(src, &t, &e)) return cmd_fail(ctx, &e);
+    if (opt_base ? open_base(opt_base, &t, &e) : open_tokenizer(src, &t, &e)) return cmd_fail(ctx, &e);
     double t_load = time_mono() - t0;
 
     strbuf in = STRBUF_INIT;

@@ -44,7 +44,15 @@ expect_fail() { # label, code, pattern, command...
 }
 expect_fail "no tokenizer" 2 "which tokenizer" "$DLM" tokenize
 expect_fail "two texts" 2 "one TEXT" "$DLM" tokenize --tokenizer "$tk" a b
-expect_fail "gguf" 1 "needs the GGUF reader" "$DLM" tokenize --tokenizer x.gguf a
+expect_fail "missing gguf" 1 "cannot open" "$DLM" tokenize --tokenizer "$DLM_HOME/x.gguf" a
+# a tokenizer rebuilt from GGUF metadata gives the tokenizer.json's ids
+fx="$DLM_SRC/tests/ref/model/fixtures"
+for m in qwen2-f32:qwen2-f32.f16.gguf llama-bf16:llama-bf16.q8_0.gguf; do
+    a=$("$DLM" tokenize --tokenizer "$fx/${m%%:*}/tokenizer.json" "Hello <|im_end|> world 123")
+    b=$("$DLM" tokenize --tokenizer "$fx/${m##*:}" "Hello <|im_end|> world 123")
+    c=$("$DLM" tokenize --base "$fx/${m##*:}" "Hello <|im_end|> world 123")
+    if [ "$a" != "$b" ] || [ "$a" != "$c" ]; then echo "t0101: gguf ids differ: $a / $b / $c" >&2; fail=1; fi
+done
 expect_fail "missing file" 1 "cannot open" "$DLM" tokenize --tokenizer "$DLM_HOME/none.json" a
 expect_fail "empty folder" 1 "no tokenizer.json" "$DLM" tokenize "$DLM_HOME" a
 printf '{"model": {"type": "Unigram"}}' > "$DLM_HOME/bad.json"
