@@ -168,7 +168,9 @@ static CURL *new_handle(const hub_opts *o, struct curl_slist **hl, hdrs *h)
 
 static int transient_curl(CURLcode rc)
 {
-    return rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST || rc == CURLE_OPERATION_TIMEDOUT ||
+    /* A host name that does not resolve means no network (or a typo in
+     * HF_ENDPOINT): retrying only makes the user wait, so it is final. */
+    return rc == CURLE_COULDNT_CONNECT || rc == CURLE_OPERATION_TIMEDOUT ||
            rc == CURLE_PARTIAL_FILE || rc == CURLE_RECV_ERROR || rc == CURLE_SEND_ERROR ||
            rc == CURLE_GOT_NOTHING || rc == CURLE_HTTP2 || rc == CURLE_HTTP2_STREAM || rc == CURLE_SSL_CONNECT_ERROR;
 }
@@ -228,6 +230,9 @@ static int head_once(const hub_opts *o, const char *repo, const char *rev, const
         CURLcode cr = curl_easy_perform(c);
         if (cr != CURLE_OK) {
             err_set(e, "HubNetworkError", "%s: cannot reach %s: %s", repo, o->endpoint, curl_easy_strerror(cr));
+            if (cr == CURLE_COULDNT_RESOLVE_HOST)
+                err_hint(e, "no network? the base must already be in the HF cache (HF_HUB_CACHE), or use a local"
+                            " folder / .gguf, or --base tiny");
             rc = transient_curl(cr) ? RETRY : -1;
             goto out;
         }
