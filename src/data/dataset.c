@@ -207,7 +207,9 @@ int dataset_build(const dlm_doc *doc, const dlm_doc *replay, tok *t, const chat_
     if (rc) { dataset_free(d); return -1; }
     d->train = malloc((size_t)(d->n_items + 1) * sizeof(int));
     d->val = malloc((size_t)(d->n_items + 1) * sizeof(int));
-    if (!d->train || !d->val) { dataset_free(d); return err_set(e, "MemoryError", "out of memory"); }
+    d->perm = malloc((size_t)(d->n_items + 1) * sizeof(int));
+    d->perm_epoch = -1;
+    if (!d->train || !d->val || !d->perm) { dataset_free(d); return err_set(e, "MemoryError", "out of memory"); }
     for (int i = 0; i < d->n_items; i++) {
         if (d->items[i].val) { d->val[d->n_val++] = i; d->val_loss_tokens += d->items[i].n_loss; }
         else { d->train[d->n_train++] = i; d->train_loss_tokens += d->items[i].n_loss; }
@@ -237,6 +239,7 @@ void dataset_free(dataset *d)
     free(d->items);
     free(d->train);
     free(d->val);
+    free(d->perm);
     free(d);
 }
 
@@ -248,23 +251,23 @@ int dataset_steps_per_epoch(const dataset *d, int mb, int ga)
     return per > 0 ? (d->n_train + per - 1) / per : 0;
 }
 
-/* Position p of epoch e's permutation of [0, n): a Fisher–Yates shuffle
- * recomputed on demand would cost O(n) per call; n is small (items of one
- * document), so build it, use it, drop it. */
-int dataset_micro_items(const dataset *d, uint64_t seed, int epoch, int step, int micro, int mb, int ga,
-                        int *out)
+/* Epoch e's order: a Fisher–Yates shuffle keyed by (seed, e), rebuilt in the
+ * buffer allocated at build time whenever the epoch changes (no allocation
+ * in the step loop). */
+int dataset_micro_items(dataset *d, uint64_t seed, int epoch, int step, int micro, int mb, int ga, int *out)
 {
-    int n = d->n_train;
-    int *perm = malloc((size_t)(n ? n : 1) * sizeof *perm);
-    if (!perm) return -1;
-    for (int i = 0; i < n; i++) perm[i] = d->train[i];
-    for (int i = n - 1; i > 0; i--) {
-        int j = (int)(rng_u64(seed, RNG_SHUFFLE, (uint64_t)epoch, (uint64_t)i) % (uint64_t)(i + 1));
-        int tmp = perm[i]; perm[i] = perm[j]; perm[j] = tmp;
+    int n = d->n_train, *perm = d->perm;
+    if (d->perm_epoch != epoch || d->perm_seed != seed) {
+        for (int i = 0; i < n; i++) perm[i] = d->train[i];
+        for (int i = n - 1; i > 0; i--) {
+            int j = (int)(rng_u64(seed, RNG_SHUFFLE, (uint64_t)epoch, (uint64_t)i) % (uint64_t)(i + 1));
+            int tmp = perm[i]; perm[i] = perm[j]; perm[j] = tmp;
+        }
+        d->perm_epoch = epoch;
+        d->perm_seed = seed;
     }
     int from = step * mb * ga + micro * mb, cnt = 0;
     for (int i = from; i < from + mb && i < n; i++) out[cnt++] = perm[i];
-    free(perm);
     return cnt;
 }
 

@@ -47,6 +47,9 @@ typedef struct dataset {
     int rows_prose, rows_instr, rows_replay, n_pref_triples, n_windows_split, n_dropped;
     int64_t train_loss_tokens, val_loss_tokens;
     int32_t pad_id;
+    int *perm;              /* [n_train] this epoch's order (allocated at build) */
+    int perm_epoch;         /* epoch perm holds, -1 none */
+    uint64_t perm_seed;
 } dataset;
 
 typedef struct ds_opts {
@@ -74,8 +77,7 @@ int dataset_is_val(uint64_t seed, const char *sid, int row, double frac);
 int dataset_steps_per_epoch(const dataset *d, int mb, int ga);
 /* Items of micro-batch `micro` (0..ga-1) of step `step` (0-based within
  * epoch `epoch`): writes up to mb indices into out, returns the count. */
-int dataset_micro_items(const dataset *d, uint64_t seed, int epoch, int step, int micro, int mb, int ga,
-                        int *out);
+int dataset_micro_items(dataset *d, uint64_t seed, int epoch, int step, int micro, int mb, int ga, int *out);
 /* Lay items out as a batch of up to B_cap sequences of up to T_cap tokens
  * (packed or one item per sequence). Buffers are [B_cap*T_cap]. Returns the
  * batch (B, T as used) in *b; *n_loss its targets with a loss. */

@@ -350,8 +350,14 @@ static int write_version(run *R, const char *tmp, dlm_err *e)
     snprintf(p, sizeof p, "%s/training_state.bin", tmp);
     if (state_save(p, &s, e)) return -1;
     json_t *cfg = doc_frontmatter_json(R->doc);
+    /* the adapter was trained on a quantized base when any projection it
+     * adapts is stored quantized: the exporter refuses to merge it then */
+    int quant = 0;
+    for (int l = 0; l < R->m->cfg.n_layer; l++)
+        for (int mm = 0; mm < LM_COUNT; mm++)
+            if (lora_mod_at(R->l, l, mm) && dtype_is_quant(lora_base_weight(R->m, l, mm)->type)) quant = 1;
     json_t *tr = json_pack("{s:b, s:s, s:s, s:s, s:I, s:I, s:i, s:i, s:i, s:b, s:I, s:I, s:i, s:i, s:o}",
-                           "use_qlora", 0, "base_model", R->base_spec, "base_model_revision", R->revision,
+                           "use_qlora", quant, "base_model", R->base_spec, "base_model_revision", R->revision,
                            "base_model_sha256", R->weights_sha, "seed", (json_int_t)R->seed, "steps",
                            (json_int_t)R->steps_done, "micro_batch_size", R->mb, "grad_accum", R->ga, "seq_len", R->T,
                            "recompute", R->plan.recompute, "train_items", (json_int_t)R->ds->n_train,
