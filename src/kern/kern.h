@@ -121,8 +121,11 @@ double kern_xent(float *dlogits, float *nll, const float *logits, const int32_t 
 /* ---- optimizer --------------------------------------------------------------
  * torch.optim.AdamW on n params, step t >= 1:
  *   m = b1·m + (1−b1)·g;  v = b2·v + (1−b2)·g²;  p −= lr·wd·p;
- *   p −= lr/(1−b1^t) · m / (sqrt(v)/sqrt(1−b2^t) + eps) */
+ *   p −= lr/(1−b1^t) · m / (sqrt(v)/sqrt(1−b2^t) + eps)
+ * The hyper-parameters are double, as torch's Python floats are: 1−b2 from
+ * a float 0.999f would be off by 1.3e-5 relative. Scalars are derived in
+ * double and rounded to float once, as torch does. */
 void kern_adamw(float *p, const float *g, float *m, float *v, int64_t n,
-                float lr, float b1, float b2, float eps, float wd, int64_t t);
+                double lr, double b1, double b2, double eps, double wd, int64_t t);
 
 #endif
