@@ -44,7 +44,10 @@ void kern_dequant_row(dtype t, const void *src, float *dst, int64_t n);
 size_t kern_quant_row(dtype t, const float *src, void *dst, int64_t n);
 
 /* ---- matmul with a weight in its stored type -------------------------------
- * y[N,O] = x[N,I] · W[O,I]ᵀ (+ bias[O]); accumulate != 0 adds into y. */
+ * y[N,O] = x[N,I] · W[O,I]ᵀ (+ bias[O]); accumulate != 0 adds into y.
+ * W: F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K Q5_K Q6_K, I a multiple of
+ * the block; any other W leaves y untouched. N < 4 takes a dot-product path
+ * (results can differ in the last bits from the same rows in a larger N). */
 void kern_matmul(float *y, const float *x, const wmat *W, const float *bias,
                  int64_t N, int accumulate);
 /* dx[N,I] += dy[N,O] · W[O,I]   (input gradient through a frozen weight) */

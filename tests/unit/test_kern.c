@@ -248,6 +248,44 @@ static void test_matmul(void)
     }
 }
 
+/* Q4_1/Q5_1 weights (dequant-only types: random blocks with sane scales),
+ * and weights the kernels must refuse (y untouched). */
+static void test_matmul_other_types(void)
+{
+    trng r = {43};
+    const dtype ts[] = {DT_Q4_1, DT_Q5_1};
+    const int64_t N = 6, O = 37, I = 96;
+    for (int t = 0; t < 2; t++) {
+        size_t bb = dtype_block_bytes(ts[t]), rb = dtype_row_bytes(ts[t], I);
+        uint8_t *data = xmalloc(rb * O);
+        for (size_t i = 0; i < rb * O; i++) data[i] = (uint8_t)trng_u64(&r);
+        for (size_t b = 0; b < rb * O; b += bb) {
+            uint16_t d = f32_to_fp16(0.01f * (float)(1 + trng_u64(&r) % 7)), m = f32_to_fp16(-0.05f);
+            memcpy(data + b, &d, 2);
+            memcpy(data + b + 2, &m, 2);
+        }
+        wmat W = {ts[t], O, I, rb, data};
+        float *x = xmalloc(N * I * 4), *y = xmalloc(N * O * 4), *yr = xmalloc(N * O * 4);
+        fill_rand(&r, x, N * I, 1.f);
+        kern_matmul(y, x, &W, NULL, N, 0);
+        kern_matmul_ref(yr, x, &W, NULL, N, 0);
+        check_tensor(ts[t] == DT_Q4_1 ? "matmul Q4_1" : "matmul Q5_1", y, yr, N * O, 2e-5);
+        free(x); free(y); free(yr); free(data);
+    }
+    float x[64], y[8], y0[8];
+    uint8_t junk[4096] = {0};
+    for (int i = 0; i < 64; i++) x[i] = 1.f;
+    for (int i = 0; i < 8; i++) y[i] = y0[i] = (float)i;
+    wmat bad1 = {(dtype)99, 4, 64, 256, junk};          /* unknown type */
+    wmat bad2 = {DT_Q4_K, 4, 64, 144, junk};            /* 64 is not a whole Q4_K block */
+    wmat bad3 = {DT_Q8_0, 4, 64, 10, junk};             /* rows shorter than 64 elements */
+    kern_matmul(y, x, &bad1, NULL, 2, 0);
+    kern_matmul(y, x, &bad2, NULL, 2, 0);
+    kern_matmul(y, x, &bad3, NULL, 2, 0);
+    kern_matmul_dx(y, x, &bad1, 2);
+    CHECK(!memcmp(y, y0, sizeof y));
+}
+
 static void test_sgemm(void)
 {
     trng r = {5};
@@ -370,6 +408,7 @@ int main(int argc, char **argv)
     test_dequant();
     kern_init(2);
     test_matmul();
+    test_matmul_other_types();
     test_sgemm();
     test_determinism();
     test_loop_orders();
