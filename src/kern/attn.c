@@ -80,8 +80,11 @@ void kern_attn_fwd(float *out, float *lse, const float *q, const float *k, const
     J.q = q;
     J.k = k;
     J.v = v;
+    /* Decoding (a few queries per head): put the query heads of one kv head
+     * side by side in the lanes of one unit instead of one lane per unit. */
+    J.grouped = (int64_t)(s->NH / s->KVH) * s->Tq <= ATTN_BQ;
     kern_ensure_init();
-    kern_parallel_dyn((int64_t)s->B * s->NH * J.nqb, run_fwd, &J);
+    kern_parallel_dyn(J.grouped ? (int64_t)s->B * s->KVH : (int64_t)s->B * s->NH * J.nqb, run_fwd, &J);
 }
 
 typedef struct dsum_job {

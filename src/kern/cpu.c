@@ -29,9 +29,10 @@ static void detect(void)
     if (__get_cpuid(1, &a, &b, &c, &d)) g_feat.f16c = (c >> 29) & 1;
     /* The OS must save the wide registers too (XCR0); __builtin_cpu_supports
      * already accounts for that on current gcc. */
-    if (g_feat.avx512f && g_feat.avx512bw && g_feat.avx512dq && g_feat.avx512vl && g_feat.fma)
+    /* F16C comes with every AVX2 CPU; the kernels use it for fp16 weights. */
+    if (g_feat.avx512f && g_feat.avx512bw && g_feat.avx512dq && g_feat.avx512vl && g_feat.fma && g_feat.f16c)
         g_level = CPU_AVX512;
-    else if (g_feat.avx2 && g_feat.fma)
+    else if (g_feat.avx2 && g_feat.fma && g_feat.f16c)
         g_level = CPU_AVX2;
     else
         g_level = CPU_SCALAR;

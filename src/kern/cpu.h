@@ -8,8 +8,8 @@
 
 typedef enum {
     CPU_SCALAR = 0,
-    CPU_AVX2 = 1,      /* AVX2 + FMA */
-    CPU_AVX512 = 2,    /* AVX-512 F/BW/DQ/VL */
+    CPU_AVX2 = 1,      /* AVX2 + FMA + F16C */
+    CPU_AVX512 = 2,    /* AVX-512 F/BW/DQ/VL + FMA + F16C */
 } cpu_level_t;
 
 typedef struct cpu_features {

@@ -15,6 +15,7 @@
 #define VL 16
 #define GEMM_MR 12
 #define GEMM_NV 2
+#define ATT_ACC 16
 typedef __m512 vf;
 
 #define vzero() _mm512_setzero_ps()

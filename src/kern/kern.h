@@ -44,7 +44,10 @@ void kern_dequant_row(dtype t, const void *src, float *dst, int64_t n);
 size_t kern_quant_row(dtype t, const float *src, void *dst, int64_t n);
 
 /* ---- matmul with a weight in its stored type -------------------------------
- * y[N,O] = x[N,I] · W[O,I]ᵀ (+ bias[O]); accumulate != 0 adds into y. */
+ * y[N,O] = x[N,I] · W[O,I]ᵀ (+ bias[O]); accumulate != 0 adds into y.
+ * W: F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K Q5_K Q6_K, I a multiple of
+ * the block; any other W leaves y untouched. N < 4 takes a dot-product path
+ * (results can differ in the last bits from the same rows in a larger N). */
 void kern_matmul(float *y, const float *x, const wmat *W, const float *bias,
                  int64_t N, int accumulate);
 /* dx[N,I] += dy[N,O] · W[O,I]   (input gradient through a frozen weight) */
@@ -121,8 +124,11 @@ double kern_xent(float *dlogits, float *nll, const float *logits, const int32_t 
 /* ---- optimizer --------------------------------------------------------------
  * torch.optim.AdamW on n params, step t >= 1:
  *   m = b1·m + (1−b1)·g;  v = b2·v + (1−b2)·g²;  p −= lr·wd·p;
- *   p −= lr/(1−b1^t) · m / (sqrt(v)/sqrt(1−b2^t) + eps) */
+ *   p −= lr/(1−b1^t) · m / (sqrt(v)/sqrt(1−b2^t) + eps)
+ * The hyper-parameters are double, as torch's Python floats are: 1−b2 from
+ * a float 0.999f would be off by 1.3e-5 relative. Scalars are derived in
+ * double and rounded to float once, as torch does. */
 void kern_adamw(float *p, const float *g, float *m, float *v, int64_t n,
-                float lr, float b1, float b2, float eps, float wd, int64_t t);
+                double lr, double b1, double b2, double eps, double wd, int64_t t);
 
 #endif

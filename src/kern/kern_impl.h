@@ -128,6 +128,7 @@ typedef struct attn_job {
     float scale;            /* 1/sqrt(HS) */
     int HSP;                /* HS rounded up to the vector width */
     int nqb, nkb;           /* query / key blocks */
+    int grouped;            /* forward units are (b, kv head) with rep·Tq lanes */
     float *out, *lse;
     const float *q, *k, *v;
     /* backward */

@@ -42,10 +42,21 @@ static void gemv_range(void *ctx, int64_t o0, int64_t o1)
     }
 }
 
+/* A weight the kernels can read: a known type, whole blocks per row, rows
+ * long enough. Anything else leaves the output untouched (callers validate
+ * shapes when they load a model; this only keeps a bug from reading past a
+ * buffer). */
+static int wmat_ok(const wmat *W)
+{
+    size_t be = dtype_block_elems(W->type);
+    if (!be || W->rows < 0 || W->cols < 0 || (uint64_t)W->cols % be) return 0;
+    return W->row_bytes >= dtype_row_bytes(W->type, W->cols) && (W->data || !W->rows || !W->cols);
+}
+
 void kern_matmul(float *y, const float *x, const wmat *W, const float *bias, int64_t N, int accumulate)
 {
     const int64_t O = W->rows, I = W->cols;
-    if (N <= 0 || O <= 0) return;
+    if (N <= 0 || O <= 0 || !wmat_ok(W)) return;
     kern_ensure_init();
     if (N < GEMV_MAX_N && (size_t)I * 4 <= KERN_SCRATCH_BYTES) {
         gemv_job j = {y, x, W, bias, N, accumulate, kern_isa_get()};
@@ -64,7 +75,7 @@ void kern_matmul(float *y, const float *x, const wmat *W, const float *bias, int
 void kern_matmul_dx(float *dx, const float *dy, const wmat *W, int64_t N)
 {
     const int64_t O = W->rows, I = W->cols;
-    if (N <= 0 || I <= 0) return;
+    if (N <= 0 || I <= 0 || !wmat_ok(W)) return;
     gemm_prob p = {
         .M = N, .N = I, .K = O, .A = dy, .lda = O, .ta = 0,
         .bkind = GB_ROWS_N, .bt = W->type, .B = W->data, .ldb_bytes = W->row_bytes,

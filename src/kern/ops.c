@@ -199,18 +199,18 @@ static void adamw_range(void *ctx, int64_t b, int64_t e)
     }
 }
 
-void kern_adamw(float *p, const float *g, float *m, float *v, int64_t n, float lr, float b1, float b2,
-                float eps, float wd, int64_t t)
+void kern_adamw(float *p, const float *g, float *m, float *v, int64_t n, double lr, double b1, double b2,
+                double eps, double wd, int64_t t)
 {
     if (t < 1) t = 1;
-    double bc1 = 1.0 - pow((double)b1, (double)t), bc2 = 1.0 - pow((double)b2, (double)t);
+    double bc1 = 1.0 - pow(b1, (double)t), bc2 = 1.0 - pow(b2, (double)t);
     adamw_job j = {
         .p = p, .m = m, .v = v, .g = g,
-        .decay = (float)(1.0 - (double)lr * wd),
-        .b1 = b1, .omb1 = (float)(1.0 - (double)b1),
-        .b2 = b2, .omb2 = (float)(1.0 - (double)b2),
-        .neg_step = (float)(-(double)lr / bc1),
-        .bc2_sqrt = (float)sqrt(bc2), .eps = eps,
+        .decay = (float)(1.0 - lr * wd),
+        .b1 = (float)b1, .omb1 = (float)(1.0 - b1),
+        .b2 = (float)b2, .omb2 = (float)(1.0 - b2),
+        .neg_step = (float)(-lr / bc1),
+        .bc2_sqrt = (float)sqrt(bc2), .eps = (float)eps,
     };
     if (n < PAR_MIN) adamw_range(&j, 0, n);
     else kern_parallel_for(n, adamw_range, &j);

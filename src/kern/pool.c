@@ -43,6 +43,7 @@ typedef struct pool {
     _Atomic int caller_sleeping;
     _Atomic int64_t next;           /* kern_parallel_dyn counter */
     _Atomic int quit;
+    uint32_t start_gen;             /* gen when the workers were created */
     kern_range_fn fn;
     void *ctx;
     int64_t total;
@@ -86,7 +87,9 @@ static void *worker(void *arg)
     pool *p = &g_pool;
     t_tid = (int)(intptr_t)arg;
     t_in_region = 1;
-    uint32_t seen = 0;
+    /* Jobs published before this thread existed are not its business: gen
+     * keeps counting across kern_init calls. */
+    uint32_t seen = p->start_gen;
     for (;;) {
         uint32_t g = atomic_load_explicit(&p->gen, memory_order_acquire);
         if (g == seen) {
@@ -165,6 +168,7 @@ static int init_locked(int nthreads)
         return -1;
     }
     p->n = 1;
+    p->start_gen = atomic_load(&p->gen);    /* no job runs during init */
     for (int i = 1; i < nthreads; i++) {
         if (pthread_create(&p->th[i], NULL, worker, (void *)(intptr_t)i)) break;
         p->n = i + 1;

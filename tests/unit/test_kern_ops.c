@@ -1,7 +1,11 @@
 /* Unit tests for src/kern, part 2: RMSNorm, RoPE, SwiGLU, attention,
  * cross-entropy and AdamW against their references, the KV-cache attention
  * call against the full causal run, and bit-identical results for 1, 2 and
- * 3 threads. Re-runs itself at each lower ISA level. */
+ * 3 threads. Re-runs itself at each lower ISA level.
+ *
+ * `test_kern_ops --torch DIR` instead compares every op, forward and
+ * backward, with the PyTorch results that tests/ref/kern/ops_torch.py wrote
+ * to DIR (tests/ref/r0302-ops-torch.sh). */
 #include "check.h"
 #include "kern_test_util.h"
 
@@ -253,14 +257,14 @@ static void test_adamw(void)
     double *pd = xmalloc(n * 8), *md = xmalloc(n * 8), *vd = xmalloc(n * 8);
     fill_normal(&r, p, n, 1.f);
     for (int64_t i = 0; i < n; i++) { m[i] = v[i] = 0; pd[i] = p[i]; md[i] = vd[i] = 0; }
-    const float lr = 1e-3f, b1 = 0.9f, b2 = 0.999f, eps = 1e-8f, wd = 0.01f;
+    const double lr = 1e-3, b1 = 0.9, b2 = 0.999, eps = 1e-8, wd = 0.01;
     for (int t = 1; t <= 5; t++) {
         fill_normal(&r, g, n, 0.1f);
         kern_adamw(p, g, m, v, n, lr, b1, b2, eps, wd, t);
         for (int64_t i = 0; i < n; i++) {
-            pd[i] -= (double)lr * wd * pd[i];
-            md[i] = b1 * md[i] + (1 - (double)b1) * g[i];
-            vd[i] = b2 * vd[i] + (1 - (double)b2) * g[i] * g[i];
+            pd[i] -= lr * wd * pd[i];
+            md[i] = b1 * md[i] + (1 - b1) * g[i];
+            vd[i] = b2 * vd[i] + (1 - b2) * g[i] * g[i];
             double bc1 = 1 - pow(b1, t), bc2 = 1 - pow(b2, t);
             pd[i] -= lr / bc1 * md[i] / (sqrt(vd[i]) / sqrt(bc2) + eps);
         }
@@ -327,8 +331,152 @@ static void test_threads(void)
     kern_init(2);
 }
 
+/* ---- --torch DIR: comparison with PyTorch (tests/ref/r0302-ops-torch.sh) ----------------- */
+
+static char t_dir[2048];
+
+static double meta(const char *key)
+{
+    char path[2100], line[256], k[128];
+    snprintf(path, sizeof path, "%s/meta.txt", t_dir);
+    FILE *f = fopen(path, "r");
+    if (!f) { fprintf(stderr, "cannot open %s\n", path); exit(2); }
+    double v = 0;
+    int found = 0;
+    while (fgets(line, sizeof line, f)) {
+        double x;
+        if (sscanf(line, "%127s %lf", k, &x) == 2 && !strcmp(k, key)) { v = x; found = 1; break; }
+    }
+    fclose(f);
+    if (!found) { fprintf(stderr, "meta key %s missing\n", key); exit(2); }
+    return v;
+}
+
+/* Reads DIR/name.bin, which must hold exactly n 4-byte values. */
+static void *tload(const char *name, size_t n)
+{
+    char path[2100];
+    snprintf(path, sizeof path, "%s/%s.bin", t_dir, name);
+    FILE *f = fopen(path, "rb");
+    if (!f) { fprintf(stderr, "cannot open %s\n", path); exit(2); }
+    void *p = xmalloc(n * 4 + 4);
+    size_t got = fread(p, 4, n + 1, f);
+    fclose(f);
+    if (got != n) { fprintf(stderr, "%s: %zu values, expected %zu\n", path, got, n); exit(2); }
+    return p;
+}
+
+static int torch_mode(const char *dir)
+{
+    snprintf(t_dir, sizeof t_dir, "%s", dir);
+    kern_init(2);
+    /* RMSNorm */
+    {
+        int64_t N = (int64_t)meta("rms_N");
+        int C = (int)meta("rms_C");
+        float *x = tload("rms_x", N * C), *w = tload("rms_w", C), *dy = tload("rms_dy", N * C);
+        float *yt = tload("rms_y", N * C), *dxt = tload("rms_dx", N * C), *dwt = tload("rms_dw", C);
+        float *y = xmalloc(N * C * 4), *rs = xmalloc(N * 4), *dx = xmalloc(N * C * 4), *dw = xmalloc(C * 4);
+        memset(dw, 0, C * 4);
+        kern_rmsnorm_fwd(y, rs, x, w, N, C, (float)meta("rms_eps"));
+        kern_rmsnorm_bwd(dx, dw, dy, x, w, rs, N, C);
+        check_tensor("torch rmsnorm y", y, yt, N * C, 1e-5);
+        check_tensor("torch rmsnorm dx", dx, dxt, N * C, 1e-5);
+        check_tensor("torch rmsnorm dw", dw, dwt, C, 1e-5);
+        free(x); free(w); free(dy); free(yt); free(dxt); free(dwt); free(y); free(rs); free(dx); free(dw);
+    }
+    /* RoPE */
+    {
+        int64_t N = (int64_t)meta("rope_N");
+        int H = (int)meta("rope_H"), HS = (int)meta("rope_HS");
+        double theta = meta("rope_theta"), inv[512];
+        for (int i = 0; i < HS / 2; i++) inv[i] = 1.0 / pow(theta, (double)(2 * i) / HS);
+        int32_t *pos = tload("rope_pos", N);
+        float *x = tload("rope_x", N * H * HS), *dy = tload("rope_dy", N * H * HS);
+        float *yt = tload("rope_y", N * H * HS), *dxt = tload("rope_dx", N * H * HS);
+        kern_rope_fwd(x, pos, N, H, HS, inv);
+        kern_rope_bwd(dy, pos, N, H, HS, inv);
+        check_tensor("torch rope y", x, yt, N * H * HS, 1e-5);
+        check_tensor("torch rope dx", dy, dxt, N * H * HS, 1e-5);
+        free(pos); free(x); free(dy); free(yt); free(dxt);
+    }
+    /* attention */
+    for (int ci = 0; ci < (int)meta("attn_cases"); ci++) {
+        char k[64], name[64];
+#define M(key) (snprintf(k, sizeof k, "attn%d_" key, ci), (int)meta(k))
+#define L(key, n) (snprintf(name, sizeof name, "attn%d_%s", ci, key), tload(name, n))
+        attn_shape s = {M("B"), M("Tq"), M("Tk"), M("NH"), M("KVH"), M("HS"), M("q_off"), 0, NULL};
+        s.kv_bstride = (int64_t)s.Tk * s.KVH * s.HS;
+        size_t nq = (size_t)s.B * s.Tq * s.NH * s.HS, nkv = (size_t)s.B * s.kv_bstride;
+        size_t nl = (size_t)s.B * s.NH * s.Tq;
+        int32_t *seg = L("segids", (size_t)s.B * s.Tk);
+        if (M("seg")) s.seg = seg;
+        float *q = L("q", nq), *kk = L("k", nkv), *v = L("v", nkv), *dout = L("dout", nq);
+        float *ot = L("out", nq), *lt = L("lse", nl), *dqt = L("dq", nq), *dkt = L("dk", nkv), *dvt = L("dv", nkv);
+        float *o = xmalloc(nq * 4), *l = xmalloc(nl * 4), *dq = xmalloc(nq * 4), *dk = xmalloc(nkv * 4);
+        float *dv = xmalloc(nkv * 4), *scr = xmalloc(kern_attn_bwd_scratch(&s) * 4);
+        kern_attn_fwd(o, l, q, kk, v, &s, scr);
+        kern_attn_bwd(dq, dk, dv, dout, o, l, q, kk, v, &s, scr);
+        char lab[64];
+        snprintf(lab, sizeof lab, "torch attn%d out", ci); check_tensor(lab, o, ot, nq, 1e-5);
+        snprintf(lab, sizeof lab, "torch attn%d lse", ci); check_tensor(lab, l, lt, nl, 1e-5);
+        snprintf(lab, sizeof lab, "torch attn%d dq", ci); check_tensor(lab, dq, dqt, nq, 1e-5);
+        snprintf(lab, sizeof lab, "torch attn%d dk", ci); check_tensor(lab, dk, dkt, nkv, 1e-5);
+        snprintf(lab, sizeof lab, "torch attn%d dv", ci); check_tensor(lab, dv, dvt, nkv, 1e-5);
+#undef M
+#undef L
+        free(seg); free(q); free(kk); free(v); free(dout); free(ot); free(lt); free(dqt); free(dkt); free(dvt);
+        free(o); free(l); free(dq); free(dk); free(dv); free(scr);
+    }
+    /* SwiGLU */
+    {
+        int64_t n = (int64_t)meta("swiglu_n");
+        float *g = tload("swiglu_g", n), *u = tload("swiglu_u", n), *dh = tload("swiglu_dh", n);
+        float *ht = tload("swiglu_h", n), *dgt = tload("swiglu_dg", n), *dut = tload("swiglu_du", n);
+        float *h = xmalloc(n * 4), *dg = xmalloc(n * 4), *du = xmalloc(n * 4);
+        kern_swiglu_fwd(h, g, u, n);
+        kern_swiglu_bwd(dg, du, dh, g, u, n);
+        check_tensor("torch swiglu h", h, ht, n, 1e-5);
+        check_tensor("torch swiglu dg", dg, dgt, n, 1e-5);
+        check_tensor("torch swiglu du", du, dut, n, 1e-5);
+        free(g); free(u); free(dh); free(ht); free(dgt); free(dut); free(h); free(dg); free(du);
+    }
+    /* cross-entropy */
+    {
+        int64_t N = (int64_t)meta("xent_N");
+        int V = (int)meta("xent_V");
+        float *lg = tload("xent_logits", N * V), *nllt = tload("xent_nll", N), *dt = tload("xent_dlogits", N * V);
+        int32_t *tg = tload("xent_targets", N);
+        float *nll = xmalloc(N * 4), *d = xmalloc(N * V * 4);
+        double sum = kern_xent(d, nll, lg, tg, N, V, (float)meta("xent_scale"));
+        double want = meta("xent_sum");
+        CHECK_MSG(fabs(sum - want) <= 1e-5 * fabs(want), "torch xent sum %.9g vs %.9g", sum, want);
+        check_tensor("torch xent nll", nll, nllt, N, 1e-5);
+        check_tensor("torch xent dlogits", d, dt, N * V, 1e-5);
+        free(lg); free(nllt); free(dt); free(tg); free(nll); free(d);
+    }
+    /* AdamW: torch.optim.AdamW, 3 steps */
+    {
+        int64_t n = (int64_t)meta("adamw_n");
+        int steps = (int)meta("adamw_steps");
+        float *p = tload("adamw_p0", n), *gr = tload("adamw_grads", n * steps);
+        float *pt = tload("adamw_p", n), *mt = tload("adamw_m", n), *vt = tload("adamw_v", n);
+        float *m = xmalloc(n * 4), *v = xmalloc(n * 4);
+        memset(m, 0, n * 4);
+        memset(v, 0, n * 4);
+        for (int t = 1; t <= steps; t++) kern_adamw(p, gr + (t - 1) * n, m, v, n, 1e-3, 0.9, 0.999, 1e-8, 0.01, t);
+        check_tensor("torch adamw p", p, pt, n, 1e-6);
+        check_tensor("torch adamw m", m, mt, n, 1e-6);
+        check_tensor("torch adamw v", v, vt, n, 1e-6);
+        free(p); free(gr); free(pt); free(mt); free(vt); free(m); free(v);
+    }
+    kern_shutdown();
+    return check_done();
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 3 && !strcmp(argv[1], "--torch")) return torch_mode(argv[2]);
     (void)argc;
     kern_init(2);
     test_rmsnorm();
