@@ -8,6 +8,7 @@
 
 #define DLM_COMMAND_LIST(X) \
     X(init)                 \
+    X(metrics)              \
     X(migrate)              \
     X(perplexity)           \
     X(prompt)               \

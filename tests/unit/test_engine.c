@@ -20,6 +20,7 @@
 #include "model/model.h"
 #include "model/safetensors.h"
 #include "model/session.h"
+#include "train/adapter.h"
 #include "train/fb.h"
 #include "train/full.h"
 #include "train/lora.h"
@@ -492,7 +493,9 @@ static int infer_ref(const char *mpath)
     double tol = getenv("DLM_INFER_TOL") ? atof(getenv("DLM_INFER_TOL")) : 1e-4;
     session *s;
     float *out = calloc((size_t)T * V, 4);
-    CHECK_INT(session_create(m, NULL, T, 5, &s, &e), 0);
+    lora *ad = NULL;
+    if (getenv("DLM_INFER_ADAPTER")) CHECK_MSG(adapter_load(getenv("DLM_INFER_ADAPTER"), m, &ad, &e) == 0, "%s", e.msg);
+    CHECK_INT(session_create(m, ad, T, 5, &s, &e), 0);
     int half = T / 2;
     CHECK_INT(session_eval(s, ids, half, out, 1, &e), 0);
     for (int i = half; i < T; i++) session_eval(s, ids + i, 1, out + (size_t)i * V, 1, &e);
@@ -502,6 +505,7 @@ static int infer_ref(const char *mpath)
     CHECK_MSG(mx <= tol, "%s: logits max abs err %.3g > %.1g", mpath, mx, tol);
     printf("infer %s: %d positions, max abs err %.3g\n", mpath, T, mx);
     session_free(s);
+    lora_free(ad);
     free(out); free(ids_text); free(lg);
     json_decref(a);
     model_free(m);
