@@ -1,0 +1,128 @@
+/* bench_train — one LoRA training configuration timed the way the PyTorch
+ * peer (../shared/bench/torch_lora_peer.py --mode train) times it: a
+ * random-weight f32 model of a real shape, LoRA rank R on the chosen
+ * projections, B×T random tokens, forward + backward + clip + AdamW per
+ * step; warmup steps untimed; prints one line
+ *   RESULT {"shape":..., "tokens_per_s_median":..., "step_s_median":..., "peak_rss_mb":...}
+ *
+ * usage: bench_train SHAPE [--seq T] [--batch B] [--rank R] [--steps N] [--warmup W]
+ *        [--threads N] [--targets q,k,v,o,gate,up,down] [--recompute] */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "kern/kern.h"
+#include "train/fb.h"
+#include "train/full.h"
+#include "train/lora.h"
+#include "train/optim.h"
+#include "util/rng.h"
+#include "util/timeutil.h"
+
+typedef struct shape { const char *name; int L, C, F, NH, KVH, V; float theta, eps; int tied, bias; } shape;
+static const shape SHAPES[] = {
+    {"smollm2-135m", 30, 576, 1536, 9, 3, 49152, 100000.0f, 1e-5f, 1, 0},
+    {"smollm2-360m", 32, 960, 2560, 15, 5, 49152, 100000.0f, 1e-5f, 1, 0},
+    {"qwen2.5-0.5b", 24, 896, 4864, 14, 2, 151936, 1000000.0f, 1e-6f, 1, 1},
+    {"tiny", 2, 64, 160, 4, 2, 256, 10000.0f, 1e-5f, 1, 0},
+};
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) { fprintf(stderr, "usage: bench_train SHAPE [options]\n"); return 2; }
+    const shape *sh = NULL;
+    for (size_t i = 0; i < sizeof SHAPES / sizeof SHAPES[0]; i++)
+        if (!strcmp(argv[1], SHAPES[i].name)) sh = &SHAPES[i];
+    if (!sh) { fprintf(stderr, "unknown shape %s\n", argv[1]); return 2; }
+    int T = 512, B = 1, R = 8, steps = 10, warm = 2, threads = 2, recompute = 0;
+    unsigned targets = LM_ALL;
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
+        if (!strcmp(a, "--seq")) { T = atoi(v); i++; }
+        else if (!strcmp(a, "--batch")) { B = atoi(v); i++; }
+        else if (!strcmp(a, "--rank")) { R = atoi(v); i++; }
+        else if (!strcmp(a, "--steps")) { steps = atoi(v); i++; }
+        else if (!strcmp(a, "--warmup")) { warm = atoi(v); i++; }
+        else if (!strcmp(a, "--threads")) { threads = atoi(v); i++; }
+        else if (!strcmp(a, "--recompute")) recompute = 1;
+        else if (!strcmp(a, "--targets")) {
+            targets = 0;
+            char buf[128];
+            snprintf(buf, sizeof buf, "%s", v);
+            for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) targets |= 1u << lora_module_from_name(t);
+            i++;
+        } else { fprintf(stderr, "unknown option %s\n", a); return 2; }
+    }
+    kern_init(threads);
+    model_config c = {0};
+    c.arch = sh->bias ? ARCH_QWEN2 : ARCH_LLAMA;
+    c.n_layer = sh->L; c.d_model = sh->C; c.n_ff = sh->F; c.n_head = sh->NH; c.n_kv_head = sh->KVH;
+    c.head_dim = sh->C / sh->NH; c.vocab = sh->V; c.max_pos = 8192; c.rms_eps = sh->eps;
+    c.rope_theta = sh->theta; c.tied = sh->tied; c.qkv_bias = sh->bias; c.bos_id = c.eos_id = -1;
+    dlm_err e;
+    full_model *fm;
+    double t0 = time_mono();
+    if (full_model_new(&c, &fm, &e)) { fprintf(stderr, "%s\n", e.msg); return 1; }
+    /* random weights: a cheap xorshift (a Philox draw per weight would take
+     * half a minute for 500M weights and this is not what is measured) */
+    uint64_t x = 0x9E3779B97F4A7C15ull;
+    for (size_t i = 0; i < fm->n; i++) {
+        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        fm->slab[i] = 0.02f * ((float)(x >> 40) * (1.0f / 16777216.0f) * 3.4641f - 1.7320f); /* unit variance */
+    }
+    full_tensor ts[512];
+    int nt = full_tensors(&c, &fm->p, ts);
+    for (int i = 0; i < nt; i++)
+        if (ts[i].cols == 1 && strstr(ts[i].name, "norm"))
+            for (int64_t k = 0; k < ts[i].rows; k++) ts[i].p[k] = 1.0f + 0.1f * rng_normal(5, 9, (uint64_t)i, (uint64_t)k);
+    lora_config lc = {R, 16.0f, 0.0f, targets, 0};
+    lora *l;
+    if (lora_create(&c, &lc, &l, &e) || lora_init(l, &fm->m, 1, &e)) { fprintf(stderr, "%s\n", e.msg); return 1; }
+    fb_opts o = {B, T, recompute, 0, 0};
+    fb_ctx *f;
+    if (fb_create(&fm->m, l, &o, &f, &e)) { fprintf(stderr, "%s\n", e.msg); return 1; }
+    float *g = calloc(l->n, 4), *m = calloc(l->n, 4), *v = calloc(l->n, 4);
+    int32_t *tok = malloc((size_t)B * T * 4), *tgt = malloc((size_t)B * T * 4), *pos = malloc((size_t)B * T * 4);
+    optim_config oc;
+    optim_defaults(&oc);
+    oc.lr = 1e-3f;
+    oc.warmup_ratio = 0;
+    oc.sched = SCHED_CONSTANT;
+    double setup = time_mono() - t0;
+    double *dt = calloc((size_t)steps, sizeof(double));
+    double loss = 0;
+    for (int s = 0; s < warm + steps; s++) {
+        for (int i = 0; i < B * T; i++) {
+            tok[i] = (int32_t)(rng_u64(1234, 99, (uint64_t)s, (uint64_t)i) % (uint64_t)c.vocab);
+            tgt[i] = (int32_t)(rng_u64(1234, 98, (uint64_t)s, (uint64_t)i) % (uint64_t)c.vocab);
+            pos[i] = i % T;
+        }
+        fb_batch b = {B, T, tok, tgt, pos, NULL};
+        double a = time_mono();
+        memset(g, 0, l->n * 4);
+        int64_t nl;
+        loss = fb_step(f, &b, g, NULL, 1.0f / (float)(B * T), 1, (uint64_t)s, &nl) / (double)nl;
+        optim_clip(g, l->n, 1.0f);
+        optim_adamw_step(&oc, l->w, g, m, v, l->n, 1e-3, s + 1);
+        if (s >= warm) dt[s - warm] = time_mono() - a;
+    }
+    qsort(dt, (size_t)steps, sizeof *dt, cmp_d);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    double med = dt[steps / 2];
+    printf("RESULT {\"impl\":\"dlm\",\"shape\":\"%s\",\"seq\":%d,\"batch\":%d,\"rank\":%d,\"threads\":%d,"
+           "\"recompute\":%d,\"steps\":%d,\"step_s_min\":%.4f,\"step_s_median\":%.4f,\"step_s_max\":%.4f,"
+           "\"tokens_per_s_median\":%.1f,\"peak_rss_mb\":%.1f,\"setup_s\":%.2f,\"loss\":%.4f,"
+           "\"activation_mb\":%.1f}\n",
+           sh->name, T, B, R, threads, recompute, steps, dt[0], med, dt[steps - 1], (double)B * T / med,
+           (double)ru.ru_maxrss / 1024.0, setup, loss, (double)fb_plan_bytes(&c, &lc, &o) / 1048576.0);
+    return 0;
+}
