@@ -150,7 +150,7 @@ static void test_packing_loss(tok *t, const chat_dialect *dl)
     fb_opts fo = {8, 256, 0, 0, 0};
     fb_ctx *f;
     CHECK_INT(fb_create(m, NULL, &fo, &f, &e), 0);
-    float nll_packed[256], nll_one[256];
+    static float nll_packed[8 * 256], nll_one[8 * 256]; /* [B*T] of the fill buffers */
     int64_t cnt;
     double packed = fb_forward(f, &b, nll_packed, NULL, &cnt);
     double alone = 0;
