@@ -85,6 +85,8 @@ KINLINE void vtranspose(__m512 r[16])
 
 int dequant_avx512(dtype t, const void *src, float *dst, int64_t n);
 #define ISA_DEQUANT dequant_avx512
+int dot_fused_avx512(dtype t, const void *src, const float *x, int64_t K, float *out);
+#define ISA_DOT_FUSED dot_fused_avx512
 
 #include "kern/isa_body.inc"
 #endif

@@ -177,6 +177,35 @@ static void test_dequant(void)
     free(x); free(a); free(b); free(q);
 }
 
+/* Fused dequantize+dot (decode path) == dequantize, then dot_rows, bitwise. */
+static void test_dot_fused(void)
+{
+    const kern_isa *isa = kern_isa_get();
+    if (!isa->dot_fused) return;
+    trng r = {12};
+    const int64_t Ks[] = {1, 15, 16, 17, 64, 100, 256, 288, 576, 1000, 1536};
+    float *w = xmalloc(1536 * 4), *x = xmalloc(1536 * 4), *dq = xmalloc(1536 * 4);
+    uint8_t *q = xmalloc(1536 * 4);
+    int checked = 0;
+    for (int t = 0; t < NTYPES; t++)
+        for (int ki = 0; ki < 11; ki++) {
+            int64_t K = Ks[ki];
+            if (ALL_TYPES[t] == DT_F32 || !dtype_row_bytes(ALL_TYPES[t], K)) continue;
+            fill_rand(&r, w, K, 1.f);
+            fill_rand(&r, x, K, 1.f);
+            kern_quant_row(ALL_TYPES[t], w, q, K);
+            kern_dequant_row(ALL_TYPES[t], q, dq, K);
+            float a = 0, b = 0;
+            isa->dot_rows(&a, 1, x, K, 1, dq, K);
+            CHECK_INT(isa->dot_fused(ALL_TYPES[t], q, x, K, &b), 1);
+            CHECK_MSG(fbits(a) == fbits(b), "dot_fused %s K=%lld: %.9g vs %.9g", dtype_name(ALL_TYPES[t]),
+                      (long long)K, a, b);
+            checked++;
+        }
+    CHECK(checked > 30);
+    free(w); free(x); free(dq); free(q);
+}
+
 /* ---- matmul family ---------------------------------------------------------------- */
 
 typedef struct qmat { wmat w; uint8_t *data; } qmat;
@@ -406,6 +435,7 @@ int main(int argc, char **argv)
     test_pool();
     test_conversions();
     test_dequant();
+    test_dot_fused();
     kern_init(2);
     test_matmul();
     test_matmul_other_types();
