@@ -231,13 +231,13 @@ static void test_matmul(void)
 {
     trng r = {42};
     const int64_t Ns[] = {1, 3, 5, 40};
-    const int64_t Os[] = {1, 7, 33, 100};
+    const int64_t Os[] = {1, 7, 33, 70};
     for (int t = 0; t < NTYPES; t++) {
         dtype ty = ALL_TYPES[t];
         int64_t be = (int64_t)dtype_block_elems(ty);
-        const int64_t Is_plain[] = {1, 17, 300, 544};
-        const int64_t Is_q32[] = {32, 96, 288, 544};
-        const int64_t Is_k[] = {256, 512, 768, 256};
+        const int64_t Is_plain[] = {1, 17, 300, 320};
+        const int64_t Is_q32[] = {32, 96, 288, 320};
+        const int64_t Is_k[] = {256, 512, 256, 512};
         const int64_t *Is = be == 1 ? Is_plain : is_kquant(ty) ? Is_k : Is_q32;
         for (int ii = 0; ii < 4; ii++)
             for (int oi = 0; oi < 4; oi++) {
