@@ -24,6 +24,7 @@ typedef __m512 vf;
 #define vstore(p, v) _mm512_storeu_ps(p, v)
 #define vloadn(p, n) _mm512_maskz_loadu_ps((__mmask16)((1u << (n)) - 1), p)
 #define vstoren(p, v, n) _mm512_mask_storeu_ps(p, (__mmask16)((1u << (n)) - 1), v)
+#define sfma(a, b, c) __builtin_fmaf(a, b, c)
 #define vfma(a, b, c) _mm512_fmadd_ps(a, b, c)
 #define vfnma(a, b, c) _mm512_fnmadd_ps(a, b, c)
 #define vmul(a, b) _mm512_mul_ps(a, b)

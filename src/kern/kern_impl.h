@@ -59,6 +59,7 @@ typedef struct gemm_prob {
     const float *bias;      /* [N] or NULL */
     float *C;
     int64_t ldc;
+    int ct;                 /* C stored transposed (set by gemm_run's operand swap) */
 } gemm_prob;
 void gemm_run(const gemm_prob *p);
 
@@ -79,6 +80,7 @@ typedef struct gemm_epi {
     float alpha, beta;
     const float *bias;      /* already offset to the tile's first column */
     int first;              /* first K block: combine with beta·C + bias */
+    int ct;                 /* C stored transposed: element (i, j) at C[j·ldc + i] */
 } gemm_epi;
 
 typedef struct kern_isa {

@@ -351,6 +351,42 @@ static void test_sgemm(void)
                 }
 }
 
+/* Narrow outputs (N < one micro-tile, many rows) take the operand swap
+ * (Cᵀ = op(B)ᵀ·op(A)ᵀ, transposed store): same bits as computing the
+ * transposed product directly (a wide problem, no swap), for every
+ * transpose combination, and close to the reference. */
+static void test_sgemm_narrow(void)
+{
+    trng r = {6};
+    const int64_t M = 300, N = 8, K = 500;
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++)
+            for (int ab = 0; ab < 2; ab++) {
+                float alpha = ab ? 0.5f : 1.f, beta = ab ? 0.75f : 0.f;
+                int64_t lda = (ta ? M : K) + 1, ldb = (tb ? K : N) + 2;
+                float *A = xmalloc((ta ? K : M) * lda * 4), *B = xmalloc((tb ? N : K) * ldb * 4);
+                float *C = xmalloc(M * N * 4), *Cr = xmalloc(M * N * 4), *CT = xmalloc(N * M * 4);
+                fill_rand(&r, A, (ta ? K : M) * lda, 1.f);
+                fill_rand(&r, B, (tb ? N : K) * ldb, 1.f);
+                fill_rand(&r, C, M * N, 1.f);
+                memcpy(Cr, C, M * N * 4);
+                for (int64_t i = 0; i < M; i++)
+                    for (int64_t j = 0; j < N; j++) CT[j * M + i] = C[i * N + j];
+                kern_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, N);
+                kern_sgemm_ref(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, Cr, N);
+                /* Cᵀ = op(B)ᵀ·op(A)ᵀ: B plays A with the opposite transpose flag */
+                kern_sgemm(!tb, !ta, N, M, K, alpha, B, ldb, A, lda, beta, CT, M);
+                char label[64];
+                snprintf(label, sizeof label, "sgemm narrow ta=%d tb=%d", ta, tb);
+                check_tensor(label, C, Cr, M * N, 2e-5);
+                int same = 1;
+                for (int64_t i = 0; i < M; i++)
+                    for (int64_t j = 0; j < N; j++) same &= fbits(C[i * N + j]) == fbits(CT[j * M + i]);
+                CHECK_MSG(same, "%s: swapped != transposed problem", label);
+                free(A); free(B); free(C); free(Cr); free(CT);
+            }
+}
+
 /* Same inputs with 1, 2 and 3 threads → identical bytes. */
 static void test_determinism(void)
 {
@@ -440,6 +476,7 @@ int main(int argc, char **argv)
     test_matmul();
     test_matmul_other_types();
     test_sgemm();
+    test_sgemm_narrow();
     test_determinism();
     test_loop_orders();
     kern_shutdown();
