@@ -180,6 +180,167 @@ A512 int dequant_avx512(dtype t, const void *src, float *y, int64_t n)
     }
 }
 
+/* ---- fused dequantize + dot (one-row matmul, i.e. decoding) --------------------
+ * y = Σ_k x[k]·w[k] for one weight row, dequantizing 16 weights at a time in
+ * registers. The weights are the exact floats of the dequantizers above and
+ * they enter the sum in dot_rows' order (four accumulators over 64-element
+ * chunks, then single vectors into the first, a partial vector into the
+ * second, one horizontal sum), so the result is bit-identical to dequantize
+ * + dot_rows; only the store and reload of the row are saved. */
+
+#define FEED4(w0, w1, w2, w3) do { \
+    a0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + k), w0, a0); \
+    a1 = _mm512_fmadd_ps(_mm512_loadu_ps(x + k + 16), w1, a1); \
+    a2 = _mm512_fmadd_ps(_mm512_loadu_ps(x + k + 32), w2, a2); \
+    a3 = _mm512_fmadd_ps(_mm512_loadu_ps(x + k + 48), w3, a3); \
+    k += 64; } while (0)
+#define FEED0(w) do { a0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + k), w, a0); k += 16; } while (0)
+
+static inline A512 __m512 q8_vec(const uint8_t *q, __m512 d)
+{
+    return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)q))), d);
+}
+
+/* Q4_K / Q5_K scale and min of sub-block j (get_scale_min_k4). */
+static inline void scmin(const uint8_t *sc, int j, uint8_t *s, uint8_t *m)
+{
+    if (j < 4) { *s = sc[j] & 63; *m = sc[j + 4] & 63; }
+    else { *s = (uint8_t)((sc[j + 4] & 0xF) | ((sc[j - 4] >> 6) << 4)); *m = (uint8_t)((sc[j + 4] >> 4) | ((sc[j] >> 6) << 4)); }
+}
+
+A512 int dot_fused_avx512(dtype t, const void *src, const float *x, int64_t K, float *out)
+{
+    const uint8_t *b = src;
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    int64_t k = 0;
+    const __m128i lo4 = _mm_set1_epi8(0x0F);
+    switch (t) {
+    case DT_F16:
+    case DT_BF16: {
+#define HV(off) (t == DT_F16 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(b + 2 * (off)))) \
+        : _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(b + 2 * (off)))), 16)))
+        while (k + 64 <= K) FEED4(HV(k), HV(k + 16), HV(k + 32), HV(k + 48));
+        while (k + 16 <= K) FEED0(HV(k));
+        if (k < K) {
+            __mmask16 mk = (__mmask16)((1u << (K - k)) - 1);
+            __m256i h = _mm256_maskz_loadu_epi16(mk, b + 2 * k);
+            __m512 w = t == DT_F16 ? _mm512_cvtph_ps(h) : _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+            a1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mk, x + k), w, a1);
+        }
+#undef HV
+        break;
+    }
+    case DT_Q8_0:
+        for (; k + 64 <= K; b += 68) {
+            __m512 d0 = _mm512_set1_ps(half(b)), d1 = _mm512_set1_ps(half(b + 34));
+            FEED4(q8_vec(b + 2, d0), q8_vec(b + 18, d0), q8_vec(b + 36, d1), q8_vec(b + 52, d1));
+        }
+        if (k < K) {
+            __m512 d0 = _mm512_set1_ps(half(b));
+            FEED0(q8_vec(b + 2, d0));
+            FEED0(q8_vec(b + 18, d0));
+        }
+        break;
+    case DT_Q4_0:
+    case DT_Q5_0: {
+        const int bb = t == DT_Q4_0 ? 18 : 22;
+        __m512 w[4];
+        while (k < K) {
+            int nblk = k + 64 <= K ? 2 : 1;
+            for (int i = 0; i < nblk; i++, b += bb) {
+                const __m512 d = _mm512_set1_ps(half(b));
+                __m128i v = _mm_loadu_si128((const __m128i *)(b + (t == DT_Q4_0 ? 2 : 6)));
+                __m512i lo = _mm512_cvtepu8_epi32(_mm_and_si128(v, lo4));
+                __m512i hi = _mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(v, 4), lo4));
+                if (t == DT_Q4_0) {
+                    lo = _mm512_sub_epi32(lo, _mm512_set1_epi32(8));
+                    hi = _mm512_sub_epi32(hi, _mm512_set1_epi32(8));
+                } else {
+                    uint32_t qh;
+                    memcpy(&qh, b + 2, 4);
+                    const __m512i sixteen = _mm512_set1_epi32(16);
+                    lo = _mm512_sub_epi32(_mm512_mask_add_epi32(lo, (__mmask16)(qh & 0xFFFF), lo, sixteen), sixteen);
+                    hi = _mm512_sub_epi32(_mm512_mask_add_epi32(hi, (__mmask16)(qh >> 16), hi, sixteen), sixteen);
+                }
+                w[2 * i] = _mm512_mul_ps(_mm512_cvtepi32_ps(lo), d);
+                w[2 * i + 1] = _mm512_mul_ps(_mm512_cvtepi32_ps(hi), d);
+            }
+            if (nblk == 2) FEED4(w[0], w[1], w[2], w[3]);
+            else { FEED0(w[0]); FEED0(w[1]); }
+        }
+        break;
+    }
+    case DT_Q4_K:
+    case DT_Q5_K: {
+        const int q5 = t == DT_Q5_K;
+        const __m512i sixteen = _mm512_set1_epi32(16);
+        for (; k < K; b += q5 ? 176 : 144) {
+            const float d = half(b), min = half(b + 2);
+            const uint8_t *sc = b + 4, *qh = b + 16, *q = b + (q5 ? 48 : 16);
+            for (int j = 0; j < 4; j++, q += 32) {
+                uint8_t s1, m1, s2, m2;
+                scmin(sc, 2 * j, &s1, &m1);
+                scmin(sc, 2 * j + 1, &s2, &m2);
+                const __m512 d1 = _mm512_set1_ps(d * s1), mm1 = _mm512_set1_ps(min * m1);
+                const __m512 d2 = _mm512_set1_ps(d * s2), mm2 = _mm512_set1_ps(min * m2);
+                __m512 w[4];
+                for (int h = 0; h < 2; h++) {
+                    __m128i v = _mm_loadu_si128((const __m128i *)(q + 16 * h));
+                    __m512i lo = _mm512_cvtepu8_epi32(_mm_and_si128(v, lo4));
+                    __m512i hi = _mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(v, 4), lo4));
+                    if (q5) {
+                        __m512i hb = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(qh + 16 * h)));
+                        lo = _mm512_mask_add_epi32(lo, _mm512_test_epi32_mask(hb, _mm512_set1_epi32(1 << (2 * j))), lo, sixteen);
+                        hi = _mm512_mask_add_epi32(hi, _mm512_test_epi32_mask(hb, _mm512_set1_epi32(2 << (2 * j))), hi, sixteen);
+                    }
+                    w[h] = _mm512_sub_ps(_mm512_mul_ps(d1, _mm512_cvtepi32_ps(lo)), mm1);
+                    w[2 + h] = _mm512_sub_ps(_mm512_mul_ps(d2, _mm512_cvtepi32_ps(hi)), mm2);
+                }
+                FEED4(w[0], w[1], w[2], w[3]);
+            }
+        }
+        break;
+    }
+    case DT_Q6_K: {
+        const __m512i m4 = _mm512_set1_epi32(0xF), m3 = _mm512_set1_epi32(3), c32 = _mm512_set1_epi32(32);
+        for (; k < K; b += 210) {
+            const float d = half(b + 208);
+            const uint8_t *ql = b, *qh = b + 128;
+            const int8_t *sc = (const int8_t *)(b + 192);
+            for (int n0 = 0; n0 < 256; n0 += 128, ql += 64, qh += 32, sc += 8) {
+                __m512 w[8];   /* q1(0) q1(16) q2(0) q2(16) q3(0) q3(16) q4(0) q4(16) */
+                for (int l0 = 0; l0 < 32; l0 += 16) {
+                    int is = l0 / 16, o = l0 / 16;
+                    __m512i a = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(ql + l0)));
+                    __m512i c = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(ql + l0 + 32)));
+                    __m512i h = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(qh + l0)));
+                    __m512i q1 = _mm512_or_si512(_mm512_and_si512(a, m4), _mm512_slli_epi32(_mm512_and_si512(h, m3), 4));
+                    __m512i q2 = _mm512_or_si512(_mm512_and_si512(c, m4),
+                                                 _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(h, 2), m3), 4));
+                    __m512i q3 = _mm512_or_si512(_mm512_srli_epi32(a, 4),
+                                                 _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(h, 4), m3), 4));
+                    __m512i q4 = _mm512_or_si512(_mm512_srli_epi32(c, 4),
+                                                 _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(h, 6), m3), 4));
+                    w[0 + o] = _mm512_mul_ps(_mm512_set1_ps(d * sc[is + 0]), _mm512_cvtepi32_ps(_mm512_sub_epi32(q1, c32)));
+                    w[2 + o] = _mm512_mul_ps(_mm512_set1_ps(d * sc[is + 2]), _mm512_cvtepi32_ps(_mm512_sub_epi32(q2, c32)));
+                    w[4 + o] = _mm512_mul_ps(_mm512_set1_ps(d * sc[is + 4]), _mm512_cvtepi32_ps(_mm512_sub_epi32(q3, c32)));
+                    w[6 + o] = _mm512_mul_ps(_mm512_set1_ps(d * sc[is + 6]), _mm512_cvtepi32_ps(_mm512_sub_epi32(q4, c32)));
+                }
+                FEED4(w[0], w[1], w[2], w[3]);
+                FEED4(w[4], w[5], w[6], w[7]);
+            }
+        }
+        break;
+    }
+    default:
+        return 0;
+    }
+    *out = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+    return 1;
+}
+#undef FEED4
+#undef FEED0
+
 /* ---- AVX2 ----------------------------------------------------------------------- */
 
 A2 int dequant_avx2(dtype t, const void *src, float *y, int64_t n)

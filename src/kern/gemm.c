@@ -106,6 +106,12 @@ static void pack_b(const kern_isa *isa, const gemm_prob *p, float *dst, float *t
     }
 }
 
+/* Address of C element (i, j). */
+static float *cptr(const gemm_prob *p, int64_t i, int64_t j)
+{
+    return p->ct ? p->C + j * p->ldc + i : p->C + i * p->ldc + j;
+}
+
 /* Scratch layout per thread: [A | B panel | dequant rows]. */
 #define A_FLOATS (KERN_SCRATCH_BYTES / 4 - (size_t)GEMM_NC * GEMM_KC - (size_t)32 * GEMM_KC)
 
@@ -133,8 +139,8 @@ static void run_region(const region_job *job, int64_t m0, int64_t m1, int64_t n0
             for (int64_t k0 = 0; k0 < p->K; k0 += GEMM_KC) {
                 int64_t kc = imin(GEMM_KC, p->K - k0);
                 pack_b(isa, p, bp, tmp, nb, nc, k0, kc);
-                gemm_epi e = {p->alpha, p->beta, p->bias ? p->bias + nb : NULL, k0 == 0};
-                isa->gemm_block(m1 - m0, nc, kc, ap + k0 * rows, bp, p->C + m0 * p->ldc + nb, p->ldc, &e);
+                gemm_epi e = {p->alpha, p->beta, p->bias ? p->bias + nb : NULL, k0 == 0, p->ct};
+                isa->gemm_block(m1 - m0, nc, kc, ap + k0 * rows, bp, cptr(p, m0, nb), p->ldc, &e);
             }
         }
         return;
@@ -150,8 +156,8 @@ static void run_region(const region_job *job, int64_t m0, int64_t m1, int64_t n0
                 for (int64_t nb = nch; nb < nche; nb += GEMM_NC) {
                     int64_t nc = imin(GEMM_NC, nche - nb);
                     pack_b(isa, p, bp, tmp, nb, nc, k0, kc);
-                    gemm_epi e = {p->alpha, p->beta, p->bias ? p->bias + nb : NULL, k0 == 0};
-                    isa->gemm_block(mc, nc, kc, ap, bp, p->C + mb * p->ldc + nb, p->ldc, &e);
+                    gemm_epi e = {p->alpha, p->beta, p->bias ? p->bias + nb : NULL, k0 == 0, p->ct};
+                    isa->gemm_block(mc, nc, kc, ap, bp, cptr(p, mb, nb), p->ldc, &e);
                 }
             }
         }
@@ -182,10 +188,33 @@ static void scale_only(const gemm_prob *p)
     }
 }
 
+/* A narrow output (N below one micro-tile, e.g. x·Aᵀ with a LoRA rank of 8)
+ * would leave most of each tile empty. Computing Cᵀ = op(B)ᵀ·op(A)ᵀ instead
+ * fills the tiles; every element is still Σ_k a·b in k order, one FMA per
+ * step, in the same K blocks — the same bits (FMA is symmetric in a, b).
+ * Only for f32 B (it becomes the packed-A operand) and no bias. */
+static int swap_operands(const gemm_prob *p, int nr, gemm_prob *q)
+{
+    if (p->bt != DT_F32 || p->bias || p->ct || p->N >= nr || p->M < 4 * nr) return 0;
+    *q = *p;
+    q->M = p->N;
+    q->N = p->M;
+    q->A = p->B;
+    q->lda = (int64_t)(p->ldb_bytes / 4);
+    q->ta = p->bkind == GB_ROWS_N;          /* B stored [K,N] → A' = Bᵀ read transposed */
+    q->B = p->A;
+    q->ldb_bytes = (size_t)p->lda * 4;
+    q->bkind = p->ta ? GB_ROWS_N : GB_ROWS_K;
+    q->ct = 1;
+    return 1;
+}
+
 void gemm_run(const gemm_prob *p)
 {
     if (p->M <= 0 || p->N <= 0) return;
     if (p->K <= 0) { scale_only(p); return; }
+    gemm_prob swapped;
+    if (swap_operands(p, kern_isa_get()->nr, &swapped)) p = &swapped;
     kern_ensure_init();
     const kern_isa *isa = kern_isa_get();
     region_job job = {.p = p, .isa = isa};

@@ -26,6 +26,7 @@ static const int32_t k_mask_tab[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 
 #define vstore(p, v) _mm256_storeu_ps(p, v)
 #define vloadn(p, n) _mm256_maskload_ps(p, vmask(n))
 #define vstoren(p, v, n) _mm256_maskstore_ps(p, vmask(n), v)
+#define sfma(a, b, c) __builtin_fmaf(a, b, c)
 #define vfma(a, b, c) _mm256_fmadd_ps(a, b, c)
 #define vfnma(a, b, c) _mm256_fnmadd_ps(a, b, c)
 #define vmul(a, b) _mm256_mul_ps(a, b)

@@ -24,6 +24,7 @@ typedef __m512 vf;
 #define vstore(p, v) _mm512_storeu_ps(p, v)
 #define vloadn(p, n) _mm512_maskz_loadu_ps((__mmask16)((1u << (n)) - 1), p)
 #define vstoren(p, v, n) _mm512_mask_storeu_ps(p, (__mmask16)((1u << (n)) - 1), v)
+#define sfma(a, b, c) __builtin_fmaf(a, b, c)
 #define vfma(a, b, c) _mm512_fmadd_ps(a, b, c)
 #define vfnma(a, b, c) _mm512_fnmadd_ps(a, b, c)
 #define vmul(a, b) _mm512_mul_ps(a, b)
@@ -85,6 +86,8 @@ KINLINE void vtranspose(__m512 r[16])
 
 int dequant_avx512(dtype t, const void *src, float *dst, int64_t n);
 #define ISA_DEQUANT dequant_avx512
+int dot_fused_avx512(dtype t, const void *src, const float *x, int64_t K, float *out);
+#define ISA_DOT_FUSED dot_fused_avx512
 
 #include "kern/isa_body.inc"
 #endif

@@ -22,6 +22,7 @@ typedef float vf;
 #define vstore(p, v) (*(p) = (v))
 #define vloadn(p, n) ((n) > 0 ? *(p) : 0.f)
 #define vstoren(p, v, n) do { if ((n) > 0) *(p) = (v); } while (0)
+#define sfma(a, b, c) ((a) * (b) + (c))
 #define vfma(a, b, c) ((a) * (b) + (c))
 #define vfnma(a, b, c) ((c) - (a) * (b))
 #define vmul(a, b) ((a) * (b))

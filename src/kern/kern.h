@@ -6,7 +6,10 @@
  *  - Determinism: results are bit-identical for any thread count. Work is
  *    split over output rows/columns, never over a summed dimension; every
  *    reduction has one fixed order.
- *  - No allocation: scratch comes from the caller (sizes documented below).
+ *    (Across ISA levels results may differ; DLM_CPU_LEVEL lowers the level.)
+ *  - No allocation per call: the pool gives each thread KERN_SCRATCH_BYTES
+ *    (6 MiB, see kern_impl.h) once at kern_init for packed panels and tiles;
+ *    what remains comes from the caller (sizes documented below).
  *  - Shapes are written above each function with the letters used across
  *    dlm: N rows (= B*T tokens), C model dim, O/I out/in features, V vocab,
  *    NH/KVH heads, HS head size, F ffn dim.
@@ -21,9 +24,13 @@
 
 /* ---- thread pool ----------------------------------------------------------
  * A persistent pool. kern_init(n) (n <= 0: all cores) may be called again to
- * resize. kern_parallel_for splits [0, n) into contiguous chunks, one per
- * thread (the caller's thread takes part), and returns when all are done.
- * fn must make each index's result independent of the chunking. */
+ * resize; it returns -1 if it could not start all threads (it then runs with
+ * fewer). Without kern_init the first kernel call makes a 1-thread pool.
+ * kern_parallel_for splits [0, n) into contiguous chunks, one per thread
+ * (thread t gets [n·t/T, n·(t+1)/T); the caller's thread takes part), and
+ * returns when all are done. fn must make each index's result independent
+ * of the chunking. Idle threads spin 50 µs, then sleep (no CPU when idle).
+ * One thread drives the pool at a time; nested calls run inline. */
 int kern_init(int nthreads);
 int kern_threads(void);
 void kern_shutdown(void);
@@ -32,7 +39,7 @@ void kern_parallel_for(int64_t n, kern_range_fn fn, void *ctx);
 
 /* ---- conversions ---------------------------------------------------------- */
 float fp16_to_f32(uint16_t h);
-uint16_t f32_to_fp16(float f);          /* IEEE RNE, NaN → 0x7E00 (ggml's rule) */
+uint16_t f32_to_fp16(float f);          /* IEEE RNE, NaN → ±0x7E00 (ggml's rule) */
 float bf16_to_f32(uint16_t h);
 uint16_t f32_to_bf16(float f);          /* RNE; NaN → (bits>>16)|64 (ggml's rule) */
 
@@ -94,8 +101,13 @@ void kern_swiglu_bwd(float *dg, float *du, const float *dh, const float *g, cons
  *                         in inference)
  * Query i sits at key position q_off + i and sees keys j <= q_off + i. With
  * seg (segment ids [B, Tk], packing) it also sees only keys whose segment
- * equals its own (seg[b][q_off+i]). No T×T matrix is materialised per head
- * beyond `scratch`: kern_attn_scratch() floats. */
+ * equals its own (seg[b][q_off+i]). No T×T matrix is materialised: tiles
+ * of 32 queries × 64 keys live in the pool's per-thread scratch.
+ * kern_attn_scratch() is a token 16 floats (the forward needs none; scratch
+ * may be NULL); kern_attn_bwd_scratch() is B·NH·Tq (+16) floats.
+ * Limits: HS <= 512, NH % KVH == 0, q_off + Tq <= Tk; otherwise the forward
+ * writes zeros and the backward does nothing. A decode step (Tq = 1,
+ * q_off = Tk−1) gives exactly the last row of the full causal run. */
 typedef struct attn_shape {
     int B, Tq, Tk, NH, KVH, HS;
     int q_off;
@@ -113,7 +125,8 @@ void kern_attn_bwd(float *dq, float *dk, float *dv, const float *dout, const flo
                    const attn_shape *s, float *scratch);
 
 /* ---- loss -------------------------------------------------------------------
- * Softmax cross-entropy over logits[N,V] with targets[N] (-1 = masked).
+ * Softmax cross-entropy over logits[N,V] with targets[N] (-1 = masked; any
+ * target < 0 or >= V is treated as masked).
  * Writes nll[N] (0 for masked rows) and, if dlogits != NULL, the gradient
  * (softmax − onehot)·grad_scale for unmasked rows, 0 for masked rows
  * (dlogits may alias logits). Returns the sum of nll over unmasked rows,

@@ -59,6 +59,7 @@ typedef struct gemm_prob {
     const float *bias;      /* [N] or NULL */
     float *C;
     int64_t ldc;
+    int ct;                 /* C stored transposed (set by gemm_run's operand swap) */
 } gemm_prob;
 void gemm_run(const gemm_prob *p);
 
@@ -79,6 +80,7 @@ typedef struct gemm_epi {
     float alpha, beta;
     const float *bias;      /* already offset to the tile's first column */
     int first;              /* first K block: combine with beta·C + bias */
+    int ct;                 /* C stored transposed: element (i, j) at C[j·ldc + i] */
 } gemm_epi;
 
 typedef struct kern_isa {
@@ -97,6 +99,9 @@ typedef struct kern_isa {
     /* Dequantize n elements (multiple of the block) of type t; 0 if this
      * level has no vector version for t (the scalar one is used). */
     int (*dequant)(dtype t, const void *src, float *dst, int64_t n);
+    /* y = Σ_k x[k]·w[k] with w one row of type t, dequantized in registers;
+     * bit-identical to dequant + dot_rows. 0 if this level has none for t. */
+    int (*dot_fused)(dtype t, const void *w, const float *x, int64_t K, float *y);
     /* exp over n floats (softmax, silu): dst may alias src. */
     void (*vexp)(float *dst, const float *src, int64_t n);
     /* Attention units, see attn.c. */

@@ -28,6 +28,14 @@ static void gemv_range(void *ctx, int64_t o0, int64_t o1)
     for (int64_t o = o0; o < o1; o++) {
         const uint8_t *src = (const uint8_t *)j->W->data + (size_t)o * j->W->row_bytes;
         const float *w = (const float *)src;
+        /* one row of x (decoding): dequantize in registers, same bits */
+        if (j->N == 1 && j->W->type != DT_F32 && j->isa->dot_fused &&
+            j->isa->dot_fused(j->W->type, src, j->x, I, &dots[0])) {
+            float base = j->accumulate ? j->y[o] : 0.f;
+            if (j->bias) base += j->bias[o];
+            j->y[o] = base + dots[0];
+            continue;
+        }
         if (j->W->type != DT_F32) {
             kern_dequant_row(j->W->type, src, row, I);
             w = row;

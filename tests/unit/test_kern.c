@@ -177,6 +177,35 @@ static void test_dequant(void)
     free(x); free(a); free(b); free(q);
 }
 
+/* Fused dequantize+dot (decode path) == dequantize, then dot_rows, bitwise. */
+static void test_dot_fused(void)
+{
+    const kern_isa *isa = kern_isa_get();
+    if (!isa->dot_fused) return;
+    trng r = {12};
+    const int64_t Ks[] = {1, 15, 16, 17, 64, 100, 256, 288, 576, 1000, 1536};
+    float *w = xmalloc(1536 * 4), *x = xmalloc(1536 * 4), *dq = xmalloc(1536 * 4);
+    uint8_t *q = xmalloc(1536 * 4);
+    int checked = 0;
+    for (int t = 0; t < NTYPES; t++)
+        for (int ki = 0; ki < 11; ki++) {
+            int64_t K = Ks[ki];
+            if (ALL_TYPES[t] == DT_F32 || !dtype_row_bytes(ALL_TYPES[t], K)) continue;
+            fill_rand(&r, w, K, 1.f);
+            fill_rand(&r, x, K, 1.f);
+            kern_quant_row(ALL_TYPES[t], w, q, K);
+            kern_dequant_row(ALL_TYPES[t], q, dq, K);
+            float a = 0, b = 0;
+            isa->dot_rows(&a, 1, x, K, 1, dq, K);
+            CHECK_INT(isa->dot_fused(ALL_TYPES[t], q, x, K, &b), 1);
+            CHECK_MSG(fbits(a) == fbits(b), "dot_fused %s K=%lld: %.9g vs %.9g", dtype_name(ALL_TYPES[t]),
+                      (long long)K, a, b);
+            checked++;
+        }
+    CHECK(checked > 30);
+    free(w); free(x); free(dq); free(q);
+}
+
 /* ---- matmul family ---------------------------------------------------------------- */
 
 typedef struct qmat { wmat w; uint8_t *data; } qmat;
@@ -202,13 +231,13 @@ static void test_matmul(void)
 {
     trng r = {42};
     const int64_t Ns[] = {1, 3, 5, 40};
-    const int64_t Os[] = {1, 7, 33, 100};
+    const int64_t Os[] = {1, 7, 33, 70};
     for (int t = 0; t < NTYPES; t++) {
         dtype ty = ALL_TYPES[t];
         int64_t be = (int64_t)dtype_block_elems(ty);
-        const int64_t Is_plain[] = {1, 17, 300, 544};
-        const int64_t Is_q32[] = {32, 96, 288, 544};
-        const int64_t Is_k[] = {256, 512, 768, 256};
+        const int64_t Is_plain[] = {1, 17, 300, 320};
+        const int64_t Is_q32[] = {32, 96, 288, 320};
+        const int64_t Is_k[] = {256, 512, 256, 512};
         const int64_t *Is = be == 1 ? Is_plain : is_kquant(ty) ? Is_k : Is_q32;
         for (int ii = 0; ii < 4; ii++)
             for (int oi = 0; oi < 4; oi++) {
@@ -322,6 +351,42 @@ static void test_sgemm(void)
                 }
 }
 
+/* Narrow outputs (N < one micro-tile, many rows) take the operand swap
+ * (Cᵀ = op(B)ᵀ·op(A)ᵀ, transposed store): same bits as computing the
+ * transposed product directly (a wide problem, no swap), for every
+ * transpose combination, and close to the reference. */
+static void test_sgemm_narrow(void)
+{
+    trng r = {6};
+    const int64_t M = 300, N = 8, K = 500;
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++)
+            for (int ab = 0; ab < 2; ab++) {
+                float alpha = ab ? 0.5f : 1.f, beta = ab ? 0.75f : 0.f;
+                int64_t lda = (ta ? M : K) + 1, ldb = (tb ? K : N) + 2;
+                float *A = xmalloc((ta ? K : M) * lda * 4), *B = xmalloc((tb ? N : K) * ldb * 4);
+                float *C = xmalloc(M * N * 4), *Cr = xmalloc(M * N * 4), *CT = xmalloc(N * M * 4);
+                fill_rand(&r, A, (ta ? K : M) * lda, 1.f);
+                fill_rand(&r, B, (tb ? N : K) * ldb, 1.f);
+                fill_rand(&r, C, M * N, 1.f);
+                memcpy(Cr, C, M * N * 4);
+                for (int64_t i = 0; i < M; i++)
+                    for (int64_t j = 0; j < N; j++) CT[j * M + i] = C[i * N + j];
+                kern_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, N);
+                kern_sgemm_ref(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, Cr, N);
+                /* Cᵀ = op(B)ᵀ·op(A)ᵀ: B plays A with the opposite transpose flag */
+                kern_sgemm(!tb, !ta, N, M, K, alpha, B, ldb, A, lda, beta, CT, M);
+                char label[64];
+                snprintf(label, sizeof label, "sgemm narrow ta=%d tb=%d", ta, tb);
+                check_tensor(label, C, Cr, M * N, 2e-5);
+                int same = 1;
+                for (int64_t i = 0; i < M; i++)
+                    for (int64_t j = 0; j < N; j++) same &= fbits(C[i * N + j]) == fbits(CT[j * M + i]);
+                CHECK_MSG(same, "%s: swapped != transposed problem", label);
+                free(A); free(B); free(C); free(Cr); free(CT);
+            }
+}
+
 /* Same inputs with 1, 2 and 3 threads → identical bytes. */
 static void test_determinism(void)
 {
@@ -406,10 +471,12 @@ int main(int argc, char **argv)
     test_pool();
     test_conversions();
     test_dequant();
+    test_dot_fused();
     kern_init(2);
     test_matmul();
     test_matmul_other_types();
     test_sgemm();
+    test_sgemm_narrow();
     test_determinism();
     test_loop_orders();
     kern_shutdown();
