@@ -6,12 +6,12 @@
 
 void optim_defaults(optim_config *c)
 {
-    c->lr = 2e-4f;
-    c->beta1 = 0.9f;
-    c->beta2 = 0.999f;
-    c->eps = 1e-8f;
-    c->weight_decay = 0.0f;
-    c->max_grad_norm = 1.0f;
+    c->lr = 2e-4;
+    c->beta1 = 0.9;
+    c->beta2 = 0.999;
+    c->eps = 1e-8;
+    c->weight_decay = 0.0;
+    c->max_grad_norm = 1.0;
     c->sched = SCHED_COSINE;
     c->warmup_ratio = 0.1;
     c->min_lr_ratio = 0.1;
@@ -42,7 +42,7 @@ double optim_lr_at(const optim_config *c, int64_t k)
         }
         }
     }
-    return (double)c->lr * f;
+    return c->lr * f;
 }
 
 double optim_grad_norm(const float *g, size_t n)
@@ -74,5 +74,5 @@ double optim_clip(float *g, size_t n, float max_norm)
 void optim_adamw_step(const optim_config *c, float *p, const float *g, float *m, float *v, size_t n,
                       double lr, int64_t t)
 {
-    kern_adamw(p, g, m, v, (int64_t)n, (float)lr, c->beta1, c->beta2, c->eps, c->weight_decay, t);
+    kern_adamw(p, g, m, v, (int64_t)n, lr, c->beta1, c->beta2, c->eps, c->weight_decay, t);
 }

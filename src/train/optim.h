@@ -10,10 +10,11 @@
 typedef enum { SCHED_CONSTANT, SCHED_LINEAR, SCHED_COSINE, SCHED_COSINE_MIN_LR } sched_kind;
 
 typedef struct optim_config {
-    float lr;
-    float beta1, beta2, eps;    /* 0.9, 0.999, 1e-8 */
-    float weight_decay;         /* decoupled; default 0 */
-    float max_grad_norm;        /* 1.0; <= 0 disables clipping */
+    /* doubles, as Python floats: torch computes 1 - beta2 in double */
+    double lr;
+    double beta1, beta2, eps;   /* 0.9, 0.999, 1e-8 */
+    double weight_decay;        /* decoupled; default 0 */
+    double max_grad_norm;       /* 1.0; <= 0 disables clipping */
     sched_kind sched;
     double warmup_ratio;        /* warmup steps = ceil(ratio · total); double as Python computes it */
     double min_lr_ratio;        /* cosine_min_lr floor, as a fraction of lr */

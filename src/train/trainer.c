@@ -322,8 +322,8 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
     R->total = (int64_t)R->spe * tr->num_epochs;
     if (o->max_steps > 0 && o->max_steps < R->total) R->total = o->max_steps;
     optim_defaults(&R->oc);
-    R->oc.lr = (float)tr->learning_rate;
-    R->oc.weight_decay = (float)tr->weight_decay;
+    R->oc.lr = tr->learning_rate;
+    R->oc.weight_decay = tr->weight_decay;
     R->oc.warmup_ratio = tr->warmup_ratio;
     R->oc.min_lr_ratio = tr->min_lr_ratio;
     R->oc.total_steps = R->total;

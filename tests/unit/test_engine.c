@@ -441,9 +441,9 @@ static void ref_mode(const char *dir, const char *mode)
     optim_config oc;
     optim_defaults(&oc);
     double d;
-    jget_num(hp, "lr", &d); oc.lr = (float)d;
-    jget_num(hp, "weight_decay", &d); oc.weight_decay = (float)d;
-    jget_num(hp, "max_grad_norm", &d); oc.max_grad_norm = (float)d;
+    jget_num(hp, "lr", &d); oc.lr = d;
+    jget_num(hp, "weight_decay", &d); oc.weight_decay = d;
+    jget_num(hp, "max_grad_norm", &d); oc.max_grad_norm = d;
     jget_num(hp, "warmup_ratio", &d); oc.warmup_ratio = d;
     jget_num(hp, "steps", &d); oc.total_steps = (int64_t)d;
     oc.sched = SCHED_COSINE;
