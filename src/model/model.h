@@ -103,6 +103,11 @@ const model_tensor *model_tensor_at(const model *m, int i);
 int model_name_to_gguf(const char *hf, char *out, size_t cap);
 int model_name_to_hf(const char *gguf, char *out, size_t cap);
 
+/* Re-store every layer's seven projections as `target` (e.g. DT_Q4_K) in
+ * owned memory, with llama.cpp's fallbacks for row widths the type cannot
+ * take. Already-quantized weights are kept. Embeddings and the head stay. */
+int model_quantize_projections(model *m, dtype target, dlm_err *e);
+
 /* Parse an HF config.json text into cfg (llama / qwen2; v4 and v5 layouts). */
 int model_config_parse(const char *json_text, size_t len, const char *path, model_config *cfg, dlm_err *e);
 /* Fill rope_inv_freq[HS/2] from cfg (theta, llama3 scaling). */

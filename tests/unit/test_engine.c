@@ -333,6 +333,31 @@ static void test_quantized_base(dtype qt)
     full_model_free(src);
 }
 
+/* adapter: qlora on an f32 base: the projections are quantized in memory
+ * (32-wide rows: Q4_K falls back to Q5_0, as llama.cpp does) and the LoRA
+ * gradients equal those on the same weights dequantized up front. */
+static void test_qlora_in_memory(void)
+{
+    model *m = load(FIX "qwen2-f32");
+    dlm_err e;
+    CHECK_MSG(model_quantize_projections(m, DT_Q4_K, &e) == 0, "%s", e.msg);
+    CHECK_INT(m->layers[0].wq.type, DT_Q5_0);
+    CHECK_INT(m->layers[1].w_down.type, DT_Q5_0); /* in = 64: still not 256-wide */
+    full_model *deq;
+    CHECK_INT(full_model_from(m, &deq, &e), 0);
+    tbatch tb;
+    make_batch(&tb, 2, 10, m->cfg.vocab, 31, 1);
+    lora *l = make_lora(m, 0, 0.0f, 9);
+    float *gq = calloc(l->n, 4), *gd = calloc(l->n, 4);
+    grads(m, l, NULL, 0, &tb.b, gq, 0);
+    grads(&deq->m, l, NULL, 0, &tb.b, gd, 0);
+    check_tensor("LoRA grads on an in-memory Q5_0 base", gq, gd, l->n, 1e-4);
+    free(gq); free(gd);
+    lora_free(l);
+    full_model_free(deq);
+    model_free(m);
+}
+
 /* ---- PyTorch reference ---------------------------------------------------- */
 
 static const st_tensor *need(const st_file *f, const char *name)
@@ -532,5 +557,6 @@ int main(void)
     test_quantized_base(DT_Q8_0);
     test_quantized_base(DT_Q4_K);
     test_quantized_base(DT_Q6_K);
+    test_qlora_in_memory();
     return check_done();
 }
