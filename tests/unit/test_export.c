@@ -18,7 +18,8 @@
  * Tool modes for the reference scripts (tests/ref/r05*):
  *   test_export --export MODEL QUANT OUT.gguf [ADAPTER_DIR]   base (merged with ADAPTER_DIR)
  *   test_export --adapter MODEL ADAPTER_DIR OUT.gguf
- *   test_export --quantize TYPE IN.f32 OUT.bin                export_quant_row */
+ *   test_export --quantize TYPE IN.f32 OUT.bin                export_quant_row
+ *   test_export --logits MODEL ADAPTER_DIR|- ID...            next-token logits (JSON) after the ids */
 #include "check.h"
 
 #include <math.h>
@@ -28,6 +29,7 @@
 #include "export/export_gguf.h"
 #include "kern/kern.h"
 #include "model/gguf.h"
+#include "model/session.h"
 #include "tok/tok_gguf.h"
 #include "train/adapter.h"
 #include "util/hash.h"
@@ -654,12 +656,45 @@ static int tool_quantize(char **argv)
     return rc;
 }
 
+/* dlm's next-token logits for a prompt: the same session (KV cache, adapter
+ * applied on the fly) `dlm prompt` decodes with. */
+static int tool_logits(int argc, char **argv)
+{
+    model *m = load(argv[2]);
+    lora *l = NULL;
+    session *s = NULL;
+    dlm_err e;
+    int n = argc - 4, rc = 1;
+    int32_t *ids = malloc((size_t)(n > 0 ? n : 1) * sizeof *ids);
+    float *logits = m ? malloc((size_t)m->cfg.vocab * sizeof *logits) : NULL;
+    if (!m || !ids || !logits || n < 1) goto done;
+    for (int i = 0; i < n; i++) ids[i] = (int32_t)atoi(argv[4 + i]);
+    if (strcmp(argv[3], "-") && adapter_load(argv[3], m, &l, &e)) { fprintf(stderr, "%s\n", e.msg); goto done; }
+    kern_init(1);
+    if (session_create(m, l, n + 1, 512, &s, &e) || session_eval(s, ids, n, logits, 0, &e)) {
+        fprintf(stderr, "%s\n", e.msg);
+        goto done;
+    }
+    printf("[");
+    for (int v = 0; v < m->cfg.vocab; v++) printf("%s%.9g", v ? "," : "", (double)logits[v]);
+    printf("]\n");
+    rc = 0;
+done:
+    session_free(s);
+    lora_free(l);
+    free(ids);
+    free(logits);
+    model_free(m);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     hash_init();
     if (argc >= 5 && !strcmp(argv[1], "--export")) return tool_export(argc, argv);
     if (argc == 5 && !strcmp(argv[1], "--adapter")) return tool_adapter(argv);
     if (argc == 5 && !strcmp(argv[1], "--quantize")) return tool_quantize(argv);
+    if (argc >= 5 && !strcmp(argv[1], "--logits")) return tool_logits(argc, argv);
     kern_init(2);
     test_use_more_bits();
     test_type_rules();
