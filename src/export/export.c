@@ -316,6 +316,7 @@ static int preflight(const export_opts *o, infer_target *T, export_result *r, co
         return err_hint(e, "export it merged: dlm export %s --merged", o->doc_path);
     }
     if (export_pre_name(T->t, o->pre_tokenizer, &r->pre, e)) return -1;
+    export_special_flags(T->model_path, T->t, T->m->cfg.vocab, &r->add_bos, &r->add_eos);
     const reg_entry *ent = T->base.entry;
     if (ent && ent->tokenizer_pre && *ent->tokenizer_pre && strcmp(ent->tokenizer_pre, r->pre))
         log_warn("export: the registry lists pre-tokenizer '%s' for %s, the tokenizer looks like '%s'",
@@ -340,7 +341,12 @@ static int preflight(const export_opts *o, infer_target *T, export_result *r, co
         }
         *go_tmpl = export_ollama_template(T->dialect);
         if (!*mf_system) *mf_system = T->dialect->default_system;
-        if (export_drift_check(T->dialect, *go_tmpl, fm->system_prompt, *mf_system, T->t, &r->drift_checked, e))
+        /* the ids llama.cpp adds around a prompt with the exported metadata */
+        int32_t bos = tok_bos(T->t) >= 0 ? tok_bos(T->t) : T->m->cfg.bos_id;
+        int32_t eos = tok_eos(T->t) >= 0 ? tok_eos(T->t) : T->m->cfg.eos_id;
+        if (!export_llama_add_bos(r->add_bos, r->pre)) bos = -1;
+        if (r->add_eos != 1) eos = -1;
+        if (export_drift_check(T->dialect, *go_tmpl, fm->system_prompt, *mf_system, T->t, bos, eos, &r->drift_checked, e))
             return -1;
     }
     return 0;
@@ -419,7 +425,8 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
             gguf_close(g);
         }
     } else {
-        export_gguf_opts go = {mix, o->merged ? T.l : NULL, o->merged && o->dequantize, T.base_spec, r->pre, with_tmpl};
+        export_gguf_opts go = {mix, o->merged ? T.l : NULL, o->merged && o->dequantize, T.base_spec, r->pre, with_tmpl,
+                               r->add_bos, r->add_eos};
         log_info("export: writing %s (%s)", r->model_file, o->merged ? "adapter merged" : "base");
         if (export_write_model(T.m, T.t, &go, mpath, &r->info, e)) goto done;
     }

@@ -51,6 +51,7 @@ typedef struct export_result {
     int adapter_version;
     const char *quant;
     const char *pre;            /* tokenizer.ggml.pre written */
+    int add_bos, add_eos;       /* tokenizer.ggml.add_bos/eos_token written (-1: left out) */
     int drift_checked;          /* conversations the drift check compared (0 = not run) */
     export_gguf_info info;
     char ollama_name[160];

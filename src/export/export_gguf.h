@@ -25,6 +25,7 @@ typedef struct export_gguf_opts {
     const char *name;           /* general.name */
     const char *pre;            /* tokenizer.ggml.pre, llama.cpp's name */
     int chat_template;          /* write tokenizer.chat_template when the tokenizer has one */
+    int add_bos, add_eos;       /* tokenizer.ggml.add_bos/eos_token: 0/1, -1 = leave out */
 } export_gguf_opts;
 
 typedef struct export_gguf_info {
@@ -49,6 +50,15 @@ int export_write_adapter(const model *m, const lora *l, const char *name, const 
  * to llama.cpp's spelling (gpt2 → gpt-2). Fails with
  * "preflight: unknown pre-tokenizer hash" when neither names it. */
 int export_pre_name(const tok *t, const char *override, const char **out, dlm_err *e);
+
+/* tokenizer.ggml.add_bos_token / add_eos_token as convert_hf_to_gguf
+ * writes them: the value when the source states one (tokenizer_config.json's
+ * add_bos_token, a post-processor that adds the token, the source GGUF's
+ * key; SmolLM2's 49152 vocab forces add_bos false), else -1: the key is left
+ * out and llama.cpp applies its default (add_bos for llama-bpe only). */
+void export_special_flags(const char *model_path, const tok *t, int vocab, int *add_bos, int *add_eos);
+/* What llama.cpp will do with such a file: the flag, or its default. */
+int export_llama_add_bos(int add_bos, const char *pre);
 
 /* GGUF name of LoRA module m of layer il ("blk.3.attn_q.weight"). */
 void export_module_gguf_name(int il, int m, char *buf, size_t cap);

@@ -17,6 +17,9 @@
 
 #include "export/gguf_writer.h"
 #include "kern/kern.h"
+#include "model/gguf.h"
+#include "util/fs.h"
+#include "util/json.h"
 #include "util/str.h"
 
 enum { SRC_MAT, SRC_VEC, SRC_RAW };
@@ -364,9 +367,8 @@ static int write_tokenizer(gguf_w *w, const model *m, const tok *t, const export
                            "tokenizer.ggml.unknown_token_id", "tokenizer.ggml.padding_token_id"};
     for (int i = 0; i < 4; i++)
         if (ids[i] >= 0 && (size_t)ids[i] < V) gguf_w_u32(w, keys[i], (uint32_t)ids[i]);
-    /* always explicit: llama.cpp's defaults differ by pre-tokenizer */
-    gguf_w_bool(w, "tokenizer.ggml.add_bos_token", tok_add_bos(t));
-    gguf_w_bool(w, "tokenizer.ggml.add_eos_token", tok_add_eos(t));
+    if (o->add_bos >= 0) gguf_w_bool(w, "tokenizer.ggml.add_bos_token", o->add_bos);
+    if (o->add_eos >= 0) gguf_w_bool(w, "tokenizer.ggml.add_eos_token", o->add_eos);
     const char *tmpl = tok_chat_template(t);
     if (o->chat_template && tmpl && *tmpl) gguf_w_str(w, "tokenizer.chat_template", tmpl);
     rc = 0;
@@ -478,3 +480,34 @@ int export_pre_name(const tok *t, const char *override, const char **out, dlm_er
     return err_hint(e, "if you know which llama.cpp pre-tokenizer the base uses, name it with --pre-tokenizer NAME; "
                        "otherwise export a base with one of these tokenizers");
 }
+
+/* ---- add_bos / add_eos ------------------------------------------------------------------- */
+
+void export_special_flags(const char *model_path, const tok *t, int vocab, int *add_bos, int *add_eos)
+{
+    *add_bos = *add_eos = -1;
+    if (fs_is_dir(model_path)) {
+        char p[4200];
+        snprintf(p, sizeof p, "%s/tokenizer_config.json", model_path);
+        json_t *c = fs_is_file(p) ? json_load_path(p, 64u << 20, NULL) : NULL;
+        int v;
+        if (c && !jget_bool(c, "add_bos_token", &v)) *add_bos = v;
+        if (c && !jget_bool(c, "add_eos_token", &v)) *add_eos = v;
+        json_decref(c);
+        /* a post-processor that adds the token states it too */
+        if (*add_bos < 0 && tok_add_bos(t)) *add_bos = 1;
+        if (*add_eos < 0 && tok_add_eos(t)) *add_eos = 1;
+    } else {
+        gguf_file *g;
+        if (gguf_open(model_path, &g, NULL) == 0) {
+            int id = gguf_find_key(g, "tokenizer.ggml.add_bos_token"), v;
+            if (id >= 0 && !gguf_get_bool(g, id, &v, NULL)) *add_bos = v;
+            id = gguf_find_key(g, "tokenizer.ggml.add_eos_token");
+            if (id >= 0 && !gguf_get_bool(g, id, &v, NULL)) *add_eos = v;
+            gguf_close(g);
+        }
+    }
+    if (vocab == 49152) *add_bos = 0; /* convert_hf_to_gguf's SmolLM2 rule */
+}
+
+int export_llama_add_bos(int add_bos, const char *pre) { return add_bos >= 0 ? add_bos : !strcmp(pre, "llama-bpe"); }

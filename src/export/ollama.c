@@ -171,7 +171,8 @@ static void excerpt(strbuf *out, const char *s)
 }
 
 int export_drift_check(const chat_dialect *d, const char *go_template, const char *system_prompt,
-                       const char *modelfile_system, tok *t, int *n_checked, dlm_err *e)
+                       const char *modelfile_system, tok *t, int32_t bos_id, int32_t eos_id, int *n_checked,
+                       dlm_err *e)
 {
     *n_checked = 0;
     int rc = -1;
@@ -184,9 +185,11 @@ int export_drift_check(const chat_dialect *d, const char *go_template, const cha
         if (chat_render(d, system_prompt, CONVS[c].m, CONVS[c].n, 1, &j, NULL, NULL, e) ||
             gotmpl_render_ollama(go_template, modelfile_system, CONVS[c].m, CONVS[c].n, &g, e))
             goto done;
-        if (tok_encode_append(t, j.buf, j.len, TOK_PARSE_SPECIAL, &a, e) ||
-            tok_encode_append(t, g.buf, g.len, TOK_PARSE_SPECIAL | TOK_ADD_SPECIAL, &b, e))
+        if ((bos_id >= 0 && tok_ids_push(&b, bos_id)) || tok_encode_append(t, j.buf, j.len, TOK_PARSE_SPECIAL, &a, e) ||
+            tok_encode_append(t, g.buf, g.len, TOK_PARSE_SPECIAL, &b, e) || (eos_id >= 0 && tok_ids_push(&b, eos_id))) {
+            if (!e->msg[0]) err_set(e, "MemoryError", "out of memory");
             goto done;
+        }
         size_t k = 0;
         while (k < a.n && k < b.n && a.v[k] == b.v[k]) k++;
         if (k != a.n || k != b.n) {

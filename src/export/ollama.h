@@ -53,11 +53,13 @@ int export_modelfile_text(const export_modelfile *m, strbuf *out, dlm_err *e);
 /* Render a fixed set of conversations through the Jinja side (chat_render,
  * the transcription of the base's template, with system_prompt) and the
  * Go side (gotmpl_render_ollama with modelfile_system), tokenize both as
- * HF and llama.cpp would (special tokens parsed; llama.cpp also adds
- * BOS/EOS per add_bos/add_eos) and require the same ids. *n_checked gets
- * the number of conversations compared. */
+ * HF and llama.cpp would (special tokens parsed; llama.cpp also puts
+ * bos_id in front and eos_id behind, -1 = none, as the exported GGUF's
+ * add_bos/add_eos tell it) and require the same ids. *n_checked gets the
+ * number of conversations compared. */
 int export_drift_check(const chat_dialect *d, const char *go_template, const char *system_prompt,
-                       const char *modelfile_system, tok *t, int *n_checked, dlm_err *e);
+                       const char *modelfile_system, tok *t, int32_t bos_id, int32_t eos_id, int *n_checked,
+                       dlm_err *e);
 
 /* The llama-server launch script (POSIX sh, paths relative to its own
  * folder). adapter may be NULL (merged). */

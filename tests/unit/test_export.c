@@ -32,6 +32,7 @@
 #include "model/session.h"
 #include "tok/tok_gguf.h"
 #include "train/adapter.h"
+#include "util/fs.h"
 #include "util/hash.h"
 
 #define FIX DLM_SOURCE_DIR "/tests/ref/model/fixtures"
@@ -246,7 +247,8 @@ static int write_model(const model *m, const tok *t, const char *mix, const lora
     dlm_err e;
     const char *pre;
     if (export_pre_name(t, NULL, &pre, &e)) { fprintf(stderr, "%s\n", e.msg); return -1; }
-    export_gguf_opts o = {export_mix_find(mix), l, f16, "test", pre, 1};
+    export_gguf_opts o = {export_mix_find(mix), l, f16, "test", pre, 1, -1, -1};
+    export_special_flags(m->source, t, m->cfg.vocab, &o.add_bos, &o.add_eos);
     export_gguf_info info;
     if (export_write_model(m, t, &o, out, &info, &e)) { fprintf(stderr, "export: %s\n", e.msg); return -1; }
     return info.n_copied;
@@ -317,7 +319,8 @@ static void test_llama_vs_python_twin(void)
         for (size_t k = 0; k < sizeof u32k / sizeof u32k[0]; k++) CHECK_MSG(key_type(a, u32k[k]) == GGUF_U32, "%s", u32k[k]);
         CHECK_INT(key_type(a, "llama.rope.freq_base"), GGUF_F32);
         CHECK_INT(key_type(a, "llama.attention.layer_norm_rms_epsilon"), GGUF_F32);
-        CHECK_INT(key_type(a, "tokenizer.ggml.add_bos_token"), GGUF_BOOL);
+        CHECK_INT(key_type(a, "tokenizer.ggml.add_bos_token"), GGUF_BOOL);   /* tokenizer_config says false */
+        CHECK_INT(key_type(a, "tokenizer.ggml.add_eos_token"), -1);          /* nothing says: left out */
         CHECK_INT(key_type(a, "tokenizer.chat_template"), GGUF_STR);
         CHECK_INT(key_u32(a, "general.file_type"), 7);
         CHECK_INT(key_u32(a, "general.quantization_version"), 2);
@@ -574,6 +577,30 @@ static void test_adapter(void)
     model_free(m);
 }
 
+static void test_special_flags(void)
+{
+    int b, e2;
+    tok *t = load_tok(FIX "/qwen2-f32");
+    export_special_flags(FIX "/qwen2-f32", t, 320, &b, &e2);
+    CHECK(b == 0 && e2 == -1);
+    export_special_flags(FIX "/qwen2-f32.f16.gguf", t, 320, &b, &e2);
+    CHECK(b == 0 && e2 == -1);
+    /* no tokenizer_config.json and a plain ByteLevel post-processor: left out */
+    const char *d = check_tmpdir("test_export_flags");
+    char src[4200], dst[4200];
+    snprintf(src, sizeof src, "%s/tokenizer.json", FIX "/qwen2-f32");
+    snprintf(dst, sizeof dst, "%s/tokenizer.json", d);
+    dlm_err e;
+    CHECK(fs_copy_file(src, dst, &e) == 0);
+    export_special_flags(d, t, 320, &b, &e2);
+    CHECK(b == -1 && e2 == -1);
+    export_special_flags(d, t, 49152, &b, &e2); /* SmolLM2 */
+    CHECK(b == 0);
+    CHECK(export_llama_add_bos(-1, "llama-bpe") == 1 && export_llama_add_bos(-1, "qwen2") == 0 &&
+          export_llama_add_bos(0, "llama-bpe") == 0 && export_llama_add_bos(1, "gpt-2") == 1);
+    tok_free(t);
+}
+
 static void test_pre_name(void)
 {
     tok *t = load_tok(FIX "/qwen2-f32");
@@ -712,5 +739,6 @@ int main(int argc, char **argv)
     test_merge(FIX "/llama-bf16", 1);
     test_adapter();
     test_pre_name();
+    test_special_flags();
     return check_done();
 }

@@ -9,7 +9,9 @@
  *
  * Tool modes for tests/ref/r0503 (checked against Go's text/template):
  *   test_export_ollama --render-go TEMPLATE CONVS.json     JSON array of renderings
- *   test_export_ollama --templates OUTDIR                  every dialect's template + dialects.json */
+ *   test_export_ollama --templates OUTDIR                  every dialect's template + dialects.json
+ *   test_export_ollama --tokenize TOKENIZER TEXTS.json ADD  ids of each text, specials parsed; ADD 1: BOS/EOS
+ *                                                           as the tokenizer's post-processor adds them, 2: BOS */
 #include "check.h"
 
 #include <stdlib.h>
@@ -18,6 +20,7 @@
 
 #include "export/gotmpl.h"
 #include "export/ollama.h"
+#include "tok/tok_gguf.h"
 #include "util/fs.h"
 #include "util/json.h"
 
@@ -165,7 +168,7 @@ static void test_drift(void)
         for (int s = 0; s < 2; s++) {
             const chat_dialect *d = D(names[i]);
             const char *sys = s ? "You are a pirate." : NULL, *mf = sys ? sys : d->default_system;
-            CHECK_MSG(export_drift_check(d, export_ollama_template(d), sys, mf, tc, &n, &e) == 0 && n == 5, "%s: %s",
+            CHECK_MSG(export_drift_check(d, export_ollama_template(d), sys, mf, tc, -1, -1, &n, &e) == 0 && n == 5, "%s: %s",
                       names[i], e.msg);
         }
     const char *lnames[] = {"llama3", "llama3-nodate", "llama3-nodate-always"};
@@ -173,22 +176,24 @@ static void test_drift(void)
         for (int s = 0; s < 2; s++) {
             const chat_dialect *d = D(lnames[i]);
             const char *sys = s ? "You are a pirate." : NULL;
-            CHECK_MSG(export_drift_check(d, export_ollama_template(d), sys, sys, tl, &n, &e) == 0 && n == 5, "%s: %s",
+            CHECK_MSG(export_drift_check(d, export_ollama_template(d), sys, sys, tl, 256, -1, &n, &e) == 0 && n == 5, "%s: %s",
                       lnames[i], e.msg);
         }
     /* a template that prints .System and also ranges over the system
      * message: the system prompt twice under Ollama → drift */
     const char *twice = "{{- if .System }}<|im_start|>system\n{{ .System }}<|im_end|>\n{{ end }}"
                         "{{- range .Messages }}<|im_start|>{{ .Role }}\n{{ .Content }}<|im_end|>\n{{ end }}<|im_start|>assistant\n";
-    CHECK(export_drift_check(D("chatml"), twice, "S", "S", tc, &n, &e) == -1 && !strcmp(e.kind, "TemplateDriftError") &&
+    CHECK(export_drift_check(D("chatml"), twice, "S", "S", tc, -1, -1, &n, &e) == -1 && !strcmp(e.kind, "TemplateDriftError") &&
           strstr(e.msg, "template drift") && n == 0);
     /* without a system prompt the same template is fine until a conversation brings one */
-    CHECK(export_drift_check(D("chatml"), twice, NULL, NULL, tc, &n, &e) == -1 && n == 1);
+    CHECK(export_drift_check(D("chatml"), twice, NULL, NULL, tc, -1, -1, &n, &e) == -1 && n == 1);
     /* Ollama's stock llama3 template lacks Llama 3.2's dated system header */
-    CHECK(export_drift_check(D("llama3"), export_ollama_template(D("llama3-nodate")), NULL, NULL, tl, &n, &e) == -1 &&
+    CHECK(export_drift_check(D("llama3"), export_ollama_template(D("llama3-nodate")), NULL, NULL, tl, 256, -1, &n, &e) == -1 &&
           strstr(e.hint, "--no-template"));
+    /* llama.cpp not adding the BOS the Jinja template writes is drift too */
+    CHECK(export_drift_check(D("llama3"), export_ollama_template(D("llama3")), NULL, NULL, tl, -1, -1, &n, &e) == -1);
     /* the default system prompt must come in through SYSTEM */
-    CHECK(export_drift_check(D("chatml-qwen2.5"), export_ollama_template(D("chatml")), NULL, NULL, tc, &n, &e) == -1);
+    CHECK(export_drift_check(D("chatml-qwen2.5"), export_ollama_template(D("chatml")), NULL, NULL, tc, -1, -1, &n, &e) == -1);
     tok_free(tc);
     tok_free(tl);
 }
@@ -356,10 +361,43 @@ static int tool_templates(const char *dir)
     return rc ? 2 : 0;
 }
 
+static int tool_tokenize(const char *tpath, const char *texts, int add)
+{
+    tok *t = NULL;
+    dlm_err e;
+    int rc = fs_is_dir(tpath) ? tok_load_for_model(tpath, &t, &e)
+             : str_endswith(tpath, ".json") ? tok_load(tpath, NULL, &t, &e) : tok_load_gguf(tpath, &t, &e);
+    if (rc) { fprintf(stderr, "%s\n", e.msg); return 2; }
+    json_t *in = json_load_path(texts, 64 << 20, &e), *out = json_array();
+    size_t i;
+    json_t *x;
+    json_array_foreach(in, i, x) {
+        int32_t *ids;
+        size_t n;
+        const char *s = json_string_value(x);
+        json_t *a = json_array();
+        if (add == 2) json_array_append_new(a, json_integer(tok_bos(t)));
+        if (s && tok_encode(t, s, strlen(s), TOK_PARSE_SPECIAL | (add == 1 ? TOK_ADD_SPECIAL : 0), &ids, &n, &e) == 0) {
+            for (size_t k = 0; k < n; k++) json_array_append_new(a, json_integer(ids[k]));
+            free(ids);
+        }
+        json_array_append_new(out, a);
+    }
+    strbuf js = STRBUF_INIT;
+    json_write(&js, out, JW_COMPACT);
+    printf("%s\n", sb_str(&js));
+    sb_free(&js);
+    json_decref(in);
+    json_decref(out);
+    tok_free(t);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 4 && !strcmp(argv[1], "--render-go")) return tool_render(argv[2], argv[3]);
     if (argc == 3 && !strcmp(argv[1], "--templates")) return tool_templates(argv[2]);
+    if (argc == 5 && !strcmp(argv[1], "--tokenize")) return tool_tokenize(argv[2], argv[3], atoi(argv[4]));
     test_gotmpl();
     test_ollama_values();
     test_dialect_templates();
