@@ -200,7 +200,7 @@ static void fill_rows(void *vctx, int64_t r0, int64_t r1)
     float *row = NULL;
     if (!copy) {
         row = malloc((size_t)cols * sizeof *row);
-        if (!row) { F->bad = 1; return; }
+        if (!row) { __atomic_store_n(&F->bad, 1, __ATOMIC_RELAXED); return; }
     }
     for (int64_t r = r0; r < r1; r++) {
         int64_t h = x->perm_hs ? export_perm_src_row(r, x->perm_hs) : r;
@@ -232,8 +232,9 @@ static void fill_rows(void *vctx, int64_t r0, int64_t r1)
                 for (int64_t i = 0; i < cols; i++) row[i] = fp16_to_f32(f32_to_fp16(row[i]));
             for (int64_t i = 0; i < cols; i++)
                 if (!isfinite(row[i])) {
-                    F->bad = 2;
-                    F->bad_row = h;
+                    /* rows run on several threads: any failing row will do */
+                    __atomic_store_n(&F->bad_row, h, __ATOMIC_RELAXED);
+                    __atomic_store_n(&F->bad, 2, __ATOMIC_RELAXED);
                     break;
                 }
         }

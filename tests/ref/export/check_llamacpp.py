@@ -31,9 +31,10 @@ keeps activations in f32. Such an error moves the logits by a fraction of
 their spread σ, so the bound on |Δ log p| (every token with p > P_MIN; Δ log
 p is the logit error less the log-partition error) is K·u·σ with K = 20, and
 1e-4 for F32 (summation order only). Measured |Δ log p| / (u·σ) (the run
-prints it as "ratio"): 1.7 to 7.6 over both models, base + adapter and
-merged, when this was written, so K = 20 leaves 2.6x. Also required: total variation <= 0.1 and
-the same top token. A misread tensor, scale or permutation moves log p by
+prints it as "ratio"): 0.1 to 9.4 over both models, base + adapter and
+merged, when this was written, so K = 20 leaves 2x. Also required: total variation <= 0.1 and
+the same top token (or, in a near tie, llama.cpp's top token within 2·bound
+of dlm's in log p). A misread tensor, scale or permutation moves log p by
 units, far above these bounds.
 """
 import json
@@ -94,8 +95,8 @@ dlm_version: 15
 base_model: {base}
 training:
   sequence_len: 64
-  num_epochs: 4
-  learning_rate: 0.01
+  num_epochs: 2
+  learning_rate: 0.02
   micro_batch_size: 2
   grad_accum: 1
   lora_r: 8
@@ -120,10 +121,10 @@ Berlin.
 """
 
 
-def make(name, args):
+def make(name, args, width=256):
     d = os.path.join(T, name)
-    run([PY, os.path.join(SRC, "tests", "ref", "make_model.py"), "--out", d, "--d-model", "256", "--ff", "512",
-         "--heads", "4", "--kv-heads", "2", "--vocab", "400", "--layers", "2"] + args)
+    run([PY, os.path.join(SRC, "tests", "ref", "make_model.py"), "--out", d, "--d-model", str(width),
+         "--ff", str(2 * width), "--heads", "4", "--kv-heads", "2", "--vocab", "400", "--layers", "2"] + args)
     return d
 
 
@@ -150,7 +151,7 @@ def main():
     # the GGUF-vs-HF training check runs on make_model's own pair (HF folder +
     # independently written F32 GGUF twin, same weights)
     twin = make("twin", ["--arch", "llama", "--untied", "--seed", "33",
-                         "--gguf", os.path.join(T, "twin.f32.gguf"), "--gguf-type", "f32"])
+                         "--gguf", os.path.join(T, "twin.f32.gguf"), "--gguf-type", "f32"], width=64)
     ids_ = {"llama": "01JD00000000000000000000A1", "qwen2": "01JD00000000000000000000Q2",
             "twin-hf": "01JD00000000000000000000G3", "twin-gguf": "01JD00000000000000000000G4"}
     docs = {"llama": train("llama", llama, ids_["llama"]), "qwen2": train("qwen2", qwen, ids_["qwen2"]),
@@ -260,10 +261,13 @@ def main():
         sigma = math.sqrt(sum((x - mean) ** 2 for x in logits) / len(logits))
         dl = max(abs(math.log(a) - math.log(max(b, 1e-30))) for a, b in zip(p, qv) if a > P_MIN)
         tv = 0.5 * sum(abs(a - b) for a, b in zip(p, qv))
-        top = p.index(max(p)) == qv.index(max(qv))
         bound = K * U[q] * sigma if U[q] else F32_BOUND
+        # the same top token, or a near tie: llama.cpp's top is within 2·bound of dlm's in log p
+        tl_ = qv.index(max(qv))
+        same = p.index(max(p)) == tl_
+        top = same or math.log(max(p)) - math.log(p[tl_]) <= 2 * bound
         print(f"{key:26s} {sigma:6.2f} {dl:12.2e} {bound:9.2e} {dl / (U[q] * sigma) if U[q] else 0:6.2f} {tv:9.2e}  "
-              f"{'same' if top else 'DIFFERENT'}")
+              f"{'same' if same else 'near tie' if top else 'DIFFERENT'}")
         worst[q] = max(worst.get(q, 0), dl / bound)
         check(dl <= bound and tv <= TV_MAX and top,
               f"{key}: |dlog p| {dl:.3g} (bound {bound:.3g}), TV {tv:.3g} (max {TV_MAX}), same top token {top}")

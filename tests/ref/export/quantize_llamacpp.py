@@ -167,7 +167,7 @@ def main():
     mk = [sys.executable, os.path.join(SRC, "tests", "ref", "make_model.py")]
     models = {
         # K-quant widths, 8 layers (use_more_bits picks 0 3 6 7), bf16 source
-        "llama-8L-bf16": (["--arch", "llama", "--untied", "--dtype", "bf16", "--d-model", "256", "--ff", "512",
+        "llama-8L-bf16": (["--arch", "llama", "--untied", "--dtype", "bf16", "--d-model", "256", "--ff", "256",
                            "--heads", "4", "--kv-heads", "2", "--vocab", "400", "--layers", "8", "--seed", "41"],
                           ["Q4_K_M", "Q5_K_M", "Q6_K", "Q8_0", "Q4_0", "F16", "BF16"]),
         # widths of 64: every fallback (Q5_0, Q5_1, Q8_0), tied embedding
