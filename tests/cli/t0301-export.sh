@@ -17,8 +17,8 @@ set +e
 out=$("$DLM" export doc.dlm 2>&1); rc=$?
 set -e
 [ $rc -eq 1 ] || fail "export without an adapter should exit 1, got $rc"
-echo "$out" | grep -q "no current adapter" || fail "no 'no current adapter': $out"
-echo "$out" | grep -q "hint: .*dlm train doc.dlm" || fail "no 'dlm train' hint: $out"
+grep -q "no current adapter" <<<"$out" || fail "no 'no current adapter': $out"
+grep -q "hint: .*dlm train doc.dlm" <<<"$out" || fail "no 'dlm train' hint: $out"
 
 "$DLM" train doc.dlm -q >/dev/null
 
@@ -27,7 +27,7 @@ out=$("$DLM" export doc.dlm --target gguf --quant Q8_0)
 X="$S/exports/Q8_0"
 for f in base.Q8_0.gguf adapter.gguf export_manifest.json; do [ -f "$X/$f" ] || fail "missing $f"; done
 [ ! -e "$X/Modelfile" ] || fail "gguf target wrote a Modelfile"
-echo "$out" | grep -q "exported Q8_0 (adapter v0001" || fail "summary: $out"
+grep -q "exported Q8_0 (adapter v0001" <<<"$out" || fail "summary: $out"
 py "
 import json, hashlib, os, sys
 d = '$X'
@@ -45,19 +45,21 @@ assert e['quant'] == 'Q8_0' and e['target'] == 'gguf' and e['ollama_name'] is No
 assert e['base_gguf_sha256'] == [a['sha256'] for a in m['artifacts'] if a['path'] == 'base.Q8_0.gguf'][0], e
 assert e['adapter_gguf_sha256'] == [a['sha256'] for a in m['artifacts'] if a['path'] == 'adapter.gguf'][0], e
 " || fail "export_manifest.json / store manifest"
-head -c 4 "$X/base.Q8_0.gguf" | grep -q GGUF || fail "no GGUF magic"
+[ "$(head -c 4 "$X/base.Q8_0.gguf")" = GGUF ] || fail "no GGUF magic"
 
 # unchanged base: reused after the sha256 check
 before=$(stat -c %Y.%i "$X/base.Q8_0.gguf")
 out=$("$DLM" export doc.dlm --target gguf --quant Q8_0 2>&1)
-echo "$out" | grep -q "base reused" || fail "second export did not reuse the base: $out"
+grep -q "base reused" <<<"$out" || fail "second export did not reuse the base: $out"
 [ "$(stat -c %Y.%i "$X/base.Q8_0.gguf")" = "$before" ] || fail "reused base was rewritten"
 py "import json; assert json.load(open('$X/export_manifest.json'))['reused_base'] is True" || fail "reused_base"
 # tampered base: the sha256 check catches it and the file is written again
-printf 'x' | dd of="$X/base.Q8_0.gguf" bs=1 seek=200 conv=notrunc 2>/dev/null
+py "
+f = open('$X/base.Q8_0.gguf', 'r+b'); f.seek(-1, 2); b = f.read(1); f.seek(-1, 2); f.write(bytes([b[0] ^ 0xFF]))
+"
 out=$("$DLM" export doc.dlm --target gguf --quant Q8_0 2>&1)
-echo "$out" | grep -q "changed since the last export" || fail "tampering not noticed: $out"
-echo "$out" | grep -q "base reused" && fail "tampered base reused"
+grep -q "changed since the last export" <<<"$out" || fail "tampering not noticed: $out"
+grep -q "base reused" <<<"$out" && fail "tampered base reused"
 py "
 import json, hashlib
 m = json.load(open('$X/export_manifest.json'))
@@ -68,9 +70,9 @@ assert a['sha256'] == hashlib.sha256(open('$X/base.Q8_0.gguf', 'rb').read()).hex
 # ollama target, ollama not installed: Modelfile + the commands to run
 out=$(noollama "$DLM" export doc.dlm --quant F16)
 X="$S/exports/F16"
-echo "$out" | grep -q "ollama is not installed" || fail "no ollama hint: $out"
-echo "$out" | grep -q "ollama create dlm-01jd0000000000000000000000:v0001 -f Modelfile" || fail "no create command: $out"
-echo "$out" | grep -q "template drift check: 5 conversations" || fail "no drift check: $out"
+grep -q "ollama is not installed" <<<"$out" || fail "no ollama hint: $out"
+grep -q "ollama create dlm-01jd0000000000000000000000:v0001 -f Modelfile" <<<"$out" || fail "no create command: $out"
+grep -q "template drift check: 5 conversations" <<<"$out" || fail "no drift check: $out"
 mf="$X/Modelfile"
 grep -qx "FROM ./base.F16.gguf" "$mf" || fail "FROM"
 grep -qx "ADAPTER ./adapter.gguf" "$mf" || fail "ADAPTER"
@@ -106,7 +108,7 @@ SH
 chmod +x bin/ollama
 export OLLAMA_LOG="$T/ollama.log"
 out=$(PATH="$T/bin:$PATH" "$DLM" export doc.dlm --quant Q8_0 --name my-model:v1)
-echo "$out" | grep -q "ollama: created my-model:v1; smoke: Ahoy there." || fail "ollama path: $out"
+grep -q "ollama: created my-model:v1; smoke: Ahoy there." <<<"$out" || fail "ollama path: $out"
 grep -q "exports/Q8_0 create my-model:v1 -f Modelfile" "$OLLAMA_LOG" || fail "create not run in the export dir: $(cat "$OLLAMA_LOG")"
 grep -q "run my-model:v1 Hello." "$OLLAMA_LOG" || fail "no smoke run"
 py "
@@ -119,7 +121,7 @@ sed -i 's/  run) .*/  run) exit 5 ;;/' bin/ollama
 set +e
 out=$(PATH="$T/bin:$PATH" "$DLM" export doc.dlm --quant Q8_0 --name my-model:v1 2>&1); rc=$?
 set -e
-[ $rc -eq 1 ] && echo "$out" | grep -q "smoke prompt failed" || fail "failing smoke: rc $rc $out"
+[ $rc -eq 1 ] && grep -q "smoke prompt failed" <<<"$out" || fail "failing smoke: rc $rc $out"
 PATH="$T/bin:$PATH" "$DLM" export doc.dlm --quant Q8_0 --name my-model:v1 --no-smoke >/dev/null || fail "--no-smoke"
 
 # llama-server target: the Jinja template and a launch script

@@ -12,7 +12,7 @@ expect() { # rc pattern cmd...
     out=$("$@" 2>&1); rc=$?
     set -e
     [ $rc -eq "$want" ] || fail "'$*' exited $rc, expected $want: $out"
-    echo "$out" | grep -q -- "$pat" || fail "'$*' does not say '$pat': $out"
+    grep -q -- "$pat" <<<"$out" || fail "'$*' does not say '$pat': $out"
 }
 
 # usage errors
@@ -28,7 +28,7 @@ expect 1 "is not one of gpt-2" "$DLM" export doc.dlm --target gguf --pre-tokeniz
 
 # a failed write leaves neither the file nor a temp file
 DLM_FAIL_WRITE=base.Q8_0.gguf expect 1 "cannot write" "$DLM" export doc.dlm --target gguf --quant Q8_0
-ls "$DLM_HOME/store/$ID/exports/Q8_0" | grep -q . && fail "files left after a failed write: $(ls "$DLM_HOME/store/$ID/exports/Q8_0")"
+[ -z "$(ls "$DLM_HOME/store/$ID/exports/Q8_0")" ] || fail "files left after a failed write: $(ls "$DLM_HOME/store/$ID/exports/Q8_0")"
 
 # a base copy whose tokenizer files we can break
 base() { rm -rf "$T/$1"; cp -r "$FIXTURE_QWEN" "$T/$1"; }
@@ -47,7 +47,7 @@ PY
 doc_on pre.dlm 01JD0000000000000000000PRE "$T/pre"
 "$DLM" train pre.dlm -q >/dev/null
 expect 1 "preflight: unknown pre-tokenizer hash" "$DLM" export pre.dlm --target gguf
-echo "$out" | grep -q "hint: .*--pre-tokenizer NAME" || fail "no --pre-tokenizer hint: $out"
+grep -q "hint: .*--pre-tokenizer NAME" <<<"$out" || fail "no --pre-tokenizer hint: $out"
 "$DLM" export pre.dlm --target gguf --pre-tokenizer gpt-2 -q || fail "--pre-tokenizer gpt-2"
 
 # vocabulary larger than the embedding
@@ -76,7 +76,7 @@ doc_on notmpl.dlm 01JD0000000000000000000N0T "$T/notmpl"
 sed -i '/^::instruction::/,$d' notmpl.dlm   # prose only: Q/A needs a chat template to train
 "$DLM" train notmpl.dlm -q >/dev/null
 expect 1 "preflight: the base has no chat template" env PATH=/usr/bin:/bin "$DLM" export notmpl.dlm
-echo "$out" | grep -q "hint: --no-template" || fail "no --no-template hint: $out"
+grep -q "hint: --no-template" <<<"$out" || fail "no --no-template hint: $out"
 env PATH=/usr/bin:/bin "$DLM" export notmpl.dlm --no-template -q >/dev/null || fail "--no-template"
 mf="$DLM_HOME/store/01JD0000000000000000000N0T/exports/Q4_K_M/Modelfile"
 grep -q TEMPLATE "$mf" && fail "--no-template wrote a TEMPLATE"
@@ -88,7 +88,7 @@ doc_on q.dlm 01JD00000000000000000000QQ "$DLM_SRC/tests/ref/model/fixtures/llama
 grep -q '"use_qlora": true' "$DLM_HOME/store/01JD00000000000000000000QQ/adapter/versions/v0001/training_run.json" ||
     fail "training_run.json does not record the quantized base"
 expect 1 "merge refused: adapter was trained on a quantized base" "$DLM" export q.dlm --target gguf --merged
-echo "$out" | grep -q "hint: --dequantize" || fail "no --dequantize hint: $out"
+grep -q "hint: --dequantize" <<<"$out" || fail "no --dequantize hint: $out"
 "$DLM" export q.dlm --target gguf --merged --dequantize -q || fail "--merged --dequantize"
 "$DLM" export q.dlm --target gguf -q || fail "unmerged export of a QLoRA adapter"
 [ -f "$DLM_HOME/store/01JD00000000000000000000QQ/exports/Q4_K_M/merged.Q4_K_M.gguf" ] || fail "no merged file"
