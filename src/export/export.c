@@ -302,6 +302,18 @@ done:
 
 /* ---- the flow ------------------------------------------------------------------------------- */
 
+/* s without leading/trailing ASCII whitespace, in buf (cap bytes). */
+static const char *trimmed(const char *s, char *buf, size_t cap)
+{
+    while (*s == ' ' || (*s >= '\t' && *s <= '\r')) s++;
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == ' ' || (s[n - 1] >= '\t' && s[n - 1] <= '\r'))) n--;
+    if (n >= cap) n = cap - 1;
+    memcpy(buf, s, n);
+    buf[n] = 0;
+    return buf;
+}
+
 static int preflight(const export_opts *o, infer_target *T, export_result *r, const char **go_tmpl,
                      const char **mf_system, dlm_err *e)
 {
@@ -341,6 +353,10 @@ static int preflight(const export_opts *o, infer_target *T, export_result *r, co
         }
         *go_tmpl = export_ollama_template(T->dialect);
         if (!*mf_system) *mf_system = T->dialect->default_system;
+        /* Llama 3 templates |trim the system prompt; Go cannot, so SYSTEM
+         * carries it trimmed (a YAML block scalar ends with a newline) */
+        if (*mf_system && !strcmp(T->dialect->family, "llama3"))
+            *mf_system = trimmed(*mf_system, r->system_buf, sizeof r->system_buf);
         /* the ids llama.cpp adds around a prompt with the exported metadata */
         int32_t bos = tok_bos(T->t) >= 0 ? tok_bos(T->t) : T->m->cfg.bos_id;
         int32_t eos = tok_eos(T->t) >= 0 ? tok_eos(T->t) : T->m->cfg.eos_id;
@@ -425,7 +441,9 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
             gguf_close(g);
         }
     } else {
-        export_gguf_opts go = {mix, o->merged ? T.l : NULL, o->merged && o->dequantize, T.base_spec, r->pre, with_tmpl,
+        /* general.name: the registry key, or the folder / file name */
+        const char *gname = T.base.entry ? T.base.entry->key : fs_basename(T.base_spec);
+        export_gguf_opts go = {mix, o->merged ? T.l : NULL, o->merged && o->dequantize, gname, r->pre, with_tmpl,
                                r->add_bos, r->add_eos};
         log_info("export: writing %s (%s)", r->model_file, o->merged ? "adapter merged" : "base");
         if (export_write_model(T.m, T.t, &go, mpath, &r->info, e)) goto done;
@@ -433,7 +451,7 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
     if (add_artifact(arts, &n_arts, r->dir, r->model_file, r->reused_base ? known : NULL, e)) goto done;
     if (!o->merged) {
         char ap[4200];
-        if (path_in(ap, sizeof ap, r->dir, "adapter.gguf", e) || export_write_adapter(T.m, T.l, T.base_spec, ap, e) ||
+        if (path_in(ap, sizeof ap, r->dir, "adapter.gguf", e) || export_write_adapter(T.m, T.l, fm->dlm_id, ap, e) ||
             add_artifact(arts, &n_arts, r->dir, "adapter.gguf", NULL, e))
             goto done;
         r->has_adapter = 1;

@@ -59,6 +59,7 @@ typedef struct export_result {
     char ollama_version[64];
     char smoke[256];            /* first line of the smoke answer */
     char next_steps[2048];      /* commands to run when ollama is not installed */
+    char system_buf[8192];      /* the Modelfile SYSTEM when it had to be trimmed */
 } export_result;
 
 int export_run(const export_opts *o, export_result *r, dlm_err *e);
