@@ -15,6 +15,7 @@ libyaml-dev libjansson-dev libpcre2-dev libutf8proc-dev libzstd-dev
 libarchive-dev libsqlite3-dev libcurl4-openssl-dev libsodium-dev
 libopenblas-dev
 python3 python3-numpy python3-torch
+golang-go
 "
 
 # node and npm (test-time references only): any install will do, e.g.

@@ -114,8 +114,9 @@ static int supported(const loader *L, int type)
 {
     if (type == DT_F32 || type == DT_F16 || type == DT_BF16) return 1;
     if (!L->gguf) return 0;
-    return type == DT_Q8_0 || type == DT_Q4_0 || type == DT_Q5_0 || type == DT_Q4_K || type == DT_Q5_K ||
-           type == DT_Q6_K;
+    /* Q4_1/Q5_1: llama-quantize's fallback for Q5_K rows that do not fill a 256 block */
+    return type == DT_Q8_0 || type == DT_Q4_0 || type == DT_Q4_1 || type == DT_Q5_0 || type == DT_Q5_1 ||
+           type == DT_Q4_K || type == DT_Q5_K || type == DT_Q6_K;
 }
 
 static int fetch(loader *L, tensor_role r, int il, int required, src_tensor *t, char *name, size_t cap)
@@ -156,7 +157,7 @@ static int shape_error(loader *L, const char *name, const src_tensor *t, int nd,
 static int type_error(loader *L, const char *name, const src_tensor *t)
 {
     err_at(L->e, KIND, L->path, 0, 0, "tensor '%s' has type %s, which dlm cannot load", name, t->type_name);
-    return err_hint(L->e, L->gguf ? "supported GGUF types: F32 F16 BF16 Q8_0 Q4_0 Q5_0 Q4_K Q5_K Q6_K"
+    return err_hint(L->e, L->gguf ? "supported GGUF types: F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K Q5_K Q6_K"
                                   : "supported safetensors dtypes: F32 F16 BF16");
 }
 

@@ -19,7 +19,8 @@
 
 static int pipeline_for(tok *t, const char *pre, dlm_err *e)
 {
-    if (!strcmp(pre, "gpt2")) return tok_pt_bytelevel(t, 0, 1, e);
+    /* llama.cpp spells GPT-2's pipeline "gpt-2" (the name its converter writes) */
+    if (!strcmp(pre, "gpt2") || !strcmp(pre, "gpt-2")) return tok_pt_bytelevel(t, 0, 1, e);
     if (!strcmp(pre, "llama-bpe") || !strcmp(pre, "llama3")) {
         t->ignore_merges = 1;
         if (tok_pt_split(t, TOK_RE_LLAMA3, strlen(TOK_RE_LLAMA3), 1, SPLIT_ISOLATED, 0, e)) return -1;

@@ -365,14 +365,14 @@ static void test_gguf_malformed(void)
     fs_join(p, sizeof p, dir, "m.gguf");
     if (fs_read_all(FIX "/llama-bf16.q8_0.gguf", 1 << 24, &img, &n, &E)) { CHECK_MSG(0, "%s", E.msg); return; }
     unsigned char *b = (unsigned char *)img;
-    /* type of blk.0.attn_q.weight Q8_0 -> Q4_1 (smaller, still in range) */
+    /* type of blk.0.attn_q.weight Q8_0 -> IQ4_NL (smaller, still in range; dlm has no IQ kernels) */
     size_t q = find_info(b, n, "blk.0.attn_q.weight");
     CHECK(q != 0);
     size_t type_at = q + 4 + 2 * 8;
     CHECK_INT(b[type_at], 8);
-    b[type_at] = 3;
+    b[type_at] = 20;
     fs_write_atomic(p, b, n, 0644, &E);
-    expect_fail(p, "tensor 'blk.0.attn_q.weight' has type Q4_1");
+    expect_fail(p, "tensor 'blk.0.attn_q.weight' has type IQ4_NL");
     b[type_at] = 8;
     /* ne[1] of blk.1.ffn_up.weight 64 -> 32 */
     size_t u = find_info(b, n, "blk.1.ffn_up.weight");

@@ -1,0 +1,517 @@
+/* export — the `dlm export` flow (see export.h). */
+#include "export/export.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "export/ollama.h"
+#include "infer/target.h"
+#include "model/gguf.h"
+#include "store/store.h"
+#include "util/fs.h"
+#include "util/hash.h"
+#include "util/json.h"
+#include "util/log.h"
+#include "util/timeutil.h"
+#include "version.h"
+
+#define EXPORT_FORMAT 1         /* bump when the bytes of an exported base change */
+
+static const char *const TARGETS[] = {"ollama", "gguf", "llama-server"};
+
+int export_target_parse(const char *s)
+{
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(s, TARGETS[i])) return i;
+    return -1;
+}
+
+const char *export_target_name(export_target t) { return (unsigned)t < 3 ? TARGETS[t] : "?"; }
+
+/* ---- small helpers ------------------------------------------------------------------------ */
+
+static int path_in(char *out, size_t cap, const char *dir, const char *name, dlm_err *e)
+{
+    if (!fs_join(out, cap, dir, name)) return err_set(e, "ExportError", "path too long: %s/%s", dir, name);
+    return 0;
+}
+
+static int write_text(const char *dir, const char *name, const char *text, size_t len, int mode, dlm_err *e)
+{
+    char p[4200];
+    if (path_in(p, sizeof p, dir, name, e)) return -1;
+    return fs_write_atomic(p, text, len, mode, e);
+}
+
+/* training_run.json says whether the adapter was trained on a quantized base. */
+static int trained_on_quantized(const char *adapter_dir)
+{
+    char p[4300];
+    snprintf(p, sizeof p, "%s/training_run.json", adapter_dir);
+    json_t *j = fs_is_file(p) ? json_load_path(p, 16u << 20, NULL) : NULL;
+    int q = 0;
+    if (j) jget_bool(j, "use_qlora", &q);
+    json_decref(j);
+    return q;
+}
+
+/* What identifies the base bytes an export writes: the source files (path,
+ * size, mtime, inode), the mix, the pre-tokenizer name, whether the chat
+ * template is in, and this writer's version. */
+static void stat_line(sha256_ctx *c, const char *path)
+{
+    struct stat st;
+    char line[4400];
+    if (stat(path, &st) != 0) return;
+    int n = snprintf(line, sizeof line, "%s %lld %lld %lld.%09ld\n", path, (long long)st.st_size, (long long)st.st_ino,
+                     (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+    sha256_update(c, line, (size_t)n);
+}
+
+static int base_fingerprint(const char *model_path, const char *quant, const char *pre, int with_template,
+                            char hex[65], dlm_err *e)
+{
+    sha256_ctx c;
+    sha256_init(&c);
+    char head[512];
+    int n = snprintf(head, sizeof head, "dlm-export-base %d %s\n%s\n%s\n%d\n", EXPORT_FORMAT, DLM_VERSION, quant, pre,
+                     with_template);
+    sha256_update(&c, head, (size_t)n);
+    if (fs_is_dir(model_path)) {
+        char **names;
+        int k = fs_list_dir(model_path, &names, e);
+        if (k < 0) return -1;
+        for (int i = 0; i < k; i++) {
+            char p[4400];
+            snprintf(p, sizeof p, "%s/%s", model_path, names[i]);
+            if (fs_is_file(p)) stat_line(&c, p);
+        }
+        fs_free_list(names, k);
+    } else {
+        stat_line(&c, model_path);
+    }
+    unsigned char d[32];
+    sha256_final(&c, d);
+    hex_encode(d, 32, hex);
+    return 0;
+}
+
+/* The previous export_manifest.json recorded this fingerprint and a sha256
+ * for file, and the file still has it. */
+static int can_reuse(const char *dir, const char *file, const char *fp, char sha_out[65])
+{
+    char mp[4200], fpath[4200];
+    if (!fs_join(mp, sizeof mp, dir, "export_manifest.json") || !fs_join(fpath, sizeof fpath, dir, file)) return 0;
+    if (!fs_is_file(mp) || !fs_is_file(fpath)) return 0;
+    json_t *j = json_load_path(mp, 16u << 20, NULL);
+    if (!j) return 0;
+    int ok = 0;
+    const char *rec = jget_str(j, "base_fingerprint");
+    json_t *arts = json_object_get(j, "artifacts");
+    const char *want = NULL;
+    for (size_t i = 0; json_is_array(arts) && i < json_array_size(arts); i++) {
+        json_t *a = json_array_get(arts, i);
+        const char *p = jget_str(a, "path");
+        if (p && !strcmp(p, file)) want = jget_str(a, "sha256");
+    }
+    if (rec && !strcmp(rec, fp) && want && strlen(want) == 64) {
+        char got[65];
+        if (sha256_file_hex(fpath, got, NULL) == 0) {
+            if (!strcmp(got, want)) {
+                memcpy(sha_out, got, 65);
+                ok = 1;
+            } else {
+                log_warn("export: %s changed since the last export (sha256 %.12s…, recorded %.12s…); writing it again",
+                         file, got, want);
+            }
+        }
+    }
+    json_decref(j);
+    return ok;
+}
+
+typedef struct artifact {
+    char path[64];
+    char sha[65];
+    int64_t size;
+} artifact;
+
+static int add_artifact(artifact *a, int *n, const char *dir, const char *name, const char *known_sha, dlm_err *e)
+{
+    char p[4200];
+    if (path_in(p, sizeof p, dir, name, e)) return -1;
+    artifact *x = &a[(*n)++];
+    snprintf(x->path, sizeof x->path, "%s", name);
+    if (known_sha) memcpy(x->sha, known_sha, 65);
+    else if (sha256_file_hex(p, x->sha, e)) return -1;
+    x->size = fs_file_size(p);
+    return 0;
+}
+
+static const char *artifact_sha(const artifact *a, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(a[i].path, name)) return a[i].sha;
+    return NULL;
+}
+
+static void shell_quote(strbuf *out, const char *s)
+{
+    sb_putc(out, '\'');
+    for (; *s; s++) {
+        if (*s == '\'') sb_puts(out, "'\\''");
+        else sb_putc(out, *s);
+    }
+    sb_putc(out, '\'');
+}
+
+/* ---- ollama ------------------------------------------------------------------------------- */
+
+static int run_ollama(const char *bin, const char *home, const char *dir, const export_opts *o, export_result *r,
+                      dlm_err *e)
+{
+    export_proc p;
+    char *vargv[] = {(char *)bin, "--version", NULL};
+    if (export_proc_run(vargv, dir, 10, &p, e) == 0 && p.exit_code == 0) {
+        /* "ollama version is 0.5.7" (newer: one line per client/server) */
+        const char *s = sb_str(&p.out), *v = strstr(s, "version is ");
+        v = v ? v + 11 : s;
+        size_t n = strcspn(v, " \r\n");
+        snprintf(r->ollama_version, sizeof r->ollama_version, "%.*s", (int)n, v);
+    }
+    export_proc_free(&p);
+    /* one `ollama create` at a time per home (the original's ollama.lock) */
+    char lp[4200];
+    int lfd = -1;
+    if (fs_join(lp, sizeof lp, home, "ollama.lock") && !fs_mkdir_p(home, NULL)) {
+        lfd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (lfd >= 0) flock(lfd, LOCK_EX);
+    }
+    int rc = -1;
+    char *cargv[] = {(char *)bin, "create", r->ollama_name, "-f", "Modelfile", NULL};
+    log_info("export: ollama create %s", r->ollama_name);
+    if (export_proc_run(cargv, dir, 600, &p, e)) goto done;
+    if (p.exit_code != 0) {
+        err_set(e, "OllamaError", "ollama create %s failed (%s %d): %s", r->ollama_name,
+                p.timed_out ? "timed out after" : "exit", p.timed_out ? 600 : p.exit_code, sb_str(&p.err));
+        export_proc_free(&p);
+        goto done;
+    }
+    export_proc_free(&p);
+    r->ollama_ran = 1;
+    if (!o->no_smoke) {
+        char *rargv[] = {(char *)bin, "run", r->ollama_name, "Hello.", NULL};
+        if (export_proc_run(rargv, dir, 120, &p, e)) goto done;
+        const char *s = sb_str(&p.out);
+        while (*s == '\n' || *s == '\r' || *s == ' ') s++;
+        size_t n = strcspn(s, "\r\n");
+        if (p.exit_code != 0 || n == 0) {
+            err_set(e, "OllamaSmokeError", "smoke prompt failed: ollama run %s \"Hello.\" %s: %s", r->ollama_name,
+                    p.exit_code != 0 ? "exited with an error" : "printed nothing", sb_str(&p.err));
+            err_hint(e, "the model was created; --no-smoke skips this check");
+            export_proc_free(&p);
+            goto done;
+        }
+        snprintf(r->smoke, sizeof r->smoke, "%.*s", (int)(n > 200 ? 200 : n), s);
+        export_proc_free(&p);
+    }
+    rc = 0;
+done:
+    if (lfd >= 0) close(lfd);
+    return rc;
+}
+
+/* ---- manifests ----------------------------------------------------------------------------- */
+
+static json_t *jstr_or_null(const char *s) { return s && *s ? json_string(s) : json_null(); }
+
+static int write_export_manifest(const char *dir, const export_opts *o, const export_result *r, const infer_target *T,
+                                 const char *fp, const artifact *arts, int n_arts, dlm_err *e)
+{
+    char now[32];
+    time_iso_utc(time_now(), now, sizeof now);
+    const reg_entry *ent = T->base.entry;
+    const char *hf = ent ? ent->hf_id : T->base.kind == BASE_HF ? T->base.hf_id : NULL;
+    const char *rev = ent ? ent->revision : T->base.kind == BASE_HF ? T->base.revision : NULL;
+    json_t *types = json_object(), *a = json_array();
+    for (int i = 0; i < DT_COUNT; i++)
+        if (r->info.n_by_type[i]) json_object_set_new(types, dtype_name((dtype)i), json_integer(r->info.n_by_type[i]));
+    for (int i = 0; i < n_arts; i++)
+        json_array_append_new(a, json_pack("{s:s, s:s, s:I}", "path", arts[i].path, "sha256", arts[i].sha,
+                                           "size_bytes", (json_int_t)arts[i].size));
+    char by[64];
+    snprintf(by, sizeof by, "dlm-%s", DLM_VERSION);
+    json_t *m = json_pack("{s:s, s:s, s:b, s:b, s:o, s:s, s:s, s:n, s:s, s:o, s:o, s:i, s:s, s:s, s:o, s:b, s:i, s:o}",
+                          "target", export_target_name(o->target), "quant", r->quant, "merged", o->merged,
+                          "dequantized", o->dequantize, "ollama_name",
+                          o->target == EXPORT_TARGET_OLLAMA ? json_string(r->ollama_name) : json_null(), "created_at",
+                          now, "created_by", by, "llama_cpp_tag", "base_model", T->base_spec, "base_model_hf_id",
+                          jstr_or_null(hf), "base_model_revision", jstr_or_null(rev), "adapter_version",
+                          r->adapter_version, "base_fingerprint", fp, "pre_tokenizer", r->pre, "tensor_types", types,
+                          "reused_base", r->reused_base, "template_drift_checked", r->drift_checked, "artifacts", a);
+    if (!m) return err_set(e, "MemoryError", "out of memory");
+    char p[4200];
+    int rc = path_in(p, sizeof p, dir, "export_manifest.json", e) ? -1 : json_save_file(p, m, e);
+    json_decref(m);
+    return rc;
+}
+
+/* Append the export to <store>/manifest.json under the store lock (waits
+ * up to 60 s for another writer, as the original does). */
+static int record_in_store(const infer_target *T, const export_opts *o, const export_result *r, const artifact *arts,
+                           int n_arts, dlm_err *e)
+{
+    store_lock lk;
+    double until = time_mono() + 60;
+    for (;;) {
+        if (store_lock_acquire(T->store, "export", &lk, e) == 0) break;
+        if (strcmp(e->kind, "LockHeldError") || time_mono() > until) return -1;
+        usleep(200 * 1000);
+    }
+    char mp[4200];
+    int rc = -1;
+    json_t *m = NULL;
+    if (path_in(mp, sizeof mp, T->store, "manifest.json", e) || !(m = manifest_load(mp, e))) goto done;
+    char now[32];
+    time_iso_utc(time_now(), now, sizeof now);
+    char mf[64];
+    snprintf(mf, sizeof mf, "%s", r->model_file);
+    json_t *x = json_pack("{s:s, s:s, s:s, s:b, s:o, s:o, s:n, s:o, s:o, s:o, s:n}", "exported_at", now, "target",
+                          export_target_name(o->target), "quant", r->quant, "merged", o->merged, "ollama_name",
+                          r->ollama_ran ? json_string(r->ollama_name) : json_null(), "ollama_version",
+                          jstr_or_null(r->ollama_version), "llama_cpp_tag", "base_gguf_sha256",
+                          jstr_or_null(artifact_sha(arts, n_arts, mf)), "adapter_gguf_sha256",
+                          jstr_or_null(artifact_sha(arts, n_arts, "adapter.gguf")), "smoke_output_first_line",
+                          jstr_or_null(r->smoke), "adapter_name");
+    if (!x) { err_set(e, "MemoryError", "out of memory"); goto done; }
+    rc = manifest_add_export(m, x, e);
+    json_decref(x);
+    if (!rc) rc = manifest_save(mp, m, e);
+done:
+    json_decref(m);
+    store_lock_release(&lk);
+    return rc;
+}
+
+/* ---- the flow ------------------------------------------------------------------------------- */
+
+/* s without leading/trailing ASCII whitespace, in buf (cap bytes). */
+static const char *trimmed(const char *s, char *buf, size_t cap)
+{
+    while (*s == ' ' || (*s >= '\t' && *s <= '\r')) s++;
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == ' ' || (s[n - 1] >= '\t' && s[n - 1] <= '\r'))) n--;
+    if (n >= cap) n = cap - 1;
+    memcpy(buf, s, n);
+    buf[n] = 0;
+    return buf;
+}
+
+static int preflight(const export_opts *o, infer_target *T, export_result *r, const char **go_tmpl,
+                     const char **mf_system, dlm_err *e)
+{
+    const doc_frontmatter *fm = doc_fm(T->doc);
+    if (o->merged && !o->dequantize && trained_on_quantized(T->adapter_dir)) {
+        err_set(e, "UnsafeMergeError", "merge refused: adapter was trained on a quantized base");
+        return err_hint(e, "--dequantize merges it into an f16 copy of the dequantized base and quantizes that "
+                           "(or export without --merged: the adapter then runs on the base it was trained on)");
+    }
+    if (!o->merged && T->l->cfg.dora) {
+        err_set(e, "ExportError", "preflight: a DoRA adapter cannot run as a separate llama.cpp adapter");
+        return err_hint(e, "export it merged: dlm export %s --merged", o->doc_path);
+    }
+    if (export_pre_name(T->t, o->pre_tokenizer, &r->pre, e)) return -1;
+    export_special_flags(T->model_path, T->t, T->m->cfg.vocab, &r->add_bos, &r->add_eos);
+    const reg_entry *ent = T->base.entry;
+    if (ent && ent->tokenizer_pre && *ent->tokenizer_pre && strcmp(ent->tokenizer_pre, r->pre))
+        log_warn("export: the registry lists pre-tokenizer '%s' for %s, the tokenizer looks like '%s'",
+                 ent->tokenizer_pre, ent->key, r->pre);
+    size_t nt = tok_vocab_size(T->t);
+    if (nt > (size_t)T->m->cfg.vocab) {
+        err_set(e, "ExportError", "preflight: vocab mismatch: the tokenizer has %zu tokens but the embedding has %d rows",
+                nt, T->m->cfg.vocab);
+        return err_hint(e, "the tokenizer does not belong to these weights");
+    }
+    const char *tmpl = tok_chat_template(T->t);
+    if (!o->no_template && !(tmpl && *tmpl)) {
+        err_set(e, "ExportError", "preflight: the base has no chat template");
+        return err_hint(e, "--no-template exports without one (prompts are then plain text)");
+    }
+    *go_tmpl = NULL;
+    *mf_system = fm->system_prompt && *fm->system_prompt ? fm->system_prompt : NULL;
+    if (o->target == EXPORT_TARGET_OLLAMA && !o->no_template) {
+        if (!T->dialect) {
+            err_set(e, "ExportError", "preflight: the base's chat template is none dlm can write as an Ollama TEMPLATE");
+            return err_hint(e, "--no-template leaves TEMPLATE out (Ollama then guesses one from the GGUF)");
+        }
+        *go_tmpl = export_ollama_template(T->dialect);
+        if (!*mf_system) *mf_system = T->dialect->default_system;
+        /* Llama 3 templates |trim the system prompt; Go cannot, so SYSTEM
+         * carries it trimmed (a YAML block scalar ends with a newline) */
+        if (*mf_system && !strcmp(T->dialect->family, "llama3"))
+            *mf_system = trimmed(*mf_system, r->system_buf, sizeof r->system_buf);
+        /* the ids llama.cpp adds around a prompt with the exported metadata */
+        int32_t bos = tok_bos(T->t) >= 0 ? tok_bos(T->t) : T->m->cfg.bos_id;
+        int32_t eos = tok_eos(T->t) >= 0 ? tok_eos(T->t) : T->m->cfg.eos_id;
+        if (!export_llama_add_bos(r->add_bos, r->pre)) bos = -1;
+        if (r->add_eos != 1) eos = -1;
+        if (export_drift_check(T->dialect, *go_tmpl, fm->system_prompt, *mf_system, T->t, bos, eos, &r->drift_checked, e))
+            return -1;
+    }
+    return 0;
+}
+
+int export_run(const export_opts *o, export_result *r, dlm_err *e)
+{
+    memset(r, 0, sizeof *r);
+    if (!o->doc_path) return err_set(e, "ExportError", "export needs a document");
+    infer_target T;
+    target_opts to = {o->doc_path, NULL, o->home, 1, o->offline};
+    if (target_open(&to, &T, e)) return -1;
+    int rc = -1;
+    const doc_frontmatter *fm = doc_fm(T.doc);
+    artifact arts[8];
+    int n_arts = 0;
+    strbuf sb = STRBUF_INIT;
+    if (!T.version || !T.l) {
+        err_set(e, "ExportError", "no current adapter: %s/adapter/current.txt names no trained version", T.store);
+        err_hint(e, "train one first: dlm train %s", o->doc_path);
+        goto done;
+    }
+    r->adapter_version = T.version;
+    const char *qname = o->quant ? o->quant : doc_quant_names[fm->export.default_quant];
+    const export_mix *mix = export_mix_find(qname);
+    if (!mix) {
+        err_set(e, "ExportError", "unknown quantization '%s'", qname);
+        err_hint(e, "use one of Q4_K_M Q5_K_M Q6_K Q8_0 Q4_0 F16 BF16 F32");
+        e->code = 2;
+        goto done;
+    }
+    r->quant = mix->name;
+    if (o->target == EXPORT_TARGET_OLLAMA) {
+        char id[32];
+        size_t k = 0;
+        for (; fm->dlm_id[k] && k < sizeof id - 1; k++) id[k] = (char)tolower((unsigned char)fm->dlm_id[k]);
+        id[k] = 0;
+        if (o->name) snprintf(r->ollama_name, sizeof r->ollama_name, "%s", o->name);
+        else snprintf(r->ollama_name, sizeof r->ollama_name, "dlm-%s:v%04d", id, T.version);
+        if (!export_ollama_name_ok(r->ollama_name)) {
+            err_set(e, "ExportError", "'%s' is not a valid Ollama model name", r->ollama_name);
+            err_hint(e, "use [namespace/]name[:tag] with letters, digits, '.', '-', '_' (at most 128 characters)");
+            e->code = 2;
+            goto done;
+        }
+    }
+    const char *go_tmpl = NULL, *mf_system = NULL;
+    if (preflight(o, &T, r, &go_tmpl, &mf_system, e)) goto done;
+
+    /* where */
+    if (o->out_dir) snprintf(r->dir, sizeof r->dir, "%s", o->out_dir);
+    else {
+        char rel[128];
+        snprintf(rel, sizeof rel, "exports/%s", mix->name);
+        if (store_path(T.store, rel, r->dir, sizeof r->dir, e)) goto done;
+    }
+    if (fs_mkdir_p(r->dir, e)) goto done;
+
+    /* the model GGUF */
+    int with_tmpl = !o->no_template;
+    snprintf(r->model_file, sizeof r->model_file, "%s.%s.gguf", o->merged ? "merged" : "base", mix->name);
+    char fp[65], known[65], mpath[4200];
+    if (base_fingerprint(T.model_path, mix->name, r->pre, with_tmpl, fp, e)) goto done;
+    if (path_in(mpath, sizeof mpath, r->dir, r->model_file, e)) goto done;
+    if (!o->merged && can_reuse(r->dir, r->model_file, fp, known)) {
+        r->reused_base = 1;
+        log_info("export: reusing %s (unchanged base, sha256 %.12s… checked)", r->model_file, known);
+        /* the per-type counts of a reused file come from its tensors */
+        gguf_file *g;
+        if (gguf_open(mpath, &g, NULL) == 0) {
+            r->info.n_tensors = gguf_tensor_count(g);
+            for (int i = 0; i < r->info.n_tensors; i++) {
+                int ty = gguf_tensor_at(g, i)->type;
+                if (ty >= 0 && ty < DT_COUNT) r->info.n_by_type[ty]++;
+            }
+            gguf_close(g);
+        }
+    } else {
+        /* general.name: the registry key, or the folder / file name */
+        const char *gname = T.base.entry ? T.base.entry->key : fs_basename(T.base_spec);
+        export_gguf_opts go = {mix, o->merged ? T.l : NULL, o->merged && o->dequantize, gname, r->pre, with_tmpl,
+                               r->add_bos, r->add_eos};
+        log_info("export: writing %s (%s)", r->model_file, o->merged ? "adapter merged" : "base");
+        if (export_write_model(T.m, T.t, &go, mpath, &r->info, e)) goto done;
+    }
+    if (add_artifact(arts, &n_arts, r->dir, r->model_file, r->reused_base ? known : NULL, e)) goto done;
+    if (!o->merged) {
+        char ap[4200];
+        if (path_in(ap, sizeof ap, r->dir, "adapter.gguf", e) || export_write_adapter(T.m, T.l, fm->dlm_id, ap, e) ||
+            add_artifact(arts, &n_arts, r->dir, "adapter.gguf", NULL, e))
+            goto done;
+        r->has_adapter = 1;
+    }
+
+    /* target files */
+    const reg_entry *ent = T.base.entry;
+    int ctxlen = ent && ent->context_length > 0 ? ent->context_length : T.m->cfg.max_pos;
+    int num_ctx = fm->training.sequence_len < ctxlen ? fm->training.sequence_len : ctxlen;
+    char from[96], adapter_ref[32] = "./adapter.gguf";
+    snprintf(from, sizeof from, "./%s", r->model_file);
+    if (o->target == EXPORT_TARGET_OLLAMA) {
+        const char *stops[32];
+        int n_stops = export_stop_list(T.t, o->no_template ? NULL : T.dialect, stops, 32);
+        char now[32], abs[4096];
+        time_iso_utc(time_now(), now, sizeof now);
+        if (!realpath(o->doc_path, abs)) snprintf(abs, sizeof abs, "%s", o->doc_path);
+        const char *rev = ent ? ent->revision : T.base.kind == BASE_HF && T.base.revision[0] ? T.base.revision : NULL;
+        export_modelfile mf = {DLM_VERSION, now, abs, fm->dlm_id, T.version, T.base_spec, rev, mix->name,
+                               o->merged, from, o->merged ? NULL : adapter_ref, go_tmpl, stops, n_stops,
+                               fm->export.has_temperature ? fm->export.default_temperature
+                               : ent && ent->reasoning_tuned ? 0.6 : 0.7,
+                               fm->export.has_top_p ? fm->export.default_top_p : T.dialect ? T.dialect->top_p : 0.9,
+                               num_ctx, mf_system, ent && ent->license ? ent->license : NULL};
+        if (export_modelfile_text(&mf, &sb, e) || write_text(r->dir, "Modelfile", sb.buf, sb.len, 0644, e) ||
+            add_artifact(arts, &n_arts, r->dir, "Modelfile", NULL, e))
+            goto done;
+    } else if (o->target == EXPORT_TARGET_LLAMA_SERVER) {
+        const char *tmpl = with_tmpl ? tok_chat_template(T.t) : NULL;
+        if (tmpl) {
+            if (write_text(r->dir, "chat-template.jinja", tmpl, strlen(tmpl), 0644, e) ||
+                add_artifact(arts, &n_arts, r->dir, "chat-template.jinja", NULL, e))
+                goto done;
+        }
+        export_llama_server_script(&sb, DLM_VERSION, r->model_file, o->merged ? NULL : "adapter.gguf",
+                                   tmpl ? "chat-template.jinja" : NULL, num_ctx);
+        if (write_text(r->dir, "llama-server_launch.sh", sb.buf, sb.len, 0755, e) ||
+            add_artifact(arts, &n_arts, r->dir, "llama-server_launch.sh", NULL, e))
+            goto done;
+    }
+
+    if (o->target == EXPORT_TARGET_OLLAMA) {
+        char bin[4096];
+        if (export_which("ollama", bin, sizeof bin)) {
+            if (run_ollama(bin, o->home, r->dir, o, r, e)) goto done;
+        } else {
+            strbuf ns = STRBUF_INIT;
+            sb_puts(&ns, "cd ");
+            shell_quote(&ns, r->dir);
+            sb_printf(&ns, " && ollama create %s -f Modelfile && ollama run %s \"Hello.\"", r->ollama_name,
+                      r->ollama_name);
+            snprintf(r->next_steps, sizeof r->next_steps, "%s", sb_str(&ns));
+            sb_free(&ns);
+        }
+    }
+    if (write_export_manifest(r->dir, o, r, &T, fp, arts, n_arts, e)) goto done;
+    if (record_in_store(&T, o, r, arts, n_arts, e)) goto done;
+    rc = 0;
+done:
+    sb_free(&sb);
+    target_close(&T);
+    return rc;
+}

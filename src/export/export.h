@@ -1,0 +1,67 @@
+/* export — `dlm export`: a document's base and current adapter as files
+ * llama.cpp and Ollama load (dlm-format.md §6, formats.md §3–§6).
+ *
+ *   <store>/exports/<QUANT>/     (or --out DIR)
+ *     base.<QUANT>.gguf          the base, quantized with llama.cpp's mix
+ *     adapter.gguf               the adapter (llama.cpp LoRA GGUF)
+ *     merged.<QUANT>.gguf        --merged: the adapter merged in (no adapter.gguf)
+ *     Modelfile                  target ollama
+ *     chat-template.jinja, llama-server_launch.sh    target llama-server
+ *     export_manifest.json       every artifact with sha256 and size
+ *
+ * Order of work: open the document's base, tokenizer and current adapter;
+ * preflight (pre-tokenizer name, vocab vs embedding, chat template, merge
+ * safety, template drift); write the GGUF files (an unchanged base from an
+ * earlier export is reused after its sha256 is checked); write the target's
+ * files; run `ollama create` and a smoke prompt when ollama is installed;
+ * write export_manifest.json; append to the store manifest's exports under
+ * the store lock. */
+#ifndef DLM_EXPORT_H
+#define DLM_EXPORT_H
+
+#include "export/export_gguf.h"
+#include "util/err.h"
+
+typedef enum { EXPORT_TARGET_OLLAMA = 0, EXPORT_TARGET_GGUF, EXPORT_TARGET_LLAMA_SERVER } export_target;
+
+/* "ollama", "gguf", "llama-server" → target; -1 if unknown. */
+int export_target_parse(const char *s);
+const char *export_target_name(export_target t);
+
+typedef struct export_opts {
+    const char *doc_path;
+    const char *home;
+    export_target target;
+    const char *quant;          /* NULL: export.default_quant, else Q4_K_M */
+    int merged;
+    int dequantize;             /* merge a QLoRA adapter into an f16 copy of the base */
+    int no_template;            /* no TEMPLATE / chat template, no drift check */
+    int no_smoke;
+    const char *name;           /* Ollama model name (default dlm-<id>:vNNNN) */
+    const char *out_dir;        /* default <store>/exports/<QUANT> */
+    const char *pre_tokenizer;  /* override tokenizer.ggml.pre */
+    int offline;
+} export_opts;
+
+typedef struct export_result {
+    char dir[4096];
+    char model_file[64];        /* "base.Q4_K_M.gguf" / "merged.Q4_K_M.gguf" */
+    int has_adapter;            /* adapter.gguf written */
+    int reused_base;
+    int adapter_version;
+    const char *quant;
+    const char *pre;            /* tokenizer.ggml.pre written */
+    int add_bos, add_eos;       /* tokenizer.ggml.add_bos/eos_token written (-1: left out) */
+    int drift_checked;          /* conversations the drift check compared (0 = not run) */
+    export_gguf_info info;
+    char ollama_name[160];
+    int ollama_ran;             /* ollama create ran */
+    char ollama_version[64];
+    char smoke[256];            /* first line of the smoke answer */
+    char next_steps[2048];      /* commands to run when ollama is not installed */
+    char system_buf[8192];      /* the Modelfile SYSTEM when it had to be trimmed */
+} export_result;
+
+int export_run(const export_opts *o, export_result *r, dlm_err *e);
+
+#endif

