@@ -13,24 +13,18 @@ static const char *const STOPS_CHATML[] = {"<|im_end|>", "<|endoftext|>", "<|im_
 static const char *const STOPS_LLAMA3[] = {"<|eot_id|>", "<|end_of_text|>", "<|start_header_id|>", "<|eom_id|>", NULL};
 
 /* Ollama Go templates: chatml from dlm-format.md 6.2, llama3 from formats.md 5.3. */
-static const char OLLAMA_CHATML[] =
-    "{{- if .System }}<|im_start|>system\n{{ .System }}<|im_end|>\n{{ end }}"
-    "{{- range .Messages }}<|im_start|>{{ .Role }}\n{{ .Content }}<|im_end|>\n{{ end }}<|im_start|>assistant\n";
-static const char OLLAMA_LLAMA3[] =
-    "{{- range .Messages }}<|start_header_id|>{{ .Role }}<|end_header_id|>\n\n{{ .Content }}<|eot_id|>\n"
-    "{{- end }}<|start_header_id|>assistant<|end_header_id|>\n\n";
 
 static const char SYS_SMOLLM2[] = "You are a helpful AI assistant named SmolLM, trained by Hugging Face";
 static const char SYS_QWEN25[] = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.";
 
 static const chat_dialect DIALECTS[] = {
-    {"chatml", "chatml", NULL, STOPS_CHATML, OLLAMA_CHATML, 0.9, STYLE_CHATML},
-    {"chatml-smollm2", "chatml", SYS_SMOLLM2, STOPS_CHATML, OLLAMA_CHATML, 0.9, STYLE_CHATML},
-    {"chatml-qwen2.5", "chatml", SYS_QWEN25, STOPS_CHATML, OLLAMA_CHATML, 0.9, STYLE_CHATML},
-    {"qwen3", "chatml", NULL, STOPS_CHATML, OLLAMA_CHATML, 0.9, STYLE_QWEN3},
-    {"llama3", "llama3", NULL, STOPS_LLAMA3, OLLAMA_LLAMA3, 0.9, STYLE_LLAMA3},
-    {"llama3-nodate", "llama3", NULL, STOPS_LLAMA3, OLLAMA_LLAMA3, 0.9, STYLE_LLAMA3_NODATE},
-    {"llama3-nodate-always", "llama3", NULL, STOPS_LLAMA3, OLLAMA_LLAMA3, 0.9, STYLE_LLAMA3_NODATE_ALWAYS},
+    {"chatml", "chatml", NULL, STOPS_CHATML, 0.9, STYLE_CHATML},
+    {"chatml-smollm2", "chatml", SYS_SMOLLM2, STOPS_CHATML, 0.9, STYLE_CHATML},
+    {"chatml-qwen2.5", "chatml", SYS_QWEN25, STOPS_CHATML, 0.9, STYLE_CHATML},
+    {"qwen3", "chatml", NULL, STOPS_CHATML, 0.9, STYLE_QWEN3},
+    {"llama3", "llama3", NULL, STOPS_LLAMA3, 0.9, STYLE_LLAMA3},
+    {"llama3-nodate", "llama3", NULL, STOPS_LLAMA3, 0.9, STYLE_LLAMA3_NODATE},
+    {"llama3-nodate-always", "llama3", NULL, STOPS_LLAMA3, 0.9, STYLE_LLAMA3_NODATE_ALWAYS},
 };
 #define N_DIALECTS (sizeof DIALECTS / sizeof DIALECTS[0])
 

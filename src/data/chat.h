@@ -37,10 +37,9 @@ typedef struct chat_msg {
 
 typedef struct chat_dialect {
     const char *name;              /* "chatml", "chatml-qwen2.5", "llama3", ... */
-    const char *family;            /* Ollama/export registry name: "chatml" or "llama3" */
+    const char *family;            /* export family: "chatml" or "llama3" (Ollama template, src/export/ollama.c) */
     const char *default_system;    /* injected when there is no system message; NULL none */
     const char *const *stops;      /* stop strings, NULL-terminated (dlm-format.md 6.2) */
-    const char *ollama_template;   /* Go template text for a Modelfile TEMPLATE */
     double top_p;                  /* export default */
     int style;                     /* private: which renderer */
 } chat_dialect;

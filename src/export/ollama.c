@@ -43,7 +43,7 @@ const char *export_ollama_template(const chat_dialect *d)
     if (!strcmp(d->family, "chatml")) return GO_CHATML;
     if (!strcmp(d->name, "llama3")) return GO_LLAMA3;
     if (!strcmp(d->family, "llama3")) return GO_LLAMA3_NODATE;
-    return d->ollama_template;
+    return NULL;
 }
 
 /* ---- stops -------------------------------------------------------------------------------- */

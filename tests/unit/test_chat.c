@@ -124,7 +124,6 @@ static void test_registry(void)
         const chat_dialect *d = chat_dialect_at(i);
         CHECK(chat_dialect_find(d->name) == d);
         CHECK(d->stops && d->stops[0]);
-        CHECK(d->ollama_template && strstr(d->ollama_template, ".Messages"));
     }
     CHECK_STR(chat_dialect_find("chatml")->stops[0], "<|im_end|>");
     CHECK_STR(chat_dialect_find("llama3")->stops[0], "<|eot_id|>");
