@@ -7,11 +7,14 @@
 #include "cmd/cmd.h"
 
 #define DLM_COMMAND_LIST(X) \
+    X(doctor)               \
     X(init)                 \
+    X(logs)                 \
     X(migrate)              \
     X(perplexity)           \
     X(prompt)               \
     X(show)                 \
+    X(status)               \
     X(tokenize)             \
     X(train)
 
