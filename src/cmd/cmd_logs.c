@@ -176,10 +176,14 @@ int cmd_logs(int argc, char **argv, dlm_ctx *ctx)
         render_jsonl = 0;
     } else if (rep.log[0] && fs_is_file(rep.log)) {
         snprintf(path, sizeof path, "%s", rep.log);
-    } else if (newest_jsonl(store, path, sizeof path) == 0) {
-        rep.state = rep.state == RUN_RUNNING ? RUN_RUNNING : RUN_NONE;
+    } else if (rep.state == RUN_FINISHED) {
+        /* it ended before it opened a log (a refusal, a bad base): the exit record says why */
+        printf("run %lld %s (exit %d): %s\n", (long long)rep.run_id, rep.status, rep.exit_code, rep.message);
+        return EXIT_OK;
     } else if (rep.state == RUN_RUNNING && o_follow) {
         path[0] = 0; /* the run has not opened its log yet: wait for it below */
+    } else if (rep.state == RUN_NONE && newest_jsonl(store, path, sizeof path) == 0) {
+        /* a run from before run records existed */
     } else {
         err_set(&e, "NoRunError", "no training log for %s yet", pos[0]);
         err_hint(&e, "train with 'dlm train %s' (or --detach)", pos[0]);
@@ -189,6 +193,7 @@ int cmd_logs(int argc, char **argv, dlm_ctx *ctx)
     off_t off = 0;
     if (path[0]) pump(path, &off, render_jsonl);
     if (!o_follow) return EXIT_OK;
+    int linger = 0;
     for (;;) {
         run_report now;
         if (hb_read(store, &now, NULL)) break;
@@ -198,8 +203,17 @@ int cmd_logs(int argc, char **argv, dlm_ctx *ctx)
             else if (now.log[0] && fs_is_file(now.log)) snprintf(path, sizeof path, "%s", now.log);
         }
         size_t got = path[0] ? pump(path, &off, render_jsonl) : 0;
-        if (now.state != RUN_RUNNING && !got) break;
-        if (!got) usleep(300 * 1000);
+        if (now.state != RUN_RUNNING && !got) {
+            /* the exit record comes a moment before the process prints its
+             * last lines and exits: wait (a little) for the pid to go */
+            int alive = 0;
+            hb_pid_start(now.pid, &alive);
+            if (!alive || ++linger > 50) {
+                if (path[0]) pump(path, &off, render_jsonl);
+                break;
+            }
+        }
+        if (!got) usleep(200 * 1000);
     }
     return EXIT_OK;
 }

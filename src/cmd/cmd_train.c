@@ -179,6 +179,8 @@ static void on_finished(void *ctx, const train_outcome *o)
             snprintf(tmp, sizeof tmp, "%s: %s", o->err->kind, msg);
             snprintf(msg, sizeof msg, "%s", tmp);
         }
+    } else if (!strcmp(o->status, "completed") && !o->version) {
+        snprintf(msg, sizeof msg, "nothing to train");
     } else if (!strcmp(o->status, "completed")) {
         snprintf(msg, sizeof msg, "trained v%04d in %lld steps", o->version, (long long)o->steps);
     } else {

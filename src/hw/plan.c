@@ -115,7 +115,6 @@ static void fb_parts_of(const model_config *c, const lora_config *l, int B, int 
 
 static void add(plan *p, const char *name, uint64_t bytes)
 {
-    if (!bytes) return;
     if (p->n_items < PLAN_MAX_ITEMS) p->items[p->n_items++] = (plan_item){name, bytes};
     p->total += bytes;
 }

@@ -39,7 +39,7 @@ struct heartbeat {
 /* The exit record a second signal writes: prepared in hb_start, written by
  * hb_exit_now with open/write/rename only. */
 static struct {
-    int ready;
+    volatile sig_atomic_t ready;
     char tmp[4400], path[4300];
     char text[3][1024];      /* SIGHUP, SIGINT, SIGTERM */
     size_t len[3];
