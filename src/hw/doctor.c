@@ -23,21 +23,6 @@
 #define TYPICAL_DATASET (1u << 20)
 #define TYPICAL_DISTINCT 4096
 
-static int64_t distinct(const dataset *d, int vocab)
-{
-    unsigned char *seen = calloc((size_t)vocab / 8 + 1, 1);
-    if (!seen) return 0;
-    int64_t n = 0;
-    for (int64_t i = 0; i < d->n_tok; i++) {
-        int32_t t = d->tok[i];
-        if (t < 0 || t >= vocab || (seen[t / 8] >> (t % 8) & 1)) continue;
-        seen[t / 8] |= (unsigned char)(1u << (t % 8));
-        n++;
-    }
-    free(seen);
-    return n;
-}
-
 static int replay_sections(const char *home, const char *dlm_id)
 {
     char store[4096], p[4200];
@@ -138,7 +123,7 @@ int doctor_plan_document(const char *doc_path, const char *home, const host_info
     o->tokens = ds->n_tok;
     o->loss_tokens = ds->train_loss_tokens;
     in->seq_len = ds->max_len > 0 ? ds->max_len : 1;
-    in->distinct_tokens = distinct(ds, in->base.cfg.vocab);
+    in->distinct_tokens = plan_distinct_tokens(ds->tok, ds->n_tok, in->base.cfg.vocab);
     in->keep_best = ds->n_val > 0;
     o->fits = plan_make(in, &o->p) == 0;
     rc = 0;

@@ -59,6 +59,22 @@ uint64_t plan_act_per_token(const model_config *c, const lora_config *l, int rec
     return 4 * ((uint64_t)(c->n_layer + 1) * c->d_model + layers * layer_floats(c, l));
 }
 
+int64_t plan_distinct_tokens(const int32_t *tok, int64_t n, int vocab)
+{
+    if (vocab <= 0) return 0;
+    unsigned char *seen = calloc((size_t)vocab / 8 + 1, 1);
+    if (!seen) return 0;
+    int64_t d = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int32_t t = tok[i];
+        if (t < 0 || t >= vocab || (seen[t / 8] >> (t % 8) & 1)) continue;
+        seen[t / 8] |= (unsigned char)(1u << (t % 8));
+        d++;
+    }
+    free(seen);
+    return d;
+}
+
 uint64_t plan_tokenizer_estimate(int64_t vocab, int64_t merges)
 {
     /* token strings, the id→bytes table, the string→id hash, the merge rank

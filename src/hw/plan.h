@@ -108,6 +108,9 @@ int plan_threads(int requested, int cores);
 /* Bytes per token of the activations fb keeps for the backward pass
  * (without / with recomputation), from the shapes (not from fb). */
 uint64_t plan_act_per_token(const model_config *c, const lora_config *l, int recompute);
+/* Distinct ids among n tokens in [0, vocab): the rows of an untied
+ * embedding the steps read. 0 when the bitmap cannot be had. */
+int64_t plan_distinct_tokens(const int32_t *tok, int64_t n, int vocab);
 /* Estimate of a byte-level BPE tokenizer's heap from its vocabulary and
  * merges (when it is not loaded). */
 uint64_t plan_tokenizer_estimate(int64_t vocab, int64_t merges);

@@ -143,22 +143,6 @@ static int build_data(run *R, dlm_err *e)
     return 0;
 }
 
-/* Token ids the dataset uses: the rows of an untied embedding a step reads. */
-static int64_t distinct_tokens(const dataset *d, int vocab)
-{
-    unsigned char *seen = calloc((size_t)vocab / 8 + 1, 1);
-    if (!seen) return 0;
-    int64_t n = 0;
-    for (int64_t i = 0; i < d->n_tok; i++) {
-        int32_t t = d->tok[i];
-        if (t < 0 || t >= vocab || (seen[t / 8] >> (t % 8) & 1)) continue;
-        seen[t / 8] |= (unsigned char)(1u << (t % 8));
-        n++;
-    }
-    free(seen);
-    return n;
-}
-
 static void plan_inputs(run *R, plan_in *in)
 {
     const doc_training *tr = &doc_fm(R->doc)->training;
@@ -176,7 +160,7 @@ static void plan_inputs(run *R, plan_in *in)
     uint64_t heap = plan_heap_in_use();
     uint64_t known = R->heap0 + R->tok_bytes + R->ds_bytes;
     in->other_bytes = heap > known ? heap - known : 0;
-    in->distinct_tokens = distinct_tokens(R->ds, R->pb.cfg.vocab);
+    in->distinct_tokens = plan_distinct_tokens(R->ds->tok, R->ds->n_tok, R->pb.cfg.vocab);
     in->budget = R->o->max_memory ? R->o->max_memory : R->host.budget;
     in->keep_best = R->ds->n_val > 0;
 }

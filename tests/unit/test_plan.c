@@ -172,6 +172,15 @@ static void test_untied_embedding(void)
     CHECK_INT(item(&p2, "base weights"), in.base.tensor_bytes + in.base.meta_bytes); /* the head reads it all */
 }
 
+static void test_distinct(void)
+{
+    int32_t t[] = {5, 3, 5, -1, 9, 3, 100, 0, 9};
+    CHECK_INT(plan_distinct_tokens(t, 9, 10), 4);   /* 0 3 5 9; -1 and 100 are out of range */
+    CHECK_INT(plan_distinct_tokens(t, 9, 101), 5);
+    CHECK_INT(plan_distinct_tokens(t, 0, 10), 0);
+    CHECK_INT(plan_distinct_tokens(t, 9, 0), 0);
+}
+
 static void test_auto_and_refusals(void)
 {
     model_config c = small_cfg();
@@ -340,6 +349,7 @@ int main(void)
     test_activations();
     test_totals();
     test_untied_embedding();
+    test_distinct();
     test_auto_and_refusals();
     test_base_read();
     test_shapes();
