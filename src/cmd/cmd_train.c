@@ -1,20 +1,28 @@
 /* dlm train — see src/train/trainer.h for what a run does. This file owns
  * the terminal: flags, the live progress line, signals, the last line. */
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cmd/commands.h"
+#include "doc/doc.h"
+#include "store/store.h"
+#include "train/heartbeat.h"
 #include "train/trainer.h"
+#include "util/fs.h"
 #include "util/json.h"
 #include "util/log.h"
 #include "util/str.h"
 #include "util/timeutil.h"
 
 static int o_resume, o_fresh, o_max_steps, o_seed = -1, o_threads, o_update, o_ignore, o_strict, o_no_replay,
-           o_force, o_json, o_offline;
+           o_force, o_json, o_offline, o_detach;
 static const char *o_max_memory, *o_base;
 
 static const opt OPTS[] = {
@@ -32,25 +40,33 @@ static const opt OPTS[] = {
     {"strict-lock", 0, OPT_FLAG, &o_strict, NULL, "lock warnings become errors"},
     {"offline", 0, OPT_FLAG, &o_offline, NULL, "never download the base"},
     {"json", 0, OPT_FLAG, &o_json, NULL, "print the result as JSON on stdout"},
+    {"detach", 0, OPT_FLAG, &o_detach, NULL, "run in the background (own session, log in the store); see 'dlm status'"},
     {0},
 };
 
 const cmd_spec spec_train = {
-    "train", "PATH [--resume | --fresh] [--max-steps N] [--seed N] [--threads N]",
+    "train", "PATH [--resume | --fresh] [--max-steps N] [--seed N] [--threads N] [--max-memory SIZE] [--detach]",
     "train a LoRA adapter on the document and commit it as the next version",
     "Each run trains on every prose and Q&A section plus a replay sample of sections\n"
     "earlier versions saw, checkpoints every training.save_steps, and commits\n"
     "adapter/versions/vNNNN in PEFT's format. Ctrl-C finishes the step, saves a\n"
-    "checkpoint and stops; 'dlm train PATH --resume' continues bit-exactly.",
+    "checkpoint and stops (a second Ctrl-C stops at once); 'dlm train PATH --resume'\n"
+    "continues bit-exactly. SIGTERM does the same. Before loading the weights the\n"
+    "memory plan (see 'dlm doctor PATH') must fit the budget: available RAM, the\n"
+    "cgroup limit, or --max-memory; OOMError names what to write in the frontmatter.\n"
+    "--detach runs in its own session (survives logout), logging into the store;\n"
+    "'dlm status PATH' and 'dlm logs PATH -f' follow it.",
     OPTS,
 };
 
 static volatile sig_atomic_t g_stop;
 static void on_signal(int sig)
 {
-    if (g_stop) { /* a second signal: leave now */
+    if (g_stop) { /* a second signal: record it and leave now */
+        hb_exit_now(sig);
         signal(sig, SIG_DFL);
         raise(sig);
+        return;
     }
     g_stop = 1;
 }
@@ -60,6 +76,11 @@ typedef struct view {
     double last_print;
     int64_t last_step;
     int dirty;
+    /* the run record (src/train/heartbeat.h) */
+    heartbeat *hb;
+    hb_opts hbo;
+    int stop_seen;
+    int notify_fd;          /* --detach: tells the waiting parent that the run started, -1 none */
 } view;
 
 static void clear_line(view *v)
@@ -89,12 +110,19 @@ static const char *phase_name(train_phase p)
 static void on_progress(void *ctx, const train_progress *p)
 {
     view *v = ctx;
+    hb_update(v->hb, p);
     if (v->quiet) return;
     char eta[32] = "", val[32] = "";
     if (p->eta > 0) { strcpy(eta, " ETA "); time_fmt_duration(p->eta, eta + 5, sizeof eta - 5); }
     if (isfinite(p->val_loss)) snprintf(val, sizeof val, "  val %.4f", p->val_loss);
     if (p->phase == PHASE_LOADING) {
         if (!v->tty) fprintf(stderr, "loading base and document...\n");
+        return;
+    }
+    if (p->phase == PHASE_TRAINING && !isfinite(p->loss)) {
+        /* the loop starts: no loss yet */
+        if (!v->tty) fprintf(stderr, "training from step %lld of %lld...\n", (long long)p->step + 1, (long long)p->total);
+        v->last_print = time_mono();
         return;
     }
     if (v->tty) {
@@ -115,7 +143,138 @@ static void on_progress(void *ctx, const train_progress *p)
     }
 }
 
-static int should_stop(void *ctx) { (void)ctx; return g_stop != 0; }
+static int should_stop(void *ctx)
+{
+    view *v = ctx;
+    if (g_stop && !v->stop_seen) {
+        v->stop_seen = 1;
+        hb_set_stopping(v->hb);
+    }
+    return g_stop != 0;
+}
+
+static void on_started(void *ctx, const char *store, int64_t run_id)
+{
+    view *v = ctx;
+    dlm_err e;
+    err_clear(&e);
+    if (hb_start(store, run_id, &v->hbo, &v->hb, &e)) log_warn("no run record for 'dlm status': %s", e.msg);
+    if (v->notify_fd >= 0) {
+        char line[64];
+        int n = snprintf(line, sizeof line, "S%lld\n", (long long)run_id);
+        if (write(v->notify_fd, line, (size_t)n) != n) { /* the parent is gone: nothing to tell */ }
+        close(v->notify_fd);
+        v->notify_fd = -1;
+    }
+}
+
+static void on_finished(void *ctx, const train_outcome *o)
+{
+    view *v = ctx;
+    char msg[6000] = "";
+    if (o->err) {
+        err_format(o->err, msg, sizeof msg);
+        if (o->err->kind[0] && !strstr(msg, o->err->kind)) {
+            char tmp[6000];
+            snprintf(tmp, sizeof tmp, "%s: %s", o->err->kind, msg);
+            snprintf(msg, sizeof msg, "%s", tmp);
+        }
+    } else if (!strcmp(o->status, "completed") && !o->version) {
+        snprintf(msg, sizeof msg, "nothing to train");
+    } else if (!strcmp(o->status, "completed")) {
+        snprintf(msg, sizeof msg, "trained v%04d in %lld steps", o->version, (long long)o->steps);
+    } else {
+        snprintf(msg, sizeof msg, "cancelled after step %lld of %lld; continue with --resume", (long long)o->steps,
+                 (long long)o->total);
+    }
+    dlm_err e;
+    err_clear(&e);
+    if (v->hb && hb_finish(v->hb, o, msg, &e)) log_warn("exit record not written: %s", e.msg);
+}
+
+/* --detach: fork twice into a new session whose stdin is /dev/null and
+ * whose stdout/stderr append to a console log in the store, then wait for
+ * the run to take its store lock (or fail before) and report. Returns -1
+ * in the detached process (which goes on to train), or the parent's exit
+ * code. */
+static int detach(const char *doc_path, dlm_ctx *ctx, view *v, char *console, size_t cap)
+{
+    dlm_err e;
+    err_clear(&e);
+    dlm_doc *d = doc_load(doc_path, &e);
+    if (!d) return cmd_fail(ctx, &e);
+    char store[4096], stamp[24];
+    int rc = store_dir(ctx->home, doc_fm(d)->dlm_id, store, sizeof store, &e);
+    doc_free(d);
+    if (rc) return cmd_fail(ctx, &e);
+    snprintf(console, cap, "%s/logs", store);
+    if (fs_mkdir_p(console, &e)) return cmd_fail(ctx, &e);
+    time_stamp_utc(time_now(), stamp, sizeof stamp);
+    snprintf(console, cap, "%s/logs/train-%s-%d.console.log", store, stamp, (int)getpid());
+    int fds[2];
+    if (pipe(fds) != 0) { err_sys(&e, "cannot create a pipe"); return cmd_fail(ctx, &e); }
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) { err_sys(&e, "cannot fork"); return cmd_fail(ctx, &e); }
+    if (pid == 0) {
+        /* the intermediate: a new session (no controlling terminal, so no
+         * SIGHUP when the terminal goes), then fork again so the run is not
+         * a session leader and can never reacquire a terminal */
+        close(fds[0]);
+        if (setsid() < 0) _exit(1);
+        pid_t g = fork();
+        if (g < 0) _exit(1);
+        if (g > 0) _exit(0);
+        int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        int out = open(console, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        if (in < 0 || out < 0) _exit(1);
+        dup2(in, 0);
+        dup2(out, 1);
+        dup2(out, 2);
+        close(in);
+        close(out);
+        signal(SIGHUP, SIG_IGN);
+        v->tty = 0;
+        v->notify_fd = fds[1];
+        v->hbo.console = console;
+        v->hbo.detached = 1;
+        return -1;
+    }
+    close(fds[1]);
+    int st;
+    waitpid(pid, &st, 0);
+    /* "S<run id>" once the run holds the store; "E<code>\n<message>" when it
+     * failed before that; nothing (EOF) if it died */
+    char buf[8192];
+    size_t n = 0;
+    for (;;) {
+        ssize_t r = read(fds[0], buf + n, sizeof buf - 1 - n);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        n += (size_t)r;
+        if (n >= sizeof buf - 1) break;
+    }
+    close(fds[0]);
+    buf[n] = 0;
+    if (buf[0] == 'S') {
+        printf("training in the background: run %lld\n", atoll(buf + 1));
+        if (!ctx->quiet)
+            fprintf(stderr, "follow it:  dlm status %s --watch\n            dlm logs %s -f\nconsole log: %s\n"
+                            "stop it (checkpoint kept): kill $(cat %s/run/run.pid)\n",
+                    doc_path, doc_path, console, store);
+        return EXIT_OK;
+    }
+    if (buf[0] == 'E') {
+        char *nl = strchr(buf, '\n');
+        fprintf(stderr, "%s", nl ? nl + 1 : "dlm: error: the detached run failed\n");
+        int code = atoi(buf + 1);
+        return code > 0 ? code : EXIT_FAIL;
+    }
+    fprintf(stderr, "dlm: error: the detached run exited before it started; see %s\n", console);
+    return EXIT_FAIL;
+}
+
 
 int cmd_train(int argc, char **argv, dlm_ctx *ctx)
 {
@@ -138,16 +297,44 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
     train_opts o = {pos[0], ctx->home, o_resume, o_fresh, o_max_steps, o_seed, o_threads,
                     o_update ? LOCK_UPDATE : o_ignore ? LOCK_IGNORE : o_strict ? LOCK_STRICT : LOCK_DEFAULT,
                     o_no_replay, maxmem, o_force, o_base, o_offline};
-    view v = {isatty(2), ctx->quiet, 0, 0, 0};
-    train_hooks h = {&v, on_progress, on_note, should_stop};
+    view v;
+    memset(&v, 0, sizeof v);
+    v.tty = isatty(2);
+    v.quiet = ctx->quiet;
+    v.notify_fd = -1;
+    char abs_doc[4096], console[4400];
+    if (!realpath(pos[0], abs_doc)) snprintf(abs_doc, sizeof abs_doc, "%s", pos[0]);
+    v.hbo.doc_path = abs_doc;
+    if (o_detach) {
+        int dr = detach(pos[0], ctx, &v, console, sizeof console);
+        if (dr >= 0) return dr;
+    }
+    train_hooks h = {&v, on_progress, on_note, should_stop, on_started, on_finished};
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    /* the terminal going away stops a foreground run like Ctrl-C (step,
+     * checkpoint, cancelled); a detached run ignores SIGHUP */
+    if (!o_detach) sigaction(SIGHUP, &sa, NULL);
     train_result res;
     r = train_run(&o, &h, &res, &e);
     clear_line(&v);
+    hb_free(v.hb);
+    if (r && v.notify_fd >= 0) {
+        /* failed before the run started: tell the waiting parent why */
+        char line[8192];
+        int n = snprintf(line, sizeof line, "E%d\n", e.code ? e.code : EXIT_FAIL);
+        FILE *f = fmemopen(line + n, sizeof line - (size_t)n, "w");
+        if (f) {
+            err_print(f, &e, ctx->verbose);
+            fclose(f);
+        }
+        if (write(v.notify_fd, line, strlen(line)) < 0) { /* the parent is gone */ }
+        close(v.notify_fd);
+        v.notify_fd = -1;
+    }
     if (r) return cmd_fail(ctx, &e);
     if (res.no_op) return EXIT_OK;
     if (res.cancelled) return EXIT_INTERRUPTED;

@@ -7,13 +7,23 @@
 #include "cmd/cmd.h"
 
 #define DLM_COMMAND_LIST(X) \
+    X(doctor)               \
     X(export)               \
     X(init)                 \
+    X(logs)                 \
     X(metrics)              \
     X(migrate)              \
     X(perplexity)           \
     X(prompt)               \
     X(show)                 \
+    X(status)               \
+    X(tokenize)             \
+    X(train)
+    X(migrate)              \
+    X(perplexity)           \
+    X(prompt)               \
+    X(show)                 \
+    X(status)               \
     X(tokenize)             \
     X(train)
 

@@ -249,6 +249,12 @@ int run_begin_records(run *R, dlm_err *e)
                           "recompute", R->plan.recompute, "train_items", (json_int_t)R->ds->n_train, "val_items",
                           R->ds->n_val, "train_loss_tokens", (json_int_t)R->ds->train_loss_tokens, "plan_bytes",
                           (json_int_t)R->plan.total, "isa", cpu_level_name(cpu_level()), "at", R->started_at);
+    /* the plan buffer by buffer, so a log says where the memory went */
+    json_t *items = json_object();
+    for (int i = 0; i < R->plan.n_items; i++)
+        json_object_set_new(items, R->plan.items[i].name, json_integer((json_int_t)R->plan.items[i].bytes));
+    json_object_set_new(b, "plan_items", items);
+    json_object_set_new(b, "threads", json_integer(R->threads));
     char *s = json_dumps(b, JSON_COMPACT);
     fprintf(R->log, "%s\n", s);
     fflush(R->log);
@@ -306,7 +312,7 @@ int run_checkpoint(run *R, int64_t step, dlm_err *e)
     if (fs_mkdir_p(tmp, e)) return -1;
     train_state s = make_state(R, step);
     snprintf(p, sizeof p, "%s/training_state.bin", tmp);
-    if (state_save(p, &s, e)) goto fail;
+    if (state_save_buf(p, &s, &R->ckbuf, e)) goto fail;
     json_t *pj = json_pack("{s:I, s:I, s:I, s:I, s:i, s:i, s:s, s:s, s:s}", "run_id", (json_int_t)R->run_id, "step",
                            (json_int_t)step, "total", (json_int_t)R->total, "seed", (json_int_t)R->seed,
                            "micro_batch_size", R->mb, "grad_accum", R->ga, "data_signature", R->data_sig, "log_path",
@@ -348,7 +354,7 @@ static int write_version(run *R, const char *tmp, dlm_err *e)
     char p[4600];
     train_state s = make_state(R, R->steps_done);
     snprintf(p, sizeof p, "%s/training_state.bin", tmp);
-    if (state_save(p, &s, e)) return -1;
+    if (state_save_buf(p, &s, &R->ckbuf, e)) return -1;
     json_t *cfg = doc_frontmatter_json(R->doc);
     /* the adapter was trained on a quantized base when any projection it
      * adapts is stored quantized: the exporter refuses to merge it then */
@@ -485,8 +491,19 @@ void run_end_records(run *R, const char *status)
     if (R->met) metrics_run_end(R->met, R->run_id, now, status, 0, &e2);
 }
 
+void run_log_memory(run *R)
+{
+    if (!R->log) return;
+    fprintf(R->log, "{\"type\":\"memory\",\"plan_bytes\":%llu,\"peak_rss_bytes\":%llu,\"peak_vm_bytes\":%llu,"
+                    "\"threads\":%d}\n",
+            (unsigned long long)R->plan.total, (unsigned long long)plan_peak_rss(),
+            (unsigned long long)plan_peak_vm(), R->threads);
+    fflush(R->log);
+}
+
 void run_free(run *R)
 {
+    sb_free(&R->ckbuf);
     if (R->log) fclose(R->log);
     metrics_close(R->met);
     fb_free(R->fb);

@@ -11,6 +11,7 @@
 #include "data/replay.h"
 #include "doc/doc.h"
 #include "hw/plan.h"
+#include "hw/probe.h"
 #include "model/model.h"
 #include "store/dlmlock.h"
 #include "store/metrics.h"
@@ -21,6 +22,7 @@
 #include "train/lora.h"
 #include "train/optim.h"
 #include "train/trainer.h"
+#include "util/str.h"
 
 typedef struct run {
     const train_opts *o;
@@ -50,6 +52,12 @@ typedef struct run {
     lora *l;
     float *g, *mom, *vel, *best;
     plan plan;
+    plan_in plan_in;                /* what the plan was made from (replan after load) */
+    plan_base pb;                   /* the base from its headers */
+    host_info host;
+    int threads, started;
+    uint64_t heap0, tok_bytes, ds_bytes;   /* heap at entry, held by the tokenizer, by the dataset */
+    strbuf ckbuf;                   /* checkpoint serialisation, reserved before step 1 */
     int mb, ga, T, spe;
     fb_ctx *fb;
     int32_t *btok, *btgt, *bpos, *bseg;
@@ -59,6 +67,7 @@ typedef struct run {
     double first_loss, last_loss, last_val, best_val, last_lr;
     int bad_evals, early, resumed;
     int64_t crash_after;            /* $DLM_TEST_CRASH_AFTER_STEP (tests only) */
+    int step_delay_ms;              /* $DLM_TEST_STEP_DELAY_MS (tests only) */
     lock_facts facts;
     char dlm_sha[65], weights_sha[65], revision[128], started_at[24], data_sig[65];
     char log_path[4096], version_dir[4096];
@@ -75,6 +84,8 @@ void run_log_eval(run *R, int64_t step, double val);
 int run_checkpoint(run *R, int64_t step, dlm_err *e);
 int run_commit(run *R, dlm_err *e);
 void run_end_records(run *R, const char *status);
+/* {"type":"memory"} line: the plan's total and the measured peak RSS. */
+void run_log_memory(run *R);
 void run_free(run *R);
 
 #endif

@@ -32,10 +32,24 @@ static void put_f32s(strbuf *b, const float *p, uint64_t n)
     sb_append(b, p, (size_t)n * sizeof(float));
 }
 
+size_t state_bytes(uint64_t n, int has_best) { return 96 + (size_t)n * 4 * (has_best ? 4 : 3); }
+
 int state_save(const char *path, const train_state *s, dlm_err *e)
 {
     strbuf b = STRBUF_INIT;
-    if (sb_reserve(&b, 96 + (size_t)s->n * 4 * (s->best ? 4 : 3))) return err_set(e, "MemoryError", "out of memory saving training state");
+    int rc = state_save_buf(path, s, &b, e);
+    sb_free(&b);
+    return rc;
+}
+
+int state_save_buf(const char *path, const train_state *s, strbuf *bp, dlm_err *e)
+{
+    strbuf b = *bp;
+    sb_reset(&b);
+    if (sb_reserve(&b, state_bytes(s->n, s->best != NULL))) {
+        *bp = b;
+        return err_set(e, "MemoryError", "out of memory saving training state");
+    }
     sb_append(&b, MAGIC, 8);
     put_u32(&b, 1);
     put_u32(&b, s->best ? 1u : 0u);
@@ -53,12 +67,11 @@ int state_save(const char *path, const train_state *s, dlm_err *e)
     put_f32s(&b, s->m, s->n);
     put_f32s(&b, s->v, s->n);
     if (s->best) put_f32s(&b, s->best, s->n);
-    if (b.oom) { sb_free(&b); return err_set(e, "MemoryError", "out of memory saving training state"); }
+    *bp = b;
+    if (b.oom) return err_set(e, "MemoryError", "out of memory saving training state");
     char hex[65], side[4200], line[80];
     sha256_hex(b.buf, b.len, hex);
-    int r = fs_write_atomic(path, b.buf, b.len, 0644, e);
-    sb_free(&b);
-    if (r) return -1;
+    if (fs_write_atomic(path, b.buf, b.len, 0644, e)) return -1;
     snprintf(side, sizeof side, "%s.sha256", path);
     snprintf(line, sizeof line, "%s\n", hex);
     return fs_write_atomic(side, line, strlen(line), 0644, e);

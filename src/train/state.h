@@ -25,6 +25,8 @@
 #include <stdint.h>
 #include "util/err.h"
 
+struct strbuf;
+
 typedef struct train_state {
     uint64_t step, total_steps, micro, seed, n;
     double best_val;
@@ -36,6 +38,12 @@ typedef struct train_state {
 
 /* Write path and path.sha256 atomically (the sidecar last). */
 int state_save(const char *path, const train_state *s, dlm_err *e);
+/* The same through a caller's buffer: reserved once with
+ * sb_reserve(buf, state_bytes(n, has_best)) before the step loop, it is
+ * reused without allocating (the trainer's checkpoints). */
+int state_save_buf(const char *path, const train_state *s, struct strbuf *buf, dlm_err *e);
+/* Bytes of the serialised state (the buffer state_save_buf needs). */
+size_t state_bytes(uint64_t n, int has_best);
 /* Verify the sidecar, then parse. Arrays are malloc'ed (state_free). A
  * checksum mismatch is ResumeIntegrityError with a hint naming --fresh. */
 int state_load(const char *path, train_state *s, dlm_err *e);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "data/replay.h"
 #include "hw/plan.h"
@@ -42,7 +43,8 @@ static void note(run *R, const char *fmt, ...)
 static void progress(run *R, train_phase ph, int64_t step, double loss, double lr, double tps)
 {
     if (!R->h || !R->h->progress) return;
-    train_progress p = {ph, step, R->total, loss, R->last_val, lr, tps, time_mono() - R->t0, 0, R->version};
+    train_progress p = {ph, step, R->total, loss, R->last_val, lr, tps, time_mono() - R->t0, 0, R->version,
+                        R->run_id, R->log_path[0] ? R->log_path : NULL};
     if (step > R->start_step && step < R->total) p.eta = p.elapsed / (double)(step - R->start_step) * (double)(R->total - step);
     R->h->progress(R->h->ctx, &p);
 }
@@ -68,6 +70,8 @@ static int open_store(run *R, dlm_err *e)
     }
     R->run_id = manifest_next_run_id(R->manifest);
     R->prev_version = store_current_version(R->store, NULL);
+    if (R->h && R->h->started) R->h->started(R->h->ctx, R->store, R->run_id);
+    R->started = 1;
     return 0;
 }
 
@@ -77,7 +81,19 @@ static int load_base(run *R, dlm_err *e)
     if (hub_opts_init(&ho, e)) return -1;
     if (R->o->offline) ho.offline = 1;
     if (base_resolve(R->base_spec, &ho, &R->base, R->model_path, sizeof R->model_path, e)) return -1;
+    uint64_t h0 = plan_heap_in_use();
     if (tok_load_for_model(R->model_path, &R->tok, e)) return -1;
+    plan_heap_trim();
+    uint64_t h1 = plan_heap_in_use();
+    R->tok_bytes = h1 > h0 ? h1 - h0 : 0;
+    /* the base's shape and bytes from its headers: the plan needs them
+     * before a weight is mapped */
+    if (plan_base_read(R->model_path, &R->pb, e)) return -1;
+    if ((size_t)R->pb.cfg.vocab < tok_vocab_size(R->tok)) {
+        err_set(e, "TokenizerBringupError", "the tokenizer has %zu tokens but the model's embedding only %d rows",
+                tok_vocab_size(R->tok), R->pb.cfg.vocab);
+        return -1;
+    }
     const char *tmpl = tok_chat_template(R->tok);
     R->dialect = tmpl ? chat_dialect_detect(tmpl) : NULL;
     if (!R->dialect && R->base.entry && R->base.entry->dialect) R->dialect = chat_dialect_find(R->base.entry->dialect);
@@ -119,52 +135,87 @@ static int build_data(run *R, dlm_err *e)
     int seq = tr->sequence_len;
     if (R->m_cfg_max_pos > 0 && seq > R->m_cfg_max_pos) seq = R->m_cfg_max_pos;
     ds_opts dso = {seq, tr->loss_on == DOC_LOSS_ON_ALL, R->seed, doc_fm(R->doc)->system_prompt, 0.1};
+    uint64_t h0 = plan_heap_in_use();
     if (dataset_build(R->doc, R->rdoc, R->tok, R->dialect, &dso, &R->ds, e)) return -1;
+    plan_heap_trim();
+    uint64_t h1 = plan_heap_in_use();
+    R->ds_bytes = h1 > h0 ? h1 - h0 : 0;
     return 0;
 }
 
-static int plan_memory(run *R, dlm_err *e)
+static void plan_inputs(run *R, plan_in *in)
 {
     const doc_training *tr = &doc_fm(R->doc)->training;
-    host_info hi;
-    probe_host(&hi, R->store);
+    memset(in, 0, sizeof *in);
+    in->base = R->pb;
+    in->lora = R->lc;
+    in->seq_len = R->ds->max_len;
+    in->mb = (int)tr->micro_batch_size;
+    in->ga = (int)tr->grad_accum;
+    in->recompute = tr->recompute == DOC_RECOMPUTE_ON ? 1 : tr->recompute == DOC_RECOMPUTE_OFF ? 0 : -1;
+    in->threads = R->threads;
+    in->cores = R->host.cores_usable;
+    in->tokenizer_bytes = R->tok_bytes;
+    in->dataset_bytes = R->ds_bytes;
+    uint64_t heap = plan_heap_in_use();
+    uint64_t known = R->heap0 + R->tok_bytes + R->ds_bytes;
+    in->other_bytes = heap > known ? heap - known : 0;
+    in->distinct_tokens = plan_distinct_tokens(R->ds->tok, R->ds->n_tok, R->pb.cfg.vocab);
+    in->budget = R->o->max_memory ? R->o->max_memory : R->host.budget;
+    in->keep_best = R->ds->n_val > 0;
+}
+
+/* The OOM guard: runs after the tokenizer and the dataset, before a weight
+ * is mapped or hashed and before any training buffer exists. */
+static int plan_memory(run *R, dlm_err *e)
+{
     plan_in in;
-    memset(&in, 0, sizeof in);
-    in.cfg = R->m->cfg;
-    for (int i = 0; i < model_tensor_count(R->m); i++) in.weight_bytes += model_tensor_at(R->m, i)->nbytes;
-    in.lora = R->lc;
-    in.seq_len = R->ds->max_len;
-    in.mb = (int)tr->micro_batch_size;
-    in.ga = (int)tr->grad_accum;
-    in.recompute = tr->recompute == DOC_RECOMPUTE_ON ? 1 : tr->recompute == DOC_RECOMPUTE_OFF ? 0 : -1;
-    in.dataset_tokens = R->ds->n_tok;
-    in.tokenizer_bytes = (uint64_t)tok_vocab_size(R->tok) * 96 + (uint64_t)tok_n_merges(R->tok) * 64;
-    in.budget = R->o->max_memory ? R->o->max_memory : hi.budget;
-    in.keep_best = R->ds->n_val > 0;
+    plan_inputs(R, &in);
+    R->plan_in = in;
     if (plan_make(&in, &R->plan) && !R->o->force) {
-        char need[32], bud[32];
+        char need[32], bud[32], rec[32];
         str_human_size(R->plan.total, need, sizeof need);
         str_human_size(in.budget, bud, sizeof bud);
-        err_set(e, "OOMError", "training needs %s but only %s is available (%s)", need, bud,
-                R->plan.reason);
-        /* what would fit: the smallest micro-batch with recomputation */
-        plan_in small = in;
-        small.mb = 1;
-        small.recompute = 1;
-        int seq = R->ds->max_len;
-        plan p2;
-        while (seq > 64) {
-            small.seq_len = seq;
-            plan_compute(&small, 1, 8, 1, &p2);
-            if (p2.fits) break;
-            seq /= 2;
+        const char *from = R->o->max_memory ? "--max-memory" : R->host.budget_from;
+        err_set(e, "OOMError", "training needs %s but the budget is %s (%s): %s", need, bud, from, R->plan.reason);
+        if (R->plan.rec_seq) {
+            str_human_size(R->plan.rec_total, rec, sizeof rec);
+            return err_hint(e, "write in the frontmatter: training: {micro_batch_size: %d, grad_accum: %d,"
+                            " sequence_len: %d, recompute: on} (needs %s); or raise --max-memory; --force tries"
+                            " anyway", R->plan.rec_mb, R->plan.rec_ga, R->plan.rec_seq, rec);
         }
-        return err_hint(e, "write in the frontmatter: training: {micro_batch_size: 1, grad_accum: 8, sequence_len: %d,"
-                        " recompute: on}, or pass --max-memory with more; --force tries anyway", seq > 64 ? seq : 64);
+        if (R->plan.q4k_total && R->plan.q4k_total <= in.budget)
+            return err_hint(e, "train on a Q4_K GGUF of the base (--base PATH.gguf), or free memory; --force tries"
+                            " anyway");
+        return err_hint(e, "choose a smaller base or free memory; 'dlm doctor %s' shows the plan; --force tries"
+                        " anyway", R->o->doc_path);
     }
     if (!R->plan.fits) log_warn("the memory plan does not fit (%s); --force: trying anyway", R->plan.reason);
     R->mb = R->plan.mb;
     R->ga = R->plan.ga;
+    return 0;
+}
+
+/* The loader and the header reader agree on every dimension the plan used;
+ * if a file ever makes them differ, plan again with the loaded config so
+ * the buffers stay what the plan says. */
+static int replan_if_needed(run *R, dlm_err *e)
+{
+    const model_config *a = &R->pb.cfg, *b = &R->m->cfg;
+    if (a->n_layer == b->n_layer && a->d_model == b->d_model && a->n_ff == b->n_ff && a->n_head == b->n_head &&
+        a->n_kv_head == b->n_kv_head && a->head_dim == b->head_dim && a->vocab == b->vocab && a->tied == b->tied)
+        return 0;
+    R->plan_in.base.cfg = *b;
+    plan p;
+    plan_compute(&R->plan_in, R->plan.mb, R->plan.ga, R->plan.recompute, &p);
+    if (!p.fits && R->plan.fits && !R->o->force) {
+        char need[32];
+        str_human_size(p.total, need, sizeof need);
+        return err_set(e, "OOMError", "the loaded model needs %s, more than the budget", need);
+    }
+    memcpy(R->plan.items, p.items, sizeof p.items);
+    R->plan.n_items = p.n_items;
+    R->plan.total = p.total;
     return 0;
 }
 
@@ -254,11 +305,28 @@ static int allocate(run *R, dlm_err *e)
     R->bpos = malloc(bt * sizeof(int32_t));
     R->bseg = malloc(bt * sizeof(int32_t));
     R->items = malloc((size_t)R->mb * sizeof(int));
+    size_t ck = state_bytes(n, R->best != NULL);
     if (!R->g || !R->mom || !R->vel || (R->ds->n_val && !R->best) || !R->btok || !R->btgt || !R->bpos ||
-        !R->bseg || !R->items)
-        return err_set(e, "OOMError", "cannot allocate the adapter's training buffers");
+        !R->bseg || !R->items || sb_reserve(&R->ckbuf, ck))
+        return err_set(e, "OOMError", "cannot allocate the adapter's training buffers (%zu MiB)", (n * 16 + ck) >> 20);
+    /* Touch every page now: with overcommit, memory is really taken on
+     * first write, and that must happen before step 1, not halfway through
+     * a checkpoint. */
+    memset(R->g, 0, n * sizeof(float));
+    memset(R->mom, 0, n * sizeof(float));
+    memset(R->vel, 0, n * sizeof(float));
+    if (R->best) memset(R->best, 0, n * sizeof(float));
+    memset(R->ckbuf.buf, 0, ck);
+    memset(R->btok, 0, bt * sizeof(int32_t));
+    memset(R->btgt, 0, bt * sizeof(int32_t));
+    memset(R->bpos, 0, bt * sizeof(int32_t));
+    memset(R->bseg, 0, bt * sizeof(int32_t));
     fb_opts fo = {R->mb, R->T, R->plan.recompute, 0, 0};
-    return fb_create(R->m, R->l, &fo, &R->fb, e);
+    if (fb_create(R->m, R->l, &fo, &R->fb, e)) {
+        err_prefix(e, "the memory plan fits but the allocation failed");
+        return -1;
+    }
+    return 0;
 }
 
 int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_err *e)
@@ -269,6 +337,7 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
     R->o = o;
     R->h = h;
     R->t0 = time_mono();
+    R->heap0 = plan_heap_in_use();
     R->last_val = NAN;
     int rc = -1;
     R->doc = doc_load(o->doc_path, e);
@@ -287,19 +356,18 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
             goto out;
         }
     }
-    int threads = o->threads > 0 ? o->threads : (tr->threads > 0 ? (int)tr->threads : 0);
-    kern_init(threads);
+    probe_host(&R->host, NULL);
+    R->threads = plan_threads(o->threads > 0 ? o->threads : (int)tr->threads, R->host.cores_usable);
+    /* the kernels' per-thread scratch is the plan's "runtime" item, not
+     * part of what the records hold */
+    uint64_t k0 = plan_heap_in_use();
+    kern_init(R->threads);
+    uint64_t k1 = plan_heap_in_use();
+    if (k1 > k0) R->heap0 += k1 - k0;
     progress(R, PHASE_LOADING, 0, NAN, 0, 0);
     if (open_store(R, e) || run_check_interrupted(R, e) || load_base(R, e)) goto out;
-    /* the model's context bounds the sequence length: read it from the
-     * mmap'd model (cheap: weights are not touched yet) */
-    if (model_load(R->model_path, &R->m, e)) goto out;
-    R->m_cfg_max_pos = R->m->cfg.max_pos;
-    if ((size_t)R->m->cfg.vocab < tok_vocab_size(R->tok)) {
-        err_set(e, "TokenizerBringupError", "the tokenizer has %zu tokens but the model's embedding only %d rows",
-                tok_vocab_size(R->tok), R->m->cfg.vocab);
-        goto out;
-    }
+    /* the model's context bounds the sequence length (from the header) */
+    R->m_cfg_max_pos = R->pb.cfg.max_pos;
     if (setup_adapter(R, e) || build_data(R, e)) goto out;
     if (R->ds->n_train == 0) {
         res->no_op = 1;
@@ -314,8 +382,11 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
     if (R->ds->train_loss_tokens < 500)
         log_warn("the document has only %lld trainable tokens (fewer than 500): expect memorisation, not learning",
                  (long long)R->ds->train_loss_tokens);
+    /* the OOM guard first: nothing of the weights is mapped, hashed or
+     * allocated before the plan says the run fits */
+    if (plan_memory(R, e)) goto out;
     if (run_lock_facts(R, e) || dlmlock_check(R->store, o->doc_path, &R->facts, o->lock, e)) goto out;
-    if (plan_memory(R, e) || allocate(R, e)) goto out;
+    if (model_load(R->model_path, &R->m, e) || replan_if_needed(R, e) || allocate(R, e)) goto out;
 
     /* schedule */
     R->spe = dataset_steps_per_epoch(R->ds, R->mb, R->ga);
@@ -335,10 +406,23 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
     R->best_val = INFINITY;
     const char *crash = getenv("DLM_TEST_CRASH_AFTER_STEP");
     R->crash_after = crash ? atoll(crash) : 0;
+    const char *delay = getenv("DLM_TEST_STEP_DELAY_MS");
+    R->step_delay_ms = delay ? atoi(delay) : 0;
 
     if (run_start_or_resume(R, e)) goto out;
     if (run_begin_records(R, e)) goto out;
 
+    /* a stop requested while loading: nothing new to save */
+    if (R->h && R->h->should_stop && R->h->should_stop(R->h->ctx)) {
+        res->cancelled = 1;
+        run_end_records(R, "cancelled");
+        note(R, "cancelled before step %lld; %s", (long long)R->start_step + 1,
+             R->start_step ? "the checkpoint is unchanged" : "nothing was trained");
+        rc = 0;
+        goto out;
+    }
+    /* the first step of a big model takes minutes: say that it started */
+    progress(R, PHASE_TRAINING, R->start_step, NAN, 0, 0);
     int64_t tokens = 0;
     double t_last = time_mono();
     for (int64_t step = R->start_step; step < R->total; step++) {
@@ -384,6 +468,9 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
         /* Test hook: die like a killed process right after this step (and
          * its checkpoint), to prove that --resume recovers exactly. */
         if (R->crash_after > 0 && step + 1 == R->crash_after) raise(SIGKILL);
+        /* Test hook: slow steps down so a test can signal a run mid-way
+         * (timing only; the numbers are untouched). */
+        if (R->step_delay_ms > 0 && R->step_delay_ms <= 60000) usleep((useconds_t)R->step_delay_ms * 1000u);
         if (stop && step + 1 < R->total) {
             res->cancelled = 1;
             run_end_records(R, "cancelled");
@@ -396,6 +483,7 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
     (void)tokens;
     progress(R, PHASE_SAVING, R->steps_done, R->last_loss, R->last_lr, 0);
     if (run_commit(R, e)) goto out_fail;
+    run_log_memory(R);
     rc = 0;
     goto out;
 out_fail:
@@ -414,6 +502,12 @@ out:
         snprintf(res->version_dir, sizeof res->version_dir, "%s", R->version_dir);
     }
     res->seconds = time_mono() - R->t0;
+    if (R->started && h && h->finished) {
+        train_outcome oc = {rc ? "failed" : res->cancelled ? "cancelled" : "completed",
+                            rc ? (e->code ? e->code : 1) : res->cancelled ? 130 : 0, rc ? e : NULL, R->version,
+                            R->steps_done, R->total};
+        h->finished(h->ctx, &oc);
+    }
     run_free(R);
     return rc;
 }

@@ -23,13 +23,30 @@ typedef struct train_progress {
     double loss, val_loss;        /* val_loss NaN when none yet */
     double lr, tokens_per_sec, elapsed, eta;
     int version;                  /* committed version (PHASE_DONE) */
+    int64_t run_id;               /* 0 until the store is open */
+    const char *log_path;         /* the run's JSONL log, NULL until it is open */
 } train_progress;
+
+/* How a run ended, for the exit record (`finished` hook). */
+typedef struct train_outcome {
+    const char *status;           /* "completed", "failed", "cancelled" */
+    int exit_code;                /* what `dlm train` exits with */
+    const dlm_err *err;           /* the error when failed, else NULL */
+    int version;                  /* committed version, 0 none */
+    int64_t steps, total;
+} train_outcome;
 
 typedef struct train_hooks {
     void *ctx;
     void (*progress)(void *ctx, const train_progress *p);
     void (*note)(void *ctx, const char *msg);          /* a plain line for the user */
     int (*should_stop)(void *ctx);                     /* SIGINT/SIGTERM: finish step, checkpoint, stop */
+    /* The store is locked for this run: run files (pid, heartbeat) may be
+     * written under store from now on. */
+    void (*started)(void *ctx, const char *store, int64_t run_id);
+    /* The run is over; called while the store is still locked, so nothing
+     * can start in between (only after `started`). */
+    void (*finished)(void *ctx, const train_outcome *o);
 } train_hooks;
 
 typedef struct train_opts {

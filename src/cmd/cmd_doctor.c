@@ -1,0 +1,246 @@
+/* dlm doctor — the host's capabilities and the memory plan: for a document,
+ * the plan `dlm train` will make (buffer by buffer, with refusals and what
+ * to change); without one, what fits for every registry base. Offline.
+ * `--json` is documented in docs/doctor.md. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cmd/commands.h"
+#include "hw/doctor.h"
+#include "hw/probe.h"
+#include "kern/cpu.h"
+#include "store/store.h"
+#include "util/fs.h"
+#include "util/json.h"
+#include "util/str.h"
+#include "version.h"
+
+static int o_json;
+static const char *o_max_memory;
+
+static const opt OPTS[] = {
+    {"json", 0, OPT_FLAG, &o_json, NULL, "machine-readable output (docs/doctor.md)"},
+    {"max-memory", 0, OPT_STR, &o_max_memory, "SIZE", "plan for this budget instead of the host's (e.g. 8G)"},
+    {0},
+};
+
+const cmd_spec spec_doctor = {
+    "doctor", "[PATH] [--json] [--max-memory SIZE]",
+    "host capabilities and the memory plan (for a document, or every base)",
+    "With PATH: the plan 'dlm train PATH' makes before it loads the weights (micro-batch,\n"
+    "grad accumulation, recomputation, threads, the bytes of every buffer), whether it\n"
+    "fits the budget, and if not, what to write in the frontmatter. Without PATH: for\n"
+    "each registry base, whether it fits and as what (bf16 as published, or a Q8_0 /\n"
+    "Q4_K GGUF). The budget is the smaller of MemAvailable and the cgroup limit.\n"
+    "Never downloads: a base not on this machine is planned from its registry shape.",
+    OPTS,
+};
+
+static const char *hs(uint64_t n, char *buf) { return str_human_size(n, buf, 32); }
+
+/* ---- JSON ---------------------------------------------------------------------- */
+
+static json_t *host_json(const host_info *h)
+{
+    json_t *gpus = json_array();
+    for (int i = 0; i < h->n_gpus; i++) json_array_append_new(gpus, json_string(h->gpus[i]));
+    json_t *cg = json_pack("{s:i, s:o, s:I, s:I}", "version", h->cgroup_version, "limit_bytes",
+                           h->cgroup_limit ? json_integer((json_int_t)h->cgroup_limit) : json_null(), "usage_bytes",
+                           (json_int_t)h->cgroup_usage, "inactive_file_bytes", (json_int_t)h->cgroup_inactive_file);
+    return json_pack("{s:s, s:s, s:s, s:i, s:i, s:o, s:i, s:s, s:{s:b, s:b, s:b, s:b, s:b}, s:s, s:{s:I, s:I, s:I},"
+                     " s:I, s:I, s:o, s:I, s:s, s:o, s:o, s:s, s:s, s:s}",
+                     "dlm_version", DLM_VERSION, "cpu_model", h->cpu_model, "kernel", h->kernel, "cores_online",
+                     h->cores_online, "cores_physical", h->cores_physical, "cores_quota",
+                     h->cores_quota ? json_integer(h->cores_quota) : json_null(), "cores_usable", h->cores_usable,
+                     "isa", h->isa, "isa_flags", "avx2", h->avx2, "avx512", h->avx512, "avx512_bf16", h->avx512bf16,
+                     "vnni", h->vnni, "f16c", h->f16c, "dispatch_level", cpu_level_name(cpu_level()), "caches", "l1d",
+                     (json_int_t)h->l1d, "l2", (json_int_t)h->l2, "l3", (json_int_t)h->l3, "ram_total_bytes",
+                     (json_int_t)h->ram_total, "ram_available_bytes", (json_int_t)h->ram_available, "cgroup", cg,
+                     "budget_bytes", (json_int_t)h->budget, "budget_from", h->budget_from, "disk_free_bytes",
+                     h->disk_free ? json_integer((json_int_t)h->disk_free) : json_null(), "gpus", gpus,
+                     "compute", "cpu", "determinism_class", h->determinism, "disk_path", h->disk_path);
+}
+
+static json_t *plan_json(const plan *p, const plan_in *in)
+{
+    json_t *items = json_array();
+    for (int i = 0; i < p->n_items; i++)
+        json_array_append_new(items, json_pack("{s:s, s:I}", "name", p->items[i].name, "bytes",
+                                               (json_int_t)p->items[i].bytes));
+    json_t *rec = p->fits ? json_null()
+                : p->rec_seq ? json_pack("{s:i, s:i, s:i, s:s, s:I}", "micro_batch_size", p->rec_mb, "grad_accum",
+                                         p->rec_ga, "sequence_len", p->rec_seq, "recompute", "on", "total_bytes",
+                                         (json_int_t)p->rec_total)
+                             : json_null();
+    return json_pack("{s:b, s:I, s:I, s:i, s:i, s:i, s:b, s:i, s:i, s:I, s:I, s:I, s:I, s:o, s:s, s:o, s:o, s:o}",
+                     "fits", p->fits, "total_bytes", (json_int_t)p->total, "budget_bytes", (json_int_t)in->budget,
+                     "micro_batch_size", p->mb, "grad_accum", p->ga, "effective_batch_size", p->mb * p->ga,
+                     "recompute", p->recompute, "threads", p->threads, "sequence_len", p->T, "trainable_params",
+                     (json_int_t)p->params, "activation_bytes_per_token", (json_int_t)p->act_token,
+                     "activation_bytes_per_token_recompute", (json_int_t)p->act_token_rc, "attention_scratch_bytes",
+                     (json_int_t)p->attn_scratch, "items", items, "reason", p->fits ? "" : p->reason,
+                     "recommendation", rec, "q4_k_total_bytes",
+                     p->q4k_total ? json_integer((json_int_t)p->q4k_total) : json_null(), "base",
+                     json_pack("{s:s, s:I, s:I, s:b, s:i, s:i, s:i}", "stored_type",
+                               in->base.wtype >= 0 ? dtype_name((dtype)in->base.wtype) : "unknown", "tensor_bytes",
+                               (json_int_t)in->base.tensor_bytes, "copy_bytes", (json_int_t)in->base.copy_bytes,
+                               "tied", in->base.cfg.tied, "layers", in->base.cfg.n_layer, "d_model",
+                               in->base.cfg.d_model, "vocab", in->base.cfg.vocab));
+}
+
+static void print_json(json_t *o)
+{
+    strbuf sb = STRBUF_INIT;
+    json_write(&sb, o, JW_SORT);
+    printf("%s\n", sb_str(&sb));
+    sb_free(&sb);
+    json_decref(o);
+}
+
+/* ---- text ---------------------------------------------------------------------- */
+
+static void print_host(const host_info *h)
+{
+    char a[32], b[32], c[32];
+    printf("dlm %s on %s\n", DLM_VERSION, h->kernel[0] ? h->kernel : "Linux");
+    printf("cpu:     %s\n", h->cpu_model[0] ? h->cpu_model : "unknown");
+    printf("cores:   %d usable (%d online, %d physical", h->cores_usable, h->cores_online, h->cores_physical);
+    if (h->cores_quota) printf(", cgroup quota %d", h->cores_quota);
+    printf(")\n");
+    printf("isa:     %s; kernels dispatch %s\n", h->isa, cpu_level_name(cpu_level()));
+    printf("caches:  L1d %s, L2 %s, L3 %s\n", hs(h->l1d, a), hs(h->l2, b), hs(h->l3, c));
+    printf("memory:  %s total, %s available", hs(h->ram_total, a), hs(h->ram_available, b));
+    if (h->cgroup_limit)
+        printf("; cgroup v%d limit %s (using %s)", h->cgroup_version, hs(h->cgroup_limit, c), hs(h->cgroup_usage, a));
+    printf("\nbudget:  %s (%s)\n", hs(h->budget, a), h->budget_from);
+    if (h->disk_free) printf("disk:    %s free at %s\n", hs(h->disk_free, a), h->disk_path);
+    if (h->n_gpus) {
+        printf("gpus:    ");
+        for (int i = 0; i < h->n_gpus; i++) printf("%s%s", i ? ", " : "", h->gpus[i]);
+        printf(" (dlm trains on the CPU)\n");
+    } else printf("gpus:    none (dlm trains on the CPU)\n");
+    printf("determinism: %s (same bytes for any thread count)\n", h->determinism);
+}
+
+static void print_doc_plan(const doctor_doc *d, const char *path)
+{
+    const plan *p = &d->p;
+    char a[32], b[32], c[32];
+    printf("\nplan for %s (base %s%s)\n", path, d->base_spec,
+           d->from_files ? "" : ", not downloaded: registry shape, bf16 as published");
+    if (d->from_files)
+        printf("  dataset: %d train + %d validation items, %lld tokens (%lld with a loss), longest %d of"
+               " sequence_len %d\n", d->n_train, d->n_val, (long long)d->tokens, (long long)d->loss_tokens, p->T,
+               d->seq_cfg);
+    if (d->replay_sections)
+        printf("  replay: %d sections in the corpus; train adds a sample of them (not counted here)\n",
+               d->replay_sections);
+    printf("  choice: micro_batch_size %d x grad_accum %d (effective %d), recompute %s, %d threads, base stays %s\n",
+           p->mb, p->ga, p->mb * p->ga, p->recompute ? "on" : "off", p->threads,
+           d->in.base.wtype >= 0 ? dtype_name((dtype)d->in.base.wtype) : "as stored");
+    printf("  activations: %s per token kept without recomputation, %s with; attention scratch %s\n",
+           hs(p->act_token, a), hs(p->act_token_rc, b), hs(p->attn_scratch, c));
+    printf("  trainable parameters: %llu\n", (unsigned long long)p->params);
+    for (int i = 0; i < p->n_items; i++) printf("    %-52s %12s\n", p->items[i].name, hs(p->items[i].bytes, a));
+    printf("    %-52s %12s\n", "total (predicted peak RSS)", hs(p->total, a));
+    printf("  budget: %s (%s): %s\n", hs(d->budget, a), d->budget_from,
+           p->fits ? "fits" : "DOES NOT FIT");
+    if (!p->fits) {
+        printf("  refusal: %s\n", p->reason);
+        if (p->rec_seq)
+            printf("  write in the frontmatter: training: {micro_batch_size: %d, grad_accum: %d, sequence_len: %d,"
+                   " recompute: on} (needs %s)\n", p->rec_mb, p->rec_ga, p->rec_seq, hs(p->rec_total, a));
+    }
+}
+
+static void print_rows(const doctor_row *rows, int n, uint64_t budget)
+{
+    char a[32];
+    printf("\nbases (default training settings: LoRA r 8 on q,k,v,o; budget %s):\n", hs(budget, a));
+    for (int i = 0; i < n; i++) {
+        const doctor_row *r = &rows[i];
+        if (!r->trainable) {
+            printf("  %-26s -  %s\n", r->entry->key, r->note);
+            continue;
+        }
+        const plan *p = &r->p;
+        char tname[40];
+        snprintf(tname, sizeof tname, "%s%s", r->wtype >= 0 ? dtype_name((dtype)r->wtype) : "?",
+                 r->gguf ? " GGUF" : "");
+        if (r->fits)
+            printf("  %-26s fits as %-10s mb %d x ga %d, recompute %s, seq %d: %s\n", r->entry->key, tname, p->mb,
+                   p->ga, p->recompute ? "on " : "off", r->seq, hs(p->total, a));
+        else
+            printf("  %-26s does not fit: %s\n", r->entry->key, p->reason);
+    }
+}
+
+int cmd_doctor(int argc, char **argv, dlm_ctx *ctx)
+{
+    char *pos[64];
+    int npos;
+    int r = opts_parse(&spec_doctor, argc, argv, ctx, pos, &npos);
+    if (r) return r == 1 ? EXIT_OK : EXIT_USAGE;
+    if (npos > 1) return cmd_usage_error(&spec_doctor, "doctor takes at most one PATH");
+    unsigned long long maxmem = 0;
+    if (o_max_memory && (str_parse_size(o_max_memory, &maxmem) || !maxmem))
+        return cmd_usage_error(&spec_doctor, "--max-memory expects a size like 8G or 512M, got '%s'", o_max_memory);
+    dlm_err e;
+    err_clear(&e);
+    if (cmd_setup(ctx, &e)) return cmd_fail(ctx, &e);
+    host_info h;
+    probe_host(&h, ctx->home[0] && fs_is_dir(ctx->home) ? ctx->home : "/");
+    uint64_t budget = maxmem ? maxmem : h.budget;
+    if (npos == 1) {
+        doctor_doc d;
+        if (doctor_plan_document(pos[0], ctx->home, &h, maxmem, &d, &e)) return cmd_fail(ctx, &e);
+        if (o_json) {
+            json_t *o = json_pack("{s:o, s:{s:s, s:s, s:s, s:b, s:i, s:i, s:i, s:I, s:I, s:i}, s:o, s:o}",
+                                  "capabilities", host_json(&h), "document", "path", pos[0], "base", d.base_spec,
+                                  "model_path", d.model_path, "planned_from_files", d.from_files, "sequence_len",
+                                  d.seq_cfg, "train_items", d.n_train, "val_items", d.n_val, "tokens",
+                                  (json_int_t)d.tokens, "loss_tokens", (json_int_t)d.loss_tokens, "replay_sections",
+                                  d.replay_sections, "plan", plan_json(&d.p, &d.in), "plan_error",
+                                  d.fits ? json_null() : json_string(d.p.reason));
+            print_json(o);
+        } else {
+            print_host(&h);
+            print_doc_plan(&d, pos[0]);
+        }
+        return EXIT_OK;
+    }
+    doctor_row rows[64];
+    int n = doctor_plan_registry(&h, maxmem, rows, 64);
+    if (o_json) {
+        json_t *arr = json_array();
+        for (int i = 0; i < n; i++) {
+            const doctor_row *rw = &rows[i];
+            plan_in in;
+            memset(&in, 0, sizeof in);
+            in.budget = budget;
+            json_t *o = json_pack("{s:s, s:o, s:I, s:b, s:s, s:b}", "key", rw->entry->key, "hf_id",
+                                  rw->entry->hf_id ? json_string(rw->entry->hf_id) : json_null(), "params",
+                                  (json_int_t)rw->entry->params, "trainable", rw->trainable, "note", rw->note, "fits",
+                                  rw->fits);
+            if (rw->trainable) {
+                json_object_set_new(o, "stored_type", json_string(rw->wtype >= 0 ? dtype_name((dtype)rw->wtype) : "?"));
+                json_object_set_new(o, "as_gguf", json_boolean(rw->gguf));
+                json_object_set_new(o, "must_quantize", json_boolean(rw->fits && rw->gguf));
+                json_object_set_new(o, "sequence_len", json_integer(rw->seq));
+                json_object_set_new(o, "micro_batch_size", json_integer(rw->p.mb));
+                json_object_set_new(o, "grad_accum", json_integer(rw->p.ga));
+                json_object_set_new(o, "recompute", json_boolean(rw->p.recompute));
+                json_object_set_new(o, "total_bytes", json_integer((json_int_t)rw->p.total));
+                json_object_set_new(o, "reason", rw->fits ? json_null() : json_string(rw->p.reason));
+            }
+            json_array_append_new(arr, o);
+        }
+        print_json(json_pack("{s:o, s:o, s:n, s:n}", "capabilities", host_json(&h), "bases", arr, "plan", "plan_error"));
+    } else {
+        print_host(&h);
+        print_rows(rows, n, budget);
+        printf("\n'dlm doctor PATH' plans a document exactly as 'dlm train PATH' will.\n");
+    }
+    return EXIT_OK;
+}
