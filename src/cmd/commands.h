@@ -19,13 +19,6 @@
     X(status)               \
     X(tokenize)             \
     X(train)
-    X(migrate)              \
-    X(perplexity)           \
-    X(prompt)               \
-    X(show)                 \
-    X(status)               \
-    X(tokenize)             \
-    X(train)
 
 #define X(name) extern const cmd_spec spec_##name; int cmd_##name(int argc, char **argv, dlm_ctx *ctx);
 DLM_COMMAND_LIST(X)
