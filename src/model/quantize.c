@@ -4,7 +4,10 @@
  * fits 7B and 14B bases in little memory. Rows whose width does not suit the
  * type fall back as llama.cpp's quantizer does (Q4_K→Q5_0, Q5_K→Q5_0,
  * Q6_K→Q8_0; not a multiple of 32 → left as is). */
+#include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "kern/kern.h"
 #include "model/model.h"
@@ -15,6 +18,13 @@ static dtype fallback(dtype t, int64_t cols)
     if (dtype_row_bytes(t, cols)) return t;
     dtype f = t == DT_Q6_K ? DT_Q8_0 : DT_Q5_0;
     return dtype_row_bytes(f, cols) ? f : (dtype)-1;
+}
+
+static void release_pages(const void *p, size_t n)
+{
+    uintptr_t a = (uintptr_t)p, pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t b = (a + pg - 1) & ~(pg - 1), e = (a + n) & ~(pg - 1);
+    if (e > b) madvise((void *)b, e - b, MADV_DONTNEED);
 }
 
 static int quantize_one(model *m, wmat *w, dtype target, float *row, dlm_err *e)
@@ -29,6 +39,10 @@ static int quantize_one(model *m, wmat *w, dtype target, float *row, dlm_err *e)
         kern_dequant_row(w->type, (const char *)w->data + (size_t)r * w->row_bytes, row, w->cols);
         kern_quant_row(t, row, q + (size_t)r * rb, w->cols);
     }
+    /* The source is never read again through this wmat: give its pages back
+     * (a private read-only file mapping simply re-reads them if something
+     * else, e.g. an export, touches them later). Owned buffers are left. */
+    release_pages(w->data, (size_t)w->rows * w->row_bytes);
     w->type = t;
     w->row_bytes = rb;
     w->data = q;

@@ -67,6 +67,7 @@ typedef struct run {
     double first_loss, last_loss, last_val, best_val, last_lr;
     int bad_evals, early, resumed;
     int64_t crash_after;            /* $DLM_TEST_CRASH_AFTER_STEP (tests only) */
+    int qlora;                      /* quantize the base's projections to Q4_K in memory */
     int step_delay_ms;              /* $DLM_TEST_STEP_DELAY_MS (tests only) */
     lock_facts facts;
     char dlm_sha[65], weights_sha[65], revision[128], started_at[24], data_sig[65];

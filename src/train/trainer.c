@@ -148,6 +148,22 @@ static void plan_inputs(run *R, plan_in *in)
     const doc_training *tr = &doc_fm(R->doc)->training;
     memset(in, 0, sizeof *in);
     in->base = R->pb;
+    if (R->qlora) {
+        /* qlora on a wider base: the projections become Q4_K in owned memory
+         * while each source tensor's pages are dropped right after it is
+         * converted, so what stays is the Q4_K copy plus the embeddings (and
+         * at most one source projection in flight). */
+        plan_base q;
+        plan_base_shape(&R->pb.cfg, DT_Q4_K, R->pb.gguf, &q);
+        const model_config *c = &R->pb.cfg;
+        uint64_t src_elem = R->pb.wtype == DT_F32 ? 4 : 2;
+        uint64_t biggest = (uint64_t)c->n_ff * (uint64_t)c->d_model * src_elem;
+        uint64_t proj_q = q.tensor_bytes > q.embd_bytes ? q.tensor_bytes - q.embd_bytes : 0;
+        uint64_t out = c->tied ? 0 : R->pb.embd_bytes; /* an untied head stays as stored */
+        in->base.tensor_bytes = R->pb.embd_bytes + out + proj_q + biggest;
+        in->base.copy_bytes += proj_q;
+        in->base.wtype = DT_Q4_K;
+    }
     in->lora = R->lc;
     in->seq_len = R->ds->max_len;
     in->mb = (int)tr->micro_batch_size;
@@ -281,6 +297,9 @@ static int setup_adapter(run *R, dlm_err *e)
     R->lc.alpha = (float)tr->lora_alpha;
     R->lc.dropout = (float)tr->lora_dropout;
     R->lc.dora = tr->adapter == DOC_ADAPTER_DORA;
+    /* qlora: train on 4-bit projections; a base already stored quantized
+     * (a Q4_K GGUF) is QLoRA as it is */
+    R->qlora = tr->adapter == DOC_ADAPTER_QLORA && R->pb.wtype >= 0 && !dtype_is_quant((dtype)R->pb.wtype);
     if (adapter_targets((const char *const *)tr->target_modules.v, tr->target_modules.n, tr->target_modules_auto,
                         &R->lc.targets, e))
         return -1;
@@ -386,7 +405,13 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
      * allocated before the plan says the run fits */
     if (plan_memory(R, e)) goto out;
     if (run_lock_facts(R, e) || dlmlock_check(R->store, o->doc_path, &R->facts, o->lock, e)) goto out;
-    if (model_load(R->model_path, &R->m, e) || replan_if_needed(R, e) || allocate(R, e)) goto out;
+    if (model_load(R->model_path, &R->m, e) || replan_if_needed(R, e)) goto out;
+    if (R->qlora) {
+        if (model_quantize_projections(R->m, DT_Q4_K, e)) goto out;
+        note(R, "qlora: the base's projections are trained as Q4_K (quantized in memory; for repeated runs a Q4_K"
+                " GGUF base from 'dlm export' saves the conversion)");
+    }
+    if (allocate(R, e)) goto out;
 
     /* schedule */
     R->spe = dataset_steps_per_epoch(R->ds, R->mb, R->ga);
