@@ -82,7 +82,10 @@ static void quant_q4_0(const float *x, uint8_t *y, int64_t n)
             int xi0 = trunc_i8(x0 + 8.5f), xi1 = trunc_i8(x1 + 8.5f);
             xi0 = xi0 < 15 ? xi0 : 15;
             xi1 = xi1 < 15 ? xi1 : 15;
-            y[2 + j] = (uint8_t)((uint8_t)xi0 | (uint8_t)(xi1 << 4));
+            /* ggml stores MIN(15, (int8_t)v) in a uint8_t, then shifts it:
+             * convert first, so a NaN/-Inf row (-128) shifts no negative. */
+            const uint8_t u0 = (uint8_t)xi0, u1 = (uint8_t)xi1;
+            y[2 + j] = (uint8_t)(u0 | (unsigned)u1 << 4);
         }
     }
 }
