@@ -26,10 +26,11 @@
  * A persistent pool. kern_init(n) (n <= 0: all cores) may be called again to
  * resize; it returns -1 if it could not start all threads (it then runs with
  * fewer). Without kern_init the first kernel call makes a 1-thread pool.
- * kern_parallel_for splits [0, n) into contiguous chunks, one per thread
- * (thread t gets [n·t/T, n·(t+1)/T); the caller's thread takes part), and
- * returns when all are done. fn must make each index's result independent
- * of the chunking. Idle threads spin 50 µs, then sleep (no CPU when idle).
+ * kern_parallel_for splits [0, n) into contiguous chunks (about 4 per
+ * thread) that the threads, the caller's included, take one at a time, and
+ * returns when all are done; a descheduled thread delays only its current
+ * chunk. fn must make each index's result independent of the chunking and
+ * of the thread. Idle threads spin 50 µs, then sleep (no CPU when idle).
  * One thread drives the pool at a time; nested calls run inline. */
 int kern_init(int nthreads);
 int kern_threads(void);

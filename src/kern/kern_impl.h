@@ -25,6 +25,12 @@
 int kern_tid(void);
 /* This thread's scratch (KERN_SCRATCH_BYTES). */
 void *kern_scratch(void);
+/* One buffer of up to KERN_SHARED_BYTES that every thread of a parallel
+ * job may read (the GEMM's packed A). Returns NULL inside a parallel region
+ * (nested calls) or when bytes is too large; the caller falls back to its
+ * own scratch. Only the driving thread calls it, between jobs. */
+#define KERN_SHARED_BYTES ((size_t)12 << 20)
+void *kern_shared(size_t bytes);
 /* Like kern_parallel_for, but each thread takes indices one at a time from
  * a shared counter (load balance for units of uneven cost). fn(ctx, i, i+1)
  * must not depend on which thread runs i; results stay deterministic. */

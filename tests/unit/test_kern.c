@@ -47,8 +47,10 @@ static void test_pool(void)
             int ok = 1;
             for (int64_t i = 0; i < 1000; i++) ok &= atomic_load(&hits[i]) == (i < n ? 1 : 0);
             CHECK_MSG(ok, "parallel_for n=%lld threads=%d", (long long)n, nt);
-            /* static chunks: one call per thread that has work */
-            CHECK(atomic_load(&c.calls) == (n == 0 ? 0 : n == 1 ? 1 : (n < nt ? n : nt)));
+            /* contiguous chunks, about four per thread (one call with one thread) */
+            int calls = atomic_load(&c.calls);
+            CHECK_MSG(n == 0 ? calls == 0 : nt == 1 || n == 1 ? calls == 1 : calls >= 1 && calls <= 4 * nt,
+                      "parallel_for n=%lld threads=%d calls=%d", (long long)n, nt, calls);
             for (int i = 0; i < 1000; i++) atomic_store(&hits[i], 0);
             kern_parallel_dyn(n, cover_fn, &c);
             ok = 1;
