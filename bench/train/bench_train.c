@@ -114,6 +114,9 @@ int main(int argc, char **argv)
         optim_adamw_step(&oc, l->w, g, m, v, l->n, 1e-3, s + 1);
         if (s >= warm) dt[s - warm] = time_mono() - a;
     }
+#ifdef FB_PROFILE
+    { void fb_profile_dump(double steps); fb_profile_dump(warm + steps); }
+#endif
     qsort(dt, (size_t)steps, sizeof *dt, cmp_d);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);

@@ -29,8 +29,8 @@ static int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /* Pack rows [m0, m0+mc) × [k0, k0+kc) of A into MR strips (dst[k][i]). */
-static void pack_a(const kern_isa *isa, const gemm_prob *p, float *dst, int64_t m0, int64_t mc,
-                   int64_t k0, int64_t kc)
+void gemm_pack_a(const kern_isa *isa, const gemm_prob *p, float *dst, int64_t m0, int64_t mc, int64_t k0,
+                 int64_t kc)
 {
     const int mr = isa->mr;
     for (int64_t i0 = 0; i0 < mc; i0 += mr, dst += kc * mr) {
@@ -54,8 +54,8 @@ static void pack_a(const kern_isa *isa, const gemm_prob *p, float *dst, int64_t 
 
 /* Pack B [k0, k0+kc) × [n0, n0+nc) into NR strips (dst[k][j]).
  * tmp holds NR×GEMM_KC floats (dequantized rows) or GEMM_NC floats. */
-static void pack_b(const kern_isa *isa, const gemm_prob *p, float *dst, float *tmp, int64_t n0,
-                   int64_t nc, int64_t k0, int64_t kc)
+void gemm_pack_b(const kern_isa *isa, const gemm_prob *p, float *dst, float *tmp, int64_t n0, int64_t nc,
+                 int64_t k0, int64_t kc)
 {
     const int nr = isa->nr;
     const uint8_t *base = p->B;
@@ -131,7 +131,7 @@ static void pack_a_units(void *ctx, int64_t b, int64_t e)
         int64_t k0 = j->k_lo + kb * GEMM_KC, kc = imin(GEMM_KC, j->p->K - k0);
         int64_t r0 = g * j->sg * mr, r1 = imin(j->m1 - j->m0, r0 + j->sg * mr);
         if (r0 >= r1) continue;
-        pack_a(j->isa, j->p, j->ap + (k0 - j->k_lo) * j->rows + r0 * kc, j->m0 + r0, r1 - r0, k0, kc);
+        gemm_pack_a(j->isa, j->p, j->ap + (k0 - j->k_lo) * j->rows + r0 * kc, j->m0 + r0, r1 - r0, k0, kc);
     }
 }
 
@@ -145,7 +145,7 @@ static void col_units(void *ctx, int64_t b, int64_t e)
         int64_t n0 = u * j->nw, nc = imin(j->nw, p->N - n0);
         for (int64_t k0 = j->k_lo; k0 < j->k_hi; k0 += GEMM_KC) {
             int64_t kc = imin(GEMM_KC, p->K - k0);
-            pack_b(j->isa, p, bp, tmp, n0, nc, k0, kc);
+            gemm_pack_b(j->isa, p, bp, tmp, n0, nc, k0, kc);
             gemm_epi ep = {p->alpha, p->beta, p->bias ? p->bias + n0 : NULL, k0 == 0, p->ct};
             j->isa->gemm_block(j->m1 - j->m0, nc, kc, j->ap + (k0 - j->k_lo) * j->rows, bp,
                                cptr(p, j->m0, n0), p->ldc, &ep);

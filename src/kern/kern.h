@@ -135,6 +135,18 @@ void kern_attn_bwd(float *dq, float *dk, float *dv, const float *dout, const flo
 double kern_xent(float *dlogits, float *nll, const float *logits, const int32_t *targets,
                  int64_t N, int V, float grad_scale);
 
+/* ---- fused LM head + cross-entropy ------------------------------------------
+ * logits = x[N,C]·W[V,C]ᵀ never materialised: for rows with targets[n] in
+ * [0, V), nll[n] = logsumexp(logits_n) − logits_n[t], and if dx != NULL,
+ * dx[n] = grad_scale·(softmax(logits_n) − onehot(t))·W (overwritten);
+ * other rows get nll 0 and dx 0. W: any kern_matmul type. Returns Σ nll
+ * over rows with a target (row order, double). scratch: at least
+ * kern_head_xent_scratch(N, C) floats (8·min(N,512)·(C+2) + ...). W is read
+ * once per 512 rows. Call it from outside parallel jobs (NaN otherwise). */
+size_t kern_head_xent_scratch(int64_t N, int C);
+double kern_head_xent(float *dx, float *nll, const float *x, const wmat *W, const int32_t *targets,
+                      int64_t N, float grad_scale, float *scratch);
+
 /* ---- optimizer --------------------------------------------------------------
  * torch.optim.AdamW on n params, step t >= 1:
  *   m = b1·m + (1−b1)·g;  v = b2·v + (1−b2)·g²;  p −= lr·wd·p;

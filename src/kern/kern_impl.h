@@ -68,6 +68,14 @@ typedef struct gemm_prob {
     int ct;                 /* C stored transposed (set by gemm_run's operand swap) */
 } gemm_prob;
 void gemm_run(const gemm_prob *p);
+struct kern_isa;
+/* The engine's panel packers (for kernels that drive gemm_block
+ * themselves): A rows [m0, m0+mc) × [k0, k0+kc) into MR strips (dst[k][i]);
+ * B [k0, k0+kc) × [n0, n0+nc) into NR strips, tmp = NR×KC floats. */
+void gemm_pack_a(const struct kern_isa *isa, const gemm_prob *p, float *dst, int64_t m0, int64_t mc, int64_t k0,
+                 int64_t kc);
+void gemm_pack_b(const struct kern_isa *isa, const gemm_prob *p, float *dst, float *tmp, int64_t n0, int64_t nc,
+                 int64_t k0, int64_t kc);
 
 /* Fixed K block of the GEMM. A multiple of QK_K so quantized rows are
  * dequantized in whole blocks. Changing it changes results (not across
@@ -119,6 +127,8 @@ typedef struct kern_isa {
     /* h = silu(g)·u and its backward over n elements. */
     void (*swiglu_fwd)(float *h, const float *g, const float *u, int64_t n);
     void (*swiglu_bwd)(float *dg, float *du, const float *dh, const float *g, const float *u, int64_t n);
+    /* Online-softmax step on a tile of logits (fused LM head, head.c). */
+    void (*softmax_tile)(float *S, int64_t ld, int rows, int nc, float *m, float *l, float *al);
 } kern_isa;
 
 const kern_isa *kern_isa_get(void);
@@ -168,5 +178,8 @@ void kern_attn_bwd_ref(float *dq, float *dk, float *dv, const float *dout,
                        const float *q, const float *k, const float *v, const attn_shape *s);
 double kern_xent_ref(float *dlogits, float *nll, const float *logits, const int32_t *targets,
                      int64_t N, int V, float grad_scale);
+/* matmul_ref + xent_ref + matmul_dx_ref (allocates the logits). */
+double kern_head_xent_ref(float *dx, float *nll, const float *x, const wmat *W, const int32_t *targets,
+                          int64_t N, float grad_scale);
 
 #endif

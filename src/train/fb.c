@@ -20,6 +20,45 @@
 #include "kern/kern.h"
 #include "util/rng.h"
 
+/* Opt-in per-phase timing for bench/train (compile fb.c with -DFB_PROFILE;
+ * fb_profile_dump prints seconds per phase). Off in every normal build. */
+#ifdef FB_PROFILE
+#include <stdio.h>
+#include <time.h>
+#define PROF_MAX 64
+static double prof_clock(void)   /* process CPU time: robust against a loaded machine */
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+static const char *prof_name[PROF_MAX];
+static double prof_t[PROF_MAX];
+static long prof_n[PROF_MAX];
+static int prof_slot(const char *name)
+{
+    int i = 0;
+    while (i < PROF_MAX && prof_name[i] && prof_name[i] != name) i++;
+    if (i == PROF_MAX) return PROF_MAX - 1;
+    prof_name[i] = name;
+    return i;
+}
+#define PROF(name, stmt) do { double t_ = prof_clock(); stmt; int s_ = prof_slot(name); \
+                              prof_t[s_] += prof_clock() - t_; prof_n[s_]++; } while (0)
+void fb_profile_dump(double steps);
+void fb_profile_dump(double steps)
+{
+    double tot = 0;
+    for (int i = 0; i < PROF_MAX && prof_name[i]; i++) tot += prof_t[i];
+    for (int i = 0; i < PROF_MAX && prof_name[i]; i++)
+        fprintf(stderr, "PROF %-22s %8.1f ms/step %5.1f%%  (%ld calls)\n", prof_name[i],
+                1e3 * prof_t[i] / steps, 100 * prof_t[i] / tot, prof_n[i]);
+    fprintf(stderr, "PROF %-22s %8.1f ms/step\n", "total", 1e3 * tot / steps);
+}
+#else
+#define PROF(name, stmt) stmt
+#endif
+
 typedef struct layer_acts {
     float *xn1, *rstd1;       /* [N,C] [N] */
     float *q, *k, *v;         /* [N,Q] [N,K] [N,K]  (q, k after RoPE) */
@@ -38,11 +77,12 @@ struct fb_ctx {
     layer_acts *acts;         /* [n_acts] */
     int n_acts;
     float *rstdf, *xnf;       /* [N] [N,C] */
-    float *logits;            /* [chunk, V] */
-    float *xsel, *dsel;       /* [chunk, C] */
-    int32_t *rows, *tsel;     /* [N] rows with a target, [chunk] their targets */
-    float *nsel;              /* [chunk] */
-    int chunk;
+    float *logits;            /* [chunk, V] (full mode) */
+    float *head_scratch;      /* kern_head_xent scratch (LoRA mode: fused head) */
+    float *xsel, *dsel;       /* [sel, C] */
+    int32_t *rows, *tsel;     /* [N] rows with a target, [sel] their targets */
+    float *nsel;              /* [sel] */
+    int chunk, sel;           /* logits rows per chunk; rows selected at once */
     /* backward */
     float *dres, *dxn, *tmpC, *datt, *dq, *dk, *dv, *dact, *dg, *du;
     float *tmpI, *tmpO, *tmpO2, *dU, *xd;
@@ -116,12 +156,15 @@ static void carve_all(fb_ctx *f, carver *cv, const model_config *c, const lora_c
     }
     f->rstdf = CARVE_F(cv, N);
     f->xnf = CARVE_F(cv, (size_t)N * C);
-    f->logits = CARVE_F(cv, (size_t)f->chunk * f->V);
-    f->xsel = CARVE_F(cv, (size_t)f->chunk * C);
-    f->dsel = CARVE_F(cv, (size_t)f->chunk * C);
-    f->nsel = CARVE_F(cv, f->chunk);
+    /* LoRA / plain forward: the fused head (no logits buffer, all rows at
+     * once); full mode needs the logits for the output-weight gradient. */
+    if (f->o.full) f->logits = CARVE_F(cv, (size_t)f->chunk * f->V);
+    else f->head_scratch = CARVE_F(cv, kern_head_xent_scratch(N, C));
+    f->xsel = CARVE_F(cv, (size_t)f->sel * C);
+    f->dsel = CARVE_F(cv, (size_t)f->sel * C);
+    f->nsel = CARVE_F(cv, f->sel);
     f->rows = (int32_t *)carve(cv, (size_t)N * sizeof(int32_t));
-    f->tsel = (int32_t *)carve(cv, (size_t)f->chunk * sizeof(int32_t));
+    f->tsel = (int32_t *)carve(cv, (size_t)f->sel * sizeof(int32_t));
     f->dres = CARVE_F(cv, (size_t)N * C);
     f->dxn = CARVE_F(cv, (size_t)N * C);
     f->tmpC = CARVE_F(cv, (size_t)N * C);
@@ -168,6 +211,7 @@ static void init_dims(fb_ctx *f, const model_config *c, const lora_config *lc, c
     dims(c, &f->Q, &f->K, &f->maxI, &f->maxO);
     f->n_acts = o->recompute ? 1 : c->n_layer;
     f->chunk = o->logit_rows > 0 ? (o->logit_rows < f->N ? o->logit_rows : f->N) : auto_chunk(c, f->N);
+    f->sel = o->full ? f->chunk : f->N;
 }
 
 size_t fb_plan_bytes(const model_config *c, const lora_config *lc, const fb_opts *o)
@@ -297,7 +341,7 @@ static void lin_fwd(fb_ctx *f, const step_ctx *sc, layer_acts *A, int layer, int
 {
     const wmat *W = lora_base_weight(f->m, layer, m);
     const float *bias = mod_bias(&f->m->layers[layer], m);
-    kern_matmul(y, x, W, bias, N, 0);
+    PROF("fwd.matmul", kern_matmul(y, x, W, bias, N, 0));
     const lora_mod *md = f->l ? lora_mod_at(f->l, layer, m) : NULL;
     if (!md) return;
     const lora *l = f->l;
@@ -310,9 +354,9 @@ static void lin_fwd(fb_ctx *f, const step_ctx *sc, layer_acts *A, int layer, int
         xd = f->xd;
     }
     float *U = A->U[m];
-    kern_sgemm(0, 1, N, r, I, 1.0f, xd, I, Aw, I, 0.0f, U, r);          /* U = xd·Aᵀ */
+    PROF("fwd.lora_xA", kern_sgemm(0, 1, N, r, I, 1.0f, xd, I, Aw, I, 0.0f, U, r));          /* U = xd·Aᵀ */
     if (!l->cfg.dora) {
-        kern_sgemm(0, 1, N, O, r, s, U, r, Bw, r, 1.0f, y, O);          /* y += s·U·Bᵀ */
+        PROF("fwd.lora_UB", kern_sgemm(0, 1, N, O, r, s, U, r, Bw, r, 1.0f, y, O));          /* y += s·U·Bᵀ */
         return;
     }
     /* DoRA, as PEFT: y = y + ((g−1)·base + g·L·s), base = W·xd (no bias). */
@@ -362,7 +406,7 @@ static void lin_bwd(fb_ctx *f, const step_ctx *sc, layer_acts *A, int layer, int
     const float *U = A->U[m];
     const float *dyl = dy;
     if (!l->cfg.dora) {
-        kern_matmul_dx(dx, dy, W, N);
+        PROF("bwd.matmul_dx", kern_matmul_dx(dx, dy, W, N));
     } else {
         const float *g = f->dora_g + f->dora_off[layer * LM_COUNT + m];
         const float *nrm = f->dora_norm + f->dora_off[layer * LM_COUNT + m];
@@ -397,11 +441,11 @@ static void lin_bwd(fb_ctx *f, const step_ctx *sc, layer_acts *A, int layer, int
         }
         dyl = dyg;
     }
-    kern_sgemm(1, 0, O, r, N, s, dyl, O, U, r, 1.0f, dB, r);            /* dB += s·dylᵀ·U */
-    kern_sgemm(0, 0, N, r, O, s, dyl, O, Bw, r, 0.0f, f->dU, r);        /* dU = s·dyl·B  */
-    kern_sgemm(1, 0, r, I, N, 1.0f, f->dU, r, xd, I, 1.0f, dA, I);      /* dA += dUᵀ·xd */
+    PROF("bwd.lora_dB", kern_sgemm(1, 0, O, r, N, s, dyl, O, U, r, 1.0f, dB, r));            /* dB += s·dylᵀ·U */
+    PROF("bwd.lora_dU", kern_sgemm(0, 0, N, r, O, s, dyl, O, Bw, r, 0.0f, f->dU, r));        /* dU = s·dyl·B  */
+    PROF("bwd.lora_dA", kern_sgemm(1, 0, r, I, N, 1.0f, f->dU, r, xd, I, 1.0f, dA, I));      /* dA += dUᵀ·xd */
     if (!drop) {
-        kern_sgemm(0, 0, N, I, r, 1.0f, f->dU, r, Aw, I, 1.0f, dx, I);  /* dx += dU·A */
+        PROF("bwd.lora_dx", kern_sgemm(0, 0, N, I, r, 1.0f, f->dU, r, Aw, I, 1.0f, dx, I));  /* dx += dU·A */
     } else {
         kern_sgemm(0, 0, N, I, r, 1.0f, f->dU, r, Aw, I, 0.0f, f->tmpI, I);
         dropout_apply(f->tmpI, f->tmpI, (int64_t)N * I, l->cfg.dropout, sc->seed, dkey(sc->micro, layer, m));
@@ -446,21 +490,21 @@ static void layer_fwd(fb_ctx *f, const step_ctx *sc, const fb_batch *b, int laye
     int N = b->B * b->T, C = f->C;
     attn_shape as = {b->B, b->T, b->T, c->n_head, c->n_kv_head, c->head_dim, 0,
                      (int64_t)b->T * f->K, b->seg};
-    kern_rmsnorm_fwd(A->xn1, A->rstd1, x, w->attn_norm, N, C, c->rms_eps);
+    PROF("fwd.rmsnorm", kern_rmsnorm_fwd(A->xn1, A->rstd1, x, w->attn_norm, N, C, c->rms_eps));
     lin_fwd(f, sc, A, layer, LM_Q, A->xn1, A->q, N);
     lin_fwd(f, sc, A, layer, LM_K, A->xn1, A->k, N);
     lin_fwd(f, sc, A, layer, LM_V, A->xn1, A->v, N);
-    kern_rope_fwd(A->q, b->pos, N, c->n_head, c->head_dim, f->m->rope_inv_freq);
-    kern_rope_fwd(A->k, b->pos, N, c->n_kv_head, c->head_dim, f->m->rope_inv_freq);
-    kern_attn_fwd(A->att, A->lse, A->q, A->k, A->v, &as, f->attn_scratch);
+    PROF("fwd.rope", kern_rope_fwd(A->q, b->pos, N, c->n_head, c->head_dim, f->m->rope_inv_freq);
+    kern_rope_fwd(A->k, b->pos, N, c->n_kv_head, c->head_dim, f->m->rope_inv_freq));
+    PROF("fwd.attn", kern_attn_fwd(A->att, A->lse, A->q, A->k, A->v, &as, f->attn_scratch));
     lin_fwd(f, sc, A, layer, LM_O, A->att, f->tmpC, N);
-    for (size_t i = 0; i < (size_t)N * C; i++) A->h[i] = x[i] + f->tmpC[i];
-    kern_rmsnorm_fwd(A->xn2, A->rstd2, A->h, w->ffn_norm, N, C, c->rms_eps);
+    PROF("fwd.resid", for (size_t i = 0; i < (size_t)N * C; i++) A->h[i] = x[i] + f->tmpC[i]);
+    PROF("fwd.rmsnorm", kern_rmsnorm_fwd(A->xn2, A->rstd2, A->h, w->ffn_norm, N, C, c->rms_eps));
     lin_fwd(f, sc, A, layer, LM_GATE, A->xn2, A->g, N);
     lin_fwd(f, sc, A, layer, LM_UP, A->xn2, A->u, N);
-    kern_swiglu_fwd(A->act, A->g, A->u, (int64_t)N * f->F);
+    PROF("fwd.swiglu", kern_swiglu_fwd(A->act, A->g, A->u, (int64_t)N * f->F));
     lin_fwd(f, sc, A, layer, LM_DOWN, A->act, f->tmpC, N);
-    for (size_t i = 0; i < (size_t)N * C; i++) xout[i] = A->h[i] + f->tmpC[i];
+    PROF("fwd.resid", for (size_t i = 0; i < (size_t)N * C; i++) xout[i] = A->h[i] + f->tmpC[i]);
 }
 
 static layer_acts *acts_for(fb_ctx *f, int layer) { return &f->acts[f->n_acts == 1 ? 0 : layer]; }
@@ -469,7 +513,7 @@ static void forward_layers(fb_ctx *f, const step_ctx *sc, const fb_batch *b)
 {
     const model_config *c = &f->m->cfg;
     size_t NC = (size_t)b->B * b->T * f->C, stride = (size_t)f->N * f->C;
-    embed(f, b, f->X);
+    PROF("fwd.embed", embed(f, b, f->X));
     for (int layer = 0; layer < c->n_layer; layer++)
         layer_fwd(f, sc, b, layer, acts_for(f, layer), f->X + layer * stride, f->X + (layer + 1) * stride);
     (void)NC;
@@ -477,9 +521,11 @@ static void forward_layers(fb_ctx *f, const step_ctx *sc, const fb_batch *b)
                      (int64_t)b->B * b->T, f->C, c->rms_eps);
 }
 
-/* LM head + cross-entropy over the rows that have a target, chunk by chunk.
- * With want_grad, writes dL/dxnf into f->dxn (zero for rows without loss)
- * and the output-weight gradient into dWout (full mode). */
+/* LM head + cross-entropy over the rows that have a target. With
+ * want_grad, writes dL/dxnf into f->dxn (zero for rows without loss) and,
+ * in full mode, the output-weight gradient into dWout. LoRA mode and plain
+ * forwards take the fused kernel over all selected rows; full mode needs
+ * the logits (for dWout) and goes chunk by chunk. */
 static double head_loss(fb_ctx *f, const fb_batch *b, int want_grad, float grad_scale,
                         float *dWout, float *nll_out, int64_t *n_loss)
 {
@@ -491,23 +537,31 @@ static double head_loss(fb_ctx *f, const fb_batch *b, int want_grad, float grad_
     if (want_grad) memset(f->dxn, 0, (size_t)N * C * sizeof(float));
     if (nll_out) memset(nll_out, 0, (size_t)N * sizeof(float));
     double total = 0;
-    for (int r0 = 0; r0 < nr; r0 += f->chunk) {
-        int cn = nr - r0 < f->chunk ? nr - r0 : f->chunk;
+    for (int r0 = 0; r0 < nr; r0 += f->sel) {
+        int cn = nr - r0 < f->sel ? nr - r0 : f->sel;
         for (int i = 0; i < cn; i++) {
             int n = f->rows[r0 + i];
             memcpy(f->xsel + (size_t)i * C, f->xnf + (size_t)n * C, (size_t)C * sizeof(float));
             f->tsel[i] = b->targets[n];
         }
-        kern_matmul(f->logits, f->xsel, Wo, NULL, cn, 0);
-        total += kern_xent(want_grad ? f->logits : NULL, f->nsel, f->logits, f->tsel, cn, f->V, grad_scale);
+        if (!f->o.full) {
+            PROF("head.fused", total += kern_head_xent(want_grad ? f->dsel : NULL, f->nsel, f->xsel, Wo, f->tsel,
+                                                       cn, grad_scale, f->head_scratch));
+        } else {
+            PROF("head.matmul", kern_matmul(f->logits, f->xsel, Wo, NULL, cn, 0));
+            PROF("head.xent", total += kern_xent(want_grad ? f->logits : NULL, f->nsel, f->logits, f->tsel, cn,
+                                                 f->V, grad_scale));
+            if (want_grad) {
+                memset(f->dsel, 0, (size_t)cn * C * sizeof(float));
+                PROF("head.dx", kern_matmul_dx(f->dsel, f->logits, Wo, cn));
+                if (dWout) kern_sgemm(1, 0, f->V, C, cn, 1.0f, f->logits, f->V, f->xsel, C, 1.0f, dWout, C);
+            }
+        }
         if (nll_out)
             for (int i = 0; i < cn; i++) nll_out[f->rows[r0 + i]] = f->nsel[i];
-        if (!want_grad) continue;
-        memset(f->dsel, 0, (size_t)cn * C * sizeof(float));
-        kern_matmul_dx(f->dsel, f->logits, Wo, cn);
-        if (dWout) kern_sgemm(1, 0, f->V, C, cn, 1.0f, f->logits, f->V, f->xsel, C, 1.0f, dWout, C);
-        for (int i = 0; i < cn; i++)
-            memcpy(f->dxn + (size_t)f->rows[r0 + i] * C, f->dsel + (size_t)i * C, (size_t)C * sizeof(float));
+        if (want_grad)
+            for (int i = 0; i < cn; i++)
+                memcpy(f->dxn + (size_t)f->rows[r0 + i] * C, f->dsel + (size_t)i * C, (size_t)C * sizeof(float));
     }
     *n_loss = nr;
     return total;
@@ -540,27 +594,27 @@ static void layer_bwd(fb_ctx *f, const step_ctx *sc, const fb_batch *b, int laye
     float *dres = f->dres; /* in: dL/dx_out; out: dL/dx */
 
     /* MLP: x_out = h + down(silu(g)·u) */
-    memset(f->dact, 0, (size_t)N * F * sizeof(float));
+    PROF("bwd.memset", memset(f->dact, 0, (size_t)N * F * sizeof(float)));
     lin_bwd(f, sc, A, layer, LM_DOWN, A->act, dres, f->dact, N, lg, G ? G->w_down : NULL, NULL);
-    kern_swiglu_bwd(f->dg, f->du, f->dact, A->g, A->u, (int64_t)N * F);
-    memset(f->dxn, 0, (size_t)N * C * sizeof(float));
+    PROF("bwd.swiglu", kern_swiglu_bwd(f->dg, f->du, f->dact, A->g, A->u, (int64_t)N * F));
+    PROF("bwd.memset", memset(f->dxn, 0, (size_t)N * C * sizeof(float)));
     lin_bwd(f, sc, A, layer, LM_GATE, A->xn2, f->dg, f->dxn, N, lg, G ? G->w_gate : NULL, NULL);
     lin_bwd(f, sc, A, layer, LM_UP, A->xn2, f->du, f->dxn, N, lg, G ? G->w_up : NULL, NULL);
-    kern_rmsnorm_bwd(f->tmpC, G ? G->ffn_norm : NULL, f->dxn, A->h, w->ffn_norm, A->rstd2, N, C);
-    for (size_t i = 0; i < (size_t)N * C; i++) dres[i] += f->tmpC[i];   /* now dL/dh */
+    PROF("bwd.rmsnorm", kern_rmsnorm_bwd(f->tmpC, G ? G->ffn_norm : NULL, f->dxn, A->h, w->ffn_norm, A->rstd2, N, C));
+    PROF("bwd.resid", for (size_t i = 0; i < (size_t)N * C; i++) dres[i] += f->tmpC[i]);   /* now dL/dh */
 
     /* attention: h = x + o(attn(rope(q), rope(k), v)) */
-    memset(f->datt, 0, (size_t)N * Q * sizeof(float));
+    PROF("bwd.memset", memset(f->datt, 0, (size_t)N * Q * sizeof(float)));
     lin_bwd(f, sc, A, layer, LM_O, A->att, dres, f->datt, N, lg, G ? G->wo : NULL, NULL);
-    kern_attn_bwd(f->dq, f->dk, f->dv, f->datt, A->att, A->lse, A->q, A->k, A->v, &as, f->attn_scratch);
-    kern_rope_bwd(f->dq, b->pos, N, c->n_head, c->head_dim, f->m->rope_inv_freq);
-    kern_rope_bwd(f->dk, b->pos, N, c->n_kv_head, c->head_dim, f->m->rope_inv_freq);
-    memset(f->dxn, 0, (size_t)N * C * sizeof(float));
+    PROF("bwd.attn", kern_attn_bwd(f->dq, f->dk, f->dv, f->datt, A->att, A->lse, A->q, A->k, A->v, &as, f->attn_scratch));
+    PROF("bwd.rope", kern_rope_bwd(f->dq, b->pos, N, c->n_head, c->head_dim, f->m->rope_inv_freq);
+    kern_rope_bwd(f->dk, b->pos, N, c->n_kv_head, c->head_dim, f->m->rope_inv_freq));
+    PROF("bwd.memset", memset(f->dxn, 0, (size_t)N * C * sizeof(float)));
     lin_bwd(f, sc, A, layer, LM_Q, A->xn1, f->dq, f->dxn, N, lg, G ? G->wq : NULL, G ? G->bq : NULL);
     lin_bwd(f, sc, A, layer, LM_K, A->xn1, f->dk, f->dxn, N, lg, G ? G->wk : NULL, G ? G->bk : NULL);
     lin_bwd(f, sc, A, layer, LM_V, A->xn1, f->dv, f->dxn, N, lg, G ? G->wv : NULL, G ? G->bv : NULL);
-    kern_rmsnorm_bwd(f->tmpC, G ? G->attn_norm : NULL, f->dxn, x, w->attn_norm, A->rstd1, N, C);
-    for (size_t i = 0; i < (size_t)N * C; i++) dres[i] += f->tmpC[i];   /* now dL/dx */
+    PROF("bwd.rmsnorm", kern_rmsnorm_bwd(f->tmpC, G ? G->attn_norm : NULL, f->dxn, x, w->attn_norm, A->rstd1, N, C));
+    PROF("bwd.resid", for (size_t i = 0; i < (size_t)N * C; i++) dres[i] += f->tmpC[i]);   /* now dL/dx */
     (void)Q;
 }
 
