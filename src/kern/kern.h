@@ -60,6 +60,8 @@ void kern_matmul(float *y, const float *x, const wmat *W, const float *bias,
                  int64_t N, int accumulate);
 /* dx[N,I] += dy[N,O] · W[O,I]   (input gradient through a frozen weight) */
 void kern_matmul_dx(float *dx, const float *dy, const wmat *W, int64_t N);
+/* Same with accumulate = 0: dx = dy·W (dx is not read; it may hold NaN). */
+void kern_matmul_dx_to(float *dx, const float *dy, const wmat *W, int64_t N, int accumulate);
 /* General f32 GEMM, row-major: C[M,N] = alpha·op(A)·op(B) + beta·C with
  * op(A) [M,K] (A is [K,M] when ta), op(B) [K,N] (B is [N,K] when tb).
  * Used for LoRA and weight gradients: dW[O,I] += dyᵀ·x is
@@ -72,9 +74,15 @@ void kern_sgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
 /* y[N,C] = x · rsqrt(mean(x²) + eps) · w; rstd[N] saved for backward. */
 void kern_rmsnorm_fwd(float *y, float *rstd, const float *x, const float *w,
                       int64_t N, int C, float eps);
+/* y = x·rstd·w with the rstd of a forward: the same bits as that forward's
+ * y (to recompute a normalised input instead of keeping it). */
+void kern_rmsnorm_apply(float *y, const float *x, const float *w, const float *rstd, int64_t N, int C);
 /* dx[N,C] = (overwrite) grad wrt x; dw[C] += grad wrt w (dw may be NULL). */
 void kern_rmsnorm_bwd(float *dx, float *dw, const float *dy, const float *x,
                       const float *w, const float *rstd, int64_t N, int C);
+/* Same, adding the grad wrt x into dx (a residual stream's gradient). */
+void kern_rmsnorm_bwd_add(float *dx, float *dw, const float *dy, const float *x,
+                          const float *w, const float *rstd, int64_t N, int C);
 
 /* HF rotate-half RoPE in place on x[N, H, HS] (row n at position pos[n]):
  * for j < HS/2, angle = pos·inv_freq[j],

@@ -80,17 +80,19 @@ void kern_matmul(float *y, const float *x, const wmat *W, const float *bias, int
     gemm_run(&p);
 }
 
-void kern_matmul_dx(float *dx, const float *dy, const wmat *W, int64_t N)
+void kern_matmul_dx_to(float *dx, const float *dy, const wmat *W, int64_t N, int accumulate)
 {
     const int64_t O = W->rows, I = W->cols;
     if (N <= 0 || I <= 0 || !wmat_ok(W)) return;
     gemm_prob p = {
         .M = N, .N = I, .K = O, .A = dy, .lda = O, .ta = 0,
         .bkind = GB_ROWS_N, .bt = W->type, .B = W->data, .ldb_bytes = W->row_bytes,
-        .alpha = 1.f, .beta = 1.f, .bias = NULL, .C = dx, .ldc = I,
+        .alpha = 1.f, .beta = accumulate ? 1.f : 0.f, .bias = NULL, .C = dx, .ldc = I,
     };
     gemm_run(&p);
 }
+
+void kern_matmul_dx(float *dx, const float *dy, const wmat *W, int64_t N) { kern_matmul_dx_to(dx, dy, W, N, 1); }
 
 void kern_sgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
                 const float *A, int64_t lda, const float *B, int64_t ldb,

@@ -14,7 +14,7 @@
 typedef struct rms_job {
     float *y, *rstd, *dx, *dw;
     const float *x, *w, *dy, *rs;
-    int C;
+    int C, add;
     int64_t N;
     float eps;
 } rms_job;
@@ -42,6 +42,25 @@ void kern_rmsnorm_fwd(float *y, float *rstd, const float *x, const float *w, int
     else kern_parallel_for(N, rms_fwd_rows, &j);
 }
 
+/* y = x·r·w, the expression of rms_fwd_rows (same bits). */
+static void rms_apply_rows(void *ctx, int64_t n0, int64_t n1)
+{
+    const rms_job *j = ctx;
+    const int C = j->C;
+    for (int64_t n = n0; n < n1; n++) {
+        const float *x = j->x + n * C;
+        float *y = j->y + n * C, r = j->rs[n];
+        for (int c = 0; c < C; c++) y[c] = x[c] * r * j->w[c];
+    }
+}
+
+void kern_rmsnorm_apply(float *y, const float *x, const float *w, const float *rstd, int64_t N, int C)
+{
+    rms_job j = {.y = y, .x = x, .w = w, .rs = rstd, .C = C};
+    if (N * C < PAR_MIN) rms_apply_rows(&j, 0, N);
+    else kern_parallel_for(N, rms_apply_rows, &j);
+}
+
 /* dx = r·w∘dy − x·r³/C·Σ(w∘dy∘x), per row, in double. */
 static void rms_bwd_rows(void *ctx, int64_t n0, int64_t n1)
 {
@@ -53,7 +72,10 @@ static void rms_bwd_rows(void *ctx, int64_t n0, int64_t n1)
         double r = j->rs[n], dot = 0;
         for (int c = 0; c < C; c++) dot += (double)j->w[c] * dy[c] * x[c];
         double coef = r * r * r * dot / C;
-        for (int c = 0; c < C; c++) dx[c] = (float)(r * j->w[c] * dy[c] - coef * x[c]);
+        if (j->add)
+            for (int c = 0; c < C; c++) dx[c] += (float)(r * j->w[c] * dy[c] - coef * x[c]);
+        else
+            for (int c = 0; c < C; c++) dx[c] = (float)(r * j->w[c] * dy[c] - coef * x[c]);
     }
 }
 
@@ -76,16 +98,28 @@ static void rms_dw_cols(void *ctx, int64_t c0, int64_t c1)
     }
 }
 
-void kern_rmsnorm_bwd(float *dx, float *dw, const float *dy, const float *x, const float *w,
-                      const float *rstd, int64_t N, int C)
+static void rms_bwd(float *dx, float *dw, const float *dy, const float *x, const float *w,
+                    const float *rstd, int64_t N, int C, int add)
 {
-    rms_job j = {.dx = dx, .dw = dw, .x = x, .w = w, .dy = dy, .rs = rstd, .C = C, .N = N};
+    rms_job j = {.dx = dx, .dw = dw, .x = x, .w = w, .dy = dy, .rs = rstd, .C = C, .N = N, .add = add};
     int small = N * C < PAR_MIN;
     if (small) rms_bwd_rows(&j, 0, N);
     else kern_parallel_for(N, rms_bwd_rows, &j);
     if (!dw) return;
     if (small) rms_dw_cols(&j, 0, C);
     else kern_parallel_for(C, rms_dw_cols, &j);
+}
+
+void kern_rmsnorm_bwd(float *dx, float *dw, const float *dy, const float *x, const float *w,
+                      const float *rstd, int64_t N, int C)
+{
+    rms_bwd(dx, dw, dy, x, w, rstd, N, C, 0);
+}
+
+void kern_rmsnorm_bwd_add(float *dx, float *dw, const float *dy, const float *x, const float *w,
+                          const float *rstd, int64_t N, int C)
+{
+    rms_bwd(dx, dw, dy, x, w, rstd, N, C, 1);
 }
 
 /* ---- RoPE ----------------------------------------------------------------------- */

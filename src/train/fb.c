@@ -59,12 +59,16 @@ void fb_profile_dump(double steps)
 #define PROF(name, stmt) stmt
 #endif
 
+/* What a layer keeps for its backward. The normalised inputs xn1, xn2 and
+ * act = silu(g)·u are not kept: the backward recomputes them (same bits)
+ * from x, h, the saved rstd and g, u — a cheap pass instead of 2·C + F
+ * floats per token per layer. */
 typedef struct layer_acts {
-    float *xn1, *rstd1;       /* [N,C] [N] */
+    float *rstd1;             /* [N] */
     float *q, *k, *v;         /* [N,Q] [N,K] [N,K]  (q, k after RoPE) */
     float *att, *lse;         /* [N,Q] [B,NH,T] */
-    float *h, *xn2, *rstd2;   /* [N,C] [N,C] [N] */
-    float *g, *u, *act;       /* [N,F] ×3 */
+    float *h, *rstd2;         /* [N,C] [N] */
+    float *g, *u;             /* [N,F] ×2 */
     float *U[LM_COUNT];       /* [N,r] LoRA x·Aᵀ per targeted module */
 } layer_acts;
 
@@ -77,6 +81,7 @@ struct fb_ctx {
     layer_acts *acts;         /* [n_acts] */
     int n_acts;
     float *rstdf, *xnf;       /* [N] [N,C] */
+    float *xn, *act;          /* [N,C] [N,F]: a layer's normalised input, silu(g)·u */
     float *logits;            /* [chunk, V] (full mode) */
     float *head_scratch;      /* kern_head_xent scratch (LoRA mode: fused head) */
     float *xsel, *dsel;       /* [sel, C] */
@@ -138,7 +143,6 @@ static void carve_all(fb_ctx *f, carver *cv, const model_config *c, const lora_c
     f->X = CARVE_F(cv, (size_t)(L + 1) * N * C);
     for (int a = 0; a < f->n_acts; a++) {
         layer_acts *A = f->acts ? &f->acts[a] : &(layer_acts){0};
-        A->xn1 = CARVE_F(cv, (size_t)N * C);
         A->rstd1 = CARVE_F(cv, N);
         A->q = CARVE_F(cv, (size_t)N * Q);
         A->k = CARVE_F(cv, (size_t)N * K);
@@ -146,16 +150,16 @@ static void carve_all(fb_ctx *f, carver *cv, const model_config *c, const lora_c
         A->att = CARVE_F(cv, (size_t)N * Q);
         A->lse = CARVE_F(cv, (size_t)B * c->n_head * T);
         A->h = CARVE_F(cv, (size_t)N * C);
-        A->xn2 = CARVE_F(cv, (size_t)N * C);
         A->rstd2 = CARVE_F(cv, N);
         A->g = CARVE_F(cv, (size_t)N * F);
         A->u = CARVE_F(cv, (size_t)N * F);
-        A->act = CARVE_F(cv, (size_t)N * F);
         for (int m = 0; m < LM_COUNT; m++)
             A->U[m] = (lc && (lc->targets >> m & 1)) ? CARVE_F(cv, (size_t)N * r) : NULL;
     }
     f->rstdf = CARVE_F(cv, N);
     f->xnf = CARVE_F(cv, (size_t)N * C);
+    f->xn = CARVE_F(cv, (size_t)N * C);
+    f->act = CARVE_F(cv, (size_t)N * F);
     /* LoRA / plain forward: the fused head (no logits buffer, all rows at
      * once); full mode needs the logits for the output-weight gradient. */
     if (f->o.full) f->logits = CARVE_F(cv, (size_t)f->chunk * f->V);
@@ -335,14 +339,20 @@ typedef struct step_ctx {
     uint64_t seed, micro;
 } step_ctx;
 
-/* y[N,O] = x[N,I]·Wᵀ + b, plus the adapter of (layer, m) if any. */
+/* y[N,O] (+)= x[N,I]·Wᵀ + b, plus the adapter of (layer, m) if any; acc
+ * adds onto y (a residual stream; O = C then). */
 static void lin_fwd(fb_ctx *f, const step_ctx *sc, layer_acts *A, int layer, int m,
-                    const float *x, float *y, int N)
+                    const float *x, float *y, int N, int acc)
 {
     const wmat *W = lora_base_weight(f->m, layer, m);
     const float *bias = mod_bias(&f->m->layers[layer], m);
-    PROF("fwd.matmul", kern_matmul(y, x, W, bias, N, 0));
     const lora_mod *md = f->l ? lora_mod_at(f->l, layer, m) : NULL;
+    if (acc && md && f->l->cfg.dora) {      /* DoRA reads the bare product back: go through tmpC */
+        lin_fwd(f, sc, A, layer, m, x, f->tmpC, N, 0);
+        for (size_t i = 0; i < (size_t)N * W->rows; i++) y[i] += f->tmpC[i];
+        return;
+    }
+    PROF("fwd.matmul", kern_matmul(y, x, W, bias, N, acc));
     if (!md) return;
     const lora *l = f->l;
     int r = l->cfg.rank, I = md->in, O = md->out;
@@ -381,18 +391,23 @@ static void colsum_add(float *db, const float *dy, int64_t N, int O)
     }
 }
 
-/* dx[N,I] += dy[N,O]·W (+ adapter paths). Parameter grads: LoRA into lg,
- * full-mode W and bias into dW/db (may be NULL). */
+/* dx[N,I] (+)= dy[N,O]·W (+ adapter paths); acc = 0 overwrites dx, dx =
+ * NULL skips the input gradient (the first layer in LoRA mode). Parameter
+ * grads: LoRA into lg, full-mode W and bias into dW/db (may be NULL). */
 static void lin_bwd(fb_ctx *f, const step_ctx *sc, layer_acts *A, int layer, int m,
                     const float *x, const float *dy, float *dx, int N,
-                    float *lg, float *dW, float *db)
+                    float *lg, float *dW, float *db, int acc)
 {
     const wmat *W = lora_base_weight(f->m, layer, m);
     const lora_mod *md = f->l ? lora_mod_at(f->l, layer, m) : NULL;
     int I = (int)W->cols, O = (int)W->rows;
     if (dW) kern_sgemm(1, 0, O, I, N, 1.0f, dy, O, x, I, 1.0f, dW, I);  /* dW += dyᵀ·x */
     if (db) colsum_add(db, dy, N, O);
-    if (!md) { kern_matmul_dx(dx, dy, W, N); return; }
+    if (!md) { if (dx) kern_matmul_dx_to(dx, dy, W, N, acc); return; }
+    if (dx && !acc && f->l->cfg.dora) {     /* the DoRA paths below accumulate */
+        memset(dx, 0, (size_t)N * I * sizeof(float));
+        acc = 1;
+    }
     const lora *l = f->l;
     int r = l->cfg.rank, drop = sc->train && l->cfg.dropout > 0;
     float s = l->scale;
@@ -406,7 +421,7 @@ static void lin_bwd(fb_ctx *f, const step_ctx *sc, layer_acts *A, int layer, int
     const float *U = A->U[m];
     const float *dyl = dy;
     if (!l->cfg.dora) {
-        PROF("bwd.matmul_dx", kern_matmul_dx(dx, dy, W, N));
+        if (dx) PROF("bwd.matmul_dx", kern_matmul_dx_to(dx, dy, W, N, acc));
     } else {
         const float *g = f->dora_g + f->dora_off[layer * LM_COUNT + m];
         const float *nrm = f->dora_norm + f->dora_off[layer * LM_COUNT + m];
@@ -416,18 +431,21 @@ static void lin_bwd(fb_ctx *f, const step_ctx *sc, layer_acts *A, int layer, int
         kern_matmul(base, xd, W, NULL, N, 0);
         float *dmag = lg + md->off_mag;
         for (int o = 0; o < O; o++) {
-            float acc = 0;
+            float sum = 0;
             for (int64_t n = 0; n < N; n++) {
                 size_t i = (size_t)n * O + o;
-                acc += dy[i] * (base[i] + s * L[i]);
+                sum += dy[i] * (base[i] + s * L[i]);
             }
-            dmag[o] += acc / nrm[o];
+            dmag[o] += sum / nrm[o];
         }
         float *dyg = f->tmpO; /* L no longer needed */
         if (!drop) {
             for (int64_t n = 0; n < N; n++)
                 for (int o = 0; o < O; o++) dyg[(size_t)n * O + o] = dy[(size_t)n * O + o] * g[o];
-            kern_matmul_dx(dx, dyg, W, N);          /* dy·W + (g−1)·dy·W */
+            if (dx) kern_matmul_dx(dx, dyg, W, N);  /* dy·W + (g−1)·dy·W */
+        } else if (!dx) {
+            for (int64_t n = 0; n < N; n++)
+                for (int o = 0; o < O; o++) dyg[(size_t)n * O + o] = dy[(size_t)n * O + o] * g[o];
         } else {
             kern_matmul_dx(dx, dy, W, N);
             for (int64_t n = 0; n < N; n++)
@@ -444,6 +462,7 @@ static void lin_bwd(fb_ctx *f, const step_ctx *sc, layer_acts *A, int layer, int
     PROF("bwd.lora_dB", kern_sgemm(1, 0, O, r, N, s, dyl, O, U, r, 1.0f, dB, r));            /* dB += s·dylᵀ·U */
     PROF("bwd.lora_dU", kern_sgemm(0, 0, N, r, O, s, dyl, O, Bw, r, 0.0f, f->dU, r));        /* dU = s·dyl·B  */
     PROF("bwd.lora_dA", kern_sgemm(1, 0, r, I, N, 1.0f, f->dU, r, xd, I, 1.0f, dA, I));      /* dA += dUᵀ·xd */
+    if (!dx) return;
     if (!drop) {
         PROF("bwd.lora_dx", kern_sgemm(0, 0, N, I, r, 1.0f, f->dU, r, Aw, I, 1.0f, dx, I));  /* dx += dU·A */
     } else {
@@ -490,21 +509,22 @@ static void layer_fwd(fb_ctx *f, const step_ctx *sc, const fb_batch *b, int laye
     int N = b->B * b->T, C = f->C;
     attn_shape as = {b->B, b->T, b->T, c->n_head, c->n_kv_head, c->head_dim, 0,
                      (int64_t)b->T * f->K, b->seg};
-    PROF("fwd.rmsnorm", kern_rmsnorm_fwd(A->xn1, A->rstd1, x, w->attn_norm, N, C, c->rms_eps));
-    lin_fwd(f, sc, A, layer, LM_Q, A->xn1, A->q, N);
-    lin_fwd(f, sc, A, layer, LM_K, A->xn1, A->k, N);
-    lin_fwd(f, sc, A, layer, LM_V, A->xn1, A->v, N);
+    PROF("fwd.rmsnorm", kern_rmsnorm_fwd(f->xn, A->rstd1, x, w->attn_norm, N, C, c->rms_eps));
+    lin_fwd(f, sc, A, layer, LM_Q, f->xn, A->q, N, 0);
+    lin_fwd(f, sc, A, layer, LM_K, f->xn, A->k, N, 0);
+    lin_fwd(f, sc, A, layer, LM_V, f->xn, A->v, N, 0);
     PROF("fwd.rope", kern_rope_fwd(A->q, b->pos, N, c->n_head, c->head_dim, f->m->rope_inv_freq);
     kern_rope_fwd(A->k, b->pos, N, c->n_kv_head, c->head_dim, f->m->rope_inv_freq));
     PROF("fwd.attn", kern_attn_fwd(A->att, A->lse, A->q, A->k, A->v, &as, f->attn_scratch));
-    lin_fwd(f, sc, A, layer, LM_O, A->att, f->tmpC, N);
-    PROF("fwd.resid", for (size_t i = 0; i < (size_t)N * C; i++) A->h[i] = x[i] + f->tmpC[i]);
-    PROF("fwd.rmsnorm", kern_rmsnorm_fwd(A->xn2, A->rstd2, A->h, w->ffn_norm, N, C, c->rms_eps));
-    lin_fwd(f, sc, A, layer, LM_GATE, A->xn2, A->g, N);
-    lin_fwd(f, sc, A, layer, LM_UP, A->xn2, A->u, N);
-    PROF("fwd.swiglu", kern_swiglu_fwd(A->act, A->g, A->u, (int64_t)N * f->F));
-    lin_fwd(f, sc, A, layer, LM_DOWN, A->act, f->tmpC, N);
-    PROF("fwd.resid", for (size_t i = 0; i < (size_t)N * C; i++) xout[i] = A->h[i] + f->tmpC[i]);
+    /* h = x + o(att): the projection accumulates onto a copy of x */
+    PROF("fwd.resid", memcpy(A->h, x, (size_t)N * C * sizeof(float)));
+    lin_fwd(f, sc, A, layer, LM_O, A->att, A->h, N, 1);
+    PROF("fwd.rmsnorm", kern_rmsnorm_fwd(f->xn, A->rstd2, A->h, w->ffn_norm, N, C, c->rms_eps));
+    lin_fwd(f, sc, A, layer, LM_GATE, f->xn, A->g, N, 0);
+    lin_fwd(f, sc, A, layer, LM_UP, f->xn, A->u, N, 0);
+    PROF("fwd.swiglu", kern_swiglu_fwd(f->act, A->g, A->u, (int64_t)N * f->F));
+    PROF("fwd.resid", memcpy(xout, A->h, (size_t)N * C * sizeof(float)));
+    lin_fwd(f, sc, A, layer, LM_DOWN, f->act, xout, N, 1);
 }
 
 static layer_acts *acts_for(fb_ctx *f, int layer) { return &f->acts[f->n_acts == 1 ? 0 : layer]; }
@@ -589,33 +609,35 @@ static void layer_bwd(fb_ctx *f, const step_ctx *sc, const fb_batch *b, int laye
 {
     const model_config *c = &f->m->cfg;
     const layer_weights *w = &f->m->layers[layer];
-    int N = b->B * b->T, C = f->C, F = f->F, Q = f->Q, K = f->K;
+    int N = b->B * b->T, C = f->C, F = f->F, K = f->K;
     attn_shape as = {b->B, b->T, b->T, c->n_head, c->n_kv_head, c->head_dim, 0, (int64_t)b->T * K, b->seg};
     float *dres = f->dres; /* in: dL/dx_out; out: dL/dx */
 
     /* MLP: x_out = h + down(silu(g)·u) */
-    PROF("bwd.memset", memset(f->dact, 0, (size_t)N * F * sizeof(float)));
-    lin_bwd(f, sc, A, layer, LM_DOWN, A->act, dres, f->dact, N, lg, G ? G->w_down : NULL, NULL);
+    PROF("bwd.recompute", kern_swiglu_fwd(f->act, A->g, A->u, (int64_t)N * F));
+    lin_bwd(f, sc, A, layer, LM_DOWN, f->act, dres, f->dact, N, lg, G ? G->w_down : NULL, NULL, 0);
     PROF("bwd.swiglu", kern_swiglu_bwd(f->dg, f->du, f->dact, A->g, A->u, (int64_t)N * F));
-    PROF("bwd.memset", memset(f->dxn, 0, (size_t)N * C * sizeof(float)));
-    lin_bwd(f, sc, A, layer, LM_GATE, A->xn2, f->dg, f->dxn, N, lg, G ? G->w_gate : NULL, NULL);
-    lin_bwd(f, sc, A, layer, LM_UP, A->xn2, f->du, f->dxn, N, lg, G ? G->w_up : NULL, NULL);
-    PROF("bwd.rmsnorm", kern_rmsnorm_bwd(f->tmpC, G ? G->ffn_norm : NULL, f->dxn, A->h, w->ffn_norm, A->rstd2, N, C));
-    PROF("bwd.resid", for (size_t i = 0; i < (size_t)N * C; i++) dres[i] += f->tmpC[i]);   /* now dL/dh */
+    PROF("bwd.recompute", kern_rmsnorm_apply(f->xn, A->h, w->ffn_norm, A->rstd2, N, C));
+    lin_bwd(f, sc, A, layer, LM_GATE, f->xn, f->dg, f->dxn, N, lg, G ? G->w_gate : NULL, NULL, 0);
+    lin_bwd(f, sc, A, layer, LM_UP, f->xn, f->du, f->dxn, N, lg, G ? G->w_up : NULL, NULL, 1);
+    PROF("bwd.rmsnorm", kern_rmsnorm_bwd_add(dres, G ? G->ffn_norm : NULL, f->dxn, A->h, w->ffn_norm, A->rstd2,
+                                             N, C));                    /* now dL/dh */
 
     /* attention: h = x + o(attn(rope(q), rope(k), v)) */
-    PROF("bwd.memset", memset(f->datt, 0, (size_t)N * Q * sizeof(float)));
-    lin_bwd(f, sc, A, layer, LM_O, A->att, dres, f->datt, N, lg, G ? G->wo : NULL, NULL);
+    lin_bwd(f, sc, A, layer, LM_O, A->att, dres, f->datt, N, lg, G ? G->wo : NULL, NULL, 0);
     PROF("bwd.attn", kern_attn_bwd(f->dq, f->dk, f->dv, f->datt, A->att, A->lse, A->q, A->k, A->v, &as, f->attn_scratch));
     PROF("bwd.rope", kern_rope_bwd(f->dq, b->pos, N, c->n_head, c->head_dim, f->m->rope_inv_freq);
     kern_rope_bwd(f->dk, b->pos, N, c->n_kv_head, c->head_dim, f->m->rope_inv_freq));
-    PROF("bwd.memset", memset(f->dxn, 0, (size_t)N * C * sizeof(float)));
-    lin_bwd(f, sc, A, layer, LM_Q, A->xn1, f->dq, f->dxn, N, lg, G ? G->wq : NULL, G ? G->bq : NULL);
-    lin_bwd(f, sc, A, layer, LM_K, A->xn1, f->dk, f->dxn, N, lg, G ? G->wk : NULL, G ? G->bk : NULL);
-    lin_bwd(f, sc, A, layer, LM_V, A->xn1, f->dv, f->dxn, N, lg, G ? G->wv : NULL, G ? G->bv : NULL);
-    PROF("bwd.rmsnorm", kern_rmsnorm_bwd(f->tmpC, G ? G->attn_norm : NULL, f->dxn, x, w->attn_norm, A->rstd1, N, C));
-    PROF("bwd.resid", for (size_t i = 0; i < (size_t)N * C; i++) dres[i] += f->tmpC[i]);   /* now dL/dx */
-    (void)Q;
+    PROF("bwd.recompute", kern_rmsnorm_apply(f->xn, x, w->attn_norm, A->rstd1, N, C));
+    /* The first layer's input gradient goes nowhere unless the embedding
+     * (full mode) wants it. */
+    float *dxn = layer > 0 || G ? f->dxn : NULL;
+    lin_bwd(f, sc, A, layer, LM_Q, f->xn, f->dq, dxn, N, lg, G ? G->wq : NULL, G ? G->bq : NULL, 0);
+    lin_bwd(f, sc, A, layer, LM_K, f->xn, f->dk, dxn, N, lg, G ? G->wk : NULL, G ? G->bk : NULL, 1);
+    lin_bwd(f, sc, A, layer, LM_V, f->xn, f->dv, dxn, N, lg, G ? G->wv : NULL, G ? G->bv : NULL, 1);
+    if (dxn)
+        PROF("bwd.rmsnorm", kern_rmsnorm_bwd_add(dres, G ? G->attn_norm : NULL, dxn, x, w->attn_norm, A->rstd1,
+                                                 N, C));                /* now dL/dx */
 }
 
 double fb_step(fb_ctx *f, const fb_batch *b, float *lora_grad, const fb_full_grads *fg,
