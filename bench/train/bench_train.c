@@ -123,9 +123,9 @@ int main(int argc, char **argv)
     double med = dt[steps / 2];
     printf("RESULT {\"impl\":\"dlm\",\"shape\":\"%s\",\"seq\":%d,\"batch\":%d,\"rank\":%d,\"threads\":%d,"
            "\"recompute\":%d,\"steps\":%d,\"step_s_min\":%.4f,\"step_s_median\":%.4f,\"step_s_max\":%.4f,"
-           "\"tokens_per_s_median\":%.1f,\"peak_rss_mb\":%.1f,\"setup_s\":%.2f,\"loss\":%.4f,"
+           "\"tokens_per_s_median\":%.1f,\"tokens_per_s_max\":%.1f,\"peak_rss_mb\":%.1f,\"setup_s\":%.2f,\"loss\":%.4f,"
            "\"activation_mb\":%.1f}\n",
-           sh->name, T, B, R, threads, recompute, steps, dt[0], med, dt[steps - 1], (double)B * T / med,
+           sh->name, T, B, R, threads, recompute, steps, dt[0], med, dt[steps - 1], (double)B * T / med, (double)B * T / dt[0],
            (double)ru.ru_maxrss / 1024.0, setup, loss, (double)fb_plan_bytes(&c, &lc, &o) / 1048576.0);
     return 0;
 }

@@ -94,6 +94,12 @@ void kern_rmsnorm_bwd_add(float *dx, float *dw, const float *dy, const float *x,
 void kern_rope_fwd(float *x, const int32_t *pos, int64_t N, int H, int HS, const double *inv_freq);
 /* Backward = rotation by −angle, in place on the gradient. */
 void kern_rope_bwd(float *dx, const int32_t *pos, int64_t N, int H, int HS, const double *inv_freq);
+/* The same with the cos/sin computed once for all layers: cs, sn [N, HS/2]
+ * from kern_rope_table hold exactly the floats kern_rope_fwd computes, and
+ * kern_rope_fwd_t / _bwd_t give the same bits as kern_rope_fwd / _bwd. */
+void kern_rope_table(float *cs, float *sn, const int32_t *pos, int64_t N, int HS, const double *inv_freq);
+void kern_rope_fwd_t(float *x, const float *cs, const float *sn, int64_t N, int H, int HS);
+void kern_rope_bwd_t(float *dx, const float *cs, const float *sn, int64_t N, int H, int HS);
 
 /* h[n] = silu(g[n]) · u[n] */
 void kern_swiglu_fwd(float *h, const float *g, const float *u, int64_t n);

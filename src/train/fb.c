@@ -82,6 +82,7 @@ struct fb_ctx {
     int n_acts;
     float *rstdf, *xnf;       /* [N] [N,C] */
     float *xn, *act;          /* [N,C] [N,F]: a layer's normalised input, silu(g)·u */
+    float *rope_cs, *rope_sn; /* [N, HS/2]: RoPE cos/sin of this batch's positions */
     float *logits;            /* [chunk, V] (full mode) */
     float *head_scratch;      /* kern_head_xent scratch (LoRA mode: fused head) */
     float *xsel, *dsel;       /* [sel, C] */
@@ -160,6 +161,8 @@ static void carve_all(fb_ctx *f, carver *cv, const model_config *c, const lora_c
     f->xnf = CARVE_F(cv, (size_t)N * C);
     f->xn = CARVE_F(cv, (size_t)N * C);
     f->act = CARVE_F(cv, (size_t)N * F);
+    f->rope_cs = CARVE_F(cv, (size_t)N * (c->head_dim / 2));
+    f->rope_sn = CARVE_F(cv, (size_t)N * (c->head_dim / 2));
     /* LoRA / plain forward: the fused head (no logits buffer, all rows at
      * once); full mode needs the logits for the output-weight gradient. */
     if (f->o.full) f->logits = CARVE_F(cv, (size_t)f->chunk * f->V);
@@ -513,8 +516,8 @@ static void layer_fwd(fb_ctx *f, const step_ctx *sc, const fb_batch *b, int laye
     lin_fwd(f, sc, A, layer, LM_Q, f->xn, A->q, N, 0);
     lin_fwd(f, sc, A, layer, LM_K, f->xn, A->k, N, 0);
     lin_fwd(f, sc, A, layer, LM_V, f->xn, A->v, N, 0);
-    PROF("fwd.rope", kern_rope_fwd(A->q, b->pos, N, c->n_head, c->head_dim, f->m->rope_inv_freq);
-    kern_rope_fwd(A->k, b->pos, N, c->n_kv_head, c->head_dim, f->m->rope_inv_freq));
+    PROF("fwd.rope", kern_rope_fwd_t(A->q, f->rope_cs, f->rope_sn, N, c->n_head, c->head_dim);
+    kern_rope_fwd_t(A->k, f->rope_cs, f->rope_sn, N, c->n_kv_head, c->head_dim));
     PROF("fwd.attn", kern_attn_fwd(A->att, A->lse, A->q, A->k, A->v, &as, f->attn_scratch));
     /* h = x + o(att): the projection accumulates onto a copy of x */
     PROF("fwd.resid", memcpy(A->h, x, (size_t)N * C * sizeof(float)));
@@ -534,6 +537,8 @@ static void forward_layers(fb_ctx *f, const step_ctx *sc, const fb_batch *b)
     const model_config *c = &f->m->cfg;
     size_t NC = (size_t)b->B * b->T * f->C, stride = (size_t)f->N * f->C;
     PROF("fwd.embed", embed(f, b, f->X));
+    PROF("fwd.rope", kern_rope_table(f->rope_cs, f->rope_sn, b->pos, (int64_t)b->B * b->T, c->head_dim,
+                                     f->m->rope_inv_freq));
     for (int layer = 0; layer < c->n_layer; layer++)
         layer_fwd(f, sc, b, layer, acts_for(f, layer), f->X + layer * stride, f->X + (layer + 1) * stride);
     (void)NC;
@@ -626,8 +631,8 @@ static void layer_bwd(fb_ctx *f, const step_ctx *sc, const fb_batch *b, int laye
     /* attention: h = x + o(attn(rope(q), rope(k), v)) */
     lin_bwd(f, sc, A, layer, LM_O, A->att, dres, f->datt, N, lg, G ? G->wo : NULL, NULL, 0);
     PROF("bwd.attn", kern_attn_bwd(f->dq, f->dk, f->dv, f->datt, A->att, A->lse, A->q, A->k, A->v, &as, f->attn_scratch));
-    PROF("bwd.rope", kern_rope_bwd(f->dq, b->pos, N, c->n_head, c->head_dim, f->m->rope_inv_freq);
-    kern_rope_bwd(f->dk, b->pos, N, c->n_kv_head, c->head_dim, f->m->rope_inv_freq));
+    PROF("bwd.rope", kern_rope_bwd_t(f->dq, f->rope_cs, f->rope_sn, N, c->n_head, c->head_dim);
+    kern_rope_bwd_t(f->dk, f->rope_cs, f->rope_sn, N, c->n_kv_head, c->head_dim));
     PROF("bwd.recompute", kern_rmsnorm_apply(f->xn, x, w->attn_norm, A->rstd1, N, C));
     /* The first layer's input gradient goes nowhere unless the embedding
      * (full mode) wants it. */

@@ -68,6 +68,17 @@ static void test_rope(void)
     CHECK(!memcmp(x, x0, H * HS * 4));          /* position 0 is the identity */
     kern_rope_bwd(x, pos, N, H, HS, inv);       /* rotation back */
     check_tensor("rope bwd(fwd(x))", x, x0, N * H * HS, 1e-6);
+    /* with a table: the same bits both ways */
+    float *cs = xmalloc(N * HS / 2 * 4), *sn = xmalloc(N * HS / 2 * 4), *xt = xmalloc(N * H * HS * 4);
+    kern_rope_table(cs, sn, pos, N, HS, inv);
+    memcpy(xt, x0, N * H * HS * 4);
+    kern_rope_fwd_t(xt, cs, sn, N, H, HS);
+    CHECK(!memcmp(xt, want, N * H * HS * 4));
+    memcpy(x, want, N * H * HS * 4);
+    kern_rope_bwd(x, pos, N, H, HS, inv);
+    kern_rope_bwd_t(xt, cs, sn, N, H, HS);
+    CHECK(!memcmp(xt, x, N * H * HS * 4));
+    free(cs); free(sn); free(xt);
     free(x); free(x0); free(want);
 }
 
