@@ -6,7 +6,7 @@
  *   RESULT {"shape":..., "tokens_per_s_median":..., "step_s_median":..., "peak_rss_mb":...}
  *
  * usage: bench_train SHAPE [--seq T] [--batch B] [--rank R] [--steps N] [--warmup W]
- *        [--threads N] [--targets q,k,v,o,gate,up,down] [--recompute] */
+ *        [--threads N] [--targets q,k,v,o,gate,up,down] [--recompute] [--dropout P] */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +43,7 @@ int main(int argc, char **argv)
         if (!strcmp(argv[1], SHAPES[i].name)) sh = &SHAPES[i];
     if (!sh) { fprintf(stderr, "unknown shape %s\n", argv[1]); return 2; }
     int T = 512, B = 1, R = 8, steps = 10, warm = 2, threads = 2, recompute = 0;
+    float dropout = 0.0f;
     unsigned targets = LM_ALL;
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
@@ -53,6 +54,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--warmup")) { warm = atoi(v); i++; }
         else if (!strcmp(a, "--threads")) { threads = atoi(v); i++; }
         else if (!strcmp(a, "--recompute")) recompute = 1;
+        else if (!strcmp(a, "--dropout")) { dropout = (float)atof(v); i++; }
         else if (!strcmp(a, "--targets")) {
             targets = 0;
             char buf[128];
@@ -83,7 +85,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < nt; i++)
         if (ts[i].cols == 1 && strstr(ts[i].name, "norm"))
             for (int64_t k = 0; k < ts[i].rows; k++) ts[i].p[k] = 1.0f + 0.1f * rng_normal(5, 9, (uint64_t)i, (uint64_t)k);
-    lora_config lc = {R, 16.0f, 0.0f, targets, 0};
+    lora_config lc = {R, 16.0f, dropout, targets, 0};
     lora *l;
     if (lora_create(&c, &lc, &l, &e) || lora_init(l, &fm->m, 1, &e)) { fprintf(stderr, "%s\n", e.msg); return 1; }
     fb_opts o = {B, T, recompute, 0, 0};
@@ -122,10 +124,10 @@ int main(int argc, char **argv)
     getrusage(RUSAGE_SELF, &ru);
     double med = dt[steps / 2];
     printf("RESULT {\"impl\":\"dlm\",\"shape\":\"%s\",\"seq\":%d,\"batch\":%d,\"rank\":%d,\"threads\":%d,"
-           "\"recompute\":%d,\"steps\":%d,\"step_s_min\":%.4f,\"step_s_median\":%.4f,\"step_s_max\":%.4f,"
+           "\"recompute\":%d,\"dropout\":%g,\"steps\":%d,\"step_s_min\":%.4f,\"step_s_median\":%.4f,\"step_s_max\":%.4f,"
            "\"tokens_per_s_median\":%.1f,\"tokens_per_s_max\":%.1f,\"peak_rss_mb\":%.1f,\"setup_s\":%.2f,\"loss\":%.4f,"
            "\"activation_mb\":%.1f}\n",
-           sh->name, T, B, R, threads, recompute, steps, dt[0], med, dt[steps - 1], (double)B * T / med, (double)B * T / dt[0],
+           sh->name, T, B, R, threads, recompute, (double)dropout, steps, dt[0], med, dt[steps - 1], (double)B * T / med, (double)B * T / dt[0],
            (double)ru.ru_maxrss / 1024.0, setup, loss, (double)fb_plan_bytes(&c, &lc, &o) / 1048576.0);
     return 0;
 }

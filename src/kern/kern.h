@@ -161,6 +161,14 @@ size_t kern_head_xent_scratch(int64_t N, int C);
 double kern_head_xent(float *dx, float *nll, const float *x, const wmat *W, const int32_t *targets,
                       int64_t N, float grad_scale, float *scratch);
 
+/* ---- dropout ------------------------------------------------------------------
+ * keep[n bits, LSB first]: bit i set iff rng_uniform(seed, purpose, step, i)
+ * >= p (util/rng.h, Philox-4x32-10; the same draws bit for bit, vectorized
+ * 16 or 8 at a time). keep holds (n + 7) / 8 bytes.
+ * dst[i] = keep bit i ? src[i]·scale : 0 (dst may alias src). */
+void kern_dropout_mask(uint8_t *keep, int64_t n, float p, uint64_t seed, uint32_t purpose, uint64_t step);
+void kern_dropout_apply(float *dst, const float *src, const uint8_t *keep, int64_t n, float scale);
+
 /* ---- optimizer --------------------------------------------------------------
  * torch.optim.AdamW on n params, step t >= 1:
  *   m = b1·m + (1−b1)·g;  v = b2·v + (1−b2)·g²;  p −= lr·wd·p;

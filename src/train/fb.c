@@ -70,6 +70,7 @@ typedef struct layer_acts {
     float *h, *rstd2;         /* [N,C] [N] */
     float *g, *u;             /* [N,F] ×2 */
     float *U[LM_COUNT];       /* [N,r] LoRA x·Aᵀ per targeted module */
+    uint8_t *keep[LM_COUNT];  /* [N·I bits] LoRA dropout masks (dropout > 0) */
 } layer_acts;
 
 struct fb_ctx {
@@ -154,8 +155,13 @@ static void carve_all(fb_ctx *f, carver *cv, const model_config *c, const lora_c
         A->rstd2 = CARVE_F(cv, N);
         A->g = CARVE_F(cv, (size_t)N * F);
         A->u = CARVE_F(cv, (size_t)N * F);
-        for (int m = 0; m < LM_COUNT; m++)
-            A->U[m] = (lc && (lc->targets >> m & 1)) ? CARVE_F(cv, (size_t)N * r) : NULL;
+        for (int m = 0; m < LM_COUNT; m++) {
+            int on = lc && (lc->targets >> m & 1);
+            A->U[m] = on ? CARVE_F(cv, (size_t)N * r) : NULL;
+            int in = 0, out = 0;
+            if (on && lc->dropout > 0) lora_module_dims(c, m, &in, &out);
+            A->keep[m] = in ? (uint8_t *)carve(cv, ((size_t)N * in + 7) / 8) : NULL;
+        }
     }
     f->rstdf = CARVE_F(cv, N);
     f->xnf = CARVE_F(cv, (size_t)N * C);
@@ -319,12 +325,12 @@ size_t fb_full_carve(const model_config *c, float *slab, fb_full_grads *g)
 
 /* ---- helpers ------------------------------------------------------------ */
 
-/* dst[N,I] = src ⊙ mask / (1−p), the mask a pure function of (seed, key, i). */
-static void dropout_apply(float *dst, const float *src, int64_t n, float p, uint64_t seed, uint64_t key)
+/* dst[N,I] = src ⊙ mask / (1−p); the mask, a pure function of (seed, key,
+ * i), is drawn once in the forward (kern_dropout_mask) and kept as bits
+ * for the backward. */
+static void dropout_apply(float *dst, const float *src, int64_t n, float p, const uint8_t *keep)
 {
-    float keep = 1.0f / (1.0f - p);
-    for (int64_t i = 0; i < n; i++)
-        dst[i] = rng_uniform(seed, RNG_DROPOUT, key, (uint64_t)i) >= p ? src[i] * keep : 0.0f;
+    kern_dropout_apply(dst, src, keep, n, 1.0f / (1.0f - p));
 }
 
 static uint64_t dkey(uint64_t micro_step, int layer, int m)
@@ -363,7 +369,9 @@ static void lin_fwd(fb_ctx *f, const step_ctx *sc, layer_acts *A, int layer, int
     const float *Aw = l->w + md->off_a, *Bw = l->w + md->off_b;
     const float *xd = x;
     if (sc->train && l->cfg.dropout > 0) {
-        dropout_apply(f->xd, x, (int64_t)N * I, l->cfg.dropout, sc->seed, dkey(sc->micro, layer, m));
+        PROF("fwd.dropout", kern_dropout_mask(A->keep[m], (int64_t)N * I, l->cfg.dropout, sc->seed, RNG_DROPOUT,
+                                              dkey(sc->micro, layer, m));
+             dropout_apply(f->xd, x, (int64_t)N * I, l->cfg.dropout, A->keep[m]));
         xd = f->xd;
     }
     float *U = A->U[m];
@@ -418,7 +426,7 @@ static void lin_bwd(fb_ctx *f, const step_ctx *sc, layer_acts *A, int layer, int
     float *dA = lg + md->off_a, *dB = lg + md->off_b;
     const float *xd = x;
     if (drop) {
-        dropout_apply(f->xd, x, (int64_t)N * I, l->cfg.dropout, sc->seed, dkey(sc->micro, layer, m));
+        PROF("bwd.dropout", dropout_apply(f->xd, x, (int64_t)N * I, l->cfg.dropout, A->keep[m]));
         xd = f->xd;
     }
     const float *U = A->U[m];
@@ -455,7 +463,7 @@ static void lin_bwd(fb_ctx *f, const step_ctx *sc, layer_acts *A, int layer, int
                 for (int o = 0; o < O; o++) dyg[(size_t)n * O + o] = dy[(size_t)n * O + o] * (g[o] - 1.0f);
             memset(f->tmpI, 0, (size_t)N * I * sizeof(float));
             kern_matmul_dx(f->tmpI, dyg, W, N);
-            dropout_apply(f->tmpI, f->tmpI, (int64_t)N * I, l->cfg.dropout, sc->seed, dkey(sc->micro, layer, m));
+            dropout_apply(f->tmpI, f->tmpI, (int64_t)N * I, l->cfg.dropout, A->keep[m]);
             for (int64_t i = 0; i < (int64_t)N * I; i++) dx[i] += f->tmpI[i];
             for (int64_t n = 0; n < N; n++)
                 for (int o = 0; o < O; o++) dyg[(size_t)n * O + o] = dy[(size_t)n * O + o] * g[o];
@@ -470,7 +478,7 @@ static void lin_bwd(fb_ctx *f, const step_ctx *sc, layer_acts *A, int layer, int
         PROF("bwd.lora_dx", kern_sgemm(0, 0, N, I, r, 1.0f, f->dU, r, Aw, I, 1.0f, dx, I));  /* dx += dU·A */
     } else {
         kern_sgemm(0, 0, N, I, r, 1.0f, f->dU, r, Aw, I, 0.0f, f->tmpI, I);
-        dropout_apply(f->tmpI, f->tmpI, (int64_t)N * I, l->cfg.dropout, sc->seed, dkey(sc->micro, layer, m));
+        PROF("bwd.dropout", dropout_apply(f->tmpI, f->tmpI, (int64_t)N * I, l->cfg.dropout, A->keep[m]));
         for (int64_t i = 0; i < (int64_t)N * I; i++) dx[i] += f->tmpI[i];
     }
 }
