@@ -155,7 +155,19 @@ typedef struct attn_job {
     /* backward */
     float *dq, *dk, *dv;
     const float *dout, *D;  /* D[B,NH,Tq] = Σ dout·out per row */
+    /* dS tiles [AQ][AK] of every visible (query block, key block), written
+     * by the dK/dV pass and read by the dQ pass (NULL: the dQ pass
+     * recomputes them); tile (b, h, qb, kb) at ds_tiles + (((b·NH + h) ·
+     * ds_per_head + ds_off[qb] + kb) · AQ·AK. */
+    float *ds_tiles;
+    const int32_t *ds_off;  /* [nqb + 1] */
+    int64_t ds_per_head;
 } attn_job;
+/* Largest dS store (floats) kern_attn_bwd asks for; longer sequences
+ * recompute the tiles in the dQ pass instead. */
+#define ATTN_DS_MAX_FLOATS ((size_t)8 << 20)
+/* Tests: non-zero makes kern_attn_bwd recompute dS even when it fits. */
+extern int kern_attn_ds_off;
 size_t attn_unit_scratch_floats(int HSP);
 
 /* ---- plain-loop references (kern_ref.c) ------------------------------------ */

@@ -192,6 +192,14 @@ static void test_attention(void)
         CHECK_CLOSE(label, a.dk, dkr, a.nkv, 1e-5, 1e-6);
         snprintf(label, sizeof label, "attn dv case %zu", ci);
         CHECK_CLOSE(label, a.dv, dvr, a.nkv, 1e-5, 1e-6);
+        /* dQ from the kept dS tiles == dQ with dS recomputed, bit for bit */
+        kern_attn_ds_off = 1;
+        memcpy(dkr, a.dk, a.nkv * 4);
+        memcpy(dvr, a.dv, a.nkv * 4);
+        kern_attn_bwd(dqr, dkr, dvr, a.dout, a.out, a.lse, a.q, a.k, a.v, &a.s, a.scr);
+        kern_attn_ds_off = 0;
+        CHECK_MSG(!memcmp(dqr, a.dq, a.nq * 4) && !memcmp(dkr, a.dk, a.nkv * 4) && !memcmp(dvr, a.dv, a.nkv * 4),
+                  "attn case %zu: kept dS tiles change the bits", ci);
         free(outr); free(lser); free(dqr); free(dkr); free(dvr);
         attn_free(&a);
     }
