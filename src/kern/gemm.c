@@ -79,7 +79,6 @@ void gemm_pack_b(const kern_isa *isa, const gemm_prob *p, float *dst, float *tmp
         }
     } else {
         size_t be = dtype_block_elems(p->bt), bb = dtype_block_bytes(p->bt);
-        int64_t nstrips = ceil_div(nc, nr);
         for (int64_t k = 0; k < kc; k++) {
             const uint8_t *row = base + (size_t)(k0 + k) * p->ldb_bytes;
             const float *src;
@@ -89,12 +88,7 @@ void gemm_pack_b(const kern_isa *isa, const gemm_prob *p, float *dst, float *tmp
                 kern_dequant_row(p->bt, row + (size_t)n0 / be * bb, tmp, nc);
                 src = tmp;
             }
-            for (int64_t s = 0; s < nstrips; s++) {
-                float *d = dst + s * kc * nr + k * nr;
-                int64_t cols = imin(nr, nc - s * nr);
-                memcpy(d, src + s * nr, (size_t)cols * 4);
-                for (int64_t j = cols; j < nr; j++) d[j] = 0.f;
-            }
+            isa->pack_n(dst + k * nr, src, nc, kc * nr);
         }
     }
 }

@@ -106,6 +106,8 @@ typedef struct kern_isa {
     /* Transpose-pack: dst[k][j] = rows[j][k] for j < R (NULL row = zeros),
      * k < kc: GEMM panels from K-contiguous rows. */
     void (*pack_t)(float *dst, const float *const *rows, int R, int64_t kc);
+    /* One row of nc floats into NR strips sstride floats apart (zero-padded). */
+    void (*pack_n)(float *dst, const float *src, int64_t nc, int64_t sstride);
     /* Dot products for the small-N path: y[n] = Σ_k x[n][k]·w[k] for n < nx
      * rows of x (ldx apart), result stored at y[n*ldy]. */
     void (*dot_rows)(float *y, int64_t ldy, const float *x, int64_t ldx, int nx,
