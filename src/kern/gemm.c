@@ -110,6 +110,7 @@ typedef struct gjob {
     const gemm_prob *p;
     const kern_isa *isa;
     float *ap;              /* packed A of the block: K block k0 at ap + (k0 − k_lo)·rows */
+    float *a2p;             /* packed A2 of the block (low-rank term), rows × K2 */
     int64_t m0, m1, rows;   /* the row block, rows = (m1 − m0) rounded up to MR */
     int64_t k_lo, k_hi;     /* the K blocks packed at once (all of K when they fit) */
     int64_t nw, ncu;        /* column unit width, count */
@@ -120,6 +121,10 @@ static void pack_a_units(void *ctx, int64_t b, int64_t e)
 {
     const gjob *j = ctx;
     const int64_t mr = j->isa->mr;
+    if (b == 0 && j->a2p) {     /* the low-rank term's A2 goes with unit 0 */
+        gemm_prob q = {.A = j->p->A2, .lda = j->p->lda2, .ta = 0};
+        gemm_pack_a(j->isa, &q, j->a2p, j->m0, j->m1 - j->m0, 0, j->p->K2);
+    }
     for (int64_t u = b; u < e; u++) {
         int64_t kb = u / j->nsg, g = u % j->nsg;
         int64_t k0 = j->k_lo + kb * GEMM_KC, kc = imin(GEMM_KC, j->p->K - k0);
@@ -144,6 +149,12 @@ static void col_units(void *ctx, int64_t b, int64_t e)
             j->isa->gemm_block(j->m1 - j->m0, nc, kc, j->ap + (k0 - j->k_lo) * j->rows, bp,
                                cptr(p, j->m0, n0), p->ldc, &ep);
         }
+        if (j->a2p && j->k_hi == p->K) {
+            gemm_prob q = {.bkind = p->b2kind, .bt = DT_F32, .B = p->B2, .ldb_bytes = (size_t)p->ldb2 * 4};
+            gemm_pack_b(j->isa, &q, bp, tmp, n0, nc, 0, p->K2);
+            gemm_epi ep = {p->alpha2, 1.f, NULL, 0, p->ct};
+            j->isa->gemm_block(j->m1 - j->m0, nc, p->K2, j->a2p, bp, cptr(p, j->m0, n0), p->ldc, &ep);
+        }
     }
 }
 
@@ -166,7 +177,7 @@ static void scale_only(const gemm_prob *p)
  * Only for f32 B (it becomes the packed-A operand) and no bias. */
 static int swap_operands(const gemm_prob *p, int nr, gemm_prob *q)
 {
-    if (p->bt != DT_F32 || p->bias || p->ct || p->N >= nr || p->M < 4 * nr) return 0;
+    if (p->bt != DT_F32 || p->bias || p->ct || p->A2 || p->N >= nr || p->M < 4 * nr) return 0;
     *q = *p;
     q->M = p->N;
     q->N = p->M;
@@ -208,7 +219,9 @@ void gemm_run(const gemm_prob *p)
     gjob j = {.p = p, .isa = isa, .nw = nw, .ncu = ceil_div(p->N, nw)};
     /* packed A: the shared buffer, or (nested inside a parallel job, or no
      * memory) this thread's scratch after the B panel */
-    size_t want = (size_t)(ceil_div(imin(p->M, ROWS_MAX), mr) * mr) * (size_t)p->K;
+    const int64_t k2 = p->A2 ? p->K2 : 0;
+    const size_t rmax = (size_t)(ceil_div(imin(p->M, ROWS_MAX), mr) * mr);
+    size_t want = rmax * (size_t)(p->K + k2);
     if (want > KERN_SHARED_BYTES / 4) want = KERN_SHARED_BYTES / 4;
     size_t cap = want;
     float *abuf = kern_shared(want * 4);
@@ -217,6 +230,9 @@ void gemm_run(const gemm_prob *p)
         cap = KERN_SCRATCH_BYTES / 4 - TMP_OFF - (size_t)32 * GEMM_KC;
         nt = 1;
     }
+    /* A2's strips sit at the end of the buffer */
+    float *a2buf = k2 ? abuf + cap - rmax * (size_t)k2 : NULL;
+    cap -= rmax * (size_t)k2;
     /* Row blocks: balanced, at most ROWS_MAX rows. K goes in spans of
      * whole KC blocks as long as rows × span fit the buffer (all of K
      * normally); a long K is cut into spans rather than the rows, so each
@@ -228,6 +244,7 @@ void gemm_run(const gemm_prob *p)
     if (kspan < GEMM_KC) kspan = GEMM_KC;   /* per <= ROWS_MAX: per·KC always fits */
     if (kspan > p->K) kspan = p->K;
     j.ap = abuf;
+    j.a2p = a2buf;
     for (int64_t m0 = 0; m0 < p->M; m0 += per) {
         j.m0 = m0;
         j.m1 = imin(p->M, m0 + per);

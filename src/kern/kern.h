@@ -62,6 +62,17 @@ void kern_matmul(float *y, const float *x, const wmat *W, const float *bias,
 void kern_matmul_dx(float *dx, const float *dy, const wmat *W, int64_t N);
 /* Same with accumulate = 0: dx = dy·W (dx is not read; it may hold NaN). */
 void kern_matmul_dx_to(float *dx, const float *dy, const wmat *W, int64_t N, int accumulate);
+/* The same with a LoRA adapter's second product fused in as one more K
+ * block (no extra pass over the output):
+ *   kern_matmul_lora:    y (+)= x·Wᵀ (+ bias) + s·U·Bᵀ   U [N,r], B [O,r]
+ *   kern_matmul_dx_lora: dx (+)= dy·W + dU·A              dU [N,r], A [r,I]
+ * Bit-identical to the base call followed by kern_sgemm(0, 1, N, O, r, s,
+ * U, r, B, r, 1, y, O) resp. kern_sgemm(0, 0, N, I, r, 1, dU, r, A, I, 1,
+ * dx, I). r <= 256. */
+void kern_matmul_lora(float *y, const float *x, const wmat *W, const float *bias, int64_t N, int accumulate,
+                      const float *U, const float *B, int r, float s);
+void kern_matmul_dx_lora(float *dx, const float *dy, const wmat *W, int64_t N, int accumulate,
+                         const float *dU, const float *A, int r);
 /* General f32 GEMM, row-major: C[M,N] = alpha·op(A)·op(B) + beta·C with
  * op(A) [M,K] (A is [K,M] when ta), op(B) [K,N] (B is [N,K] when tb).
  * Used for LoRA and weight gradients: dW[O,I] += dyᵀ·x is

@@ -66,6 +66,15 @@ typedef struct gemm_prob {
     float *C;
     int64_t ldc;
     int ct;                 /* C stored transposed (set by gemm_run's operand swap) */
+    /* Optional low-rank term, one more K block after the main ones:
+     * C += alpha2 · A2[M, K2] · B2 with A2 row-major (lda2), B2 f32 of kind
+     * b2kind (GB_ROWS_K: B2 is [N, K2]; GB_ROWS_N: [K2, N]), K2 <= GEMM_KC.
+     * The same operations as a separate kern_sgemm(alpha2, beta 1) call on
+     * the result, without another pass over C (a LoRA adapter's B·U). */
+    const float *A2, *B2;
+    int64_t lda2, ldb2, K2;
+    int b2kind;
+    float alpha2;
 } gemm_prob;
 void gemm_run(const gemm_prob *p);
 struct kern_isa;

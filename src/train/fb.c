@@ -361,7 +361,7 @@ static void lin_fwd(fb_ctx *f, const step_ctx *sc, layer_acts *A, int layer, int
         for (size_t i = 0; i < (size_t)N * W->rows; i++) y[i] += f->tmpC[i];
         return;
     }
-    PROF("fwd.matmul", kern_matmul(y, x, W, bias, N, acc));
+    if (!md || f->l->cfg.dora) PROF("fwd.matmul", kern_matmul(y, x, W, bias, N, acc));
     if (!md) return;
     const lora *l = f->l;
     int r = l->cfg.rank, I = md->in, O = md->out;
@@ -376,8 +376,8 @@ static void lin_fwd(fb_ctx *f, const step_ctx *sc, layer_acts *A, int layer, int
     }
     float *U = A->U[m];
     PROF("fwd.lora_xA", kern_sgemm(0, 1, N, r, I, 1.0f, xd, I, Aw, I, 0.0f, U, r));          /* U = xd·Aᵀ */
-    if (!l->cfg.dora) {
-        PROF("fwd.lora_UB", kern_sgemm(0, 1, N, O, r, s, U, r, Bw, r, 1.0f, y, O));          /* y += s·U·Bᵀ */
+    if (!l->cfg.dora) {     /* y (+)= x·Wᵀ + b + s·U·Bᵀ, the adapter term as one more K block */
+        PROF("fwd.matmul", kern_matmul_lora(y, x, W, bias, N, acc, U, Bw, r, s));
         return;
     }
     /* DoRA, as PEFT: y = y + ((g−1)·base + g·L·s), base = W·xd (no bias). */
@@ -431,8 +431,10 @@ static void lin_bwd(fb_ctx *f, const step_ctx *sc, layer_acts *A, int layer, int
     }
     const float *U = A->U[m];
     const float *dyl = dy;
+    /* without dropout the adapter's dx term joins the base product (below) */
+    int fuse_dx = !l->cfg.dora && !drop;
     if (!l->cfg.dora) {
-        if (dx) PROF("bwd.matmul_dx", kern_matmul_dx_to(dx, dy, W, N, acc));
+        if (dx && !fuse_dx) PROF("bwd.matmul_dx", kern_matmul_dx_to(dx, dy, W, N, acc));
     } else {
         const float *g = f->dora_g + f->dora_off[layer * LM_COUNT + m];
         const float *nrm = f->dora_norm + f->dora_off[layer * LM_COUNT + m];
@@ -474,7 +476,9 @@ static void lin_bwd(fb_ctx *f, const step_ctx *sc, layer_acts *A, int layer, int
     PROF("bwd.lora_dU", kern_sgemm(0, 0, N, r, O, s, dyl, O, Bw, r, 0.0f, f->dU, r));        /* dU = s·dyl·B  */
     PROF("bwd.lora_dA", kern_sgemm(1, 0, r, I, N, 1.0f, f->dU, r, xd, I, 1.0f, dA, I));      /* dA += dUᵀ·xd */
     if (!dx) return;
-    if (!drop) {
+    if (fuse_dx) {
+        PROF("bwd.matmul_dx", kern_matmul_dx_lora(dx, dy, W, N, acc, f->dU, Aw, r));      /* dx (+)= dy·W + dU·A */
+    } else if (!drop) {
         PROF("bwd.lora_dx", kern_sgemm(0, 0, N, I, r, 1.0f, f->dU, r, Aw, I, 1.0f, dx, I));  /* dx += dU·A */
     } else {
         kern_sgemm(0, 0, N, I, r, 1.0f, f->dU, r, Aw, I, 0.0f, f->tmpI, I);

@@ -464,6 +464,48 @@ static void test_loop_orders(void)
     kern_init(2);
 }
 
+/* The LoRA-fused matmuls give the bits of the base call followed by the
+ * separate low-rank sgemm, for several weight types, shapes (N < 4 falls
+ * back, narrow O), bias, accumulate, and 1-3 threads. */
+static void test_matmul_lora(void)
+{
+    trng r = {12};
+    const dtype types[] = {DT_F32, DT_Q8_0, DT_Q4_K};
+    const int64_t shapes[][3] = {{3, 40, 256}, {50, 70, 256}, {300, 24, 512}, {129, 300, 768}};
+    for (int t = 0; t < 3; t++)
+        for (int si = 0; si < 4; si++) {
+            int64_t N = shapes[si][0], O = shapes[si][1], I = shapes[si][2];
+            const int R = 8;
+            qmat W = make_w(&r, types[t], O, I);
+            float *x = xmalloc(N * I * 4), *U = xmalloc(N * R * 4), *B = xmalloc(O * R * 4), *A = xmalloc(R * I * 4);
+            float *bias = xmalloc(O * 4), *y0 = xmalloc(N * O * 4), *y1 = xmalloc(N * O * 4);
+            float *dy = xmalloc(N * O * 4), *dx0 = xmalloc(N * I * 4), *dx1 = xmalloc(N * I * 4);
+            fill_rand(&r, x, N * I, 1.f); fill_rand(&r, U, N * R, 1.f); fill_rand(&r, B, O * R, 0.1f);
+            fill_rand(&r, A, R * I, 0.1f); fill_rand(&r, bias, O, 1.f); fill_rand(&r, dy, N * O, 1.f);
+            for (int acc = 0; acc < 2; acc++)
+                for (int nt = 1; nt <= 3; nt++) {
+                    kern_init(nt);
+                    fill_rand(&r, y0, N * O, 1.f);
+                    memcpy(y1, y0, N * O * 4);
+                    kern_matmul(y0, x, &W.w, acc ? NULL : bias, N, acc);
+                    kern_sgemm(0, 1, N, O, R, 2.f, U, R, B, R, 1.f, y0, O);
+                    kern_matmul_lora(y1, x, &W.w, acc ? NULL : bias, N, acc, U, B, R, 2.f);
+                    CHECK_MSG(!memcmp(y0, y1, N * O * 4), "matmul_lora %s %lldx%lldx%lld acc=%d threads=%d",
+                              dtype_name(types[t]), (long long)N, (long long)O, (long long)I, acc, nt);
+                    fill_rand(&r, dx0, N * I, 1.f);
+                    memcpy(dx1, dx0, N * I * 4);
+                    kern_matmul_dx_to(dx0, dy, &W.w, N, acc);
+                    kern_sgemm(0, 0, N, I, R, 1.f, U, R, A, I, 1.f, dx0, I);
+                    kern_matmul_dx_lora(dx1, dy, &W.w, N, acc, U, A, R);
+                    CHECK_MSG(!memcmp(dx0, dx1, N * I * 4), "matmul_dx_lora %s %lldx%lldx%lld acc=%d threads=%d",
+                              dtype_name(types[t]), (long long)N, (long long)O, (long long)I, acc, nt);
+                }
+            free(W.data); free(x); free(U); free(B); free(A); free(bias); free(y0); free(y1);
+            free(dy); free(dx0); free(dx1);
+        }
+    kern_init(2);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -481,6 +523,7 @@ int main(int argc, char **argv)
     test_sgemm_narrow();
     test_determinism();
     test_loop_orders();
+    test_matmul_lora();
     kern_shutdown();
     int rc = check_done();
     return rerun_lower_levels(argv[0]) ? 1 : rc;
