@@ -63,7 +63,7 @@ static int64_t ds_layout(const attn_shape *s, int32_t *off, int cap)
     return t;
 }
 
-int kern_attn_ds_off;
+int kern_attn_ds_off, kern_attn_dec_off;
 
 #define DS_OFF_CAP 1025     /* query blocks whose dS tiles can be kept (Tq <= 32768) */
 
@@ -87,6 +87,11 @@ size_t kern_attn_bwd_scratch(const attn_shape *s)
 static void run_fwd(void *ctx, int64_t b, int64_t e)
 {
     for (int64_t u = b; u < e; u++) kern_isa_get()->attn_fwd_unit(ctx, u);
+}
+
+static void run_dec(void *ctx, int64_t b, int64_t e)
+{
+    for (int64_t u = b; u < e; u++) kern_isa_get()->attn_dec_unit(ctx, u);
 }
 
 static void run_bwd_kv(void *ctx, int64_t b, int64_t e)
@@ -119,7 +124,12 @@ void kern_attn_fwd(float *out, float *lse, const float *q, const float *k, const
      * side by side in the lanes of one unit instead of one lane per unit. */
     J.grouped = (int64_t)(s->NH / s->KVH) * s->Tq <= ATTN_BQ;
     kern_ensure_init();
-    kern_parallel_dyn(J.grouped ? (int64_t)s->B * s->KVH : (int64_t)s->B * s->NH * J.nqb, run_fwd, &J);
+    /* a decode step (a few lanes per kv head): vectorised over keys */
+    if (J.grouped && (int64_t)(s->NH / s->KVH) * s->Tq <= 8 && !kern_attn_dec_off &&
+        (size_t)(s->HS * ATTN_BK + 8 * J.HSP + ATTN_BK + 8 * J.HSP) * sizeof(float) <= KERN_SCRATCH_BYTES)
+        kern_parallel_dyn((int64_t)s->B * s->KVH, run_dec, &J);
+    else
+        kern_parallel_dyn(J.grouped ? (int64_t)s->B * s->KVH : (int64_t)s->B * s->NH * J.nqb, run_fwd, &J);
 }
 
 typedef struct dsum_job {

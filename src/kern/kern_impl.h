@@ -131,6 +131,7 @@ typedef struct kern_isa {
     void (*vexp)(float *dst, const float *src, int64_t n);
     /* Attention units, see attn.c. */
     void (*attn_fwd_unit)(const void *job, int64_t unit);
+    void (*attn_dec_unit)(const void *job, int64_t unit);   /* grouped, <= 8 lanes */
     void (*attn_bwd_kv_unit)(const void *job, int64_t unit);
     void (*attn_bwd_q_unit)(const void *job, int64_t unit);
     /* Cross-entropy on one row, see xent.c. Returns nll. */
@@ -177,8 +178,9 @@ typedef struct attn_job {
 /* Largest dS store (floats) kern_attn_bwd asks for; longer sequences
  * recompute the tiles in the dQ pass instead. */
 #define ATTN_DS_MAX_FLOATS ((size_t)8 << 20)
-/* Tests: non-zero makes kern_attn_bwd recompute dS even when it fits. */
-extern int kern_attn_ds_off;
+/* Tests: non-zero makes kern_attn_bwd recompute dS even when it fits;
+ * kern_attn_dec_off makes decode steps take the 32-lane tiles. */
+extern int kern_attn_ds_off, kern_attn_dec_off;
 size_t attn_unit_scratch_floats(int HSP);
 
 /* ---- plain-loop references (kern_ref.c) ------------------------------------ */

@@ -231,6 +231,35 @@ static void test_attention_kvcache(void)
     attn_free(&a);
 }
 
+/* Decode-sized steps (rep·Tq <= 8 lanes per kv head) take the key-vectorised
+ * unit: the same bits as the 32-lane tiles, for several head layouts, head
+ * sizes (with a tail), cache lengths around block edges, two queries,
+ * segments and a strided cache. */
+static void test_attention_decode_unit(void)
+{
+    trng r = {15};
+    const int shapes[][4] = {{4, 2, 16, 1}, {14, 2, 64, 1}, {9, 3, 24, 2}, {8, 1, 64, 1}, {2, 2, 40, 2}};
+    const int tks[] = {1, 37, 64, 65, 200};
+    for (int si = 0; si < 5; si++)
+        for (int ti = 0; ti < 5; ti++)
+            for (int sg = 0; sg < 2; sg++) {
+                int NH = shapes[si][0], KVH = shapes[si][1], HS = shapes[si][2], Tq = shapes[si][3];
+                int Tk = tks[ti] < Tq ? Tq : tks[ti];
+                attn_case c = {2, Tq, Tk, NH, KVH, HS, Tk - Tq, 3, sg};
+                attn_bufs a;
+                attn_alloc(&a, &c, &r);
+                float *o2 = xmalloc(a.nq * 4), *l2 = xmalloc((size_t)2 * NH * Tq * 4);
+                kern_attn_fwd(a.out, a.lse, a.q, a.k, a.v, &a.s, a.scr);
+                kern_attn_dec_off = 1;
+                kern_attn_fwd(o2, l2, a.q, a.k, a.v, &a.s, a.scr);
+                kern_attn_dec_off = 0;
+                CHECK_MSG(!memcmp(o2, a.out, a.nq * 4) && !memcmp(l2, a.lse, (size_t)2 * NH * Tq * 4),
+                          "decode unit NH=%d KVH=%d HS=%d Tq=%d Tk=%d seg=%d", NH, KVH, HS, Tq, Tk, sg);
+                free(o2); free(l2);
+                attn_free(&a);
+            }
+}
+
 /* ---- cross-entropy ------------------------------------------------------------------ */
 
 static void test_xent(void)
@@ -503,6 +532,7 @@ int main(int argc, char **argv)
     test_swiglu();
     test_attention();
     test_attention_kvcache();
+    test_attention_decode_unit();
     test_xent();
     test_adamw();
     test_threads();
