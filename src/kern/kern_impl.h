@@ -141,7 +141,13 @@ typedef struct kern_isa {
     void (*swiglu_bwd)(float *dg, float *du, const float *dh, const float *g, const float *u, int64_t n);
     /* Online-softmax step on a tile of logits (fused LM head, head.c). */
     void (*softmax_tile)(float *S, int64_t ld, int rows, int nc, float *m, float *l, float *al);
+    /* Narrow GEMMs (isa_narrow.inc, driven by narrow.c). */
+    void (*narrow_dot)(float *C, int64_t ldc, const float *X, int64_t ldx, const float *const *W, int nw,
+                       int64_t m0, int64_t m1, int64_t K, float alpha, float beta);
 } kern_isa;
+/* kern_sgemm's narrow shapes (narrow.c): returns 1 if it computed C. */
+int narrow_sgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                 const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
 
 const kern_isa *kern_isa_get(void);
 extern const kern_isa kern_isa_scalar;

@@ -98,6 +98,7 @@ void kern_sgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
                 const float *A, int64_t lda, const float *B, int64_t ldb,
                 float beta, float *C, int64_t ldc)
 {
+    if (narrow_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;
     gemm_prob p = {
         .M = M, .N = N, .K = K, .A = A, .lda = lda, .ta = ta,
         .bkind = tb ? GB_ROWS_K : GB_ROWS_N, .bt = DT_F32, .B = B, .ldb_bytes = (size_t)ldb * 4,

@@ -353,14 +353,15 @@ static void test_sgemm(void)
                 }
 }
 
-/* Narrow outputs (N < one micro-tile, many rows) take the operand swap
- * (Cᵀ = op(B)ᵀ·op(A)ᵀ, transposed store): same bits as computing the
- * transposed product directly (a wide problem, no swap), for every
- * transpose combination, and close to the reference. */
+/* Narrow outputs (N < one micro-tile, many rows; N = 20 is past the
+ * rank-sized kernels of narrow.c) take the operand swap (Cᵀ = op(B)ᵀ·op(A)ᵀ,
+ * transposed store): same bits as computing the transposed product directly
+ * (a wide problem, no swap), for every transpose combination, and close to
+ * the reference. */
 static void test_sgemm_narrow(void)
 {
     trng r = {6};
-    const int64_t M = 300, N = 8, K = 500;
+    const int64_t M = 300, N = 20, K = 500;
     for (int ta = 0; ta < 2; ta++)
         for (int tb = 0; tb < 2; tb++)
             for (int ab = 0; ab < 2; ab++) {
@@ -387,6 +388,49 @@ static void test_sgemm_narrow(void)
                 CHECK_MSG(same, "%s: swapped != transposed problem", label);
                 free(A); free(B); free(C); free(Cr); free(CT);
             }
+}
+
+/* The rank-sized shapes of narrow.c (N or M <= 16, as LoRA's x·Aᵀ, dy·B,
+ * dyᵀ·U, dUᵀ·x): close to the reference for alpha/beta, odd sizes and
+ * padded leading dimensions, and the same bytes for 1, 2 and 3 threads. */
+static void test_sgemm_rank(void)
+{
+    trng r = {16};
+    const int64_t cases[][5] = {   /* ta tb M N K */
+        {0, 1, 700, 8, 576}, {0, 1, 33, 16, 100}, {0, 1, 5, 3, 17}, {0, 0, 700, 8, 1536}, {0, 0, 9, 13, 40},
+        {1, 0, 576, 8, 512}, {1, 0, 70, 11, 33}, {1, 0, 8, 1536, 512}, {1, 0, 13, 90, 7}, {1, 0, 16, 16, 64},
+    };
+    for (int ci = 0; ci < 10; ci++) {
+        int ta = (int)cases[ci][0], tb = (int)cases[ci][1];
+        int64_t M = cases[ci][2], N = cases[ci][3], K = cases[ci][4];
+        int64_t lda = (ta ? M : K) + 2, ldb = (tb ? K : N) + 3, ldc = N + 1;
+        float *A = xmalloc((ta ? K : M) * lda * 4), *B = xmalloc((tb ? N : K) * ldb * 4);
+        float *C0 = xmalloc(M * ldc * 4), *C[3], *Cr = xmalloc(M * ldc * 4);
+        fill_rand(&r, A, (ta ? K : M) * lda, 1.f);
+        fill_rand(&r, B, (tb ? N : K) * ldb, 1.f);
+        fill_rand(&r, C0, M * ldc, 1.f);
+        for (int ab = 0; ab < 2; ab++) {
+            float alpha = ab ? 0.5f : 1.f, beta = ab ? 1.f : 0.f;
+            memcpy(Cr, C0, M * ldc * 4);
+            kern_sgemm_ref(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, Cr, ldc);
+            for (int t = 0; t < 3; t++) {
+                kern_init(t + 1);
+                C[t] = xmalloc(M * ldc * 4);
+                memcpy(C[t], C0, M * ldc * 4);
+                if (!beta)
+                    for (int64_t i = 0; i < M; i++) C[t][i * ldc] = NAN;      /* must not be read */
+                kern_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C[t], ldc);
+            }
+            char label[96];
+            snprintf(label, sizeof label, "sgemm rank ta=%d tb=%d %lldx%lldx%lld beta=%g", ta, tb, (long long)M,
+                     (long long)N, (long long)K, beta);
+            check_tensor(label, C[0], Cr, M * ldc, 2e-5);
+            CHECK_MSG(!memcmp(C[0], C[1], M * ldc * 4) && !memcmp(C[0], C[2], M * ldc * 4), "%s: threads", label);
+            for (int t = 0; t < 3; t++) free(C[t]);
+        }
+        free(A); free(B); free(C0); free(Cr);
+    }
+    kern_init(2);
 }
 
 /* Same inputs with 1, 2 and 3 threads → identical bytes. */
@@ -521,6 +565,7 @@ int main(int argc, char **argv)
     test_matmul_other_types();
     test_sgemm();
     test_sgemm_narrow();
+    test_sgemm_rank();
     test_determinism();
     test_loop_orders();
     test_matmul_lora();
