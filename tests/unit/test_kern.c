@@ -484,26 +484,40 @@ static void test_determinism(void)
     kern_init(2);
 }
 
-/* A GEMM big enough for the engine's second loop order (A does not fit the
- * scratch whole with one thread: K blocks outside, row blocks of MCMAX),
- * while with 2 and 3 threads each region fits and takes the first order.
- * Both orders must give the same bytes, and match the reference. */
+/* A GEMM with more rows than one row block (ROWS_MAX 768) and, when it is
+ * called from inside a parallel job (2 and 3 threads: the packed A then
+ * lives in the thread's scratch), a K cut into spans: the same bytes as the
+ * plain run with one thread, and close to the reference. */
+typedef struct nest_ctx { int64_t M, N, K; const float *A, *B; float *C[2]; } nest_ctx;
+
+static void nested_gemm(void *ctx, int64_t b, int64_t e)
+{
+    const nest_ctx *c = ctx;
+    for (int64_t i = b; i < e; i++)
+        kern_sgemm(0, 1, c->M, c->N, c->K, 1.f, c->A, c->K, c->B, c->K, 0.f, c->C[i], c->N);
+}
+
 static void test_loop_orders(void)
 {
     trng r = {3};
-    const int64_t M = 700, N = 40, K = 2200;
-    float *A = xmalloc(M * K * 4), *B = xmalloc(N * K * 4), *Cr = xmalloc(M * N * 4), *C[3];
+    const int64_t M = 1000, N = 40, K = 4000;
+    float *A = xmalloc(M * K * 4), *B = xmalloc(N * K * 4), *Cr = xmalloc(M * N * 4), *C[3][2];
     fill_rand(&r, A, M * K, 1.f);
     fill_rand(&r, B, N * K, 1.f);
     for (int t = 0; t < 3; t++) {
         kern_init(t + 1);
-        C[t] = xmalloc(M * N * 4);
-        kern_sgemm(0, 1, M, N, K, 1.f, A, K, B, K, 0.f, C[t], N);
+        nest_ctx c = {M, N, K, A, B, {xmalloc(M * N * 4), xmalloc(M * N * 4)}};
+        kern_parallel_for(2, nested_gemm, &c);
+        C[t][0] = c.C[0];
+        C[t][1] = c.C[1];
     }
     kern_sgemm_ref(0, 1, M, N, K, 1.f, A, K, B, K, 0.f, Cr, N);
-    check_tensor("sgemm 700x40x2200", C[0], Cr, M * N, 2e-5);
-    CHECK(!memcmp(C[0], C[1], M * N * 4) && !memcmp(C[0], C[2], M * N * 4));
-    for (int t = 0; t < 3; t++) free(C[t]);
+    check_tensor("sgemm 1000x40x4000", C[0][0], Cr, M * N, 2e-5);
+    int same = 1;
+    for (int t = 0; t < 3; t++)
+        for (int i = 0; i < 2; i++) same &= !memcmp(C[0][0], C[t][i], M * N * 4);
+    CHECK_MSG(same, "row blocks / K spans / nesting changed the bytes");
+    for (int t = 0; t < 3; t++) { free(C[t][0]); free(C[t][1]); }
     free(A); free(B); free(Cr);
     kern_init(2);
 }
