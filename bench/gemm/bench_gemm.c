@@ -3,7 +3,13 @@
  * Qwen2.5-0.5B, for a given thread count. Prints one line per case:
  *   RESULT <model> <name> <op> <type> N=<rows> O=<out> I=<in> threads=<t> gflops=<best> ms=<best>
  * Build: see run.sh (links build/libdlmcore.a).
- * usage: bench_gemm THREADS [MIN_SECONDS] [FILTER] */
+ * usage: bench_gemm THREADS [MIN_SECONDS] [FILTER] [TYPES] [cpu]
+ *   TYPES: comma-separated weight types to run (default all), e.g. F32,Q8_0
+ *   cpu: time with the process CPU clock instead of the wall clock (with one
+ *        thread this counts only the time the thread ran: robust on a
+ *        machine shared with other jobs), and first print
+ *   PEAK fma_fp32 threads=1 gflops=<best>
+ *        the AVX-512 FMA peak (24 independent chains) timed the same way. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,12 +17,42 @@
 
 #include "kern/kern.h"
 
+static clockid_t g_clock = CLOCK_MONOTONIC;
+
 static double now(void)
 {
     struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
+    clock_gettime(g_clock, &t);
     return t.tv_sec + 1e-9 * t.tv_nsec;
 }
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+/* The FMA peak of one thread: 24 independent FMA chains (more than
+ * latency × ports), best of several bursts. */
+__attribute__((target("avx512f,fma"))) static double fma_peak(void)
+{
+    __m512 acc[24];
+    for (int i = 0; i < 24; i++) acc[i] = _mm512_set1_ps((float)i);
+    const __m512 a = _mm512_set1_ps(1.0000001f), b = _mm512_set1_ps(-1e-7f);
+    const long iters = 20000000;
+    double best = 0;
+    for (int r = 0; r < 7; r++) {
+        double t0 = now();
+        for (long it = 0; it < iters; it++) {
+#pragma GCC unroll 24
+            for (int i = 0; i < 24; i++) acc[i] = _mm512_fmadd_ps(a, acc[i], b);
+        }
+        double g = 2.0 * 16 * 24 * (double)iters / (now() - t0) * 1e-9;
+        if (g > best) best = g;
+    }
+    __m512 sum = acc[0];
+    for (int i = 1; i < 24; i++) sum = _mm512_add_ps(sum, acc[i]);
+    volatile float sink = _mm512_reduce_add_ps(sum);
+    (void)sink;
+    return best;
+}
+#endif
 
 static unsigned long long rs = 88172645463325252ull;
 static float frand(void)
@@ -57,6 +93,14 @@ int main(int argc, char **argv)
     int threads = argc > 1 ? atoi(argv[1]) : 1;
     if (argc > 2) min_sec = atof(argv[2]);
     const char *filter = argc > 3 ? argv[3] : "";
+    const char *tfilter = argc > 4 ? argv[4] : "";
+    if (argc > 5 && !strcmp(argv[5], "cpu")) {
+        g_clock = CLOCK_PROCESS_CPUTIME_ID;
+#if defined(__x86_64__)
+        if (__builtin_cpu_supports("avx512f"))
+            printf("PEAK fma_fp32 threads=1 gflops=%.1f\n", fma_peak());
+#endif
+    }
     const int N = 512;
     kern_init(threads);
     const dtype types[] = {DT_F32, DT_F16, DT_BF16, DT_Q8_0, DT_Q4_K, DT_Q6_K};
@@ -78,6 +122,7 @@ int main(int argc, char **argv)
         double flop = 2.0 * N * sh->O * sh->I, best;
         for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
             dtype ty = types[t];
+            if (*tfilter && !strstr(tfilter, dtype_name(ty))) continue;
             size_t rb = dtype_row_bytes(ty, sh->I);
             if (!rb) {
                 printf("RESULT %s %s matmul %s N=%d O=%d I=%d threads=%d gflops=n/a (I %% block != 0)\n",
@@ -99,13 +144,13 @@ int main(int argc, char **argv)
             }
         }
         /* weight gradient dW[O,I] += dyᵀ·x, the LoRA/full-grad shape */
-        if (sh->O <= 8192) {
+        if (sh->O <= 8192 && (!*tfilter || strstr(tfilter, "dW"))) {
             TIME_BEST(best, kern_sgemm(1, 0, sh->O, sh->I, N, 1.f, dy, sh->O, x, sh->I, 1.f, wf, sh->I));
             printf("RESULT %s %s sgemm_dW F32 N=%d O=%d I=%d threads=%d gflops=%.1f ms=%.2f\n", sh->model,
                    sh->name, N, sh->O, sh->I, threads, flop / best * 1e-9, best * 1e3);
         }
         /* decode: one token */
-        {
+        if (!*tfilter || strstr(tfilter, "N1")) {
             size_t rb = dtype_row_bytes(DT_Q8_0, sh->I);
             for (int o = 0; o < sh->O; o++)
                 kern_quant_row(DT_Q8_0, wf + (size_t)o * sh->I, (char *)wq + (size_t)o * rb, sh->I);

@@ -6,9 +6,15 @@
  *   RESULT {"shape":..., "tokens_per_s_median":..., "step_s_median":..., "peak_rss_mb":...}
  *
  * usage: bench_train SHAPE [--seq T] [--batch B] [--rank R] [--steps N] [--warmup W]
- *        [--threads N] [--targets q,k,v,o,gate,up,down] [--recompute] */
+ *        [--threads N] [--targets q,k,v,o,gate,up,down] [--recompute] [--dropout P]
+ *        [--base f32|bf16]
+ * --base bf16 stores the frozen matrices in bf16, the type the published
+ * SmolLM2 / Qwen2.5 checkpoints ship in (dlm trains on a base in its stored
+ * type); the f32 copies are released, so peak RSS is what a bf16 base costs. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -43,6 +49,8 @@ int main(int argc, char **argv)
         if (!strcmp(argv[1], SHAPES[i].name)) sh = &SHAPES[i];
     if (!sh) { fprintf(stderr, "unknown shape %s\n", argv[1]); return 2; }
     int T = 512, B = 1, R = 8, steps = 10, warm = 2, threads = 2, recompute = 0;
+    float dropout = 0.0f;
+    int bf16 = 0;
     unsigned targets = LM_ALL;
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
@@ -53,6 +61,8 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--warmup")) { warm = atoi(v); i++; }
         else if (!strcmp(a, "--threads")) { threads = atoi(v); i++; }
         else if (!strcmp(a, "--recompute")) recompute = 1;
+        else if (!strcmp(a, "--dropout")) { dropout = (float)atof(v); i++; }
+        else if (!strcmp(a, "--base")) { bf16 = !strcmp(v, "bf16"); i++; }
         else if (!strcmp(a, "--targets")) {
             targets = 0;
             char buf[128];
@@ -83,7 +93,32 @@ int main(int argc, char **argv)
     for (int i = 0; i < nt; i++)
         if (ts[i].cols == 1 && strstr(ts[i].name, "norm"))
             for (int64_t k = 0; k < ts[i].rows; k++) ts[i].p[k] = 1.0f + 0.1f * rng_normal(5, 9, (uint64_t)i, (uint64_t)k);
-    lora_config lc = {R, 16.0f, 0.0f, targets, 0};
+    if (bf16) { /* every matrix to bf16, its f32 pages handed back */
+        layer_weights *lw = fm->m.layers;
+        wmat *ms[8 * 64 + 2];
+        int nm = 0;
+        ms[nm++] = &fm->m.tok_embd;
+        if (!c.tied) ms[nm++] = &fm->m.output;
+        for (int l = 0; l < c.n_layer && l < 64; l++) {
+            wmat *w7[7] = {&lw[l].wq, &lw[l].wk, &lw[l].wv, &lw[l].wo, &lw[l].w_gate, &lw[l].w_up, &lw[l].w_down};
+            for (int k = 0; k < 7; k++) ms[nm++] = w7[k];
+        }
+        for (int k = 0; k < nm; k++) {
+            wmat *w = ms[k];
+            size_t n = (size_t)w->rows * (size_t)w->cols;
+            uint16_t *h = malloc(n * 2);
+            if (!h) { fprintf(stderr, "out of memory\n"); return 1; }
+            const float *src = w->data;
+            for (size_t i = 0; i < n; i++) h[i] = f32_to_bf16(src[i]);
+            uintptr_t b0 = ((uintptr_t)src + 4095) & ~(uintptr_t)4095, b1 = ((uintptr_t)(src + n)) & ~(uintptr_t)4095;
+            if (b1 > b0) madvise((void *)b0, b1 - b0, MADV_DONTNEED);
+            w->type = DT_BF16;
+            w->row_bytes = (size_t)w->cols * 2;
+            w->data = h;
+        }
+        if (c.tied) fm->m.output = fm->m.tok_embd;
+    }
+    lora_config lc = {R, 16.0f, dropout, targets, 0};
     lora *l;
     if (lora_create(&c, &lc, &l, &e) || lora_init(l, &fm->m, 1, &e)) { fprintf(stderr, "%s\n", e.msg); return 1; }
     fb_opts o = {B, T, recompute, 0, 0};
@@ -114,15 +149,18 @@ int main(int argc, char **argv)
         optim_adamw_step(&oc, l->w, g, m, v, l->n, 1e-3, s + 1);
         if (s >= warm) dt[s - warm] = time_mono() - a;
     }
+#ifdef FB_PROFILE
+    { void fb_profile_dump(double steps); fb_profile_dump(warm + steps); }
+#endif
     qsort(dt, (size_t)steps, sizeof *dt, cmp_d);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     double med = dt[steps / 2];
     printf("RESULT {\"impl\":\"dlm\",\"shape\":\"%s\",\"seq\":%d,\"batch\":%d,\"rank\":%d,\"threads\":%d,"
-           "\"recompute\":%d,\"steps\":%d,\"step_s_min\":%.4f,\"step_s_median\":%.4f,\"step_s_max\":%.4f,"
-           "\"tokens_per_s_median\":%.1f,\"peak_rss_mb\":%.1f,\"setup_s\":%.2f,\"loss\":%.4f,"
+           "\"recompute\":%d,\"dropout\":%g,\"base\":\"%s\",\"steps\":%d,\"step_s_min\":%.4f,\"step_s_median\":%.4f,\"step_s_max\":%.4f,"
+           "\"tokens_per_s_median\":%.1f,\"tokens_per_s_max\":%.1f,\"peak_rss_mb\":%.1f,\"setup_s\":%.2f,\"loss\":%.4f,"
            "\"activation_mb\":%.1f}\n",
-           sh->name, T, B, R, threads, recompute, steps, dt[0], med, dt[steps - 1], (double)B * T / med,
+           sh->name, T, B, R, threads, recompute, (double)dropout, bf16 ? "bf16" : "f32", steps, dt[0], med, dt[steps - 1], (double)B * T / med, (double)B * T / dt[0],
            (double)ru.ru_maxrss / 1024.0, setup, loss, (double)fb_plan_bytes(&c, &lc, &o) / 1048576.0);
     return 0;
 }

@@ -44,14 +44,54 @@ size_t kern_attn_scratch(const attn_shape *s)
     return 16;      /* the forward needs none; a non-zero size keeps callers' allocations simple */
 }
 
+/* Visible key blocks per query block (causal, before segments) and their
+ * running offsets: off[qb] tiles before query block qb, off[nqb] per head.
+ * Returns the tile count per head, or -1 if the table does not fit cap. */
+static int64_t ds_layout(const attn_shape *s, int32_t *off, int cap)
+{
+    int nqb = (s->Tq + ATTN_BQ - 1) / ATTN_BQ, nkb = (s->Tk + ATTN_BK - 1) / ATTN_BK;
+    if (nqb + 1 > cap) return -1;
+    int64_t t = 0;
+    for (int qb = 0; qb < nqb; qb++) {
+        off[qb] = (int32_t)t;
+        int last = s->q_off + qb * ATTN_BQ + (s->Tq - qb * ATTN_BQ < ATTN_BQ ? s->Tq - qb * ATTN_BQ : ATTN_BQ) - 1;
+        if (last > s->Tk - 1) last = s->Tk - 1;
+        int cnt = last / ATTN_BK + 1;
+        t += cnt < nkb ? cnt : nkb;
+    }
+    off[nqb] = (int32_t)t;
+    return t;
+}
+
+int kern_attn_ds_off, kern_attn_dec_off;
+
+#define DS_OFF_CAP 1025     /* query blocks whose dS tiles can be kept (Tq <= 32768) */
+
+/* Floats of the dS store, 0 when it would exceed ATTN_DS_MAX_FLOATS. */
+static size_t ds_floats(const attn_shape *s)
+{
+    if (s->B <= 0 || s->NH <= 0 || s->Tq <= 0 || s->Tk <= 0 || s->q_off < 0) return 0;
+    static _Thread_local int32_t off[DS_OFF_CAP];
+    int64_t per = ds_layout(s, off, DS_OFF_CAP);
+    if (per < 0) return 0;
+    double f = (double)s->B * s->NH * (double)per * ATTN_BQ * ATTN_BK;
+    return f > (double)ATTN_DS_MAX_FLOATS ? 0 : (size_t)f;
+}
+
 size_t kern_attn_bwd_scratch(const attn_shape *s)
 {
-    return (size_t)(s->B > 0 ? s->B : 0) * (size_t)(s->NH > 0 ? s->NH : 0) * (size_t)(s->Tq > 0 ? s->Tq : 0) + 16;
+    size_t d = (size_t)(s->B > 0 ? s->B : 0) * (size_t)(s->NH > 0 ? s->NH : 0) * (size_t)(s->Tq > 0 ? s->Tq : 0);
+    return d + 16 + ds_floats(s) + (size_t)DS_OFF_CAP;
 }
 
 static void run_fwd(void *ctx, int64_t b, int64_t e)
 {
     for (int64_t u = b; u < e; u++) kern_isa_get()->attn_fwd_unit(ctx, u);
+}
+
+static void run_dec(void *ctx, int64_t b, int64_t e)
+{
+    for (int64_t u = b; u < e; u++) kern_isa_get()->attn_dec_unit(ctx, u);
 }
 
 static void run_bwd_kv(void *ctx, int64_t b, int64_t e)
@@ -84,7 +124,12 @@ void kern_attn_fwd(float *out, float *lse, const float *q, const float *k, const
      * side by side in the lanes of one unit instead of one lane per unit. */
     J.grouped = (int64_t)(s->NH / s->KVH) * s->Tq <= ATTN_BQ;
     kern_ensure_init();
-    kern_parallel_dyn(J.grouped ? (int64_t)s->B * s->KVH : (int64_t)s->B * s->NH * J.nqb, run_fwd, &J);
+    /* a decode step (a few lanes per kv head): vectorised over keys */
+    if (J.grouped && (int64_t)(s->NH / s->KVH) * s->Tq <= 8 && !kern_attn_dec_off &&
+        (size_t)(s->HS * ATTN_BK + 8 * J.HSP + ATTN_BK + 8 * J.HSP) * sizeof(float) <= KERN_SCRATCH_BYTES)
+        kern_parallel_dyn((int64_t)s->B * s->KVH, run_dec, &J);
+    else
+        kern_parallel_dyn(J.grouped ? (int64_t)s->B * s->KVH : (int64_t)s->B * s->NH * J.nqb, run_fwd, &J);
 }
 
 typedef struct dsum_job {
@@ -122,6 +167,14 @@ void kern_attn_bwd(float *dq, float *dk, float *dv, const float *dout, const flo
     J.dv = dv;
     J.dout = dout;
     J.D = scratch;
+    /* after D: the dS offsets table and the tiles (when they fit) */
+    size_t nd = (size_t)s->B * s->NH * s->Tq + 16, nds = ds_floats(s);
+    if (nds && !kern_attn_ds_off) {
+        int32_t *off = (int32_t *)(scratch + nd);
+        J.ds_per_head = ds_layout(s, off, DS_OFF_CAP);
+        J.ds_off = off;
+        J.ds_tiles = scratch + nd + DS_OFF_CAP;
+    }
     J.lse = (float *)lse;
     J.q = q;
     J.k = k;

@@ -1,43 +1,36 @@
 /* gemm — the blocked f32 GEMM engine behind kern_matmul, kern_matmul_dx and
- * kern_sgemm (GotoBLAS-style loops, ISA micro-kernels from isa_*.c).
+ * kern_sgemm (GotoBLAS-style panels, ISA micro-kernels from isa_*.c).
  *
  *   C[M,N] (+)= A[M,K] · B[K,N], B taken from f32 or quantized rows
  *
- * Threading: the output is cut into at most T rectangles (T = threads), a
- * grid chosen by a small cost model that prefers cutting columns (so each
- * weight tile is dequantized once). Inside a rectangle:
+ * Rows are processed in row blocks (all of M when it is small enough). For
+ * each row block two parallel jobs run:
  *
- *   for mb (MCMAX rows):                       A block  mc×KC   (L2)
- *     for k0 (fixed KC blocks over K):
- *       pack A rows [mb, mb+mc) × [k0, k0+kc)
- *       for nb (GEMM_NC columns):              B panel  KC×NC   (L2)
- *         pack / dequantize B [k0, k0+kc) × [nb, nb+nc)
- *         micro-kernels: for each NR strip (L1), for each MR strip
+ *   1. pack A [rows × K] once into the pool's shared buffer (K blocks of
+ *      KC, MR-row strips), units of (K block, strip group);
+ *   2. column units of NW columns, taken dynamically by the threads:
+ *        for k0 (fixed KC blocks over K):
+ *          pack / dequantize B [k0, k0+kc) × [n0, n0+nw)   (per thread, L2)
+ *          micro-kernels: for each NR strip (L1), for each MR strip
+ *      so each weight tile is dequantized once per row block and the C tile
+ *      of a unit stays in cache while its K blocks accumulate.
  *
  * Every C element is produced by the same instruction sequence whatever the
- * rectangle it falls in: the K blocks are fixed, each is summed from zero in
- * k order by one FMA per step and then added to C, and edge tiles run the
+ * unit it falls in: the K blocks are fixed, each is summed from zero in k
+ * order by one FMA per step and then added to C, and edge tiles run the
  * full micro-kernel on zero-padded panels. Hence bit-identical results for
- * any thread count. */
+ * any thread count, and a thread that is descheduled delays only the unit
+ * it holds. */
 #include "kern/kern_impl.h"
 
 #include <string.h>
-
-#define MCMAX 512
-
-typedef struct region_job {
-    const gemm_prob *p;
-    const kern_isa *isa;
-    int pm, pn;
-    int64_t rows_per, cols_per;     /* region size (multiples of MR / NG) */
-} region_job;
 
 static int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /* Pack rows [m0, m0+mc) × [k0, k0+kc) of A into MR strips (dst[k][i]). */
-static void pack_a(const kern_isa *isa, const gemm_prob *p, float *dst, int64_t m0, int64_t mc,
-                   int64_t k0, int64_t kc)
+void gemm_pack_a(const kern_isa *isa, const gemm_prob *p, float *dst, int64_t m0, int64_t mc, int64_t k0,
+                 int64_t kc)
 {
     const int mr = isa->mr;
     for (int64_t i0 = 0; i0 < mc; i0 += mr, dst += kc * mr) {
@@ -61,8 +54,8 @@ static void pack_a(const kern_isa *isa, const gemm_prob *p, float *dst, int64_t 
 
 /* Pack B [k0, k0+kc) × [n0, n0+nc) into NR strips (dst[k][j]).
  * tmp holds NR×GEMM_KC floats (dequantized rows) or GEMM_NC floats. */
-static void pack_b(const kern_isa *isa, const gemm_prob *p, float *dst, float *tmp, int64_t n0,
-                   int64_t nc, int64_t k0, int64_t kc)
+void gemm_pack_b(const kern_isa *isa, const gemm_prob *p, float *dst, float *tmp, int64_t n0, int64_t nc,
+                 int64_t k0, int64_t kc)
 {
     const int nr = isa->nr;
     const uint8_t *base = p->B;
@@ -86,7 +79,6 @@ static void pack_b(const kern_isa *isa, const gemm_prob *p, float *dst, float *t
         }
     } else {
         size_t be = dtype_block_elems(p->bt), bb = dtype_block_bytes(p->bt);
-        int64_t nstrips = ceil_div(nc, nr);
         for (int64_t k = 0; k < kc; k++) {
             const uint8_t *row = base + (size_t)(k0 + k) * p->ldb_bytes;
             const float *src;
@@ -96,12 +88,7 @@ static void pack_b(const kern_isa *isa, const gemm_prob *p, float *dst, float *t
                 kern_dequant_row(p->bt, row + (size_t)n0 / be * bb, tmp, nc);
                 src = tmp;
             }
-            for (int64_t s = 0; s < nstrips; s++) {
-                float *d = dst + s * kc * nr + k * nr;
-                int64_t cols = imin(nr, nc - s * nr);
-                memcpy(d, src + s * nr, (size_t)cols * 4);
-                for (int64_t j = cols; j < nr; j++) d[j] = 0.f;
-            }
+            isa->pack_n(dst + k * nr, src, nc, kc * nr);
         }
     }
 }
@@ -112,67 +99,62 @@ static float *cptr(const gemm_prob *p, int64_t i, int64_t j)
     return p->ct ? p->C + j * p->ldc + i : p->C + i * p->ldc + j;
 }
 
-/* Scratch layout per thread: [A | B panel | dequant rows]. */
-#define A_FLOATS (KERN_SCRATCH_BYTES / 4 - (size_t)GEMM_NC * GEMM_KC - (size_t)32 * GEMM_KC)
+/* Per-thread scratch: [B panel NC×KC | dequantized rows 32×KC]. */
+#define TMP_OFF ((size_t)GEMM_NC * GEMM_KC)
 
-/* Two loop orders, same arithmetic per C element:
- *  - A fits whole (rows × K floats in scratch): pack A once, then for each
- *    column block run all K blocks, so that C block stays in cache while it
- *    accumulates (wide outputs such as the lm_head: no C sweep per K block);
- *  - otherwise K blocks outside, A packed per (row block, K block), and the
- *    columns in chunks of NCH so the C rows swept per K block stay small. */
-static void run_region(const region_job *job, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
+/* Rows per row block: at most ROWS_MAX (the C tile of a unit stays in L2)
+ * and the packed A must fit the shared buffer. */
+#define ROWS_MAX 768
+
+typedef struct gjob {
+    const gemm_prob *p;
+    const kern_isa *isa;
+    float *ap;              /* packed A of the block: K block k0 at ap + (k0 − k_lo)·rows */
+    float *a2p;             /* packed A2 of the block (low-rank term), rows × K2 */
+    int64_t m0, m1, rows;   /* the row block, rows = (m1 − m0) rounded up to MR */
+    int64_t k_lo, k_hi;     /* the K blocks packed at once (all of K when they fit) */
+    int64_t nw, ncu;        /* column unit width, count */
+    int64_t nkb, sg, nsg;   /* K blocks in [k_lo, k_hi); A strips per pack unit, pack units per K block */
+} gjob;
+
+static void pack_a_units(void *ctx, int64_t b, int64_t e)
 {
-    const gemm_prob *p = job->p;
-    const kern_isa *isa = job->isa;
-    float *ap = kern_scratch();
-    float *bp = ap + A_FLOATS;
-    float *tmp = bp + GEMM_NC * GEMM_KC;
-    const int64_t mr = isa->mr;
-    int64_t rows = ceil_div(m1 - m0, mr) * mr;
-    if ((size_t)(rows * p->K) <= A_FLOATS) {
-        /* A strips for K block k0 start at ap + k0·rows (each strip kc·mr) */
-        for (int64_t k0 = 0; k0 < p->K; k0 += GEMM_KC)
-            pack_a(isa, p, ap + k0 * rows, m0, m1 - m0, k0, imin(GEMM_KC, p->K - k0));
-        for (int64_t nb = n0; nb < n1; nb += GEMM_NC) {
-            int64_t nc = imin(GEMM_NC, n1 - nb);
-            for (int64_t k0 = 0; k0 < p->K; k0 += GEMM_KC) {
-                int64_t kc = imin(GEMM_KC, p->K - k0);
-                pack_b(isa, p, bp, tmp, nb, nc, k0, kc);
-                gemm_epi e = {p->alpha, p->beta, p->bias ? p->bias + nb : NULL, k0 == 0, p->ct};
-                isa->gemm_block(m1 - m0, nc, kc, ap + k0 * rows, bp, cptr(p, m0, nb), p->ldc, &e);
-            }
-        }
-        return;
+    const gjob *j = ctx;
+    const int64_t mr = j->isa->mr;
+    if (b == 0 && j->a2p) {     /* the low-rank term's A2 goes with unit 0 */
+        gemm_prob q = {.A = j->p->A2, .lda = j->p->lda2, .ta = 0};
+        gemm_pack_a(j->isa, &q, j->a2p, j->m0, j->m1 - j->m0, 0, j->p->K2);
     }
-    const int64_t NCH = 4 * GEMM_NC;
-    for (int64_t nch = n0; nch < n1; nch += NCH) {
-        int64_t nche = imin(n1, nch + NCH);
-        for (int64_t mb = m0; mb < m1; mb += MCMAX) {
-            int64_t mc = imin(MCMAX, m1 - mb);
-            for (int64_t k0 = 0; k0 < p->K; k0 += GEMM_KC) {
-                int64_t kc = imin(GEMM_KC, p->K - k0);
-                pack_a(isa, p, ap, mb, mc, k0, kc);
-                for (int64_t nb = nch; nb < nche; nb += GEMM_NC) {
-                    int64_t nc = imin(GEMM_NC, nche - nb);
-                    pack_b(isa, p, bp, tmp, nb, nc, k0, kc);
-                    gemm_epi e = {p->alpha, p->beta, p->bias ? p->bias + nb : NULL, k0 == 0, p->ct};
-                    isa->gemm_block(mc, nc, kc, ap, bp, cptr(p, mb, nb), p->ldc, &e);
-                }
-            }
-        }
+    for (int64_t u = b; u < e; u++) {
+        int64_t kb = u / j->nsg, g = u % j->nsg;
+        int64_t k0 = j->k_lo + kb * GEMM_KC, kc = imin(GEMM_KC, j->p->K - k0);
+        int64_t r0 = g * j->sg * mr, r1 = imin(j->m1 - j->m0, r0 + j->sg * mr);
+        if (r0 >= r1) continue;
+        gemm_pack_a(j->isa, j->p, j->ap + (k0 - j->k_lo) * j->rows + r0 * kc, j->m0 + r0, r1 - r0, k0, kc);
     }
 }
 
-static void region_task(void *ctx, int64_t b, int64_t e)
+static void col_units(void *ctx, int64_t b, int64_t e)
 {
-    const region_job *job = ctx;
-    const gemm_prob *p = job->p;
-    for (int64_t t = b; t < e; t++) {
-        int64_t mi = t / job->pn, ni = t % job->pn;
-        int64_t m0 = mi * job->rows_per, m1 = imin(p->M, m0 + job->rows_per);
-        int64_t n0 = ni * job->cols_per, n1 = imin(p->N, n0 + job->cols_per);
-        if (m0 < m1 && n0 < n1) run_region(job, m0, m1, n0, n1);
+    const gjob *j = ctx;
+    const gemm_prob *p = j->p;
+    float *bp = kern_scratch();
+    float *tmp = bp + TMP_OFF;
+    for (int64_t u = b; u < e; u++) {
+        int64_t n0 = u * j->nw, nc = imin(j->nw, p->N - n0);
+        for (int64_t k0 = j->k_lo; k0 < j->k_hi; k0 += GEMM_KC) {
+            int64_t kc = imin(GEMM_KC, p->K - k0);
+            gemm_pack_b(j->isa, p, bp, tmp, n0, nc, k0, kc);
+            gemm_epi ep = {p->alpha, p->beta, p->bias ? p->bias + n0 : NULL, k0 == 0, p->ct};
+            j->isa->gemm_block(j->m1 - j->m0, nc, kc, j->ap + (k0 - j->k_lo) * j->rows, bp,
+                               cptr(p, j->m0, n0), p->ldc, &ep);
+        }
+        if (j->a2p && j->k_hi == p->K) {
+            gemm_prob q = {.bkind = p->b2kind, .bt = DT_F32, .B = p->B2, .ldb_bytes = (size_t)p->ldb2 * 4};
+            gemm_pack_b(j->isa, &q, bp, tmp, n0, nc, 0, p->K2);
+            gemm_epi ep = {p->alpha2, 1.f, NULL, 0, p->ct};
+            j->isa->gemm_block(j->m1 - j->m0, nc, p->K2, j->a2p, bp, cptr(p, j->m0, n0), p->ldc, &ep);
+        }
     }
 }
 
@@ -195,7 +177,7 @@ static void scale_only(const gemm_prob *p)
  * Only for f32 B (it becomes the packed-A operand) and no bias. */
 static int swap_operands(const gemm_prob *p, int nr, gemm_prob *q)
 {
-    if (p->bt != DT_F32 || p->bias || p->ct || p->N >= nr || p->M < 4 * nr) return 0;
+    if (p->bt != DT_F32 || p->bias || p->ct || p->A2 || p->N >= nr || p->M < 4 * nr) return 0;
     *q = *p;
     q->M = p->N;
     q->N = p->M;
@@ -217,40 +199,69 @@ void gemm_run(const gemm_prob *p)
     if (swap_operands(p, kern_isa_get()->nr, &swapped)) p = &swapped;
     kern_ensure_init();
     const kern_isa *isa = kern_isa_get();
-    region_job job = {.p = p, .isa = isa};
-    /* Column granularity: whole NR strips, and whole quant blocks where B
-     * rows are split along N (GB_ROWS_N dequantizes row segments). */
+    const int64_t mr = isa->mr;
+    int nt = kern_threads();
+    if (2.0 * (double)p->M * (double)p->N * (double)p->K < 4e5) nt = 1;
+    /* Column unit: whole NR strips, whole quant blocks where B rows are
+     * split along N (GB_ROWS_N dequantizes row segments), at most NC; with
+     * several threads about 4 units per thread when N allows. */
     int64_t ng = isa->nr;
     if (p->bkind == GB_ROWS_N && p->bt != DT_F32) {
         int64_t be = (int64_t)dtype_block_elems(p->bt);
         while (ng % be) ng += isa->nr;
     }
-    int64_t ru = ceil_div(p->M, isa->mr), cu = ceil_div(p->N, ng);
-    int nt = kern_threads();
-    double flops = 2.0 * (double)p->M * (double)p->N * (double)p->K;
-    if (flops < 4e5) nt = 1;
-    /* Cost per K element of a region (ns, rough): compute, B packing
-     * (dequantize + transpose, once per MCMAX rows), A packing. */
-    double cb = p->bt == DT_F32 ? 0.3 : 1.0;
-    double best = 1e300;
-    job.pm = job.pn = 1;
-    for (int pm = 1; pm <= nt; pm++) {
-        for (int pn = 1; pm * pn <= nt; pn++) {
-            if (pm > ru || pn > cu) continue;
-            double rows = (double)ceil_div(ru, pm) * isa->mr;
-            double cols = (double)ceil_div(cu, pn) * ng;
-            double cost = rows * cols / 60.0 + cols * cb * (double)ceil_div((int64_t)rows, MCMAX) + rows * 0.3;
-            /* idle threads are a loss too: prefer using all of them */
-            if (cost < best * 0.999) {
-                best = cost;
-                job.pm = pm;
-                job.pn = pn;
+    int64_t nw = GEMM_NC / ng * ng;
+    if (nw < ng) nw = ng;
+    if (nt > 1) {
+        int64_t want = ceil_div(ceil_div(p->N, 4 * nt), ng) * ng;
+        if (want < nw) nw = want;
+    }
+    gjob j = {.p = p, .isa = isa, .nw = nw, .ncu = ceil_div(p->N, nw)};
+    /* packed A: the shared buffer, or (nested inside a parallel job, or no
+     * memory) this thread's scratch after the B panel */
+    const int64_t k2 = p->A2 ? p->K2 : 0;
+    const size_t rmax = (size_t)(ceil_div(imin(p->M, ROWS_MAX), mr) * mr);
+    size_t want = rmax * (size_t)(p->K + k2);
+    if (want > KERN_SHARED_BYTES / 4) want = KERN_SHARED_BYTES / 4;
+    size_t cap = want;
+    float *abuf = kern_shared(want * 4);
+    if (!abuf) {
+        abuf = (float *)kern_scratch() + TMP_OFF + (size_t)32 * GEMM_KC;
+        cap = KERN_SCRATCH_BYTES / 4 - TMP_OFF - (size_t)32 * GEMM_KC;
+        nt = 1;
+    }
+    /* A2's strips sit at the end of the buffer */
+    float *a2buf = k2 ? abuf + cap - rmax * (size_t)k2 : NULL;
+    cap -= rmax * (size_t)k2;
+    /* Row blocks: balanced, at most ROWS_MAX rows. K goes in spans of
+     * whole KC blocks as long as rows × span fit the buffer (all of K
+     * normally); a long K is cut into spans rather than the rows, so each
+     * weight tile is still packed once (same sums: the K blocks still run
+     * in order, each from zero). */
+    int64_t nrb = ceil_div(p->M, ROWS_MAX / mr * mr);
+    int64_t per = ceil_div(ceil_div(p->M, nrb), mr) * mr;
+    int64_t kspan = (int64_t)(cap / (size_t)per) / GEMM_KC * GEMM_KC;
+    if (kspan < GEMM_KC) kspan = GEMM_KC;   /* per <= ROWS_MAX: per·KC always fits */
+    if (kspan > p->K) kspan = p->K;
+    j.ap = abuf;
+    j.a2p = a2buf;
+    for (int64_t m0 = 0; m0 < p->M; m0 += per) {
+        j.m0 = m0;
+        j.m1 = imin(p->M, m0 + per);
+        j.rows = ceil_div(j.m1 - j.m0, mr) * mr;
+        int64_t strips = j.rows / mr;
+        j.sg = nt > 1 ? ceil_div(strips, 2 * nt) : strips;
+        j.nsg = ceil_div(strips, j.sg);
+        for (j.k_lo = 0; j.k_lo < p->K; j.k_lo += kspan) {
+            j.k_hi = imin(p->K, j.k_lo + kspan);
+            j.nkb = ceil_div(j.k_hi - j.k_lo, GEMM_KC);
+            if (nt == 1) {
+                pack_a_units(&j, 0, j.nkb * j.nsg);
+                col_units(&j, 0, j.ncu);
+            } else {
+                kern_parallel_dyn(j.nkb * j.nsg, pack_a_units, &j);
+                kern_parallel_dyn(j.ncu, col_units, &j);
             }
         }
     }
-    job.rows_per = ceil_div(ru, job.pm) * isa->mr;
-    job.cols_per = ceil_div(cu, job.pn) * ng;
-    int64_t ntasks = (int64_t)job.pm * job.pn;
-    if (ntasks == 1) region_task(&job, 0, 1);
-    else kern_parallel_for(ntasks, region_task, &job);
 }

@@ -16,6 +16,7 @@
 #define GEMM_MR 12
 #define GEMM_NV 2
 #define ATT_ACC 16
+#define NARROW_ROWS 2
 typedef __m512 vf;
 
 #define vzero() _mm512_setzero_ps()

@@ -26,10 +26,11 @@
  * A persistent pool. kern_init(n) (n <= 0: all cores) may be called again to
  * resize; it returns -1 if it could not start all threads (it then runs with
  * fewer). Without kern_init the first kernel call makes a 1-thread pool.
- * kern_parallel_for splits [0, n) into contiguous chunks, one per thread
- * (thread t gets [n·t/T, n·(t+1)/T); the caller's thread takes part), and
- * returns when all are done. fn must make each index's result independent
- * of the chunking. Idle threads spin 50 µs, then sleep (no CPU when idle).
+ * kern_parallel_for splits [0, n) into contiguous chunks (about 4 per
+ * thread) that the threads, the caller's included, take one at a time, and
+ * returns when all are done; a descheduled thread delays only its current
+ * chunk. fn must make each index's result independent of the chunking and
+ * of the thread. Idle threads spin 50 µs, then sleep (no CPU when idle).
  * One thread drives the pool at a time; nested calls run inline. */
 int kern_init(int nthreads);
 int kern_threads(void);
@@ -59,6 +60,19 @@ void kern_matmul(float *y, const float *x, const wmat *W, const float *bias,
                  int64_t N, int accumulate);
 /* dx[N,I] += dy[N,O] · W[O,I]   (input gradient through a frozen weight) */
 void kern_matmul_dx(float *dx, const float *dy, const wmat *W, int64_t N);
+/* Same with accumulate = 0: dx = dy·W (dx is not read; it may hold NaN). */
+void kern_matmul_dx_to(float *dx, const float *dy, const wmat *W, int64_t N, int accumulate);
+/* The same with a LoRA adapter's second product fused in as one more K
+ * block (no extra pass over the output):
+ *   kern_matmul_lora:    y (+)= x·Wᵀ (+ bias) + s·U·Bᵀ   U [N,r], B [O,r]
+ *   kern_matmul_dx_lora: dx (+)= dy·W + dU·A              dU [N,r], A [r,I]
+ * Bit-identical to the base call followed by kern_sgemm(0, 1, N, O, r, s,
+ * U, r, B, r, 1, y, O) resp. kern_sgemm(0, 0, N, I, r, 1, dU, r, A, I, 1,
+ * dx, I). r <= 256. */
+void kern_matmul_lora(float *y, const float *x, const wmat *W, const float *bias, int64_t N, int accumulate,
+                      const float *U, const float *B, int r, float s);
+void kern_matmul_dx_lora(float *dx, const float *dy, const wmat *W, int64_t N, int accumulate,
+                         const float *dU, const float *A, int r);
 /* General f32 GEMM, row-major: C[M,N] = alpha·op(A)·op(B) + beta·C with
  * op(A) [M,K] (A is [K,M] when ta), op(B) [K,N] (B is [N,K] when tb).
  * Used for LoRA and weight gradients: dW[O,I] += dyᵀ·x is
@@ -71,9 +85,15 @@ void kern_sgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
 /* y[N,C] = x · rsqrt(mean(x²) + eps) · w; rstd[N] saved for backward. */
 void kern_rmsnorm_fwd(float *y, float *rstd, const float *x, const float *w,
                       int64_t N, int C, float eps);
+/* y = x·rstd·w with the rstd of a forward: the same bits as that forward's
+ * y (to recompute a normalised input instead of keeping it). */
+void kern_rmsnorm_apply(float *y, const float *x, const float *w, const float *rstd, int64_t N, int C);
 /* dx[N,C] = (overwrite) grad wrt x; dw[C] += grad wrt w (dw may be NULL). */
 void kern_rmsnorm_bwd(float *dx, float *dw, const float *dy, const float *x,
                       const float *w, const float *rstd, int64_t N, int C);
+/* Same, adding the grad wrt x into dx (a residual stream's gradient). */
+void kern_rmsnorm_bwd_add(float *dx, float *dw, const float *dy, const float *x,
+                          const float *w, const float *rstd, int64_t N, int C);
 
 /* HF rotate-half RoPE in place on x[N, H, HS] (row n at position pos[n]):
  * for j < HS/2, angle = pos·inv_freq[j],
@@ -85,6 +105,12 @@ void kern_rmsnorm_bwd(float *dx, float *dw, const float *dy, const float *x,
 void kern_rope_fwd(float *x, const int32_t *pos, int64_t N, int H, int HS, const double *inv_freq);
 /* Backward = rotation by −angle, in place on the gradient. */
 void kern_rope_bwd(float *dx, const int32_t *pos, int64_t N, int H, int HS, const double *inv_freq);
+/* The same with the cos/sin computed once for all layers: cs, sn [N, HS/2]
+ * from kern_rope_table hold exactly the floats kern_rope_fwd computes, and
+ * kern_rope_fwd_t / _bwd_t give the same bits as kern_rope_fwd / _bwd. */
+void kern_rope_table(float *cs, float *sn, const int32_t *pos, int64_t N, int HS, const double *inv_freq);
+void kern_rope_fwd_t(float *x, const float *cs, const float *sn, int64_t N, int H, int HS);
+void kern_rope_bwd_t(float *dx, const float *cs, const float *sn, int64_t N, int H, int HS);
 
 /* h[n] = silu(g[n]) · u[n] */
 void kern_swiglu_fwd(float *h, const float *g, const float *u, int64_t n);
@@ -133,6 +159,26 @@ void kern_attn_bwd(float *dq, float *dk, float *dv, const float *dout, const flo
  * summed in row order in double. */
 double kern_xent(float *dlogits, float *nll, const float *logits, const int32_t *targets,
                  int64_t N, int V, float grad_scale);
+
+/* ---- fused LM head + cross-entropy ------------------------------------------
+ * logits = x[N,C]·W[V,C]ᵀ never materialised: for rows with targets[n] in
+ * [0, V), nll[n] = logsumexp(logits_n) − logits_n[t], and if dx != NULL,
+ * dx[n] = grad_scale·(softmax(logits_n) − onehot(t))·W (overwritten);
+ * other rows get nll 0 and dx 0. W: any kern_matmul type. Returns Σ nll
+ * over rows with a target (row order, double). scratch: at least
+ * kern_head_xent_scratch(N, C) floats (8·min(N,512)·(C+2) + ...). W is read
+ * once per 512 rows. Call it from outside parallel jobs (NaN otherwise). */
+size_t kern_head_xent_scratch(int64_t N, int C);
+double kern_head_xent(float *dx, float *nll, const float *x, const wmat *W, const int32_t *targets,
+                      int64_t N, float grad_scale, float *scratch);
+
+/* ---- dropout ------------------------------------------------------------------
+ * keep[n bits, LSB first]: bit i set iff rng_uniform(seed, purpose, step, i)
+ * >= p (util/rng.h, Philox-4x32-10; the same draws bit for bit, vectorized
+ * 16 or 8 at a time). keep holds (n + 7) / 8 bytes.
+ * dst[i] = keep bit i ? src[i]·scale : 0 (dst may alias src). */
+void kern_dropout_mask(uint8_t *keep, int64_t n, float p, uint64_t seed, uint32_t purpose, uint64_t step);
+void kern_dropout_apply(float *dst, const float *src, const uint8_t *keep, int64_t n, float scale);
 
 /* ---- optimizer --------------------------------------------------------------
  * torch.optim.AdamW on n params, step t >= 1:

@@ -25,6 +25,12 @@
 int kern_tid(void);
 /* This thread's scratch (KERN_SCRATCH_BYTES). */
 void *kern_scratch(void);
+/* One buffer of up to KERN_SHARED_BYTES that every thread of a parallel
+ * job may read (the GEMM's packed A). Returns NULL inside a parallel region
+ * (nested calls) or when bytes is too large; the caller falls back to its
+ * own scratch. Only the driving thread calls it, between jobs. */
+#define KERN_SHARED_BYTES ((size_t)12 << 20)
+void *kern_shared(size_t bytes);
 /* Like kern_parallel_for, but each thread takes indices one at a time from
  * a shared counter (load balance for units of uneven cost). fn(ctx, i, i+1)
  * must not depend on which thread runs i; results stay deterministic. */
@@ -60,8 +66,25 @@ typedef struct gemm_prob {
     float *C;
     int64_t ldc;
     int ct;                 /* C stored transposed (set by gemm_run's operand swap) */
+    /* Optional low-rank term, one more K block after the main ones:
+     * C += alpha2 · A2[M, K2] · B2 with A2 row-major (lda2), B2 f32 of kind
+     * b2kind (GB_ROWS_K: B2 is [N, K2]; GB_ROWS_N: [K2, N]), K2 <= GEMM_KC.
+     * The same operations as a separate kern_sgemm(alpha2, beta 1) call on
+     * the result, without another pass over C (a LoRA adapter's B·U). */
+    const float *A2, *B2;
+    int64_t lda2, ldb2, K2;
+    int b2kind;
+    float alpha2;
 } gemm_prob;
 void gemm_run(const gemm_prob *p);
+struct kern_isa;
+/* The engine's panel packers (for kernels that drive gemm_block
+ * themselves): A rows [m0, m0+mc) × [k0, k0+kc) into MR strips (dst[k][i]);
+ * B [k0, k0+kc) × [n0, n0+nc) into NR strips, tmp = NR×KC floats. */
+void gemm_pack_a(const struct kern_isa *isa, const gemm_prob *p, float *dst, int64_t m0, int64_t mc, int64_t k0,
+                 int64_t kc);
+void gemm_pack_b(const struct kern_isa *isa, const gemm_prob *p, float *dst, float *tmp, int64_t n0, int64_t nc,
+                 int64_t k0, int64_t kc);
 
 /* Fixed K block of the GEMM. A multiple of QK_K so quantized rows are
  * dequantized in whole blocks. Changing it changes results (not across
@@ -92,6 +115,8 @@ typedef struct kern_isa {
     /* Transpose-pack: dst[k][j] = rows[j][k] for j < R (NULL row = zeros),
      * k < kc: GEMM panels from K-contiguous rows. */
     void (*pack_t)(float *dst, const float *const *rows, int R, int64_t kc);
+    /* One row of nc floats into NR strips sstride floats apart (zero-padded). */
+    void (*pack_n)(float *dst, const float *src, int64_t nc, int64_t sstride);
     /* Dot products for the small-N path: y[n] = Σ_k x[n][k]·w[k] for n < nx
      * rows of x (ldx apart), result stored at y[n*ldy]. */
     void (*dot_rows)(float *y, int64_t ldy, const float *x, int64_t ldx, int nx,
@@ -106,6 +131,7 @@ typedef struct kern_isa {
     void (*vexp)(float *dst, const float *src, int64_t n);
     /* Attention units, see attn.c. */
     void (*attn_fwd_unit)(const void *job, int64_t unit);
+    void (*attn_dec_unit)(const void *job, int64_t unit);   /* grouped, <= 8 lanes */
     void (*attn_bwd_kv_unit)(const void *job, int64_t unit);
     void (*attn_bwd_q_unit)(const void *job, int64_t unit);
     /* Cross-entropy on one row, see xent.c. Returns nll. */
@@ -113,7 +139,15 @@ typedef struct kern_isa {
     /* h = silu(g)·u and its backward over n elements. */
     void (*swiglu_fwd)(float *h, const float *g, const float *u, int64_t n);
     void (*swiglu_bwd)(float *dg, float *du, const float *dh, const float *g, const float *u, int64_t n);
+    /* Online-softmax step on a tile of logits (fused LM head, head.c). */
+    void (*softmax_tile)(float *S, int64_t ld, int rows, int nc, float *m, float *l, float *al);
+    /* Narrow GEMMs (isa_narrow.inc, driven by narrow.c). */
+    void (*narrow_dot)(float *C, int64_t ldc, const float *X, int64_t ldx, const float *const *W, int nw,
+                       int64_t m0, int64_t m1, int64_t K, float alpha, float beta);
 } kern_isa;
+/* kern_sgemm's narrow shapes (narrow.c): returns 1 if it computed C. */
+int narrow_sgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                 const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
 
 const kern_isa *kern_isa_get(void);
 extern const kern_isa kern_isa_scalar;
@@ -139,7 +173,20 @@ typedef struct attn_job {
     /* backward */
     float *dq, *dk, *dv;
     const float *dout, *D;  /* D[B,NH,Tq] = Σ dout·out per row */
+    /* dS tiles [AQ][AK] of every visible (query block, key block), written
+     * by the dK/dV pass and read by the dQ pass (NULL: the dQ pass
+     * recomputes them); tile (b, h, qb, kb) at ds_tiles + (((b·NH + h) ·
+     * ds_per_head + ds_off[qb] + kb) · AQ·AK. */
+    float *ds_tiles;
+    const int32_t *ds_off;  /* [nqb + 1] */
+    int64_t ds_per_head;
 } attn_job;
+/* Largest dS store (floats) kern_attn_bwd asks for; longer sequences
+ * recompute the tiles in the dQ pass instead. */
+#define ATTN_DS_MAX_FLOATS ((size_t)8 << 20)
+/* Tests: non-zero makes kern_attn_bwd recompute dS even when it fits;
+ * kern_attn_dec_off makes decode steps take the 32-lane tiles. */
+extern int kern_attn_ds_off, kern_attn_dec_off;
 size_t attn_unit_scratch_floats(int HSP);
 
 /* ---- plain-loop references (kern_ref.c) ------------------------------------ */
@@ -162,5 +209,8 @@ void kern_attn_bwd_ref(float *dq, float *dk, float *dv, const float *dout,
                        const float *q, const float *k, const float *v, const attn_shape *s);
 double kern_xent_ref(float *dlogits, float *nll, const float *logits, const int32_t *targets,
                      int64_t N, int V, float grad_scale);
+/* matmul_ref + xent_ref + matmul_dx_ref (allocates the logits). */
+double kern_head_xent_ref(float *dx, float *nll, const float *x, const wmat *W, const int32_t *targets,
+                          int64_t N, float grad_scale);
 
 #endif

@@ -230,3 +230,19 @@ double kern_xent_ref(float *dlogits, float *nll, const float *logits, const int3
     }
     return total;
 }
+
+double kern_head_xent_ref(float *dx, float *nll, const float *x, const wmat *W, const int32_t *targets,
+                          int64_t N, float grad_scale)
+{
+    const int64_t V = W->rows, C = W->cols;
+    float *lg = malloc((size_t)N * (size_t)V * sizeof(float));
+    if (!lg) return NAN;
+    kern_matmul_ref(lg, x, W, NULL, N, 0);
+    double tot = kern_xent_ref(dx ? lg : NULL, nll, lg, targets, N, (int)V, grad_scale);
+    if (dx) {
+        memset(dx, 0, (size_t)N * (size_t)C * sizeof(float));
+        kern_matmul_dx_ref(dx, lg, W, N);
+    }
+    free(lg);
+    return tot;
+}

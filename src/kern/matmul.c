@@ -80,26 +80,67 @@ void kern_matmul(float *y, const float *x, const wmat *W, const float *bias, int
     gemm_run(&p);
 }
 
-void kern_matmul_dx(float *dx, const float *dy, const wmat *W, int64_t N)
+void kern_matmul_dx_to(float *dx, const float *dy, const wmat *W, int64_t N, int accumulate)
 {
     const int64_t O = W->rows, I = W->cols;
     if (N <= 0 || I <= 0 || !wmat_ok(W)) return;
     gemm_prob p = {
         .M = N, .N = I, .K = O, .A = dy, .lda = O, .ta = 0,
         .bkind = GB_ROWS_N, .bt = W->type, .B = W->data, .ldb_bytes = W->row_bytes,
-        .alpha = 1.f, .beta = 1.f, .bias = NULL, .C = dx, .ldc = I,
+        .alpha = 1.f, .beta = accumulate ? 1.f : 0.f, .bias = NULL, .C = dx, .ldc = I,
     };
     gemm_run(&p);
 }
+
+void kern_matmul_dx(float *dx, const float *dy, const wmat *W, int64_t N) { kern_matmul_dx_to(dx, dy, W, N, 1); }
 
 void kern_sgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
                 const float *A, int64_t lda, const float *B, int64_t ldb,
                 float beta, float *C, int64_t ldc)
 {
+    if (narrow_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;
     gemm_prob p = {
         .M = M, .N = N, .K = K, .A = A, .lda = lda, .ta = ta,
         .bkind = tb ? GB_ROWS_K : GB_ROWS_N, .bt = DT_F32, .B = B, .ldb_bytes = (size_t)ldb * 4,
         .alpha = alpha, .beta = beta, .bias = NULL, .C = C, .ldc = ldc,
+    };
+    gemm_run(&p);
+}
+
+void kern_matmul_lora(float *y, const float *x, const wmat *W, const float *bias, int64_t N, int accumulate,
+                      const float *U, const float *B, int r, float s)
+{
+    const int64_t O = W->rows, I = W->cols;
+    if (N <= 0 || O <= 0 || !wmat_ok(W)) return;
+    if (N < GEMV_MAX_N || r <= 0 || r > GEMM_KC) {     /* the dot path has no K blocks to extend */
+        kern_matmul(y, x, W, bias, N, accumulate);
+        if (r > 0) kern_sgemm(0, 1, N, O, r, s, U, r, B, r, 1.f, y, O);
+        return;
+    }
+    gemm_prob p = {
+        .M = N, .N = O, .K = I, .A = x, .lda = I, .ta = 0,
+        .bkind = GB_ROWS_K, .bt = W->type, .B = W->data, .ldb_bytes = W->row_bytes,
+        .alpha = 1.f, .beta = accumulate ? 1.f : 0.f, .bias = bias, .C = y, .ldc = O,
+        .A2 = U, .lda2 = r, .K2 = r, .B2 = B, .ldb2 = r, .b2kind = GB_ROWS_K, .alpha2 = s,
+    };
+    gemm_run(&p);
+}
+
+void kern_matmul_dx_lora(float *dx, const float *dy, const wmat *W, int64_t N, int accumulate,
+                         const float *dU, const float *A, int r)
+{
+    const int64_t O = W->rows, I = W->cols;
+    if (N <= 0 || I <= 0 || !wmat_ok(W)) return;
+    if (r <= 0 || r > GEMM_KC) {
+        kern_matmul_dx_to(dx, dy, W, N, accumulate);
+        if (r > 0) kern_sgemm(0, 0, N, I, r, 1.f, dU, r, A, I, 1.f, dx, I);
+        return;
+    }
+    gemm_prob p = {
+        .M = N, .N = I, .K = O, .A = dy, .lda = O, .ta = 0,
+        .bkind = GB_ROWS_N, .bt = W->type, .B = W->data, .ldb_bytes = W->row_bytes,
+        .alpha = 1.f, .beta = accumulate ? 1.f : 0.f, .bias = NULL, .C = dx, .ldc = I,
+        .A2 = dU, .lda2 = r, .K2 = r, .B2 = A, .ldb2 = I, .b2kind = GB_ROWS_N, .alpha2 = 1.f,
     };
     gemm_run(&p);
 }

@@ -14,10 +14,35 @@
 typedef struct rms_job {
     float *y, *rstd, *dx, *dw;
     const float *x, *w, *dy, *rs;
-    int C;
+    int C, add;
     int64_t N;
     float eps;
 } rms_job;
+
+/* Σ_c x²  (e == NULL) or Σ_c w·dy·x, in double, over 8 interleaved
+ * partial sums (element c goes to sum c mod 8) added up in a fixed order:
+ * no serial chain of double additions, the same result for any thread. */
+static double dsum(const float *restrict w, const float *restrict dy, const float *restrict x, int C)
+{
+    double a[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int c = 0;
+    if (!w) {
+        for (; c + 8 <= C; c += 8)
+            for (int k = 0; k < 8; k++) a[k] += (double)x[c + k] * x[c + k];
+        for (; c < C; c++) a[c & 7] += (double)x[c] * x[c];
+    } else {
+        for (; c + 8 <= C; c += 8)
+            for (int k = 0; k < 8; k++) a[k] += (double)w[c + k] * dy[c + k] * x[c + k];
+        for (; c < C; c++) a[c & 7] += (double)w[c] * dy[c] * x[c];
+    }
+    return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+}
+
+/* y = x·r·w (float, in this order: rms_apply_rows must give the same bits) */
+static void scale_row(float *restrict y, const float *restrict x, const float *restrict w, float r, int C)
+{
+    for (int c = 0; c < C; c++) y[c] = x[c] * r * w[c];
+}
 
 /* y[N,C] = x·rsqrt(mean(x²) + eps)·w; the mean of squares in double. */
 static void rms_fwd_rows(void *ctx, int64_t n0, int64_t n1)
@@ -26,12 +51,10 @@ static void rms_fwd_rows(void *ctx, int64_t n0, int64_t n1)
     const int C = j->C;
     for (int64_t n = n0; n < n1; n++) {
         const float *x = j->x + n * C;
-        float *y = j->y + n * C;
-        double ss = 0;
-        for (int c = 0; c < C; c++) ss += (double)x[c] * x[c];
+        double ss = dsum(NULL, NULL, x, C);
         float r = 1.0f / sqrtf((float)(ss / C) + j->eps);
         j->rstd[n] = r;
-        for (int c = 0; c < C; c++) y[c] = x[c] * r * j->w[c];
+        scale_row(j->y + n * C, x, j->w, r, C);
     }
 }
 
@@ -42,18 +65,40 @@ void kern_rmsnorm_fwd(float *y, float *rstd, const float *x, const float *w, int
     else kern_parallel_for(N, rms_fwd_rows, &j);
 }
 
+/* y = x·r·w, the expression of rms_fwd_rows (same bits). */
+static void rms_apply_rows(void *ctx, int64_t n0, int64_t n1)
+{
+    const rms_job *j = ctx;
+    const int C = j->C;
+    for (int64_t n = n0; n < n1; n++) scale_row(j->y + n * C, j->x + n * C, j->w, j->rs[n], C);
+}
+
+void kern_rmsnorm_apply(float *y, const float *x, const float *w, const float *rstd, int64_t N, int C)
+{
+    rms_job j = {.y = y, .x = x, .w = w, .rs = rstd, .C = C};
+    if (N * C < PAR_MIN) rms_apply_rows(&j, 0, N);
+    else kern_parallel_for(N, rms_apply_rows, &j);
+}
+
 /* dx = r·w∘dy − x·r³/C·Σ(w∘dy∘x), per row, in double. */
+static void bwd_row(float *restrict dx, const float *restrict w, const float *restrict dy,
+                    const float *restrict x, double r, double coef, int C, int add)
+{
+    if (add)
+        for (int c = 0; c < C; c++) dx[c] += (float)(r * w[c] * dy[c] - coef * x[c]);
+    else
+        for (int c = 0; c < C; c++) dx[c] = (float)(r * w[c] * dy[c] - coef * x[c]);
+}
+
 static void rms_bwd_rows(void *ctx, int64_t n0, int64_t n1)
 {
     const rms_job *j = ctx;
     const int C = j->C;
     for (int64_t n = n0; n < n1; n++) {
         const float *x = j->x + n * C, *dy = j->dy + n * C;
-        float *dx = j->dx + n * C;
-        double r = j->rs[n], dot = 0;
-        for (int c = 0; c < C; c++) dot += (double)j->w[c] * dy[c] * x[c];
+        double r = j->rs[n], dot = dsum(j->w, dy, x, C);
         double coef = r * r * r * dot / C;
-        for (int c = 0; c < C; c++) dx[c] = (float)(r * j->w[c] * dy[c] - coef * x[c]);
+        bwd_row(j->dx + n * C, j->w, dy, x, r, coef, C, j->add);
     }
 }
 
@@ -76,16 +121,28 @@ static void rms_dw_cols(void *ctx, int64_t c0, int64_t c1)
     }
 }
 
-void kern_rmsnorm_bwd(float *dx, float *dw, const float *dy, const float *x, const float *w,
-                      const float *rstd, int64_t N, int C)
+static void rms_bwd(float *dx, float *dw, const float *dy, const float *x, const float *w,
+                    const float *rstd, int64_t N, int C, int add)
 {
-    rms_job j = {.dx = dx, .dw = dw, .x = x, .w = w, .dy = dy, .rs = rstd, .C = C, .N = N};
+    rms_job j = {.dx = dx, .dw = dw, .x = x, .w = w, .dy = dy, .rs = rstd, .C = C, .N = N, .add = add};
     int small = N * C < PAR_MIN;
     if (small) rms_bwd_rows(&j, 0, N);
     else kern_parallel_for(N, rms_bwd_rows, &j);
     if (!dw) return;
     if (small) rms_dw_cols(&j, 0, C);
     else kern_parallel_for(C, rms_dw_cols, &j);
+}
+
+void kern_rmsnorm_bwd(float *dx, float *dw, const float *dy, const float *x, const float *w,
+                      const float *rstd, int64_t N, int C)
+{
+    rms_bwd(dx, dw, dy, x, w, rstd, N, C, 0);
+}
+
+void kern_rmsnorm_bwd_add(float *dx, float *dw, const float *dy, const float *x, const float *w,
+                          const float *rstd, int64_t N, int C)
+{
+    rms_bwd(dx, dw, dy, x, w, rstd, N, C, 1);
 }
 
 /* ---- RoPE ----------------------------------------------------------------------- */
@@ -127,6 +184,78 @@ static void rope_run(float *x, const int32_t *pos, int64_t N, int H, int HS, con
     rope_job j = {x, pos, inv_freq, H, HS, sign};
     if (N * H * HS < PAR_MIN) rope_rows(&j, 0, N);
     else kern_parallel_for(N, rope_rows, &j);
+}
+
+/* ---- RoPE with a table (cos/sin once per position, not per layer) ---- */
+
+typedef struct ropet_job {
+    float *x, *cs, *sn;
+    const int32_t *pos;
+    const double *inv_freq;
+    int H, HS;
+    float sign;
+} ropet_job;
+
+static void rope_table_rows(void *ctx, int64_t n0, int64_t n1)
+{
+    const ropet_job *j = ctx;
+    const int half = j->HS / 2;
+    for (int64_t n = n0; n < n1; n++)
+        for (int i = 0; i < half; i++) {
+            double a = (double)j->pos[n] * j->inv_freq[i];
+            j->cs[n * half + i] = (float)cos(a);
+            j->sn[n * half + i] = (float)sin(a);
+        }
+}
+
+/* rope_rows' arithmetic with the table: sin is negated exactly for the
+ * backward, then the same two products and one add/sub per element. */
+static void rot_half(float *restrict x1, float *restrict x2, const float *restrict cs, const float *restrict sn,
+                     float sign, int half)
+{
+    for (int i = 0; i < half; i++) {
+        float a = x1[i], b = x2[i], s = sn[i] * sign;
+        x1[i] = a * cs[i] - b * s;
+        x2[i] = b * cs[i] + a * s;
+    }
+}
+
+static void rope_t_rows(void *ctx, int64_t n0, int64_t n1)
+{
+    const ropet_job *j = ctx;
+    const int half = j->HS / 2;
+    for (int64_t n = n0; n < n1; n++) {
+        float *row = j->x + n * (int64_t)j->H * j->HS;
+        for (int h = 0; h < j->H; h++)
+            rot_half(row + (int64_t)h * j->HS, row + (int64_t)h * j->HS + half, j->cs + n * half, j->sn + n * half,
+                     j->sign, half);
+    }
+}
+
+void kern_rope_table(float *cs, float *sn, const int32_t *pos, int64_t N, int HS, const double *inv_freq)
+{
+    if (HS <= 0 || HS % 2 || HS > KERN_ROPE_MAX_HS) return;
+    ropet_job j = {.cs = cs, .sn = sn, .pos = pos, .inv_freq = inv_freq, .HS = HS};
+    if (N * HS < PAR_MIN) rope_table_rows(&j, 0, N);
+    else kern_parallel_for(N, rope_table_rows, &j);
+}
+
+static void rope_t_run(float *x, const float *cs, const float *sn, int64_t N, int H, int HS, float sign)
+{
+    if (HS <= 0 || HS % 2 || HS > KERN_ROPE_MAX_HS) return;
+    ropet_job j = {.x = x, .cs = (float *)cs, .sn = (float *)sn, .H = H, .HS = HS, .sign = sign};
+    if (N * H * HS < PAR_MIN) rope_t_rows(&j, 0, N);
+    else kern_parallel_for(N, rope_t_rows, &j);
+}
+
+void kern_rope_fwd_t(float *x, const float *cs, const float *sn, int64_t N, int H, int HS)
+{
+    rope_t_run(x, cs, sn, N, H, HS, 1.0f);
+}
+
+void kern_rope_bwd_t(float *dx, const float *cs, const float *sn, int64_t N, int H, int HS)
+{
+    rope_t_run(dx, cs, sn, N, H, HS, -1.0f);
 }
 
 void kern_rope_fwd(float *x, const int32_t *pos, int64_t N, int H, int HS, const double *inv_freq)

@@ -1,14 +1,17 @@
 /* pool — the persistent thread pool behind kern_parallel_for.
  *
- * n-1 worker threads plus the caller. A job is published by bumping a
- * generation counter; workers spin on it for a short while (consecutive
+ * n-1 worker threads plus the caller. A job is [0, n) cut into chunks;
+ * every thread, the caller included, takes chunks from one shared claim
+ * word until none is left, so a thread that the OS has descheduled (this
+ * machine is shared) holds up at most the chunk it is in, never a fixed
+ * share of the job. Waiting threads spin for a short while (consecutive
  * kernels in a training step follow each other within microseconds) and
- * then sleep on a futex, so an idle pool costs no CPU on a shared machine.
- * The caller runs chunk 0 itself and waits for the others the same way.
+ * then sleep on a futex, so an idle pool costs no CPU.
  *
- * Chunking is static: thread t gets [n·t/T, n·(t+1)/T). Kernels make each
- * index's result independent of the chunk it lands in, which is what makes
- * results identical for any thread count. */
+ * Which thread runs which chunk varies from run to run. Kernels make each
+ * index's result independent of the chunk it lands in and of the thread
+ * that runs it, which is what makes results identical for any thread
+ * count. */
 #include "kern/kern_impl.h"
 
 #include <errno.h>
@@ -33,24 +36,39 @@
 /* How long a waiting thread spins before it sleeps. */
 #define SPIN_NS 50000
 
+/* The claim word: job id (24 bits) | next chunk (20) | chunk count (20).
+ * Everything a thread needs to decide whether a chunk is still to be taken
+ * sits in this one word, so a thread that wakes up late (descheduled on a
+ * busy machine) can never take a chunk of a job it did not see published:
+ * its compare-exchange carries the old job id and fails. */
+#define CH_BITS 20
+#define CH_MAX ((1u << CH_BITS) - 1)
+#define JOB_ID(c) ((uint32_t)((c) >> (2 * CH_BITS)))
+#define JOB_NEXT(c) ((uint32_t)((c) >> CH_BITS) & CH_MAX)
+#define JOB_N(c) ((uint32_t)(c) & CH_MAX)
+#define JOB_WORD(id, next, n) (((uint64_t)(id) << (2 * CH_BITS)) | ((uint64_t)(next) << CH_BITS) | (uint64_t)(n))
+#define JOB_ID_MASK ((1u << (64 - 2 * CH_BITS)) - 1)
+
 typedef struct pool {
     int n;                          /* threads including the caller */
     pthread_t th[KERN_MAX_THREADS];
     void *scratch[KERN_MAX_THREADS];
-    _Atomic uint32_t gen;           /* job generation: the workers' futex word */
-    _Atomic uint32_t pending;       /* workers still running: the caller's futex word */
-    _Atomic int sleepers;           /* workers blocked (or about to block) on gen */
+    _Atomic uint64_t claim;         /* see JOB_WORD */
+    _Atomic uint32_t wake;          /* bumped per job: the workers' futex word */
+    _Atomic uint32_t done;          /* chunks finished: the caller's futex word */
+    _Atomic int sleepers;           /* workers blocked (or about to block) on wake */
     _Atomic int caller_sleeping;
-    _Atomic int64_t next;           /* kern_parallel_dyn counter */
     _Atomic int quit;
-    uint32_t start_gen;             /* gen when the workers were created */
-    kern_range_fn fn;
-    void *ctx;
-    int64_t total;
-    int dyn;
+    uint32_t job_id;                /* last published job (caller side) */
+    /* the job; written before its claim word is published */
+    _Atomic(kern_range_fn) fn;
+    _Atomic(void *) ctx;
+    _Atomic int64_t total, grain;
 } pool;
 
 static pool g_pool;
+static void *g_shared;              /* kern_shared: one buffer for all threads */
+static size_t g_shared_bytes;
 static pthread_mutex_t g_init_mu = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic int g_ready;
 static _Thread_local int t_tid;
@@ -68,18 +86,30 @@ static int64_t now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static void run_share(pool *p, int tid)
+/* Take chunks of job `id` until none is left. The job's fields are read
+ * after the claim word showed `id` and before a chunk is won; a chunk is
+ * only won while the job is still running, and the caller rewrites the
+ * fields only after every chunk was finished, so they belong to `id`. */
+static void run_chunks(pool *p, uint32_t id)
 {
-    if (p->dyn) {
-        for (;;) {
-            int64_t i = atomic_fetch_add_explicit(&p->next, 1, memory_order_relaxed);
-            if (i >= p->total) break;
-            p->fn(p->ctx, i, i + 1);
-        }
-        return;
+    kern_range_fn fn = atomic_load_explicit(&p->fn, memory_order_relaxed);
+    void *ctx = atomic_load_explicit(&p->ctx, memory_order_relaxed);
+    int64_t total = atomic_load_explicit(&p->total, memory_order_relaxed);
+    int64_t grain = atomic_load_explicit(&p->grain, memory_order_relaxed);
+    uint64_t c = atomic_load_explicit(&p->claim, memory_order_acquire);
+    for (;;) {
+        if (JOB_ID(c) != id || JOB_NEXT(c) >= JOB_N(c)) return;
+        if (!atomic_compare_exchange_weak_explicit(&p->claim, &c, c + ((uint64_t)1 << CH_BITS),
+                                                   memory_order_acq_rel, memory_order_acquire))
+            continue;
+        uint32_t i = JOB_NEXT(c), nch = JOB_N(c);
+        int64_t b = (int64_t)i * grain, e = b + grain < total ? b + grain : total;
+        fn(ctx, b, e);
+        c = atomic_load_explicit(&p->claim, memory_order_acquire);
+        if (atomic_fetch_add_explicit(&p->done, 1, memory_order_acq_rel) + 1 == nch &&
+            atomic_load(&p->caller_sleeping))
+            futex(&p->done, FUTEX_WAKE_PRIVATE, 1);
     }
-    int64_t b = p->total * tid / p->n, e = p->total * (tid + 1) / p->n;
-    if (b < e) p->fn(p->ctx, b, e);
 }
 
 static void *worker(void *arg)
@@ -87,30 +117,27 @@ static void *worker(void *arg)
     pool *p = &g_pool;
     t_tid = (int)(intptr_t)arg;
     t_in_region = 1;
-    /* Jobs published before this thread existed are not its business: gen
-     * keeps counting across kern_init calls. */
-    uint32_t seen = p->start_gen;
+    /* Jobs published before this thread existed are not its business. */
+    uint32_t seen = JOB_ID(atomic_load(&p->claim));
     for (;;) {
-        uint32_t g = atomic_load_explicit(&p->gen, memory_order_acquire);
-        if (g == seen) {
-            int64_t t0 = now_ns();
-            int spins = 0;
-            while ((g = atomic_load_explicit(&p->gen, memory_order_acquire)) == seen) {
-                cpu_relax();
-                if (++spins % 64 == 0 && now_ns() - t0 > SPIN_NS) {
-                    atomic_fetch_add(&p->sleepers, 1);
-                    futex(&p->gen, FUTEX_WAIT_PRIVATE, seen);
-                    atomic_fetch_sub(&p->sleepers, 1);
-                    t0 = now_ns();
-                }
+        uint64_t c;
+        int64_t t0 = now_ns();
+        int spins = 0;
+        while (JOB_ID(c = atomic_load_explicit(&p->claim, memory_order_acquire)) == seen &&
+               !atomic_load_explicit(&p->quit, memory_order_relaxed)) {
+            cpu_relax();
+            if (++spins % 64 == 0 && now_ns() - t0 > SPIN_NS) {
+                uint32_t w = atomic_load(&p->wake);
+                atomic_fetch_add(&p->sleepers, 1);
+                if (JOB_ID(atomic_load(&p->claim)) == seen && !atomic_load(&p->quit))
+                    futex(&p->wake, FUTEX_WAIT_PRIVATE, w);
+                atomic_fetch_sub(&p->sleepers, 1);
+                t0 = now_ns();
             }
         }
-        seen = g;
         if (atomic_load(&p->quit)) break;
-        run_share(p, t_tid);
-        if (atomic_fetch_sub_explicit(&p->pending, 1, memory_order_acq_rel) == 1 &&
-            atomic_load(&p->caller_sleeping))
-            futex(&p->pending, FUTEX_WAKE_PRIVATE, 1);
+        seen = JOB_ID(c);
+        run_chunks(p, seen);
     }
     return NULL;
 }
@@ -119,14 +146,17 @@ static void stop_workers(pool *p)
 {
     if (p->n <= 1) return;
     atomic_store(&p->quit, 1);
-    atomic_fetch_add(&p->gen, 1);
-    futex(&p->gen, FUTEX_WAKE_PRIVATE, INT_MAX);
+    atomic_fetch_add(&p->wake, 1);
+    futex(&p->wake, FUTEX_WAKE_PRIVATE, INT_MAX);
     for (int i = 1; i < p->n; i++) pthread_join(p->th[i], NULL);
     atomic_store(&p->quit, 0);
 }
 
 static void free_scratch(pool *p)
 {
+    free(g_shared);
+    g_shared = NULL;
+    g_shared_bytes = 0;
     for (int i = 0; i < KERN_MAX_THREADS; i++) {
         free(p->scratch[i]);
         p->scratch[i] = NULL;
@@ -168,7 +198,6 @@ static int init_locked(int nthreads)
         return -1;
     }
     p->n = 1;
-    p->start_gen = atomic_load(&p->gen);    /* no job runs during init */
     for (int i = 1; i < nthreads; i++) {
         if (pthread_create(&p->th[i], NULL, worker, (void *)(intptr_t)i)) break;
         p->n = i + 1;
@@ -215,13 +244,28 @@ void kern_shutdown(void)
 
 int kern_tid(void) { return t_tid; }
 
+void *kern_shared(size_t bytes)
+{
+    if (t_in_region || bytes > KERN_SHARED_BYTES) return NULL;
+    if (bytes > g_shared_bytes) {
+        /* grow in 1 MiB steps; only the pages a kernel touches count */
+        size_t want = (bytes + ((size_t)1 << 20) - 1) & ~(((size_t)1 << 20) - 1);
+        void *q = NULL;
+        if (posix_memalign(&q, 64, want)) return NULL;
+        free(g_shared);
+        g_shared = q;
+        g_shared_bytes = want;
+    }
+    return g_shared;
+}
+
 void *kern_scratch(void)
 {
     kern_ensure_init();
     return g_pool.scratch[t_tid];
 }
 
-static void run_job(int64_t n, kern_range_fn fn, void *ctx, int dyn)
+static void run_job(int64_t n, kern_range_fn fn, void *ctx, int64_t grain)
 {
     if (n <= 0) return;
     kern_ensure_init();
@@ -231,32 +275,45 @@ static void run_job(int64_t n, kern_range_fn fn, void *ctx, int dyn)
         fn(ctx, 0, n);
         return;
     }
-    p->fn = fn;
-    p->ctx = ctx;
-    p->total = n;
-    p->dyn = dyn;
-    atomic_store_explicit(&p->next, 0, memory_order_relaxed);
-    atomic_store_explicit(&p->pending, (uint32_t)(p->n - 1), memory_order_relaxed);
-    atomic_fetch_add(&p->gen, 1);       /* seq_cst: publishes the job */
-    if (atomic_load(&p->sleepers) > 0) futex(&p->gen, FUTEX_WAKE_PRIVATE, INT_MAX);
+    if (grain < 1) grain = 1;
+    if ((n + grain - 1) / grain > CH_MAX) grain = (n + CH_MAX - 1) / CH_MAX;
+    uint32_t nch = (uint32_t)((n + grain - 1) / grain);
+    atomic_store_explicit(&p->fn, fn, memory_order_relaxed);
+    atomic_store_explicit(&p->ctx, ctx, memory_order_relaxed);
+    atomic_store_explicit(&p->total, n, memory_order_relaxed);
+    atomic_store_explicit(&p->grain, grain, memory_order_relaxed);
+    atomic_store_explicit(&p->done, 0, memory_order_relaxed);
+    uint32_t id = p->job_id = (p->job_id + 1) & JOB_ID_MASK;
+    atomic_store_explicit(&p->claim, JOB_WORD(id, 0, nch), memory_order_seq_cst);  /* publishes the job */
+    atomic_fetch_add(&p->wake, 1);
+    if (atomic_load(&p->sleepers) > 0) futex(&p->wake, FUTEX_WAKE_PRIVATE, INT_MAX);
 
+    /* The caller takes chunks too; a worker that is not running (a busy
+     * machine) leaves its share to whoever is. */
     t_in_region = 1;
-    run_share(p, 0);
+    run_chunks(p, id);
     t_in_region = 0;
 
     int64_t t0 = now_ns();
     int spins = 0;
-    uint32_t left;
-    while ((left = atomic_load_explicit(&p->pending, memory_order_acquire)) != 0) {
+    uint32_t d;
+    while ((d = atomic_load_explicit(&p->done, memory_order_acquire)) != nch) {
         cpu_relax();
         if (++spins % 64 == 0 && now_ns() - t0 > SPIN_NS) {
             atomic_store(&p->caller_sleeping, 1);
-            left = atomic_load(&p->pending);
-            if (left) futex(&p->pending, FUTEX_WAIT_PRIVATE, left);
+            d = atomic_load(&p->done);
+            if (d != nch) futex(&p->done, FUTEX_WAIT_PRIVATE, d);
             atomic_store(&p->caller_sleeping, 0);
         }
     }
 }
 
-void kern_parallel_for(int64_t n, kern_range_fn fn, void *ctx) { run_job(n, fn, ctx, 0); }
+/* About four chunks per thread: enough to even out a thread that is
+ * descheduled for a while, few enough that claiming costs nothing. */
+void kern_parallel_for(int64_t n, kern_range_fn fn, void *ctx)
+{
+    int64_t T = g_pool.n > 0 ? g_pool.n : 1;
+    run_job(n, fn, ctx, (n + 4 * T - 1) / (4 * T));
+}
+
 void kern_parallel_dyn(int64_t n, kern_range_fn fn, void *ctx) { run_job(n, fn, ctx, 1); }

@@ -20,6 +20,7 @@ struct session {
     float *U, *L;                                   /* adapter scratch */
     float *dora_g, *dora_scratch;                   /* [L*7*maxIO], [maxIO + r] */
     int32_t *pos;
+    float *rope_cs, *rope_sn;                       /* [n_batch, HS/2] RoPE table of a batch */
     float *rstd;                                    /* [n_batch] (unused output) */
     float *attn_scratch;
     void *slab;
@@ -53,6 +54,8 @@ static void carve_all(session *s, carver *cv, const model_config *c, int r, int 
     s->dora_g = dora ? CARVE_F(cv, L * LM_COUNT * s->maxIO) : NULL;
     s->dora_scratch = dora ? CARVE_F(cv, (size_t)s->maxIO + r) : NULL;
     s->pos = (int32_t *)carve(cv, nb * sizeof(int32_t));
+    s->rope_cs = CARVE_F(cv, nb * (size_t)(c->head_dim / 2));
+    s->rope_sn = CARVE_F(cv, nb * (size_t)(c->head_dim / 2));
     s->rstd = CARVE_F(cv, nb);
     attn_shape as = {1, s->n_batch, s->n_ctx, c->n_head, c->n_kv_head, c->head_dim, 0,
                      (int64_t)s->n_ctx * s->K, NULL};
@@ -175,6 +178,7 @@ static void eval_batch(session *s, const int32_t *tokens, int n, float *logits, 
     }
     attn_shape as = {1, n, s->n_past + n, c->n_head, c->n_kv_head, c->head_dim, s->n_past,
                      (int64_t)s->n_ctx * K, NULL};
+    kern_rope_table(s->rope_cs, s->rope_sn, s->pos, n, c->head_dim, m->rope_inv_freq);
     for (int layer = 0; layer < c->n_layer; layer++) {
         const layer_weights *w = &m->layers[layer];
         float *kc = s->kcache + (size_t)layer * s->n_ctx * K, *vc = s->vcache + (size_t)layer * s->n_ctx * K;
@@ -182,8 +186,8 @@ static void eval_batch(session *s, const int32_t *tokens, int n, float *logits, 
         lin(s, layer, LM_Q, s->xn, s->q, n);
         lin(s, layer, LM_K, s->xn, s->k, n);
         lin(s, layer, LM_V, s->xn, s->v, n);
-        kern_rope_fwd(s->q, s->pos, n, c->n_head, c->head_dim, m->rope_inv_freq);
-        kern_rope_fwd(s->k, s->pos, n, c->n_kv_head, c->head_dim, m->rope_inv_freq);
+        kern_rope_fwd_t(s->q, s->rope_cs, s->rope_sn, n, c->n_head, c->head_dim);
+        kern_rope_fwd_t(s->k, s->rope_cs, s->rope_sn, n, c->n_kv_head, c->head_dim);
         memcpy(kc + (size_t)s->n_past * K, s->k, (size_t)n * K * sizeof(float));
         memcpy(vc + (size_t)s->n_past * K, s->v, (size_t)n * K * sizeof(float));
         kern_attn_fwd(s->att, NULL, s->q, kc, vc, &as, s->attn_scratch);

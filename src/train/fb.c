@@ -20,13 +20,57 @@
 #include "kern/kern.h"
 #include "util/rng.h"
 
+/* Opt-in per-phase timing for bench/train (compile fb.c with -DFB_PROFILE;
+ * fb_profile_dump prints seconds per phase). Off in every normal build. */
+#ifdef FB_PROFILE
+#include <stdio.h>
+#include <time.h>
+#define PROF_MAX 64
+static double prof_clock(void)   /* process CPU time: robust against a loaded machine */
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+static const char *prof_name[PROF_MAX];
+static double prof_t[PROF_MAX];
+static long prof_n[PROF_MAX];
+static int prof_slot(const char *name)
+{
+    int i = 0;
+    while (i < PROF_MAX && prof_name[i] && prof_name[i] != name) i++;
+    if (i == PROF_MAX) return PROF_MAX - 1;
+    prof_name[i] = name;
+    return i;
+}
+#define PROF(name, stmt) do { double t_ = prof_clock(); stmt; int s_ = prof_slot(name); \
+                              prof_t[s_] += prof_clock() - t_; prof_n[s_]++; } while (0)
+void fb_profile_dump(double steps);
+void fb_profile_dump(double steps)
+{
+    double tot = 0;
+    for (int i = 0; i < PROF_MAX && prof_name[i]; i++) tot += prof_t[i];
+    for (int i = 0; i < PROF_MAX && prof_name[i]; i++)
+        fprintf(stderr, "PROF %-22s %8.1f ms/step %5.1f%%  (%ld calls)\n", prof_name[i],
+                1e3 * prof_t[i] / steps, 100 * prof_t[i] / tot, prof_n[i]);
+    fprintf(stderr, "PROF %-22s %8.1f ms/step\n", "total", 1e3 * tot / steps);
+}
+#else
+#define PROF(name, stmt) stmt
+#endif
+
+/* What a layer keeps for its backward. The normalised inputs xn1, xn2 and
+ * act = silu(g)·u are not kept: the backward recomputes them (same bits)
+ * from x, h, the saved rstd and g, u — a cheap pass instead of 2·C + F
+ * floats per token per layer. */
 typedef struct layer_acts {
-    float *xn1, *rstd1;       /* [N,C] [N] */
+    float *rstd1;             /* [N] */
     float *q, *k, *v;         /* [N,Q] [N,K] [N,K]  (q, k after RoPE) */
     float *att, *lse;         /* [N,Q] [B,NH,T] */
-    float *h, *xn2, *rstd2;   /* [N,C] [N,C] [N] */
-    float *g, *u, *act;       /* [N,F] ×3 */
+    float *h, *rstd2;         /* [N,C] [N] */
+    float *g, *u;             /* [N,F] ×2 */
     float *U[LM_COUNT];       /* [N,r] LoRA x·Aᵀ per targeted module */
+    uint8_t *keep[LM_COUNT];  /* [N·I bits] LoRA dropout masks (dropout > 0) */
 } layer_acts;
 
 struct fb_ctx {
@@ -38,11 +82,14 @@ struct fb_ctx {
     layer_acts *acts;         /* [n_acts] */
     int n_acts;
     float *rstdf, *xnf;       /* [N] [N,C] */
-    float *logits;            /* [chunk, V] */
-    float *xsel, *dsel;       /* [chunk, C] */
-    int32_t *rows, *tsel;     /* [N] rows with a target, [chunk] their targets */
-    float *nsel;              /* [chunk] */
-    int chunk;
+    float *xn, *act;          /* [N,C] [N,F]: a layer's normalised input, silu(g)·u */
+    float *rope_cs, *rope_sn; /* [N, HS/2]: RoPE cos/sin of this batch's positions */
+    float *logits;            /* [chunk, V] (full mode) */
+    float *head_scratch;      /* kern_head_xent scratch (LoRA mode: fused head) */
+    float *xsel, *dsel;       /* [sel, C] */
+    int32_t *rows, *tsel;     /* [N] rows with a target, [sel] their targets */
+    float *nsel;              /* [sel] */
+    int chunk, sel;           /* logits rows per chunk; rows selected at once */
     /* backward */
     float *dres, *dxn, *tmpC, *datt, *dq, *dk, *dv, *dact, *dg, *du;
     float *tmpI, *tmpO, *tmpO2, *dU, *xd;
@@ -98,7 +145,6 @@ static void carve_all(fb_ctx *f, carver *cv, const model_config *c, const lora_c
     f->X = CARVE_F(cv, (size_t)(L + 1) * N * C);
     for (int a = 0; a < f->n_acts; a++) {
         layer_acts *A = f->acts ? &f->acts[a] : &(layer_acts){0};
-        A->xn1 = CARVE_F(cv, (size_t)N * C);
         A->rstd1 = CARVE_F(cv, N);
         A->q = CARVE_F(cv, (size_t)N * Q);
         A->k = CARVE_F(cv, (size_t)N * K);
@@ -106,22 +152,32 @@ static void carve_all(fb_ctx *f, carver *cv, const model_config *c, const lora_c
         A->att = CARVE_F(cv, (size_t)N * Q);
         A->lse = CARVE_F(cv, (size_t)B * c->n_head * T);
         A->h = CARVE_F(cv, (size_t)N * C);
-        A->xn2 = CARVE_F(cv, (size_t)N * C);
         A->rstd2 = CARVE_F(cv, N);
         A->g = CARVE_F(cv, (size_t)N * F);
         A->u = CARVE_F(cv, (size_t)N * F);
-        A->act = CARVE_F(cv, (size_t)N * F);
-        for (int m = 0; m < LM_COUNT; m++)
-            A->U[m] = (lc && (lc->targets >> m & 1)) ? CARVE_F(cv, (size_t)N * r) : NULL;
+        for (int m = 0; m < LM_COUNT; m++) {
+            int on = lc && (lc->targets >> m & 1);
+            A->U[m] = on ? CARVE_F(cv, (size_t)N * r) : NULL;
+            int in = 0, out = 0;
+            if (on && lc->dropout > 0) lora_module_dims(c, m, &in, &out);
+            A->keep[m] = in ? (uint8_t *)carve(cv, ((size_t)N * in + 7) / 8) : NULL;
+        }
     }
     f->rstdf = CARVE_F(cv, N);
     f->xnf = CARVE_F(cv, (size_t)N * C);
-    f->logits = CARVE_F(cv, (size_t)f->chunk * f->V);
-    f->xsel = CARVE_F(cv, (size_t)f->chunk * C);
-    f->dsel = CARVE_F(cv, (size_t)f->chunk * C);
-    f->nsel = CARVE_F(cv, f->chunk);
+    f->xn = CARVE_F(cv, (size_t)N * C);
+    f->act = CARVE_F(cv, (size_t)N * F);
+    f->rope_cs = CARVE_F(cv, (size_t)N * (c->head_dim / 2));
+    f->rope_sn = CARVE_F(cv, (size_t)N * (c->head_dim / 2));
+    /* LoRA / plain forward: the fused head (no logits buffer, all rows at
+     * once); full mode needs the logits for the output-weight gradient. */
+    if (f->o.full) f->logits = CARVE_F(cv, (size_t)f->chunk * f->V);
+    else f->head_scratch = CARVE_F(cv, kern_head_xent_scratch(N, C));
+    f->xsel = CARVE_F(cv, (size_t)f->sel * C);
+    f->dsel = CARVE_F(cv, (size_t)f->sel * C);
+    f->nsel = CARVE_F(cv, f->sel);
     f->rows = (int32_t *)carve(cv, (size_t)N * sizeof(int32_t));
-    f->tsel = (int32_t *)carve(cv, (size_t)f->chunk * sizeof(int32_t));
+    f->tsel = (int32_t *)carve(cv, (size_t)f->sel * sizeof(int32_t));
     f->dres = CARVE_F(cv, (size_t)N * C);
     f->dxn = CARVE_F(cv, (size_t)N * C);
     f->tmpC = CARVE_F(cv, (size_t)N * C);
@@ -168,6 +224,7 @@ static void init_dims(fb_ctx *f, const model_config *c, const lora_config *lc, c
     dims(c, &f->Q, &f->K, &f->maxI, &f->maxO);
     f->n_acts = o->recompute ? 1 : c->n_layer;
     f->chunk = o->logit_rows > 0 ? (o->logit_rows < f->N ? o->logit_rows : f->N) : auto_chunk(c, f->N);
+    f->sel = o->full ? f->chunk : f->N;
 }
 
 size_t fb_plan_bytes(const model_config *c, const lora_config *lc, const fb_opts *o)
@@ -268,12 +325,12 @@ size_t fb_full_carve(const model_config *c, float *slab, fb_full_grads *g)
 
 /* ---- helpers ------------------------------------------------------------ */
 
-/* dst[N,I] = src ⊙ mask / (1−p), the mask a pure function of (seed, key, i). */
-static void dropout_apply(float *dst, const float *src, int64_t n, float p, uint64_t seed, uint64_t key)
+/* dst[N,I] = src ⊙ mask / (1−p); the mask, a pure function of (seed, key,
+ * i), is drawn once in the forward (kern_dropout_mask) and kept as bits
+ * for the backward. */
+static void dropout_apply(float *dst, const float *src, int64_t n, float p, const uint8_t *keep)
 {
-    float keep = 1.0f / (1.0f - p);
-    for (int64_t i = 0; i < n; i++)
-        dst[i] = rng_uniform(seed, RNG_DROPOUT, key, (uint64_t)i) >= p ? src[i] * keep : 0.0f;
+    kern_dropout_apply(dst, src, keep, n, 1.0f / (1.0f - p));
 }
 
 static uint64_t dkey(uint64_t micro_step, int layer, int m)
@@ -291,14 +348,20 @@ typedef struct step_ctx {
     uint64_t seed, micro;
 } step_ctx;
 
-/* y[N,O] = x[N,I]·Wᵀ + b, plus the adapter of (layer, m) if any. */
+/* y[N,O] (+)= x[N,I]·Wᵀ + b, plus the adapter of (layer, m) if any; acc
+ * adds onto y (a residual stream; O = C then). */
 static void lin_fwd(fb_ctx *f, const step_ctx *sc, layer_acts *A, int layer, int m,
-                    const float *x, float *y, int N)
+                    const float *x, float *y, int N, int acc)
 {
     const wmat *W = lora_base_weight(f->m, layer, m);
     const float *bias = mod_bias(&f->m->layers[layer], m);
-    kern_matmul(y, x, W, bias, N, 0);
     const lora_mod *md = f->l ? lora_mod_at(f->l, layer, m) : NULL;
+    if (acc && md && f->l->cfg.dora) {      /* DoRA reads the bare product back: go through tmpC */
+        lin_fwd(f, sc, A, layer, m, x, f->tmpC, N, 0);
+        for (size_t i = 0; i < (size_t)N * W->rows; i++) y[i] += f->tmpC[i];
+        return;
+    }
+    if (!md || f->l->cfg.dora) PROF("fwd.matmul", kern_matmul(y, x, W, bias, N, acc));
     if (!md) return;
     const lora *l = f->l;
     int r = l->cfg.rank, I = md->in, O = md->out;
@@ -306,13 +369,15 @@ static void lin_fwd(fb_ctx *f, const step_ctx *sc, layer_acts *A, int layer, int
     const float *Aw = l->w + md->off_a, *Bw = l->w + md->off_b;
     const float *xd = x;
     if (sc->train && l->cfg.dropout > 0) {
-        dropout_apply(f->xd, x, (int64_t)N * I, l->cfg.dropout, sc->seed, dkey(sc->micro, layer, m));
+        PROF("fwd.dropout", kern_dropout_mask(A->keep[m], (int64_t)N * I, l->cfg.dropout, sc->seed, RNG_DROPOUT,
+                                              dkey(sc->micro, layer, m));
+             dropout_apply(f->xd, x, (int64_t)N * I, l->cfg.dropout, A->keep[m]));
         xd = f->xd;
     }
     float *U = A->U[m];
-    kern_sgemm(0, 1, N, r, I, 1.0f, xd, I, Aw, I, 0.0f, U, r);          /* U = xd·Aᵀ */
-    if (!l->cfg.dora) {
-        kern_sgemm(0, 1, N, O, r, s, U, r, Bw, r, 1.0f, y, O);          /* y += s·U·Bᵀ */
+    PROF("fwd.lora_xA", kern_sgemm(0, 1, N, r, I, 1.0f, xd, I, Aw, I, 0.0f, U, r));          /* U = xd·Aᵀ */
+    if (!l->cfg.dora) {     /* y (+)= x·Wᵀ + b + s·U·Bᵀ, the adapter term as one more K block */
+        PROF("fwd.matmul", kern_matmul_lora(y, x, W, bias, N, acc, U, Bw, r, s));
         return;
     }
     /* DoRA, as PEFT: y = y + ((g−1)·base + g·L·s), base = W·xd (no bias). */
@@ -337,18 +402,23 @@ static void colsum_add(float *db, const float *dy, int64_t N, int O)
     }
 }
 
-/* dx[N,I] += dy[N,O]·W (+ adapter paths). Parameter grads: LoRA into lg,
- * full-mode W and bias into dW/db (may be NULL). */
+/* dx[N,I] (+)= dy[N,O]·W (+ adapter paths); acc = 0 overwrites dx, dx =
+ * NULL skips the input gradient (the first layer in LoRA mode). Parameter
+ * grads: LoRA into lg, full-mode W and bias into dW/db (may be NULL). */
 static void lin_bwd(fb_ctx *f, const step_ctx *sc, layer_acts *A, int layer, int m,
                     const float *x, const float *dy, float *dx, int N,
-                    float *lg, float *dW, float *db)
+                    float *lg, float *dW, float *db, int acc)
 {
     const wmat *W = lora_base_weight(f->m, layer, m);
     const lora_mod *md = f->l ? lora_mod_at(f->l, layer, m) : NULL;
     int I = (int)W->cols, O = (int)W->rows;
     if (dW) kern_sgemm(1, 0, O, I, N, 1.0f, dy, O, x, I, 1.0f, dW, I);  /* dW += dyᵀ·x */
     if (db) colsum_add(db, dy, N, O);
-    if (!md) { kern_matmul_dx(dx, dy, W, N); return; }
+    if (!md) { if (dx) kern_matmul_dx_to(dx, dy, W, N, acc); return; }
+    if (dx && !acc && f->l->cfg.dora) {     /* the DoRA paths below accumulate */
+        memset(dx, 0, (size_t)N * I * sizeof(float));
+        acc = 1;
+    }
     const lora *l = f->l;
     int r = l->cfg.rank, drop = sc->train && l->cfg.dropout > 0;
     float s = l->scale;
@@ -356,13 +426,15 @@ static void lin_bwd(fb_ctx *f, const step_ctx *sc, layer_acts *A, int layer, int
     float *dA = lg + md->off_a, *dB = lg + md->off_b;
     const float *xd = x;
     if (drop) {
-        dropout_apply(f->xd, x, (int64_t)N * I, l->cfg.dropout, sc->seed, dkey(sc->micro, layer, m));
+        PROF("bwd.dropout", dropout_apply(f->xd, x, (int64_t)N * I, l->cfg.dropout, A->keep[m]));
         xd = f->xd;
     }
     const float *U = A->U[m];
     const float *dyl = dy;
+    /* without dropout the adapter's dx term joins the base product (below) */
+    int fuse_dx = !l->cfg.dora && !drop;
     if (!l->cfg.dora) {
-        kern_matmul_dx(dx, dy, W, N);
+        if (dx && !fuse_dx) PROF("bwd.matmul_dx", kern_matmul_dx_to(dx, dy, W, N, acc));
     } else {
         const float *g = f->dora_g + f->dora_off[layer * LM_COUNT + m];
         const float *nrm = f->dora_norm + f->dora_off[layer * LM_COUNT + m];
@@ -372,39 +444,45 @@ static void lin_bwd(fb_ctx *f, const step_ctx *sc, layer_acts *A, int layer, int
         kern_matmul(base, xd, W, NULL, N, 0);
         float *dmag = lg + md->off_mag;
         for (int o = 0; o < O; o++) {
-            float acc = 0;
+            float sum = 0;
             for (int64_t n = 0; n < N; n++) {
                 size_t i = (size_t)n * O + o;
-                acc += dy[i] * (base[i] + s * L[i]);
+                sum += dy[i] * (base[i] + s * L[i]);
             }
-            dmag[o] += acc / nrm[o];
+            dmag[o] += sum / nrm[o];
         }
         float *dyg = f->tmpO; /* L no longer needed */
         if (!drop) {
             for (int64_t n = 0; n < N; n++)
                 for (int o = 0; o < O; o++) dyg[(size_t)n * O + o] = dy[(size_t)n * O + o] * g[o];
-            kern_matmul_dx(dx, dyg, W, N);          /* dy·W + (g−1)·dy·W */
+            if (dx) kern_matmul_dx(dx, dyg, W, N);  /* dy·W + (g−1)·dy·W */
+        } else if (!dx) {
+            for (int64_t n = 0; n < N; n++)
+                for (int o = 0; o < O; o++) dyg[(size_t)n * O + o] = dy[(size_t)n * O + o] * g[o];
         } else {
             kern_matmul_dx(dx, dy, W, N);
             for (int64_t n = 0; n < N; n++)
                 for (int o = 0; o < O; o++) dyg[(size_t)n * O + o] = dy[(size_t)n * O + o] * (g[o] - 1.0f);
             memset(f->tmpI, 0, (size_t)N * I * sizeof(float));
             kern_matmul_dx(f->tmpI, dyg, W, N);
-            dropout_apply(f->tmpI, f->tmpI, (int64_t)N * I, l->cfg.dropout, sc->seed, dkey(sc->micro, layer, m));
+            dropout_apply(f->tmpI, f->tmpI, (int64_t)N * I, l->cfg.dropout, A->keep[m]);
             for (int64_t i = 0; i < (int64_t)N * I; i++) dx[i] += f->tmpI[i];
             for (int64_t n = 0; n < N; n++)
                 for (int o = 0; o < O; o++) dyg[(size_t)n * O + o] = dy[(size_t)n * O + o] * g[o];
         }
         dyl = dyg;
     }
-    kern_sgemm(1, 0, O, r, N, s, dyl, O, U, r, 1.0f, dB, r);            /* dB += s·dylᵀ·U */
-    kern_sgemm(0, 0, N, r, O, s, dyl, O, Bw, r, 0.0f, f->dU, r);        /* dU = s·dyl·B  */
-    kern_sgemm(1, 0, r, I, N, 1.0f, f->dU, r, xd, I, 1.0f, dA, I);      /* dA += dUᵀ·xd */
-    if (!drop) {
-        kern_sgemm(0, 0, N, I, r, 1.0f, f->dU, r, Aw, I, 1.0f, dx, I);  /* dx += dU·A */
+    PROF("bwd.lora_dB", kern_sgemm(1, 0, O, r, N, s, dyl, O, U, r, 1.0f, dB, r));            /* dB += s·dylᵀ·U */
+    PROF("bwd.lora_dU", kern_sgemm(0, 0, N, r, O, s, dyl, O, Bw, r, 0.0f, f->dU, r));        /* dU = s·dyl·B  */
+    PROF("bwd.lora_dA", kern_sgemm(1, 0, r, I, N, 1.0f, f->dU, r, xd, I, 1.0f, dA, I));      /* dA += dUᵀ·xd */
+    if (!dx) return;
+    if (fuse_dx) {
+        PROF("bwd.matmul_dx", kern_matmul_dx_lora(dx, dy, W, N, acc, f->dU, Aw, r));      /* dx (+)= dy·W + dU·A */
+    } else if (!drop) {
+        PROF("bwd.lora_dx", kern_sgemm(0, 0, N, I, r, 1.0f, f->dU, r, Aw, I, 1.0f, dx, I));  /* dx += dU·A */
     } else {
         kern_sgemm(0, 0, N, I, r, 1.0f, f->dU, r, Aw, I, 0.0f, f->tmpI, I);
-        dropout_apply(f->tmpI, f->tmpI, (int64_t)N * I, l->cfg.dropout, sc->seed, dkey(sc->micro, layer, m));
+        PROF("bwd.dropout", dropout_apply(f->tmpI, f->tmpI, (int64_t)N * I, l->cfg.dropout, A->keep[m]));
         for (int64_t i = 0; i < (int64_t)N * I; i++) dx[i] += f->tmpI[i];
     }
 }
@@ -446,21 +524,22 @@ static void layer_fwd(fb_ctx *f, const step_ctx *sc, const fb_batch *b, int laye
     int N = b->B * b->T, C = f->C;
     attn_shape as = {b->B, b->T, b->T, c->n_head, c->n_kv_head, c->head_dim, 0,
                      (int64_t)b->T * f->K, b->seg};
-    kern_rmsnorm_fwd(A->xn1, A->rstd1, x, w->attn_norm, N, C, c->rms_eps);
-    lin_fwd(f, sc, A, layer, LM_Q, A->xn1, A->q, N);
-    lin_fwd(f, sc, A, layer, LM_K, A->xn1, A->k, N);
-    lin_fwd(f, sc, A, layer, LM_V, A->xn1, A->v, N);
-    kern_rope_fwd(A->q, b->pos, N, c->n_head, c->head_dim, f->m->rope_inv_freq);
-    kern_rope_fwd(A->k, b->pos, N, c->n_kv_head, c->head_dim, f->m->rope_inv_freq);
-    kern_attn_fwd(A->att, A->lse, A->q, A->k, A->v, &as, f->attn_scratch);
-    lin_fwd(f, sc, A, layer, LM_O, A->att, f->tmpC, N);
-    for (size_t i = 0; i < (size_t)N * C; i++) A->h[i] = x[i] + f->tmpC[i];
-    kern_rmsnorm_fwd(A->xn2, A->rstd2, A->h, w->ffn_norm, N, C, c->rms_eps);
-    lin_fwd(f, sc, A, layer, LM_GATE, A->xn2, A->g, N);
-    lin_fwd(f, sc, A, layer, LM_UP, A->xn2, A->u, N);
-    kern_swiglu_fwd(A->act, A->g, A->u, (int64_t)N * f->F);
-    lin_fwd(f, sc, A, layer, LM_DOWN, A->act, f->tmpC, N);
-    for (size_t i = 0; i < (size_t)N * C; i++) xout[i] = A->h[i] + f->tmpC[i];
+    PROF("fwd.rmsnorm", kern_rmsnorm_fwd(f->xn, A->rstd1, x, w->attn_norm, N, C, c->rms_eps));
+    lin_fwd(f, sc, A, layer, LM_Q, f->xn, A->q, N, 0);
+    lin_fwd(f, sc, A, layer, LM_K, f->xn, A->k, N, 0);
+    lin_fwd(f, sc, A, layer, LM_V, f->xn, A->v, N, 0);
+    PROF("fwd.rope", kern_rope_fwd_t(A->q, f->rope_cs, f->rope_sn, N, c->n_head, c->head_dim);
+    kern_rope_fwd_t(A->k, f->rope_cs, f->rope_sn, N, c->n_kv_head, c->head_dim));
+    PROF("fwd.attn", kern_attn_fwd(A->att, A->lse, A->q, A->k, A->v, &as, f->attn_scratch));
+    /* h = x + o(att): the projection accumulates onto a copy of x */
+    PROF("fwd.resid", memcpy(A->h, x, (size_t)N * C * sizeof(float)));
+    lin_fwd(f, sc, A, layer, LM_O, A->att, A->h, N, 1);
+    PROF("fwd.rmsnorm", kern_rmsnorm_fwd(f->xn, A->rstd2, A->h, w->ffn_norm, N, C, c->rms_eps));
+    lin_fwd(f, sc, A, layer, LM_GATE, f->xn, A->g, N, 0);
+    lin_fwd(f, sc, A, layer, LM_UP, f->xn, A->u, N, 0);
+    PROF("fwd.swiglu", kern_swiglu_fwd(f->act, A->g, A->u, (int64_t)N * f->F));
+    PROF("fwd.resid", memcpy(xout, A->h, (size_t)N * C * sizeof(float)));
+    lin_fwd(f, sc, A, layer, LM_DOWN, f->act, xout, N, 1);
 }
 
 static layer_acts *acts_for(fb_ctx *f, int layer) { return &f->acts[f->n_acts == 1 ? 0 : layer]; }
@@ -469,7 +548,9 @@ static void forward_layers(fb_ctx *f, const step_ctx *sc, const fb_batch *b)
 {
     const model_config *c = &f->m->cfg;
     size_t NC = (size_t)b->B * b->T * f->C, stride = (size_t)f->N * f->C;
-    embed(f, b, f->X);
+    PROF("fwd.embed", embed(f, b, f->X));
+    PROF("fwd.rope", kern_rope_table(f->rope_cs, f->rope_sn, b->pos, (int64_t)b->B * b->T, c->head_dim,
+                                     f->m->rope_inv_freq));
     for (int layer = 0; layer < c->n_layer; layer++)
         layer_fwd(f, sc, b, layer, acts_for(f, layer), f->X + layer * stride, f->X + (layer + 1) * stride);
     (void)NC;
@@ -477,9 +558,11 @@ static void forward_layers(fb_ctx *f, const step_ctx *sc, const fb_batch *b)
                      (int64_t)b->B * b->T, f->C, c->rms_eps);
 }
 
-/* LM head + cross-entropy over the rows that have a target, chunk by chunk.
- * With want_grad, writes dL/dxnf into f->dxn (zero for rows without loss)
- * and the output-weight gradient into dWout (full mode). */
+/* LM head + cross-entropy over the rows that have a target. With
+ * want_grad, writes dL/dxnf into f->dxn (zero for rows without loss) and,
+ * in full mode, the output-weight gradient into dWout. LoRA mode and plain
+ * forwards take the fused kernel over all selected rows; full mode needs
+ * the logits (for dWout) and goes chunk by chunk. */
 static double head_loss(fb_ctx *f, const fb_batch *b, int want_grad, float grad_scale,
                         float *dWout, float *nll_out, int64_t *n_loss)
 {
@@ -491,23 +574,31 @@ static double head_loss(fb_ctx *f, const fb_batch *b, int want_grad, float grad_
     if (want_grad) memset(f->dxn, 0, (size_t)N * C * sizeof(float));
     if (nll_out) memset(nll_out, 0, (size_t)N * sizeof(float));
     double total = 0;
-    for (int r0 = 0; r0 < nr; r0 += f->chunk) {
-        int cn = nr - r0 < f->chunk ? nr - r0 : f->chunk;
+    for (int r0 = 0; r0 < nr; r0 += f->sel) {
+        int cn = nr - r0 < f->sel ? nr - r0 : f->sel;
         for (int i = 0; i < cn; i++) {
             int n = f->rows[r0 + i];
             memcpy(f->xsel + (size_t)i * C, f->xnf + (size_t)n * C, (size_t)C * sizeof(float));
             f->tsel[i] = b->targets[n];
         }
-        kern_matmul(f->logits, f->xsel, Wo, NULL, cn, 0);
-        total += kern_xent(want_grad ? f->logits : NULL, f->nsel, f->logits, f->tsel, cn, f->V, grad_scale);
+        if (!f->o.full) {
+            PROF("head.fused", total += kern_head_xent(want_grad ? f->dsel : NULL, f->nsel, f->xsel, Wo, f->tsel,
+                                                       cn, grad_scale, f->head_scratch));
+        } else {
+            PROF("head.matmul", kern_matmul(f->logits, f->xsel, Wo, NULL, cn, 0));
+            PROF("head.xent", total += kern_xent(want_grad ? f->logits : NULL, f->nsel, f->logits, f->tsel, cn,
+                                                 f->V, grad_scale));
+            if (want_grad) {
+                memset(f->dsel, 0, (size_t)cn * C * sizeof(float));
+                PROF("head.dx", kern_matmul_dx(f->dsel, f->logits, Wo, cn));
+                if (dWout) kern_sgemm(1, 0, f->V, C, cn, 1.0f, f->logits, f->V, f->xsel, C, 1.0f, dWout, C);
+            }
+        }
         if (nll_out)
             for (int i = 0; i < cn; i++) nll_out[f->rows[r0 + i]] = f->nsel[i];
-        if (!want_grad) continue;
-        memset(f->dsel, 0, (size_t)cn * C * sizeof(float));
-        kern_matmul_dx(f->dsel, f->logits, Wo, cn);
-        if (dWout) kern_sgemm(1, 0, f->V, C, cn, 1.0f, f->logits, f->V, f->xsel, C, 1.0f, dWout, C);
-        for (int i = 0; i < cn; i++)
-            memcpy(f->dxn + (size_t)f->rows[r0 + i] * C, f->dsel + (size_t)i * C, (size_t)C * sizeof(float));
+        if (want_grad)
+            for (int i = 0; i < cn; i++)
+                memcpy(f->dxn + (size_t)f->rows[r0 + i] * C, f->dsel + (size_t)i * C, (size_t)C * sizeof(float));
     }
     *n_loss = nr;
     return total;
@@ -535,33 +626,35 @@ static void layer_bwd(fb_ctx *f, const step_ctx *sc, const fb_batch *b, int laye
 {
     const model_config *c = &f->m->cfg;
     const layer_weights *w = &f->m->layers[layer];
-    int N = b->B * b->T, C = f->C, F = f->F, Q = f->Q, K = f->K;
+    int N = b->B * b->T, C = f->C, F = f->F, K = f->K;
     attn_shape as = {b->B, b->T, b->T, c->n_head, c->n_kv_head, c->head_dim, 0, (int64_t)b->T * K, b->seg};
     float *dres = f->dres; /* in: dL/dx_out; out: dL/dx */
 
     /* MLP: x_out = h + down(silu(g)·u) */
-    memset(f->dact, 0, (size_t)N * F * sizeof(float));
-    lin_bwd(f, sc, A, layer, LM_DOWN, A->act, dres, f->dact, N, lg, G ? G->w_down : NULL, NULL);
-    kern_swiglu_bwd(f->dg, f->du, f->dact, A->g, A->u, (int64_t)N * F);
-    memset(f->dxn, 0, (size_t)N * C * sizeof(float));
-    lin_bwd(f, sc, A, layer, LM_GATE, A->xn2, f->dg, f->dxn, N, lg, G ? G->w_gate : NULL, NULL);
-    lin_bwd(f, sc, A, layer, LM_UP, A->xn2, f->du, f->dxn, N, lg, G ? G->w_up : NULL, NULL);
-    kern_rmsnorm_bwd(f->tmpC, G ? G->ffn_norm : NULL, f->dxn, A->h, w->ffn_norm, A->rstd2, N, C);
-    for (size_t i = 0; i < (size_t)N * C; i++) dres[i] += f->tmpC[i];   /* now dL/dh */
+    PROF("bwd.recompute", kern_swiglu_fwd(f->act, A->g, A->u, (int64_t)N * F));
+    lin_bwd(f, sc, A, layer, LM_DOWN, f->act, dres, f->dact, N, lg, G ? G->w_down : NULL, NULL, 0);
+    PROF("bwd.swiglu", kern_swiglu_bwd(f->dg, f->du, f->dact, A->g, A->u, (int64_t)N * F));
+    PROF("bwd.recompute", kern_rmsnorm_apply(f->xn, A->h, w->ffn_norm, A->rstd2, N, C));
+    lin_bwd(f, sc, A, layer, LM_GATE, f->xn, f->dg, f->dxn, N, lg, G ? G->w_gate : NULL, NULL, 0);
+    lin_bwd(f, sc, A, layer, LM_UP, f->xn, f->du, f->dxn, N, lg, G ? G->w_up : NULL, NULL, 1);
+    PROF("bwd.rmsnorm", kern_rmsnorm_bwd_add(dres, G ? G->ffn_norm : NULL, f->dxn, A->h, w->ffn_norm, A->rstd2,
+                                             N, C));                    /* now dL/dh */
 
     /* attention: h = x + o(attn(rope(q), rope(k), v)) */
-    memset(f->datt, 0, (size_t)N * Q * sizeof(float));
-    lin_bwd(f, sc, A, layer, LM_O, A->att, dres, f->datt, N, lg, G ? G->wo : NULL, NULL);
-    kern_attn_bwd(f->dq, f->dk, f->dv, f->datt, A->att, A->lse, A->q, A->k, A->v, &as, f->attn_scratch);
-    kern_rope_bwd(f->dq, b->pos, N, c->n_head, c->head_dim, f->m->rope_inv_freq);
-    kern_rope_bwd(f->dk, b->pos, N, c->n_kv_head, c->head_dim, f->m->rope_inv_freq);
-    memset(f->dxn, 0, (size_t)N * C * sizeof(float));
-    lin_bwd(f, sc, A, layer, LM_Q, A->xn1, f->dq, f->dxn, N, lg, G ? G->wq : NULL, G ? G->bq : NULL);
-    lin_bwd(f, sc, A, layer, LM_K, A->xn1, f->dk, f->dxn, N, lg, G ? G->wk : NULL, G ? G->bk : NULL);
-    lin_bwd(f, sc, A, layer, LM_V, A->xn1, f->dv, f->dxn, N, lg, G ? G->wv : NULL, G ? G->bv : NULL);
-    kern_rmsnorm_bwd(f->tmpC, G ? G->attn_norm : NULL, f->dxn, x, w->attn_norm, A->rstd1, N, C);
-    for (size_t i = 0; i < (size_t)N * C; i++) dres[i] += f->tmpC[i];   /* now dL/dx */
-    (void)Q;
+    lin_bwd(f, sc, A, layer, LM_O, A->att, dres, f->datt, N, lg, G ? G->wo : NULL, NULL, 0);
+    PROF("bwd.attn", kern_attn_bwd(f->dq, f->dk, f->dv, f->datt, A->att, A->lse, A->q, A->k, A->v, &as, f->attn_scratch));
+    PROF("bwd.rope", kern_rope_bwd_t(f->dq, f->rope_cs, f->rope_sn, N, c->n_head, c->head_dim);
+    kern_rope_bwd_t(f->dk, f->rope_cs, f->rope_sn, N, c->n_kv_head, c->head_dim));
+    PROF("bwd.recompute", kern_rmsnorm_apply(f->xn, x, w->attn_norm, A->rstd1, N, C));
+    /* The first layer's input gradient goes nowhere unless the embedding
+     * (full mode) wants it. */
+    float *dxn = layer > 0 || G ? f->dxn : NULL;
+    lin_bwd(f, sc, A, layer, LM_Q, f->xn, f->dq, dxn, N, lg, G ? G->wq : NULL, G ? G->bq : NULL, 0);
+    lin_bwd(f, sc, A, layer, LM_K, f->xn, f->dk, dxn, N, lg, G ? G->wk : NULL, G ? G->bk : NULL, 1);
+    lin_bwd(f, sc, A, layer, LM_V, f->xn, f->dv, dxn, N, lg, G ? G->wv : NULL, G ? G->bv : NULL, 1);
+    if (dxn)
+        PROF("bwd.rmsnorm", kern_rmsnorm_bwd_add(dres, G ? G->attn_norm : NULL, dxn, x, w->attn_norm, A->rstd1,
+                                                 N, C));                /* now dL/dx */
 }
 
 double fb_step(fb_ctx *f, const fb_batch *b, float *lora_grad, const fb_full_grads *fg,

@@ -47,8 +47,10 @@ static void test_pool(void)
             int ok = 1;
             for (int64_t i = 0; i < 1000; i++) ok &= atomic_load(&hits[i]) == (i < n ? 1 : 0);
             CHECK_MSG(ok, "parallel_for n=%lld threads=%d", (long long)n, nt);
-            /* static chunks: one call per thread that has work */
-            CHECK(atomic_load(&c.calls) == (n == 0 ? 0 : n == 1 ? 1 : (n < nt ? n : nt)));
+            /* contiguous chunks, about four per thread (one call with one thread) */
+            int calls = atomic_load(&c.calls);
+            CHECK_MSG(n == 0 ? calls == 0 : nt == 1 || n == 1 ? calls == 1 : calls >= 1 && calls <= 4 * nt,
+                      "parallel_for n=%lld threads=%d calls=%d", (long long)n, nt, calls);
             for (int i = 0; i < 1000; i++) atomic_store(&hits[i], 0);
             kern_parallel_dyn(n, cover_fn, &c);
             ok = 1;
@@ -351,14 +353,15 @@ static void test_sgemm(void)
                 }
 }
 
-/* Narrow outputs (N < one micro-tile, many rows) take the operand swap
- * (Cᵀ = op(B)ᵀ·op(A)ᵀ, transposed store): same bits as computing the
- * transposed product directly (a wide problem, no swap), for every
- * transpose combination, and close to the reference. */
+/* Narrow outputs (N < one micro-tile, many rows; N = 20 is past the
+ * rank-sized kernels of narrow.c) take the operand swap (Cᵀ = op(B)ᵀ·op(A)ᵀ,
+ * transposed store): same bits as computing the transposed product directly
+ * (a wide problem, no swap), for every transpose combination, and close to
+ * the reference. */
 static void test_sgemm_narrow(void)
 {
     trng r = {6};
-    const int64_t M = 300, N = 8, K = 500;
+    const int64_t M = 300, N = 20, K = 500;
     for (int ta = 0; ta < 2; ta++)
         for (int tb = 0; tb < 2; tb++)
             for (int ab = 0; ab < 2; ab++) {
@@ -385,6 +388,49 @@ static void test_sgemm_narrow(void)
                 CHECK_MSG(same, "%s: swapped != transposed problem", label);
                 free(A); free(B); free(C); free(Cr); free(CT);
             }
+}
+
+/* The rank-sized shapes of narrow.c (N or M <= 16, as LoRA's x·Aᵀ, dy·B,
+ * dyᵀ·U, dUᵀ·x): close to the reference for alpha/beta, odd sizes and
+ * padded leading dimensions, and the same bytes for 1, 2 and 3 threads. */
+static void test_sgemm_rank(void)
+{
+    trng r = {16};
+    const int64_t cases[][5] = {   /* ta tb M N K */
+        {0, 1, 700, 8, 576}, {0, 1, 33, 16, 100}, {0, 1, 5, 3, 17}, {0, 0, 700, 8, 1536}, {0, 0, 9, 13, 40},
+        {1, 0, 576, 8, 512}, {1, 0, 70, 11, 33}, {1, 0, 8, 1536, 512}, {1, 0, 13, 90, 7}, {1, 0, 16, 16, 64},
+    };
+    for (int ci = 0; ci < 10; ci++) {
+        int ta = (int)cases[ci][0], tb = (int)cases[ci][1];
+        int64_t M = cases[ci][2], N = cases[ci][3], K = cases[ci][4];
+        int64_t lda = (ta ? M : K) + 2, ldb = (tb ? K : N) + 3, ldc = N + 1;
+        float *A = xmalloc((ta ? K : M) * lda * 4), *B = xmalloc((tb ? N : K) * ldb * 4);
+        float *C0 = xmalloc(M * ldc * 4), *C[3], *Cr = xmalloc(M * ldc * 4);
+        fill_rand(&r, A, (ta ? K : M) * lda, 1.f);
+        fill_rand(&r, B, (tb ? N : K) * ldb, 1.f);
+        fill_rand(&r, C0, M * ldc, 1.f);
+        for (int ab = 0; ab < 2; ab++) {
+            float alpha = ab ? 0.5f : 1.f, beta = ab ? 1.f : 0.f;
+            memcpy(Cr, C0, M * ldc * 4);
+            kern_sgemm_ref(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, Cr, ldc);
+            for (int t = 0; t < 3; t++) {
+                kern_init(t + 1);
+                C[t] = xmalloc(M * ldc * 4);
+                memcpy(C[t], C0, M * ldc * 4);
+                if (!beta)
+                    for (int64_t i = 0; i < M; i++) C[t][i * ldc] = NAN;      /* must not be read */
+                kern_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C[t], ldc);
+            }
+            char label[96];
+            snprintf(label, sizeof label, "sgemm rank ta=%d tb=%d %lldx%lldx%lld beta=%g", ta, tb, (long long)M,
+                     (long long)N, (long long)K, beta);
+            check_tensor(label, C[0], Cr, M * ldc, 2e-5);
+            CHECK_MSG(!memcmp(C[0], C[1], M * ldc * 4) && !memcmp(C[0], C[2], M * ldc * 4), "%s: threads", label);
+            for (int t = 0; t < 3; t++) free(C[t]);
+        }
+        free(A); free(B); free(C0); free(Cr);
+    }
+    kern_init(2);
 }
 
 /* Same inputs with 1, 2 and 3 threads → identical bytes. */
@@ -438,27 +484,83 @@ static void test_determinism(void)
     kern_init(2);
 }
 
-/* A GEMM big enough for the engine's second loop order (A does not fit the
- * scratch whole with one thread: K blocks outside, row blocks of MCMAX),
- * while with 2 and 3 threads each region fits and takes the first order.
- * Both orders must give the same bytes, and match the reference. */
+/* A GEMM with more rows than one row block (ROWS_MAX 768) and, when it is
+ * called from inside a parallel job (2 and 3 threads: the packed A then
+ * lives in the thread's scratch), a K cut into spans: the same bytes as the
+ * plain run with one thread, and close to the reference. */
+typedef struct nest_ctx { int64_t M, N, K; const float *A, *B; float *C[2]; } nest_ctx;
+
+static void nested_gemm(void *ctx, int64_t b, int64_t e)
+{
+    const nest_ctx *c = ctx;
+    for (int64_t i = b; i < e; i++)
+        kern_sgemm(0, 1, c->M, c->N, c->K, 1.f, c->A, c->K, c->B, c->K, 0.f, c->C[i], c->N);
+}
+
 static void test_loop_orders(void)
 {
     trng r = {3};
-    const int64_t M = 700, N = 40, K = 2200;
-    float *A = xmalloc(M * K * 4), *B = xmalloc(N * K * 4), *Cr = xmalloc(M * N * 4), *C[3];
+    const int64_t M = 1000, N = 40, K = 4000;
+    float *A = xmalloc(M * K * 4), *B = xmalloc(N * K * 4), *Cr = xmalloc(M * N * 4), *C[3][2];
     fill_rand(&r, A, M * K, 1.f);
     fill_rand(&r, B, N * K, 1.f);
     for (int t = 0; t < 3; t++) {
         kern_init(t + 1);
-        C[t] = xmalloc(M * N * 4);
-        kern_sgemm(0, 1, M, N, K, 1.f, A, K, B, K, 0.f, C[t], N);
+        nest_ctx c = {M, N, K, A, B, {xmalloc(M * N * 4), xmalloc(M * N * 4)}};
+        kern_parallel_for(2, nested_gemm, &c);
+        C[t][0] = c.C[0];
+        C[t][1] = c.C[1];
     }
     kern_sgemm_ref(0, 1, M, N, K, 1.f, A, K, B, K, 0.f, Cr, N);
-    check_tensor("sgemm 700x40x2200", C[0], Cr, M * N, 2e-5);
-    CHECK(!memcmp(C[0], C[1], M * N * 4) && !memcmp(C[0], C[2], M * N * 4));
-    for (int t = 0; t < 3; t++) free(C[t]);
+    check_tensor("sgemm 1000x40x4000", C[0][0], Cr, M * N, 2e-5);
+    int same = 1;
+    for (int t = 0; t < 3; t++)
+        for (int i = 0; i < 2; i++) same &= !memcmp(C[0][0], C[t][i], M * N * 4);
+    CHECK_MSG(same, "row blocks / K spans / nesting changed the bytes");
+    for (int t = 0; t < 3; t++) { free(C[t][0]); free(C[t][1]); }
     free(A); free(B); free(Cr);
+    kern_init(2);
+}
+
+/* The LoRA-fused matmuls give the bits of the base call followed by the
+ * separate low-rank sgemm, for several weight types, shapes (N < 4 falls
+ * back, narrow O), bias, accumulate, and 1-3 threads. */
+static void test_matmul_lora(void)
+{
+    trng r = {12};
+    const dtype types[] = {DT_F32, DT_Q8_0, DT_Q4_K};
+    const int64_t shapes[][3] = {{3, 40, 256}, {50, 70, 256}, {300, 24, 512}, {129, 300, 768}};
+    for (int t = 0; t < 3; t++)
+        for (int si = 0; si < 4; si++) {
+            int64_t N = shapes[si][0], O = shapes[si][1], I = shapes[si][2];
+            const int R = 8;
+            qmat W = make_w(&r, types[t], O, I);
+            float *x = xmalloc(N * I * 4), *U = xmalloc(N * R * 4), *B = xmalloc(O * R * 4), *A = xmalloc(R * I * 4);
+            float *bias = xmalloc(O * 4), *y0 = xmalloc(N * O * 4), *y1 = xmalloc(N * O * 4);
+            float *dy = xmalloc(N * O * 4), *dx0 = xmalloc(N * I * 4), *dx1 = xmalloc(N * I * 4);
+            fill_rand(&r, x, N * I, 1.f); fill_rand(&r, U, N * R, 1.f); fill_rand(&r, B, O * R, 0.1f);
+            fill_rand(&r, A, R * I, 0.1f); fill_rand(&r, bias, O, 1.f); fill_rand(&r, dy, N * O, 1.f);
+            for (int acc = 0; acc < 2; acc++)
+                for (int nt = 1; nt <= 3; nt++) {
+                    kern_init(nt);
+                    fill_rand(&r, y0, N * O, 1.f);
+                    memcpy(y1, y0, N * O * 4);
+                    kern_matmul(y0, x, &W.w, acc ? NULL : bias, N, acc);
+                    kern_sgemm(0, 1, N, O, R, 2.f, U, R, B, R, 1.f, y0, O);
+                    kern_matmul_lora(y1, x, &W.w, acc ? NULL : bias, N, acc, U, B, R, 2.f);
+                    CHECK_MSG(!memcmp(y0, y1, N * O * 4), "matmul_lora %s %lldx%lldx%lld acc=%d threads=%d",
+                              dtype_name(types[t]), (long long)N, (long long)O, (long long)I, acc, nt);
+                    fill_rand(&r, dx0, N * I, 1.f);
+                    memcpy(dx1, dx0, N * I * 4);
+                    kern_matmul_dx_to(dx0, dy, &W.w, N, acc);
+                    kern_sgemm(0, 0, N, I, R, 1.f, U, R, A, I, 1.f, dx0, I);
+                    kern_matmul_dx_lora(dx1, dy, &W.w, N, acc, U, A, R);
+                    CHECK_MSG(!memcmp(dx0, dx1, N * I * 4), "matmul_dx_lora %s %lldx%lldx%lld acc=%d threads=%d",
+                              dtype_name(types[t]), (long long)N, (long long)O, (long long)I, acc, nt);
+                }
+            free(W.data); free(x); free(U); free(B); free(A); free(bias); free(y0); free(y1);
+            free(dy); free(dx0); free(dx1);
+        }
     kern_init(2);
 }
 
@@ -477,8 +579,10 @@ int main(int argc, char **argv)
     test_matmul_other_types();
     test_sgemm();
     test_sgemm_narrow();
+    test_sgemm_rank();
     test_determinism();
     test_loop_orders();
+    test_matmul_lora();
     kern_shutdown();
     int rc = check_done();
     return rerun_lower_levels(argv[0]) ? 1 : rc;

@@ -68,6 +68,17 @@ static void test_rope(void)
     CHECK(!memcmp(x, x0, H * HS * 4));          /* position 0 is the identity */
     kern_rope_bwd(x, pos, N, H, HS, inv);       /* rotation back */
     check_tensor("rope bwd(fwd(x))", x, x0, N * H * HS, 1e-6);
+    /* with a table: the same bits both ways */
+    float *cs = xmalloc(N * HS / 2 * 4), *sn = xmalloc(N * HS / 2 * 4), *xt = xmalloc(N * H * HS * 4);
+    kern_rope_table(cs, sn, pos, N, HS, inv);
+    memcpy(xt, x0, N * H * HS * 4);
+    kern_rope_fwd_t(xt, cs, sn, N, H, HS);
+    CHECK(!memcmp(xt, want, N * H * HS * 4));
+    memcpy(x, want, N * H * HS * 4);
+    kern_rope_bwd(x, pos, N, H, HS, inv);
+    kern_rope_bwd_t(xt, cs, sn, N, H, HS);
+    CHECK(!memcmp(xt, x, N * H * HS * 4));
+    free(cs); free(sn); free(xt);
     free(x); free(x0); free(want);
 }
 
@@ -181,6 +192,14 @@ static void test_attention(void)
         CHECK_CLOSE(label, a.dk, dkr, a.nkv, 1e-5, 1e-6);
         snprintf(label, sizeof label, "attn dv case %zu", ci);
         CHECK_CLOSE(label, a.dv, dvr, a.nkv, 1e-5, 1e-6);
+        /* dQ from the kept dS tiles == dQ with dS recomputed, bit for bit */
+        kern_attn_ds_off = 1;
+        memcpy(dkr, a.dk, a.nkv * 4);
+        memcpy(dvr, a.dv, a.nkv * 4);
+        kern_attn_bwd(dqr, dkr, dvr, a.dout, a.out, a.lse, a.q, a.k, a.v, &a.s, a.scr);
+        kern_attn_ds_off = 0;
+        CHECK_MSG(!memcmp(dqr, a.dq, a.nq * 4) && !memcmp(dkr, a.dk, a.nkv * 4) && !memcmp(dvr, a.dv, a.nkv * 4),
+                  "attn case %zu: kept dS tiles change the bits", ci);
         free(outr); free(lser); free(dqr); free(dkr); free(dvr);
         attn_free(&a);
     }
@@ -210,6 +229,35 @@ static void test_attention_kvcache(void)
     kern_attn_fwd(out1, NULL, a.q + (size_t)(Tk - 1) * NH * HS, a.k, a.v, &s1, NULL);
     CHECK(!memcmp(out1, a.out + (size_t)(Tk - 1) * NH * HS, sizeof out1));
     attn_free(&a);
+}
+
+/* Decode-sized steps (rep·Tq <= 8 lanes per kv head) take the key-vectorised
+ * unit: the same bits as the 32-lane tiles, for several head layouts, head
+ * sizes (with a tail), cache lengths around block edges, two queries,
+ * segments and a strided cache. */
+static void test_attention_decode_unit(void)
+{
+    trng r = {15};
+    const int shapes[][4] = {{4, 2, 16, 1}, {14, 2, 64, 1}, {9, 3, 24, 2}, {8, 1, 64, 1}, {2, 2, 40, 2}};
+    const int tks[] = {1, 37, 64, 65, 200};
+    for (int si = 0; si < 5; si++)
+        for (int ti = 0; ti < 5; ti++)
+            for (int sg = 0; sg < 2; sg++) {
+                int NH = shapes[si][0], KVH = shapes[si][1], HS = shapes[si][2], Tq = shapes[si][3];
+                int Tk = tks[ti] < Tq ? Tq : tks[ti];
+                attn_case c = {2, Tq, Tk, NH, KVH, HS, Tk - Tq, 3, sg};
+                attn_bufs a;
+                attn_alloc(&a, &c, &r);
+                float *o2 = xmalloc(a.nq * 4), *l2 = xmalloc((size_t)2 * NH * Tq * 4);
+                kern_attn_fwd(a.out, a.lse, a.q, a.k, a.v, &a.s, a.scr);
+                kern_attn_dec_off = 1;
+                kern_attn_fwd(o2, l2, a.q, a.k, a.v, &a.s, a.scr);
+                kern_attn_dec_off = 0;
+                CHECK_MSG(!memcmp(o2, a.out, a.nq * 4) && !memcmp(l2, a.lse, (size_t)2 * NH * Tq * 4),
+                          "decode unit NH=%d KVH=%d HS=%d Tq=%d Tk=%d seg=%d", NH, KVH, HS, Tq, Tk, sg);
+                free(o2); free(l2);
+                attn_free(&a);
+            }
 }
 
 /* ---- cross-entropy ------------------------------------------------------------------ */
@@ -484,6 +532,7 @@ int main(int argc, char **argv)
     test_swiglu();
     test_attention();
     test_attention_kvcache();
+    test_attention_decode_unit();
     test_xent();
     test_adamw();
     test_threads();
