@@ -44,13 +44,21 @@ static int n_targets(const lora_config *l)
 }
 
 /* Floats per token one layer keeps for its backward (fb.c layer_acts):
- * xn1 h xn2 [C] ×3, q att [Q] ×2, k v [K] ×2, g u act [F] ×3, rstd1 rstd2,
- * lse (one per head), and x·Aᵀ [r] per targeted module. */
+ * h [C], q att [Q] ×2, k v [K] ×2, g u [F] ×2, rstd1 rstd2, lse (one per
+ * head), x·Aᵀ [r] per targeted module, and with dropout one mask bit per
+ * input of each targeted module. xn1, xn2 and silu(g)·u are recomputed. */
 static uint64_t layer_floats(const model_config *c, const lora_config *l)
 {
     uint64_t Q = (uint64_t)c->n_head * c->head_dim, K = (uint64_t)c->n_kv_head * c->head_dim;
-    return 3ull * c->d_model + 2 * Q + 2 * K + 3ull * c->n_ff + 2 + (uint64_t)c->n_head +
-           (uint64_t)(l ? l->rank : 0) * (uint64_t)n_targets(l);
+    uint64_t bits = 0;
+    for (int m = 0; l && l->dropout > 0 && m < LM_COUNT; m++)
+        if (l->targets >> m & 1) {
+            int in, out;
+            lora_module_dims(c, m, &in, &out);
+            bits += (uint64_t)in;
+        }
+    return (uint64_t)c->d_model + 2 * Q + 2 * K + 2ull * c->n_ff + 2 + (uint64_t)c->n_head +
+           (uint64_t)(l ? l->rank : 0) * (uint64_t)n_targets(l) + (bits + 31) / 32;
 }
 
 uint64_t plan_act_per_token(const model_config *c, const lora_config *l, int recompute)
@@ -81,50 +89,6 @@ uint64_t plan_tokenizer_estimate(int64_t vocab, int64_t merges)
      * hash: calibrated on dlm's tokenizer for the Qwen2.5 and SmolLM2
      * vocabularies (heap after tok_load) */
     return (uint64_t)(vocab > 0 ? vocab : 0) * 160 + (uint64_t)(merges > 0 ? merges : 0) * 72 + (256u << 10);
-}
-
-/* ---- fb's buffers by purpose -------------------------------------------------
- * The same carving as fb.c (64-byte aligned pieces); the total used for the
- * plan is fb_plan_bytes itself, these parts only name where it goes. */
-
-typedef struct fb_parts { uint64_t stored, head, bwd, attn; } fb_parts;
-
-static uint64_t f4(uint64_t n) { return ((n * 4) + 63) & ~(uint64_t)63; }
-
-static void fb_parts_of(const model_config *c, const lora_config *l, int B, int T, int recompute, fb_parts *p)
-{
-    uint64_t N = (uint64_t)B * T, C = (uint64_t)c->d_model, F = (uint64_t)c->n_ff, V = (uint64_t)c->vocab;
-    uint64_t Q = (uint64_t)c->n_head * c->head_dim, K = (uint64_t)c->n_kv_head * c->head_dim;
-    uint64_t r = l ? (uint64_t)l->rank : 0, L = (uint64_t)c->n_layer, acts = recompute ? 1 : L;
-    uint64_t maxI = C > Q ? C : Q;
-    if (F > maxI) maxI = F;
-    /* logits chunk: about 16 MiB of rows, at least 8, at most N (fb.c auto_chunk) */
-    uint64_t chunk = (16u << 20) / (V * 4);
-    if (chunk < 8) chunk = 8;
-    if (chunk > N) chunk = N;
-    memset(p, 0, sizeof *p);
-    p->stored = f4((L + 1) * N * C);
-    uint64_t per = 3 * f4(N * C) + 2 * f4(N) + 2 * f4(N * Q) + 2 * f4(N * K) + f4((uint64_t)B * c->n_head * T) +
-                   3 * f4(N * F) + (uint64_t)n_targets(l) * f4(N * r);
-    p->stored += acts * per;
-    p->head = f4(N) + f4(N * C) + f4(chunk * V) + 2 * f4(chunk * C) + f4(chunk) + f4(N) + f4(chunk);
-    p->bwd = 3 * f4(N * C) + 2 * f4(N * Q) + 2 * f4(N * K) + 3 * f4(N * F);
-    attn_shape as = {B, T, T, c->n_head, c->n_kv_head, c->head_dim, 0, (int64_t)T * (int64_t)K, NULL};
-    size_t sc = kern_attn_scratch(&as), sb = kern_attn_bwd_scratch(&as);
-    p->attn = f4(sc > sb ? sc : sb);
-    if (l) {
-        p->bwd += f4(N * maxI) + (l->dropout > 0 ? f4(N * maxI) : 0) + f4(N * r);
-        if (l->dora) {
-            uint64_t outs = 0;
-            for (int m = 0; m < LM_COUNT; m++)
-                if (l->targets >> m & 1) {
-                    int in, out;
-                    lora_module_dims(c, m, &in, &out);
-                    outs += (uint64_t)out;
-                }
-            p->bwd += 2 * f4(N * maxI) + 2 * f4(outs * L) + f4(maxI + r);
-        }
-    }
 }
 
 /* ---- the plan ------------------------------------------------------------------ */
@@ -172,17 +136,13 @@ void plan_compute(const plan_in *in, int mb, int ga, int recompute, plan *p)
     if (in->keep_best) add(p, "best-checkpoint copy", n * 4);
     add(p, "checkpoint buffer", n * 4 * (in->keep_best ? 4 : 3) + 96);
     fb_opts o = {mb, in->seq_len, recompute, in->full, 0};
-    uint64_t fbt = fb_plan_bytes(c, l, &o);
     fb_parts fp;
-    fb_parts_of(c, l, mb, in->seq_len, recompute, &fp);
-    uint64_t other = fp.head + fp.bwd + fp.attn;
+    fb_plan_parts(c, l, &o, &fp);
     add(p, recompute ? "activations (layer inputs + one layer, recomputed)" : "activations (every layer kept)",
-        fbt > other ? fbt - other : fbt);
-    if (fbt > other) {
-        add(p, "attention scratch", fp.attn);
-        add(p, "LM-head chunk", fp.head);
-        add(p, "backward scratch", fp.bwd);
-    }
+        fp.acts);
+    add(p, "attention scratch", fp.attn);
+    add(p, "LM-head chunk", fp.head);
+    add(p, "backward scratch", fp.bwd);
     add(p, "batch buffers", (uint64_t)mb * (uint64_t)in->seq_len * 16 + (uint64_t)mb * sizeof(int));
     p->act_token = plan_act_per_token(c, l, 0);
     p->act_token_rc = plan_act_per_token(c, l, 1);

@@ -67,21 +67,35 @@ int kern_attn_ds_off, kern_attn_dec_off;
 
 #define DS_OFF_CAP 1025     /* query blocks whose dS tiles can be kept (Tq <= 32768) */
 
-/* Floats of the dS store, 0 when it would exceed ATTN_DS_MAX_FLOATS. */
-static size_t ds_floats(const attn_shape *s)
+/* Floats the dS tiles of shape s would take (1e30 when the offsets table
+ * cannot hold its query blocks). Grows with B, Tq and Tk. */
+static double ds_need(const attn_shape *s)
 {
     if (s->B <= 0 || s->NH <= 0 || s->Tq <= 0 || s->Tk <= 0 || s->q_off < 0) return 0;
     static _Thread_local int32_t off[DS_OFF_CAP];
     int64_t per = ds_layout(s, off, DS_OFF_CAP);
-    if (per < 0) return 0;
-    double f = (double)s->B * s->NH * (double)per * ATTN_BQ * ATTN_BK;
+    if (per < 0) return 1e30;
+    return (double)s->B * s->NH * (double)per * ATTN_BQ * ATTN_BK;
+}
+
+/* Floats of the dS store used for shape s, 0 when it would exceed
+ * ATTN_DS_MAX_FLOATS (the dQ pass then recomputes dS). */
+static size_t ds_floats(const attn_shape *s)
+{
+    double f = ds_need(s);
     return f > (double)ATTN_DS_MAX_FLOATS ? 0 : (size_t)f;
 }
 
+/* Callers size the scratch once for their largest shape and then run
+ * smaller ones (a short last batch): a smaller shape may keep its tiles
+ * where the largest could not, so the reservation is the capped need, not
+ * ds_floats() — monotone in B, Tq and Tk. */
 size_t kern_attn_bwd_scratch(const attn_shape *s)
 {
     size_t d = (size_t)(s->B > 0 ? s->B : 0) * (size_t)(s->NH > 0 ? s->NH : 0) * (size_t)(s->Tq > 0 ? s->Tq : 0);
-    return d + 16 + ds_floats(s) + (size_t)DS_OFF_CAP;
+    double f = ds_need(s);
+    size_t ds = f > (double)ATTN_DS_MAX_FLOATS ? ATTN_DS_MAX_FLOATS : (size_t)f;
+    return d + 16 + ds + (size_t)DS_OFF_CAP;
 }
 
 static void run_fwd(void *ctx, int64_t b, int64_t e)

@@ -130,7 +130,10 @@ void kern_swiglu_bwd(float *dg, float *du, const float *dh, const float *g, cons
  * equals its own (seg[b][q_off+i]). No T×T matrix is materialised: tiles
  * of 32 queries × 64 keys live in the pool's per-thread scratch.
  * kern_attn_scratch() is a token 16 floats (the forward needs none; scratch
- * may be NULL); kern_attn_bwd_scratch() is B·NH·Tq (+16) floats.
+ * may be NULL); kern_attn_bwd_scratch() is B·NH·Tq (+16) floats plus room
+ * to keep the backward's dS tiles (at most ATTN_DS_MAX_FLOATS); it grows
+ * with B, Tq and Tk, so a scratch sized for the largest shape serves every
+ * smaller one.
  * Limits: HS <= 512, NH % KVH == 0, q_off + Tq <= Tk; otherwise the forward
  * writes zeros and the backward does nothing. A decode step (Tq = 1,
  * q_off = Tk−1) gives exactly the last row of the full causal run. */

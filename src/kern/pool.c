@@ -197,6 +197,12 @@ static int init_locked(int nthreads)
         atomic_store(&g_ready, 0);
         return -1;
     }
+    /* The shared buffer whole, now: growing it on first use would allocate
+     * inside a training step. Pages a kernel never touches cost nothing. */
+    if (!g_shared) {
+        if (posix_memalign(&g_shared, 64, KERN_SHARED_BYTES)) g_shared = NULL;
+        g_shared_bytes = g_shared ? KERN_SHARED_BYTES : 0;
+    }
     p->n = 1;
     for (int i = 1; i < nthreads; i++) {
         if (pthread_create(&p->th[i], NULL, worker, (void *)(intptr_t)i)) break;
@@ -247,16 +253,8 @@ int kern_tid(void) { return t_tid; }
 void *kern_shared(size_t bytes)
 {
     if (t_in_region || bytes > KERN_SHARED_BYTES) return NULL;
-    if (bytes > g_shared_bytes) {
-        /* grow in 1 MiB steps; only the pages a kernel touches count */
-        size_t want = (bytes + ((size_t)1 << 20) - 1) & ~(((size_t)1 << 20) - 1);
-        void *q = NULL;
-        if (posix_memalign(&q, 64, want)) return NULL;
-        free(g_shared);
-        g_shared = q;
-        g_shared_bytes = want;
-    }
-    return g_shared;
+    kern_ensure_init();
+    return bytes <= g_shared_bytes ? g_shared : NULL;
 }
 
 void *kern_scratch(void)

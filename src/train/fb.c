@@ -137,7 +137,11 @@ static int auto_chunk(const model_config *c, int N)
     return rows;
 }
 
-static void carve_all(fb_ctx *f, carver *cv, const model_config *c, const lora_config *lc)
+/* marks (optional) get the carver's offset at the end of each group:
+ * [0] what the forward keeps (residual stream, layers), [1] norm and RoPE
+ * working rows, [2] LM head, [3] backward buffers, [4] attention scratch;
+ * LoRA/DoRA backward buffers follow. */
+static void carve_all(fb_ctx *f, carver *cv, const model_config *c, const lora_config *lc, size_t marks[5])
 {
     int N = f->N, C = f->C, Q = f->Q, K = f->K, F = f->F, r = lora_rank(lc);
     int B = f->o.B, T = f->o.T, L = c->n_layer;
@@ -163,12 +167,14 @@ static void carve_all(fb_ctx *f, carver *cv, const model_config *c, const lora_c
             A->keep[m] = in ? (uint8_t *)carve(cv, ((size_t)N * in + 7) / 8) : NULL;
         }
     }
+    if (marks) marks[0] = cv->off;
     f->rstdf = CARVE_F(cv, N);
     f->xnf = CARVE_F(cv, (size_t)N * C);
     f->xn = CARVE_F(cv, (size_t)N * C);
     f->act = CARVE_F(cv, (size_t)N * F);
     f->rope_cs = CARVE_F(cv, (size_t)N * (c->head_dim / 2));
     f->rope_sn = CARVE_F(cv, (size_t)N * (c->head_dim / 2));
+    if (marks) marks[1] = cv->off;
     /* LoRA / plain forward: the fused head (no logits buffer, all rows at
      * once); full mode needs the logits for the output-weight gradient. */
     if (f->o.full) f->logits = CARVE_F(cv, (size_t)f->chunk * f->V);
@@ -178,6 +184,7 @@ static void carve_all(fb_ctx *f, carver *cv, const model_config *c, const lora_c
     f->nsel = CARVE_F(cv, f->sel);
     f->rows = (int32_t *)carve(cv, (size_t)N * sizeof(int32_t));
     f->tsel = (int32_t *)carve(cv, (size_t)f->sel * sizeof(int32_t));
+    if (marks) marks[2] = cv->off;
     f->dres = CARVE_F(cv, (size_t)N * C);
     f->dxn = CARVE_F(cv, (size_t)N * C);
     f->tmpC = CARVE_F(cv, (size_t)N * C);
@@ -188,8 +195,10 @@ static void carve_all(fb_ctx *f, carver *cv, const model_config *c, const lora_c
     f->dact = CARVE_F(cv, (size_t)N * F);
     f->dg = CARVE_F(cv, (size_t)N * F);
     f->du = CARVE_F(cv, (size_t)N * F);
+    if (marks) marks[3] = cv->off;
     size_t sc = kern_attn_scratch(&as), sb = kern_attn_bwd_scratch(&as);
     f->attn_scratch = CARVE_F(cv, sc > sb ? sc : sb);
+    if (marks) marks[4] = cv->off;
     if (lc) {
         f->tmpI = CARVE_F(cv, (size_t)N * f->maxI);
         f->xd = lc->dropout > 0 ? CARVE_F(cv, (size_t)N * f->maxI) : NULL;
@@ -227,17 +236,29 @@ static void init_dims(fb_ctx *f, const model_config *c, const lora_config *lc, c
     f->sel = o->full ? f->chunk : f->N;
 }
 
-size_t fb_plan_bytes(const model_config *c, const lora_config *lc, const fb_opts *o)
+size_t fb_plan_parts(const model_config *c, const lora_config *lc, const fb_opts *o, fb_parts *parts)
 {
     fb_ctx f;
     memset(&f, 0, sizeof f);
     init_dims(&f, c, lc, o);
     carver cv = {NULL, 0};
-    carve_all(&f, &cv, c, lc);
+    size_t mk[5];
+    carve_all(&f, &cv, c, lc, mk);
     size_t bytes = cv.off + 64;
     bytes += (size_t)f.n_acts * sizeof(layer_acts);
     if (lc && lc->dora) bytes += (size_t)c->n_layer * LM_COUNT * sizeof(size_t);
+    if (parts) {
+        parts->head = mk[2] - mk[1];
+        parts->attn = mk[4] - mk[3];
+        parts->bwd = (mk[1] - mk[0]) + (mk[3] - mk[2]) + (cv.off - mk[4]);
+        parts->acts = bytes - parts->head - parts->attn - parts->bwd;
+    }
     return bytes;
+}
+
+size_t fb_plan_bytes(const model_config *c, const lora_config *lc, const fb_opts *o)
+{
+    return fb_plan_parts(c, lc, o, NULL);
 }
 
 int fb_create(const model *m, const lora *l, const fb_opts *o, fb_ctx **out, dlm_err *e)
@@ -266,7 +287,7 @@ int fb_create(const model *m, const lora *l, const fb_opts *o, fb_ctx **out, dlm
     f->acts = calloc((size_t)f->n_acts, sizeof *f->acts);
     if (lc && lc->dora) f->dora_off = calloc((size_t)c->n_layer * LM_COUNT, sizeof(size_t));
     carver cv = {NULL, 0};
-    carve_all(f, &cv, c, lc);
+    carve_all(f, &cv, c, lc, NULL);
     f->slab_bytes = cv.off + 64;
     f->slab = aligned_alloc(64, (f->slab_bytes + 63) & ~(size_t)63);
     if (!f->acts || !f->slab || (lc && lc->dora && !f->dora_off)) {
@@ -279,7 +300,7 @@ int fb_create(const model *m, const lora *l, const fb_opts *o, fb_ctx **out, dlm
     memset(f->slab, 0, f->slab_bytes);
     cv.base = f->slab;
     cv.off = 0;
-    carve_all(f, &cv, c, lc);
+    carve_all(f, &cv, c, lc, NULL);
     *out = f;
     return 0;
 }

@@ -54,6 +54,12 @@ typedef struct fb_opts {
 /* Bytes fb_create will allocate for these options (activations + scratch). */
 size_t fb_plan_bytes(const model_config *c, const lora_config *lc, const fb_opts *o);
 
+/* The same total by purpose (the memory plan's items): what the forward
+ * keeps for the backward, the LM head's buffers, the backward's working
+ * buffers, the attention scratch. The four add up to the return value. */
+typedef struct fb_parts { size_t acts, head, bwd, attn; } fb_parts;
+size_t fb_plan_parts(const model_config *c, const lora_config *lc, const fb_opts *o, fb_parts *parts);
+
 typedef struct fb_ctx fb_ctx;
 /* lc may be NULL (full training, or plain forward). */
 int fb_create(const model *m, const lora *l, const fb_opts *o, fb_ctx **out, dlm_err *e);

@@ -163,6 +163,33 @@ static const attn_case CASES[] = {
     {1, 130, 130, 3, 3, 128, 0, 0, 0},   /* several query and key blocks */
 };
 
+/* A scratch sized once for the largest shape serves a smaller one: with
+ * B = 64 the dS tiles exceed ATTN_DS_MAX_FLOATS, with B = 1 they are kept,
+ * and must fit the reservation made for B = 64 (the short last batch of a
+ * run; ASan sees any overflow of the exact-size buffer). */
+static void test_attention_scratch_shrinks(void)
+{
+    trng r = {9};
+    attn_case big = {64, 512, 512, 4, 2, 16, 0, 0, 0};
+    attn_shape sb = {big.B, big.Tq, big.Tk, big.NH, big.KVH, big.HS, 0, (int64_t)big.Tk * big.KVH * big.HS, NULL};
+    size_t need = kern_attn_bwd_scratch(&sb);
+    attn_case small = big;
+    small.B = 1;
+    attn_bufs a;
+    attn_alloc(&a, &small, &r);
+    CHECK(kern_attn_bwd_scratch(&a.s) <= need);
+    free(a.scr);
+    a.scr = xmalloc(need * 4);
+    float *dqr = xmalloc(a.nq * 4), *dkr = xmalloc(a.nkv * 4), *dvr = xmalloc(a.nkv * 4);
+    kern_attn_fwd(a.out, a.lse, a.q, a.k, a.v, &a.s, a.scr);
+    kern_attn_bwd(a.dq, a.dk, a.dv, a.dout, a.out, a.lse, a.q, a.k, a.v, &a.s, a.scr);
+    kern_attn_bwd_ref(dqr, dkr, dvr, a.dout, a.q, a.k, a.v, &a.s);
+    CHECK_CLOSE("attn dq, scratch of a larger shape", a.dq, dqr, a.nq, 1e-5, 1e-6);
+    CHECK_CLOSE("attn dk, scratch of a larger shape", a.dk, dkr, a.nkv, 1e-5, 1e-6);
+    free(dqr); free(dkr); free(dvr);
+    attn_free(&a);
+}
+
 static void test_attention(void)
 {
     trng r = {4};
@@ -531,6 +558,7 @@ int main(int argc, char **argv)
     test_rope();
     test_swiglu();
     test_attention();
+    test_attention_scratch_shrinks();
     test_attention_kvcache();
     test_attention_decode_unit();
     test_xent();
