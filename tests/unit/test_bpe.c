@@ -209,6 +209,11 @@ static void test_errors(void)
     CHECK_INT(bpe_train(t, 300, 1, &e), -1);   /* once */
     CHECK_INT(bpe_add_text(t, "x", 1, &e), -1);
     bpe_free(t);
+    /* invalid UTF-8 is refused, not matched */
+    CHECK_INT(bpe_new(&t, &e), 0);
+    CHECK_INT(bpe_add_text(t, "ok \xff\xfe", 5, &e), -1);
+    CHECK_INT(bpe_add_text(t, "caf\xc3", 4, &e), -1);
+    bpe_free(t);
 }
 
 int main(void)

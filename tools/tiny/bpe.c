@@ -187,8 +187,12 @@ int bpe_add_text(bpe_trainer *t, const char *text, size_t len, dlm_err *e)
     if (t->trained) return err_set(e, "TokenizerError", "bpe_add_text after bpe_train");
     if (t->arena_len > (size_t)UINT32_MAX - (1u << 20)) return err_set(e, "TokenizerError", "training text too large");
     size_t pos = 0;
+    /* The first match checks the whole text is UTF-8; the others skip the
+     * check (repeating it per match would be quadratic in the text). */
+    uint32_t opts = 0;
     while (pos < len) {
-        int rc = pcre2_match(t->re, (PCRE2_SPTR)text, len, pos, 0, t->md, NULL);
+        int rc = pcre2_match(t->re, (PCRE2_SPTR)text, len, pos, opts, t->md, NULL);
+        opts = PCRE2_NO_UTF_CHECK;
         if (rc == PCRE2_ERROR_NOMATCH) break;
         if (rc < 0) {
             PCRE2_UCHAR msg[160];
