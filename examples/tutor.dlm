@@ -7,10 +7,13 @@ training:
   lora_r: 16
   lora_alpha: 32
   lora_dropout: 0.0
+  target_modules: [q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj]
   sequence_len: 256
-  learning_rate: 0.003
-  num_epochs: 12
+  learning_rate: 0.004
+  num_epochs: 30
   warmup_ratio: 0.05
+  micro_batch_size: 1
+  grad_accum: 1
 ---
 
 # The water cycle

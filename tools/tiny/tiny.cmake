@@ -18,3 +18,13 @@ foreach(t ${DLM_UNIT_TESTS})
     target_link_libraries(${name} PRIVATE tinyrecipe)
   endif()
 endforeach()
+
+# CLI scripts named tNNNN-slow-*.sh (the embedded base's quality checks,
+# which train on it) carry the ctest label `slow`: `ctest -LE slow` skips
+# them (the ASan run in .ci/run does).
+foreach(t ${DLM_CLI_TESTS})
+  get_filename_component(name ${t} NAME_WE)
+  if(name MATCHES "^t[0-9]+-slow-")
+    set_tests_properties(cli/${name} PROPERTIES LABELS slow)
+  endif()
+endforeach()
