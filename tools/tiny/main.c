@@ -17,6 +17,7 @@
  * A hidden build tool (not a dlm command): make-tiny.sh drives it. It
  * prints progress on stderr; the exit code is 0 on success. */
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -246,6 +247,11 @@ static int run(const args *a, dlm_err *e)
     os.lr = (float)r.sft_lr;
     os.warmup_ratio = r.sft_warmup_ratio;
     os.total_steps = r.sft_steps;
+    /* A new phase, a new optimizer: moments and step count start over, so
+     * --from-pretrain (which has no moments) gives the same bytes. */
+    memset(tr->m, 0, f->n * sizeof(float));
+    memset(tr->v, 0, f->n * sizeof(float));
+    tr->adam_t = 0;
     int cursor = 0, cepoch = -1;
     t0 = time_mono();
     double sl = NAN;

@@ -14,6 +14,10 @@
 #   --work DIR  scratch: tokenizer files, held-out text, report.json (default build/tiny-work[-short])
 #   --from-pretrain  reuse DIR/pretrain.f32 and redo only instruction tuning
 #
+# The full recipe also copies the tokenizer (tokenizer.json +
+# tokenizer_config.json) to models/tiny-tokenizer/ and leaves
+# DIR/report.json (sizes, tokens/s, held-out perplexity, sha256).
+#
 # The binary is $DLM_BUILD/tiny-recipe (DLM_BUILD defaults to build/, which
 # `make` fills). Same recipe + same corpus + same CPU feature level => the
 # same bytes, whatever the thread count.
@@ -75,6 +79,11 @@ start=$(date +%s)
     --work "$work" --out "$out" ${TINY_THREADS:+--threads "$TINY_THREADS"} "${extra[@]}"
 secs=$(( $(date +%s) - start ))
 sum=$(sha256sum "$out" | cut -d' ' -f1)
+if [ $short = 0 ] && [ "$out" = "$src/models/tiny.gguf" ]; then
+    # the same tokenizer as an HF folder, beside the GGUF
+    mkdir -p "$src/models/tiny-tokenizer"
+    cp "$work/tokenizer/tokenizer.json" "$work/tokenizer/tokenizer_config.json" "$src/models/tiny-tokenizer/"
+fi
 if [ $short = 0 ] && [ -x "$build/dlm" ]; then
     # the shipped (F16) weights on the held-out documents, through dlm itself
     DLM_HOME=$(mktemp -d) "$build/dlm" perplexity --base "$out" "$work/heldout.txt" --ctx 256 --json \
