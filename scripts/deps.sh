@@ -3,6 +3,10 @@
 #
 #   scripts/deps.sh           install what is missing (apt-get, as root)
 #   scripts/deps.sh --check   exit 0 if everything is installed, 1 if not (quiet)
+#   scripts/deps.sh --build [--check]
+#                             only what building dlm and `make demo` need
+#                             (compiler, cmake, the -dev libraries): no
+#                             clang, torch or node, so a fresh machine is quick
 #
 # Idempotent: packages already installed are skipped. Not root: prints the
 # exact command to run and exits non-zero. Later features add packages here,
@@ -18,10 +22,22 @@ python3 python3-numpy python3-torch
 golang-go
 "
 
-# node and npm (test-time references only): any install will do, e.g.
-# NodeSource's nodejs, which bundles npm and conflicts with Debian's npm.
-command -v node >/dev/null 2>&1 || PKGS="$PKGS nodejs"
-command -v npm >/dev/null 2>&1 || PKGS="$PKGS npm"
+BUILD_PKGS="
+build-essential cmake pkg-config
+libyaml-dev libjansson-dev libpcre2-dev libutf8proc-dev libzstd-dev
+libarchive-dev libsqlite3-dev libcurl4-openssl-dev libsodium-dev
+libopenblas-dev
+"
+
+if [ "${1:-}" = "--build" ]; then
+    PKGS=$BUILD_PKGS
+    shift
+else
+    # node and npm (test-time references only): any install will do, e.g.
+    # NodeSource's nodejs, which bundles npm and conflicts with Debian's npm.
+    command -v node >/dev/null 2>&1 || PKGS="$PKGS nodejs"
+    command -v npm >/dev/null 2>&1 || PKGS="$PKGS npm"
+fi
 
 missing=""
 for p in $PKGS; do

@@ -26,8 +26,6 @@ void full_model_free(full_model *f);
 /* Repoint wmats/vectors at p (after the slab moved or was created). */
 void full_model_bind(full_model *f);
 
-#endif
-
 /* Every tensor of the canonical layout with its HF name, for saving and for
  * comparing with references. Returns the count (<= full_tensor_max(c)). */
 typedef struct full_tensor {
@@ -37,3 +35,5 @@ typedef struct full_tensor {
 } full_tensor;
 int full_tensor_max(const model_config *c);
 int full_tensors(const model_config *c, const fb_full_grads *g, full_tensor *out);
+
+#endif
