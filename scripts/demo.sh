@@ -65,18 +65,13 @@ esac
 done_step "prompt"
 
 step "6/6 dlm export --target ollama"
-if "$DLM" export --help >/dev/null 2>&1; then
-    "$DLM" export "$doc" --target ollama --skip-ollama
-    found=$(find "$DLM_HOME" \( -name '*.gguf' -o -name Modelfile \) -newer "$doc" | sort)
-    [ -n "$found" ] || fail "dlm export wrote no GGUF / Modelfile"
-    echo "$found" | sed 's/^/    wrote /'
-    echo "$found" | grep -q '\.gguf$' || fail "no GGUF written"
-    echo "$found" | grep -q '/Modelfile$' || fail "no Modelfile written"
-    done_step "export"
-else
-    echo "    NOTE: this build has no 'dlm export' command yet; skipped (the export branch adds it)"
-    done_step "export (not in this build)"
-fi
+"$DLM" export "$doc" --target ollama
+found=$(find "$DLM_HOME" \( -name '*.gguf' -o -name Modelfile \) -newer "$doc" | sort)
+[ -n "$found" ] || fail "dlm export wrote no GGUF / Modelfile"
+echo "$found" | sed 's/^/    wrote /'
+echo "$found" | grep -q '\.gguf$' || fail "no GGUF written"
+echo "$found" | grep -q '/Modelfile$' || fail "no Modelfile written"
+done_step "export"
 
 echo
 echo "==> demo: all steps passed in $(( $(date +%s) - t_all ))s"

@@ -85,7 +85,7 @@ def main():
             r[9] == "True", r[10] == "True", int(r[11]), ident, len(json.loads(r[12])), mod,
             cstr(ex[0]), repr(float(ex[1])), ex[2], ex[3], ex[4]))
     out.write("    /* the embedded base shipped with dlm (models/tiny.gguf, resolved at load time) */\n")
-    out.write("    {\"tiny\", NULL, NULL, \"LlamaForCausalLM\", 5770496LL, \"chatml\", \"llama\", \"gpt2\", \"Apache-2.0\", 0, 1, 1024,\n"
+    out.write("    {\"tiny\", NULL, NULL, \"LlamaForCausalLM\", 5770496LL, \"chatml\", \"llama\", \"gpt-2\", \"Apache-2.0\", 0, 1, 1024,\n"
               "     tm_qwen2_5_0_5b, 4, REG_TEXT, NULL, 0.012, 256, 0, 0, \"models/tiny.gguf\"},\n")
     out.write("};\n\nconst int registry_table_len = (int)(sizeof registry_table / sizeof registry_table[0]);\n")
 

@@ -15,9 +15,9 @@
  *                  deltas) or estimated from the vocabulary
  *   adapter, gradients, AdamW m and v, best-checkpoint copy, checkpoint
  *                  serialisation buffer   4 bytes per parameter each
- *   activations    fb_plan_bytes: exactly what fb_create allocates; the
- *                  breakdown (stored activations per token, attention
- *                  scratch, LM-head chunk, backward scratch) is reported
+ *   activations    fb_plan_parts: exactly what fb_create allocates, by
+ *                  purpose from fb's own carving (what the forward keeps,
+ *                  attention scratch, LM-head buffers, backward scratch)
  *   batch buffers  4 int32 arrays of micro_batch × sequence
  *
  * `train` allocates these buffers once, before step 1 (nothing is allocated

@@ -92,7 +92,7 @@ const reg_entry registry_table[] = {
     {"qwen2.5-coder-14b", "Qwen/Qwen2.5-Coder-14B-Instruct", "main", "Qwen2ForCausalLM", 14700000000LL, "chatml", "qwen2", "qwen2", "Apache-2.0", 0, 1, 32768, tm_qwen2_5_coder_14b, 4, REG_TEXT,
      "https://huggingface.co/Qwen/Qwen2.5-Coder-14B-Instruct/blob/main/LICENSE", 29.5, 2048, 0, 0, NULL},
     /* the embedded base shipped with dlm (models/tiny.gguf, resolved at load time) */
-    {"tiny", NULL, NULL, "LlamaForCausalLM", 5770496LL, "chatml", "llama", "gpt2", "Apache-2.0", 0, 1, 1024,
+    {"tiny", NULL, NULL, "LlamaForCausalLM", 5770496LL, "chatml", "llama", "gpt-2", "Apache-2.0", 0, 1, 1024,
      tm_qwen2_5_0_5b, 4, REG_TEXT, NULL, 0.012, 256, 0, 0, "models/tiny.gguf"},
 };
 

@@ -12,7 +12,9 @@ int tiny_gguf_tokenizer(gguf_w *w, const tiny_vocab *v)
 {
     int r = 0;
     r |= gguf_w_str(w, "tokenizer.ggml.model", "gpt2");
-    r |= gguf_w_str(w, "tokenizer.ggml.pre", "gpt2");
+    /* llama.cpp knows GPT-2's pre-tokenizer as "gpt-2" and refuses to
+     * load a file naming it "gpt2" (tests/ref/r0602) */
+    r |= gguf_w_str(w, "tokenizer.ggml.pre", "gpt-2");
     r |= gguf_w_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)v->tokens, NULL, (size_t)v->n_tokens);
     r |= gguf_w_arr_i32(w, "tokenizer.ggml.token_type", v->types, (size_t)v->n_tokens);
     r |= gguf_w_arr_str(w, "tokenizer.ggml.merges", (const char *const *)v->merges, NULL, (size_t)v->n_merges);
