@@ -160,13 +160,8 @@ int cmd_logs(int argc, char **argv, dlm_ctx *ctx)
     if (npos != 1) return cmd_usage_error(&spec_logs, "logs needs exactly one PATH (a .dlm file)");
     dlm_err e;
     err_clear(&e);
-    if (cmd_setup(ctx, &e)) return cmd_fail(ctx, &e);
-    dlm_doc *d = doc_load(pos[0], &e);
-    if (!d) return cmd_fail(ctx, &e);
     char store[4096];
-    int rc = store_dir(ctx->home, doc_fm(d)->dlm_id, store, sizeof store, &e);
-    doc_free(d);
-    if (rc) return cmd_fail(ctx, &e);
+    if (cmd_doc_store(ctx, pos[0], store, sizeof store, &e)) return cmd_fail(ctx, &e);
     run_report rep;
     if (hb_read(store, &rep, &e)) return cmd_fail(ctx, &e);
     char path[4200];

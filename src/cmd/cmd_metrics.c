@@ -89,13 +89,8 @@ int cmd_metrics(int argc, char **argv, dlm_ctx *ctx)
     if (o_evals && o_runs) return cmd_usage_error(&spec_metrics, "--evals and --runs are mutually exclusive");
     dlm_err e;
     err_clear(&e);
-    if (cmd_setup(ctx, &e)) return cmd_fail(ctx, &e);
-    dlm_doc *d = doc_load(pos[0], &e);
-    if (!d) return cmd_fail(ctx, &e);
     char store[4096];
-    r = store_dir(ctx->home, doc_fm(d)->dlm_id, store, sizeof store, &e);
-    doc_free(d);
-    if (r) return cmd_fail(ctx, &e);
+    if (cmd_doc_store(ctx, pos[0], store, sizeof store, &e)) return cmd_fail(ctx, &e);
     out_ctx o = {o_json ? 1 : o_csv ? 2 : 0, 0, o_json ? json_array() : NULL};
     if (metrics_query(store, o_runs ? "runs" : o_evals ? "evals" : "steps", o_run, on_row, &o, &e)) {
         json_decref(o.arr);

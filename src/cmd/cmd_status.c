@@ -150,13 +150,8 @@ int cmd_status(int argc, char **argv, dlm_ctx *ctx)
     if (!(o_interval >= 0.1 && o_interval <= 3600)) return cmd_usage_error(&spec_status, "--interval must be 0.1..3600");
     dlm_err e;
     err_clear(&e);
-    if (cmd_setup(ctx, &e)) return cmd_fail(ctx, &e);
-    dlm_doc *d = doc_load(pos[0], &e);
-    if (!d) return cmd_fail(ctx, &e);
     char store[4096];
-    int rc = store_dir(ctx->home, doc_fm(d)->dlm_id, store, sizeof store, &e);
-    doc_free(d);
-    if (rc) return cmd_fail(ctx, &e);
+    if (cmd_doc_store(ctx, pos[0], store, sizeof store, &e)) return cmd_fail(ctx, &e);
     int tty = isatty(1);
     run_report last;
     memset(&last, 0, sizeof last);

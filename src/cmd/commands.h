@@ -26,5 +26,8 @@ DLM_COMMAND_LIST(X)
 
 /* After opts_parse: apply -v/-q to the logger and resolve the home dir. */
 int cmd_setup(dlm_ctx *ctx, dlm_err *e);
+/* cmd_setup, then the store folder of the document at path (commands that
+ * read a run's records: logs, status, metrics). */
+int cmd_doc_store(dlm_ctx *ctx, const char *path, char *store, size_t cap, dlm_err *e);
 
 #endif

@@ -1,5 +1,7 @@
 /* setup — what every command does after parsing its options. */
 #include "cmd/commands.h"
+#include "doc/doc.h"
+#include "store/store.h"
 #include "util/log.h"
 
 int cmd_setup(dlm_ctx *ctx, dlm_err *e)
@@ -10,4 +12,14 @@ int cmd_setup(dlm_ctx *ctx, dlm_err *e)
     }
     log_set_level(ctx->quiet ? LOG_QUIET : ctx->verbose ? LOG_VERBOSE : LOG_NORMAL);
     return ctx_resolve_home(ctx, e);
+}
+
+int cmd_doc_store(dlm_ctx *ctx, const char *path, char *store, size_t cap, dlm_err *e)
+{
+    if (cmd_setup(ctx, e)) return -1;
+    dlm_doc *d = doc_load(path, e);
+    if (!d) return -1;
+    int rc = store_dir(ctx->home, doc_fm(d)->dlm_id, store, cap, e);
+    doc_free(d);
+    return rc;
 }
