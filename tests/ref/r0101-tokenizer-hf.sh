@@ -6,7 +6,8 @@
 # the GPT-2, SmolLM and other pre-tokenizer configurations. Default mode,
 # --no-special and --add-special; decode(encode(x)) == x; HF's decode of
 # dlm's ids; the tokenizer rebuilt from its GGUF-style arrays; llama.cpp's
-# vocab test vectors when ../shared/reference/vocab-tests has them.
+# vocab test vectors for qwen2 and llama-bpe (from node-llama-cpp's bundled
+# llama.cpp source) on the Qwen3 and Llama-3 tokenizer.json.
 set -euo pipefail
 : "${DLM:?}" "${DLM_SRC:?}" "${DLM_BUILD:?}"
 ref=$DLM_SRC/tests/ref
@@ -75,8 +76,22 @@ for name in qwen3 llama3_1 smollm; do
 done
 
 # llama.cpp's published vocab test vectors (not committed here: other
-# projects' files stay out of this repository).
+# projects' files stay out of this repository), run against the HF
+# tokenizer.json of the same family: taken at test time from the llama.cpp
+# source npm node-llama-cpp ships as a git bundle (r0103 runs them against
+# llama.cpp's own vocabulary GGUFs), or from ../shared/reference/vocab-tests.
 vt=$DLM_SRC/../shared/reference/vocab-tests
+bundle=$ref/node_modules/node-llama-cpp/llama/gitRelease.bundle
+if [ ! -d "$vt" ] && [ -f "$bundle" ] && command -v git >/dev/null; then
+    vt=$out/vocab-tests
+    mkdir -p "$vt"
+    git clone -q --bare "$bundle" "$out/llama.git"
+    for v in qwen2 llama-bpe; do
+        for ext in inp out; do
+            git --git-dir="$out/llama.git" show "HEAD:models/ggml-vocab-$v.gguf.$ext" > "$vt/ggml-vocab-$v.gguf.$ext"
+        done
+    done
+fi
 for pair in "qwen2:qwen3" "llama-bpe:llama3"; do
     v=${pair%%:*}; t=${pair#*:}
     inp=$vt/ggml-vocab-$v.gguf.inp
