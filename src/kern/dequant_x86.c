@@ -23,93 +23,88 @@ static inline __attribute__((always_inline, target("f16c"))) float half(const ui
 
 /* ---- AVX-512 ---------------------------------------------------------------- */
 
-/* 16 bytes → 16 int32 → float. */
-static inline A512 __m512 u8x16_ps(__m128i b) { return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(b)); }
-
-static A512 void q4k_avx512(const uint8_t *b, float *y, int64_t nb)
+/* Q4_K / Q5_K scale and min of sub-block j (get_scale_min_k4). */
+static inline void scmin(const uint8_t *sc, int j, uint8_t *s, uint8_t *m)
 {
-    const __m128i lo4 = _mm_set1_epi8(0x0F);
-    for (int64_t i = 0; i < nb; i++, b += 144) {
-        const float d = half(b), min = half(b + 2);
-        const uint8_t *sc = b + 4, *q = b + 16;
-        for (int j = 0; j < 4; j++, q += 32, y += 64) {
-            int is = 2 * j;
-            uint8_t s1, m1, s2, m2;
-            if (is < 4) { s1 = sc[is] & 63; m1 = sc[is + 4] & 63; }
-            else { s1 = (uint8_t)((sc[is + 4] & 0xF) | ((sc[is - 4] >> 6) << 4)); m1 = (uint8_t)((sc[is + 4] >> 4) | ((sc[is] >> 6) << 4)); }
-            is++;
-            if (is < 4) { s2 = sc[is] & 63; m2 = sc[is + 4] & 63; }
-            else { s2 = (uint8_t)((sc[is + 4] & 0xF) | ((sc[is - 4] >> 6) << 4)); m2 = (uint8_t)((sc[is + 4] >> 4) | ((sc[is] >> 6) << 4)); }
-            const __m512 d1 = _mm512_set1_ps(d * s1), mm1 = _mm512_set1_ps(min * m1);
-            const __m512 d2 = _mm512_set1_ps(d * s2), mm2 = _mm512_set1_ps(min * m2);
-            for (int h = 0; h < 2; h++) {
-                __m128i v = _mm_loadu_si128((const __m128i *)(q + 16 * h));
-                __m512 lo = u8x16_ps(_mm_and_si128(v, lo4));
-                __m512 hi = u8x16_ps(_mm_and_si128(_mm_srli_epi16(v, 4), lo4));
-                _mm512_storeu_ps(y + 16 * h, _mm512_sub_ps(_mm512_mul_ps(d1, lo), mm1));
-                _mm512_storeu_ps(y + 32 + 16 * h, _mm512_sub_ps(_mm512_mul_ps(d2, hi), mm2));
-            }
-        }
-    }
+    if (j < 4) { *s = sc[j] & 63; *m = sc[j + 4] & 63; }
+    else { *s = (uint8_t)((sc[j + 4] & 0xF) | ((sc[j - 4] >> 6) << 4)); *m = (uint8_t)((sc[j + 4] >> 4) | ((sc[j] >> 6) << 4)); }
 }
 
-static A512 void q5k_avx512(const uint8_t *b, float *y, int64_t nb)
+/* The 64 weights of sub-blocks 2j and 2j+1 of a Q4_K (144 bytes) or Q5_K
+ * (176 bytes) block b (d, min: its two fp16 scales, read once per block by
+ * the caller), as w[0..3] = elements 64j + 0, 16, 32, 48 onwards.
+ * Shared by the dequantizer and the fused dot so both see the same floats. */
+static inline __attribute__((always_inline)) A512 void qk45_w64(const uint8_t *b, int q5, int j, float d, float min,
+                                                                __m512 w[4])
 {
     const __m128i lo4 = _mm_set1_epi8(0x0F);
     const __m512i sixteen = _mm512_set1_epi32(16);
-    for (int64_t i = 0; i < nb; i++, b += 176) {
-        const float d = half(b), min = half(b + 2);
-        const uint8_t *sc = b + 4, *qh = b + 16, *ql = b + 48;
-        for (int j = 0; j < 4; j++, ql += 32, y += 64) {
-            int is = 2 * j;
-            uint8_t s1, m1, s2, m2;
-            if (is < 4) { s1 = sc[is] & 63; m1 = sc[is + 4] & 63; }
-            else { s1 = (uint8_t)((sc[is + 4] & 0xF) | ((sc[is - 4] >> 6) << 4)); m1 = (uint8_t)((sc[is + 4] >> 4) | ((sc[is] >> 6) << 4)); }
-            is++;
-            if (is < 4) { s2 = sc[is] & 63; m2 = sc[is + 4] & 63; }
-            else { s2 = (uint8_t)((sc[is + 4] & 0xF) | ((sc[is - 4] >> 6) << 4)); m2 = (uint8_t)((sc[is + 4] >> 4) | ((sc[is] >> 6) << 4)); }
-            const __m512 d1 = _mm512_set1_ps(d * s1), mm1 = _mm512_set1_ps(min * m1);
-            const __m512 d2 = _mm512_set1_ps(d * s2), mm2 = _mm512_set1_ps(min * m2);
-            const __m512i u1 = _mm512_set1_epi32(1 << (2 * j)), u2 = _mm512_set1_epi32(2 << (2 * j));
-            for (int h = 0; h < 2; h++) {
-                __m128i v = _mm_loadu_si128((const __m128i *)(ql + 16 * h));
-                __m512i hb = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(qh + 16 * h)));
-                __m512i lo = _mm512_cvtepu8_epi32(_mm_and_si128(v, lo4));
-                __m512i hi = _mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(v, 4), lo4));
-                lo = _mm512_mask_add_epi32(lo, _mm512_test_epi32_mask(hb, u1), lo, sixteen);
-                hi = _mm512_mask_add_epi32(hi, _mm512_test_epi32_mask(hb, u2), hi, sixteen);
-                _mm512_storeu_ps(y + 16 * h, _mm512_sub_ps(_mm512_mul_ps(d1, _mm512_cvtepi32_ps(lo)), mm1));
-                _mm512_storeu_ps(y + 32 + 16 * h, _mm512_sub_ps(_mm512_mul_ps(d2, _mm512_cvtepi32_ps(hi)), mm2));
-            }
+    const uint8_t *sc = b + 4, *qh = b + 16, *q = b + (q5 ? 48 : 16) + 32 * j;
+    uint8_t s1, m1, s2, m2;
+    scmin(sc, 2 * j, &s1, &m1);
+    scmin(sc, 2 * j + 1, &s2, &m2);
+    const __m512 d1 = _mm512_set1_ps(d * s1), mm1 = _mm512_set1_ps(min * m1);
+    const __m512 d2 = _mm512_set1_ps(d * s2), mm2 = _mm512_set1_ps(min * m2);
+    for (int h = 0; h < 2; h++) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(q + 16 * h));
+        __m512i lo = _mm512_cvtepu8_epi32(_mm_and_si128(v, lo4));
+        __m512i hi = _mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(v, 4), lo4));
+        if (q5) {
+            __m512i hb = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(qh + 16 * h)));
+            lo = _mm512_mask_add_epi32(lo, _mm512_test_epi32_mask(hb, _mm512_set1_epi32(1 << (2 * j))), lo, sixteen);
+            hi = _mm512_mask_add_epi32(hi, _mm512_test_epi32_mask(hb, _mm512_set1_epi32(2 << (2 * j))), hi, sixteen);
         }
+        w[h] = _mm512_sub_ps(_mm512_mul_ps(d1, _mm512_cvtepi32_ps(lo)), mm1);
+        w[2 + h] = _mm512_sub_ps(_mm512_mul_ps(d2, _mm512_cvtepi32_ps(hi)), mm2);
     }
 }
 
-static A512 void q6k_avx512(const uint8_t *b, float *y, int64_t nb)
+/* The 128 weights of half n of a Q6_K block b (210 bytes), as
+ * w[0..7] = elements 128n + 0, 16, ..., 112 onwards. */
+static inline __attribute__((always_inline)) A512 void q6k_w128(const uint8_t *b, int n, __m512 w[8])
 {
     const __m512i m4 = _mm512_set1_epi32(0xF), m3 = _mm512_set1_epi32(3), c32 = _mm512_set1_epi32(32);
-    for (int64_t i = 0; i < nb; i++, b += 210) {
-        const float d = half(b + 208);
-        const uint8_t *ql = b, *qh = b + 128;
-        const int8_t *sc = (const int8_t *)(b + 192);
-        for (int n0 = 0; n0 < 256; n0 += 128, y += 128, ql += 64, qh += 32, sc += 8) {
-            for (int l0 = 0; l0 < 32; l0 += 16) {
-                int is = l0 / 16;
-                __m512i a = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(ql + l0)));
-                __m512i c = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(ql + l0 + 32)));
-                __m512i h = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(qh + l0)));
-                __m512i q1 = _mm512_or_si512(_mm512_and_si512(a, m4), _mm512_slli_epi32(_mm512_and_si512(h, m3), 4));
-                __m512i q2 = _mm512_or_si512(_mm512_and_si512(c, m4),
-                                             _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(h, 2), m3), 4));
-                __m512i q3 = _mm512_or_si512(_mm512_srli_epi32(a, 4),
-                                             _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(h, 4), m3), 4));
-                __m512i q4 = _mm512_or_si512(_mm512_srli_epi32(c, 4),
-                                             _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(h, 6), m3), 4));
-                _mm512_storeu_ps(y + l0, _mm512_mul_ps(_mm512_set1_ps(d * sc[is + 0]), _mm512_cvtepi32_ps(_mm512_sub_epi32(q1, c32))));
-                _mm512_storeu_ps(y + l0 + 32, _mm512_mul_ps(_mm512_set1_ps(d * sc[is + 2]), _mm512_cvtepi32_ps(_mm512_sub_epi32(q2, c32))));
-                _mm512_storeu_ps(y + l0 + 64, _mm512_mul_ps(_mm512_set1_ps(d * sc[is + 4]), _mm512_cvtepi32_ps(_mm512_sub_epi32(q3, c32))));
-                _mm512_storeu_ps(y + l0 + 96, _mm512_mul_ps(_mm512_set1_ps(d * sc[is + 6]), _mm512_cvtepi32_ps(_mm512_sub_epi32(q4, c32))));
+    const float d = half(b + 208);
+    const uint8_t *ql = b + 64 * n, *qh = b + 128 + 32 * n;
+    const int8_t *sc = (const int8_t *)(b + 192) + 8 * n;
+    for (int o = 0; o < 2; o++) {
+        const int l0 = 16 * o;
+        __m512i a = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(ql + l0)));
+        __m512i c = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(ql + l0 + 32)));
+        __m512i h = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(qh + l0)));
+        __m512i q1 = _mm512_or_si512(_mm512_and_si512(a, m4), _mm512_slli_epi32(_mm512_and_si512(h, m3), 4));
+        __m512i q2 = _mm512_or_si512(_mm512_and_si512(c, m4),
+                                     _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(h, 2), m3), 4));
+        __m512i q3 = _mm512_or_si512(_mm512_srli_epi32(a, 4),
+                                     _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(h, 4), m3), 4));
+        __m512i q4 = _mm512_or_si512(_mm512_srli_epi32(c, 4),
+                                     _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(h, 6), m3), 4));
+        w[0 + o] = _mm512_mul_ps(_mm512_set1_ps(d * sc[o + 0]), _mm512_cvtepi32_ps(_mm512_sub_epi32(q1, c32)));
+        w[2 + o] = _mm512_mul_ps(_mm512_set1_ps(d * sc[o + 2]), _mm512_cvtepi32_ps(_mm512_sub_epi32(q2, c32)));
+        w[4 + o] = _mm512_mul_ps(_mm512_set1_ps(d * sc[o + 4]), _mm512_cvtepi32_ps(_mm512_sub_epi32(q3, c32)));
+        w[6 + o] = _mm512_mul_ps(_mm512_set1_ps(d * sc[o + 6]), _mm512_cvtepi32_ps(_mm512_sub_epi32(q4, c32)));
+    }
+}
+
+/* nb K-quant blocks → floats, through the helpers above. */
+static A512 void kq_avx512(dtype t, const uint8_t *b, float *y, int64_t nb)
+{
+    __m512 w[8];
+    for (int64_t i = 0; i < nb; i++) {
+        if (t == DT_Q6_K) {
+            for (int n = 0; n < 2; n++, y += 128) {
+                q6k_w128(b, n, w);
+                for (int v = 0; v < 8; v++) _mm512_storeu_ps(y + 16 * v, w[v]);
             }
+            b += 210;
+        } else {
+            const int q5 = t == DT_Q5_K;
+            const float d = half(b), min = half(b + 2);
+            for (int j = 0; j < 4; j++, y += 64) {
+                qk45_w64(b, q5, j, d, min, w);
+                for (int v = 0; v < 4; v++) _mm512_storeu_ps(y + 16 * v, w[v]);
+            }
+            b += q5 ? 176 : 144;
         }
     }
 }
@@ -173,9 +168,9 @@ A512 int dequant_avx512(dtype t, const void *src, float *y, int64_t n)
         }
         return 1;
     }
-    case DT_Q4_K: q4k_avx512(b, y, n / 256); return 1;
-    case DT_Q5_K: q5k_avx512(b, y, n / 256); return 1;
-    case DT_Q6_K: q6k_avx512(b, y, n / 256); return 1;
+    case DT_Q4_K:
+    case DT_Q5_K:
+    case DT_Q6_K: kq_avx512(t, b, y, n / 256); return 1;
     default: return 0;
     }
 }
@@ -199,13 +194,6 @@ A512 int dequant_avx512(dtype t, const void *src, float *y, int64_t n)
 static inline A512 __m512 q8_vec(const uint8_t *q, __m512 d)
 {
     return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)q))), d);
-}
-
-/* Q4_K / Q5_K scale and min of sub-block j (get_scale_min_k4). */
-static inline void scmin(const uint8_t *sc, int j, uint8_t *s, uint8_t *m)
-{
-    if (j < 4) { *s = sc[j] & 63; *m = sc[j + 4] & 63; }
-    else { *s = (uint8_t)((sc[j + 4] & 0xF) | ((sc[j - 4] >> 6) << 4)); *m = (uint8_t)((sc[j + 4] >> 4) | ((sc[j] >> 6) << 4)); }
 }
 
 A512 int dot_fused_avx512(dtype t, const void *src, const float *x, int64_t K, float *out)
@@ -273,63 +261,24 @@ A512 int dot_fused_avx512(dtype t, const void *src, const float *x, int64_t K, f
     case DT_Q4_K:
     case DT_Q5_K: {
         const int q5 = t == DT_Q5_K;
-        const __m512i sixteen = _mm512_set1_epi32(16);
+        __m512 w[4];
         for (; k < K; b += q5 ? 176 : 144) {
             const float d = half(b), min = half(b + 2);
-            const uint8_t *sc = b + 4, *qh = b + 16, *q = b + (q5 ? 48 : 16);
-            for (int j = 0; j < 4; j++, q += 32) {
-                uint8_t s1, m1, s2, m2;
-                scmin(sc, 2 * j, &s1, &m1);
-                scmin(sc, 2 * j + 1, &s2, &m2);
-                const __m512 d1 = _mm512_set1_ps(d * s1), mm1 = _mm512_set1_ps(min * m1);
-                const __m512 d2 = _mm512_set1_ps(d * s2), mm2 = _mm512_set1_ps(min * m2);
-                __m512 w[4];
-                for (int h = 0; h < 2; h++) {
-                    __m128i v = _mm_loadu_si128((const __m128i *)(q + 16 * h));
-                    __m512i lo = _mm512_cvtepu8_epi32(_mm_and_si128(v, lo4));
-                    __m512i hi = _mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(v, 4), lo4));
-                    if (q5) {
-                        __m512i hb = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(qh + 16 * h)));
-                        lo = _mm512_mask_add_epi32(lo, _mm512_test_epi32_mask(hb, _mm512_set1_epi32(1 << (2 * j))), lo, sixteen);
-                        hi = _mm512_mask_add_epi32(hi, _mm512_test_epi32_mask(hb, _mm512_set1_epi32(2 << (2 * j))), hi, sixteen);
-                    }
-                    w[h] = _mm512_sub_ps(_mm512_mul_ps(d1, _mm512_cvtepi32_ps(lo)), mm1);
-                    w[2 + h] = _mm512_sub_ps(_mm512_mul_ps(d2, _mm512_cvtepi32_ps(hi)), mm2);
-                }
+            for (int j = 0; j < 4; j++) {
+                qk45_w64(b, q5, j, d, min, w);
                 FEED4(w[0], w[1], w[2], w[3]);
             }
         }
         break;
     }
     case DT_Q6_K: {
-        const __m512i m4 = _mm512_set1_epi32(0xF), m3 = _mm512_set1_epi32(3), c32 = _mm512_set1_epi32(32);
-        for (; k < K; b += 210) {
-            const float d = half(b + 208);
-            const uint8_t *ql = b, *qh = b + 128;
-            const int8_t *sc = (const int8_t *)(b + 192);
-            for (int n0 = 0; n0 < 256; n0 += 128, ql += 64, qh += 32, sc += 8) {
-                __m512 w[8];   /* q1(0) q1(16) q2(0) q2(16) q3(0) q3(16) q4(0) q4(16) */
-                for (int l0 = 0; l0 < 32; l0 += 16) {
-                    int is = l0 / 16, o = l0 / 16;
-                    __m512i a = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(ql + l0)));
-                    __m512i c = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(ql + l0 + 32)));
-                    __m512i h = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(qh + l0)));
-                    __m512i q1 = _mm512_or_si512(_mm512_and_si512(a, m4), _mm512_slli_epi32(_mm512_and_si512(h, m3), 4));
-                    __m512i q2 = _mm512_or_si512(_mm512_and_si512(c, m4),
-                                                 _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(h, 2), m3), 4));
-                    __m512i q3 = _mm512_or_si512(_mm512_srli_epi32(a, 4),
-                                                 _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(h, 4), m3), 4));
-                    __m512i q4 = _mm512_or_si512(_mm512_srli_epi32(c, 4),
-                                                 _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(h, 6), m3), 4));
-                    w[0 + o] = _mm512_mul_ps(_mm512_set1_ps(d * sc[is + 0]), _mm512_cvtepi32_ps(_mm512_sub_epi32(q1, c32)));
-                    w[2 + o] = _mm512_mul_ps(_mm512_set1_ps(d * sc[is + 2]), _mm512_cvtepi32_ps(_mm512_sub_epi32(q2, c32)));
-                    w[4 + o] = _mm512_mul_ps(_mm512_set1_ps(d * sc[is + 4]), _mm512_cvtepi32_ps(_mm512_sub_epi32(q3, c32)));
-                    w[6 + o] = _mm512_mul_ps(_mm512_set1_ps(d * sc[is + 6]), _mm512_cvtepi32_ps(_mm512_sub_epi32(q4, c32)));
-                }
+        __m512 w[8];
+        for (; k < K; b += 210)
+            for (int n = 0; n < 2; n++) {
+                q6k_w128(b, n, w);
                 FEED4(w[0], w[1], w[2], w[3]);
                 FEED4(w[4], w[5], w[6], w[7]);
             }
-        }
         break;
     }
     default:
