@@ -126,7 +126,7 @@ static void quant_q4_1(const float *x, uint8_t *y, int64_t n)
         put_h(y + 2, mn);
         for (int j = 0; j < 16; j++) {
             const float x0 = (x[j] - mn) * id, x1 = (x[j + 16] - mn) * id;
-            int8_t a = (int8_t)(x0 + 0.5f), b = (int8_t)(x1 + 0.5f);
+            const int a = kern_trunc_i8(x0 + 0.5f), b = kern_trunc_i8(x1 + 0.5f);
             const uint8_t xi0 = (uint8_t)(a < 15 ? a : 15), xi1 = (uint8_t)(b < 15 ? b : 15);
             y[4 + j] = (uint8_t)(xi0 | xi1 << 4);
         }
@@ -145,7 +145,8 @@ static void quant_q5_1(const float *x, uint8_t *y, int64_t n)
         uint32_t qh = 0;
         for (int j = 0; j < 16; j++) {
             const float x0 = (x[j] - mn) * id, x1 = (x[j + 16] - mn) * id;
-            const uint8_t xi0 = (uint8_t)(x0 + 0.5f), xi1 = (uint8_t)(x1 + 0.5f);
+            /* ggml: (int8_t) then uint8_t; kern_trunc_i8 keeps NaN/Inf rows defined */
+            const uint8_t xi0 = (uint8_t)kern_trunc_i8(x0 + 0.5f), xi1 = (uint8_t)kern_trunc_i8(x1 + 0.5f);
             y[8 + j] = (uint8_t)((xi0 & 0x0F) | (xi1 & 0x0F) << 4);
             qh |= (uint32_t)((xi0 & 0x10u) >> 4) << j;
             qh |= (uint32_t)((xi1 & 0x10u) >> 4) << (j + 16);

@@ -43,6 +43,10 @@ float fp16_to_f32(uint16_t h);
 uint16_t f32_to_fp16(float f);          /* IEEE RNE, NaN → ±0x7E00 (ggml's rule) */
 float bf16_to_f32(uint16_t h);
 uint16_t f32_to_bf16(float f);          /* RNE; NaN → (bits>>16)|64 (ggml's rule) */
+/* (int8_t)v, the conversion ggml's quantizers apply to "x·id + 0.5"-style
+ * values, without the undefined behaviour of converting NaN or an
+ * out-of-range float: NaN → 0, saturating at −128 / 127. */
+int kern_trunc_i8(float v);
 
 /* Dequantize n elements (a multiple of the block size) of type t. */
 void kern_dequant_row(dtype t, const void *src, float *dst, int64_t n);

@@ -28,8 +28,7 @@ static int nearest_int(float fval)
     return (i & 0x007fffff) - 0x00400000;
 }
 
-/* (int8_t)v for the Q4_0/Q5_0 "x*id + 8.5f" values, UB-free for NaN/huge. */
-static int trunc_i8(float v)
+int kern_trunc_i8(float v)
 {
     if (!(v > -128.f)) return v != v ? 0 : -128;
     if (v >= 127.f) return 127;
@@ -79,7 +78,7 @@ static void quant_q4_0(const float *x, uint8_t *y, int64_t n)
         wr16(y, f32_to_fp16(d));
         for (int j = 0; j < 16; j++) {
             const float x0 = x[j] * id, x1 = x[16 + j] * id;
-            int xi0 = trunc_i8(x0 + 8.5f), xi1 = trunc_i8(x1 + 8.5f);
+            int xi0 = kern_trunc_i8(x0 + 8.5f), xi1 = kern_trunc_i8(x1 + 8.5f);
             xi0 = xi0 < 15 ? xi0 : 15;
             xi1 = xi1 < 15 ? xi1 : 15;
             /* ggml stores MIN(15, (int8_t)v) in a uint8_t, then shifts it:
@@ -101,7 +100,7 @@ static void quant_q5_0(const float *x, uint8_t *y, int64_t n)
         uint32_t qh = 0;
         for (int j = 0; j < 16; j++) {
             const float x0 = x[j] * id, x1 = x[16 + j] * id;
-            int xi0 = trunc_i8(x0 + 16.5f), xi1 = trunc_i8(x1 + 16.5f);
+            int xi0 = kern_trunc_i8(x0 + 16.5f), xi1 = kern_trunc_i8(x1 + 16.5f);
             xi0 = xi0 < 31 ? xi0 : 31;
             xi1 = xi1 < 31 ? xi1 : 31;
             uint8_t u0 = (uint8_t)xi0, u1 = (uint8_t)xi1;

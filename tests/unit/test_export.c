@@ -198,6 +198,16 @@ static void test_hand_blocks(void)
     CHECK_INT(q[2] | q[3] << 8, 0xC200);
     kern_dequant_row(DT_Q5_1, q, y, 32);
     for (int j = 0; j < 32; j++) CHECK(y[j] == x[j]);
+    /* rows with NaN, ±Inf and a denormal range quantize without undefined
+     * float→int conversions (UBSan in the asan build) and keep their size */
+    const float odd[4] = {NAN, INFINITY, -INFINITY, 1e-39f};
+    for (int c = 0; c < 4; c++) {
+        for (int j = 0; j < 32; j++) x[j] = j % 3 ? odd[c] : (c == 3 ? 2e-39f : 1.0f);
+        CHECK_INT(export_quant_row(DT_Q4_1, x, q, 32), 20);
+        CHECK_INT(export_quant_row(DT_Q5_1, x, q, 32), 24);
+        CHECK_INT(export_quant_row(DT_Q4_0, x, q, 32), 18);
+        CHECK_INT(export_quant_row(DT_Q5_0, x, q, 32), 22);
+    }
     /* unsupported */
     CHECK_INT(export_quant_row(DT_Q4_1, x, q, 31), 0);
     CHECK_INT(export_quant_row((dtype)10, x, q, 256), 0);
