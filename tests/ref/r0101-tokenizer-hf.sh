@@ -81,16 +81,8 @@ done
 # source npm node-llama-cpp ships as a git bundle (r0103 runs them against
 # llama.cpp's own vocabulary GGUFs), or from ../shared/reference/vocab-tests.
 vt=$DLM_SRC/../shared/reference/vocab-tests
-bundle=$ref/node_modules/node-llama-cpp/llama/gitRelease.bundle
-if [ ! -d "$vt" ] && [ -f "$bundle" ] && command -v git >/dev/null; then
+if [ ! -d "$vt" ] && "$ref/tok/llamacpp_vectors.sh" --no-gguf "$out/vocab-tests" qwen2 llama-bpe; then
     vt=$out/vocab-tests
-    mkdir -p "$vt"
-    git clone -q --bare "$bundle" "$out/llama.git"
-    for v in qwen2 llama-bpe; do
-        for ext in inp out; do
-            git --git-dir="$out/llama.git" show "HEAD:models/ggml-vocab-$v.gguf.$ext" > "$vt/ggml-vocab-$v.gguf.$ext"
-        done
-    done
 fi
 for pair in "qwen2:qwen3" "llama-bpe:llama3"; do
     v=${pair%%:*}; t=${pair#*:}

@@ -12,17 +12,11 @@ skip_or_fail() {
     if [ "${DLM_REF_SKIP:-}" = "1" ]; then echo "r0103: skipped: $1"; exit 77; fi
     echo "r0103: FAILED: $1" >&2; exit 1
 }
-bundle=$DLM_SRC/tests/ref/node_modules/node-llama-cpp/llama/gitRelease.bundle
-[ -f "$bundle" ] || skip_or_fail "node-llama-cpp is not installed (run scripts/ref-deps.sh)"
-command -v git >/dev/null || skip_or_fail "git is not installed"
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-git clone -q --bare "$bundle" "$T/llama.git"
-echo "r0103: llama.cpp $(git --git-dir="$T/llama.git" rev-parse --short HEAD) (node-llama-cpp's bundle)"
 names="qwen2 llama-bpe gpt-2"
-for n in $names; do
-    for ext in gguf gguf.inp gguf.out; do
-        git --git-dir="$T/llama.git" show "HEAD:models/ggml-vocab-$n.$ext" > "$T/ggml-vocab-$n.$ext"
-    done
-done
+rc=0
+"$DLM_SRC/tests/ref/tok/llamacpp_vectors.sh" "$T" $names | sed 's/^/r0103: /' || rc=${PIPESTATUS[0]}
+[ "$rc" = 3 ] && skip_or_fail "node-llama-cpp (run scripts/ref-deps.sh) or git is not installed"
+[ "$rc" = 0 ] || skip_or_fail "could not extract the vectors (exit $rc)"
 /usr/bin/python3 "$DLM_SRC/tests/ref/tok/llamacpp_vocab.py" "$DLM" "$T" $names
