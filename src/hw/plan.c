@@ -1,5 +1,5 @@
 /* plan — see plan.h. The formulas mirror what each owner allocates:
- * fb.c (activations, via fb_plan_bytes), trainer.c (adapter, gradients,
+ * fb.c (activations, by purpose via fb_plan_parts), trainer.c (adapter, gradients,
  * moments, batch and checkpoint buffers), the model loader (mapped weights
  * and copies); tests/unit/test_plan.c checks them against those owners. */
 #include "hw/plan.h"
@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kern/kern.h"
 #include "train/fb.h"
 #include "util/str.h"
 
