@@ -189,6 +189,38 @@ typedef struct attn_job {
 extern int kern_attn_ds_off, kern_attn_dec_off;
 size_t attn_unit_scratch_floats(int HSP);
 
+/* ---- integer decode dots (qdot.c) ------------------------------------------
+ * One row of x rounded to int8 blocks as llama.cpp does for the weight type
+ * wt: Q8_K (256 per block, d = −max/127) for Q4_K / Q6_K, Q8_0 (32 per
+ * block, fp16 d) for Q8_0 / Q4_0 / Q5_0; plus the per-lane vectors the
+ * 32-element kernels need, so the weight loop does only weight work. */
+typedef struct kern_q8x {
+    dtype wt;
+    int64_t K;
+    int8_t *qs;         /* [K], element order but see qx_groups */
+    float *d;           /* [K/256] or [K/32] (the fp16 value as float) */
+    int32_t *bsum16;    /* Q8_K: Σ qs per 16 [K/16] */
+    int32_t *bsum32;    /* Σ qs per 32 [K/32] */
+    int32_t *corr;      /* 32-element types: the weight bias·Σ qs / 8 per lane [K/4] */
+    float *dv;          /* 32-element types: d per lane [K/4] */
+} kern_q8x;
+/* Q4_0 / Q5_0: the first qx_groups(wt, K) groups of 4 blocks (128
+ * elements) are stored as the 4 blocks' elements 0..15, then their 16..31
+ * (the order their nibbles load in); the rest, and every other type, in
+ * element order. qx_at(q, k) is element k's int8 either way. */
+int64_t qx_groups(dtype wt, int64_t K);
+int qx_at(const kern_q8x *q, int64_t k);
+/* Bytes of buffer qx_quantize needs for K elements. */
+size_t qx_bytes(int64_t K);
+/* 1 if this CPU has the integer path for weights of type wt. */
+int qx_supported(dtype wt);
+/* Quantize x into buf (64-byte aligned, >= qx_bytes(K)). 0 (nothing
+ * usable) if K is not whole blocks or x holds a NaN/Inf (the float path
+ * then propagates it). */
+int qx_quantize(kern_q8x *q, void *buf, dtype wt, const float *x, int64_t K);
+/* Σ_k w[k]·x[k] for one weight row of type q->wt (qx_supported). */
+float qx_dot(const kern_q8x *q, const void *w);
+
 /* ---- plain-loop references (kern_ref.c) ------------------------------------ */
 void kern_matmul_ref(float *y, const float *x, const wmat *W, const float *bias,
                      int64_t N, int accumulate);

@@ -16,6 +16,7 @@ typedef struct gemv_job {
     int64_t N;
     int accumulate;
     const kern_isa *isa;
+    const kern_q8x *xq;     /* kern_matvec's int8 x (N = 1), or NULL */
 } gemv_job;
 
 /* y[n, o] for o in [o0, o1): one weight row at a time. */
@@ -28,6 +29,10 @@ static void gemv_range(void *ctx, int64_t o0, int64_t o1)
     for (int64_t o = o0; o < o1; o++) {
         const uint8_t *src = (const uint8_t *)j->W->data + (size_t)o * j->W->row_bytes;
         const float *w = (const float *)src;
+        if (j->xq) {                        /* kern_matvec: integer dots */
+            j->y[o] = (j->bias ? j->bias[o] : 0.f) + qx_dot(j->xq, src);
+            continue;
+        }
         /* one row of x (decoding): dequantize in registers, same bits */
         if (j->N == 1 && j->W->type != DT_F32 && j->isa->dot_fused &&
             j->isa->dot_fused(j->W->type, src, j->x, I, &dots[0])) {
@@ -67,7 +72,7 @@ void kern_matmul(float *y, const float *x, const wmat *W, const float *bias, int
     if (N <= 0 || O <= 0 || !wmat_ok(W)) return;
     kern_ensure_init();
     if (N < GEMV_MAX_N && (size_t)I * 4 <= KERN_SCRATCH_BYTES) {
-        gemv_job j = {y, x, W, bias, N, accumulate, kern_isa_get()};
+        gemv_job j = {y, x, W, bias, N, accumulate, kern_isa_get(), NULL};
         if (O * I < (1 << 15)) gemv_range(&j, 0, O);
         else kern_parallel_for(O, gemv_range, &j);
         return;
@@ -78,6 +83,26 @@ void kern_matmul(float *y, const float *x, const wmat *W, const float *bias, int
         .alpha = 1.f, .beta = accumulate ? 1.f : 0.f, .bias = bias, .C = y, .ldc = O,
     };
     gemm_run(&p);
+}
+
+int kern_matvec_i8_off;
+
+void kern_matvec(float *y, const float *x, const wmat *W, const float *bias)
+{
+    const int64_t O = W->rows, I = W->cols;
+    if (!kern_matvec_i8_off && O > 0 && wmat_ok(W) && qx_supported(W->type) && qx_bytes(I) <= KERN_SCRATCH_BYTES) {
+        kern_ensure_init();
+        /* the calling thread's scratch holds the rounded x: the integer
+         * path of gemv_range uses no scratch of its own */
+        kern_q8x q;
+        if (qx_quantize(&q, kern_scratch(), W->type, x, I)) {
+            gemv_job j = {y, x, W, bias, 1, 0, kern_isa_get(), &q};
+            if (O * I < (1 << 15)) gemv_range(&j, 0, O);
+            else kern_parallel_for(O, gemv_range, &j);
+            return;
+        }
+    }
+    kern_matmul(y, x, W, bias, 1, 0);
 }
 
 void kern_matmul_dx_to(float *dx, const float *dy, const wmat *W, int64_t N, int accumulate)

@@ -146,7 +146,8 @@ static void lin(session *s, int layer, int m, const float *x, float *y, int n)
 {
     const wmat *W = lora_base_weight(s->m, layer, m);
     const float *bias = bias_of(&s->m->layers[layer], m);
-    kern_matmul(y, x, W, bias, n, 0);
+    if (n == 1) kern_matvec(y, x, W, bias);
+    else kern_matmul(y, x, W, bias, n, 0);
     const lora_mod *md = s->l ? lora_mod_at(s->l, layer, m) : NULL;
     if (!md) return;
     int r = s->l->cfg.rank, I = md->in, O = md->out;
@@ -202,7 +203,7 @@ static void eval_batch(session *s, const int32_t *tokens, int n, float *logits, 
     }
     kern_rmsnorm_fwd(s->xn, s->rstd, s->x, m->out_norm, n, C, c->rms_eps);
     if (all_logits) kern_matmul(logits, s->xn, &m->output, NULL, n, 0);
-    else kern_matmul(logits, s->xn + (size_t)(n - 1) * C, &m->output, NULL, 1, 0);
+    else kern_matvec(logits, s->xn + (size_t)(n - 1) * C, &m->output, NULL);
     s->n_past += n;
 }
 

@@ -1,0 +1,377 @@
+/* qdot — integer dot products for decoding. One row of x is rounded to
+ * int8 per block exactly as llama.cpp rounds activations (quantize_row_
+ * q8_K_ref for the K types, quantize_row_q8_0_ref for Q8_0), then each
+ * weight row is dotted with it in integers with AVX512-VNNI (vpdpbusd:
+ * 64 u8 × s8 products summed into 16 int32 lanes per instruction).
+ *
+ * Why: a decode step reads every weight once for a single row of x, so it
+ * is bound by how fast weights are unpacked, not by FMAs. The f32 path
+ * (dot_fused) widens, converts, scales and FMAs every 16 weights; here 64
+ * weights cost one multiply-add instruction plus the nibble unpacking.
+ * llama.cpp decodes the same way, so dlm's quantized decode also lands on
+ * llama.cpp's numerics (r0304 checks the int8 bytes and the dots against
+ * llama.cpp's own functions).
+ *
+ * The formats' offsets are folded in integers: Q4_K's q (0..15), Q6_K's
+ * q + 32 (0..63), Q4_0's q + 8 and Q5_0's q + 16 are already unsigned;
+ * Q8_0's signed weights are biased by 128; each bias term (bias · Σ x_q of
+ * the block) is subtracted spread over the block's lanes, so every block's
+ * integer sum is exact. Only the
+ * per-block float scaling rounds, in a fixed order: results do not depend
+ * on the thread count (rows are independent). */
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kern/kern_impl.h"
+
+/* llama.cpp's nearest_int: round half to even through the float mantissa
+ * (valid for |f| < 2^22; inputs here are within ±127.5). */
+static inline int nearest_int(float f)
+{
+    float v = f + 12582912.f;
+    int32_t i;
+    memcpy(&i, &v, 4);
+    return (i & 0x007fffff) - 0x00400000;
+}
+
+/* DLM_DECODE=f32 keeps decoding on the float path (kern_matmul). */
+static int g_env_f32;
+static pthread_once_t g_env_once = PTHREAD_ONCE_INIT;
+static void read_env(void)
+{
+    const char *v = getenv("DLM_DECODE");
+    g_env_f32 = v && !strcmp(v, "f32");
+}
+
+int qx_supported(dtype wt)
+{
+    if (wt != DT_Q8_0 && wt != DT_Q4_0 && wt != DT_Q5_0 && wt != DT_Q4_K && wt != DT_Q6_K) return 0;
+    pthread_once(&g_env_once, read_env);
+    return !g_env_f32 && cpu_level() >= CPU_AVX512 && cpu_get_features()->avx512vnni;
+}
+
+int64_t qx_groups(dtype wt, int64_t K)
+{
+    return wt == DT_Q4_0 || wt == DT_Q5_0 ? K / 128 : 0;
+}
+
+int qx_at(const kern_q8x *q, int64_t k)
+{
+    int64_t ng = qx_groups(q->wt, q->K);
+    if (k >= 128 * ng) return q->qs[k];
+    int64_t b = k / 32, j = k % 32;
+    return q->qs[(b / 4) * 128 + (j < 16 ? 0 : 64) + 16 * (b % 4) + j % 16];
+}
+
+static size_t up64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+size_t qx_bytes(int64_t K)
+{
+    size_t k = (size_t)(K > 0 ? K : 0);
+    return up64(k) + up64(k / 32 * 4) + up64(k / 16 * 4) + up64(k / 32 * 4) + 2 * up64(k);
+}
+
+int qx_quantize(kern_q8x *q, void *buf, dtype wt, const float *x, int64_t K)
+{
+    const int q80 = wt == DT_Q8_0 || wt == DT_Q4_0 || wt == DT_Q5_0, be = q80 ? 32 : 256;
+    if (K <= 0 || K % be) return 0;
+    for (int64_t i = 0; i < K; i++)
+        if (!isfinite(x[i])) return 0;          /* let the f32 path propagate it */
+    char *p = buf;
+    size_t k = (size_t)K;
+    q->qs = (int8_t *)p;                p += up64(k);
+    q->d = (float *)p;                  p += up64(k / 32 * 4);
+    q->bsum16 = (int32_t *)p;           p += up64(k / 16 * 4);
+    q->bsum32 = (int32_t *)p;           p += up64(k / 32 * 4);
+    q->corr = (int32_t *)p;             p += up64(k);
+    q->dv = (float *)p;
+    q->wt = wt;
+    q->K = K;
+    /* The weight format's bias (128 for Q8_0, 8 for Q4_0, 16 for Q5_0)
+     * times Σ qs, spread over the lanes a block's products land in: 8 for
+     * Q8_0 and the tail blocks, 4 inside the nibble types' groups. */
+    const int bias = wt == DT_Q8_0 ? 128 : wt == DT_Q5_0 ? 16 : 8;
+    const int64_t ngrp = qx_groups(wt, K);
+    for (int64_t b = 0; b < K / be; b++) {
+        const float *xb = x + b * be;
+        int8_t tmp[32], *qs = q80 && b < 4 * ngrp ? tmp : q->qs + b * be;
+        float amax = 0.f, max = 0.f;
+        for (int j = 0; j < be; j++) {
+            float ax = fabsf(xb[j]);
+            if (ax > amax) { amax = ax; max = xb[j]; }
+        }
+        if (q80) {
+            /* quantize_row_q8_0_ref: d = amax/127 stored as fp16 */
+            const float d = amax / 127.f, id = d ? 1.0f / d : 0.0f;
+            int s = 0;
+            for (int j = 0; j < 32; j++) {
+                qs[j] = (int8_t)roundf(xb[j] * id);
+                s += qs[j];
+            }
+            q->d[b] = fp16_to_f32(f32_to_fp16(d));
+            q->bsum32[b] = s;
+            if (b < 4 * ngrp) {
+                /* group layout: see qx_groups */
+                int8_t *g = q->qs + (b / 4) * 128;
+                memcpy(g + 16 * (b % 4), tmp, 16);
+                memcpy(g + 64 + 16 * (b % 4), tmp + 16, 16);
+                for (int l = 0; l < 4; l++) {
+                    q->corr[16 * (b / 4) + 4 * (b % 4) + l] = s * (bias / 4);
+                    q->dv[16 * (b / 4) + 4 * (b % 4) + l] = q->d[b];
+                }
+            } else {
+                for (int l = 0; l < 8; l++) {
+                    q->corr[16 * ngrp + 8 * (b - 4 * ngrp) + l] = s * (bias / 8);
+                    q->dv[16 * ngrp + 8 * (b - 4 * ngrp) + l] = q->d[b];
+                }
+            }
+            continue;
+        }
+        /* quantize_row_q8_K_ref: the largest-magnitude element maps to -127 */
+        if (amax == 0.f) {
+            q->d[b] = 0.f;
+            memset(qs, 0, 256);
+            for (int j = 0; j < 16; j++) q->bsum16[b * 16 + j] = 0;
+            for (int j = 0; j < 8; j++) q->bsum32[b * 8 + j] = 0;
+            continue;
+        }
+        const float iscale = -127.f / max;
+        for (int j = 0; j < 256; j++) {
+            int v = nearest_int(iscale * xb[j]);
+            qs[j] = (int8_t)(v < 127 ? v : 127);
+        }
+        for (int j = 0; j < 16; j++) {
+            int s = 0;
+            for (int i = 0; i < 16; i++) s += qs[16 * j + i];
+            q->bsum16[b * 16 + j] = s;
+        }
+        for (int j = 0; j < 8; j++) q->bsum32[b * 8 + j] = q->bsum16[b * 16 + 2 * j] + q->bsum16[b * 16 + 2 * j + 1];
+        q->d[b] = 1.f / iscale;
+    }
+    return 1;
+}
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#define AV __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,fma,f16c")))
+#define AVI static inline __attribute__((always_inline)) AV
+
+AVI float half(const uint8_t *p)
+{
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return _cvtsh_ss(h);
+}
+
+#ifndef QX_PREFETCH
+#define QX_PREFETCH 2048
+#endif
+
+AVI __m512i cat(__m256i lo, __m256i hi) { return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1); }
+AVI __m512i cat1(int32_t lo, int32_t hi) { return cat(_mm256_set1_epi32(lo), _mm256_set1_epi32(hi)); }
+
+/* Q4_K (144-byte blocks): d, dmin (fp16), 12 bytes of 6-bit scales/mins,
+ * 128 bytes of nibbles; bytes 32j..32j+31 hold elements 64j..64j+31 (low
+ * nibbles) and 64j+32..64j+63 (high), so one zmm of [lo | hi] lines up
+ * with 64 consecutive int8 of x. w = d·sc·q − dmin·m. */
+AV static float dot_q4k(const uint8_t *b, const kern_q8x *x)
+{
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m512 acc = _mm512_setzero_ps();
+    __m256 macc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < x->K / 256; i++, b += 144) {
+        _mm_prefetch((const char *)b + QX_PREFETCH, _MM_HINT_T0);
+        _mm_prefetch((const char *)b + QX_PREFETCH + 64, _MM_HINT_T0);
+        _mm_prefetch((const char *)b + QX_PREFETCH + 128, _MM_HINT_T0);
+        const float d = half(b) * x->d[i], dmin = half(b + 2) * x->d[i];
+        const uint8_t *sc = b + 4;
+        uint8_t s[8], m[8];
+        for (int j = 0; j < 4; j++) { s[j] = sc[j] & 63; m[j] = sc[j + 4] & 63; }
+        for (int j = 4; j < 8; j++) {
+            s[j] = (uint8_t)((sc[j + 4] & 0xF) | ((sc[j - 4] >> 6) << 4));
+            m[j] = (uint8_t)((sc[j + 4] >> 4) | ((sc[j] >> 6) << 4));
+        }
+        const int8_t *q8 = x->qs + 256 * i;
+        __m512i isum = _mm512_setzero_si512();
+        for (int j = 0; j < 4; j++) {
+            __m256i v = _mm256_loadu_si256((const __m256i *)(b + 16 + 32 * j));
+            __m512i w = cat(_mm256_and_si256(v, m4), _mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
+            __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w, _mm512_loadu_si512(q8 + 64 * j));
+            isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(p, cat1(s[2 * j], s[2 * j + 1])));
+        }
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(d), acc);
+        __m256i mv = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)m));
+        __m256i bs = _mm256_loadu_si256((const __m256i *)(x->bsum32 + 8 * i));
+        macc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_mullo_epi32(mv, bs)), _mm256_set1_ps(dmin), macc);
+    }
+    __m128 m2 = _mm_add_ps(_mm256_castps256_ps128(macc), _mm256_extractf128_ps(macc, 1));
+    m2 = _mm_add_ps(m2, _mm_movehl_ps(m2, m2));
+    m2 = _mm_add_ss(m2, _mm_movehdup_ps(m2));
+    return _mm512_reduce_add_ps(acc) - _mm_cvtss_f32(m2);
+}
+
+/* Q6_K (210-byte blocks): ql[128] low nibbles, qh[64] 2-bit highs, 16
+ * int8 scales (one per 16 elements), d (fp16). w = d·sc·(q − 32), q in
+ * 0..63; the −32 is folded per block as −32·Σ sc·bsum16 in the lanes. */
+AV static float dot_q6k(const uint8_t *b, const kern_q8x *x)
+{
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(3);
+    static const int32_t rep4[4][16] = {
+        {0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3},
+        {4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7},
+        {8, 8, 8, 8, 9, 9, 9, 9, 10, 10, 10, 10, 11, 11, 11, 11},
+        {12, 12, 12, 12, 13, 13, 13, 13, 14, 14, 14, 14, 15, 15, 15, 15},
+    };
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t i = 0; i < x->K / 256; i++, b += 210) {
+        for (int l = 0; l < 4; l++) _mm_prefetch((const char *)b + QX_PREFETCH + 64 * l, _MM_HINT_T0);
+        const float d = half(b + 208) * x->d[i];
+        const __m512i scv = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(b + 192)));
+        const int8_t *q8 = x->qs + 256 * i;
+        /* the offset term first: −32·sc[g]·Σx[g] per group g of 16 */
+        __m512i isum = _mm512_slli_epi32(
+            _mm512_mullo_epi32(scv, _mm512_loadu_si512(x->bsum16 + 16 * i)), 5);
+        isum = _mm512_sub_epi32(_mm512_setzero_si512(), isum);
+        for (int n = 0; n < 2; n++) {
+            const uint8_t *ql = b + 64 * n, *qh = b + 128 + 32 * n;
+            __m256i l0 = _mm256_loadu_si256((const __m256i *)ql);
+            __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+            __m256i h = _mm256_loadu_si256((const __m256i *)qh);
+            __m256i q1 = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(h, m3), 4));
+            __m256i q2 = _mm256_or_si256(_mm256_and_si256(l1, m4),
+                                         _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), m3), 4));
+            __m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                                         _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), m3), 4));
+            __m256i q4 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                         _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), m3), 4));
+            __m512i pa = _mm512_dpbusd_epi32(_mm512_setzero_si512(), cat(q1, q2),
+                                             _mm512_loadu_si512(q8 + 128 * n));
+            __m512i pb = _mm512_dpbusd_epi32(_mm512_setzero_si512(), cat(q3, q4),
+                                             _mm512_loadu_si512(q8 + 128 * n + 64));
+            __m512i sa = _mm512_permutexvar_epi32(_mm512_loadu_si512(rep4[2 * n]), scv);
+            __m512i sb = _mm512_permutexvar_epi32(_mm512_loadu_si512(rep4[2 * n + 1]), scv);
+            isum = _mm512_add_epi32(isum, _mm512_add_epi32(_mm512_mullo_epi32(pa, sa), _mm512_mullo_epi32(pb, sb)));
+        }
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(d), acc);
+    }
+    return _mm512_reduce_add_ps(acc);
+}
+
+/* The 32 weights of a 32-element block as unsigned bytes in element
+ * order: Q8_0 (34 bytes: fp16 d, 32 int8) biased by 128; Q4_0 (18: d, 16
+ * bytes of nibbles, element j low / j+16 high) as the nibble (bias 8);
+ * Q5_0 (22: d, 32 high bits, nibbles) as nibble | high << 4 (bias 16). */
+AVI __m256i u8_block(dtype t, const uint8_t *b)
+{
+    if (t == DT_Q8_0) return _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(b + 2)), _mm256_set1_epi8((char)0x80));
+    const __m128i m4 = _mm_set1_epi8(0x0F);
+    __m128i v = _mm_loadu_si128((const __m128i *)(b + (t == DT_Q5_0 ? 6 : 2)));
+    __m256i u = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_and_si128(v, m4)),
+                                        _mm_and_si128(_mm_srli_epi16(v, 4), m4), 1);
+    if (t == DT_Q5_0) {
+        uint32_t qh;
+        memcpy(&qh, b + 2, 4);
+        u = _mm256_mask_add_epi8(u, (__mmask32)qh, u, _mm256_set1_epi8(16));
+    }
+    return u;
+}
+
+/* Blocks i0.. of Q8_0 / Q4_0 / Q5_0 against x in Q8_0 blocks (element
+ * order), two blocks per zmm; x's corr and dv from lane c0 on, 8 per
+ * block. */
+AVI __m512 dot_q32(dtype t, const uint8_t *b, const kern_q8x *x, int64_t i, int64_t c, __m512 acc)
+{
+    const int bb = t == DT_Q8_0 ? 34 : t == DT_Q5_0 ? 22 : 18;
+    /* lanes 0-7 take the first fp16 d, lanes 8-15 the second */
+    const __m512i two = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    const int64_t nb = x->K / 32;
+    for (; i + 2 <= nb; i += 2, c += 16, b += 2 * bb) {
+        _mm_prefetch((const char *)b + QX_PREFETCH, _MM_HINT_T0);
+        if (t == DT_Q8_0) _mm_prefetch((const char *)b + QX_PREFETCH + 64, _MM_HINT_T0);
+        __m512i w = cat(u8_block(t, b), u8_block(t, b + bb));
+        __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w, _mm512_loadu_si512(x->qs + 32 * i));
+        p = _mm512_sub_epi32(p, _mm512_loadu_si512(x->corr + c));
+        uint16_t h0, h1;
+        memcpy(&h0, b, 2);
+        memcpy(&h1, b + bb, 2);
+        __m128i hh = _mm_cvtsi32_si128((int)((uint32_t)h0 | (uint32_t)h1 << 16));
+        __m512 dw = _mm512_permutexvar_ps(two, _mm512_castps128_ps512(_mm_cvtph_ps(hh)));
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dw, _mm512_loadu_ps(x->dv + c)), acc);
+    }
+    if (i < nb) {
+        __m512i w = _mm512_zextsi256_si512(u8_block(t, b));
+        __m512i xq = _mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i *)(x->qs + 32 * i)));
+        __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w, xq);
+        p = _mm512_sub_epi32(p, _mm512_set1_epi32(x->corr[c]));
+        acc = _mm512_mask3_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_set1_ps(half(b) * x->d[i]), acc, 0x00FF);
+    }
+    return acc;
+}
+
+/* Q4_0 / Q5_0 four blocks at a time: the 4 × 16 nibble bytes in one zmm
+ * give the low halves of the four blocks (and, shifted, the high halves)
+ * without any byte shuffling, because x was stored in that order
+ * (qx_groups); each block's products land in 4 lanes. */
+AVI float dot_nib(dtype t, const uint8_t *b, const kern_q8x *x)
+{
+    const int q5 = t == DT_Q5_0, bb = q5 ? 22 : 18, off = q5 ? 6 : 2;
+    const __m512i m4 = _mm512_set1_epi8(0x0F), sixteen = _mm512_set1_epi8(16);
+    const __m512i four = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    const int64_t ng = qx_groups(t, x->K);
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t g = 0; g < ng; g++, b += 4 * bb) {
+        /* the weights stream from memory once: ask for them early */
+        _mm_prefetch((const char *)b + QX_PREFETCH, _MM_HINT_T0);
+        _mm_prefetch((const char *)b + QX_PREFETCH + 64, _MM_HINT_T0);
+        __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(b + off)));
+        v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(b + bb + off)), 1);
+        v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(b + 2 * bb + off)), 2);
+        v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(b + 3 * bb + off)), 3);
+        __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+        if (q5) {
+            uint32_t h[4];
+            for (int k = 0; k < 4; k++) memcpy(&h[k], b + k * bb + 2, 4);
+            uint64_t mlo = (uint64_t)(h[0] & 0xFFFF) | (uint64_t)(h[1] & 0xFFFF) << 16 |
+                           (uint64_t)(h[2] & 0xFFFF) << 32 | (uint64_t)(h[3] & 0xFFFF) << 48;
+            uint64_t mhi = (uint64_t)(h[0] >> 16) | (uint64_t)(h[1] >> 16) << 16 |
+                           (uint64_t)(h[2] >> 16) << 32 | (uint64_t)(h[3] >> 16) << 48;
+            lo = _mm512_mask_add_epi8(lo, (__mmask64)mlo, lo, sixteen);
+            hi = _mm512_mask_add_epi8(hi, (__mmask64)mhi, hi, sixteen);
+        }
+        const int8_t *xq = x->qs + 128 * g;
+        __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, _mm512_loadu_si512(xq));
+        p = _mm512_dpbusd_epi32(p, hi, _mm512_loadu_si512(xq + 64));
+        p = _mm512_sub_epi32(p, _mm512_loadu_si512(x->corr + 16 * g));
+        uint16_t d[4];
+        for (int k = 0; k < 4; k++) memcpy(&d[k], b + k * bb, 2);
+        uint64_t dd = (uint64_t)d[0] | (uint64_t)d[1] << 16 | (uint64_t)d[2] << 32 | (uint64_t)d[3] << 48;
+        __m512 dw = _mm512_permutexvar_ps(four, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi64_si128((long long)dd))));
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dw, _mm512_loadu_ps(x->dv + 16 * g)), acc);
+    }
+    acc = dot_q32(t, b, x, 4 * ng, 16 * ng, acc);
+    return _mm512_reduce_add_ps(acc);
+}
+AV static float dot_q80(const uint8_t *b, const kern_q8x *x)
+{
+    return _mm512_reduce_add_ps(dot_q32(DT_Q8_0, b, x, 0, 0, _mm512_setzero_ps()));
+}
+AV static float dot_q40(const uint8_t *b, const kern_q8x *x) { return dot_nib(DT_Q4_0, b, x); }
+AV static float dot_q50(const uint8_t *b, const kern_q8x *x) { return dot_nib(DT_Q5_0, b, x); }
+
+float qx_dot(const kern_q8x *x, const void *w)
+{
+    switch (x->wt) {
+    case DT_Q4_K: return dot_q4k(w, x);
+    case DT_Q6_K: return dot_q6k(w, x);
+    case DT_Q8_0: return dot_q80(w, x);
+    case DT_Q4_0: return dot_q40(w, x);
+    case DT_Q5_0: return dot_q50(w, x);
+    default: return 0.f;
+    }
+}
+#else
+float qx_dot(const kern_q8x *x, const void *w) { (void)x; (void)w; return 0.f; }
+#endif
