@@ -57,6 +57,7 @@ gcc $CC_ARGS "$here/infer/bench_infer.c" "$root/build/libdlmcore.a" $LIBS -o "$o
 gcc $CC_ARGS "$here/infer/make_gguf.c" "$root/build/libdlmcore.a" $LIBS -o "$out/make_gguf"
 gcc $CC_ARGS "$here/gemm/bench_gemm.c" "$root/build/libdlmcore.a" $LIBS -o "$out/bench_gemm"
 gcc -O2 -march=native -fopenmp "$shared/bench/c/peak.c" -o "$out/peak"
+gcc -O2 "$here/gemm/isa_peak.c" -o "$out/isa_peak"
 }
 
 # one result line: section name dlm peer unit target kind
@@ -72,12 +73,19 @@ best() { /usr/bin/python3 -c 'import sys; v=[float(x) for x in sys.argv[2:] if x
 if [[ " $sections " == *" train "* ]]; then
     TUNED="MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=100000000000 OPENBLAS_CORETYPE=SkylakeX OMP_WAIT_POLICY=PASSIVE"
     for s in $shapes; do
-        dt=(); pt=(); dr=(); pr=()
+        dt=(); pt=(); dr=(); pr=(); bt=(); br=()
         for r in $(seq "$rounds"); do
             log "train $s round $r: dlm"
             d=$("$out/bench_train" "$s" --seq 512 --batch 1 --rank 8 --steps "$steps" --warmup 1 --threads "$thr" \
                 | sed -n 's/^RESULT //p')
             echo "dlm  $d" >> "$run/train.log"
+            # the base as published (SmolLM2 and Qwen2.5 ship bf16): the
+            # same f32 arithmetic on bf16-valued weights, half the bytes
+            log "train $s round $r: dlm, bf16 base"
+            b=$("$out/bench_train" "$s" --seq 512 --batch 1 --rank 8 --steps "$steps" --warmup 1 --threads "$thr" \
+                --base bf16 | sed -n 's/^RESULT //p')
+            echo "dlm  $b" >> "$run/train.log"
+            bt+=("$(jget "$b" tokens_per_s_max)"); br+=("$(jget "$b" peak_rss_mb)")
             log "train $s round $r: PyTorch peer"
             # shellcheck disable=SC2086
             p=$(env $TUNED /usr/bin/python3 "$here/train/peer_qwen.py" --mode train --shape "$s" --seq 512 --batch 1 \
@@ -88,6 +96,8 @@ if [[ " $sections " == *" train "* ]]; then
         done
         emit train "LoRA train $s tok/s" "$(best max "${dt[@]}")" "$(best max "${pt[@]}")" "tok/s" 3.0 ratio "PyTorch"
         emit train "LoRA train $s peak RSS" "$(best max "${dr[@]}")" "$(best min "${pr[@]}")" "MB" 0.25 inv "PyTorch"
+        emit train "LoRA train $s bf16 base tok/s" "$(best max "${bt[@]}")" "$(best max "${pt[@]}")" "tok/s" 3.0 ratio "PyTorch f32"
+        emit train "LoRA train $s bf16 base peak RSS" "$(best max "${br[@]}")" "$(best min "${pr[@]}")" "MB" 0.25 inv "PyTorch f32"
     done
 fi
 
@@ -130,6 +140,7 @@ if [[ " $sections " == *" gemm "* ]]; then
         log "gemm round $r: kernels and FMA peak (1 thread, CPU clock)"
         "$out/bench_gemm" 1 0.3 "$filt" F32,Q8_0 cpu >> "$run/gemm.txt"
     done
+    "$out/isa_peak" > "$run/isa_peak.txt" 2>&1 || true
     "$out/peak" 1 5 >> "$run/peak.txt" 2>&1 || true
     "$out/peak" 2 5 >> "$run/peak.txt" 2>&1 || true
     /usr/bin/python3 - "$run/gemm.txt" >> "$res" <<'PY'
@@ -196,6 +207,14 @@ for r in rows:
     print(f"| {r['name']} ({r['unit']}) | {fmt(d)} | {fmt(p)} {r['peer_name']} | {ratio} | {tgt} | {met} |")
 print()
 PY
+if [ -s "$run/isa_peak.txt" ]; then
+    {
+        echo "One core's multiply-add throughput (bench/gemm/isa_peak.c, 24 chains):"
+        echo
+        sed 's/  (sink.*//; s/^/    /' "$run/isa_peak.txt"
+        echo
+    } >> "$table"
+fi
 cat "$table"
 if [ "${BENCH_NO_APPEND:-0}" != 1 ]; then
     [ -f "$root/bench/RESULTS.md" ] || printf '# dlm benchmark results\n\nAppended by `make bench` (bench/run.sh); newest last.\n\n' > "$root/bench/RESULTS.md"

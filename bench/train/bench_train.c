@@ -14,7 +14,6 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -84,16 +83,21 @@ int main(int argc, char **argv)
     /* random weights: a cheap xorshift (a Philox draw per weight would take
      * half a minute for 500M weights and this is not what is measured) */
     uint64_t x = 0x9E3779B97F4A7C15ull;
-    for (size_t i = 0; i < fm->n; i++) {
-        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
-        fm->slab[i] = 0.02f * ((float)(x >> 40) * (1.0f / 16777216.0f) * 3.4641f - 1.7320f); /* unit variance */
-    }
+#define RANDW() (x ^= x << 13, x ^= x >> 7, x ^= x << 17, \
+                 0.02f * ((float)(x >> 40) * (1.0f / 16777216.0f) * 3.4641f - 1.7320f)) /* unit variance */
+    /* with a bf16 base the f32 matrices are never written (their calloc'd
+     * pages stay unmapped), so peak RSS is what a bf16 checkpoint costs */
+    if (!bf16)
+        for (size_t i = 0; i < fm->n; i++) fm->slab[i] = RANDW();
     full_tensor ts[512];
     int nt = full_tensors(&c, &fm->p, ts);
     for (int i = 0; i < nt; i++)
+        if (bf16 && ts[i].cols == 1 && !strstr(ts[i].name, "norm"))     /* biases */
+            for (int64_t k = 0; k < ts[i].rows; k++) ts[i].p[k] = RANDW();
+    for (int i = 0; i < nt; i++)
         if (ts[i].cols == 1 && strstr(ts[i].name, "norm"))
             for (int64_t k = 0; k < ts[i].rows; k++) ts[i].p[k] = 1.0f + 0.1f * rng_normal(5, 9, (uint64_t)i, (uint64_t)k);
-    if (bf16) { /* every matrix to bf16, its f32 pages handed back */
+    if (bf16) { /* every matrix straight in bf16 */
         layer_weights *lw = fm->m.layers;
         wmat *ms[8 * 64 + 2];
         int nm = 0;
@@ -108,10 +112,7 @@ int main(int argc, char **argv)
             size_t n = (size_t)w->rows * (size_t)w->cols;
             uint16_t *h = malloc(n * 2);
             if (!h) { fprintf(stderr, "out of memory\n"); return 1; }
-            const float *src = w->data;
-            for (size_t i = 0; i < n; i++) h[i] = f32_to_bf16(src[i]);
-            uintptr_t b0 = ((uintptr_t)src + 4095) & ~(uintptr_t)4095, b1 = ((uintptr_t)(src + n)) & ~(uintptr_t)4095;
-            if (b1 > b0) madvise((void *)b0, b1 - b0, MADV_DONTNEED);
+            for (size_t i = 0; i < n; i++) h[i] = f32_to_bf16(RANDW());
             w->type = DT_BF16;
             w->row_bytes = (size_t)w->cols * 2;
             w->data = h;
