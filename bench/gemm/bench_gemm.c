@@ -155,7 +155,7 @@ int main(int argc, char **argv)
             for (int o = 0; o < sh->O; o++)
                 kern_quant_row(DT_Q8_0, wf + (size_t)o * sh->I, (char *)wq + (size_t)o * rb, sh->I);
             wmat W = {DT_Q8_0, sh->O, sh->I, rb, wq};
-            TIME_BEST(best, kern_matmul(y, x, &W, NULL, 1, 0));
+            TIME_BEST(best, kern_matvec(y, x, &W, NULL));     /* what a decode step calls */
             printf("RESULT %s %s matmul_N1 Q8_0 N=1 O=%d I=%d threads=%d gflops=%.2f ms=%.3f GB/s=%.1f\n",
                    sh->model, sh->name, sh->O, sh->I, threads, 2.0 * sh->O * sh->I / best * 1e-9, best * 1e3,
                    rb * (double)sh->O / best * 1e-9);

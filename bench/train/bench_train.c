@@ -7,10 +7,14 @@
  *
  * usage: bench_train SHAPE [--seq T] [--batch B] [--rank R] [--steps N] [--warmup W]
  *        [--threads N] [--targets q,k,v,o,gate,up,down] [--recompute] [--dropout P]
- *        [--base f32|bf16]
+ *        [--base f32|bf16] [--pause FIFO]
  * --base bf16 stores the frozen matrices in bf16, the type the published
  * SmolLM2 / Qwen2.5 checkpoints ship in (dlm trains on a base in its stored
- * type); the f32 copies are released, so peak RSS is what a bf16 base costs. */
+ * type), written straight in bf16 (the f32 slab stays untouched, unmapped),
+ * so peak RSS is what a bf16 checkpoint costs.
+ * --pause FIFO writes "ready" to FIFO once the model is built and waits
+ * for a line back before the first step (bench/train/perf.sh attaches perf
+ * in between, so only the steps are sampled). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -42,6 +46,7 @@ static int cmp_d(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
+    const char *pause_fifo = NULL;   /* --pause FIFO: say ready, wait for a line (perf.sh) */
     if (argc < 2) { fprintf(stderr, "usage: bench_train SHAPE [options]\n"); return 2; }
     const shape *sh = NULL;
     for (size_t i = 0; i < sizeof SHAPES / sizeof SHAPES[0]; i++)
@@ -62,6 +67,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--recompute")) recompute = 1;
         else if (!strcmp(a, "--dropout")) { dropout = (float)atof(v); i++; }
         else if (!strcmp(a, "--base")) { bf16 = !strcmp(v, "bf16"); i++; }
+        else if (!strcmp(a, "--pause")) { pause_fifo = v; i++; }
         else if (!strcmp(a, "--targets")) {
             targets = 0;
             char buf[128];
@@ -133,6 +139,13 @@ int main(int argc, char **argv)
     oc.warmup_ratio = 0;
     oc.sched = SCHED_CONSTANT;
     double setup = time_mono() - t0;
+    if (pause_fifo) {               /* a profiler attaches now */
+        FILE *fw = fopen(pause_fifo, "w");
+        if (fw) { fputs("ready\n", fw); fclose(fw); }
+        FILE *fr = fopen(pause_fifo, "r");
+        char line[16];
+        if (fr) { if (!fgets(line, sizeof line, fr)) line[0] = 0; fclose(fr); }
+    }
     double *dt = calloc((size_t)steps, sizeof(double));
     double loss = 0;
     for (int s = 0; s < warm + steps; s++) {
