@@ -63,13 +63,14 @@ size_t kern_quant_row(dtype t, const float *src, void *dst, int64_t n);
 void kern_matmul(float *y, const float *x, const wmat *W, const float *bias,
                  int64_t N, int accumulate);
 /* One decode step's matmul, inference only: y[O] = x[I]·Wᵀ (+ bias) for a
- * single row x. For Q8_0 / Q4_0 / Q5_0 / Q4_K / Q6_K weights on an
- * AVX512-VNNI CPU, x is first rounded to int8 blocks the way llama.cpp
- * rounds activations (Q8_0 blocks for the 32-element types, Q8_K for the
- * K types) and the dots are integer
- * (src/kern/qdot.c): faster, and llama.cpp's numerics, not kern_matmul's.
- * Anything else is kern_matmul(y, x, W, bias, 1, 0). Training never calls
- * it. kern_matvec_i8_off (tests, DLM_DECODE=f32) forces kern_matmul. */
+ * single row x. For quantized weights (Q8_0 Q4_0 Q5_0 Q4_1 Q5_1 Q4_K Q5_K
+ * Q6_K) on an AVX512-VNNI CPU, x is first rounded to int8 blocks the way
+ * llama.cpp rounds activations (Q8_0/Q8_1 blocks for the 32-element
+ * types, Q8_K for the K types) and the dots are integer (src/kern/qdot.c):
+ * faster, and llama.cpp's numerics, not kern_matmul's. Anything else is
+ * kern_matmul(y, x, W, bias, 1, 0). Training never calls it; not for use
+ * inside a parallel job (x's int8 copy lives in the caller's scratch).
+ * kern_matvec_i8_off (tests) and DLM_DECODE=f32 force kern_matmul. */
 void kern_matvec(float *y, const float *x, const wmat *W, const float *bias);
 extern int kern_matvec_i8_off;
 /* dx[N,I] += dy[N,O] · W[O,I]   (input gradient through a frozen weight) */

@@ -191,8 +191,9 @@ size_t attn_unit_scratch_floats(int HSP);
 
 /* ---- integer decode dots (qdot.c) ------------------------------------------
  * One row of x rounded to int8 blocks as llama.cpp does for the weight type
- * wt: Q8_K (256 per block, d = −max/127) for Q4_K / Q6_K, Q8_0 (32 per
- * block, fp16 d) for Q8_0 / Q4_0 / Q5_0; plus the per-lane vectors the
+ * wt: Q8_K (256 per block, d = −max/127) for Q4_K / Q5_K / Q6_K, Q8_0
+ * (32 per block, fp16 d; Q8_1 adds s = d·Σq) for Q8_0 / Q4_0 / Q5_0 /
+ * Q4_1 / Q5_1; plus the per-lane vectors the
  * 32-element kernels need, so the weight loop does only weight work. */
 typedef struct kern_q8x {
     dtype wt;
@@ -203,8 +204,9 @@ typedef struct kern_q8x {
     int32_t *bsum32;    /* Σ qs per 32 [K/32] */
     int32_t *corr;      /* 32-element types: the weight bias·Σ qs / 8 per lane [K/4] */
     float *dv;          /* 32-element types: d per lane [K/4] */
+    float *sx;          /* 32-element types: fp16(d·Σ qs) per block, Q8_1's s [K/32] */
 } kern_q8x;
-/* Q4_0 / Q5_0: the first qx_groups(wt, K) groups of 4 blocks (128
+/* Q4_0 / Q5_0 / Q4_1 / Q5_1: the first qx_groups(wt, K) groups of 4 blocks (128
  * elements) are stored as the 4 blocks' elements 0..15, then their 16..31
  * (the order their nibbles load in); the rest, and every other type, in
  * element order. qx_at(q, k) is element k's int8 either way. */

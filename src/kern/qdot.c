@@ -1,6 +1,7 @@
 /* qdot — integer dot products for decoding. One row of x is rounded to
  * int8 per block exactly as llama.cpp rounds activations (quantize_row_
- * q8_K_ref for the K types, quantize_row_q8_0_ref for Q8_0), then each
+ * q8_K_ref for the K types, quantize_row_q8_0_ref / _q8_1_ref for the
+ * 32-element ones), then each
  * weight row is dotted with it in integers with AVX512-VNNI (vpdpbusd:
  * 64 u8 × s8 products summed into 16 int32 lanes per instruction).
  *
@@ -12,13 +13,13 @@
  * llama.cpp's numerics (r0304 checks the int8 bytes and the dots against
  * llama.cpp's own functions).
  *
- * The formats' offsets are folded in integers: Q4_K's q (0..15), Q6_K's
- * q + 32 (0..63), Q4_0's q + 8 and Q5_0's q + 16 are already unsigned;
+ * The formats' offsets are folded in integers: Q4_K/Q5_K/Q4_1/Q5_1's q,
+ * Q6_K's q + 32, Q4_0's q + 8 and Q5_0's q + 16 are already unsigned;
  * Q8_0's signed weights are biased by 128; each bias term (bias · Σ x_q of
  * the block) is subtracted spread over the block's lanes, so every block's
- * integer sum is exact. Only the
- * per-block float scaling rounds, in a fixed order: results do not depend
- * on the thread count (rows are independent). */
+ * integer sum is exact. Only the per-block float scaling (and the mins,
+ * m·d_x·Σ x_q) rounds, in a fixed order: results do not depend on the
+ * thread count (rows are independent). */
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -36,6 +37,14 @@ static inline int nearest_int(float f)
     return (i & 0x007fffff) - 0x00400000;
 }
 
+/* The 32-element types: their x is rounded in Q8_0 blocks (Q8_1 for the
+ * ones with a min: the same int8, plus s = d·Σq). */
+static int qx_blk32(dtype wt)
+{
+    return wt == DT_Q8_0 || wt == DT_Q4_0 || wt == DT_Q5_0 || wt == DT_Q4_1 || wt == DT_Q5_1;
+}
+static int qx_nib(dtype wt) { return wt == DT_Q4_0 || wt == DT_Q5_0 || wt == DT_Q4_1 || wt == DT_Q5_1; }
+
 /* DLM_DECODE=f32 keeps decoding on the float path (kern_matmul). */
 static int g_env_f32;
 static pthread_once_t g_env_once = PTHREAD_ONCE_INIT;
@@ -47,14 +56,14 @@ static void read_env(void)
 
 int qx_supported(dtype wt)
 {
-    if (wt != DT_Q8_0 && wt != DT_Q4_0 && wt != DT_Q5_0 && wt != DT_Q4_K && wt != DT_Q6_K) return 0;
+    if (!qx_blk32(wt) && wt != DT_Q4_K && wt != DT_Q5_K && wt != DT_Q6_K) return 0;
     pthread_once(&g_env_once, read_env);
     return !g_env_f32 && cpu_level() >= CPU_AVX512 && cpu_get_features()->avx512vnni;
 }
 
 int64_t qx_groups(dtype wt, int64_t K)
 {
-    return wt == DT_Q4_0 || wt == DT_Q5_0 ? K / 128 : 0;
+    return qx_nib(wt) ? K / 128 : 0;
 }
 
 int qx_at(const kern_q8x *q, int64_t k)
@@ -70,12 +79,12 @@ static size_t up64(size_t n) { return (n + 63) & ~(size_t)63; }
 size_t qx_bytes(int64_t K)
 {
     size_t k = (size_t)(K > 0 ? K : 0);
-    return up64(k) + up64(k / 32 * 4) + up64(k / 16 * 4) + up64(k / 32 * 4) + 2 * up64(k);
+    return up64(k) + 2 * up64(k / 32 * 4) + up64(k / 16 * 4) + up64(k / 32 * 4) + 2 * up64(k);
 }
 
 int qx_quantize(kern_q8x *q, void *buf, dtype wt, const float *x, int64_t K)
 {
-    const int q80 = wt == DT_Q8_0 || wt == DT_Q4_0 || wt == DT_Q5_0, be = q80 ? 32 : 256;
+    const int q80 = qx_blk32(wt), be = q80 ? 32 : 256;
     if (K <= 0 || K % be) return 0;
     for (int64_t i = 0; i < K; i++)
         if (!isfinite(x[i])) return 0;          /* let the f32 path propagate it */
@@ -86,13 +95,14 @@ int qx_quantize(kern_q8x *q, void *buf, dtype wt, const float *x, int64_t K)
     q->bsum16 = (int32_t *)p;           p += up64(k / 16 * 4);
     q->bsum32 = (int32_t *)p;           p += up64(k / 32 * 4);
     q->corr = (int32_t *)p;             p += up64(k);
-    q->dv = (float *)p;
+    q->dv = (float *)p;                 p += up64(k);
+    q->sx = (float *)p;
     q->wt = wt;
     q->K = K;
     /* The weight format's bias (128 for Q8_0, 8 for Q4_0, 16 for Q5_0)
      * times Σ qs, spread over the lanes a block's products land in: 8 for
      * Q8_0 and the tail blocks, 4 inside the nibble types' groups. */
-    const int bias = wt == DT_Q8_0 ? 128 : wt == DT_Q5_0 ? 16 : 8;
+    const int bias = wt == DT_Q8_0 ? 128 : wt == DT_Q5_0 ? 16 : wt == DT_Q4_0 ? 8 : 0;
     const int64_t ngrp = qx_groups(wt, K);
     for (int64_t b = 0; b < K / be; b++) {
         const float *xb = x + b * be;
@@ -112,6 +122,7 @@ int qx_quantize(kern_q8x *q, void *buf, dtype wt, const float *x, int64_t K)
             }
             q->d[b] = fp16_to_f32(f32_to_fp16(d));
             q->bsum32[b] = s;
+            q->sx[b] = fp16_to_f32(f32_to_fp16((float)s * d));     /* quantize_row_q8_1_ref's s */
             if (b < 4 * ngrp) {
                 /* group layout: see qx_groups */
                 int8_t *g = q->qs + (b / 4) * 128;
@@ -176,16 +187,19 @@ AVI __m512i cat1(int32_t lo, int32_t hi) { return cat(_mm256_set1_epi32(lo), _mm
 /* Q4_K (144-byte blocks): d, dmin (fp16), 12 bytes of 6-bit scales/mins,
  * 128 bytes of nibbles; bytes 32j..32j+31 hold elements 64j..64j+31 (low
  * nibbles) and 64j+32..64j+63 (high), so one zmm of [lo | hi] lines up
- * with 64 consecutive int8 of x. w = d·sc·q − dmin·m. */
-AV static float dot_q4k(const uint8_t *b, const kern_q8x *x)
+ * with 64 consecutive int8 of x. w = d·sc·q − dmin·m. Q5_K (176 bytes)
+ * adds 32 bytes of fifth bits before the nibbles (q up to 31). */
+AVI float dot_qk45(const uint8_t *b, const kern_q8x *x, int q5)
 {
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const __m256i m4 = _mm256_set1_epi8(0x0F), sixteen = _mm256_set1_epi8(16);
+    const int bb = q5 ? 176 : 144;
     __m512 acc = _mm512_setzero_ps();
     __m256 macc = _mm256_setzero_ps();
-    for (int64_t i = 0; i < x->K / 256; i++, b += 144) {
+    for (int64_t i = 0; i < x->K / 256; i++, b += bb) {
         _mm_prefetch((const char *)b + QX_PREFETCH, _MM_HINT_T0);
         _mm_prefetch((const char *)b + QX_PREFETCH + 64, _MM_HINT_T0);
         _mm_prefetch((const char *)b + QX_PREFETCH + 128, _MM_HINT_T0);
+        const __m256i hb = q5 ? _mm256_loadu_si256((const __m256i *)(b + 16)) : m4;
         const float d = half(b) * x->d[i], dmin = half(b + 2) * x->d[i];
         const uint8_t *sc = b + 4;
         uint8_t s[8], m[8];
@@ -197,8 +211,13 @@ AV static float dot_q4k(const uint8_t *b, const kern_q8x *x)
         const int8_t *q8 = x->qs + 256 * i;
         __m512i isum = _mm512_setzero_si512();
         for (int j = 0; j < 4; j++) {
-            __m256i v = _mm256_loadu_si256((const __m256i *)(b + 16 + 32 * j));
-            __m512i w = cat(_mm256_and_si256(v, m4), _mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
+            __m256i v = _mm256_loadu_si256((const __m256i *)(b + (q5 ? 48 : 16) + 32 * j));
+            __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+            if (q5) {                   /* Q5_K: bit 2j / 2j+1 of qh[l] is element l's fifth bit */
+                lo = _mm256_mask_add_epi8(lo, _mm256_test_epi8_mask(hb, _mm256_set1_epi8((char)(1 << (2 * j)))), lo, sixteen);
+                hi = _mm256_mask_add_epi8(hi, _mm256_test_epi8_mask(hb, _mm256_set1_epi8((char)(2 << (2 * j)))), hi, sixteen);
+            }
+            __m512i w = cat(lo, hi);
             __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w, _mm512_loadu_si512(q8 + 64 * j));
             isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(p, cat1(s[2 * j], s[2 * j + 1])));
         }
@@ -260,37 +279,49 @@ AV static float dot_q6k(const uint8_t *b, const kern_q8x *x)
     return _mm512_reduce_add_ps(acc);
 }
 
-/* The 32 weights of a 32-element block as unsigned bytes in element
- * order: Q8_0 (34 bytes: fp16 d, 32 int8) biased by 128; Q4_0 (18: d, 16
- * bytes of nibbles, element j low / j+16 high) as the nibble (bias 8);
- * Q5_0 (22: d, 32 high bits, nibbles) as nibble | high << 4 (bias 16). */
+/* Layouts of the 32-element types (bytes): Q8_0 34 = fp16 d, 32 int8;
+ * Q4_0 18 = d, 16 nibble bytes (element j low, j+16 high); Q5_0 22 = d,
+ * 32 high bits, nibbles; Q4_1 20 = d, m, nibbles; Q5_1 24 = d, m, high
+ * bits, nibbles. w = d·q (− 8 / − 16 for Q4_0 / Q5_0) + m. */
+static inline int blk_bytes(dtype t)
+{
+    return t == DT_Q8_0 ? 34 : t == DT_Q4_0 ? 18 : t == DT_Q5_0 ? 22 : t == DT_Q4_1 ? 20 : 24;
+}
+static inline int nib_off(dtype t) { return t == DT_Q4_0 ? 2 : t == DT_Q5_0 ? 6 : t == DT_Q4_1 ? 4 : 8; }
+static inline int qh_off(dtype t) { return t == DT_Q5_0 ? 2 : t == DT_Q5_1 ? 4 : 0; }
+static inline int has_min(dtype t) { return t == DT_Q4_1 || t == DT_Q5_1; }
+
+/* The 32 weights of a block as unsigned bytes in element order (Q8_0
+ * biased by 128, the others their unsigned q). */
 AVI __m256i u8_block(dtype t, const uint8_t *b)
 {
     if (t == DT_Q8_0) return _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(b + 2)), _mm256_set1_epi8((char)0x80));
     const __m128i m4 = _mm_set1_epi8(0x0F);
-    __m128i v = _mm_loadu_si128((const __m128i *)(b + (t == DT_Q5_0 ? 6 : 2)));
+    __m128i v = _mm_loadu_si128((const __m128i *)(b + nib_off(t)));
     __m256i u = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_and_si128(v, m4)),
                                         _mm_and_si128(_mm_srli_epi16(v, 4), m4), 1);
-    if (t == DT_Q5_0) {
+    if (qh_off(t)) {
         uint32_t qh;
-        memcpy(&qh, b + 2, 4);
+        memcpy(&qh, b + qh_off(t), 4);
         u = _mm256_mask_add_epi8(u, (__mmask32)qh, u, _mm256_set1_epi8(16));
     }
     return u;
 }
 
-/* Blocks i0.. of Q8_0 / Q4_0 / Q5_0 against x in Q8_0 blocks (element
+/* Blocks i0.. of a 32-element type against x in Q8_0 blocks (element
  * order), two blocks per zmm; x's corr and dv from lane c0 on, 8 per
  * block. */
 AVI __m512 dot_q32(dtype t, const uint8_t *b, const kern_q8x *x, int64_t i, int64_t c, __m512 acc)
 {
-    const int bb = t == DT_Q8_0 ? 34 : t == DT_Q5_0 ? 22 : 18;
+    const int bb = blk_bytes(t);
+    float mins = 0.f;                   /* Σ m·s over the blocks (Q4_1 / Q5_1) */
     /* lanes 0-7 take the first fp16 d, lanes 8-15 the second */
     const __m512i two = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
     const int64_t nb = x->K / 32;
     for (; i + 2 <= nb; i += 2, c += 16, b += 2 * bb) {
         _mm_prefetch((const char *)b + QX_PREFETCH, _MM_HINT_T0);
         if (t == DT_Q8_0) _mm_prefetch((const char *)b + QX_PREFETCH + 64, _MM_HINT_T0);
+        if (has_min(t)) mins += half(b + 2) * x->sx[i] + half(b + bb + 2) * x->sx[i + 1];
         __m512i w = cat(u8_block(t, b), u8_block(t, b + bb));
         __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w, _mm512_loadu_si512(x->qs + 32 * i));
         p = _mm512_sub_epi32(p, _mm512_loadu_si512(x->corr + c));
@@ -307,21 +338,23 @@ AVI __m512 dot_q32(dtype t, const uint8_t *b, const kern_q8x *x, int64_t i, int6
         __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w, xq);
         p = _mm512_sub_epi32(p, _mm512_set1_epi32(x->corr[c]));
         acc = _mm512_mask3_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_set1_ps(half(b) * x->d[i]), acc, 0x00FF);
+        if (has_min(t)) mins += half(b + 2) * x->sx[i];
     }
-    return acc;
+    return _mm512_mask_add_ps(acc, 1, acc, _mm512_set1_ps(mins));
 }
 
-/* Q4_0 / Q5_0 four blocks at a time: the 4 × 16 nibble bytes in one zmm
+/* Q4_0 / Q5_0 / Q4_1 / Q5_1 four blocks at a time: the 4 × 16 nibble bytes in one zmm
  * give the low halves of the four blocks (and, shifted, the high halves)
  * without any byte shuffling, because x was stored in that order
  * (qx_groups); each block's products land in 4 lanes. */
 AVI float dot_nib(dtype t, const uint8_t *b, const kern_q8x *x)
 {
-    const int q5 = t == DT_Q5_0, bb = q5 ? 22 : 18, off = q5 ? 6 : 2;
+    const int bb = blk_bytes(t), off = nib_off(t), qo = qh_off(t), q5 = qo != 0;
     const __m512i m4 = _mm512_set1_epi8(0x0F), sixteen = _mm512_set1_epi8(16);
     const __m512i four = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
     const int64_t ng = qx_groups(t, x->K);
     __m512 acc = _mm512_setzero_ps();
+    __m128 macc = _mm_setzero_ps();
     for (int64_t g = 0; g < ng; g++, b += 4 * bb) {
         /* the weights stream from memory once: ask for them early */
         _mm_prefetch((const char *)b + QX_PREFETCH, _MM_HINT_T0);
@@ -333,7 +366,7 @@ AVI float dot_nib(dtype t, const uint8_t *b, const kern_q8x *x)
         __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
         if (q5) {
             uint32_t h[4];
-            for (int k = 0; k < 4; k++) memcpy(&h[k], b + k * bb + 2, 4);
+            for (int k = 0; k < 4; k++) memcpy(&h[k], b + k * bb + qo, 4);
             uint64_t mlo = (uint64_t)(h[0] & 0xFFFF) | (uint64_t)(h[1] & 0xFFFF) << 16 |
                            (uint64_t)(h[2] & 0xFFFF) << 32 | (uint64_t)(h[3] & 0xFFFF) << 48;
             uint64_t mhi = (uint64_t)(h[0] >> 16) | (uint64_t)(h[1] >> 16) << 16 |
@@ -350,7 +383,14 @@ AVI float dot_nib(dtype t, const uint8_t *b, const kern_q8x *x)
         uint64_t dd = (uint64_t)d[0] | (uint64_t)d[1] << 16 | (uint64_t)d[2] << 32 | (uint64_t)d[3] << 48;
         __m512 dw = _mm512_permutexvar_ps(four, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi64_si128((long long)dd))));
         acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dw, _mm512_loadu_ps(x->dv + 16 * g)), acc);
+        if (has_min(t)) {               /* + m·s per block, s = d_x·Σ x_q */
+            uint16_t m[4];
+            for (int k = 0; k < 4; k++) memcpy(&m[k], b + k * bb + 2, 2);
+            uint64_t mm = (uint64_t)m[0] | (uint64_t)m[1] << 16 | (uint64_t)m[2] << 32 | (uint64_t)m[3] << 48;
+            macc = _mm_fmadd_ps(_mm_cvtph_ps(_mm_cvtsi64_si128((long long)mm)), _mm_loadu_ps(x->sx + 4 * g), macc);
+        }
     }
+    acc = _mm512_add_ps(acc, _mm512_zextps128_ps512(macc));
     acc = dot_q32(t, b, x, 4 * ng, 16 * ng, acc);
     return _mm512_reduce_add_ps(acc);
 }
@@ -359,12 +399,19 @@ AV static float dot_q80(const uint8_t *b, const kern_q8x *x)
     return _mm512_reduce_add_ps(dot_q32(DT_Q8_0, b, x, 0, 0, _mm512_setzero_ps()));
 }
 AV static float dot_q40(const uint8_t *b, const kern_q8x *x) { return dot_nib(DT_Q4_0, b, x); }
+AV static float dot_q41(const uint8_t *b, const kern_q8x *x) { return dot_nib(DT_Q4_1, b, x); }
+AV static float dot_q51(const uint8_t *b, const kern_q8x *x) { return dot_nib(DT_Q5_1, b, x); }
+AV static float dot_q4k(const uint8_t *b, const kern_q8x *x) { return dot_qk45(b, x, 0); }
+AV static float dot_q5k(const uint8_t *b, const kern_q8x *x) { return dot_qk45(b, x, 1); }
 AV static float dot_q50(const uint8_t *b, const kern_q8x *x) { return dot_nib(DT_Q5_0, b, x); }
 
 float qx_dot(const kern_q8x *x, const void *w)
 {
     switch (x->wt) {
     case DT_Q4_K: return dot_q4k(w, x);
+    case DT_Q5_K: return dot_q5k(w, x);
+    case DT_Q4_1: return dot_q41(w, x);
+    case DT_Q5_1: return dot_q51(w, x);
     case DT_Q6_K: return dot_q6k(w, x);
     case DT_Q8_0: return dot_q80(w, x);
     case DT_Q4_0: return dot_q40(w, x);

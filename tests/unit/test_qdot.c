@@ -10,7 +10,8 @@
  *   test_qdot --tool TYPE K W.bin X.f32 XQ.out Y.out
  *       x rounded for weights of TYPE, written in llama.cpp's block layout
  *       (block_q8_K: f32 d, 256 int8, 16 int16 bsums; block_q8_0: fp16 d,
- *       32 int8), and y[r] = dot(row r of W, x) as float32. */
+ *       32 int8; block_q8_1: fp16 d, fp16 s, 32 int8), and y[r] =
+ *       dot(row r of W, x) as float32. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,22 +21,34 @@
 #include "kern_test_util.h"
 #include "kern/kern.h"
 #include "kern/kern_impl.h"
+#include "export/quant_mix.h"
 
 static _Alignas(64) char qmem[1 << 20];
 static kern_q8x qx;
 
-static int blk_of(dtype t) { return t == DT_Q4_K || t == DT_Q6_K ? 256 : 32; }
+static int blk_of(dtype t) { return t == DT_Q4_K || t == DT_Q5_K || t == DT_Q6_K ? 256 : 32; }
 
-/* Σ_k dequant(w)[k]·qs[k]·d[block] in double, and Σ |·| for the tolerance. */
+/* Σ_k dequant(w)[k]·qs[k]·d[block] in double, and Σ |·| for the tolerance.
+ * Q4_1 / Q5_1 (w = d·q + m) take the min term as llama.cpp's Q8_1 does,
+ * m·s with s = fp16(d·Σq) per block: Σ (w − m)·x + m·s. */
 static double exact_dot(dtype t, const void *w, const kern_q8x *q, double *mag)
 {
     float *wd = xmalloc((size_t)q->K * 4);
     dequant_row_scalar(t, w, wd, q->K);
+    const int mins = t == DT_Q4_1 || t == DT_Q5_1, bb = t == DT_Q4_1 ? 20 : 24;
     double s = 0, m = 0;
     for (int64_t k = 0; k < q->K; k++) {
-        double v = (double)wd[k] * ((double)qx_at(q, k) * q->d[k / blk_of(t)]);
+        int64_t blk = k / blk_of(t);
+        double mn = 0;
+        if (mins) {
+            uint16_t h;
+            memcpy(&h, (const uint8_t *)w + blk * bb + 2, 2);
+            mn = fp16_to_f32(h);
+            if (k % 32 == 0) s += mn * q->sx[blk];
+        }
+        double v = ((double)wd[k] - mn) * ((double)qx_at(q, k) * q->d[blk]);
         s += v;
-        m += fabs(v);
+        m += fabs((double)wd[k] * ((double)qx_at(q, k) * q->d[blk]));
     }
     free(wd);
     *mag = m;
@@ -98,9 +111,9 @@ static void test_dot_exact(void)
 {
     if (!qx_supported(DT_Q4_K)) { printf("qdot: no AVX512-VNNI at this level, exact tests skipped\n"); return; }
     trng r = {11};
-    const dtype types[] = {DT_Q8_0, DT_Q4_0, DT_Q5_0, DT_Q4_K, DT_Q6_K};
+    const dtype types[] = {DT_Q8_0, DT_Q4_0, DT_Q5_0, DT_Q4_1, DT_Q5_1, DT_Q4_K, DT_Q5_K, DT_Q6_K};
     const int64_t Ks[] = {256, 768, 4864, 96, 32, 224};
-    for (int ti = 0; ti < 5; ti++)
+    for (int ti = 0; ti < 8; ti++)
         for (int ki = 0; ki < 6; ki++)
             for (int pat = 0; pat < 3; pat++) {
                 dtype t = types[ti];
@@ -110,7 +123,7 @@ static void test_dot_exact(void)
                 uint8_t *wq = xmalloc(dtype_row_bytes(t, K));
                 fill_rand(&r, w, (size_t)K, 0.05f);
                 fill_x(&r, x, K, pat);
-                CHECK(kern_quant_row(t, w, wq, K) == dtype_row_bytes(t, K));
+                CHECK(export_quant_row(t, w, wq, K) == dtype_row_bytes(t, K));
                 kern_q8x *q = &qx;
                 CHECK(qx_quantize(q, qmem, t, x, K));
                 double mag, want = exact_dot(t, wq, q, &mag);
@@ -126,18 +139,18 @@ static void test_dot_exact(void)
 static void test_matvec(void)
 {
     trng r = {23};
-    const dtype types[] = {DT_Q8_0, DT_Q4_0, DT_Q5_0, DT_Q4_K, DT_Q6_K, DT_F16, DT_Q5_K};
+    const dtype types[] = {DT_Q8_0, DT_Q4_0, DT_Q5_0, DT_Q4_1, DT_Q5_1, DT_Q4_K, DT_Q5_K, DT_Q6_K, DT_F16, DT_BF16};
     const int64_t O = 300, I = 1536;
     float *wf = xmalloc((size_t)O * I * 4), *x = xmalloc((size_t)I * 4), *bias = xmalloc((size_t)O * 4);
     float *y1 = xmalloc((size_t)O * 4), *y2 = xmalloc((size_t)O * 4), *yf = xmalloc((size_t)O * 4);
     fill_rand(&r, wf, (size_t)O * I, 0.05f);
     fill_x(&r, x, I, 1);
     fill_rand(&r, bias, (size_t)O, 1.f);
-    for (int ti = 0; ti < 7; ti++) {
+    for (int ti = 0; ti < 10; ti++) {
         dtype t = types[ti];
         size_t rb = dtype_row_bytes(t, I);
         uint8_t *wq = xmalloc(rb * (size_t)O);
-        for (int64_t o = 0; o < O; o++) kern_quant_row(t, wf + o * I, wq + o * rb, I);
+        for (int64_t o = 0; o < O; o++) export_quant_row(t, wf + o * I, wq + o * rb, I);
         wmat W = {.type = t, .rows = O, .cols = I, .row_bytes = rb, .data = wq};
         kern_init(1);
         kern_matvec(y1, x, &W, bias);
@@ -203,6 +216,10 @@ static int tool(char **a)
         if (be == 32) {
             uint16_t h = f32_to_fp16(q->d[blk]);
             fwrite(&h, 2, 1, fq);
+            if (t == DT_Q4_1 || t == DT_Q5_1) {     /* block_q8_1: d, s, qs */
+                uint16_t sh = f32_to_fp16(q->sx[blk]);
+                fwrite(&sh, 2, 1, fq);
+            }
         } else {
             fwrite(&q->d[blk], 4, 1, fq);
         }

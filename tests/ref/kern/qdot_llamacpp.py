@@ -21,10 +21,14 @@ TYPES = {
     "Q8_0": ("quantize_row_q8_0_ref", 34, 32, "q8_0", "ggml_vec_dot_q8_0_q8_0_generic"),
     "Q4_0": ("quantize_row_q4_0_ref", 18, 32, "q8_0", "ggml_vec_dot_q4_0_q8_0_generic"),
     "Q5_0": ("quantize_row_q5_0_ref", 22, 32, "q8_0", "ggml_vec_dot_q5_0_q8_0_generic"),
+    "Q4_1": ("quantize_row_q4_1_ref", 20, 32, "q8_1", "ggml_vec_dot_q4_1_q8_1_generic"),
+    "Q5_1": ("quantize_row_q5_1_ref", 24, 32, "q8_1", "ggml_vec_dot_q5_1_q8_1_generic"),
     "Q4_K": ("quantize_row_q4_K_ref", 144, 256, "q8_K", "ggml_vec_dot_q4_K_q8_K_generic"),
+    "Q5_K": ("quantize_row_q5_K_ref", 176, 256, "q8_K", "ggml_vec_dot_q5_K_q8_K_generic"),
     "Q6_K": ("quantize_row_q6_K_ref", 210, 256, "q8_K", "ggml_vec_dot_q6_K_q8_K_generic"),
 }
-XFMT = {"q8_0": ("quantize_row_q8_0_ref", 34, 32), "q8_K": ("quantize_row_q8_K_ref", 292, 256)}
+XFMT = {"q8_0": ("quantize_row_q8_0_ref", 34, 32), "q8_1": ("quantize_row_q8_1_ref", 36, 32),
+        "q8_K": ("quantize_row_q8_K_ref", 292, 256)}
 
 
 def dequant_x(fmt, raw, K):
@@ -33,14 +37,27 @@ def dequant_x(fmt, raw, K):
     out = np.zeros(K)
     for b in range(K // be):
         blk = raw[b * bb:(b + 1) * bb]
-        if fmt == "q8_0":
+        if fmt in ("q8_0", "q8_1"):
             d = float(np.frombuffer(blk[:2], dtype=np.float16)[0])
-            qs = np.frombuffer(blk[2:34], dtype=np.int8)
+            qs = np.frombuffer(blk[bb - 32:bb], dtype=np.int8)
         else:
             d = float(np.frombuffer(blk[:4], dtype=np.float32)[0])
             qs = np.frombuffer(blk[4:260], dtype=np.int8)
         out[b * be:(b + 1) * be] = d * qs.astype(np.float64)
     return out
+
+
+ROW = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
+VEC_DOT = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t,
+           ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+
+
+def cfn(lib, name, argtypes):
+    """A C function of lib with its prototype (void result)."""
+    f = getattr(lib, name)
+    f.restype = None
+    f.argtypes = argtypes
+    return f
 
 
 def main():
@@ -51,8 +68,7 @@ def main():
     base = ctypes.CDLL(os.path.join(libdir, "libggml-base.so"), mode=ctypes.RTLD_GLOBAL)
     cpu = ctypes.CDLL(os.path.join(libdir, "libggml-cpu-x64.so"))
     cpu.ggml_cpu_init()         # fills the fp16 table the baseline build converts with
-    deq = {"Q8_0": "dequantize_row_q8_0", "Q4_0": "dequantize_row_q4_0", "Q5_0": "dequantize_row_q5_0",
-           "Q4_K": "dequantize_row_q4_K", "Q6_K": "dequantize_row_q6_K"}
+    deq = {t: "dequantize_row_" + t.lower().replace("_k", "_K") for t in TYPES}
     rng = np.random.default_rng(20261201)
     fails = total = 0
     worst = 0.0
@@ -71,19 +87,13 @@ def main():
                     elif pattern == "zeros":
                         x[: min(K, 256)] = 0.0
                     wb = np.zeros(rows * (K // be) * bb, dtype=np.uint8)
-                    f = getattr(base, wq)
-                    f.restype = None
-                    f.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
-                    f(w.ctypes.data, wb.ctypes.data, rows * K)
+                    cfn(base, wq, ROW)(w.ctypes.data, wb.ctypes.data, rows * K)
                     wb.tofile(wpath)
                     x.tofile(xpath)
                     # llama.cpp's rounding of x
                     xq_name, xbb, xbe = XFMT[xfmt]
                     xq = np.zeros(K // xbe * xbb, dtype=np.uint8)
-                    g = getattr(base, xq_name)
-                    g.restype = None
-                    g.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
-                    g(x.ctypes.data, xq.ctypes.data, K)
+                    cfn(base, xq_name, ROW)(x.ctypes.data, xq.ctypes.data, K)
                     r = subprocess.run([tool, "--tool", t, str(K), wpath, xpath, qpath, ypath], capture_output=True)
                     total += 1
                     if r.returncode != 0:
@@ -96,13 +106,7 @@ def main():
                         print(f"MISMATCH {t} K={K} {pattern}: int8 x differs from {xq_name}")
                         continue
                     got_y = np.fromfile(ypath, dtype=np.float32)
-                    vd = getattr(cpu, vdot)
-                    vd.restype = None
-                    vd.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t,
-                                   ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-                    dq = getattr(base, deq[t])
-                    dq.restype = None
-                    dq.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
+                    vd, dq = cfn(cpu, vdot, VEC_DOT), cfn(base, deq[t], ROW)
                     xd = dequant_x(xfmt, xq.tobytes(), K)
                     row_b = K // be * bb
                     bad = 0
