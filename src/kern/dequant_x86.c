@@ -208,9 +208,8 @@ A512 int dot_fused_avx512(dtype t, const void *src, const float *x, int64_t K, f
 #define HV(off) (t == DT_F16 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(b + 2 * (off)))) \
         : _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(b + 2 * (off)))), 16)))
         while (k + 64 <= K) {
-            /* decoding streams the row from memory once: prefetch ahead */
-            _mm_prefetch((const char *)(b + 2 * k) + 2048, _MM_HINT_T0);
-            _mm_prefetch((const char *)(b + 2 * k) + 2048 + 64, _MM_HINT_T0);
+            _mm_prefetch((const char *)(b + 2 * k) + KERN_PREFETCH_AHEAD, _MM_HINT_T0);
+            _mm_prefetch((const char *)(b + 2 * k) + KERN_PREFETCH_AHEAD + 64, _MM_HINT_T0);
             FEED4(HV(k), HV(k + 16), HV(k + 32), HV(k + 48));
         }
         while (k + 16 <= K) FEED0(HV(k));

@@ -189,6 +189,12 @@ typedef struct attn_job {
 extern int kern_attn_ds_off, kern_attn_dec_off;
 size_t attn_unit_scratch_floats(int HSP);
 
+/* Decoding reads every weight row once from memory; the dot loops ask for
+ * the bytes this far ahead (_mm_prefetch), because with the hardware
+ * prefetcher alone the first load of each block waits on memory (perf:
+ * a third of a Q5_0 dot's samples on that load). 1–4 KiB measured best. */
+#define KERN_PREFETCH_AHEAD 2048
+
 /* ---- integer decode dots (qdot.c) ------------------------------------------
  * One row of x rounded to int8 blocks as llama.cpp does for the weight type
  * wt: Q8_K (256 per block, d = −max/127) for Q4_K / Q5_K / Q6_K, Q8_0

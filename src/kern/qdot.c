@@ -177,10 +177,6 @@ AVI float half(const uint8_t *p)
     return _cvtsh_ss(h);
 }
 
-#ifndef QX_PREFETCH
-#define QX_PREFETCH 2048
-#endif
-
 AVI __m512i cat(__m256i lo, __m256i hi) { return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1); }
 AVI __m512i cat1(int32_t lo, int32_t hi) { return cat(_mm256_set1_epi32(lo), _mm256_set1_epi32(hi)); }
 
@@ -196,9 +192,9 @@ AVI float dot_qk45(const uint8_t *b, const kern_q8x *x, int q5)
     __m512 acc = _mm512_setzero_ps();
     __m256 macc = _mm256_setzero_ps();
     for (int64_t i = 0; i < x->K / 256; i++, b += bb) {
-        _mm_prefetch((const char *)b + QX_PREFETCH, _MM_HINT_T0);
-        _mm_prefetch((const char *)b + QX_PREFETCH + 64, _MM_HINT_T0);
-        _mm_prefetch((const char *)b + QX_PREFETCH + 128, _MM_HINT_T0);
+        _mm_prefetch((const char *)b + KERN_PREFETCH_AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)b + KERN_PREFETCH_AHEAD + 64, _MM_HINT_T0);
+        _mm_prefetch((const char *)b + KERN_PREFETCH_AHEAD + 128, _MM_HINT_T0);
         const __m256i hb = q5 ? _mm256_loadu_si256((const __m256i *)(b + 16)) : m4;
         const float d = half(b) * x->d[i], dmin = half(b + 2) * x->d[i];
         const uint8_t *sc = b + 4;
@@ -246,7 +242,7 @@ AV static float dot_q6k(const uint8_t *b, const kern_q8x *x)
     };
     __m512 acc = _mm512_setzero_ps();
     for (int64_t i = 0; i < x->K / 256; i++, b += 210) {
-        for (int l = 0; l < 4; l++) _mm_prefetch((const char *)b + QX_PREFETCH + 64 * l, _MM_HINT_T0);
+        for (int l = 0; l < 4; l++) _mm_prefetch((const char *)b + KERN_PREFETCH_AHEAD + 64 * l, _MM_HINT_T0);
         const float d = half(b + 208) * x->d[i];
         const __m512i scv = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(b + 192)));
         const int8_t *q8 = x->qs + 256 * i;
@@ -319,8 +315,8 @@ AVI __m512 dot_q32(dtype t, const uint8_t *b, const kern_q8x *x, int64_t i, int6
     const __m512i two = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
     const int64_t nb = x->K / 32;
     for (; i + 2 <= nb; i += 2, c += 16, b += 2 * bb) {
-        _mm_prefetch((const char *)b + QX_PREFETCH, _MM_HINT_T0);
-        if (t == DT_Q8_0) _mm_prefetch((const char *)b + QX_PREFETCH + 64, _MM_HINT_T0);
+        _mm_prefetch((const char *)b + KERN_PREFETCH_AHEAD, _MM_HINT_T0);
+        if (t == DT_Q8_0) _mm_prefetch((const char *)b + KERN_PREFETCH_AHEAD + 64, _MM_HINT_T0);
         if (has_min(t)) mins += half(b + 2) * x->sx[i] + half(b + bb + 2) * x->sx[i + 1];
         __m512i w = cat(u8_block(t, b), u8_block(t, b + bb));
         __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w, _mm512_loadu_si512(x->qs + 32 * i));
@@ -357,8 +353,8 @@ AVI float dot_nib(dtype t, const uint8_t *b, const kern_q8x *x)
     __m128 macc = _mm_setzero_ps();
     for (int64_t g = 0; g < ng; g++, b += 4 * bb) {
         /* the weights stream from memory once: ask for them early */
-        _mm_prefetch((const char *)b + QX_PREFETCH, _MM_HINT_T0);
-        _mm_prefetch((const char *)b + QX_PREFETCH + 64, _MM_HINT_T0);
+        _mm_prefetch((const char *)b + KERN_PREFETCH_AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)b + KERN_PREFETCH_AHEAD + 64, _MM_HINT_T0);
         __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(b + off)));
         v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(b + bb + off)), 1);
         v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(b + 2 * bb + off)), 2);
