@@ -12,23 +12,9 @@
 #define A512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma,f16c")))
 #define A2 __attribute__((target("avx2,fma,f16c")))
 
-/* fp16 → f32 with the F16C instruction (exact, same value as fp16_to_f32;
- * every AVX2 and AVX-512 CPU has F16C, and cpu.c requires it for avx2). */
-static inline __attribute__((always_inline, target("f16c"))) float half(const uint8_t *p)
-{
-    uint16_t h;
-    memcpy(&h, p, 2);
-    return _cvtsh_ss(h);
-}
 
 /* ---- AVX-512 ---------------------------------------------------------------- */
 
-/* Q4_K / Q5_K scale and min of sub-block j (get_scale_min_k4). */
-static inline void scmin(const uint8_t *sc, int j, uint8_t *s, uint8_t *m)
-{
-    if (j < 4) { *s = sc[j] & 63; *m = sc[j + 4] & 63; }
-    else { *s = (uint8_t)((sc[j + 4] & 0xF) | ((sc[j - 4] >> 6) << 4)); *m = (uint8_t)((sc[j + 4] >> 4) | ((sc[j] >> 6) << 4)); }
-}
 
 /* The 64 weights of sub-blocks 2j and 2j+1 of a Q4_K (144 bytes) or Q5_K
  * (176 bytes) block b (d, min: its two fp16 scales, read once per block by
@@ -41,8 +27,8 @@ static inline __attribute__((always_inline)) A512 void qk45_w64(const uint8_t *b
     const __m512i sixteen = _mm512_set1_epi32(16);
     const uint8_t *sc = b + 4, *qh = b + 16, *q = b + (q5 ? 48 : 16) + 32 * j;
     uint8_t s1, m1, s2, m2;
-    scmin(sc, 2 * j, &s1, &m1);
-    scmin(sc, 2 * j + 1, &s2, &m2);
+    kern_scmin_k4(sc, 2 * j, &s1, &m1);
+    kern_scmin_k4(sc, 2 * j + 1, &s2, &m2);
     const __m512 d1 = _mm512_set1_ps(d * s1), mm1 = _mm512_set1_ps(min * m1);
     const __m512 d2 = _mm512_set1_ps(d * s2), mm2 = _mm512_set1_ps(min * m2);
     for (int h = 0; h < 2; h++) {
@@ -64,7 +50,7 @@ static inline __attribute__((always_inline)) A512 void qk45_w64(const uint8_t *b
 static inline __attribute__((always_inline)) A512 void q6k_w128(const uint8_t *b, int n, __m512 w[8])
 {
     const __m512i m4 = _mm512_set1_epi32(0xF), m3 = _mm512_set1_epi32(3), c32 = _mm512_set1_epi32(32);
-    const float d = half(b + 208);
+    const float d = kern_half(b + 208);
     const uint8_t *ql = b + 64 * n, *qh = b + 128 + 32 * n;
     const int8_t *sc = (const int8_t *)(b + 192) + 8 * n;
     for (int o = 0; o < 2; o++) {
@@ -99,7 +85,7 @@ static A512 void kq_avx512(dtype t, const uint8_t *b, float *y, int64_t nb)
             b += 210;
         } else {
             const int q5 = t == DT_Q5_K;
-            const float d = half(b), min = half(b + 2);
+            const float d = kern_half(b), min = kern_half(b + 2);
             for (int j = 0; j < 4; j++, y += 64) {
                 qk45_w64(b, q5, j, d, min, w);
                 for (int v = 0; v < 4; v++) _mm512_storeu_ps(y + 16 * v, w[v]);
@@ -131,7 +117,7 @@ A512 int dequant_avx512(dtype t, const void *src, float *y, int64_t n)
     }
     case DT_Q8_0:
         for (int64_t i = 0; i < n / 32; i++, b += 34, y += 32) {
-            const __m512 d = _mm512_set1_ps(half(b));
+            const __m512 d = _mm512_set1_ps(kern_half(b));
             for (int h = 0; h < 2; h++) {
                 __m512i q = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(b + 2 + 16 * h)));
                 _mm512_storeu_ps(y + 16 * h, _mm512_mul_ps(_mm512_cvtepi32_ps(q), d));
@@ -142,7 +128,7 @@ A512 int dequant_avx512(dtype t, const void *src, float *y, int64_t n)
         const __m128i lo4 = _mm_set1_epi8(0x0F);
         const __m512i eight = _mm512_set1_epi32(8);
         for (int64_t i = 0; i < n / 32; i++, b += 18, y += 32) {
-            const __m512 d = _mm512_set1_ps(half(b));
+            const __m512 d = _mm512_set1_ps(kern_half(b));
             __m128i v = _mm_loadu_si128((const __m128i *)(b + 2));
             __m512i lo = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_and_si128(v, lo4)), eight);
             __m512i hi = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(v, 4), lo4)), eight);
@@ -155,7 +141,7 @@ A512 int dequant_avx512(dtype t, const void *src, float *y, int64_t n)
         const __m128i lo4 = _mm_set1_epi8(0x0F);
         const __m512i sixteen = _mm512_set1_epi32(16);
         for (int64_t i = 0; i < n / 32; i++, b += 22, y += 32) {
-            const __m512 d = _mm512_set1_ps(half(b));
+            const __m512 d = _mm512_set1_ps(kern_half(b));
             uint32_t qh;
             memcpy(&qh, b + 2, 4);
             __m128i v = _mm_loadu_si128((const __m128i *)(b + 6));
@@ -224,11 +210,11 @@ A512 int dot_fused_avx512(dtype t, const void *src, const float *x, int64_t K, f
     }
     case DT_Q8_0:
         for (; k + 64 <= K; b += 68) {
-            __m512 d0 = _mm512_set1_ps(half(b)), d1 = _mm512_set1_ps(half(b + 34));
+            __m512 d0 = _mm512_set1_ps(kern_half(b)), d1 = _mm512_set1_ps(kern_half(b + 34));
             FEED4(q8_vec(b + 2, d0), q8_vec(b + 18, d0), q8_vec(b + 36, d1), q8_vec(b + 52, d1));
         }
         if (k < K) {
-            __m512 d0 = _mm512_set1_ps(half(b));
+            __m512 d0 = _mm512_set1_ps(kern_half(b));
             FEED0(q8_vec(b + 2, d0));
             FEED0(q8_vec(b + 18, d0));
         }
@@ -240,7 +226,7 @@ A512 int dot_fused_avx512(dtype t, const void *src, const float *x, int64_t K, f
         while (k < K) {
             int nblk = k + 64 <= K ? 2 : 1;
             for (int i = 0; i < nblk; i++, b += bb) {
-                const __m512 d = _mm512_set1_ps(half(b));
+                const __m512 d = _mm512_set1_ps(kern_half(b));
                 __m128i v = _mm_loadu_si128((const __m128i *)(b + (t == DT_Q4_0 ? 2 : 6)));
                 __m512i lo = _mm512_cvtepu8_epi32(_mm_and_si128(v, lo4));
                 __m512i hi = _mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(v, 4), lo4));
@@ -267,7 +253,7 @@ A512 int dot_fused_avx512(dtype t, const void *src, const float *x, int64_t K, f
         const int q5 = t == DT_Q5_K;
         __m512 w[4];
         for (; k < K; b += q5 ? 176 : 144) {
-            const float d = half(b), min = half(b + 2);
+            const float d = kern_half(b), min = kern_half(b + 2);
             for (int j = 0; j < 4; j++) {
                 qk45_w64(b, q5, j, d, min, w);
                 FEED4(w[0], w[1], w[2], w[3]);
@@ -318,7 +304,7 @@ A2 int dequant_avx2(dtype t, const void *src, float *y, int64_t n)
     }
     case DT_Q8_0:
         for (int64_t i = 0; i < n / 32; i++, b += 34, y += 32) {
-            const __m256 d = _mm256_set1_ps(half(b));
+            const __m256 d = _mm256_set1_ps(kern_half(b));
             for (int h = 0; h < 4; h++) {
                 __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(b + 2 + 8 * h)));
                 _mm256_storeu_ps(y + 8 * h, _mm256_mul_ps(_mm256_cvtepi32_ps(q), d));
@@ -328,7 +314,7 @@ A2 int dequant_avx2(dtype t, const void *src, float *y, int64_t n)
     case DT_Q4_0: {
         const __m256i eight = _mm256_set1_epi32(8), m4 = _mm256_set1_epi32(0xF);
         for (int64_t i = 0; i < n / 32; i++, b += 18, y += 32) {
-            const __m256 d = _mm256_set1_ps(half(b));
+            const __m256 d = _mm256_set1_ps(kern_half(b));
             for (int h = 0; h < 2; h++) {
                 __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(b + 2 + 8 * h)));
                 __m256i lo = _mm256_sub_epi32(_mm256_and_si256(v, m4), eight);

@@ -189,6 +189,32 @@ typedef struct attn_job {
 extern int kern_attn_ds_off, kern_attn_dec_off;
 size_t attn_unit_scratch_floats(int HSP);
 
+/* Q4_K / Q5_K: the 6-bit scale and min of sub-block j (0..7) from a
+ * block's 12 packed bytes sc (ggml's get_scale_min_k4). */
+static inline void kern_scmin_k4(const uint8_t *sc, int j, uint8_t *s, uint8_t *m)
+{
+    if (j < 4) {
+        *s = sc[j] & 63;
+        *m = sc[j + 4] & 63;
+    } else {
+        *s = (uint8_t)((sc[j + 4] & 0xF) | ((sc[j - 4] >> 6) << 4));
+        *m = (uint8_t)((sc[j + 4] >> 4) | ((sc[j] >> 6) << 4));
+    }
+}
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#include <string.h>
+/* The fp16 at p as f32 with the F16C instruction (exact, the value of
+ * fp16_to_f32; every AVX2 and AVX-512 CPU has F16C, cpu.c requires it). */
+static inline __attribute__((always_inline, target("f16c"))) float kern_half(const uint8_t *p)
+{
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return _cvtsh_ss(h);
+}
+#endif
+
 /* Decoding reads every weight row once from memory; the dot loops ask for
  * the bytes this far ahead (_mm_prefetch), because with the hardware
  * prefetcher alone the first load of each block waits on memory (perf:

@@ -170,14 +170,16 @@ int qx_quantize(kern_q8x *q, void *buf, dtype wt, const float *x, int64_t K)
 #define AV __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,fma,f16c")))
 #define AVI static inline __attribute__((always_inline)) AV
 
-AVI float half(const uint8_t *p)
-{
-    uint16_t h;
-    memcpy(&h, p, 2);
-    return _cvtsh_ss(h);
-}
 
 AVI __m512i cat(__m256i lo, __m256i hi) { return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1); }
+/* The fp16 at offset off of four consecutive blocks of bb bytes, as f32. */
+AVI __m128 half4(const uint8_t *b, int bb, int off)
+{
+    uint16_t h[4];
+    for (int k = 0; k < 4; k++) memcpy(&h[k], b + k * bb + off, 2);
+    uint64_t v = (uint64_t)h[0] | (uint64_t)h[1] << 16 | (uint64_t)h[2] << 32 | (uint64_t)h[3] << 48;
+    return _mm_cvtph_ps(_mm_cvtsi64_si128((long long)v));
+}
 AVI __m512i cat1(int32_t lo, int32_t hi) { return cat(_mm256_set1_epi32(lo), _mm256_set1_epi32(hi)); }
 
 /* Q4_K (144-byte blocks): d, dmin (fp16), 12 bytes of 6-bit scales/mins,
@@ -196,14 +198,9 @@ AVI float dot_qk45(const uint8_t *b, const kern_q8x *x, int q5)
         _mm_prefetch((const char *)b + KERN_PREFETCH_AHEAD + 64, _MM_HINT_T0);
         _mm_prefetch((const char *)b + KERN_PREFETCH_AHEAD + 128, _MM_HINT_T0);
         const __m256i hb = q5 ? _mm256_loadu_si256((const __m256i *)(b + 16)) : m4;
-        const float d = half(b) * x->d[i], dmin = half(b + 2) * x->d[i];
-        const uint8_t *sc = b + 4;
+        const float d = kern_half(b) * x->d[i], dmin = kern_half(b + 2) * x->d[i];
         uint8_t s[8], m[8];
-        for (int j = 0; j < 4; j++) { s[j] = sc[j] & 63; m[j] = sc[j + 4] & 63; }
-        for (int j = 4; j < 8; j++) {
-            s[j] = (uint8_t)((sc[j + 4] & 0xF) | ((sc[j - 4] >> 6) << 4));
-            m[j] = (uint8_t)((sc[j + 4] >> 4) | ((sc[j] >> 6) << 4));
-        }
+        for (int j = 0; j < 8; j++) kern_scmin_k4(b + 4, j, &s[j], &m[j]);
         const int8_t *q8 = x->qs + 256 * i;
         __m512i isum = _mm512_setzero_si512();
         for (int j = 0; j < 4; j++) {
@@ -243,7 +240,7 @@ AV static float dot_q6k(const uint8_t *b, const kern_q8x *x)
     __m512 acc = _mm512_setzero_ps();
     for (int64_t i = 0; i < x->K / 256; i++, b += 210) {
         for (int l = 0; l < 4; l++) _mm_prefetch((const char *)b + KERN_PREFETCH_AHEAD + 64 * l, _MM_HINT_T0);
-        const float d = half(b + 208) * x->d[i];
+        const float d = kern_half(b + 208) * x->d[i];
         const __m512i scv = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(b + 192)));
         const int8_t *q8 = x->qs + 256 * i;
         /* the offset term first: −32·sc[g]·Σx[g] per group g of 16 */
@@ -317,7 +314,7 @@ AVI __m512 dot_q32(dtype t, const uint8_t *b, const kern_q8x *x, int64_t i, int6
     for (; i + 2 <= nb; i += 2, c += 16, b += 2 * bb) {
         _mm_prefetch((const char *)b + KERN_PREFETCH_AHEAD, _MM_HINT_T0);
         if (t == DT_Q8_0) _mm_prefetch((const char *)b + KERN_PREFETCH_AHEAD + 64, _MM_HINT_T0);
-        if (has_min(t)) mins += half(b + 2) * x->sx[i] + half(b + bb + 2) * x->sx[i + 1];
+        if (has_min(t)) mins += kern_half(b + 2) * x->sx[i] + kern_half(b + bb + 2) * x->sx[i + 1];
         __m512i w = cat(u8_block(t, b), u8_block(t, b + bb));
         __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w, _mm512_loadu_si512(x->qs + 32 * i));
         p = _mm512_sub_epi32(p, _mm512_loadu_si512(x->corr + c));
@@ -333,8 +330,8 @@ AVI __m512 dot_q32(dtype t, const uint8_t *b, const kern_q8x *x, int64_t i, int6
         __m512i xq = _mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i *)(x->qs + 32 * i)));
         __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w, xq);
         p = _mm512_sub_epi32(p, _mm512_set1_epi32(x->corr[c]));
-        acc = _mm512_mask3_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_set1_ps(half(b) * x->d[i]), acc, 0x00FF);
-        if (has_min(t)) mins += half(b + 2) * x->sx[i];
+        acc = _mm512_mask3_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_set1_ps(kern_half(b) * x->d[i]), acc, 0x00FF);
+        if (has_min(t)) mins += kern_half(b + 2) * x->sx[i];
     }
     return _mm512_mask_add_ps(acc, 1, acc, _mm512_set1_ps(mins));
 }
@@ -374,17 +371,10 @@ AVI float dot_nib(dtype t, const uint8_t *b, const kern_q8x *x)
         __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, _mm512_loadu_si512(xq));
         p = _mm512_dpbusd_epi32(p, hi, _mm512_loadu_si512(xq + 64));
         p = _mm512_sub_epi32(p, _mm512_loadu_si512(x->corr + 16 * g));
-        uint16_t d[4];
-        for (int k = 0; k < 4; k++) memcpy(&d[k], b + k * bb, 2);
-        uint64_t dd = (uint64_t)d[0] | (uint64_t)d[1] << 16 | (uint64_t)d[2] << 32 | (uint64_t)d[3] << 48;
-        __m512 dw = _mm512_permutexvar_ps(four, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi64_si128((long long)dd))));
+        __m512 dw = _mm512_permutexvar_ps(four, _mm512_castps128_ps512(half4(b, bb, 0)));
         acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dw, _mm512_loadu_ps(x->dv + 16 * g)), acc);
-        if (has_min(t)) {               /* + m·s per block, s = d_x·Σ x_q */
-            uint16_t m[4];
-            for (int k = 0; k < 4; k++) memcpy(&m[k], b + k * bb + 2, 2);
-            uint64_t mm = (uint64_t)m[0] | (uint64_t)m[1] << 16 | (uint64_t)m[2] << 32 | (uint64_t)m[3] << 48;
-            macc = _mm_fmadd_ps(_mm_cvtph_ps(_mm_cvtsi64_si128((long long)mm)), _mm_loadu_ps(x->sx + 4 * g), macc);
-        }
+        if (has_min(t))                 /* + m·s per block, s = d_x·Σ x_q */
+            macc = _mm_fmadd_ps(half4(b, bb, 2), _mm_loadu_ps(x->sx + 4 * g), macc);
     }
     acc = _mm512_add_ps(acc, _mm512_zextps128_ps512(macc));
     acc = dot_q32(t, b, x, 4 * ng, 16 * ng, acc);

@@ -186,17 +186,6 @@ static float make_qkx2_quants(int n, int nmax, const float *x, const float *weig
     return scale;
 }
 
-/* 6-bit scale/min pair j of a Q4_K/Q5_K block (get_scale_min_k4). */
-static void get_scale_min_k4(int j, const uint8_t *q, uint8_t *d, uint8_t *m)
-{
-    if (j < 4) {
-        *d = q[j] & 63;
-        *m = q[j + 4] & 63;
-    } else {
-        *d = (uint8_t)((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
-        *m = (uint8_t)((q[j + 4] >> 4) | ((q[j - 0] >> 6) << 4));
-    }
-}
 
 /* Shared body of Q4_K (nmax 15) and Q5_K (nmax 31): fills L[256], the
  * 12 scale bytes and d/dmin of one block. */
@@ -238,7 +227,7 @@ static void quant_kx_block(const float *x, int nmax, float rmin, int nstep, uint
     *dmin_out = f32_to_fp16(max_min / 63.f);
     for (int j = 0; j < 8; ++j) {
         uint8_t sc, m;
-        get_scale_min_k4(j, scales12, &sc, &m);
+        kern_scmin_k4(scales12, j, &sc, &m);
         const float d = fp16_to_f32(*d_out) * sc;
         if (!d) continue;       /* keeps make_qkx2_quants' L for this sub-block */
         const float dm = fp16_to_f32(*dmin_out) * m;
@@ -488,9 +477,9 @@ void dequant_row_scalar(dtype t, const void *src, float *y, int64_t n)
             const uint8_t *q = b + 16;
             for (int j = 0, is = 0; j < QK_K; j += 64, is += 2, q += 32) {
                 uint8_t sc, m;
-                get_scale_min_k4(is + 0, b + 4, &sc, &m);
+                kern_scmin_k4(b + 4, is + 0, &sc, &m);
                 const float d1 = d * sc, m1 = min * m;
-                get_scale_min_k4(is + 1, b + 4, &sc, &m);
+                kern_scmin_k4(b + 4, is + 1, &sc, &m);
                 const float d2 = d * sc, m2 = min * m;
                 for (int l = 0; l < 32; ++l) *y++ = d1 * (q[l] & 0xF) - m1;
                 for (int l = 0; l < 32; ++l) *y++ = d2 * (q[l] >> 4) - m2;
@@ -504,9 +493,9 @@ void dequant_row_scalar(dtype t, const void *src, float *y, int64_t n)
             uint8_t u1 = 1, u2 = 2;
             for (int j = 0, is = 0; j < QK_K; j += 64, is += 2, ql += 32) {
                 uint8_t sc, m;
-                get_scale_min_k4(is + 0, b + 4, &sc, &m);
+                kern_scmin_k4(b + 4, is + 0, &sc, &m);
                 const float d1 = d * sc, m1 = min * m;
-                get_scale_min_k4(is + 1, b + 4, &sc, &m);
+                kern_scmin_k4(b + 4, is + 1, &sc, &m);
                 const float d2 = d * sc, m2 = min * m;
                 for (int l = 0; l < 32; ++l) *y++ = d1 * ((ql[l] & 0xF) + (qh[l] & u1 ? 16 : 0)) - m1;
                 for (int l = 0; l < 32; ++l) *y++ = d2 * ((ql[l] >> 4) + (qh[l] & u2 ? 16 : 0)) - m2;
