@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Generate src/store/registry_table.c from the base-model registry TSV.
+"""Generate src/weights/registry_table.c from the base-model registry TSV.
 
-    scripts/gen-registry.py [TSV] > src/store/registry_table.c
+    scripts/gen-registry.py [TSV] > src/weights/registry_table.c
 
 TSV defaults to ../shared/reference/base-registry.tsv (beside the checkout).
 The output is committed; run this only when the registry changes. Columns

@@ -10,8 +10,8 @@
 #include <sys/resource.h>
 
 #include "kern/kern.h"
-#include "model/model.h"
-#include "model/session.h"
+#include "weights/model.h"
+#include "decoder/session.h"
 #include "util/timeutil.h"
 
 static int argmax(const float *x, int n)

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "export/gguf_writer.h"
+#include "weights/gguf.h"
 #include "kern/kern.h"
 
 typedef struct shape {

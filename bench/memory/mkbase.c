@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "export/gguf_writer.h"
+#include "weights/gguf.h"
 #include "kern/dtype.h"
 #include "kern/kern.h"
 

@@ -23,10 +23,10 @@
 #include <sys/resource.h>
 
 #include "kern/kern.h"
-#include "train/fb.h"
-#include "train/full.h"
-#include "train/lora.h"
-#include "train/optim.h"
+#include "decoder/fb.h"
+#include "grad/full.h"
+#include "decoder/lora.h"
+#include "grad/optim.h"
 #include "util/rng.h"
 #include "util/timeutil.h"
 
@@ -154,7 +154,7 @@ int main(int argc, char **argv)
             tgt[i] = (int32_t)(rng_u64(1234, 98, (uint64_t)s, (uint64_t)i) % (uint64_t)c.vocab);
             pos[i] = i % T;
         }
-        fb_batch b = {B, T, tok, tgt, pos, NULL};
+        token_batch b = {B, T, tok, tgt, pos, NULL};
         double a = time_mono();
         memset(g, 0, l->n * 4);
         int64_t nl;

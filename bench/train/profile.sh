@@ -1,6 +1,6 @@
 #!/bin/bash
 # bench/train/profile.sh — where a LoRA training step spends its time: CPU
-# milliseconds per phase of src/train/fb.c (matmuls, LoRA products, LM head,
+# milliseconds per phase of src/decoder/fb.c (matmuls, LoRA products, LM head,
 # attention, norms, ...), from a build of fb.c with -DFB_PROFILE (the normal
 # build has no timers). The process CPU clock is used, so on a machine
 # shared with other jobs the numbers count only the time dlm ran; with
@@ -20,7 +20,7 @@ shift 2 || shift $#
 cmake --build "$root/build" -j2 --target dlmcore >/dev/null
 FLAGS="-O2 -DFB_PROFILE -ffp-contract=off -fno-strict-aliasing -fno-math-errno -D_GNU_SOURCE -I $root/src -I $root/build/gen"
 # shellcheck disable=SC2086
-gcc $FLAGS -c "$root/src/train/fb.c" -o "$out/fb_prof.o"
+gcc $FLAGS -c "$root/src/decoder/fb.c" -o "$out/fb_prof.o"
 # shellcheck disable=SC2086
 gcc $FLAGS "$here/bench_train.c" "$out/fb_prof.o" "$root/build/libdlmcore.a" \
     $(pkg-config --libs yaml-0.1 jansson libpcre2-8 libutf8proc libzstd libarchive sqlite3 libcurl libsodium) \

@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "cmd/commands.h"
-#include "hw/doctor.h"
-#include "hw/probe.h"
+#include "run/doctor.h"
+#include "run/probe.h"
 #include "kern/cpu.h"
 #include "store/store.h"
 #include "util/fs.h"

@@ -7,7 +7,7 @@
 #include "cmd/commands.h"
 #include "doc/doc.h"
 #include "doc/templates.h"
-#include "store/registry.h"
+#include "weights/registry.h"
 #include "store/store.h"
 #include "util/fs.h"
 #include "util/json.h"

@@ -12,7 +12,7 @@
 #include "cmd/commands.h"
 #include "doc/doc.h"
 #include "store/store.h"
-#include "train/heartbeat.h"
+#include "run/heartbeat.h"
 #include "util/fs.h"
 #include "util/json.h"
 #include "util/str.h"

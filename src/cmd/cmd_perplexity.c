@@ -8,7 +8,7 @@
 #include "cmd/commands.h"
 #include "infer/target.h"
 #include "kern/kern.h"
-#include "model/session.h"
+#include "decoder/session.h"
 #include "util/fs.h"
 #include "util/json.h"
 

@@ -1,5 +1,5 @@
 /* dlm status — the latest training run of a document, from its run record
- * (src/train/heartbeat.h): running, finished (completed / failed /
+ * (src/run/heartbeat.h): running, finished (completed / failed /
  * cancelled) or died (the pid is gone and left no exit record). Report
  * only: it never starts, stops or repairs anything. `--json` fields are in
  * docs/runs.md. */
@@ -11,7 +11,7 @@
 #include "cmd/commands.h"
 #include "doc/doc.h"
 #include "store/store.h"
-#include "train/heartbeat.h"
+#include "run/heartbeat.h"
 #include "util/json.h"
 #include "util/str.h"
 #include "util/timeutil.h"

@@ -7,9 +7,9 @@
 
 #include "cmd/commands.h"
 #include "doc/doc.h"
-#include "model/base.h"
-#include "tok/tok.h"
-#include "tok/tok_gguf.h"
+#include "weights/base.h"
+#include "tokens/tok.h"
+#include "tokens/tok_gguf.h"
 #include "util/fs.h"
 #include "util/json.h"
 #include "util/str.h"

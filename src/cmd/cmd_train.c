@@ -1,4 +1,4 @@
-/* dlm train — see src/train/trainer.h for what a run does. This file owns
+/* dlm train — see src/run/trainer.h for what a run does. This file owns
  * the terminal: flags, the live progress line, signals, the last line. */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,8 +13,8 @@
 #include "cmd/commands.h"
 #include "doc/doc.h"
 #include "store/store.h"
-#include "train/heartbeat.h"
-#include "train/trainer.h"
+#include "run/heartbeat.h"
+#include "run/trainer.h"
 #include "util/fs.h"
 #include "util/json.h"
 #include "util/log.h"
@@ -76,7 +76,7 @@ typedef struct view {
     double last_print;
     int64_t last_step;
     int dirty;
-    /* the run record (src/train/heartbeat.h) */
+    /* the run record (src/run/heartbeat.h) */
     heartbeat *hb;
     hb_opts hbo;
     int stop_seen;

@@ -13,7 +13,7 @@
 
 #include "export/ollama.h"
 #include "infer/target.h"
-#include "model/gguf.h"
+#include "weights/gguf.h"
 #include "store/store.h"
 #include "util/fs.h"
 #include "util/hash.h"

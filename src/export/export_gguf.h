@@ -13,9 +13,9 @@
 
 #include <stdint.h>
 #include "export/quant_mix.h"
-#include "model/model.h"
-#include "tok/tok.h"
-#include "train/lora.h"
+#include "weights/model.h"
+#include "tokens/tok.h"
+#include "decoder/lora.h"
 #include "util/err.h"
 
 typedef struct export_gguf_opts {
@@ -62,13 +62,5 @@ int export_llama_add_bos(int add_bos, const char *pre);
 
 /* GGUF name of LoRA module m of layer il ("blk.3.attn_q.weight"). */
 void export_module_gguf_name(int il, int m, char *buf, size_t cap);
-
-/* HF row index of GGUF row r of a llama-arch Q/K matrix with head size hs:
- * GGUF row h·hs + 2j + k holds HF row h·hs + k·hs/2 + j. */
-static inline int64_t export_perm_src_row(int64_t r, int hs)
-{
-    int64_t h = r / hs, w = r % hs;
-    return h * hs + (w % 2) * (hs / 2) + w / 2;
-}
 
 #endif

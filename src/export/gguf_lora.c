@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "export/gguf_writer.h"
+#include "weights/gguf.h"
 
 typedef struct ad_t {
     char name[64];
@@ -28,7 +28,7 @@ static int fill_b(void *ctx, int index, void *dst, size_t nbytes, dlm_err *e)
     if (nbytes != (size_t)(x->rows * x->cols) * 4) return err_set(e, "ExportError", "tensor '%s': size mismatch", x->name);
     float *out = dst;
     for (int64_t r = 0; r < x->rows; r++)
-        memcpy(out + r * x->cols, x->data + export_perm_src_row(r, x->perm_hs) * x->cols, (size_t)x->cols * 4);
+        memcpy(out + r * x->cols, x->data + gguf_qk_hf_row(r, x->perm_hs) * x->cols, (size_t)x->cols * 4);
     return 0;
 }
 

@@ -15,9 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "export/gguf_writer.h"
+#include "weights/gguf.h"
 #include "kern/kern.h"
-#include "model/gguf.h"
+#include "weights/gguf.h"
 #include "util/fs.h"
 #include "util/json.h"
 #include "util/str.h"
@@ -203,7 +203,7 @@ static void fill_rows(void *vctx, int64_t r0, int64_t r1)
         if (!row) { __atomic_store_n(&F->bad, 1, __ATOMIC_RELAXED); return; }
     }
     for (int64_t r = r0; r < r1; r++) {
-        int64_t h = x->perm_hs ? export_perm_src_row(r, x->perm_hs) : r;
+        int64_t h = x->perm_hs ? gguf_qk_hf_row(r, x->perm_hs) : r;
         const uint8_t *src = (const uint8_t *)W->data + (size_t)h * W->row_bytes;
         uint8_t *out = F->dst + (size_t)r * F->dst_row;
         if (copy) {
@@ -270,7 +270,7 @@ static int fill(void *vctx, int index, void *dst, size_t nbytes, dlm_err *e)
         memcpy(out, x->raw, nbytes);
         return 0;
     }
-    for (int64_t i = 0; i < x->n; i++) out[i] = x->v[x->perm_hs ? export_perm_src_row(i, x->perm_hs) : i];
+    for (int64_t i = 0; i < x->n; i++) out[i] = x->v[x->perm_hs ? gguf_qk_hf_row(i, x->perm_hs) : i];
     return 0;
 }
 

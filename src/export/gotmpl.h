@@ -17,7 +17,7 @@
 #define DLM_EXPORT_GOTMPL_H
 
 #include <stddef.h>
-#include "data/chat.h"
+#include "tokens/chat.h"
 #include "util/err.h"
 #include "util/str.h"
 

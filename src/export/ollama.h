@@ -7,8 +7,8 @@
 #define DLM_EXPORT_OLLAMA_H
 
 #include <stddef.h>
-#include "data/chat.h"
-#include "tok/tok.h"
+#include "tokens/chat.h"
+#include "tokens/tok.h"
 #include "util/err.h"
 #include "util/str.h"
 

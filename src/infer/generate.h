@@ -8,8 +8,8 @@
 
 #include <stdint.h>
 #include "infer/sample.h"
-#include "model/session.h"
-#include "tok/tok.h"
+#include "decoder/session.h"
+#include "tokens/tok.h"
 #include "util/err.h"
 
 typedef int (*gen_emit_fn)(void *ctx, const char *text, size_t n);   /* nonzero: stop */

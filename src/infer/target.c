@@ -3,10 +3,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "model/base.h"
+#include "weights/base.h"
 #include "store/store.h"
-#include "tok/tok_gguf.h"
-#include "train/adapter.h"
+#include "tokens/tok_gguf.h"
+#include "adapter/adapter.h"
 #include "util/fs.h"
 
 int target_open(const target_opts *o, infer_target *t, dlm_err *e)

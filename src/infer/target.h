@@ -4,12 +4,12 @@
 #ifndef DLM_TARGET_H
 #define DLM_TARGET_H
 
-#include "data/chat.h"
+#include "tokens/chat.h"
 #include "doc/doc.h"
-#include "model/model.h"
-#include "store/registry.h"
-#include "tok/tok.h"
-#include "train/lora.h"
+#include "weights/model.h"
+#include "weights/registry.h"
+#include "tokens/tok.h"
+#include "decoder/lora.h"
 #include "util/err.h"
 
 typedef struct infer_target {

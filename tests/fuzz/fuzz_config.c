@@ -3,7 +3,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include "model/model.h"
+#include "weights/model.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -2,7 +2,7 @@
  * accessor over what it accepted (typed getters, arrays, tensors). */
 #include <stddef.h>
 #include <stdint.h>
-#include "model/gguf.h"
+#include "weights/gguf.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,4 +1,4 @@
-/* fuzz_probe — the /proc and /sys parsers of src/hw/probe.c on arbitrary
+/* fuzz_probe — the /proc and /sys parsers of src/run/probe.c on arbitrary
  * text: meminfo, cgroup files (memory.max, /proc/self/cgroup v1 and v2,
  * memory.stat, cpu.max, cfs quota/period), cache sizes, cpuinfo topology,
  * the NVIDIA information file. Input is split at the first NUL byte into
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hw/probe.h"
+#include "run/probe.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

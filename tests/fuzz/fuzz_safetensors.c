@@ -3,7 +3,7 @@
  * mistake shows up under ASan. */
 #include <stddef.h>
 #include <stdint.h>
-#include "model/safetensors.h"
+#include "weights/safetensors.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tok/tok.h"
+#include "tokens/tok.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

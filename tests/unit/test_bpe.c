@@ -8,7 +8,7 @@
 #include "bpe.h"
 #include "check.h"
 #include "gguf_out.h"
-#include "tok/tok_gguf.h"
+#include "tokens/tok_gguf.h"
 #include "util/fs.h"
 #include "vocab.h"
 

@@ -10,7 +10,7 @@
 #include "check.h"
 #include "gguf_out.h"
 #include "kern/kern.h"
-#include "model/gguf.h"
+#include "weights/gguf.h"
 #include "recipe.h"
 
 static void check_weights(const char *label, const wmat *w, const float *src, int64_t rows, int64_t cols)

@@ -1,4 +1,4 @@
-/* Unit tests for src/data/chat: exact renderings of each dialect written
+/* Unit tests for src/tokens/chat: exact renderings of each dialect written
  * out by hand from the templates (formats.md 3), assistant spans, detection.
  *
  * Modes for tests/ref/r0102-chat-templates.sh:
@@ -12,7 +12,7 @@
 #include <string.h>
 #include <jansson.h>
 
-#include "data/chat.h"
+#include "tokens/chat.h"
 #include "util/fs.h"
 #include "util/json.h"
 

@@ -6,7 +6,7 @@
 #include "check.h"
 
 #include <string.h>
-#include "model/model.h"
+#include "weights/model.h"
 
 static dlm_err E;
 

@@ -6,11 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "data/dataset.h"
+#include "tokens/dataset.h"
 #include "kern/kern.h"
-#include "model/model.h"
-#include "tok/tok_gguf.h"
-#include "train/fb.h"
+#include "weights/model.h"
+#include "tokens/tok_gguf.h"
+#include "decoder/fb.h"
 
 #define FIX "tests/ref/model/fixtures/qwen2-f32"
 
@@ -143,7 +143,7 @@ static void test_packing_loss(tok *t, const chat_dialect *dl)
     int items[16], n = d->n_items;
     for (int i = 0; i < n; i++) items[i] = i;
     int32_t tk[8 * 256], tg[8 * 256], ps[8 * 256], sg[8 * 256];
-    fb_batch b;
+    token_batch b;
     int64_t nl;
     CHECK_INT(dataset_fill(d, items, n, 1, 8, 256, tk, tg, ps, sg, &b, &nl), 0);
     CHECK(b.B < n); /* items share sequences */
@@ -155,7 +155,7 @@ static void test_packing_loss(tok *t, const chat_dialect *dl)
     double packed = fb_forward(f, &b, nll_packed, NULL, &cnt);
     double alone = 0;
     for (int i = 0; i < n; i++) {
-        fb_batch b1;
+        token_batch b1;
         int64_t nl1;
         dataset_fill(d, &items[i], 1, 1, 8, 256, tk + 256 * 4, tg + 256 * 4, ps + 256 * 4, sg + 256 * 4, &b1, &nl1);
         alone += fb_forward(f, &b1, nll_one, NULL, &cnt);

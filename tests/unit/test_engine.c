@@ -17,14 +17,14 @@
 #include <string.h>
 
 #include "kern/kern.h"
-#include "model/model.h"
-#include "model/safetensors.h"
-#include "model/session.h"
-#include "train/adapter.h"
-#include "train/fb.h"
-#include "train/full.h"
-#include "train/lora.h"
-#include "train/optim.h"
+#include "weights/model.h"
+#include "weights/safetensors.h"
+#include "decoder/session.h"
+#include "adapter/adapter.h"
+#include "decoder/fb.h"
+#include "grad/full.h"
+#include "decoder/lora.h"
+#include "grad/optim.h"
 #include "util/fs.h"
 #include "util/json.h"
 #include "util/rng.h"
@@ -43,7 +43,7 @@ static model *load(const char *path)
 }
 
 /* A deterministic batch: B rows of T, row 0 packed as two segments. */
-typedef struct tbatch { int32_t tok[256], tgt[256], pos[256], seg[256]; fb_batch b; } tbatch;
+typedef struct tbatch { int32_t tok[256], tgt[256], pos[256], seg[256]; token_batch b; } tbatch;
 static void make_batch(tbatch *t, int B, int T, int V, uint64_t seed, int packed)
 {
     for (int i = 0; i < B * T; i++) {
@@ -54,7 +54,7 @@ static void make_batch(tbatch *t, int B, int T, int V, uint64_t seed, int packed
         t->pos[i] = (packed && r == 0 && c >= T / 2) ? c - T / 2 : c;
         if (i % 7 == 3) t->tgt[i] = -1;
     }
-    t->b = (fb_batch){B, T, t->tok, t->tgt, t->pos, t->seg};
+    t->b = (token_batch){B, T, t->tok, t->tgt, t->pos, t->seg};
 }
 
 static lora *make_lora(const model *m, int dora, float dropout, uint64_t seed)
@@ -74,7 +74,7 @@ static lora *make_lora(const model *m, int dora, float dropout, uint64_t seed)
 }
 
 /* grads of one micro-batch; returns loss sum. */
-static double grads(const model *m, const lora *l, full_model *fm, int recompute, const fb_batch *b,
+static double grads(const model *m, const lora *l, full_model *fm, int recompute, const token_batch *b,
                     float *g, uint64_t micro)
 {
     fb_opts o = {b->B, b->T, recompute, fm != NULL, 5};
@@ -132,7 +132,7 @@ static void test_identical_bytes(const char *path)
 }
 
 /* Loss as a function of the parameter vector (double sum / count). */
-static double loss_at(const model *m, const lora *l, full_model *fm, const fb_batch *b)
+static double loss_at(const model *m, const lora *l, full_model *fm, const token_batch *b)
 {
     fb_opts o = {b->B, b->T, 0, 0, 0};
     fb_ctx *f;
@@ -259,7 +259,7 @@ static void test_smoke_training(const char *path)
     int32_t tok[24], tgt[24], pos[24];
     for (int i = 0; i < T; i++) tok[i] = (int32_t)((i * 37 + 11) % m->cfg.vocab);
     for (int i = 0; i < T; i++) { tgt[i] = i + 1 < T ? tok[i + 1] : -1; pos[i] = i; }
-    fb_batch b = {1, T, tok, tgt, pos, NULL};
+    token_batch b = {1, T, tok, tgt, pos, NULL};
     fb_opts o = {1, T, 0, 0, 0};
     fb_ctx *f;
     fb_create(m, l, &o, &f, &e);
@@ -392,7 +392,7 @@ static void ref_mode(const char *dir, const char *mode)
     if (!hp) { fprintf(stderr, "%s\n", e.msg); exit(1); }
     const st_tensor *tt = need(bf, "tokens");
     int B = (int)tt->shape[0], T = (int)tt->shape[1];
-    fb_batch b = {B, T, need(bf, "tokens")->data, need(bf, "targets")->data, need(bf, "pos")->data,
+    token_batch b = {B, T, need(bf, "tokens")->data, need(bf, "targets")->data, need(bf, "pos")->data,
                   need(bf, "seg")->data};
     int full = !strcmp(mode, "full"), dora = !strcmp(mode, "dora");
     lora *l = NULL;

@@ -28,10 +28,10 @@
 
 #include "export/export_gguf.h"
 #include "kern/kern.h"
-#include "model/gguf.h"
-#include "model/session.h"
-#include "tok/tok_gguf.h"
-#include "train/adapter.h"
+#include "weights/gguf.h"
+#include "decoder/session.h"
+#include "tokens/tok_gguf.h"
+#include "adapter/adapter.h"
 #include "util/fs.h"
 #include "util/hash.h"
 
@@ -159,10 +159,10 @@ static void test_permutation(void)
         for (int h = 0; h < 3; h++)
             for (int j = 0; j < hd / 2; j++)
                 for (int k = 0; k < 2; k++)
-                    CHECK_INT(export_perm_src_row(h * hd + 2 * j + k, hd), h * hd + k * (hd / 2) + j);
+                    CHECK_INT(gguf_qk_hf_row(h * hd + 2 * j + k, hd), h * hd + k * (hd / 2) + j);
     /* hd 4: GGUF rows take HF rows 0 2 1 3 | 4 6 5 7 */
     const int want[8] = {0, 2, 1, 3, 4, 6, 5, 7};
-    for (int r = 0; r < 8; r++) CHECK_INT(export_perm_src_row(r, 4), want[r]);
+    for (int r = 0; r < 8; r++) CHECK_INT(gguf_qk_hf_row(r, 4), want[r]);
 }
 
 /* ---- Q4_1 / Q5_1 and round trips ---------------------------------------------------------- */

@@ -20,7 +20,7 @@
 
 #include "export/gotmpl.h"
 #include "export/ollama.h"
-#include "tok/tok_gguf.h"
+#include "tokens/tok_gguf.h"
 #include "util/fs.h"
 #include "util/json.h"
 

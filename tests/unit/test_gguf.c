@@ -1,4 +1,4 @@
-/* Unit tests for src/model/gguf: a hand-assembled GGUF (bytes written here,
+/* Unit tests for src/weights/gguf: a hand-assembled GGUF (bytes written here,
  * independently of any writer) read back through every accessor, then each
  * refusal of formats.md §4.1 / style.md rule 12, and every truncation. */
 #include "check.h"
@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "model/gguf.h"
+#include "weights/gguf.h"
 #include "util/fs.h"
 
 static dlm_err E;

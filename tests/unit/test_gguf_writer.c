@@ -1,10 +1,10 @@
-/* The GGUF writer's output read back by the independent reader (src/model/gguf.c). */
+/* The GGUF writer's output read back by the independent reader (src/weights/gguf.c). */
 #include "check.h"
 
 #include <string.h>
-#include "export/gguf_writer.h"
+#include "weights/gguf.h"
 #include "kern/dtype.h"
-#include "model/gguf.h"
+#include "weights/gguf.h"
 
 static int fill(void *ctx, int index, void *dst, size_t n, dlm_err *e)
 {

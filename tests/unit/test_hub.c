@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "model/base.h"
-#include "model/hub.h"
+#include "weights/base.h"
+#include "weights/hub.h"
 #include "util/fs.h"
 #include "util/hash.h"
 #include "util/str.h"

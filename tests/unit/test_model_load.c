@@ -18,9 +18,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "model/gguf.h"
-#include "model/model.h"
-#include "model/safetensors.h"
+#include "weights/gguf.h"
+#include "weights/model.h"
+#include "weights/safetensors.h"
 #include "util/fs.h"
 #include "util/hash.h"
 

@@ -6,13 +6,13 @@
 #include <string.h>
 
 #include "check.h"
-#include "hw/doctor.h"
-#include "hw/plan.h"
+#include "run/doctor.h"
+#include "run/plan.h"
 #include "kern/kern_impl.h"
-#include "model/model.h"
-#include "store/registry.h"
-#include "train/fb.h"
-#include "train/lora.h"
+#include "weights/model.h"
+#include "weights/registry.h"
+#include "decoder/fb.h"
+#include "decoder/lora.h"
 
 #define FIX DLM_SOURCE_DIR "/tests/ref/model/fixtures"
 

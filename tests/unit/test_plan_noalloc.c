@@ -18,18 +18,18 @@
 #include <string.h>
 
 #include "check.h"
-#include "data/chat.h"
-#include "data/dataset.h"
+#include "tokens/chat.h"
+#include "tokens/dataset.h"
 #include "doc/doc.h"
 #include "kern/kern.h"
-#include "model/model.h"
-#include "tok/tok.h"
-#include "tok/tok_gguf.h"
-#include "train/fb.h"
-#include "train/heartbeat.h"
-#include "train/lora.h"
-#include "train/optim.h"
-#include "train/state.h"
+#include "weights/model.h"
+#include "tokens/tok.h"
+#include "tokens/tok_gguf.h"
+#include "decoder/fb.h"
+#include "run/heartbeat.h"
+#include "decoder/lora.h"
+#include "grad/optim.h"
+#include "adapter/state.h"
 #include "util/json.h"
 #include "util/str.h"
 
@@ -138,7 +138,7 @@ static void run(int recompute, int threads)
         for (int mi = 0; mi < ga && tl > 0; mi++) {
             int c = dataset_micro_items(ds, 7, (int)(step / spe), (int)(step % spe), mi, mb, ga, items);
             if (c <= 0) continue;
-            fb_batch b;
+            token_batch b;
             int64_t nl, got;
             dataset_fill(ds, items, c, 1, mb, T, bt_tok, bt_tgt, bt_pos, bt_seg, &b, &nl);
             sum += fb_step(f, &b, g, NULL, 1.0f / (float)tl, 7, (uint64_t)step * ga + (uint64_t)mi, &got);
@@ -154,7 +154,7 @@ static void run(int recompute, int threads)
             /* evaluation and a checkpoint, as the loop does every few steps */
             for (int i = 0; i < ds->n_val; i += mb) {
                 int c = ds->n_val - i < mb ? ds->n_val - i : mb;
-                fb_batch b;
+                token_batch b;
                 int64_t nl, got;
                 dataset_fill(ds, ds->val + i, c, 1, mb, T, bt_tok, bt_tgt, bt_pos, bt_seg, &b, &nl);
                 fb_forward(f, &b, NULL, NULL, &got);

@@ -1,4 +1,4 @@
-/* The run record (src/train/heartbeat.h) as `dlm status` reads it:
+/* The run record (src/run/heartbeat.h) as `dlm status` reads it:
  * running (this process), finished (the exit record of the same run),
  * died (the pid is gone, or reused by another process), the exit record a
  * second signal writes, and damaged files (an error, never a crash). */
@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "train/heartbeat.h"
+#include "run/heartbeat.h"
 #include "util/fs.h"
 #include "util/json.h"
 

@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 
 #include "check.h"
-#include "hw/probe.h"
+#include "run/probe.h"
 #include "util/fs.h"
 
 static void put(const char *root, const char *rel, const char *text)

@@ -1,4 +1,4 @@
-/* Unit tests for src/model/safetensors + st_write: the reference writer's
+/* Unit tests for src/weights/safetensors + st_write: the reference writer's
  * exact bytes (test vectors from the Rust safetensors crate's own tests),
  * round trips, sharded sets, and every malformed-header refusal. */
 #include "check.h"
@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "model/safetensors.h"
+#include "weights/safetensors.h"
 #include "util/err.h"
 #include "util/fs.h"
 #include "util/hash.h"

@@ -7,7 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "store/registry.h"
+#include "weights/registry.h"
 #include "store/store.h"
 #include "util/fs.h"
 #include "util/json.h"

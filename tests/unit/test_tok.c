@@ -14,8 +14,8 @@
 #include <string.h>
 #include <utf8proc.h>
 
-#include "tok/tok.h"
-#include "tok/tok_impl.h"
+#include "tokens/tok.h"
+#include "tokens/tok_impl.h"
 #include "util/fs.h"
 #include "util/str.h"
 

@@ -5,7 +5,7 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include "tok/tok_gguf.h"
+#include "tokens/tok_gguf.h"
 #include "util/fs.h"
 
 #define FIX "tests/ref/model/fixtures/"

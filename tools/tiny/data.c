@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "data/chat.h"
+#include "tokens/chat.h"
 #include "recipe.h"
 #include "util/fs.h"
 #include "util/json.h"

@@ -4,8 +4,8 @@
 #ifndef DLM_TINY_GGUF_OUT_H
 #define DLM_TINY_GGUF_OUT_H
 
-#include "export/gguf_writer.h"
-#include "train/full.h"
+#include "weights/gguf.h"
+#include "grad/full.h"
 #include "vocab.h"
 
 /* tokenizer.ggml.* and tokenizer.chat_template. */

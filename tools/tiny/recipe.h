@@ -11,11 +11,11 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "model/model.h"
-#include "tok/tok.h"
-#include "train/fb.h"
-#include "train/full.h"
-#include "train/optim.h"
+#include "weights/model.h"
+#include "tokens/tok.h"
+#include "decoder/fb.h"
+#include "grad/full.h"
+#include "grad/optim.h"
 #include "util/err.h"
 
 typedef struct tiny_recipe {

@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 #include "bpe.h"
-#include "tok/tok.h"
+#include "tokens/tok.h"
 
 /* Plain ChatML, no default system turn (chat.h's "chatml" dialect). */
 #define TINY_CHAT_TEMPLATE                                                                                 \

@@ -1,0 +1,24 @@
+/* adapter — a PEFT adapter folder: adapter_config.json + adapter_model.safetensors,
+ * in PEFT's layout and names so that Python's PEFT loads what dlm trains. */
+#ifndef DLM_ADAPTER_H
+#define DLM_ADAPTER_H
+
+#include "weights/model.h"
+#include "decoder/lora.h"
+#include "util/err.h"
+
+typedef struct adapter_meta {
+    const char *base_model;       /* base_model_name_or_path: HF id or path */
+    const char *revision;         /* NULL = null */
+} adapter_meta;
+
+/* Write both files into dir (which must exist). */
+int adapter_save(const char *dir, const lora *l, const adapter_meta *meta, dlm_err *e);
+/* Read adapter_config.json into cfg (rank, alpha, dropout, targets, dora). */
+int adapter_read_config(const char *dir, lora_config *cfg, dlm_err *e);
+/* Read the config, create the lora for model m and load its tensors. */
+int adapter_load(const char *dir, const model *m, lora **out, dlm_err *e);
+/* Turn a document's target_modules (NULL/auto = q,k,v,o) into a mask. */
+int adapter_targets(const char *const *names, int n, int is_auto, unsigned *mask, dlm_err *e);
+
+#endif

@@ -1,0 +1,86 @@
+/* lora — the trainable adapter: LoRA A/B (and DoRA magnitudes) for a subset
+ * of the seven projections of every layer, in one f32 slab.
+ *
+ *   y = x·Wᵀ + b + s · (dropout(x)·Aᵀ)·Bᵀ         s = alpha / r
+ *   DoRA:  y = x·Wᵀ + b + (g−1)⊙(xd·Wᵀ) + g⊙s·(xd·Aᵀ)·Bᵀ,
+ *          g = mag / ‖W + s·B·A‖_row  (the norm is detached, as PEFT does)
+ *
+ * A [r, in] starts Kaiming-uniform(a=√5) = U(−1/√in, 1/√in) as PEFT does,
+ * B [out, r] starts at zero, mag [out] at ‖W‖_row. Slab layout: for each
+ * layer, for each targeted module in the order q k v o gate up down: A, B,
+ * then mag (DoRA only). Gradients and optimizer moments use the same layout,
+ * so the optimizer sees one flat vector. */
+#ifndef DLM_LORA_H
+#define DLM_LORA_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "weights/model.h"
+#include "util/err.h"
+
+enum { LM_Q, LM_K, LM_V, LM_O, LM_GATE, LM_UP, LM_DOWN, LM_COUNT };
+#define LM_ALL ((1u << LM_COUNT) - 1)
+#define LM_ATTN ((1u << LM_Q) | (1u << LM_K) | (1u << LM_V) | (1u << LM_O))
+
+typedef struct lora_config {
+    int rank;               /* r */
+    float alpha;            /* scale = alpha / r */
+    float dropout;          /* on the LoRA input path, training only */
+    unsigned targets;       /* bitmask of 1u << LM_* */
+    int dora;               /* magnitude vectors */
+} lora_config;
+
+typedef struct lora_mod {
+    int in, out;            /* I, O of the projection */
+    size_t off_a, off_b, off_mag; /* offsets into the slab (mag only if dora) */
+} lora_mod;
+
+typedef struct lora {
+    lora_config cfg;
+    int n_layer;
+    float scale;            /* alpha / r */
+    lora_mod *mods;         /* [L * LM_COUNT]; mod (l, m) targeted iff targets bit m */
+    float *w;               /* the slab: n floats */
+    size_t n;
+} lora;
+
+const char *lora_module_name(int m);              /* "q_proj", ..., "down_proj" */
+/* "self_attn" or "mlp" */
+const char *lora_module_block(int m);
+/* Parse "q_proj"/"q" etc. into LM_*; -1 if unknown. */
+int lora_module_from_name(const char *s);
+/* In/out features of module m for cfg. */
+void lora_module_dims(const model_config *cfg, int m, int *in, int *out);
+/* The frozen base weight of (layer, m). */
+const wmat *lora_base_weight(const model *mdl, int layer, int m);
+
+/* Allocate (zeroed) for a model config; cfg->targets must be non-empty. */
+int lora_create(const model_config *mc, const lora_config *cfg, lora **out, dlm_err *e);
+void lora_free(lora *l);
+/* PEFT initialisation from (seed): A uniform, B zero, mag = ‖W‖_row. */
+int lora_init(lora *l, const model *mdl, uint64_t seed, dlm_err *e);
+static inline const lora_mod *lora_mod_at(const lora *l, int layer, int m)
+{
+    return (l->cfg.targets >> m & 1) ? &l->mods[layer * LM_COUNT + m] : NULL;
+}
+
+/* PEFT tensor name of (layer, m, part): part "lora_A", "lora_B" or
+ * "lora_magnitude_vector" → "base_model.model.model.layers.3.self_attn.q_proj.lora_A.weight". */
+void lora_tensor_name(int layer, int m, const char *part, char *buf, size_t cap);
+
+/* ‖W + s·B·A‖ per output row (DoRA's norm), using dequantized rows of W.
+ * norm[out]. scratch >= in + r floats. */
+void lora_dora_norm(const lora *l, const model *mdl, int layer, int m, float *norm, float *scratch);
+
+#endif
+
+/* ---- PEFT files ------------------------------------------------------------
+ * adapter_model.safetensors with PEFT's names and shapes (A [r,in], B
+ * [out,r], magnitudes [out]) and metadata {"format": "pt"}. */
+struct st_file;
+/* Load every tensor this lora expects (F32, F16 or BF16); a missing tensor,
+ * a wrong shape, or an extra lora tensor is an error. */
+int lora_load_st(lora *l, const struct st_file *f, const char *label, dlm_err *e);
+int lora_save_st(const lora *l, const char *path, dlm_err *e);
+/* Nonzero if every value is finite. */
+int lora_all_finite(const lora *l);

@@ -1,0 +1,34 @@
+/* session — inference over one growing sequence with a KV cache.
+ *
+ * session_eval feeds n new tokens (the prompt in one call, then one token at
+ * a time) and returns logits. Buffers are allocated once at create for
+ * n_ctx positions and batches of up to n_batch tokens; eval allocates
+ * nothing. The optional adapter (LoRA/DoRA) is applied on the fly, so the
+ * base weights stay in their stored type. */
+#ifndef DLM_SESSION_H
+#define DLM_SESSION_H
+
+#include <stdint.h>
+#include "weights/model.h"
+#include "decoder/lora.h"
+#include "util/err.h"
+
+typedef struct session session;
+
+int session_create(const model *m, const lora *l, int n_ctx, int n_batch, session **out, dlm_err *e);
+void session_free(session *s);
+/* Bytes session_create allocates (for the memory plan). */
+size_t session_plan_bytes(const model_config *c, int n_ctx, int n_batch);
+
+/* Forget the sequence (keeps buffers). */
+void session_reset(session *s);
+int session_n_past(const session *s);
+int session_n_ctx(const session *s);
+int session_vocab(const session *s);   /* logits per position */
+
+/* Evaluate tokens[0..n) at positions n_past..n_past+n-1. logits receives
+ * [V] for the last token, or [n, V] when all_logits. Fails when the context
+ * would overflow n_ctx. */
+int session_eval(session *s, const int32_t *tokens, int n, float *logits, int all_logits, dlm_err *e);
+
+#endif

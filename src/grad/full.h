@@ -1,0 +1,39 @@
+/* full — a model whose every weight is a trainable f32 tensor in one slab,
+ * for full-parameter training (the embedded base is pretrained this way).
+ *
+ * The slab follows fb_full_carve's canonical order, so parameters,
+ * gradients and AdamW moments are four equal flat vectors. */
+#ifndef DLM_FULL_H
+#define DLM_FULL_H
+
+#include "weights/model.h"
+#include "decoder/fb.h"
+
+typedef struct full_model {
+    model m;                 /* weights point into slab; usable by fb/session */
+    float *slab;             /* n floats */
+    size_t n;
+    fb_full_grads p;         /* pointers to each parameter tensor in slab */
+    layer_weights *layers_store;
+    double *rope_store;
+} full_model;
+
+/* Copy (dequantizing) every weight of src into a fresh slab. */
+int full_model_from(const model *src, full_model **out, dlm_err *e);
+/* A zero-initialised model of shape cfg (for pretraining from scratch). */
+int full_model_new(const model_config *cfg, full_model **out, dlm_err *e);
+void full_model_free(full_model *f);
+/* Repoint wmats/vectors at p (after the slab moved or was created). */
+void full_model_bind(full_model *f);
+
+/* Every tensor of the canonical layout with its HF name, for saving and for
+ * comparing with references. Returns the count (<= full_tensor_max(c)). */
+typedef struct full_tensor {
+    char name[96];
+    float *p;
+    int64_t rows, cols;     /* cols = 1 for vectors */
+} full_tensor;
+int full_tensor_max(const model_config *c);
+int full_tensors(const model_config *c, const fb_full_grads *g, full_tensor *out);
+
+#endif

@@ -1,0 +1,530 @@
+/* commit — checkpoints, resume, the version commit and the run's records.
+ *
+ * Checkpoints live in <store>/adapter/checkpoints/step-NNNNNN/ (the last two
+ * are kept): training_state.bin (+ .sha256) and progress.json, which pins
+ * what a bit-exact continuation needs to be the same (seed, batch shape,
+ * total steps, a signature of the dataset). A version is written into a
+ * hidden temp folder, fsynced, renamed to adapter/versions/vNNNN, and only
+ * then made current by the atomic rewrite of adapter/current.txt. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kern/cpu.h"
+#include "weights/base.h"
+#include "adapter/adapter.h"
+#include "run/run.h"
+#include "adapter/state.h"
+#include "util/fs.h"
+#include "util/hash.h"
+#include "util/json.h"
+#include "util/log.h"
+#include "util/timeutil.h"
+#include "version.h"
+
+static void ckpt_dir(const run *R, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s/adapter/checkpoints", R->store);
+}
+
+/* Newest checkpoint step (0 none); name into out. */
+static int64_t newest_ckpt(const run *R, char *out, size_t cap)
+{
+    char dir[4200], **names;
+    ckpt_dir(R, dir, sizeof dir);
+    int n = fs_is_dir(dir) ? fs_list_dir(dir, &names, NULL) : 0;
+    int64_t best = 0;
+    for (int i = 0; i < n; i++) {
+        long long s;
+        char extra;
+        if (sscanf(names[i], "step-%lld%c", &s, &extra) == 1 && s > best) {
+            best = s;
+            snprintf(out, cap, "%s/%s", dir, names[i]);
+        }
+    }
+    if (n > 0) fs_free_list(names, n);
+    return best;
+}
+
+int run_check_interrupted(run *R, dlm_err *e)
+{
+    char path[4400];
+    int64_t s = newest_ckpt(R, path, sizeof path);
+    if (!s || R->o->resume) return 0;
+    if (R->o->fresh) {
+        char dir[4200];
+        ckpt_dir(R, dir, sizeof dir);
+        return fs_remove_tree(dir, e);
+    }
+    char pj[4500];
+    snprintf(pj, sizeof pj, "%s/progress.json", path);
+    json_t *p = json_load_path(pj, 1 << 20, NULL);
+    long long total = 0;
+    if (p) jget_int(p, "total", &total);
+    json_decref(p);
+    err_set(e, "InterruptedRunError", "a previous run stopped after step %lld of %lld and left a checkpoint (%s)",
+            (long long)s, total, path);
+    return err_hint(e, "continue it exactly with 'dlm train %s --resume', or start over with --fresh", R->o->doc_path);
+}
+
+/* sha256 of the base weights: the HF cache names LFS blobs by their sha256,
+ * so a symlink into blobs/<64 hex> is read, not hashed; other files are
+ * hashed once and remembered in <store>/cache/weights.json by (path, size,
+ * mtime). */
+static int file_sha(run *R, const char *path, char out[65], dlm_err *e)
+{
+    char target[4096];
+    ssize_t n = readlink(path, target, sizeof target - 1);
+    if (n > 0) {
+        target[n] = 0;
+        const char *b = fs_basename(target);
+        if (strlen(b) == 64 && strspn(b, "0123456789abcdef") == 64) { memcpy(out, b, 65); return 0; }
+    }
+    char real[4096];
+    if (!realpath(path, real)) snprintf(real, sizeof real, "%s", path);
+    struct stat st;
+    if (stat(real, &st) != 0) return err_sys(e, "cannot stat '%s'", real);
+    char cache[4200], key[4400];
+    snprintf(cache, sizeof cache, "%s/cache/weights.json", R->store);
+    /* nanosecond mtime and ctime plus the inode: a same-second rewrite or a
+     * replaced file is never mistaken for the hashed one */
+    snprintf(key, sizeof key, "%s|%lld|%lld|%lld.%09ld|%lld.%09ld", real, (long long)st.st_size,
+             (long long)st.st_ino, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec, (long long)st.st_ctim.tv_sec,
+             st.st_ctim.tv_nsec);
+    json_t *c = fs_is_file(cache) ? json_load_path(cache, 1 << 20, NULL) : NULL;
+    if (!json_is_object(c)) { json_decref(c); c = json_object(); }
+    const char *hit = jget_str(c, key);
+    if (hit && strlen(hit) == 64) {
+        memcpy(out, hit, 65);
+        json_decref(c);
+        return 0;
+    }
+    if (sha256_file_hex(real, out, e)) { json_decref(c); return -1; }
+    json_object_set_new(c, key, json_string(out));
+    char cdir[4200];
+    snprintf(cdir, sizeof cdir, "%s/cache", R->store);
+    if (!fs_mkdir_p(cdir, NULL)) json_save_file(cache, c, NULL);
+    json_decref(c);
+    return 0;
+}
+
+static int weights_sha(run *R, dlm_err *e)
+{
+    if (!fs_is_dir(R->model_path)) return file_sha(R, R->model_path, R->weights_sha, e);
+    char **names;
+    int n = fs_list_dir(R->model_path, &names, e);
+    if (n < 0) return -1;
+    sha256_ctx c;
+    sha256_init(&c);
+    for (int i = 0; i < n; i++) {
+        if (!str_endswith(names[i], ".safetensors")) continue;
+        char p[4400], h[65];
+        snprintf(p, sizeof p, "%s/%s", R->model_path, names[i]);
+        if (file_sha(R, p, h, e)) { fs_free_list(names, n); return -1; }
+        sha256_update(&c, names[i], strlen(names[i]));
+        sha256_update(&c, "\n", 1);
+        sha256_update(&c, h, 64);
+        sha256_update(&c, "\n", 1);
+    }
+    fs_free_list(names, n);
+    unsigned char d[32];
+    sha256_final(&c, d);
+    hex_encode(d, 32, R->weights_sha);
+    return 0;
+}
+
+int run_lock_facts(run *R, dlm_err *e)
+{
+    size_t len;
+    const char *raw = doc_raw(R->doc, &len);
+    sha256_hex(raw, len, R->dlm_sha);
+    if (weights_sha(R, e)) return -1;
+    if (R->base.kind == BASE_REGISTRY) snprintf(R->revision, sizeof R->revision, "%s", R->base.entry->revision);
+    else if (R->base.kind == BASE_HF) snprintf(R->revision, sizeof R->revision, "%s", R->base.revision[0] ? R->base.revision : "main");
+    else snprintf(R->revision, sizeof R->revision, "local:%.16s", R->weights_sha);
+    R->facts = (lock_facts){doc_fm(R->doc)->dlm_id, R->dlm_sha, R->base_spec, R->revision, R->weights_sha,
+                            (int64_t)R->seed, cpu_level_name(cpu_level()), "strong", R->run_id};
+    /* A signature of everything the batches are made of. */
+    sha256_ctx c;
+    sha256_init(&c);
+    sha256_update(&c, R->ds->tok, (size_t)R->ds->n_tok * sizeof(int32_t));
+    sha256_update(&c, R->ds->tgt, (size_t)R->ds->n_tok * sizeof(int32_t));
+    for (int i = 0; i < R->ds->n_items; i++) {
+        const ds_item *it = &R->ds->items[i];
+        int64_t v[3] = {it->off, it->len, it->val};
+        sha256_update(&c, v, sizeof v);
+    }
+    unsigned char d[32];
+    sha256_final(&c, d);
+    hex_encode(d, 32, R->data_sig);
+    return 0;
+}
+
+int run_start_or_resume(run *R, dlm_err *e)
+{
+    char path[4400], sp[4600];
+    time_iso_utc(time_now(), R->started_at, sizeof R->started_at);
+    if (!R->o->resume) return lora_init(R->l, R->m, R->seed, e);
+    train_state st;
+    int64_t step = newest_ckpt(R, path, sizeof path);
+    if (step) {
+        char pj[4500];
+        snprintf(pj, sizeof pj, "%s/progress.json", path);
+        json_t *p = json_load_path(pj, 1 << 20, e);
+        if (!p) return -1;
+        long long rid = 0, tot = 0, mb = 0, ga = 0, seed = 0;
+        const char *sig = jget_str(p, "data_signature"), *lp = jget_str(p, "log_path"), *sa = jget_str(p, "started_at");
+        jget_int(p, "run_id", &rid);
+        jget_int(p, "total", &tot);
+        jget_int(p, "micro_batch_size", &mb);
+        jget_int(p, "grad_accum", &ga);
+        jget_int(p, "seed", &seed);
+        const char *why = !sig || strcmp(sig, R->data_sig) ? "the document or the tokenizer changed"
+                          : tot != R->total ? "the number of steps changed"
+                          : mb != R->mb || ga != R->ga ? "micro_batch_size/grad_accum changed"
+                          : (uint64_t)seed != R->seed ? "the seed changed" : NULL;
+        if (why) {
+            json_decref(p);
+            err_set(e, "ResumeIntegrityError", "cannot continue the checkpoint at step %lld exactly: %s", (long long)step, why);
+            return err_hint(e, "restore what changed, or start over with 'dlm train %s --fresh'", R->o->doc_path);
+        }
+        R->run_id = rid;
+        if (lp) snprintf(R->log_path, sizeof R->log_path, "%s", lp);
+        if (sa) snprintf(R->started_at, sizeof R->started_at, "%s", sa);
+        json_decref(p);
+        snprintf(sp, sizeof sp, "%s/training_state.bin", path);
+    } else {
+        int v = store_current_version(R->store, NULL);
+        if (v <= 0) {
+            err_set(e, "ResumeError", "nothing to resume: no checkpoint and no trained version");
+            return err_hint(e, "train first with 'dlm train %s'", R->o->doc_path);
+        }
+        char vn[16];
+        store_version_name(v, vn, sizeof vn);
+        snprintf(sp, sizeof sp, "%s/adapter/versions/%s/training_state.bin", R->store, vn);
+    }
+    if (state_load(sp, &st, e)) return -1;
+    if (st.n != R->l->n) {
+        state_free(&st);
+        err_set(e, "ResumeIntegrityError", "training_state.bin holds %llu parameters, this adapter has %zu",
+                (unsigned long long)st.n, R->l->n);
+        return err_hint(e, "the adapter settings changed; start over with 'dlm train %s --fresh'", R->o->doc_path);
+    }
+    memcpy(R->l->w, st.params, st.n * 4);
+    memcpy(R->mom, st.m, st.n * 4);
+    memcpy(R->vel, st.v, st.n * 4);
+    R->resumed = 1;
+    if (step) {
+        R->start_step = (int64_t)st.step;
+        R->best_val = st.best_val;
+        R->best_step = (int64_t)st.best_step;
+        R->bad_evals = (int)st.bad_evals;
+        R->last_loss = st.last_loss;
+        if (st.best && R->best) memcpy(R->best, st.best, st.n * 4);
+    } else {
+        /* continuing a committed version: a new run, Adam's step count goes on */
+        R->t_offset = (int64_t)st.step;
+    }
+    state_free(&st);
+    return 0;
+}
+
+int run_begin_records(run *R, dlm_err *e)
+{
+    if (!R->log_path[0]) {
+        char stamp[24];
+        time_stamp_utc(time_now(), stamp, sizeof stamp);
+        snprintf(R->log_path, sizeof R->log_path, "%s/logs/train-%06lld-%s.jsonl", R->store, (long long)R->run_id, stamp);
+    }
+    R->log = fopen(R->log_path, "a");
+    if (!R->log) return err_sys(e, "cannot open the run log '%s'", R->log_path);
+    json_t *b = json_pack("{s:s, s:I, s:s, s:s, s:s, s:I, s:I, s:I, s:i, s:i, s:i, s:b, s:I, s:i, s:I, s:I, s:s, s:s}",
+                          "type", R->resumed && R->start_step ? "resume" : "banner", "run_id", (json_int_t)R->run_id,
+                          "dlm_version", DLM_VERSION, "base_model", R->base_spec, "model_path", R->model_path,
+                          "seed", (json_int_t)R->seed, "start_step", (json_int_t)R->start_step, "total_steps",
+                          (json_int_t)R->total, "micro_batch_size", R->mb, "grad_accum", R->ga, "seq_len", R->T,
+                          "recompute", R->plan.recompute, "train_items", (json_int_t)R->ds->n_train, "val_items",
+                          R->ds->n_val, "train_loss_tokens", (json_int_t)R->ds->train_loss_tokens, "plan_bytes",
+                          (json_int_t)R->plan.total, "isa", cpu_level_name(cpu_level()), "at", R->started_at);
+    /* the plan buffer by buffer, so a log says where the memory went */
+    json_t *items = json_object();
+    for (int i = 0; i < R->plan.n_items; i++)
+        json_object_set_new(items, R->plan.items[i].name, json_integer((json_int_t)R->plan.items[i].bytes));
+    json_object_set_new(b, "plan_items", items);
+    json_object_set_new(b, "threads", json_integer(R->threads));
+    char *s = json_dumps(b, JSON_COMPACT);
+    fprintf(R->log, "%s\n", s);
+    fflush(R->log);
+    free(s);
+    json_decref(b);
+    if (metrics_open(R->store, &R->met, e)) return -1;
+    return metrics_run_start(R->met, R->run_id, R->started_at, 0, "sft", (int64_t)R->seed, e);
+}
+
+void run_log_step(run *R, int64_t step, double loss, double gn, double tps)
+{
+    char now[24];
+    time_iso_utc(time_now(), now, sizeof now);
+    if (R->log) {
+        char l[32], g[32], r[32];
+        json_fmt_double(loss, l, sizeof l);
+        json_fmt_double(gn, g, sizeof g);
+        json_fmt_double(R->last_lr, r, sizeof r);
+        fprintf(R->log, "{\"type\":\"step\",\"step\":%lld,\"total\":%lld,\"loss\":%s,\"grad_norm\":%s,\"lr\":%s,"
+                        "\"tokens_per_sec\":%.1f,\"at\":\"%s\"}\n",
+                (long long)step, (long long)R->total, l, g, r, tps, now);
+        fflush(R->log);
+    }
+    metrics_step(R->met, R->run_id, step, loss, R->last_lr, gn, tps, now);
+}
+
+void run_log_eval(run *R, int64_t step, double val)
+{
+    char now[24], v[32];
+    time_iso_utc(time_now(), now, sizeof now);
+    json_fmt_double(val, v, sizeof v);
+    if (R->log) {
+        fprintf(R->log, "{\"type\":\"eval\",\"step\":%lld,\"val_loss\":%s,\"at\":\"%s\"}\n", (long long)step, v, now);
+        fflush(R->log);
+    }
+    metrics_eval(R->met, R->run_id, step, val, now);
+}
+
+static train_state make_state(run *R, int64_t step)
+{
+    train_state s = {(uint64_t)step, (uint64_t)R->total, (uint64_t)step * (uint64_t)R->ga, R->seed, R->l->n,
+                     R->best_val, (uint64_t)R->best_step, (uint32_t)R->bad_evals, R->last_loss,
+                     R->l->w, R->mom, R->vel, R->best};
+    return s;
+}
+
+int run_checkpoint(run *R, int64_t step, dlm_err *e)
+{
+    char dir[4200], tmp[4400], fin[4400], p[4600];
+    ckpt_dir(R, dir, sizeof dir);
+    if (fs_mkdir_p(dir, e)) return -1;
+    snprintf(tmp, sizeof tmp, "%s/.tmp-%d", dir, (int)getpid());
+    snprintf(fin, sizeof fin, "%s/step-%06lld", dir, (long long)step);
+    fs_remove_tree(tmp, NULL);
+    if (fs_mkdir_p(tmp, e)) return -1;
+    train_state s = make_state(R, step);
+    snprintf(p, sizeof p, "%s/training_state.bin", tmp);
+    if (state_save_buf(p, &s, &R->ckbuf, e)) goto fail;
+    json_t *pj = json_pack("{s:I, s:I, s:I, s:I, s:i, s:i, s:s, s:s, s:s}", "run_id", (json_int_t)R->run_id, "step",
+                           (json_int_t)step, "total", (json_int_t)R->total, "seed", (json_int_t)R->seed,
+                           "micro_batch_size", R->mb, "grad_accum", R->ga, "data_signature", R->data_sig, "log_path",
+                           R->log_path, "started_at", R->started_at);
+    snprintf(p, sizeof p, "%s/progress.json", tmp);
+    int rc = json_save_file(p, pj, e);
+    json_decref(pj);
+    if (rc) goto fail;
+    fs_remove_tree(fin, NULL);
+    if (rename(tmp, fin) != 0) { err_sys(e, "cannot rename checkpoint to '%s'", fin); goto fail; }
+    if (fs_fsync_dir(dir, e)) return -1;
+    /* keep the last two */
+    char **names;
+    int n = fs_list_dir(dir, &names, NULL), kept = 0;
+    for (int i = n - 1; i >= 0; i--) {
+        if (strncmp(names[i], "step-", 5)) continue;
+        if (++kept > 2) {
+            snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+            fs_remove_tree(p, NULL);
+        }
+    }
+    if (n > 0) fs_free_list(names, n);
+    if (R->log) {
+        fprintf(R->log, "{\"type\":\"checkpoint\",\"step\":%lld,\"path\":\"%s\"}\n", (long long)step, fin);
+        fflush(R->log);
+    }
+    return 0;
+fail:
+    fs_remove_tree(tmp, NULL);
+    return -1;
+}
+
+static int write_version(run *R, const char *tmp, dlm_err *e)
+{
+    adapter_meta meta = {R->base.kind == BASE_REGISTRY ? R->base.entry->hf_id
+                         : R->base.kind == BASE_HF ? R->base.hf_id : R->model_path,
+                         R->base.kind == BASE_PATH || R->base.kind == BASE_TINY ? NULL : R->revision};
+    if (adapter_save(tmp, R->l, &meta, e)) return -1;
+    char p[4600];
+    train_state s = make_state(R, R->steps_done);
+    snprintf(p, sizeof p, "%s/training_state.bin", tmp);
+    if (state_save_buf(p, &s, &R->ckbuf, e)) return -1;
+    json_t *cfg = doc_frontmatter_json(R->doc);
+    /* the adapter was trained on a quantized base when any projection it
+     * adapts is stored quantized: the exporter refuses to merge it then */
+    int quant = 0;
+    for (int l = 0; l < R->m->cfg.n_layer; l++)
+        for (int mm = 0; mm < LM_COUNT; mm++)
+            if (lora_mod_at(R->l, l, mm) && dtype_is_quant(lora_base_weight(R->m, l, mm)->type)) quant = 1;
+    json_t *tr = json_pack("{s:b, s:s, s:s, s:s, s:I, s:I, s:i, s:i, s:i, s:b, s:I, s:I, s:i, s:i, s:o}",
+                           "use_qlora", quant, "base_model", R->base_spec, "base_model_revision", R->revision,
+                           "base_model_sha256", R->weights_sha, "seed", (json_int_t)R->seed, "steps",
+                           (json_int_t)R->steps_done, "micro_batch_size", R->mb, "grad_accum", R->ga, "seq_len", R->T,
+                           "recompute", R->plan.recompute, "train_items", (json_int_t)R->ds->n_train,
+                           "train_loss_tokens", (json_int_t)R->ds->train_loss_tokens, "replay_sections", R->n_replay,
+                           "new_sections", R->n_new, "frontmatter", cfg ? cfg : json_null());
+    snprintf(p, sizeof p, "%s/training_run.json", tmp);
+    int rc = json_save_file(p, tr, e);
+    json_decref(tr);
+    return rc;
+}
+
+int run_commit(run *R, dlm_err *e)
+{
+    if (R->early && R->best && R->best_step > 0) {
+        memcpy(R->l->w, R->best, R->l->n * sizeof(float));
+        R->last_val = R->best_val;
+    }
+    int v = store_next_version(R->store, e);
+    if (v <= 0) return -1;
+    char vdir[4200], tmp[4400], vn[16];
+    store_version_name(v, vn, sizeof vn);
+    snprintf(vdir, sizeof vdir, "%s/adapter/versions/%s", R->store, vn);
+    snprintf(tmp, sizeof tmp, "%s/adapter/versions/.%s.tmp-%d", R->store, vn, (int)getpid());
+    fs_remove_tree(tmp, NULL);
+    if (fs_mkdir_p(tmp, e)) return -1;
+    if (write_version(R, tmp, e)) {
+        fs_remove_tree(tmp, NULL);
+        err_prefix(e, "commit of %s failed (the current version is unchanged)", vn);
+        return -1;
+    }
+    if (rename(tmp, vdir) != 0) {
+        err_sys(e, "cannot rename '%s' to '%s'", tmp, vdir);
+        fs_remove_tree(tmp, NULL);
+        return -1;
+    }
+    char vparent[4200];
+    snprintf(vparent, sizeof vparent, "%s/adapter/versions", R->store);
+    fs_fsync_dir(vparent, NULL);
+    if (!lora_all_finite(R->l)) {
+        char rej[4300];
+        for (int k = 0;; k++) {
+            if (k) snprintf(rej, sizeof rej, "%s-rejected-%d", vdir, k);
+            else snprintf(rej, sizeof rej, "%s-rejected", vdir);
+            if (!fs_exists(rej)) break;
+        }
+        rename(vdir, rej);
+        err_set(e, "NaNWeightsError", "the trained adapter has non-finite weights; kept for inspection at %s", rej);
+        return err_hint(e, "lower training.learning_rate; the previous version stays current");
+    }
+    if (store_set_current(R->store, v, e)) return -1;
+    R->version = v;
+    snprintf(R->version_dir, sizeof R->version_dir, "%s", vdir);
+    /* From here the version is committed: the records below must not undo it. */
+    dlm_err e2;
+    const doc_training *tr = &doc_fm(R->doc)->training;
+    if (replay_commit(R->rp, R->doc, R->run_id, (uint64_t)tr->replay.max_bytes, &e2))
+        log_warn("replay corpus not updated: %s", e2.msg);
+    char now[24], stamp[24], sum_rel[256], sum_path[4400], sha[65], csha[65], p[4600];
+    time_iso_utc(time_now(), now, sizeof now);
+    time_stamp_utc(time_now(), stamp, sizeof stamp);
+    snprintf(sum_rel, sizeof sum_rel, "logs/train-%06lld-%s.summary.json", (long long)R->run_id, stamp);
+    snprintf(sum_path, sizeof sum_path, "%s/%s", R->store, sum_rel);
+    double val = R->ds->n_val ? R->last_val : NAN;
+    json_t *rec = json_pack("{s:I, s:s, s:s, s:i, s:s, s:I, s:I, s:f, s:o, s:s, s:{}, s:s, s:n, s:n}",
+                            "run_id", (json_int_t)R->run_id, "started_at", R->started_at, "ended_at", now,
+                            "adapter_version", v, "base_model_revision", R->revision, "seed", (json_int_t)R->seed,
+                            "steps", (json_int_t)R->steps_done, "final_train_loss", R->last_loss, "final_val_loss",
+                            isfinite(val) ? json_real(val) : json_null(), "status", "completed", "pinned_versions",
+                            "summary_path", sum_rel, "adapter_name", "weight_distribution");
+    json_t *m = R->manifest;
+    if (manifest_add_run(m, rec, &e2)) log_warn("manifest: %s", e2.msg);
+    json_decref(rec);
+    json_object_set_new(m, "adapter_version", json_integer(v));
+    snprintf(p, sizeof p, "%s/adapter_model.safetensors", vdir);
+    if (!sha256_file_hex(p, sha, NULL)) json_object_set_new(m, "adapter_sha256", json_string(sha));
+    snprintf(p, sizeof p, "%s/adapter_config.json", vdir);
+    if (!sha256_file_hex(p, csha, NULL)) json_object_set_new(m, "adapter_config_sha256", json_string(csha));
+    json_object_set_new(m, "base_model", json_string(R->base_spec));
+    json_object_set_new(m, "base_model_revision", json_string(R->revision));
+    json_object_set_new(m, "base_model_sha256", json_string(R->weights_sha));
+    json_t *ch = json_object();
+    for (int i = 0; i < doc_nsections(R->doc); i++) {
+        const char *id = doc_section_at(R->doc, i)->id;
+        json_object_set_new(ch, id, json_string(id));
+    }
+    json_object_set_new(m, "content_hashes", ch);
+    json_t *pv = json_object_get(m, "pinned_versions");
+    if (json_is_object(pv)) json_object_set_new(pv, "dlm", json_string(DLM_VERSION));
+    if (manifest_save(R->manifest_path, m, &e2)) log_warn("manifest not saved: %s", e2.msg);
+    if (R->o->lock != LOCK_IGNORE) {
+        R->facts.last_run_id = R->run_id;
+        if (dlmlock_write(R->store, &R->facts, &e2)) log_warn("dlm.lock not written: %s", e2.msg);
+    }
+    json_t *sum = json_pack("{s:I, s:i, s:s, s:I, s:I, s:f, s:f, s:o, s:f, s:i, s:i, s:i, s:I, s:i, s:i, s:b}",
+                            "run_id", (json_int_t)R->run_id, "adapter_version", v, "version_dir", vdir, "steps",
+                            (json_int_t)R->steps_done, "total_steps", (json_int_t)R->total, "first_loss",
+                            R->first_loss, "final_loss", R->last_loss, "val_loss",
+                            isfinite(val) ? json_real(val) : json_null(), "seconds", time_mono() - R->t0,
+                            "train_items", R->ds->n_train, "val_items", R->ds->n_val, "replay_sections", R->n_replay,
+                            "train_loss_tokens", (json_int_t)R->ds->train_loss_tokens, "micro_batch_size", R->mb,
+                            "grad_accum", R->ga, "early_stopped", R->early);
+    json_save_file(sum_path, sum, NULL);
+    json_decref(sum);
+    if (R->log) {
+        fprintf(R->log, "{\"type\":\"run_complete\",\"version\":%d,\"steps\":%lld,\"at\":\"%s\"}\n", v,
+                (long long)R->steps_done, now);
+        fflush(R->log);
+    }
+    if (R->met) metrics_run_end(R->met, R->run_id, now, "completed", v, &e2);
+    char cdir[4200];
+    ckpt_dir(R, cdir, sizeof cdir);
+    fs_remove_tree(cdir, NULL);
+    return 0;
+}
+
+void run_end_records(run *R, const char *status)
+{
+    char now[24];
+    time_iso_utc(time_now(), now, sizeof now);
+    if (R->log) {
+        fprintf(R->log, "{\"type\":\"run_%s\",\"step\":%lld,\"at\":\"%s\"}\n", status, (long long)R->steps_done, now);
+        fflush(R->log);
+    }
+    dlm_err e2;
+    if (R->met) metrics_run_end(R->met, R->run_id, now, status, 0, &e2);
+}
+
+void run_log_memory(run *R)
+{
+    if (!R->log) return;
+    fprintf(R->log, "{\"type\":\"memory\",\"plan_bytes\":%llu,\"peak_rss_bytes\":%llu,\"peak_vm_bytes\":%llu,"
+                    "\"threads\":%d}\n",
+            (unsigned long long)R->plan.total, (unsigned long long)plan_peak_rss(),
+            (unsigned long long)plan_peak_vm(), R->threads);
+    fflush(R->log);
+}
+
+void run_free(run *R)
+{
+    sb_free(&R->ckbuf);
+    if (R->log) fclose(R->log);
+    metrics_close(R->met);
+    fb_free(R->fb);
+    free(R->g);
+    free(R->mom);
+    free(R->vel);
+    free(R->best);
+    free(R->btok);
+    free(R->btgt);
+    free(R->bpos);
+    free(R->bseg);
+    free(R->items);
+    lora_free(R->l);
+    dataset_free(R->ds);
+    doc_free(R->rdoc);
+    replay_free(R->rp);
+    free(R->cur_ids);
+    tok_free(R->tok);
+    model_free(R->m);
+    json_decref(R->manifest);
+    if (R->lk.held) store_lock_release(&R->lk);
+    doc_free(R->doc);
+    free(R);
+}

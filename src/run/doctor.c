@@ -1,0 +1,219 @@
+/* doctor — see doctor.h. The document path mirrors trainer.c's setup (base,
+ * tokenizer, dataset, plan inputs) step for step, minus the store writes,
+ * so that `dlm doctor PATH` shows the plan `dlm train PATH` will make. */
+#include "run/doctor.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tokens/chat.h"
+#include "tokens/dataset.h"
+#include "doc/doc.h"
+#include "weights/base.h"
+#include "weights/hub.h"
+#include "store/store.h"
+#include "tokens/tok.h"
+#include "tokens/tok_gguf.h"
+#include "adapter/adapter.h"
+#include "util/fs.h"
+#include "util/json.h"
+
+/* What a document of typical size costs when we cannot tokenize it. */
+#define TYPICAL_DATASET (1u << 20)
+#define TYPICAL_DISTINCT 4096
+
+static int replay_sections(const char *home, const char *dlm_id)
+{
+    char store[4096], p[4200];
+    if (store_dir(home, dlm_id, store, sizeof store, NULL)) return 0;
+    snprintf(p, sizeof p, "%s/replay/index.json", store);
+    if (!fs_is_file(p)) return 0;
+    json_t *j = json_load_path(p, 64u << 20, NULL);
+    int n = json_is_array(j) ? (int)json_array_size(j) : 0;
+    json_decref(j);
+    return n;
+}
+
+static void fill_common(doctor_doc *o, const doc_training *tr, const host_info *h, uint64_t max_memory)
+{
+    plan_in *in = &o->in;
+    in->mb = (int)tr->micro_batch_size;
+    in->ga = (int)tr->grad_accum;
+    in->recompute = tr->recompute == DOC_RECOMPUTE_ON ? 1 : tr->recompute == DOC_RECOMPUTE_OFF ? 0 : -1;
+    in->threads = plan_threads((int)tr->threads, h->cores_usable);
+    in->cores = h->cores_usable;
+    o->budget = max_memory ? max_memory : h->budget;
+    o->budget_from = max_memory ? "--max-memory" : h->budget_from;
+    in->budget = o->budget;
+}
+
+int doctor_plan_document(const char *doc_path, const char *home, const host_info *h, uint64_t max_memory,
+                         doctor_doc *o, dlm_err *e)
+{
+    memset(o, 0, sizeof *o);
+    uint64_t heap0 = plan_heap_in_use();
+    dlm_doc *doc = doc_load(doc_path, e);
+    if (!doc) return -1;
+    const doc_frontmatter *fm = doc_fm(doc);
+    const doc_training *tr = &fm->training;
+    snprintf(o->base_spec, sizeof o->base_spec, "%s", fm->base_model ? fm->base_model : "");
+    o->seq_cfg = tr->sequence_len;
+    o->replay_sections = replay_sections(home, fm->dlm_id);
+    plan_in *in = &o->in;
+    fill_common(o, tr, h, max_memory);
+    in->lora.rank = tr->lora_r;
+    in->lora.alpha = (float)tr->lora_alpha;
+    in->lora.dropout = (float)tr->lora_dropout;
+    in->lora.dora = tr->adapter == DOC_ADAPTER_DORA;
+    int rc = -1;
+    tok *tk = NULL;
+    dataset *ds = NULL;
+    if (adapter_targets((const char *const *)tr->target_modules.v, tr->target_modules.n, tr->target_modules_auto,
+                        &in->lora.targets, e))
+        goto out;
+    hub_opts ho;
+    base_ref ref;
+    if (hub_opts_init(&ho, e)) goto out;
+    ho.offline = 1; /* doctor never downloads */
+    dlm_err e2;
+    err_clear(&e2);
+    if (base_resolve(o->base_spec, &ho, &ref, o->model_path, sizeof o->model_path, &e2)) {
+        /* not on this machine: a registry base can still be planned from its shape */
+        model_config c;
+        if (registry_parse_base(o->base_spec, &ref, NULL) || ref.kind != BASE_REGISTRY ||
+            doctor_known_shape(ref.entry->key, &c)) {
+            *e = e2;
+            goto out;
+        }
+        o->model_path[0] = 0;
+        plan_base_shape(&c, DT_BF16, 0, &in->base);
+        in->seq_len = tr->sequence_len < c.max_pos ? tr->sequence_len : c.max_pos;
+        in->tokenizer_bytes = plan_tokenizer_estimate(c.vocab, c.vocab);
+        in->dataset_bytes = TYPICAL_DATASET;
+        in->distinct_tokens = TYPICAL_DISTINCT;
+        in->keep_best = 1;
+        o->fits = plan_make(in, &o->p) == 0;
+        rc = 0;
+        goto out;
+    }
+    o->from_files = 1;
+    uint64_t h0 = plan_heap_in_use();
+    if (tok_load_for_model(o->model_path, &tk, e)) goto out;
+    plan_heap_trim();
+    uint64_t h1 = plan_heap_in_use();
+    in->tokenizer_bytes = h1 > h0 ? h1 - h0 : 0;
+    if (plan_base_read(o->model_path, &in->base, e)) goto out;
+    const char *tmpl = tok_chat_template(tk);
+    const chat_dialect *dialect = tmpl ? chat_dialect_detect(tmpl) : NULL;
+    if (!dialect && ref.entry && ref.entry->dialect) dialect = chat_dialect_find(ref.entry->dialect);
+    if (!dialect) dialect = chat_dialect_find("chatml");
+    int seq = tr->sequence_len;
+    if (in->base.cfg.max_pos > 0 && seq > in->base.cfg.max_pos) seq = in->base.cfg.max_pos;
+    ds_opts dso = {seq, tr->loss_on == DOC_LOSS_ON_ALL, (uint64_t)tr->seed, fm->system_prompt, 0.1};
+    h0 = plan_heap_in_use();
+    if (dataset_build(doc, NULL, tk, dialect, &dso, &ds, e)) goto out;
+    plan_heap_trim();
+    h1 = plan_heap_in_use();
+    in->dataset_bytes = h1 > h0 ? h1 - h0 : 0;
+    uint64_t known = heap0 + in->tokenizer_bytes + in->dataset_bytes;
+    in->other_bytes = h1 > known ? h1 - known : 0;
+    o->n_train = ds->n_train;
+    o->n_val = ds->n_val;
+    o->tokens = ds->n_tok;
+    o->loss_tokens = ds->train_loss_tokens;
+    in->seq_len = ds->max_len > 0 ? ds->max_len : 1;
+    in->distinct_tokens = plan_distinct_tokens(ds->tok, ds->n_tok, in->base.cfg.vocab);
+    in->keep_best = ds->n_val > 0;
+    o->fits = plan_make(in, &o->p) == 0;
+    rc = 0;
+out:
+    dataset_free(ds);
+    tok_free(tk);
+    doc_free(doc);
+    return rc;
+}
+
+/* ---- every registry base -------------------------------------------------------- */
+
+static int local_shape(const reg_entry *r, plan_base *b)
+{
+    hub_opts ho;
+    if (hub_opts_init(&ho, NULL)) return -1;
+    ho.offline = 1;
+    char cfg[4200], dir[4200];
+    if (hub_resolve_file(&ho, r->hf_id, r->revision, "config.json", cfg, sizeof cfg, NULL)) return -1;
+    fs_dirname(dir, sizeof dir, cfg);
+    return plan_base_read(dir, b, NULL);
+}
+
+int doctor_plan_registry(const host_info *h, uint64_t max_memory, doctor_row *rows, int cap)
+{
+    doc_training tr;
+    doc_training_defaults(&tr);
+    int n = 0;
+    for (int i = 0; i < registry_count() && n < cap; i++) {
+        const reg_entry *r = registry_at(i);
+        doctor_row *row = &rows[n++];
+        memset(row, 0, sizeof *row);
+        row->entry = r;
+        plan_base local;
+        model_config c;
+        int have_local = 0;
+        if (r->modality != REG_TEXT) {
+            snprintf(row->note, sizeof row->note, "%s base: dlm trains text bases only",
+                     registry_modality_name(r->modality));
+            continue;
+        }
+        if (!r->hf_id) {
+            /* tiny: the embedded base */
+            char p[4096];
+            if (base_tiny_path(p, sizeof p, NULL) || plan_base_read(p, &local, NULL)) {
+                snprintf(row->note, sizeof row->note, "the embedded base is not installed");
+                continue;
+            }
+            have_local = 1;
+        } else if (!base_arch_supported(r->architecture)) {
+            snprintf(row->note, sizeof row->note, "architecture %s is not one dlm runs (llama, qwen2)",
+                     r->architecture);
+            continue;
+        } else if (local_shape(r, &local) == 0) {
+            have_local = 1;
+        } else if (doctor_known_shape(r->key, &c)) {
+            snprintf(row->note, sizeof row->note, "shape unknown until downloaded");
+            continue;
+        }
+        row->trainable = 1;
+        row->from_files = have_local;
+        if (have_local) c = local.cfg;
+        snprintf(row->note, sizeof row->note, "%s", have_local ? "planned from the downloaded files"
+                                                              : "planned from the registry shape (not downloaded)");
+        doctor_doc d;
+        memset(&d, 0, sizeof d);
+        fill_common(&d, &tr, h, max_memory);
+        plan_in *in = &d.in;
+        in->lora.rank = tr.lora_r;
+        in->lora.alpha = (float)tr.lora_alpha;
+        in->lora.dropout = (float)tr.lora_dropout;
+        in->lora.targets = LM_ATTN;
+        int ctx = r->context_length_effective > 0 ? r->context_length_effective : r->context_length;
+        if (ctx <= 0 || ctx > c.max_pos) ctx = c.max_pos;
+        row->seq = in->seq_len = tr.sequence_len < ctx ? tr.sequence_len : ctx;
+        in->tokenizer_bytes = plan_tokenizer_estimate(c.vocab, c.vocab);
+        in->dataset_bytes = TYPICAL_DATASET;
+        in->distinct_tokens = TYPICAL_DISTINCT;
+        in->keep_best = 1;
+        /* as published (or as downloaded), then as Q8_0 and Q4_K GGUFs: the
+         * first that fits says whether the base must stay quantized */
+        struct { int type, gguf; } tries[3] = {{DT_BF16, 0}, {DT_Q8_0, 1}, {DT_Q4_K, 1}};
+        for (int t = 0; t < 3; t++) {
+            if (t == 0 && have_local) in->base = local;
+            else plan_base_shape(&c, (dtype)tries[t].type, tries[t].gguf, &in->base);
+            row->wtype = in->base.wtype >= 0 ? in->base.wtype : tries[t].type;
+            row->gguf = in->base.gguf == 1;
+            row->fits = plan_make(in, &row->p) == 0;
+            if (row->fits) break;
+        }
+    }
+    return n;
+}

@@ -1,0 +1,56 @@
+/* doctor — what `dlm doctor` reports, without printing: the memory plan of
+ * a document (the same plan_make that `dlm train` runs, from the same
+ * inputs: the base's headers, the tokenizer and the dataset measured on the
+ * heap), and for every registry base what fits on this host and how.
+ * Nothing here downloads: a base that is not on this machine is planned
+ * from its registry shape (src/run/shapes.c). */
+#ifndef DLM_DOCTOR_H
+#define DLM_DOCTOR_H
+
+#include <stdint.h>
+#include "run/plan.h"
+#include "run/probe.h"
+#include "weights/registry.h"
+#include "util/err.h"
+
+typedef struct doctor_doc {
+    char base_spec[512];
+    char model_path[4096];      /* "" when the base is not on this machine */
+    int from_files;             /* 1: planned from the base's files; 0: from its registry shape */
+    int seq_cfg;                /* training.sequence_len */
+    int n_train, n_val;         /* dataset items (from_files only) */
+    int64_t tokens, loss_tokens;
+    int replay_sections;        /* in the store's corpus: train adds a sample of them */
+    uint64_t budget;
+    const char *budget_from;    /* "--max-memory", "MemAvailable", "cgroup v2 memory.max", ... */
+    plan_in in;
+    plan p;
+    int fits;
+} doctor_doc;
+
+/* Plan the document at doc_path on host h (max_memory 0 = the host
+ * budget). Fails only when the document or its base cannot be read. */
+int doctor_plan_document(const char *doc_path, const char *home, const host_info *h, uint64_t max_memory,
+                         doctor_doc *out, dlm_err *e);
+
+typedef struct doctor_row {
+    const reg_entry *entry;
+    int trainable;
+    char note[192];             /* why not trainable, or where the shape came from */
+    int from_files;             /* shape read from a downloaded copy */
+    int fits;
+    int wtype;                  /* stored type planned: the widest that fits, else Q4_K */
+    int gguf;                   /* that type as a GGUF (quantized) or as published (safetensors) */
+    int seq;                    /* sequence length planned */
+    plan p;
+} doctor_row;
+
+/* One row per registry entry (up to cap), default training settings. */
+int doctor_plan_registry(const host_info *h, uint64_t max_memory, doctor_row *rows, int cap);
+
+/* The published config of a registry base dlm can train (shapes.c). */
+int doctor_known_shape(const char *key, model_config *c);
+/* Weights of a shape (for the registry cross-check). */
+uint64_t doctor_shape_params(const model_config *c);
+
+#endif

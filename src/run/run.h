@@ -1,0 +1,92 @@
+/* run — the private state of one `dlm train` run, shared by trainer.c (the
+ * loop) and commit.c (checkpoints, the version commit, the records). */
+#ifndef DLM_RUN_H
+#define DLM_RUN_H
+
+#include <stdio.h>
+#include <jansson.h>
+
+#include "tokens/chat.h"
+#include "tokens/dataset.h"
+#include "tokens/replay.h"
+#include "doc/doc.h"
+#include "run/plan.h"
+#include "run/probe.h"
+#include "weights/model.h"
+#include "store/dlmlock.h"
+#include "store/metrics.h"
+#include "weights/registry.h"
+#include "store/store.h"
+#include "tokens/tok.h"
+#include "decoder/fb.h"
+#include "decoder/lora.h"
+#include "grad/optim.h"
+#include "run/trainer.h"
+#include "util/str.h"
+
+typedef struct run {
+    const train_opts *o;
+    const train_hooks *h;
+    double t0;
+    dlm_doc *doc;
+    const char *base_spec;
+    uint64_t seed;
+    int packing;
+    char store[4096], manifest_path[4200];
+    store_lock lk;
+    json_t *manifest;
+    int64_t run_id;
+    int prev_version, version;
+    base_ref base;
+    char model_path[4096];
+    model *m;
+    int m_cfg_max_pos;
+    tok *tok;
+    const chat_dialect *dialect;
+    const char **cur_ids;
+    int n_new, n_replay;
+    replay *rp;
+    dlm_doc *rdoc;
+    dataset *ds;
+    lora_config lc;
+    lora *l;
+    float *g, *mom, *vel, *best;
+    plan plan;
+    plan_in plan_in;                /* what the plan was made from (replan after load) */
+    plan_base pb;                   /* the base from its headers */
+    host_info host;
+    int threads, started;
+    uint64_t heap0, tok_bytes, ds_bytes;   /* heap at entry, held by the tokenizer, by the dataset */
+    strbuf ckbuf;                   /* checkpoint serialisation, reserved before step 1 */
+    int mb, ga, T, spe;
+    fb_ctx *fb;
+    int32_t *btok, *btgt, *bpos, *bseg;
+    int *items;
+    optim_config oc;
+    int64_t total, start_step, steps_done, t_offset, save_every, eval_every, best_step;
+    double first_loss, last_loss, last_val, best_val, last_lr;
+    int bad_evals, early, resumed;
+    int64_t crash_after;            /* $DLM_TEST_CRASH_AFTER_STEP (tests only) */
+    int qlora;                      /* quantize the base's projections to Q4_K in memory */
+    int step_delay_ms;              /* $DLM_TEST_STEP_DELAY_MS (tests only) */
+    lock_facts facts;
+    char dlm_sha[65], weights_sha[65], revision[128], started_at[24], data_sig[65];
+    char log_path[4096], version_dir[4096];
+    FILE *log;
+    metrics *met;
+} run;
+
+int run_check_interrupted(run *R, dlm_err *e);
+int run_lock_facts(run *R, dlm_err *e);
+int run_start_or_resume(run *R, dlm_err *e);
+int run_begin_records(run *R, dlm_err *e);
+void run_log_step(run *R, int64_t step, double loss, double grad_norm, double tps);
+void run_log_eval(run *R, int64_t step, double val);
+int run_checkpoint(run *R, int64_t step, dlm_err *e);
+int run_commit(run *R, dlm_err *e);
+void run_end_records(run *R, const char *status);
+/* {"type":"memory"} line: the plan's total and the measured peak RSS. */
+void run_log_memory(run *R);
+void run_free(run *R);
+
+#endif

@@ -1,0 +1,64 @@
+/* shapes — the config.json numbers of the registry bases dlm can train,
+ * so that `dlm doctor` can plan for a base that is not downloaded yet.
+ * Copied by hand from each model's published config.json (hidden_size,
+ * intermediate_size, layers, heads, kv heads, vocab, tie_word_embeddings,
+ * max_position_embeddings); tests/unit/test_plan.c checks that each shape's
+ * parameter count matches the registry's (rounded) figure. A downloaded base is
+ * always planned from its own files instead. */
+#include "run/doctor.h"
+
+#include <string.h>
+
+typedef struct shape_row {
+    const char *key;
+    model_arch arch;
+    int L, C, F, NH, KVH, HS, V, tied, ctx;
+} shape_row;
+
+static const shape_row SHAPES[] = {
+    {"smollm2-135m", ARCH_LLAMA, 30, 576, 1536, 9, 3, 64, 49152, 1, 8192},
+    {"smollm2-360m", ARCH_LLAMA, 32, 960, 2560, 15, 5, 64, 49152, 1, 8192},
+    {"smollm2-1.7b", ARCH_LLAMA, 24, 2048, 8192, 32, 32, 64, 49152, 1, 8192},
+    {"qwen2.5-0.5b", ARCH_QWEN2, 24, 896, 4864, 14, 2, 64, 151936, 1, 32768},
+    {"qwen2.5-1.5b", ARCH_QWEN2, 28, 1536, 8960, 12, 2, 128, 151936, 1, 32768},
+    {"qwen2.5-coder-1.5b", ARCH_QWEN2, 28, 1536, 8960, 12, 2, 128, 151936, 1, 32768},
+    {"qwen2.5-3b", ARCH_QWEN2, 36, 2048, 11008, 16, 2, 128, 151936, 1, 32768},
+    {"qwen2.5-coder-7b", ARCH_QWEN2, 28, 3584, 18944, 28, 4, 128, 152064, 0, 32768},
+    {"qwen2.5-coder-14b", ARCH_QWEN2, 48, 5120, 13824, 40, 8, 128, 152064, 0, 32768},
+    {"llama-3.2-1b", ARCH_LLAMA, 16, 2048, 8192, 32, 8, 64, 128256, 1, 131072},
+    {"llama-3.2-3b", ARCH_LLAMA, 28, 3072, 8192, 24, 8, 128, 128256, 1, 131072},
+    {"llama-3.3-8b-instruct", ARCH_LLAMA, 32, 4096, 14336, 32, 8, 128, 128256, 0, 131072},
+};
+
+int doctor_known_shape(const char *key, model_config *c)
+{
+    for (size_t i = 0; i < sizeof SHAPES / sizeof SHAPES[0]; i++) {
+        const shape_row *s = &SHAPES[i];
+        if (strcmp(s->key, key)) continue;
+        memset(c, 0, sizeof *c);
+        c->arch = s->arch;
+        c->n_layer = s->L;
+        c->d_model = s->C;
+        c->n_ff = s->F;
+        c->n_head = s->NH;
+        c->n_kv_head = s->KVH;
+        c->head_dim = s->HS;
+        c->vocab = s->V;
+        c->tied = s->tied;
+        c->max_pos = s->ctx;
+        c->qkv_bias = s->arch == ARCH_QWEN2;
+        c->rms_eps = s->arch == ARCH_QWEN2 ? 1e-6f : 1e-5f;
+        c->rope_theta = s->arch == ARCH_QWEN2 ? 1000000.0f : 500000.0f;
+        c->bos_id = c->eos_id = -1;
+        return 0;
+    }
+    return -1;
+}
+
+uint64_t doctor_shape_params(const model_config *c)
+{
+    uint64_t C = (uint64_t)c->d_model, F = (uint64_t)c->n_ff, V = (uint64_t)c->vocab;
+    uint64_t Q = (uint64_t)c->n_head * c->head_dim, K = (uint64_t)c->n_kv_head * c->head_dim;
+    uint64_t layer = Q * C + 2 * K * C + C * Q + 3 * F * C + 2 * C + (c->qkv_bias ? Q + 2 * K : 0);
+    return layer * (uint64_t)c->n_layer + V * C * (c->tied ? 1 : 2) + C;
+}

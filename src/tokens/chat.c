@@ -1,0 +1,295 @@
+/* chat — the dialect registry and one renderer per template family. Each
+ * renderer is a line-by-line transcription of what the family's Jinja
+ * template emits for system/user/assistant messages; tests/ref/r0102 renders
+ * the real templates with @huggingface/jinja and compares byte for byte. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tokens/chat.h"
+
+enum { STYLE_CHATML = 1, STYLE_QWEN3, STYLE_LLAMA3, STYLE_LLAMA3_NODATE, STYLE_LLAMA3_NODATE_ALWAYS };
+
+static const char *const STOPS_CHATML[] = {"<|im_end|>", "<|endoftext|>", "<|im_start|>", NULL};
+static const char *const STOPS_LLAMA3[] = {"<|eot_id|>", "<|end_of_text|>", "<|start_header_id|>", "<|eom_id|>", NULL};
+
+/* Ollama Go templates: chatml from dlm-format.md 6.2, llama3 from formats.md 5.3. */
+
+static const char SYS_SMOLLM2[] = "You are a helpful AI assistant named SmolLM, trained by Hugging Face";
+static const char SYS_QWEN25[] = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.";
+
+static const chat_dialect DIALECTS[] = {
+    {"chatml", "chatml", NULL, STOPS_CHATML, 0.9, STYLE_CHATML},
+    {"chatml-smollm2", "chatml", SYS_SMOLLM2, STOPS_CHATML, 0.9, STYLE_CHATML},
+    {"chatml-qwen2.5", "chatml", SYS_QWEN25, STOPS_CHATML, 0.9, STYLE_CHATML},
+    {"qwen3", "chatml", NULL, STOPS_CHATML, 0.9, STYLE_QWEN3},
+    {"llama3", "llama3", NULL, STOPS_LLAMA3, 0.9, STYLE_LLAMA3},
+    {"llama3-nodate", "llama3", NULL, STOPS_LLAMA3, 0.9, STYLE_LLAMA3_NODATE},
+    {"llama3-nodate-always", "llama3", NULL, STOPS_LLAMA3, 0.9, STYLE_LLAMA3_NODATE_ALWAYS},
+};
+#define N_DIALECTS (sizeof DIALECTS / sizeof DIALECTS[0])
+
+size_t chat_dialect_count(void) { return N_DIALECTS; }
+
+const chat_dialect *chat_dialect_at(size_t i) { return i < N_DIALECTS ? &DIALECTS[i] : NULL; }
+
+const chat_dialect *chat_dialect_find(const char *name)
+{
+    for (size_t i = 0; name && i < N_DIALECTS; i++)
+        if (!strcmp(DIALECTS[i].name, name)) return &DIALECTS[i];
+    return NULL;
+}
+
+const chat_dialect *chat_dialect_detect(const char *j)
+{
+    if (!j) return NULL;
+    if (strstr(j, "<|start_header_id|>")) {
+        if (strstr(j, "Cutting Knowledge Date")) return chat_dialect_find("llama3");
+        if (strstr(j, "add_generation_prompt")) return chat_dialect_find("llama3-nodate");
+        return chat_dialect_find("llama3-nodate-always");
+    }
+    if (strstr(j, "<|im_start|>")) {
+        if (strstr(j, SYS_SMOLLM2)) return chat_dialect_find("chatml-smollm2");
+        if (strstr(j, SYS_QWEN25)) return chat_dialect_find("chatml-qwen2.5");
+        if (strstr(j, "</think>") && strstr(j, "last_query_index")) return chat_dialect_find("qwen3");
+        return chat_dialect_find("chatml");
+    }
+    return NULL;
+}
+
+/* ---- string helpers with Jinja (Python str) semantics --------------------------------- */
+
+static size_t dec(const char *s, size_t n, unsigned *cp)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    if (u[0] < 0x80 || n < 2) { *cp = u[0]; return 1; }
+    if ((u[0] & 0xE0) == 0xC0) { *cp = ((u[0] & 0x1Fu) << 6) | (u[1] & 0x3F); return 2; }
+    if ((u[0] & 0xF0) == 0xE0 && n >= 3) { *cp = ((u[0] & 0x0Fu) << 12) | ((u[1] & 0x3Fu) << 6) | (u[2] & 0x3F); return 3; }
+    if (n >= 4) { *cp = ((u[0] & 0x07u) << 18) | ((u[1] & 0x3Fu) << 12) | ((u[2] & 0x3Fu) << 6) | (u[3] & 0x3F); return 4; }
+    *cp = u[0];
+    return 1;
+}
+
+/* Python str.isspace (what jinja2's |trim strips). */
+static int py_space(unsigned c)
+{
+    return (c >= 9 && c <= 13) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
+           (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+/* |trim: [*a, *b) of s without leading/trailing whitespace. */
+static void trim(const char *s, size_t *a, size_t *b)
+{
+    size_t i = *a, j = *b;
+    while (i < j) {
+        unsigned c;
+        size_t l = dec(s + i, j - i, &c);
+        if (!py_space(c)) break;
+        i += l;
+    }
+    while (j > i) {
+        size_t k = j - 1;
+        while (k > i && ((unsigned char)s[k] & 0xC0) == 0x80) k--;
+        unsigned c;
+        dec(s + k, j - k, &c);
+        if (!py_space(c)) break;
+        j = k;
+    }
+    *a = i;
+    *b = j;
+}
+
+static const char *find_last(const char *s, size_t n, const char *pat)
+{
+    size_t pl = strlen(pat);
+    for (size_t i = n >= pl ? n - pl + 1 : 0; i-- > 0;)
+        if (!memcmp(s + i, pat, pl)) return s + i;
+    return NULL;
+}
+
+static const char *find_first(const char *s, size_t n, const char *pat)
+{
+    return memmem(s, n, pat, strlen(pat));
+}
+
+/* ---- renderers ------------------------------------------------------------------------- */
+
+typedef struct render {
+    strbuf *out;
+    chat_span *spans;
+    size_t n_spans;
+    size_t base;           /* out->len when rendering started */
+} render;
+
+static void span_add(render *r, size_t msg, size_t start, size_t end, size_t turn_end)
+{
+    if (r->spans) r->spans[r->n_spans] = (chat_span){msg, start, end, turn_end};
+    r->n_spans++;
+}
+
+/* "<|im_start|>{role}\n" + content + "<|im_end|>" + "\n", recording the span
+ * of an assistant turn. */
+static void chatml_turn(render *r, const char *role, const char *c, size_t cn, size_t msg, const char *prefix)
+{
+    sb_printf(r->out, "<|im_start|>%s\n", role);
+    if (prefix) sb_puts(r->out, prefix);
+    size_t start = r->out->len;
+    sb_append(r->out, c, cn);
+    size_t end = r->out->len;
+    sb_puts(r->out, "<|im_end|>");
+    if (!strcmp(role, "assistant")) span_add(r, msg, start, end, r->out->len);
+    sb_putc(r->out, '\n');
+}
+
+static void render_chatml(render *r, const chat_dialect *d, const chat_msg *m, size_t n, const size_t *idx)
+{
+    /* SmolLM2 puts the default before the first message, Qwen2.5 before
+     * everything; with at least one message that is the same place. */
+    if (d->default_system && n && strcmp(m[0].role, "system"))
+        sb_printf(r->out, "<|im_start|>system\n%s<|im_end|>\n", d->default_system);
+    for (size_t i = 0; i < n; i++) chatml_turn(r, m[i].role, m[i].content, strlen(m[i].content), idx[i], NULL);
+}
+
+static void render_qwen3(render *r, const chat_msg *m, size_t n, const size_t *idx)
+{
+    if (n && !strcmp(m[0].role, "system")) sb_printf(r->out, "<|im_start|>system\n%s<|im_end|>\n", m[0].content);
+    /* The last user turn that is not a wrapped tool response. */
+    size_t last_query = n ? n - 1 : 0;
+    for (size_t k = n; k-- > 0;) {
+        const char *c = m[k].content;
+        size_t cl = strlen(c);
+        int tool = cl >= 15 && !strncmp(c, "<tool_response>", 15) && cl >= 16 && !strcmp(c + cl - 16, "</tool_response>");
+        if (!strcmp(m[k].role, "user") && !tool) {
+            last_query = k;
+            break;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        const char *role = m[i].role, *c = m[i].content;
+        size_t cl = strlen(c);
+        if (!strcmp(role, "user") || (!strcmp(role, "system") && i > 0)) {
+            chatml_turn(r, role, c, cl, idx[i], NULL);
+            continue;
+        }
+        if (strcmp(role, "assistant")) continue;
+        size_t ca = 0, cb = cl, ra = 0, rb = 0;
+        const char *ct = find_last(c, cl, "</think>");
+        if (ct) {
+            /* content = split('</think>')[-1].lstrip('\n');
+             * reasoning = split('</think>')[0].rstrip('\n').split('<think>')[-1].lstrip('\n') */
+            ca = (size_t)(ct - c) + 8;
+            while (ca < cb && c[ca] == '\n') ca++;
+            rb = (size_t)(find_first(c, cl, "</think>") - c);
+            while (rb > 0 && c[rb - 1] == '\n') rb--;
+            const char *ot = find_last(c, rb, "<think>");
+            ra = ot ? (size_t)(ot - c) + 7 : 0;
+            while (ra < rb && c[ra] == '\n') ra++;
+        }
+        if (i > last_query && (i == n - 1 || rb > ra)) {
+            while (rb > ra && c[rb - 1] == '\n') rb--;  /* reasoning.strip('\n') */
+            while (ca < cb && c[ca] == '\n') ca++;      /* content.lstrip('\n') */
+            strbuf think = STRBUF_INIT;
+            sb_puts(&think, "<think>\n");
+            sb_append(&think, c + ra, rb - ra);
+            sb_puts(&think, "\n</think>\n\n");
+            chatml_turn(r, role, c + ca, cb - ca, idx[i], sb_str(&think));
+            sb_free(&think);
+        } else {
+            chatml_turn(r, role, c + ca, cb - ca, idx[i], NULL);
+        }
+    }
+}
+
+static void llama3_turn(render *r, const char *role, const char *c, size_t msg)
+{
+    size_t a = 0, b = strlen(c);
+    trim(c, &a, &b);
+    sb_printf(r->out, "<|start_header_id|>%s<|end_header_id|>\n\n", role);
+    size_t start = r->out->len;
+    sb_append(r->out, c + a, b - a);
+    size_t end = r->out->len;
+    sb_puts(r->out, "<|eot_id|>");
+    if (!strcmp(role, "assistant")) span_add(r, msg, start, end, r->out->len);
+}
+
+static void render_llama3(render *r, const chat_dialect *d, const chat_msg *m, size_t n, const size_t *idx, int gen)
+{
+    if (d->style == STYLE_LLAMA3) {
+        sb_puts(r->out, "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n"
+                        "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n");
+        size_t first = 0;
+        if (n && !strcmp(m[0].role, "system")) {
+            size_t a = 0, b = strlen(m[0].content);
+            trim(m[0].content, &a, &b);
+            sb_append(r->out, m[0].content + a, b - a);
+            first = 1;
+        }
+        sb_puts(r->out, "<|eot_id|>");
+        for (size_t i = first; i < n; i++) llama3_turn(r, m[i].role, m[i].content, idx[i]);
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            if (i == 0) sb_puts(r->out, "<|begin_of_text|>");
+            llama3_turn(r, m[i].role, m[i].content, idx[i]);
+        }
+    }
+    if (gen || d->style == STYLE_LLAMA3_NODATE_ALWAYS) sb_puts(r->out, "<|start_header_id|>assistant<|end_header_id|>\n\n");
+}
+
+int chat_render(const chat_dialect *d, const char *system_prompt, const chat_msg *msgs, size_t n,
+                int add_generation_prompt, strbuf *out, chat_span *spans, size_t *n_spans, dlm_err *e)
+{
+    if (n_spans) *n_spans = 0;
+    if (!d) return err_set(e, "ChatTemplateError", "no chat dialect");
+    for (size_t i = 0; i < n; i++) {
+        const char *r = msgs[i].role;
+        if (!r || !msgs[i].content) return err_set(e, "ChatTemplateError", "message %zu has no role or content", i);
+        if (strcmp(r, "system") && strcmp(r, "user") && strcmp(r, "assistant"))
+            return err_set(e, "ChatTemplateError", "message %zu: role '%s' is not supported (system, user, assistant)", i, r);
+    }
+    /* The document's system prompt becomes the first message unless the
+     * conversation brings its own. */
+    int add_sys = system_prompt && (n == 0 || strcmp(msgs[0].role, "system"));
+    size_t total = n + (size_t)add_sys;
+    chat_msg local[64];
+    size_t lidx[64];
+    chat_msg *m = local;
+    size_t *idx = lidx;
+    if (total > 64) {
+        m = malloc(total * sizeof *m);
+        idx = malloc(total * sizeof *idx);
+        if (!m || !idx) {
+            free(m == local ? NULL : m);
+            free(idx == lidx ? NULL : idx);
+            return err_set(e, "OOMError", "out of memory");
+        }
+    }
+    size_t k = 0;
+    if (add_sys) {
+        m[k] = (chat_msg){"system", system_prompt};
+        idx[k++] = (size_t)-1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        m[k] = msgs[i];
+        idx[k++] = i;
+    }
+    render r = {out, spans, 0, out->len};
+    switch (d->style) {
+    case STYLE_CHATML:
+        render_chatml(&r, d, m, total, idx);
+        if (add_generation_prompt) sb_puts(out, "<|im_start|>assistant\n");
+        break;
+    case STYLE_QWEN3:
+        render_qwen3(&r, m, total, idx);
+        if (add_generation_prompt) sb_puts(out, "<|im_start|>assistant\n");
+        break;
+    default:
+        render_llama3(&r, d, m, total, idx, add_generation_prompt);
+        break;
+    }
+    if (m != local) {
+        free(m);
+        free(idx);
+    }
+    if (n_spans) *n_spans = r.n_spans;
+    if (out->oom) return err_set(e, "OOMError", "out of memory rendering the chat");
+    return 0;
+}

@@ -1,0 +1,320 @@
+/* dataset — see dataset.h. */
+#include "tokens/dataset.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/hash.h"
+#include "util/rng.h"
+#include "util/str.h"
+
+/* ---- growable item/token storage ------------------------------------------ */
+
+static int reserve_tok(dataset *d, int64_t extra)
+{
+    if (d->n_tok + extra <= d->cap_tok) return 0;
+    int64_t cap = d->cap_tok ? d->cap_tok : 4096;
+    while (cap < d->n_tok + extra) cap *= 2;
+    int32_t *a = realloc(d->tok, (size_t)cap * sizeof *a);
+    if (!a) return -1;
+    d->tok = a;
+    int32_t *b = realloc(d->tgt, (size_t)cap * sizeof *b);
+    if (!b) return -1;
+    d->tgt = b;
+    d->cap_tok = cap;
+    return 0;
+}
+
+static ds_item *new_item(dataset *d)
+{
+    if (d->n_items == d->cap_items) {
+        int cap = d->cap_items ? d->cap_items * 2 : 256;
+        ds_item *a = realloc(d->items, (size_t)cap * sizeof *a);
+        if (!a) return NULL;
+        d->items = a;
+        d->cap_items = cap;
+    }
+    ds_item *it = &d->items[d->n_items++];
+    memset(it, 0, sizeof *it);
+    return it;
+}
+
+int dataset_is_val(uint64_t seed, const char *sid, int row, double frac)
+{
+    char buf[128];
+    int n = snprintf(buf, sizeof buf, "%llu%c%s%c%d", (unsigned long long)seed, 0, sid, 0, row);
+    unsigned char h[32];
+    sha256(buf, (size_t)n, h);
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++) v = v << 8 | h[i];
+    /* int(0.1 * 2**64) in Python is computed in double, then made exact. */
+    double lim = frac * 18446744073709551616.0;
+    if (lim >= 18446744073709551615.0) return 1;
+    return v < (uint64_t)lim;
+}
+
+/* A row: tokens t[0..n) with per-token "is a loss target" flags. Windows of
+ * at most L inputs: window k predicts t[kL+1 .. kL+L] from t[kL .. kL+L-1]. */
+static int add_row(dataset *d, const int32_t *t, const uint8_t *train, int n, int L, const char *sid,
+                   int row, int val, int replay)
+{
+    if (n < 2) return 0;
+    int windows = 0;
+    for (int s = 0; s < n - 1; s += L) {
+        int len = n - 1 - s < L ? n - 1 - s : L;
+        int nl = 0;
+        for (int i = 0; i < len; i++) nl += train[s + i + 1] != 0;
+        if (!nl) { d->n_dropped++; continue; }   /* nothing to learn here (all prompt) */
+        if (reserve_tok(d, len)) return -1;
+        ds_item *it = new_item(d);
+        if (!it) return -1;
+        it->off = d->n_tok;
+        it->len = len;
+        it->n_loss = nl;
+        memcpy(it->sid, sid, 17);
+        it->row = row;
+        it->val = (uint8_t)val;
+        it->replay = (uint8_t)replay;
+        for (int i = 0; i < len; i++) {
+            d->tok[d->n_tok + i] = t[s + i];
+            d->tgt[d->n_tok + i] = train[s + i + 1] ? t[s + i + 1] : -1;
+        }
+        d->n_tok += len;
+        if (len > d->max_len) d->max_len = len;
+        windows++;
+    }
+    if (windows > 1) d->n_windows_split++;
+    return 0;
+}
+
+/* Python's str.strip() on ASCII whitespace (and the C1/NBSP forms UTF-8
+ * text commonly carries are left alone: they are content). */
+static void strip(const char *s, size_t n, size_t *b, size_t *e)
+{
+    size_t i = 0, j = n;
+    while (i < j && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r' || s[i] == '\v' || s[i] == '\f')) i++;
+    while (j > i && (s[j - 1] == ' ' || s[j - 1] == '\t' || s[j - 1] == '\n' || s[j - 1] == '\r' || s[j - 1] == '\v' || s[j - 1] == '\f')) j--;
+    *b = i;
+    *e = j;
+}
+
+typedef struct rowbuf { tok_ids ids; uint8_t *train; size_t cap; } rowbuf;
+
+static int rb_mark(rowbuf *r, size_t from, uint8_t v)
+{
+    if (r->ids.n > r->cap) {
+        size_t cap = r->cap ? r->cap : 1024;
+        while (cap < r->ids.n) cap *= 2;
+        uint8_t *t = realloc(r->train, cap);
+        if (!t) return -1;
+        r->train = t;
+        r->cap = cap;
+    }
+    memset(r->train + from, v, r->ids.n - from);
+    return 0;
+}
+
+static int encode_seg(tok *t, rowbuf *r, const char *s, size_t n, uint8_t train, dlm_err *e)
+{
+    size_t from = r->ids.n;
+    if (n && tok_encode_append(t, s, n, TOK_PARSE_SPECIAL, &r->ids, e)) return -1;
+    return rb_mark(r, from, train) ? err_set(e, "MemoryError", "out of memory") : 0;
+}
+
+static int push_id(rowbuf *r, int32_t id, uint8_t train)
+{
+    if (r->ids.n == r->ids.cap) {
+        size_t cap = r->ids.cap ? r->ids.cap * 2 : 256;
+        int32_t *v = realloc(r->ids.v, cap * sizeof *v);
+        if (!v) return -1;
+        r->ids.v = v;
+        r->ids.cap = cap;
+    }
+    r->ids.v[r->ids.n++] = id;
+    return rb_mark(r, r->ids.n - 1, train);
+}
+
+static int add_sections(dataset *d, const dlm_doc *doc, int replay, tok *t, const chat_dialect *dialect,
+                        const ds_opts *o, rowbuf *rb, strbuf *sb, dlm_err *e)
+{
+    int L = o->seq_len;
+    for (int i = 0; i < doc_nsections(doc); i++) {
+        const doc_section *s = doc_section_at(doc, i);
+        switch (s->type) {
+        case DOC_PROSE: {
+            size_t b, en;
+            strip(s->content, s->content_len, &b, &en);
+            if (b == en) break;
+            rb->ids.n = 0;
+            if (tok_add_bos(t) && tok_bos(t) >= 0 && push_id(rb, tok_bos(t), 1)) goto oom;
+            if (encode_seg(t, rb, s->content + b, en - b, 1, e)) return -1;
+            if (tok_eos(t) >= 0 && push_id(rb, tok_eos(t), 1)) goto oom;
+            int val = !replay && dataset_is_val(o->seed, s->id, 0, o->val_frac);
+            if (add_row(d, rb->ids.v, rb->train, (int)rb->ids.n, L, s->id, 0, val, replay)) goto oom;
+            if (replay) d->rows_replay++; else d->rows_prose++;
+            break;
+        }
+        case DOC_INSTRUCTION:
+            for (int k = 0; k < s->n_pairs; k++) {
+                chat_msg msgs[2] = {{"user", s->pairs[k].question}, {"assistant", s->pairs[k].answer}};
+                chat_span span;
+                size_t nsp = 0;
+                sb_reset(sb);
+                if (chat_render(dialect, o->system_prompt, msgs, 2, 0, sb, &span, &nsp, e)) return -1;
+                if (nsp != 1) return err_set(e, "DatasetError", "chat template gave no assistant turn");
+                rb->ids.n = 0;
+                uint8_t all = o->loss_on_all ? 1 : 0;
+                /* Three segments, cut right after the generation prompt and
+                 * after the end-of-turn token: the same tokens a
+                 * prompt/completion tokenization gives. */
+                if (encode_seg(t, rb, sb->buf, span.start, all, e) ||
+                    encode_seg(t, rb, sb->buf + span.start, span.turn_end - span.start, 1, e) ||
+                    encode_seg(t, rb, sb->buf + span.turn_end, sb->len - span.turn_end, all, e))
+                    return -1;
+                int val = !replay && dataset_is_val(o->seed, s->id, k, o->val_frac);
+                if (add_row(d, rb->ids.v, rb->train, (int)rb->ids.n, L, s->id, k, val, replay)) goto oom;
+                if (replay) d->rows_replay++; else d->rows_instr++;
+            }
+            break;
+        case DOC_PREFERENCE:
+            if (!replay) d->n_pref_triples += s->n_triples;
+            break;
+        case DOC_IMAGE:
+        case DOC_AUDIO:
+            err_at(e, "ModalityError", doc_path(doc), s->line, 1, "%s sections cannot be trained: dlm trains text bases only",
+                   doc_section_type_name(s->type));
+            return err_hint(e, "remove the section or move its content into prose");
+        }
+    }
+    return 0;
+oom:
+    return err_set(e, "MemoryError", "out of memory building the dataset");
+}
+
+int dataset_build(const dlm_doc *doc, const dlm_doc *replay, tok *t, const chat_dialect *dialect,
+                  const ds_opts *o, dataset **out, dlm_err *e)
+{
+    *out = NULL;
+    dataset *d = calloc(1, sizeof *d);
+    if (!d) return err_set(e, "MemoryError", "out of memory");
+    rowbuf rb = {{0}, NULL, 0};
+    strbuf sb = STRBUF_INIT;
+    int rc = add_sections(d, doc, 0, t, dialect, o, &rb, &sb, e);
+    if (!rc && replay) rc = add_sections(d, replay, 1, t, dialect, o, &rb, &sb, e);
+    tok_ids_free(&rb.ids);
+    free(rb.train);
+    sb_free(&sb);
+    if (rc) { dataset_free(d); return -1; }
+    d->train = malloc((size_t)(d->n_items + 1) * sizeof(int));
+    d->val = malloc((size_t)(d->n_items + 1) * sizeof(int));
+    d->perm = malloc((size_t)(d->n_items + 1) * sizeof(int));
+    d->perm_epoch = -1;
+    if (!d->train || !d->val || !d->perm) { dataset_free(d); return err_set(e, "MemoryError", "out of memory"); }
+    for (int i = 0; i < d->n_items; i++) {
+        if (d->items[i].val) { d->val[d->n_val++] = i; d->val_loss_tokens += d->items[i].n_loss; }
+        else { d->train[d->n_train++] = i; d->train_loss_tokens += d->items[i].n_loss; }
+    }
+    if (d->n_train == 0 && d->n_val > 0) {
+        /* A tiny document whose every row hashed into validation: train on
+         * them instead of on nothing, and skip evaluation. */
+        for (int i = 0; i < d->n_val; i++) { d->train[i] = d->val[i]; d->items[d->val[i]].val = 0; }
+        d->n_train = d->n_val;
+        d->train_loss_tokens = d->val_loss_tokens;
+        d->n_val = 0;
+        d->val_loss_tokens = 0;
+    }
+    int32_t pad = tok_pad(t);
+    if (pad < 0 || pad == tok_eos(t)) pad = tok_unk(t);
+    if (pad < 0 || pad == tok_eos(t)) pad = 0;
+    d->pad_id = pad;
+    *out = d;
+    return 0;
+}
+
+void dataset_free(dataset *d)
+{
+    if (!d) return;
+    free(d->tok);
+    free(d->tgt);
+    free(d->items);
+    free(d->train);
+    free(d->val);
+    free(d->perm);
+    free(d);
+}
+
+/* ---- batching ----------------------------------------------------------------- */
+
+int dataset_steps_per_epoch(const dataset *d, int mb, int ga)
+{
+    int per = mb * ga;
+    return per > 0 ? (d->n_train + per - 1) / per : 0;
+}
+
+/* Epoch e's order: a Fisher–Yates shuffle keyed by (seed, e), rebuilt in the
+ * buffer allocated at build time whenever the epoch changes (no allocation
+ * in the step loop). */
+int dataset_micro_items(dataset *d, uint64_t seed, int epoch, int step, int micro, int mb, int ga, int *out)
+{
+    int n = d->n_train, *perm = d->perm;
+    if (d->perm_epoch != epoch || d->perm_seed != seed) {
+        for (int i = 0; i < n; i++) perm[i] = d->train[i];
+        for (int i = n - 1; i > 0; i--) {
+            int j = (int)(rng_u64(seed, RNG_SHUFFLE, (uint64_t)epoch, (uint64_t)i) % (uint64_t)(i + 1));
+            int tmp = perm[i]; perm[i] = perm[j]; perm[j] = tmp;
+        }
+        d->perm_epoch = epoch;
+        d->perm_seed = seed;
+    }
+    int from = step * mb * ga + micro * mb, cnt = 0;
+    for (int i = from; i < from + mb && i < n; i++) out[cnt++] = perm[i];
+    return cnt;
+}
+
+int dataset_fill(const dataset *d, const int *items, int n, int packing, int B_cap, int T_cap,
+                 int32_t *toks, int32_t *tgts, int32_t *pos, int32_t *seg, token_batch *b, int64_t *n_loss)
+{
+    int fill[256], nb = 0, T = 0;
+    if (B_cap > 256) B_cap = 256;
+    /* Assign items to sequences: first fit (packing) or one each. */
+    int where[256], start[256];
+    for (int i = 0; i < n && i < 256; i++) {
+        int len = d->items[items[i]].len, k = -1;
+        if (packing)
+            for (int j = 0; j < nb; j++)
+                if (fill[j] + len <= T_cap) { k = j; break; }
+        if (k < 0) {
+            if (nb == B_cap) return -1;
+            k = nb++;
+            fill[k] = 0;
+        }
+        where[i] = k;
+        start[i] = fill[k];
+        fill[k] += len;
+        if (fill[k] > T) T = fill[k];
+    }
+    if (T < 1) T = 1;
+    for (int r = 0; r < nb; r++)
+        for (int c = 0; c < T; c++) {
+            size_t p = (size_t)r * T + c;
+            toks[p] = d->pad_id;
+            tgts[p] = -1;
+            pos[p] = c;
+            seg[p] = -1 - c; /* each pad position is its own segment: nothing attends to it */
+        }
+    int64_t nl = 0;
+    for (int i = 0; i < n; i++) {
+        const ds_item *it = &d->items[items[i]];
+        size_t p = (size_t)where[i] * T + start[i];
+        for (int k = 0; k < it->len; k++) {
+            toks[p + k] = d->tok[it->off + k];
+            tgts[p + k] = d->tgt[it->off + k];
+            pos[p + k] = k;
+            seg[p + k] = i;
+        }
+        nl += it->n_loss;
+    }
+    *b = (token_batch){nb, T, toks, tgts, pos, seg};
+    *n_loss = nl;
+    return 0;
+}

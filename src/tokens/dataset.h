@@ -1,0 +1,87 @@
+/* dataset — from a document's sections to training items and batches.
+ *
+ *   prose        → [BOS if the tokenizer adds one] + text + EOS, loss on all tokens
+ *   Q/A pair     → the base's chat template over (system_prompt?, user Q,
+ *                  assistant A); loss on the assistant turn (content + its
+ *                  end-of-turn token) unless training.loss_on: all
+ *   preference   → kept aside for the preference phase (not SFT)
+ *   image/audio  → refused (dlm trains text bases)
+ *
+ * A row longer than sequence_len becomes several windows (never truncated);
+ * each window is an *item*. Items are split train/validation by the spec's
+ * hash rule on (seed, section id, row index). Batches are made of items, as
+ * the original made them of rows, so the number of optimizer steps does not
+ * depend on packing; packing only lays a micro-batch's items end to end in
+ * as few sequences as possible, with attention confined to each item and
+ * positions restarting at 0, so no item's loss changes. */
+#ifndef DLM_DATASET_H
+#define DLM_DATASET_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "tokens/chat.h"
+#include "doc/doc.h"
+#include "tokens/tok.h"
+#include "tokens/batch.h"
+#include "util/err.h"
+
+typedef struct ds_item {
+    int64_t off;            /* into tok/tgt */
+    int32_t len;            /* inputs (= targets) in this item, <= seq_len */
+    int32_t n_loss;         /* targets that carry a loss */
+    char sid[17];           /* section id */
+    int32_t row;            /* row index within its section */
+    uint8_t val;            /* in the validation split */
+    uint8_t replay;         /* from the replay corpus */
+} ds_item;
+
+typedef struct dataset {
+    int32_t *tok, *tgt;     /* concatenated items: inputs and next-token targets (-1 = no loss) */
+    int64_t n_tok, cap_tok;
+    ds_item *items;
+    int n_items, cap_items;
+    int *train, n_train;    /* item indices */
+    int *val, n_val;
+    int max_len;            /* longest item */
+    /* statistics for the summary and the warnings */
+    int rows_prose, rows_instr, rows_replay, n_pref_triples, n_windows_split, n_dropped;
+    int64_t train_loss_tokens, val_loss_tokens;
+    int32_t pad_id;
+    int *perm;              /* [n_train] this epoch's order (allocated at build) */
+    int perm_epoch;         /* epoch perm holds, -1 none */
+    uint64_t perm_seed;
+} dataset;
+
+typedef struct ds_opts {
+    int seq_len;
+    int loss_on_all;
+    uint64_t seed;
+    const char *system_prompt;       /* NULL = none */
+    double val_frac;                 /* 0.1 */
+} ds_opts;
+
+/* Sections of the document, then the replay sections (already sampled; a
+ * scratch document holding them, may be NULL). */
+int dataset_build(const dlm_doc *doc, const dlm_doc *replay, tok *t, const chat_dialect *dialect,
+                  const ds_opts *o, dataset **out, dlm_err *e);
+void dataset_free(dataset *d);
+
+/* The spec's split rule: u64_be(sha256("{seed}\0{sid}\0{row}")[:8]) < frac·2^64. */
+int dataset_is_val(uint64_t seed, const char *sid, int row, double frac);
+
+/* ---- batching ------------------------------------------------------------
+ * Epoch e visits the train items in a permutation keyed by (seed, e). An
+ * optimizer step takes the next mb·ga items; micro-batch j of it the j-th
+ * run of mb. Everything is a pure function of its indices, so a resumed
+ * run sees exactly the batches an uninterrupted one would. */
+int dataset_steps_per_epoch(const dataset *d, int mb, int ga);
+/* Items of micro-batch `micro` (0..ga-1) of step `step` (0-based within
+ * epoch `epoch`): writes up to mb indices into out, returns the count. */
+int dataset_micro_items(dataset *d, uint64_t seed, int epoch, int step, int micro, int mb, int ga, int *out);
+/* Lay items out as a batch of up to B_cap sequences of up to T_cap tokens
+ * (packed or one item per sequence). Buffers are [B_cap*T_cap]. Returns the
+ * batch (B, T as used) in *b; *n_loss its targets with a loss. */
+int dataset_fill(const dataset *d, const int *items, int n, int packing, int B_cap, int T_cap,
+                 int32_t *toks, int32_t *tgts, int32_t *pos, int32_t *seg, token_batch *b, int64_t *n_loss);
+
+#endif

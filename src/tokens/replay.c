@@ -1,0 +1,356 @@
+#include "tokens/replay.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "util/fs.h"
+#include "util/json.h"
+#include "util/rng.h"
+#include "util/timeutil.h"
+
+#define MAX_RECORD (64u << 20)
+
+struct replay {
+    char dir[4096], corpus[4200], index[4200];
+    replay_entry *e;
+    int n, cap;
+};
+
+static int cmp_entry(const void *a, const void *b)
+{
+    return strcmp(((const replay_entry *)a)->sid, ((const replay_entry *)b)->sid);
+}
+
+static replay_entry *push(replay *r)
+{
+    if (r->n == r->cap) {
+        int cap = r->cap ? r->cap * 2 : 64;
+        replay_entry *a = realloc(r->e, (size_t)cap * sizeof *a);
+        if (!a) return NULL;
+        r->e = a;
+        r->cap = cap;
+    }
+    replay_entry *x = &r->e[r->n++];
+    memset(x, 0, sizeof *x);
+    return x;
+}
+
+int replay_open(const char *store, replay **out, dlm_err *e)
+{
+    *out = NULL;
+    replay *r = calloc(1, sizeof *r);
+    if (!r) return err_set(e, "MemoryError", "out of memory");
+    snprintf(r->dir, sizeof r->dir, "%s/replay", store);
+    snprintf(r->corpus, sizeof r->corpus, "%s/corpus.zst", r->dir);
+    snprintf(r->index, sizeof r->index, "%s/index.json", r->dir);
+    if (fs_is_file(r->index)) {
+        json_t *a = json_load_path(r->index, 256u << 20, e);
+        if (!a) { replay_free(r); return -1; }
+        if (!json_is_array(a)) {
+            json_decref(a);
+            replay_free(r);
+            return err_set(e, "ReplayCorruptError", "%s: not a JSON array", r->index);
+        }
+        int64_t csize = fs_file_size(r->corpus);
+        size_t i;
+        json_t *it;
+        json_array_foreach(a, i, it) {
+            const char *sid = jget_str(it, "section_id"), *ty = jget_str(it, "section_type"),
+                       *at = jget_str(it, "added_at");
+            long long off, len, fr = 0, lr = 0;
+            double w = 1.0;
+            if (!sid || strlen(sid) != 16 || !ty || jget_int(it, "byte_offset", &off) ||
+                jget_int(it, "length", &len) || off < 0 || len <= 0 || off + len > csize) {
+                json_decref(a);
+                replay_free(r);
+                err_set(e, "ReplayCorruptError", "%s: entry %zu is malformed or points past the corpus", r->index, i);
+                return err_hint(e, "move %s aside to start a new replay corpus", r->dir);
+            }
+            jget_int(it, "first_run", &fr);
+            jget_int(it, "last_run", &lr);
+            jget_num(it, "weight", &w);
+            replay_entry *x = push(r);
+            if (!x) { json_decref(a); replay_free(r); return err_set(e, "MemoryError", "out of memory"); }
+            memcpy(x->sid, sid, 17);
+            snprintf(x->type, sizeof x->type, "%s", ty);
+            snprintf(x->added_at, sizeof x->added_at, "%s", at ? at : "");
+            x->off = off;
+            x->len = len;
+            x->first_run = fr;
+            x->last_run = lr;
+            x->weight = w;
+        }
+        json_decref(a);
+        qsort(r->e, (size_t)r->n, sizeof *r->e, cmp_entry);
+    }
+    *out = r;
+    return 0;
+}
+
+void replay_free(replay *r)
+{
+    if (!r) return;
+    free(r->e);
+    free(r);
+}
+
+int replay_count(const replay *r) { return r->n; }
+const replay_entry *replay_at(const replay *r, int i) { return i >= 0 && i < r->n ? &r->e[i] : NULL; }
+
+int replay_find(const replay *r, const char *sid)
+{
+    int lo = 0, hi = r->n - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2, c = strcmp(r->e[mid].sid, sid);
+        if (!c) return mid;
+        if (c < 0) lo = mid + 1; else hi = mid - 1;
+    }
+    return -1;
+}
+
+uint64_t replay_bytes(const replay *r)
+{
+    int64_t s = fs_file_size(r->corpus);
+    return s > 0 ? (uint64_t)s : 0;
+}
+
+static int read_frame(const char *path, int64_t off, int64_t len, json_t **rec, dlm_err *e)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return err_sys(e, "cannot open '%s'", path);
+    void *buf = malloc((size_t)len);
+    if (!buf) { close(fd); return err_set(e, "MemoryError", "out of memory"); }
+    ssize_t got = pread(fd, buf, (size_t)len, off);
+    close(fd);
+    if (got != len) { free(buf); return err_set(e, "ReplayCorruptError", "%s: short read at %lld", path, (long long)off); }
+    unsigned long long sz = ZSTD_getFrameContentSize(buf, (size_t)len);
+    if (sz == ZSTD_CONTENTSIZE_ERROR || sz == ZSTD_CONTENTSIZE_UNKNOWN || sz > MAX_RECORD) {
+        free(buf);
+        return err_set(e, "ReplayCorruptError", "%s: bad zstd frame at %lld", path, (long long)off);
+    }
+    char *out = malloc((size_t)sz + 1);
+    if (!out) { free(buf); return err_set(e, "MemoryError", "out of memory"); }
+    size_t n = ZSTD_decompress(out, (size_t)sz, buf, (size_t)len);
+    free(buf);
+    if (ZSTD_isError(n) || n != sz) { free(out); return err_set(e, "ReplayCorruptError", "%s: corrupt frame at %lld", path, (long long)off); }
+    json_error_t je;
+    *rec = json_loadb(out, n, 0, &je);
+    free(out);
+    if (!*rec) return err_set(e, "ReplayCorruptError", "%s: bad record at %lld: %s", path, (long long)off, je.text);
+    return 0;
+}
+
+int replay_read(const replay *r, int i, char **content, size_t *len, dlm_err *e)
+{
+    json_t *rec;
+    if (read_frame(r->corpus, r->e[i].off, r->e[i].len, &rec, e)) return -1;
+    json_t *c = json_object_get(rec, "content");
+    if (!json_is_string(c)) { json_decref(rec); return err_set(e, "ReplayCorruptError", "record without content"); }
+    *len = json_string_length(c);
+    *content = malloc(*len + 1);
+    if (!*content) { json_decref(rec); return err_set(e, "MemoryError", "out of memory"); }
+    memcpy(*content, json_string_value(c), *len);
+    (*content)[*len] = 0;
+    json_decref(rec);
+    return 0;
+}
+
+static int in_list(const char *sid, const char *const *ids, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(ids[i], sid)) return 1;
+    return 0;
+}
+
+typedef struct keyed { double key; int idx; } keyed;
+static int cmp_key(const void *a, const void *b)
+{
+    const keyed *x = a, *y = b;
+    if (x->key > y->key) return -1;
+    if (x->key < y->key) return 1;
+    return x->idx - y->idx;
+}
+
+int replay_sample(const replay *r, const char *const *cur_ids, int n_cur, int n_new, uint64_t seed,
+                  int64_t run_id, int **out, dlm_err *e)
+{
+    *out = NULL;
+    keyed *c = malloc((size_t)(r->n + 1) * sizeof *c);
+    if (!c) return err_set(e, "MemoryError", "out of memory");
+    int n = 0;
+    for (int i = 0; i < r->n; i++) {
+        if (in_list(r->e[i].sid, cur_ids, n_cur)) continue;
+        if (strcmp(r->e[i].type, "prose") && strcmp(r->e[i].type, "instruction")) continue;
+        double age = (double)(run_id - r->e[i].last_run);
+        if (age < 0) age = 0;
+        double w = r->e[i].weight / (1.0 + age);
+        if (w < 0.01) w = 0.01;
+        /* u from the section id, so the draw of one entry never depends on
+         * which other entries exist. */
+        uint64_t h = 0;
+        for (int k = 0; k < 16; k++) h = h * 16 + (uint64_t)(r->e[i].sid[k] <= '9' ? r->e[i].sid[k] - '0' : r->e[i].sid[k] - 'a' + 10);
+        double u = rng_uniform_d(seed, RNG_REPLAY, h, 0);
+        if (u <= 0) u = 1e-300;
+        c[n].key = log(u) / w;
+        c[n].idx = i;
+        n++;
+    }
+    int k = 2 * n_new > 32 ? 2 * n_new : 32;
+    if (k < n) qsort(c, (size_t)n, sizeof *c, cmp_key);
+    else k = n; /* take all, in id order */
+    int *o = malloc((size_t)(k ? k : 1) * sizeof *o);
+    if (!o) { free(c); return err_set(e, "MemoryError", "out of memory"); }
+    for (int i = 0; i < k; i++) o[i] = c[i].idx;
+    free(c);
+    *out = o;
+    return k;
+}
+
+dlm_doc *replay_doc(const replay *r, const int *idx, int n, dlm_err *e)
+{
+    if (n <= 0) return NULL;
+    static const char HDR[] = "---\ndlm_id: \"00000000000000000000000000\"\nbase_model: tiny\n---\n";
+    dlm_doc *d = doc_parse("<replay>", HDR, sizeof HDR - 1, e);
+    if (!d) return NULL;
+    for (int i = 0; i < n; i++) {
+        char *content;
+        size_t len;
+        if (replay_read(r, idx[i], &content, &len, e)) { doc_free(d); return NULL; }
+        doc_section s;
+        memset(&s, 0, sizeof s);
+        s.type = !strcmp(r->e[idx[i]].type, "instruction") ? DOC_INSTRUCTION : DOC_PROSE;
+        s.content = content;
+        s.content_len = len;
+        int rc = doc_append_section(d, &s, e);
+        free(content);
+        if (rc) { err_prefix(e, "replay section %s", r->e[idx[i]].sid); doc_free(d); return NULL; }
+    }
+    return d;
+}
+
+static int save_index(replay *r, dlm_err *e)
+{
+    qsort(r->e, (size_t)r->n, sizeof *r->e, cmp_entry);
+    json_t *a = json_array();
+    for (int i = 0; i < r->n; i++) {
+        replay_entry *x = &r->e[i];
+        json_array_append_new(a, json_pack("{s:s, s:s, s:I, s:I, s:s, s:I, s:I, s:f}", "section_id", x->sid,
+                                           "section_type", x->type, "byte_offset", (json_int_t)x->off, "length",
+                                           (json_int_t)x->len, "added_at", x->added_at, "first_run",
+                                           (json_int_t)x->first_run, "last_run", (json_int_t)x->last_run,
+                                           "weight", x->weight));
+    }
+    int rc = json_save_file(r->index, a, e);
+    json_decref(a);
+    return rc;
+}
+
+static int write_all(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+    while (n) {
+        ssize_t w = write(fd, c, n);
+        if (w < 0) { if (errno == EINTR) continue; return -1; }
+        c += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Rewrite the corpus keeping only entries [0, n) (compaction after
+ * eviction), crash-safely: new file, then the index pointing into it. */
+static int compact(replay *r, dlm_err *e)
+{
+    strbuf sb = STRBUF_INIT;
+    int fd = open(r->corpus, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return err_sys(e, "cannot open '%s'", r->corpus);
+    for (int i = 0; i < r->n; i++) {
+        size_t at = sb.len;
+        if (sb_reserve(&sb, (size_t)r->e[i].len)) { close(fd); sb_free(&sb); return err_set(e, "MemoryError", "out of memory"); }
+        if (pread(fd, sb.buf + at, (size_t)r->e[i].len, r->e[i].off) != r->e[i].len) {
+            close(fd);
+            sb_free(&sb);
+            return err_set(e, "ReplayCorruptError", "%s: short read", r->corpus);
+        }
+        sb.len += (size_t)r->e[i].len;
+        r->e[i].off = (int64_t)at;
+    }
+    close(fd);
+    int rc = fs_write_atomic(r->corpus, sb.buf ? sb.buf : "", sb.len, 0644, e);
+    sb_free(&sb);
+    return rc ? -1 : save_index(r, e);
+}
+
+int replay_commit(replay *r, const dlm_doc *doc, int64_t run_id, uint64_t max_bytes, dlm_err *e)
+{
+    if (fs_mkdir_p(r->dir, e)) return -1;
+    int fd = open(r->corpus, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) return err_sys(e, "cannot open '%s'", r->corpus);
+    int64_t end = fs_file_size(r->corpus);
+    char now[24];
+    time_iso_utc(time_now(), now, sizeof now);
+    int n_cur = doc_nsections(doc);
+    for (int i = 0; i < n_cur; i++) {
+        const doc_section *s = doc_section_at(doc, i);
+        if (s->type != DOC_PROSE && s->type != DOC_INSTRUCTION && s->type != DOC_PREFERENCE) continue;
+        int k = replay_find(r, s->id);
+        if (k >= 0) { r->e[k].last_run = run_id; continue; }
+        json_t *rec = json_pack("{s:s, s:s, s:s%, s:I}", "section_id", s->id, "section_type",
+                                doc_section_type_name(s->type), "content", s->content, s->content_len,
+                                "first_seen_run", (json_int_t)run_id);
+        char *js = json_dumps(rec, JSON_COMPACT | JSON_SORT_KEYS);
+        json_decref(rec);
+        if (!js) { close(fd); return err_set(e, "MemoryError", "out of memory"); }
+        size_t jl = strlen(js), cap = ZSTD_compressBound(jl);
+        void *z = malloc(cap);
+        size_t zn = z ? ZSTD_compress(z, cap, js, jl, 3) : 0;
+        free(js);
+        if (!z || ZSTD_isError(zn)) { free(z); close(fd); return err_set(e, "ReplayError", "zstd compression failed"); }
+        if (write_all(fd, z, zn)) { free(z); close(fd); return err_sys(e, "cannot append to '%s'", r->corpus); }
+        free(z);
+        replay_entry *x = push(r);
+        if (!x) { close(fd); return err_set(e, "MemoryError", "out of memory"); }
+        memcpy(x->sid, s->id, 17);
+        snprintf(x->type, sizeof x->type, "%s", doc_section_type_name(s->type));
+        x->off = end;
+        x->len = (int64_t)zn;
+        snprintf(x->added_at, sizeof x->added_at, "%s", now);
+        x->first_run = x->last_run = run_id;
+        x->weight = 1.0;
+        end += (int64_t)zn;
+        qsort(r->e, (size_t)r->n, sizeof *r->e, cmp_entry);
+    }
+    if (fsync(fd) != 0) { close(fd); return err_sys(e, "cannot fsync '%s'", r->corpus); }
+    close(fd);
+    /* Evict oldest (first_run, then id) non-current entries past the cap. */
+    uint64_t total = 0;
+    for (int i = 0; i < r->n; i++) total += (uint64_t)r->e[i].len;
+    int evicted = 0;
+    while (total > max_bytes) {
+        int victim = -1;
+        for (int i = 0; i < r->n; i++) {
+            int cur = 0;
+            for (int j = 0; j < n_cur && !cur; j++) cur = !strcmp(doc_section_at(doc, j)->id, r->e[i].sid);
+            if (cur) continue;
+            if (victim < 0 || r->e[i].first_run < r->e[victim].first_run) victim = i;
+        }
+        if (victim < 0) break;
+        total -= (uint64_t)r->e[victim].len;
+        r->e[victim] = r->e[--r->n];
+        evicted++;
+    }
+    if (evicted) {
+        /* keep corpus order = offset order for compaction */
+        for (int i = 1; i < r->n; i++)
+            for (int j = i; j > 0 && r->e[j - 1].off > r->e[j].off; j--) {
+                replay_entry t = r->e[j]; r->e[j] = r->e[j - 1]; r->e[j - 1] = t;
+            }
+        return compact(r, e);
+    }
+    return save_index(r, e);
+}

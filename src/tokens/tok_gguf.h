@@ -1,0 +1,16 @@
+/* tok_gguf — a tokenizer rebuilt from a GGUF file's tokenizer.ggml.* keys
+ * (formats.md §4.4), giving the same ids as the tokenizer.json it came from. */
+#ifndef DLM_TOK_GGUF_H
+#define DLM_TOK_GGUF_H
+
+#include "weights/gguf.h"
+#include "tokens/tok.h"
+
+int tok_from_gguf(const gguf_file *g, tok **out, dlm_err *e);
+/* Open path and build; convenience for the CLI. */
+int tok_load_gguf(const char *path, tok **out, dlm_err *e);
+/* The tokenizer of a model source: tokenizer.json(+config) in an HF folder,
+ * or the GGUF metadata of a .gguf file. */
+int tok_load_for_model(const char *model_path, tok **out, dlm_err *e);
+
+#endif

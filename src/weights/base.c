@@ -1,0 +1,62 @@
+/* base — see base.h. */
+#include "weights/base.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util/fs.h"
+
+int base_arch_supported(const char *a)
+{
+    return a && (!strcmp(a, "LlamaForCausalLM") || !strcmp(a, "Qwen2ForCausalLM"));
+}
+
+int base_tiny_path(char *out, size_t cap, dlm_err *e)
+{
+    const char *env = getenv("DLM_TINY");
+    if (env && *env) {
+        if (!fs_is_file(env)) return err_set(e, "BaseError", "DLM_TINY='%s' is not a file", env);
+        snprintf(out, cap, "%s", env);
+        return 0;
+    }
+    char exe[4096], dir[4096], cand[4200];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = 0;
+        fs_dirname(dir, sizeof dir, exe);
+        snprintf(cand, sizeof cand, "%s/../models/tiny.gguf", dir);
+        if (fs_is_file(cand)) { snprintf(out, cap, "%s", cand); return 0; }
+    }
+    snprintf(cand, sizeof cand, "%s/models/tiny.gguf", DLM_SOURCE_DIR);
+    if (fs_is_file(cand)) { snprintf(out, cap, "%s", cand); return 0; }
+    err_set(e, "BaseError", "the embedded base 'tiny' (models/tiny.gguf) was not found");
+    return err_hint(e, "set DLM_TINY=/path/to/tiny.gguf, or rebuild it with 'make tiny-base'");
+}
+
+int base_resolve(const char *spec, const hub_opts *o, base_ref *ref, char *path, size_t cap, dlm_err *e)
+{
+    if (registry_parse_base(spec, ref, e) || registry_check_trainable(ref, e)) return -1;
+    switch (ref->kind) {
+    case BASE_TINY:
+        return base_tiny_path(path, cap, e);
+    case BASE_PATH:
+        if (!fs_exists(ref->path)) {
+            err_set(e, "BaseError", "base model path '%s' does not exist", ref->path);
+            return err_hint(e, "give an HF model folder, a .gguf file, a registry key or hf:org/name");
+        }
+        if ((size_t)snprintf(path, cap, "%s", ref->path) >= cap) return err_set(e, "BaseError", "path too long");
+        return 0;
+    case BASE_REGISTRY:
+        if (!base_arch_supported(ref->entry->architecture)) {
+            err_set(e, "UnsupportedArchitectureError", "base '%s' (%s, %s) is not supported", ref->entry->key,
+                    ref->entry->hf_id, ref->entry->architecture);
+            return err_hint(e, "dlm runs llama and qwen2 architectures, e.g. smollm2-135m, qwen2.5-0.5b, llama-3.2-1b");
+        }
+        return hub_snapshot(o, ref->entry->hf_id, ref->entry->revision, path, cap, e);
+    case BASE_HF:
+        return hub_snapshot(o, ref->hf_id, ref->revision[0] ? ref->revision : "main", path, cap, e);
+    }
+    return err_set(e, "BaseError", "unknown base kind");
+}

@@ -1,0 +1,27 @@
+/* base — from a `--base` value (or a document's base_model) to a local path
+ * that model_load can read.
+ *
+ * Parsing and the registry live in store/registry.h; this adds what needs
+ * the model layer: which architectures dlm runs (llama, qwen2), the HF cache
+ * and downloads (hub.h), and where the embedded base `tiny` is. */
+#ifndef DLM_BASE_H
+#define DLM_BASE_H
+
+#include <stddef.h>
+#include "weights/hub.h"
+#include "weights/registry.h"
+#include "util/err.h"
+
+/* 1 if dlm runs this HF architecture class (LlamaForCausalLM, Qwen2ForCausalLM). */
+int base_arch_supported(const char *hf_architecture);
+
+/* Parse spec, refuse bases dlm cannot run, then produce a path for
+ * model_load: the folder / file itself, models/tiny.gguf, or the HF cache
+ * snapshot (downloaded if missing and o allows). */
+int base_resolve(const char *spec, const hub_opts *o, base_ref *ref, char *path, size_t cap, dlm_err *e);
+
+/* Path of the embedded base: $DLM_TINY, else <binary dir>/../models/tiny.gguf,
+ * else <source dir>/models/tiny.gguf. */
+int base_tiny_path(char *out, size_t cap, dlm_err *e);
+
+#endif

@@ -1,0 +1,289 @@
+/* config — HF config.json → model_config for llama and qwen2.
+ *
+ * Accepts both transformers layouts: v4 (top-level rope_theta, rope_scaling,
+ * torch_dtype) and v5 (rope_parameters with rope_theta inside, dtype).
+ * Defaults are transformers' LlamaConfig / Qwen2Config defaults for the
+ * optional fields only; the dimensions themselves must be present, because
+ * a missing hidden_size silently becoming 4096 would only surface later as
+ * a confusing shape error. */
+#include "weights/model.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define KIND "ConfigError"
+
+typedef struct cfg_ctx {
+    const json_t *root;
+    const char *path;
+    dlm_err *e;
+} cfg_ctx;
+
+/* An integer field; integral reals ("2048.0") are tolerated as Python's
+ * json would load them as floats but transformers casts them. Returns 1 if
+ * absent or null (out untouched), 0 if read, -1 on a bad value. */
+static int get_int(const cfg_ctx *c, const json_t *o, const char *key, long long *out)
+{
+    const json_t *v = json_object_get(o, key);
+    if (!v || json_is_null(v)) return 1;
+    if (json_is_integer(v)) { *out = json_integer_value(v); return 0; }
+    if (json_is_real(v)) {
+        double d = json_real_value(v);
+        if (d == floor(d) && fabs(d) < 9e15) { *out = (long long)d; return 0; }
+    }
+    err_at(c->e, KIND, c->path, 0, 0, "\"%s\" must be an integer", key);
+    return -1;
+}
+
+static int get_num(const cfg_ctx *c, const json_t *o, const char *key, double *out)
+{
+    const json_t *v = json_object_get(o, key);
+    if (!v || json_is_null(v)) return 1;
+    if (json_is_number(v)) { *out = json_number_value(v); return 0; }
+    err_at(c->e, KIND, c->path, 0, 0, "\"%s\" must be a number", key);
+    return -1;
+}
+
+static int get_bool(const cfg_ctx *c, const json_t *o, const char *key, int *out)
+{
+    const json_t *v = json_object_get(o, key);
+    if (!v || json_is_null(v)) return 1;
+    if (json_is_boolean(v)) { *out = json_is_true(v); return 0; }
+    err_at(c->e, KIND, c->path, 0, 0, "\"%s\" must be true or false", key);
+    return -1;
+}
+
+/* A required positive int within [1, max]. */
+static int need_dim(const cfg_ctx *c, const char *key, long long max, int *out)
+{
+    long long v = 0;
+    int r = get_int(c, c->root, key, &v);
+    if (r < 0) return -1;
+    if (r == 1) return err_at(c->e, KIND, c->path, 0, 0, "missing \"%s\"", key);
+    if (v < 1 || v > max)
+        return err_at(c->e, KIND, c->path, 0, 0, "\"%s\" = %lld is out of range (1..%lld)", key, v, max);
+    *out = (int)v;
+    return 0;
+}
+
+static int opt_dim(const cfg_ctx *c, const char *key, long long max, int *out)
+{
+    long long v = 0;
+    int r = get_int(c, c->root, key, &v);
+    if (r < 0) return -1;
+    if (r == 1) return 0;
+    if (v < 1 || v > max)
+        return err_at(c->e, KIND, c->path, 0, 0, "\"%s\" = %lld is out of range (1..%lld)", key, v, max);
+    *out = (int)v;
+    return 0;
+}
+
+/* Token id fields: int, null, or (eos) a list of ints. */
+static int get_token_ids(const cfg_ctx *c, const char *key, int *first, int *ids, int cap, int *n)
+{
+    const json_t *v = json_object_get(c->root, key);
+    *first = -1;
+    if (n) *n = 0;
+    if (!v || json_is_null(v)) return 0;
+    if (json_is_integer(v)) {
+        json_int_t x = json_integer_value(v);
+        if (x < 0 || x > INT32_MAX) return err_at(c->e, KIND, c->path, 0, 0, "\"%s\" is out of range", key);
+        *first = (int)x;
+        if (n && cap > 0) { ids[0] = (int)x; *n = 1; }
+        return 0;
+    }
+    if (json_is_array(v) && n) {
+        size_t i;
+        const json_t *it;
+        json_array_foreach(v, i, it) {
+            json_int_t x = json_is_integer(it) ? json_integer_value(it) : -1;
+            if (x < 0 || x > INT32_MAX)
+                return err_at(c->e, KIND, c->path, 0, 0, "\"%s\"[%zu] is not a token id", key, i);
+            if (i == 0) *first = (int)x;
+            if (*n < cap) ids[(*n)++] = (int)x;
+        }
+        return 0;
+    }
+    return err_at(c->e, KIND, c->path, 0, 0, "\"%s\" must be a token id%s", key, n ? " or a list of them" : "");
+}
+
+/* rope_parameters (v5) else rope_scaling (v4); rope_theta inside the
+ * former or at top level; "type" is an old alias of "rope_type". */
+static int parse_rope(const cfg_ctx *c, model_config *cfg)
+{
+    const json_t *rp = json_object_get(c->root, "rope_parameters");
+    const char *rp_key = "rope_parameters";
+    if (!rp || json_is_null(rp)) { rp = json_object_get(c->root, "rope_scaling"); rp_key = "rope_scaling"; }
+    if (rp && json_is_null(rp)) rp = NULL;
+    if (rp && !json_is_object(rp))
+        return err_at(c->e, KIND, c->path, 0, 0, "\"%s\" must be an object or null", rp_key);
+
+    double theta = 10000.0;
+    int r = rp ? get_num(c, rp, "rope_theta", &theta) : 1;
+    if (r < 0) return -1;
+    if (r == 1 && get_num(c, c->root, "rope_theta", &theta) < 0) return -1;
+    if (!(theta > 1.0) || !isfinite(theta) || theta > 1e12)
+        return err_at(c->e, KIND, c->path, 0, 0, "rope_theta = %g is out of range", theta);
+    cfg->rope_theta = (float)theta;
+
+    if (!rp) return 0;
+    const json_t *jt = json_object_get(rp, "rope_type");
+    if (!jt || json_is_null(jt)) jt = json_object_get(rp, "type");
+    const char *type = json_is_string(jt) ? json_string_value(jt) : NULL;
+    if (!type || !strcmp(type, "default")) return 0;
+    if (strcmp(type, "llama3")) {
+        err_at(c->e, KIND, c->path, 0, 0, "%s type '%s' is not supported", rp_key, type);
+        return err_hint(c->e, "dlm supports default RoPE and llama3 scaling");
+    }
+    double f = 0, lo = 0, hi = 0;
+    long long orig = 0;
+    int r1 = get_num(c, rp, "factor", &f), r2 = get_num(c, rp, "low_freq_factor", &lo);
+    int r3 = get_num(c, rp, "high_freq_factor", &hi);
+    int r4 = get_int(c, rp, "original_max_position_embeddings", &orig);
+    if (r1 < 0 || r2 < 0 || r3 < 0 || r4 < 0) return -1;
+    if (r1 || r2 || r3 || r4)
+        return err_at(c->e, KIND, c->path, 0, 0,
+                      "llama3 %s needs factor, low_freq_factor, high_freq_factor and "
+                      "original_max_position_embeddings", rp_key);
+    if (!(f >= 1.0 && f < 1e6) || !(lo > 0 && lo < 1e6) || !(hi > lo && hi < 1e6) || orig < 1 || orig > (1 << 24))
+        return err_at(c->e, KIND, c->path, 0, 0, "llama3 %s values are out of range", rp_key);
+    cfg->rope_llama3 = 1;
+    cfg->rope_factor = (float)f;
+    cfg->rope_low_freq_factor = (float)lo;
+    cfg->rope_high_freq_factor = (float)hi;
+    cfg->rope_orig_ctx = (int)orig;
+    return 0;
+}
+
+static int detect_arch(const cfg_ctx *c, model_config *cfg)
+{
+    const json_t *archs = json_object_get(c->root, "architectures");
+    const char *first = NULL;
+    if (json_is_array(archs)) {
+        size_t i;
+        const json_t *a;
+        json_array_foreach(archs, i, a) {
+            const char *s = json_string_value(a);
+            if (!s) continue;
+            if (!first) first = s;
+            if (!strcmp(s, "LlamaForCausalLM")) { cfg->arch = ARCH_LLAMA; return 0; }
+            if (!strcmp(s, "Qwen2ForCausalLM")) { cfg->arch = ARCH_QWEN2; return 0; }
+        }
+    }
+    const char *mt = json_string_value(json_object_get(c->root, "model_type"));
+    if (!first && mt) {
+        if (!strcmp(mt, "llama")) { cfg->arch = ARCH_LLAMA; return 0; }
+        if (!strcmp(mt, "qwen2")) { cfg->arch = ARCH_QWEN2; return 0; }
+    }
+    err_at(c->e, "UnsupportedArchitectureError", c->path, 0, 0, "unsupported architecture '%s'",
+           first ? first : mt ? mt : "(none given)");
+    return err_hint(c->e, "supported: LlamaForCausalLM (model_type llama), Qwen2ForCausalLM (model_type qwen2)");
+}
+
+int model_config_parse(const char *json_text, size_t len, const char *path, model_config *cfg, dlm_err *e)
+{
+    memset(cfg, 0, sizeof *cfg);
+    json_error_t je;
+    json_t *root = json_loadb(json_text, len, JSON_REJECT_DUPLICATES, &je);
+    if (!root)
+        return err_at(e, KIND, path, je.line > 0 ? je.line : 0, je.column > 0 ? je.column : 0,
+                      "invalid JSON: %s", je.text);
+    cfg_ctx c = {root, path, e};
+    int rc = -1;
+    if (!json_is_object(root)) { err_at(e, KIND, path, 0, 0, "config is not a JSON object"); goto out; }
+    if (detect_arch(&c, cfg)) goto out;
+
+    if (need_dim(&c, "num_hidden_layers", 1024, &cfg->n_layer) ||
+        need_dim(&c, "hidden_size", 1 << 17, &cfg->d_model) ||
+        need_dim(&c, "intermediate_size", 1 << 20, &cfg->n_ff) ||
+        need_dim(&c, "num_attention_heads", 1024, &cfg->n_head) ||
+        need_dim(&c, "vocab_size", 1 << 22, &cfg->vocab))
+        goto out;
+    cfg->n_kv_head = cfg->n_head;
+    if (opt_dim(&c, "num_key_value_heads", 1024, &cfg->n_kv_head)) goto out;
+    if (cfg->n_head % cfg->n_kv_head) {
+        err_at(e, KIND, path, 0, 0, "num_attention_heads %d is not a multiple of num_key_value_heads %d",
+               cfg->n_head, cfg->n_kv_head);
+        goto out;
+    }
+    if (cfg->d_model % cfg->n_head && !json_object_get(root, "head_dim")) {
+        err_at(e, KIND, path, 0, 0, "hidden_size %d is not a multiple of num_attention_heads %d",
+               cfg->d_model, cfg->n_head);
+        goto out;
+    }
+    cfg->head_dim = cfg->d_model / cfg->n_head;
+    if (opt_dim(&c, "head_dim", 4096, &cfg->head_dim)) goto out;
+    if (cfg->head_dim % 2) {
+        err_at(e, KIND, path, 0, 0, "head_dim %d is odd (RoPE rotates pairs)", cfg->head_dim);
+        goto out;
+    }
+    cfg->max_pos = cfg->arch == ARCH_QWEN2 ? 32768 : 2048;
+    if (opt_dim(&c, "max_position_embeddings", 1 << 24, &cfg->max_pos)) goto out;
+
+    double eps = 1e-6;
+    if (get_num(&c, root, "rms_norm_eps", &eps) < 0) goto out;
+    if (!(eps > 0 && eps < 1)) { err_at(e, KIND, path, 0, 0, "rms_norm_eps = %g is out of range", eps); goto out; }
+    cfg->rms_eps = (float)eps;
+    if (parse_rope(&c, cfg)) goto out;
+
+    int tied = 0;
+    if (get_bool(&c, root, "tie_word_embeddings", &tied) < 0) goto out;
+    cfg->tied = tied;
+
+    const char *act = json_string_value(json_object_get(root, "hidden_act"));
+    if (act && strcmp(act, "silu")) {
+        err_at(e, KIND, path, 0, 0, "hidden_act '%s' is not supported (llama and qwen2 use silu)", act);
+        goto out;
+    }
+    int b = 0;
+    if (cfg->arch == ARCH_QWEN2) {
+        /* Qwen2's q/k/v projections always carry a bias (not a config flag). */
+        cfg->qkv_bias = 1;
+        if (get_bool(&c, root, "use_sliding_window", &b) < 0) goto out;
+        if (b) {
+            err_at(e, KIND, path, 0, 0, "use_sliding_window=true is not supported");
+            goto out;
+        }
+    } else {
+        if (get_bool(&c, root, "attention_bias", &b) < 0) goto out;
+        if (b) { err_at(e, KIND, path, 0, 0, "attention_bias=true is not supported for llama"); goto out; }
+        if (get_bool(&c, root, "mlp_bias", &b) < 0) goto out;
+        if (b) { err_at(e, KIND, path, 0, 0, "mlp_bias=true is not supported for llama"); goto out; }
+    }
+    if (get_token_ids(&c, "bos_token_id", &cfg->bos_id, NULL, 0, NULL) ||
+        get_token_ids(&c, "eos_token_id", &cfg->eos_id, cfg->eos_ids, 8, &cfg->n_eos))
+        goto out;
+    const char *dt = json_string_value(json_object_get(root, "dtype"));
+    if (!dt) dt = json_string_value(json_object_get(root, "torch_dtype"));
+    if (dt) snprintf(cfg->src_dtype, sizeof cfg->src_dtype, "%s", dt);
+    rc = 0;
+out:
+    json_decref(root);
+    return rc;
+}
+
+/* inv_freq[i] = 1 / theta^(2i/HS), then llama3's per-frequency divisor
+ * (formats.md §1.4), all in double. */
+void model_rope_freqs(const model_config *cfg, double *inv_freq)
+{
+    int half = cfg->head_dim / 2;
+    const double pi = 3.14159265358979323846;
+    for (int i = 0; i < half; i++) {
+        double f = 1.0 / pow((double)cfg->rope_theta, (double)(2 * i) / (double)cfg->head_dim);
+        if (cfg->rope_llama3) {
+            double lo_wav = (double)cfg->rope_orig_ctx / cfg->rope_low_freq_factor;
+            double hi_wav = (double)cfg->rope_orig_ctx / cfg->rope_high_freq_factor;
+            double wavelen = 2.0 * pi / f;
+            if (wavelen > lo_wav) {
+                f /= cfg->rope_factor;
+            } else if (wavelen >= hi_wav) {
+                double smooth = ((double)cfg->rope_orig_ctx / wavelen - cfg->rope_low_freq_factor) /
+                                ((double)cfg->rope_high_freq_factor - cfg->rope_low_freq_factor);
+                f = (1.0 - smooth) * f / cfg->rope_factor + smooth * f;
+            }
+        }
+        inv_freq[i] = f;
+    }
+}

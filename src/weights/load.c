@@ -1,0 +1,352 @@
+/* load — model_load: dispatch on the source, then one builder shared by the
+ * HF and GGUF paths that fetches every tensor by role, checks its dtype and
+ * shape against the config, and wires the model struct. Source-specific
+ * work (reading config, naming, the llama GGUF Q/K permutation) is in
+ * load_hf.c and load_gguf.c. */
+#include "weights/model_impl.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/fs.h"
+#include "util/str.h"
+
+#define KIND "ModelLoadError"
+
+/* ---- storage ---------------------------------------------------------------- */
+
+void *model_alloc(model *m, size_t n, dlm_err *e)
+{
+    struct model_storage *s = m->storage;
+    if (s->nowned == s->owned_cap) {
+        int nc = s->owned_cap ? s->owned_cap * 2 : 64;
+        void **no = realloc(s->owned, (size_t)nc * sizeof *no);
+        if (!no) { err_set(e, "MemoryError", "out of memory loading the model"); return NULL; }
+        s->owned = no;
+        s->owned_cap = nc;
+    }
+    void *p = calloc(1, n ? n : 1);
+    if (!p) { err_set(e, "MemoryError", "out of memory loading the model (%zu bytes)", n); return NULL; }
+    s->owned[s->nowned++] = p;
+    return p;
+}
+
+const char *model_strdup(model *m, const char *s, dlm_err *e)
+{
+    size_t n = strlen(s);
+    char *p = model_alloc(m, n + 1, e);
+    if (p) memcpy(p, s, n + 1);
+    return p;
+}
+
+void model_free(model *m)
+{
+    if (!m) return;
+    struct model_storage *s = m->storage;
+    if (s) {
+        for (int i = 0; i < s->nowned; i++) free(s->owned[i]);
+        free(s->owned);
+        st_close(s->st);
+        gguf_close(s->gg);
+        free(s);
+    }
+    free(m);
+}
+
+int model_tensor_count(const model *m) { return m->storage->ntensors; }
+const model_tensor *model_tensor_at(const model *m, int i)
+{
+    return i >= 0 && i < m->storage->ntensors ? &m->storage->tensors[i] : NULL;
+}
+
+float model_f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
+    if (exp == 0x1f) bits = sign | 0x7f800000u | (man << 13);
+    else if (exp) bits = sign | ((exp + 112) << 23) | (man << 13);
+    else if (!man) bits = sign;
+    else {
+        /* subnormal: normalise */
+        int e = -1;
+        do { e++; man <<= 1; } while (!(man & 0x400));
+        bits = sign | ((uint32_t)(112 - e) << 23) | ((man & 0x3ff) << 13);
+    }
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+float model_bf16_to_f32(uint16_t h)
+{
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+/* ---- config ranges (both sources) -------------------------------------------- */
+
+int model_config_validate(const model_config *c, const char *path, dlm_err *e)
+{
+    const char *bad = NULL;
+    if (c->n_layer < 1 || c->n_layer > 1024) bad = "layer count";
+    else if (c->d_model < 1 || c->d_model > (1 << 17)) bad = "hidden size";
+    else if (c->n_ff < 1 || c->n_ff > (1 << 20)) bad = "feed-forward size";
+    else if (c->n_head < 1 || c->n_head > 1024) bad = "head count";
+    else if (c->n_kv_head < 1 || c->n_kv_head > c->n_head || c->n_head % c->n_kv_head) bad = "kv head count";
+    else if (c->head_dim < 2 || c->head_dim > 4096 || c->head_dim % 2) bad = "head dim";
+    else if (c->vocab < 1 || c->vocab > (1 << 22)) bad = "vocab size";
+    else if (c->max_pos < 1 || c->max_pos > (1 << 24)) bad = "context length";
+    else if (!(c->rms_eps > 0 && c->rms_eps < 1)) bad = "rms epsilon";
+    else if (!(c->rope_theta > 1 && isfinite(c->rope_theta))) bad = "rope theta";
+    if (!bad) return 0;
+    return err_at(e, KIND, path, 0, 0,
+                  "invalid %s (layers %d, hidden %d, ffn %d, heads %d/%d, head dim %d, vocab %d, ctx %d)", bad,
+                  c->n_layer, c->d_model, c->n_ff, c->n_head, c->n_kv_head, c->head_dim, c->vocab, c->max_pos);
+}
+
+/* ---- the builder ----------------------------------------------------------------- */
+
+static int supported(const loader *L, int type)
+{
+    if (type == DT_F32 || type == DT_F16 || type == DT_BF16) return 1;
+    if (!L->gguf) return 0;
+    /* Q4_1/Q5_1: llama-quantize's fallback for Q5_K rows that do not fill a 256 block */
+    return type == DT_Q8_0 || type == DT_Q4_0 || type == DT_Q4_1 || type == DT_Q5_0 || type == DT_Q5_1 ||
+           type == DT_Q4_K || type == DT_Q5_K || type == DT_Q6_K;
+}
+
+static int fetch(loader *L, tensor_role r, int il, int required, src_tensor *t, char *name, size_t cap)
+{
+    if (!model_role_name(r, il, L->gguf, name, cap)) return 1;
+    int f = L->find(L->ctx, name, t);
+    if (f < 0) return -1;
+    if (f == 1) {
+        if (!required) return 1;
+        err_at(L->e, KIND, L->path, 0, 0, "missing tensor '%s'", name);
+        err_hint(L->e, "the weights do not match the model's configuration (or the file is damaged)");
+        return -1;
+    }
+    return 0;
+}
+
+/* "[a, b]" in the source's own order: torch order for HF, ne order for GGUF. */
+static void fmt_shape(const loader *L, char *buf, size_t cap, int nd, const int64_t *ne)
+{
+    size_t n = 0;
+    n += (size_t)snprintf(buf + n, cap - n, "%s[", L->gguf ? "ne " : "");
+    for (int i = 0; i < nd && n < cap; i++) {
+        int64_t v = L->gguf ? ne[i] : ne[nd - 1 - i];
+        n += (size_t)snprintf(buf + n, cap - n, "%s%lld", i ? ", " : "", (long long)v);
+    }
+    if (n < cap) snprintf(buf + n, cap - n, "]");
+}
+
+static int shape_error(loader *L, const char *name, const src_tensor *t, int nd, const int64_t *want)
+{
+    char got[96], exp[96];
+    fmt_shape(L, got, sizeof got, t->n_dims, t->ne);
+    fmt_shape(L, exp, sizeof exp, nd, want);
+    err_at(L->e, KIND, L->path, 0, 0, "tensor '%s' has shape %s, expected %s", name, got, exp);
+    return err_hint(L->e, "the weights do not match the model's configuration");
+}
+
+static int type_error(loader *L, const char *name, const src_tensor *t)
+{
+    err_at(L->e, KIND, L->path, 0, 0, "tensor '%s' has type %s, which dlm cannot load", name, t->type_name);
+    return err_hint(L->e, L->gguf ? "supported GGUF types: F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K Q5_K Q6_K"
+                                  : "supported safetensors dtypes: F32 F16 BF16");
+}
+
+/* A [rows, cols] weight. Returns 1 if absent and optional. */
+static int get_mat(loader *L, tensor_role r, int il, int64_t rows, int64_t cols, int required, wmat *w)
+{
+    char name[256];
+    src_tensor t;
+    int f = fetch(L, r, il, required, &t, name, sizeof name);
+    if (f) return f;
+    if (!supported(L, t.type)) return type_error(L, name, &t);
+    int64_t want[2] = {cols, rows};
+    if (t.n_dims != 2 || t.ne[0] != cols || t.ne[1] != rows) return shape_error(L, name, &t, 2, want);
+    w->type = (dtype)t.type;
+    w->rows = rows;
+    w->cols = cols;
+    w->row_bytes = dtype_row_bytes(w->type, cols);
+    if (!w->row_bytes) return shape_error(L, name, &t, 2, want);
+    w->data = t.data;
+    /* Kernels read f32/f16 through typed pointers: copy a tensor that sits
+     * at an address not aligned to its element (safetensors does not
+     * promise alignment; a GGUF with general.alignment 1 neither). */
+    size_t need = w->type == DT_F32 ? 4 : 2;
+    if ((uintptr_t)t.data % need) {
+        void *p = model_alloc(L->m, (size_t)t.nbytes, L->e);
+        if (!p) return -1;
+        memcpy(p, t.data, (size_t)t.nbytes);
+        w->data = p;
+    }
+    return 0;
+}
+
+/* A [n] float vector (norm weight, bias, rope factors) as owned f32. */
+static int get_vec(loader *L, tensor_role r, int il, int64_t n, int required, float **out)
+{
+    char name[256];
+    src_tensor t;
+    *out = NULL;
+    int f = fetch(L, r, il, required, &t, name, sizeof name);
+    if (f) return f;
+    if (t.type != DT_F32 && t.type != DT_F16 && t.type != DT_BF16) {
+        err_at(L->e, KIND, L->path, 0, 0, "tensor '%s' has type %s, expected F32, F16 or BF16", name, t.type_name);
+        return -1;
+    }
+    int64_t want[1] = {n};
+    if (t.n_dims != 1 || t.ne[0] != n) return shape_error(L, name, &t, 1, want);
+    float *v = model_alloc(L->m, (size_t)n * sizeof *v, L->e);
+    if (!v) return -1;
+    const unsigned char *p = t.data;
+    for (int64_t i = 0; i < n; i++) {
+        if (t.type == DT_F32) {
+            memcpy(&v[i], p + 4 * i, 4);
+        } else {
+            uint16_t h;
+            memcpy(&h, p + 2 * i, 2);
+            v[i] = t.type == DT_F16 ? model_f16_to_f32(h) : model_bf16_to_f32(h);
+        }
+    }
+    *out = v;
+    return 0;
+}
+
+/* llama-arch GGUF Q/K rows back into HF's order (gguf_qk_hf_row). */
+static int unpermute_mat(loader *L, wmat *w, int heads, int hs)
+{
+    unsigned char *dst = model_alloc(L->m, (size_t)w->rows * w->row_bytes, L->e);
+    if (!dst) return -1;
+    const unsigned char *src = w->data;
+    for (int64_t r = 0; r < (int64_t)heads * hs; r++)
+        memcpy(dst + (size_t)gguf_qk_hf_row(r, hs) * w->row_bytes, src + (size_t)r * w->row_bytes, w->row_bytes);
+    w->data = dst;
+    return 0;
+}
+
+static int unpermute_vec(loader *L, float *v, int heads, int hs)
+{
+    float *tmp = malloc((size_t)heads * hs * sizeof *tmp);
+    if (!tmp) return err_set(L->e, "MemoryError", "out of memory");
+    memcpy(tmp, v, (size_t)heads * hs * sizeof *tmp);
+    for (int64_t r = 0; r < (int64_t)heads * hs; r++) v[gguf_qk_hf_row(r, hs)] = tmp[r];
+    free(tmp);
+    return 0;
+}
+
+int model_build(loader *L)
+{
+    model *m = L->m;
+    model_config *c = &m->cfg;
+    if (model_config_validate(c, L->path, L->e)) return -1;
+    int64_t C = c->d_model, V = c->vocab, F = c->n_ff;
+    int64_t QD = (int64_t)c->n_head * c->head_dim, KD = (int64_t)c->n_kv_head * c->head_dim;
+
+    if (get_mat(L, T_EMBD, 0, V, C, 1, &m->tok_embd)) return -1;
+    int r = c->tied && !L->gguf ? 1 : get_mat(L, T_OUTPUT, 0, V, C, 0, &m->output);
+    if (r < 0) return -1;
+    if (r == 1) {
+        if (!c->tied && !L->gguf) {
+            err_at(L->e, KIND, L->path, 0, 0, "missing tensor 'lm_head.weight' (tie_word_embeddings is false)");
+            return err_hint(L->e, "the weights do not match config.json");
+        }
+        /* GGUF: no output.weight means the embedding is reused (llama.cpp) */
+        c->tied = 1;
+        m->output = m->tok_embd;
+    }
+    if (get_vec(L, T_OUT_NORM, 0, C, 1, &m->out_norm)) return -1;
+
+    m->layers = model_alloc(m, (size_t)c->n_layer * sizeof *m->layers, L->e);
+    if (!m->layers) return -1;
+    int permute = L->gguf && c->arch == ARCH_LLAMA;
+    for (int il = 0; il < c->n_layer; il++) {
+        layer_weights *w = &m->layers[il];
+        if (get_vec(L, T_ATTN_NORM, il, C, 1, &w->attn_norm) || get_mat(L, T_Q, il, QD, C, 1, &w->wq) ||
+            get_mat(L, T_K, il, KD, C, 1, &w->wk) || get_mat(L, T_V, il, KD, C, 1, &w->wv) ||
+            get_mat(L, T_O, il, C, QD, 1, &w->wo) || get_vec(L, T_FFN_NORM, il, C, 1, &w->ffn_norm) ||
+            get_mat(L, T_GATE, il, F, C, 1, &w->w_gate) || get_mat(L, T_UP, il, F, C, 1, &w->w_up) ||
+            get_mat(L, T_DOWN, il, C, F, 1, &w->w_down))
+            return -1;
+        if (c->qkv_bias && (get_vec(L, T_QB, il, QD, 1, &w->bq) || get_vec(L, T_KB, il, KD, 1, &w->bk) ||
+                            get_vec(L, T_VB, il, KD, 1, &w->bv)))
+            return -1;
+        if (permute) {
+            if (unpermute_mat(L, &w->wq, c->n_head, c->head_dim) ||
+                unpermute_mat(L, &w->wk, c->n_kv_head, c->head_dim))
+                return -1;
+            if (w->bq && (unpermute_vec(L, w->bq, c->n_head, c->head_dim) ||
+                          unpermute_vec(L, w->bk, c->n_kv_head, c->head_dim)))
+                return -1;
+        }
+    }
+
+    int half = c->head_dim / 2;
+    m->rope_inv_freq = model_alloc(m, (size_t)half * sizeof(double), L->e);
+    if (!m->rope_inv_freq) return -1;
+    model_rope_freqs(c, m->rope_inv_freq);
+    if (L->gguf) {
+        /* llama3 scaling travels as per-frequency divisors (formats.md §1.4) */
+        float *div;
+        r = get_vec(L, T_ROPE_FREQS, 0, half, 0, &div);
+        if (r < 0) return -1;
+        if (r == 0) {
+            float mx = 1.0f;
+            for (int i = 0; i < half; i++) {
+                if (!(div[i] > 0 && isfinite(div[i])))
+                    return err_at(L->e, KIND, L->path, 0, 0, "rope_freqs.weight[%d] = %g is not a positive number",
+                                  i, (double)div[i]);
+                m->rope_inv_freq[i] = m->rope_inv_freq[i] / div[i];
+                if (div[i] > mx) mx = div[i];
+            }
+            c->rope_llama3 = 1;
+            c->rope_custom = 1;
+            c->rope_factor = mx;
+        }
+    }
+    return 0;
+}
+
+/* ---- dispatch ---------------------------------------------------------------- */
+
+int model_load(const char *path, model **out, dlm_err *e)
+{
+    *out = NULL;
+    model *m = calloc(1, sizeof *m);
+    if (m) m->storage = calloc(1, sizeof *m->storage);
+    if (!m || !m->storage) {
+        model_free(m);
+        return err_set(e, "MemoryError", "out of memory");
+    }
+    snprintf(m->source, sizeof m->source, "%s", path);
+    int rc;
+    char dir[4096];
+    if (fs_is_dir(path)) {
+        rc = model_load_hf(path, m, e);
+    } else if (!strcmp(fs_basename(path), "config.json")) {
+        fs_dirname(dir, sizeof dir, path);
+        snprintf(m->source, sizeof m->source, "%s", dir);
+        rc = model_load_hf(dir, m, e);
+    } else if (!fs_exists(path)) {
+        rc = err_set(e, KIND, "'%s' does not exist", path);
+    } else if (str_endswith(path, ".safetensors") || str_endswith(path, ".safetensors.index.json")) {
+        rc = err_set(e, KIND, "'%s' is a weights file, not a model", path);
+        err_hint(e, "give the model folder (the one with config.json)");
+    } else {
+        m->from_gguf = 1;
+        rc = model_load_gguf(path, m, e);
+    }
+    if (rc) {
+        model_free(m);
+        return -1;
+    }
+    *out = m;
+    return 0;
+}

@@ -1,0 +1,94 @@
+/* load_hf — an HF model folder: config.json + model.safetensors (or the
+ * sharded set named by model.safetensors.index.json). Weights are used in
+ * place in the read-only mapping. */
+#include "weights/model_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/fs.h"
+
+static int st_type(st_dtype d)
+{
+    switch (d) {
+    case ST_F32: return DT_F32;
+    case ST_F16: return DT_F16;
+    case ST_BF16: return DT_BF16;
+    case ST_I8: return 24;
+    case ST_I16: return 25;
+    case ST_I32: return 26;
+    case ST_I64: return 27;
+    case ST_F64: return 28;
+    default: return -1;
+    }
+}
+
+static void to_src(const st_tensor *t, src_tensor *s)
+{
+    memset(s, 0, sizeof *s);
+    s->name = t->name;
+    s->type = st_type(t->dtype);
+    s->type_name = st_dtype_name(t->dtype);
+    s->n_dims = t->ndim;
+    for (int i = 0; i < 4; i++) s->ne[i] = 1;
+    /* torch order → ggml order (innermost first); ranks over 4 keep only
+     * their innermost four dims here and never match a weight's rank */
+    for (int i = 0; i < t->ndim && i < 4; i++) s->ne[i] = t->shape[t->ndim - 1 - i];
+    s->data = t->data;
+    s->nbytes = t->nbytes;
+}
+
+static int find(void *ctx, const char *name, src_tensor *out)
+{
+    const st_tensor *t = st_find(ctx, name);
+    if (!t) return 1;
+    to_src(t, out);
+    return 0;
+}
+
+static int enumerate(model *m, dlm_err *e)
+{
+    st_file *st = m->storage->st;
+    int n = st_count(st);
+    model_tensor *v = model_alloc(m, (size_t)(n ? n : 1) * sizeof *v, e);
+    if (!v) return -1;
+    for (int i = 0; i < n; i++) {
+        const st_tensor *t = st_at(st, i);
+        src_tensor s;
+        to_src(t, &s);
+        char g[256];
+        v[i].name = t->name;
+        v[i].hf_name = t->name;
+        v[i].gguf_name = model_name_to_gguf(t->name, g, sizeof g) ? "" : model_strdup(m, g, e);
+        if (!v[i].gguf_name) return -1;
+        v[i].type = s.type;
+        v[i].type_name = s.type_name;
+        v[i].n_dims = s.n_dims;
+        memcpy(v[i].ne, s.ne, sizeof v[i].ne);
+        v[i].data = s.data;
+        v[i].nbytes = s.nbytes;
+    }
+    m->storage->tensors = v;
+    m->storage->ntensors = n;
+    return 0;
+}
+
+int model_load_hf(const char *dir, model *m, dlm_err *e)
+{
+    char p[4096];
+    if (!fs_join(p, sizeof p, dir, "config.json")) return err_set(e, NULL, "path too long: '%s'", dir);
+    if (!fs_is_file(p)) {
+        err_set(e, "ModelLoadError", "'%s' has no config.json", dir);
+        return err_hint(e, "an HF model folder holds config.json and model.safetensors");
+    }
+    char *txt;
+    size_t len;
+    if (fs_read_all(p, 16u << 20, &txt, &len, e)) return -1;
+    int r = model_config_parse(txt, len, p, &m->cfg, e);
+    free(txt);
+    if (r) return -1;
+    if (st_open(dir, &m->storage->st, e)) return -1;
+    loader L = {m, dir, 0, m->storage->st, find, e};
+    if (model_build(&L)) return -1;
+    return enumerate(m, e);
+}

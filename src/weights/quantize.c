@@ -1,0 +1,70 @@
+/* quantize — store a loaded model's projections in a quantized type, in
+ * memory: `adapter: qlora` on an F16/BF16/F32 base. The adapter then trains
+ * on 4-bit weights (dequantized tile by tile in the matmuls), the way QLoRA
+ * fits 7B and 14B bases in little memory. Rows whose width does not suit the
+ * type fall back as llama.cpp's quantizer does (Q4_K→Q5_0, Q5_K→Q5_0,
+ * Q6_K→Q8_0; not a multiple of 32 → left as is). */
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "kern/kern.h"
+#include "weights/model.h"
+#include "weights/model_impl.h"
+
+static dtype fallback(dtype t, int64_t cols)
+{
+    if (dtype_row_bytes(t, cols)) return t;
+    dtype f = t == DT_Q6_K ? DT_Q8_0 : DT_Q5_0;
+    return dtype_row_bytes(f, cols) ? f : (dtype)-1;
+}
+
+static void release_pages(const void *p, size_t n)
+{
+    uintptr_t a = (uintptr_t)p, pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t b = (a + pg - 1) & ~(pg - 1), e = (a + n) & ~(pg - 1);
+    if (e > b) madvise((void *)b, e - b, MADV_DONTNEED);
+}
+
+static int quantize_one(model *m, wmat *w, dtype target, float *row, dlm_err *e)
+{
+    if (dtype_is_quant(w->type)) return 0; /* already quantized: keep */
+    dtype t = fallback(target, w->cols);
+    if ((int)t < 0) return 0;
+    size_t rb = dtype_row_bytes(t, w->cols);
+    unsigned char *q = model_alloc(m, rb * (size_t)w->rows, e);
+    if (!q) return -1;
+    for (int64_t r = 0; r < w->rows; r++) {
+        kern_dequant_row(w->type, (const char *)w->data + (size_t)r * w->row_bytes, row, w->cols);
+        kern_quant_row(t, row, q + (size_t)r * rb, w->cols);
+    }
+    /* The source is never read again through this wmat: give its pages back
+     * (a private read-only file mapping simply re-reads them if something
+     * else, e.g. an export, touches them later). Owned buffers are left. */
+    release_pages(w->data, (size_t)w->rows * w->row_bytes);
+    w->type = t;
+    w->row_bytes = rb;
+    w->data = q;
+    return 0;
+}
+
+int model_quantize_projections(model *m, dtype target, dlm_err *e)
+{
+    if (!dtype_is_quant(target)) return err_set(e, "QuantizeError", "%s is not a quantized type", dtype_name(target));
+    int64_t maxc = 0;
+    for (int l = 0; l < m->cfg.n_layer; l++) {
+        layer_weights *w = &m->layers[l];
+        wmat *ws[] = {&w->wq, &w->wk, &w->wv, &w->wo, &w->w_gate, &w->w_up, &w->w_down};
+        for (int j = 0; j < 7; j++) if (ws[j]->cols > maxc) maxc = ws[j]->cols;
+    }
+    float *row = model_alloc(m, (size_t)maxc * sizeof(float), e);
+    if (!row) return -1;
+    for (int l = 0; l < m->cfg.n_layer; l++) {
+        layer_weights *w = &m->layers[l];
+        wmat *ws[] = {&w->wq, &w->wk, &w->wv, &w->wo, &w->w_gate, &w->w_up, &w->w_down};
+        for (int j = 0; j < 7; j++)
+            if (quantize_one(m, ws[j], target, row, e)) return -1;
+    }
+    return 0;
+}
