@@ -77,6 +77,9 @@ int main(int argc, char **argv)
         return EXIT_FAIL;
     }
     signal(SIGPIPE, SIG_IGN);
+    dlm_err e;
+    err_clear(&e);
+    if (cmd_read_env(&e)) return cmd_fail(&ctx, &e);
 
     int i = 1;
     for (; i < argc && argv[i][0] == '-'; i++) {

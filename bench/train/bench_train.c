@@ -23,7 +23,8 @@
 #include <sys/resource.h>
 
 #include "kern/kern.h"
-#include "decoder/fb.h"
+#include "decoder/decoder.h"
+#include "grad/backward.h"
 #include "grad/full.h"
 #include "decoder/lora.h"
 #include "grad/optim.h"
@@ -128,9 +129,9 @@ int main(int argc, char **argv)
     lora_config lc = {R, 16.0f, dropout, targets, 0};
     lora *l;
     if (lora_create(&c, &lc, &l, &e) || lora_init(l, &fm->m, 1, &e)) { fprintf(stderr, "%s\n", e.msg); return 1; }
-    fb_opts o = {B, T, recompute, 0, 0};
-    fb_ctx *f;
-    if (fb_create(&fm->m, l, &o, &f, &e)) { fprintf(stderr, "%s\n", e.msg); return 1; }
+    decoder_opts o = {.B = B, .T = T, .recompute = recompute};
+    decoder *f;
+    if (decoder_create(&fm->m, l, &o, &f, &e)) { fprintf(stderr, "%s\n", e.msg); return 1; }
     float *g = calloc(l->n, 4), *m = calloc(l->n, 4), *v = calloc(l->n, 4);
     int32_t *tok = malloc((size_t)B * T * 4), *tgt = malloc((size_t)B * T * 4), *pos = malloc((size_t)B * T * 4);
     optim_config oc;
@@ -158,13 +159,13 @@ int main(int argc, char **argv)
         double a = time_mono();
         memset(g, 0, l->n * 4);
         int64_t nl;
-        loss = fb_step(f, &b, g, NULL, 1.0f / (float)(B * T), 1, (uint64_t)s, &nl) / (double)nl;
+        loss = backward_step(f, &b, g, NULL, 1.0f / (float)(B * T), 1, (uint64_t)s, &nl) / (double)nl;
         optim_clip(g, l->n, 1.0f);
         optim_adamw_step(&oc, l->w, g, m, v, l->n, 1e-3, s + 1);
         if (s >= warm) dt[s - warm] = time_mono() - a;
     }
-#ifdef FB_PROFILE
-    { void fb_profile_dump(double steps); fb_profile_dump(warm + steps); }
+#ifdef DECODER_PROFILE
+    { void decoder_profile_dump(double steps); decoder_profile_dump(warm + steps); }
 #endif
     qsort(dt, (size_t)steps, sizeof *dt, cmp_d);
     struct rusage ru;
@@ -175,6 +176,6 @@ int main(int argc, char **argv)
            "\"tokens_per_s_median\":%.1f,\"tokens_per_s_max\":%.1f,\"peak_rss_mb\":%.1f,\"setup_s\":%.2f,\"loss\":%.4f,"
            "\"activation_mb\":%.1f}\n",
            sh->name, T, B, R, threads, recompute, (double)dropout, bf16 ? "bf16" : "f32", steps, dt[0], med, dt[steps - 1], (double)B * T / med, (double)B * T / dt[0],
-           (double)ru.ru_maxrss / 1024.0, setup, loss, (double)fb_plan_bytes(&c, &lc, &o) / 1048576.0);
+           (double)ru.ru_maxrss / 1024.0, setup, loss, (double)decoder_plan_bytes(&c, &lc, &o) / 1048576.0);
     return 0;
 }

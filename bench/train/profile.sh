@@ -1,7 +1,8 @@
 #!/bin/bash
 # bench/train/profile.sh — where a LoRA training step spends its time: CPU
-# milliseconds per phase of src/decoder/fb.c (matmuls, LoRA products, LM head,
-# attention, norms, ...), from a build of fb.c with -DFB_PROFILE (the normal
+# milliseconds per phase of src/decoder/forward.c and src/grad/backward.c
+# (matmuls, LoRA products, LM head,
+# attention, norms, ...), from a build of those two files with -DDECODER_PROFILE (the normal
 # build has no timers). The process CPU clock is used, so on a machine
 # shared with other jobs the numbers count only the time dlm ran; with
 # 2 threads they add up both threads (spinning included).
@@ -18,11 +19,13 @@ thr=${2:-1}
 shift 2 || shift $#
 [ -f "$root/build/libdlmcore.a" ] || cmake -S "$root" -B "$root/build" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$root/build" -j2 --target dlmcore >/dev/null
-FLAGS="-O2 -DFB_PROFILE -ffp-contract=off -fno-strict-aliasing -fno-math-errno -D_GNU_SOURCE -I $root/src -I $root/build/gen"
+FLAGS="-O2 -DDECODER_PROFILE -ffp-contract=off -fno-strict-aliasing -fno-math-errno -D_GNU_SOURCE -I $root/src -I $root/build/gen"
 # shellcheck disable=SC2086
-gcc $FLAGS -c "$root/src/decoder/fb.c" -o "$out/fb_prof.o"
+gcc $FLAGS -c "$root/src/decoder/forward.c" -o "$out/forward_prof.o"
 # shellcheck disable=SC2086
-gcc $FLAGS "$here/bench_train.c" "$out/fb_prof.o" "$root/build/libdlmcore.a" \
+gcc $FLAGS -c "$root/src/grad/backward.c" -o "$out/backward_prof.o"
+# shellcheck disable=SC2086
+gcc $FLAGS "$here/bench_train.c" "$out/forward_prof.o" "$out/backward_prof.o" "$root/build/libdlmcore.a" \
     $(pkg-config --libs yaml-0.1 jansson libpcre2-8 libutf8proc libzstd libarchive sqlite3 libcurl libsodium) \
     -lm -lpthread -o "$out/bench_train_prof"
 "$out/bench_train_prof" "$shape" --seq 512 --batch 1 --rank 8 --steps 2 --warmup 1 --threads "$thr" "$@" \

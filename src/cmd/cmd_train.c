@@ -294,9 +294,14 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
     if (o_max_memory && str_parse_size(o_max_memory, &maxmem))
         return cmd_usage_error(&spec_train, "--max-memory expects a size like 8G or 512M, got '%s'", o_max_memory);
 
-    train_opts o = {pos[0], ctx->home, o_resume, o_fresh, o_max_steps, o_seed, o_threads,
-                    o_update ? LOCK_UPDATE : o_ignore ? LOCK_IGNORE : o_strict ? LOCK_STRICT : LOCK_DEFAULT,
-                    o_no_replay, maxmem, o_force, o_base, o_offline};
+    /* the test hooks are read here, the one place that reads the environment */
+    const char *crash = getenv("DLM_TEST_CRASH_AFTER_STEP"), *delay = getenv("DLM_TEST_STEP_DELAY_MS");
+    train_opts o = {.doc_path = pos[0], .home = ctx->home, .resume = o_resume, .fresh = o_fresh,
+                    .max_steps = o_max_steps, .seed = o_seed, .threads = o_threads,
+                    .lock = o_update ? LOCK_UPDATE : o_ignore ? LOCK_IGNORE : o_strict ? LOCK_STRICT : LOCK_DEFAULT,
+                    .no_replay = o_no_replay, .max_memory = maxmem, .force = o_force, .base_override = o_base,
+                    .offline = o_offline, .test_crash_after_step = crash ? atoll(crash) : 0,
+                    .test_step_delay_ms = delay ? atoi(delay) : 0};
     view v;
     memset(&v, 0, sizeof v);
     v.tty = isatty(2);
@@ -309,7 +314,8 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
         int dr = detach(pos[0], ctx, &v, console, sizeof console);
         if (dr >= 0) return dr;
     }
-    train_hooks h = {&v, on_progress, on_note, should_stop, on_started, on_finished};
+    train_hooks h = {.ctx = &v, .progress = on_progress, .note = on_note, .should_stop = should_stop,
+                     .started = on_started, .finished = on_finished};
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;

@@ -24,6 +24,10 @@
 DLM_COMMAND_LIST(X)
 #undef X
 
+/* At start-up, before any command: hand the environment's settings
+ * (DLM_CPU_LEVEL, DLM_DECODE, HF_*, DLM_TINY, DLM_TEMPLATES, the
+ * DLM_FAIL_WRITE test hook) to the libraries. */
+int cmd_read_env(dlm_err *e);
 /* After opts_parse: apply -v/-q to the logger and resolve the home dir. */
 int cmd_setup(dlm_ctx *ctx, dlm_err *e);
 /* cmd_setup, then the store folder of the document at path (commands that

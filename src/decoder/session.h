@@ -1,4 +1,6 @@
-/* session — inference over one growing sequence with a KV cache.
+/* session — inference over one growing sequence with a KV cache (the
+ * decoder of decoder/decoder.h with its cache and the count of cached
+ * positions).
  *
  * session_eval feeds n new tokens (the prompt in one call, then one token at
  * a time) and returns logits. Buffers are allocated once at create for

@@ -62,11 +62,15 @@ static int load_dir(doc_template_set *set, const char *dir)
     return 0;
 }
 
+static char g_dir[4096];
+
+void doc_templates_set_dir(const char *dir) { snprintf(g_dir, sizeof g_dir, "%s", dir ? dir : ""); }
+
 int doc_templates_load(doc_template_set *set, dlm_err *e)
 {
     memset(set, 0, sizeof *set);
-    const char *env = getenv("DLM_TEMPLATES");
-    if (env && *env) {
+    const char *env = g_dir;
+    if (*env) {
         if (load_dir(set, env)) goto oom;
         if (!set->n) return err_set(e, NULL, "DLM_TEMPLATES=%s has no templates (index.tsv + <name>.dlm)", env);
         return 0;

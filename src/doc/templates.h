@@ -30,6 +30,8 @@ typedef struct doc_template_set {
 
 /* Find the templates as described above. */
 int doc_templates_load(doc_template_set *set, dlm_err *e);
+/* A templates folder to use instead (the command layer's $DLM_TEMPLATES). */
+void doc_templates_set_dir(const char *dir);
 void doc_templates_free(doc_template_set *set);
 const doc_template *doc_templates_find(const doc_template_set *set, const char *name);
 /* Substitute the placeholders. Caller frees *out. */

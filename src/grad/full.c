@@ -5,6 +5,37 @@
 
 #include "kern/kern.h"
 
+/* ---- the canonical layout ------------------------------------------------ */
+
+size_t full_grads_carve(const model_config *c, float *slab, full_grads *g)
+{
+    size_t off = 0, C = (size_t)c->d_model, V = (size_t)c->vocab, F = (size_t)c->n_ff;
+    size_t Q = (size_t)c->n_head * c->head_dim, K = (size_t)c->n_kv_head * c->head_dim;
+#define TAKE(dst, n) do { if (g) (dst) = slab ? slab + off : NULL; off += (n); } while (0)
+    TAKE(g->tok_embd, V * C);
+    for (int l = 0; l < c->n_layer; l++) {
+        layer_grads *lg = g ? &g->layers[l] : NULL;
+        TAKE(lg->attn_norm, C);
+        TAKE(lg->wq, Q * C);
+        if (c->qkv_bias) TAKE(lg->bq, Q);
+        TAKE(lg->wk, K * C);
+        if (c->qkv_bias) TAKE(lg->bk, K);
+        TAKE(lg->wv, K * C);
+        if (c->qkv_bias) TAKE(lg->bv, K);
+        TAKE(lg->wo, C * Q);
+        TAKE(lg->ffn_norm, C);
+        TAKE(lg->w_gate, F * C);
+        TAKE(lg->w_up, F * C);
+        TAKE(lg->w_down, C * F);
+    }
+    TAKE(g->out_norm, C);
+    if (!c->tied) TAKE(g->output, V * C);
+    else if (g) g->output = NULL;
+#undef TAKE
+    return off;
+}
+
+
 static wmat f32mat(float *p, int64_t rows, int64_t cols)
 {
     wmat w = {DT_F32, rows, cols, (size_t)cols * sizeof(float), p};
@@ -21,7 +52,7 @@ void full_model_bind(full_model *f)
     f->m.out_norm = f->p.out_norm;
     for (int l = 0; l < c->n_layer; l++) {
         layer_weights *w = &f->m.layers[l];
-        fb_layer_grads *p = &f->p.layers[l];
+        layer_grads *p = &f->p.layers[l];
         w->attn_norm = p->attn_norm;
         w->ffn_norm = p->ffn_norm;
         w->wq = f32mat(p->wq, Q, C);
@@ -45,13 +76,13 @@ static int alloc_full(const model_config *cfg, full_model **out, dlm_err *e)
     f->p.layers = calloc((size_t)cfg->n_layer, sizeof *f->p.layers);
     f->layers_store = calloc((size_t)cfg->n_layer, sizeof *f->layers_store);
     f->rope_store = calloc((size_t)cfg->head_dim / 2 + 1, sizeof(double));
-    f->n = fb_full_carve(cfg, NULL, NULL);
+    f->n = full_grads_carve(cfg, NULL, NULL);
     f->slab = calloc(f->n, sizeof(float));
     if (!f->p.layers || !f->layers_store || !f->rope_store || !f->slab) {
         full_model_free(f);
         return err_set(e, "MemoryError", "out of memory for a full-parameter model");
     }
-    fb_full_carve(cfg, f->slab, &f->p);
+    full_grads_carve(cfg, f->slab, &f->p);
     f->m.layers = f->layers_store;
     f->m.rope_inv_freq = f->rope_store;
     model_rope_freqs(cfg, f->rope_store);
@@ -85,7 +116,7 @@ int full_model_from(const model *src, full_model **out, dlm_err *e)
     size_t Q = (size_t)c->n_head * c->head_dim, K = (size_t)c->n_kv_head * c->head_dim;
     for (int l = 0; l < c->n_layer; l++) {
         const layer_weights *w = &src->layers[l];
-        fb_layer_grads *p = &f->p.layers[l];
+        layer_grads *p = &f->p.layers[l];
         memcpy(p->attn_norm, w->attn_norm, C * sizeof(float));
         memcpy(p->ffn_norm, w->ffn_norm, C * sizeof(float));
         copy_mat(p->wq, &w->wq);
@@ -117,7 +148,7 @@ void full_model_free(full_model *f)
 
 int full_tensor_max(const model_config *c) { return 3 + c->n_layer * 12; }
 
-int full_tensors(const model_config *c, const fb_full_grads *g, full_tensor *out)
+int full_tensors(const model_config *c, const full_grads *g, full_tensor *out)
 {
     int n = 0;
     int64_t C = c->d_model, V = c->vocab, F = c->n_ff;
@@ -126,7 +157,7 @@ int full_tensors(const model_config *c, const fb_full_grads *g, full_tensor *out
         out[n].p = (ptr); out[n].rows = (r); out[n].cols = (cc); n++; } while (0)
     ADD(g->tok_embd, V, C, "model.embed_tokens.weight");
     for (int l = 0; l < c->n_layer; l++) {
-        const fb_layer_grads *p = &g->layers[l];
+        const layer_grads *p = &g->layers[l];
         ADD(p->attn_norm, C, 1, "model.layers.%d.input_layernorm.weight", l);
         ADD(p->wq, Q, C, "model.layers.%d.self_attn.q_proj.weight", l);
         if (p->bq) ADD(p->bq, Q, 1, "model.layers.%d.self_attn.q_proj.bias", l);

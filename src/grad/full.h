@@ -1,19 +1,35 @@
 /* full — a model whose every weight is a trainable f32 tensor in one slab,
  * for full-parameter training (the embedded base is pretrained this way).
  *
- * The slab follows fb_full_carve's canonical order, so parameters,
+ * The slab follows full_grads_carve's canonical order, so parameters,
  * gradients and AdamW moments are four equal flat vectors. */
 #ifndef DLM_FULL_H
 #define DLM_FULL_H
 
 #include "weights/model.h"
-#include "decoder/fb.h"
+#include "util/err.h"
+
+/* Gradients of every weight, for full-parameter training. The layout of the
+ * slab is the canonical order of full_grads_carve. */
+typedef struct layer_grads {
+    float *attn_norm, *wq, *wk, *wv, *wo, *bq, *bk, *bv, *ffn_norm, *w_gate, *w_up, *w_down;
+} layer_grads;
+typedef struct full_grads {
+    float *tok_embd, *output, *out_norm; /* output NULL when tied */
+    layer_grads *layers;                 /* [L] (owned, free()) */
+} full_grads;
+
+/* Canonical order of every trainable tensor for full-parameter training:
+ * tok_embd, then per layer attn_norm wq [bq] wk [bk] wv [bv] wo ffn_norm
+ * w_gate w_up w_down, then out_norm, then output (untied only). Returns the
+ * total float count; fills g (if non-NULL) with pointers into slab. */
+size_t full_grads_carve(const model_config *c, float *slab, full_grads *g);
 
 typedef struct full_model {
-    model m;                 /* weights point into slab; usable by fb/session */
+    model m;                 /* weights point into slab; usable by the decoder */
     float *slab;             /* n floats */
     size_t n;
-    fb_full_grads p;         /* pointers to each parameter tensor in slab */
+    full_grads p;            /* pointers to each parameter tensor in slab */
     layer_weights *layers_store;
     double *rope_store;
 } full_model;
@@ -34,6 +50,6 @@ typedef struct full_tensor {
     int64_t rows, cols;     /* cols = 1 for vectors */
 } full_tensor;
 int full_tensor_max(const model_config *c);
-int full_tensors(const model_config *c, const fb_full_grads *g, full_tensor *out);
+int full_tensors(const model_config *c, const full_grads *g, full_tensor *out);
 
 #endif

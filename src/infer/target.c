@@ -5,6 +5,7 @@
 
 #include "weights/base.h"
 #include "store/store.h"
+#include "tokens/pipeline.h"
 #include "tokens/tok_gguf.h"
 #include "adapter/adapter.h"
 #include "util/fs.h"
@@ -28,9 +29,7 @@ int target_open(const target_opts *o, infer_target *t, dlm_err *e)
     if (o->offline) ho.offline = 1;
     if (base_resolve(spec, &ho, &t->base, t->model_path, sizeof t->model_path, e)) goto fail;
     if (model_load(t->model_path, &t->m, e) || tok_load_for_model(t->model_path, &t->t, e)) goto fail;
-    const char *tmpl = tok_chat_template(t->t);
-    t->dialect = tmpl ? chat_dialect_detect(tmpl) : NULL;
-    if (!t->dialect && t->base.entry && t->base.entry->dialect) t->dialect = chat_dialect_find(t->base.entry->dialect);
+    t->dialect = chat_dialect_resolve(t->t, t->base.entry);
     if (t->doc && o->use_adapter && store_exists(t->store)) {
         int v = store_current_version(t->store, NULL);
         if (v > 0) {

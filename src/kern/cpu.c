@@ -7,7 +7,7 @@
 #include <cpuid.h>
 
 static cpu_features g_feat;
-static cpu_level_t g_level;
+static cpu_level_t g_level, g_cap = CPU_AVX512;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 static void detect(void)
@@ -36,15 +36,22 @@ static void detect(void)
         g_level = CPU_AVX2;
     else
         g_level = CPU_SCALAR;
-    const char *env = getenv("DLM_CPU_LEVEL");
-    if (env) {
-        cpu_level_t want = g_level;
-        if (!strcmp(env, "scalar")) want = CPU_SCALAR;
-        else if (!strcmp(env, "avx2")) want = CPU_AVX2;
-        else if (!strcmp(env, "avx512")) want = CPU_AVX512;
-        if (want < g_level) g_level = want;
-    }
+    if (g_cap < g_level) g_level = g_cap;
     if (g_level < CPU_AVX512) g_feat.avx512bf16 = 0;
+}
+
+int cpu_cap_level(const char *name)
+{
+    cpu_level_t want;
+    if (!strcmp(name, "scalar")) want = CPU_SCALAR;
+    else if (!strcmp(name, "avx2")) want = CPU_AVX2;
+    else if (!strcmp(name, "avx512")) want = CPU_AVX512;
+    else return -1;
+    pthread_once(&g_once, detect);
+    g_cap = want;
+    if (g_cap < g_level) g_level = g_cap;
+    if (g_level < CPU_AVX512) g_feat.avx512bf16 = 0;
+    return 0;
 }
 
 cpu_level_t cpu_level(void)

@@ -1,8 +1,9 @@
 /* cpu — which instruction-set level the kernels dispatch to.
  *
  * Detected once at start-up with cpuid (via the compiler's builtins). Kernels
- * pick their variant from cpu_level(); $DLM_CPU_LEVEL (scalar|avx2|avx512)
- * can lower it for tests and benchmarks, never raise it. */
+ * pick their variant from cpu_level(); cpu_cap_level (the command layer's
+ * $DLM_CPU_LEVEL: scalar|avx2|avx512) can lower it for tests and
+ * benchmarks, never raise it. */
 #ifndef DLM_CPU_H
 #define DLM_CPU_H
 
@@ -17,6 +18,9 @@ typedef struct cpu_features {
 } cpu_features;
 
 cpu_level_t cpu_level(void);
+/* Lower the level to at most `name` (scalar, avx2, avx512); call before any
+ * kernel runs. -1 for an unknown name. */
+int cpu_cap_level(const char *name);
 const char *cpu_level_name(cpu_level_t l);
 const cpu_features *cpu_get_features(void);
 /* "avx512 (avx512bf16 vnni)" style description. */

@@ -70,9 +70,12 @@ void kern_matmul(float *y, const float *x, const wmat *W, const float *bias,
  * faster, and llama.cpp's numerics, not kern_matmul's. Anything else is
  * kern_matmul(y, x, W, bias, 1, 0). Training never calls it; not for use
  * inside a parallel job (x's int8 copy lives in the caller's scratch).
- * kern_matvec_i8_off (tests) and DLM_DECODE=f32 force kern_matmul. */
+ * kern_set_int8_decode(0) (the command layer's DLM_DECODE=f32) forces
+ * kern_matmul. */
 void kern_matvec(float *y, const float *x, const wmat *W, const float *bias);
-extern int kern_matvec_i8_off;
+/* Whether one-row products on quantized weights use the integer dots (on,
+ * the default, where the CPU has them) or the float path. */
+void kern_set_int8_decode(int on);
 /* dx[N,I] += dy[N,O] · W[O,I]   (input gradient through a frozen weight) */
 void kern_matmul_dx(float *dx, const float *dy, const wmat *W, int64_t N);
 /* Same with accumulate = 0: dx = dy·W (dx is not read; it may hold NaN). */

@@ -85,12 +85,13 @@ void kern_matmul(float *y, const float *x, const wmat *W, const float *bias, int
     gemm_run(&p);
 }
 
-int kern_matvec_i8_off;
+static int g_int8_decode = 1;
+void kern_set_int8_decode(int on) { g_int8_decode = on != 0; }
 
 void kern_matvec(float *y, const float *x, const wmat *W, const float *bias)
 {
     const int64_t O = W->rows, I = W->cols;
-    if (!kern_matvec_i8_off && O > 0 && wmat_ok(W) && qx_supported(W->type) && qx_bytes(I) <= KERN_SCRATCH_BYTES) {
+    if (g_int8_decode && O > 0 && wmat_ok(W) && qx_supported(W->type) && qx_bytes(I) <= KERN_SCRATCH_BYTES) {
         kern_ensure_init();
         /* the calling thread's scratch holds the rounded x: the integer
          * path of gemv_range uses no scratch of its own */

@@ -45,20 +45,10 @@ static int qx_blk32(dtype wt)
 }
 static int qx_nib(dtype wt) { return wt == DT_Q4_0 || wt == DT_Q5_0 || wt == DT_Q4_1 || wt == DT_Q5_1; }
 
-/* DLM_DECODE=f32 keeps decoding on the float path (kern_matmul). */
-static int g_env_f32;
-static pthread_once_t g_env_once = PTHREAD_ONCE_INIT;
-static void read_env(void)
-{
-    const char *v = getenv("DLM_DECODE");
-    g_env_f32 = v && !strcmp(v, "f32");
-}
-
 int qx_supported(dtype wt)
 {
     if (!qx_blk32(wt) && wt != DT_Q4_K && wt != DT_Q5_K && wt != DT_Q6_K) return 0;
-    pthread_once(&g_env_once, read_env);
-    return !g_env_f32 && cpu_level() >= CPU_AVX512 && cpu_get_features()->avx512vnni;
+    return cpu_level() >= CPU_AVX512 && cpu_get_features()->avx512vnni;
 }
 
 int64_t qx_groups(dtype wt, int64_t K)

@@ -150,10 +150,10 @@ int run_lock_facts(run *R, dlm_err *e)
     /* A signature of everything the batches are made of. */
     sha256_ctx c;
     sha256_init(&c);
-    sha256_update(&c, R->ds->tok, (size_t)R->ds->n_tok * sizeof(int32_t));
-    sha256_update(&c, R->ds->tgt, (size_t)R->ds->n_tok * sizeof(int32_t));
-    for (int i = 0; i < R->ds->n_items; i++) {
-        const ds_item *it = &R->ds->items[i];
+    sha256_update(&c, R->P.data.ds->tok, (size_t)R->P.data.ds->n_tok * sizeof(int32_t));
+    sha256_update(&c, R->P.data.ds->tgt, (size_t)R->P.data.ds->n_tok * sizeof(int32_t));
+    for (int i = 0; i < R->P.data.ds->n_items; i++) {
+        const ds_item *it = &R->P.data.ds->items[i];
         int64_t v[3] = {it->off, it->len, it->val};
         sha256_update(&c, v, sizeof v);
     }
@@ -184,7 +184,7 @@ int run_start_or_resume(run *R, dlm_err *e)
         jget_int(p, "seed", &seed);
         const char *why = !sig || strcmp(sig, R->data_sig) ? "the document or the tokenizer changed"
                           : tot != R->total ? "the number of steps changed"
-                          : mb != R->mb || ga != R->ga ? "micro_batch_size/grad_accum changed"
+                          : mb != R->micro_batch || ga != R->grad_accum ? "micro_batch_size/grad_accum changed"
                           : (uint64_t)seed != R->seed ? "the seed changed" : NULL;
         if (why) {
             json_decref(p);
@@ -245,9 +245,9 @@ int run_begin_records(run *R, dlm_err *e)
                           "type", R->resumed && R->start_step ? "resume" : "banner", "run_id", (json_int_t)R->run_id,
                           "dlm_version", DLM_VERSION, "base_model", R->base_spec, "model_path", R->model_path,
                           "seed", (json_int_t)R->seed, "start_step", (json_int_t)R->start_step, "total_steps",
-                          (json_int_t)R->total, "micro_batch_size", R->mb, "grad_accum", R->ga, "seq_len", R->T,
-                          "recompute", R->plan.recompute, "train_items", (json_int_t)R->ds->n_train, "val_items",
-                          R->ds->n_val, "train_loss_tokens", (json_int_t)R->ds->train_loss_tokens, "plan_bytes",
+                          (json_int_t)R->total, "micro_batch_size", R->micro_batch, "grad_accum", R->grad_accum, "seq_len", R->T,
+                          "recompute", R->plan.recompute, "train_items", (json_int_t)R->P.data.ds->n_train, "val_items",
+                          R->P.data.ds->n_val, "train_loss_tokens", (json_int_t)R->P.data.ds->train_loss_tokens, "plan_bytes",
                           (json_int_t)R->plan.total, "isa", cpu_level_name(cpu_level()), "at", R->started_at);
     /* the plan buffer by buffer, so a log says where the memory went */
     json_t *items = json_object();
@@ -295,7 +295,7 @@ void run_log_eval(run *R, int64_t step, double val)
 
 static train_state make_state(run *R, int64_t step)
 {
-    train_state s = {(uint64_t)step, (uint64_t)R->total, (uint64_t)step * (uint64_t)R->ga, R->seed, R->l->n,
+    train_state s = {(uint64_t)step, (uint64_t)R->total, (uint64_t)step * (uint64_t)R->grad_accum, R->seed, R->l->n,
                      R->best_val, (uint64_t)R->best_step, (uint32_t)R->bad_evals, R->last_loss,
                      R->l->w, R->mom, R->vel, R->best};
     return s;
@@ -315,7 +315,7 @@ int run_checkpoint(run *R, int64_t step, dlm_err *e)
     if (state_save_buf(p, &s, &R->ckbuf, e)) goto fail;
     json_t *pj = json_pack("{s:I, s:I, s:I, s:I, s:i, s:i, s:s, s:s, s:s}", "run_id", (json_int_t)R->run_id, "step",
                            (json_int_t)step, "total", (json_int_t)R->total, "seed", (json_int_t)R->seed,
-                           "micro_batch_size", R->mb, "grad_accum", R->ga, "data_signature", R->data_sig, "log_path",
+                           "micro_batch_size", R->micro_batch, "grad_accum", R->grad_accum, "data_signature", R->data_sig, "log_path",
                            R->log_path, "started_at", R->started_at);
     snprintf(p, sizeof p, "%s/progress.json", tmp);
     int rc = json_save_file(p, pj, e);
@@ -365,10 +365,10 @@ static int write_version(run *R, const char *tmp, dlm_err *e)
     json_t *tr = json_pack("{s:b, s:s, s:s, s:s, s:I, s:I, s:i, s:i, s:i, s:b, s:I, s:I, s:i, s:i, s:o}",
                            "use_qlora", quant, "base_model", R->base_spec, "base_model_revision", R->revision,
                            "base_model_sha256", R->weights_sha, "seed", (json_int_t)R->seed, "steps",
-                           (json_int_t)R->steps_done, "micro_batch_size", R->mb, "grad_accum", R->ga, "seq_len", R->T,
-                           "recompute", R->plan.recompute, "train_items", (json_int_t)R->ds->n_train,
-                           "train_loss_tokens", (json_int_t)R->ds->train_loss_tokens, "replay_sections", R->n_replay,
-                           "new_sections", R->n_new, "frontmatter", cfg ? cfg : json_null());
+                           (json_int_t)R->steps_done, "micro_batch_size", R->micro_batch, "grad_accum", R->grad_accum, "seq_len", R->T,
+                           "recompute", R->plan.recompute, "train_items", (json_int_t)R->P.data.ds->n_train,
+                           "train_loss_tokens", (json_int_t)R->P.data.ds->train_loss_tokens, "replay_sections", R->P.data.n_replay,
+                           "new_sections", R->P.data.n_new, "frontmatter", cfg ? cfg : json_null());
     snprintf(p, sizeof p, "%s/training_run.json", tmp);
     int rc = json_save_file(p, tr, e);
     json_decref(tr);
@@ -419,14 +419,14 @@ int run_commit(run *R, dlm_err *e)
     /* From here the version is committed: the records below must not undo it. */
     dlm_err e2;
     const doc_training *tr = &doc_fm(R->doc)->training;
-    if (replay_commit(R->rp, R->doc, R->run_id, (uint64_t)tr->replay.max_bytes, &e2))
+    if (replay_commit(R->P.data.rp, R->doc, R->run_id, (uint64_t)tr->replay.max_bytes, &e2))
         log_warn("replay corpus not updated: %s", e2.msg);
     char now[24], stamp[24], sum_rel[256], sum_path[4400], sha[65], csha[65], p[4600];
     time_iso_utc(time_now(), now, sizeof now);
     time_stamp_utc(time_now(), stamp, sizeof stamp);
     snprintf(sum_rel, sizeof sum_rel, "logs/train-%06lld-%s.summary.json", (long long)R->run_id, stamp);
     snprintf(sum_path, sizeof sum_path, "%s/%s", R->store, sum_rel);
-    double val = R->ds->n_val ? R->last_val : NAN;
+    double val = R->P.data.ds->n_val ? R->last_val : NAN;
     json_t *rec = json_pack("{s:I, s:s, s:s, s:i, s:s, s:I, s:I, s:f, s:o, s:s, s:{}, s:s, s:n, s:n}",
                             "run_id", (json_int_t)R->run_id, "started_at", R->started_at, "ended_at", now,
                             "adapter_version", v, "base_model_revision", R->revision, "seed", (json_int_t)R->seed,
@@ -462,9 +462,9 @@ int run_commit(run *R, dlm_err *e)
                             (json_int_t)R->steps_done, "total_steps", (json_int_t)R->total, "first_loss",
                             R->first_loss, "final_loss", R->last_loss, "val_loss",
                             isfinite(val) ? json_real(val) : json_null(), "seconds", time_mono() - R->t0,
-                            "train_items", R->ds->n_train, "val_items", R->ds->n_val, "replay_sections", R->n_replay,
-                            "train_loss_tokens", (json_int_t)R->ds->train_loss_tokens, "micro_batch_size", R->mb,
-                            "grad_accum", R->ga, "early_stopped", R->early);
+                            "train_items", R->P.data.ds->n_train, "val_items", R->P.data.ds->n_val, "replay_sections", R->P.data.n_replay,
+                            "train_loss_tokens", (json_int_t)R->P.data.ds->train_loss_tokens, "micro_batch_size", R->micro_batch,
+                            "grad_accum", R->grad_accum, "early_stopped", R->early);
     json_save_file(sum_path, sum, NULL);
     json_decref(sum);
     if (R->log) {
@@ -506,7 +506,7 @@ void run_free(run *R)
     sb_free(&R->ckbuf);
     if (R->log) fclose(R->log);
     metrics_close(R->met);
-    fb_free(R->fb);
+    decoder_free(R->dec);
     free(R->g);
     free(R->mom);
     free(R->vel);
@@ -517,11 +517,11 @@ void run_free(run *R)
     free(R->bseg);
     free(R->items);
     lora_free(R->l);
-    dataset_free(R->ds);
-    doc_free(R->rdoc);
-    replay_free(R->rp);
-    free(R->cur_ids);
-    tok_free(R->tok);
+    dataset_free(R->P.data.ds);
+    doc_free(R->P.data.rdoc);
+    replay_free(R->P.data.rp);
+    free(R->P.data.cur_ids);
+    tok_free(R->P.tok);
     model_free(R->m);
     json_decref(R->manifest);
     if (R->lk.held) store_lock_release(&R->lk);

@@ -1,23 +1,21 @@
-/* doctor — see doctor.h. The document path mirrors trainer.c's setup (base,
- * tokenizer, dataset, plan inputs) step for step, minus the store writes,
- * so that `dlm doctor PATH` shows the plan `dlm train PATH` will make. */
+/* doctor — see doctor.h. The document path takes the same steps as
+ * `dlm train` (run/prepare.h: base, tokenizer, dialect, adapter, data
+ * pipeline with the store's replay sample, plan inputs), minus the store
+ * writes, so that `dlm doctor PATH` shows the plan `dlm train PATH` will
+ * make. */
 #include "run/doctor.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "tokens/chat.h"
-#include "tokens/dataset.h"
 #include "doc/doc.h"
-#include "weights/base.h"
-#include "weights/hub.h"
+#include "run/prepare.h"
 #include "store/store.h"
-#include "tokens/tok.h"
-#include "tokens/tok_gguf.h"
-#include "adapter/adapter.h"
 #include "util/fs.h"
 #include "util/json.h"
+#include "weights/base.h"
+#include "weights/hub.h"
 
 /* What a document of typical size costs when we cannot tokenize it. */
 #define TYPICAL_DATASET (1u << 20)
@@ -48,11 +46,35 @@ static void fill_common(doctor_doc *o, const doc_training *tr, const host_info *
     in->budget = o->budget;
 }
 
+/* What the run would see of the store, read-only: which sections earlier
+ * versions trained, the version before the run and the run's id, so the
+ * replay sample is the one `dlm train` will draw. */
+static json_t *store_view(const char *home, const char *dlm_id, char *store, size_t cap, int *prev_version,
+                          int64_t *run_id)
+{
+    *prev_version = 0;
+    *run_id = 1;
+    if (store_dir(home, dlm_id, store, cap, NULL)) {
+        store[0] = 0;
+        return NULL;
+    }
+    char p[4200];
+    snprintf(p, sizeof p, "%s/manifest.json", store);
+    json_t *m = fs_is_file(p) ? manifest_load(p, NULL) : NULL;
+    if (m) *run_id = manifest_next_run_id(m);
+    int v = store_current_version(store, NULL);
+    *prev_version = v > 0 ? v : 0;
+    return m;
+}
+
 int doctor_plan_document(const char *doc_path, const char *home, const host_info *h, uint64_t max_memory,
                          doctor_doc *o, dlm_err *e)
 {
     memset(o, 0, sizeof *o);
-    uint64_t heap0 = plan_heap_in_use();
+    prep P;
+    memset(&P, 0, sizeof P);
+    P.heap0 = plan_heap_in_use();
+    json_t *manifest = NULL;
     dlm_doc *doc = doc_load(doc_path, e);
     if (!doc) return -1;
     const doc_frontmatter *fm = doc_fm(doc);
@@ -62,16 +84,7 @@ int doctor_plan_document(const char *doc_path, const char *home, const host_info
     o->replay_sections = replay_sections(home, fm->dlm_id);
     plan_in *in = &o->in;
     fill_common(o, tr, h, max_memory);
-    in->lora.rank = tr->lora_r;
-    in->lora.alpha = (float)tr->lora_alpha;
-    in->lora.dropout = (float)tr->lora_dropout;
-    in->lora.dora = tr->adapter == DOC_ADAPTER_DORA;
     int rc = -1;
-    tok *tk = NULL;
-    dataset *ds = NULL;
-    if (adapter_targets((const char *const *)tr->target_modules.v, tr->target_modules.n, tr->target_modules_auto,
-                        &in->lora.targets, e))
-        goto out;
     hub_opts ho;
     base_ref ref;
     if (hub_opts_init(&ho, e)) goto out;
@@ -87,7 +100,10 @@ int doctor_plan_document(const char *doc_path, const char *home, const host_info
             goto out;
         }
         o->model_path[0] = 0;
-        plan_base_shape(&c, DT_BF16, 0, &in->base);
+        plan_base_shape(&c, DT_BF16, 0, &P.base);
+        if (prep_adapter(&P, tr, e)) goto out;
+        in->base = P.base;
+        in->lora = P.lora;
         in->seq_len = tr->sequence_len < c.max_pos ? tr->sequence_len : c.max_pos;
         in->tokenizer_bytes = plan_tokenizer_estimate(c.vocab, c.vocab);
         in->dataset_bytes = TYPICAL_DATASET;
@@ -97,39 +113,26 @@ int doctor_plan_document(const char *doc_path, const char *home, const host_info
         rc = 0;
         goto out;
     }
+    /* from the files: the very steps `dlm train` takes (run/prepare.h) */
     o->from_files = 1;
-    uint64_t h0 = plan_heap_in_use();
-    if (tok_load_for_model(o->model_path, &tk, e)) goto out;
-    plan_heap_trim();
-    uint64_t h1 = plan_heap_in_use();
-    in->tokenizer_bytes = h1 > h0 ? h1 - h0 : 0;
-    if (plan_base_read(o->model_path, &in->base, e)) goto out;
-    const char *tmpl = tok_chat_template(tk);
-    const chat_dialect *dialect = tmpl ? chat_dialect_detect(tmpl) : NULL;
-    if (!dialect && ref.entry && ref.entry->dialect) dialect = chat_dialect_find(ref.entry->dialect);
-    if (!dialect) dialect = chat_dialect_find("chatml");
-    int seq = tr->sequence_len;
-    if (in->base.cfg.max_pos > 0 && seq > in->base.cfg.max_pos) seq = in->base.cfg.max_pos;
-    ds_opts dso = {seq, tr->loss_on == DOC_LOSS_ON_ALL, (uint64_t)tr->seed, fm->system_prompt, 0.1};
-    h0 = plan_heap_in_use();
-    if (dataset_build(doc, NULL, tk, dialect, &dso, &ds, e)) goto out;
-    plan_heap_trim();
-    h1 = plan_heap_in_use();
-    in->dataset_bytes = h1 > h0 ? h1 - h0 : 0;
-    uint64_t known = heap0 + in->tokenizer_bytes + in->dataset_bytes;
-    in->other_bytes = h1 > known ? h1 - known : 0;
+    char store[4096];
+    pipeline_in pin = {.doc = doc, .seed = (uint64_t)tr->seed};
+    manifest = store_view(home, fm->dlm_id, store, sizeof store, &pin.prev_version, &pin.run_id);
+    pin.store = store;
+    pin.manifest = manifest;
+    if (prep_base(&P, o->model_path, ref.entry, e) || prep_adapter(&P, tr, e) || prep_data(&P, &pin, e)) goto out;
+    const dataset *ds = P.data.ds;
     o->n_train = ds->n_train;
     o->n_val = ds->n_val;
     o->tokens = ds->n_tok;
     o->loss_tokens = ds->train_loss_tokens;
-    in->seq_len = ds->max_len > 0 ? ds->max_len : 1;
-    in->distinct_tokens = plan_distinct_tokens(ds->tok, ds->n_tok, in->base.cfg.vocab);
-    in->keep_best = ds->n_val > 0;
+    o->qlora = P.qlora;
+    prep_plan_inputs(&P, tr, 0, h->cores_usable, o->budget, in);
     o->fits = plan_make(in, &o->p) == 0;
     rc = 0;
 out:
-    dataset_free(ds);
-    tok_free(tk);
+    json_decref(manifest);
+    prep_free(&P);
     doc_free(doc);
     return rc;
 }

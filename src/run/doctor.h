@@ -21,6 +21,7 @@ typedef struct doctor_doc {
     int n_train, n_val;         /* dataset items (from_files only) */
     int64_t tokens, loss_tokens;
     int replay_sections;        /* in the store's corpus: train adds a sample of them */
+    int qlora;                  /* adapter: qlora: the plan counts the base's projections as Q4_K */
     uint64_t budget;
     const char *budget_from;    /* "--max-memory", "MemAvailable", "cgroup v2 memory.max", ... */
     plan_in in;

@@ -1,5 +1,5 @@
 /* plan — see plan.h. The formulas mirror what each owner allocates:
- * fb.c (activations, by purpose via fb_plan_parts), trainer.c (adapter, gradients,
+ * fb.c (activations, by purpose via decoder_plan_parts), trainer.c (adapter, gradients,
  * moments, batch and checkpoint buffers), the model loader (mapped weights
  * and copies); tests/unit/test_plan.c checks them against those owners. */
 #include "run/plan.h"
@@ -9,7 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "decoder/fb.h"
+#include "decoder/decoder.h"
+#include "grad/backward.h"
 #include "util/str.h"
 
 /* The kernel maps up to 16 already-cached neighbouring pages on a read
@@ -127,16 +128,16 @@ void plan_compute(const plan_in *in, int mb, int ga, int recompute, plan *p)
     add(p, "tokenizer", in->tokenizer_bytes);
     add(p, "dataset", in->dataset_bytes);
     add(p, "document and records", in->other_bytes);
-    uint64_t n = in->full ? (uint64_t)fb_full_carve(c, NULL, NULL) : plan_lora_params(c, &in->lora);
+    uint64_t n = in->full ? (uint64_t)full_grads_carve(c, NULL, NULL) : plan_lora_params(c, &in->lora);
     p->params = n;
     add(p, in->full ? "trainable weights (f32)" : "adapter weights (f32)", n * 4);
     add(p, "gradients", n * 4);
     add(p, "AdamW moments", n * 8);
     if (in->keep_best) add(p, "best-checkpoint copy", n * 4);
     add(p, "checkpoint buffer", n * 4 * (in->keep_best ? 4 : 3) + 96);
-    fb_opts o = {mb, in->seq_len, recompute, in->full, 0};
-    fb_parts fp;
-    fb_plan_parts(c, l, &o, &fp);
+    decoder_opts o = {.B = mb, .T = in->seq_len, .recompute = recompute, .full = in->full};
+    decoder_parts fp;
+    decoder_plan_parts(c, l, &o, &fp);
     add(p, recompute ? "activations (layer inputs + one layer, recomputed)" : "activations (every layer kept)",
         fp.acts);
     add(p, "attention scratch", fp.attn);

@@ -15,7 +15,7 @@
  *                  deltas) or estimated from the vocabulary
  *   adapter, gradients, AdamW m and v, best-checkpoint copy, checkpoint
  *                  serialisation buffer   4 bytes per parameter each
- *   activations    fb_plan_parts: exactly what fb_create allocates, by
+ *   activations    decoder_plan_parts: exactly what decoder_create allocates, by
  *                  purpose from fb's own carving (what the forward keeps,
  *                  attention scratch, LM-head buffers, backward scratch)
  *   batch buffers  4 int32 arrays of micro_batch × sequence

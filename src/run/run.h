@@ -11,6 +11,7 @@
 #include "tokens/replay.h"
 #include "doc/doc.h"
 #include "run/plan.h"
+#include "run/prepare.h"
 #include "run/probe.h"
 #include "weights/model.h"
 #include "store/dlmlock.h"
@@ -18,7 +19,7 @@
 #include "weights/registry.h"
 #include "store/store.h"
 #include "tokens/tok.h"
-#include "decoder/fb.h"
+#include "decoder/decoder.h"
 #include "decoder/lora.h"
 #include "grad/optim.h"
 #include "run/trainer.h"
@@ -39,36 +40,23 @@ typedef struct run {
     int prev_version, version;
     base_ref base;
     char model_path[4096];
+    prep P;                         /* tokenizer, base shape, dialect, adapter config, data (run/prepare.h) */
     model *m;
-    int m_cfg_max_pos;
-    tok *tok;
-    const chat_dialect *dialect;
-    const char **cur_ids;
-    int n_new, n_replay;
-    replay *rp;
-    dlm_doc *rdoc;
-    dataset *ds;
-    lora_config lc;
     lora *l;
-    float *g, *mom, *vel, *best;
+    float *g, *mom, *vel, *best;    /* gradients, AdamW moments, best weights (adapter layout) */
     plan plan;
     plan_in plan_in;                /* what the plan was made from (replan after load) */
-    plan_base pb;                   /* the base from its headers */
     host_info host;
     int threads, started;
-    uint64_t heap0, tok_bytes, ds_bytes;   /* heap at entry, held by the tokenizer, by the dataset */
     strbuf ckbuf;                   /* checkpoint serialisation, reserved before step 1 */
-    int mb, ga, T, spe;
-    fb_ctx *fb;
+    int micro_batch, grad_accum, T, steps_per_epoch;   /* the plan's batch shape; T = longest item */
+    decoder *dec;
     int32_t *btok, *btgt, *bpos, *bseg;
     int *items;
-    optim_config oc;
+    optim_config optim;
     int64_t total, start_step, steps_done, t_offset, save_every, eval_every, best_step;
     double first_loss, last_loss, last_val, best_val, last_lr;
     int bad_evals, early, resumed;
-    int64_t crash_after;            /* $DLM_TEST_CRASH_AFTER_STEP (tests only) */
-    int qlora;                      /* quantize the base's projections to Q4_K in memory */
-    int step_delay_ms;              /* $DLM_TEST_STEP_DELAY_MS (tests only) */
     lock_facts facts;
     char dlm_sha[65], weights_sha[65], revision[128], started_at[24], data_sig[65];
     char log_path[4096], version_dir[4096];

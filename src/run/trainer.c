@@ -18,8 +18,8 @@
 #include "weights/base.h"
 #include "store/metrics.h"
 #include "store/store.h"
-#include "tokens/tok_gguf.h"
 #include "adapter/adapter.h"
+#include "grad/backward.h"
 #include "grad/optim.h"
 #include "run/run.h"
 #include "adapter/state.h"
@@ -43,8 +43,9 @@ static void note(run *R, const char *fmt, ...)
 static void progress(run *R, train_phase ph, int64_t step, double loss, double lr, double tps)
 {
     if (!R->h || !R->h->progress) return;
-    train_progress p = {ph, step, R->total, loss, R->last_val, lr, tps, time_mono() - R->t0, 0, R->version,
-                        R->run_id, R->log_path[0] ? R->log_path : NULL};
+    train_progress p = {.phase = ph, .step = step, .total = R->total, .loss = loss, .val_loss = R->last_val, .lr = lr,
+                        .tokens_per_sec = tps, .elapsed = time_mono() - R->t0, .version = R->version,
+                        .run_id = R->run_id, .log_path = R->log_path[0] ? R->log_path : NULL};
     if (step > R->start_step && step < R->total) p.eta = p.elapsed / (double)(step - R->start_step) * (double)(R->total - step);
     R->h->progress(R->h->ctx, &p);
 }
@@ -81,104 +82,14 @@ static int load_base(run *R, dlm_err *e)
     if (hub_opts_init(&ho, e)) return -1;
     if (R->o->offline) ho.offline = 1;
     if (base_resolve(R->base_spec, &ho, &R->base, R->model_path, sizeof R->model_path, e)) return -1;
-    uint64_t h0 = plan_heap_in_use();
-    if (tok_load_for_model(R->model_path, &R->tok, e)) return -1;
-    plan_heap_trim();
-    uint64_t h1 = plan_heap_in_use();
-    R->tok_bytes = h1 > h0 ? h1 - h0 : 0;
-    /* the base's shape and bytes from its headers: the plan needs them
-     * before a weight is mapped */
-    if (plan_base_read(R->model_path, &R->pb, e)) return -1;
-    if ((size_t)R->pb.cfg.vocab < tok_vocab_size(R->tok)) {
-        err_set(e, "TokenizerBringupError", "the tokenizer has %zu tokens but the model's embedding only %d rows",
-                tok_vocab_size(R->tok), R->pb.cfg.vocab);
-        return -1;
-    }
-    const char *tmpl = tok_chat_template(R->tok);
-    R->dialect = tmpl ? chat_dialect_detect(tmpl) : NULL;
-    if (!R->dialect && R->base.entry && R->base.entry->dialect) R->dialect = chat_dialect_find(R->base.entry->dialect);
-    return 0;
+    return prep_base(&R->P, R->model_path, R->base.entry, e);
 }
 
 static int build_data(run *R, dlm_err *e)
 {
-    const doc_training *tr = &doc_fm(R->doc)->training;
-    int n = doc_nsections(R->doc), n_instr = 0;
-    /* new sections = ids the manifest has not seen */
-    json_t *seen = json_object_get(R->manifest, "content_hashes");
-    R->cur_ids = calloc((size_t)(n ? n : 1), sizeof *R->cur_ids);
-    if (!R->cur_ids) return err_set(e, "MemoryError", "out of memory");
-    for (int i = 0; i < n; i++) {
-        const doc_section *s = doc_section_at(R->doc, i);
-        R->cur_ids[i] = s->id;
-        if (!json_object_get(seen, s->id)) R->n_new++;
-        n_instr += s->type == DOC_INSTRUCTION;
-    }
-    if (n_instr && !R->dialect) {
-        err_set(e, "TokenizerBringupError", "the base has no chat template dlm can render, so Q/A sections cannot be trained");
-        return err_hint(e, "use a base with a ChatML or Llama-3 chat template, or write the Q/A as prose");
-    }
-    if (!R->dialect) R->dialect = chat_dialect_find("chatml");
-    if (replay_open(R->store, &R->rp, e)) return -1;
-    if (!R->o->no_replay && tr->replay.enabled && replay_count(R->rp) > 0) {
-        int *idx = NULL;
-        int k = replay_sample(R->rp, (const char *const *)R->cur_ids, n, R->n_new,
-                              R->seed + (uint64_t)R->prev_version, R->run_id, &idx, e);
-        if (k < 0) return -1;
-        R->n_replay = k;
-        if (k > 0) {
-            R->rdoc = replay_doc(R->rp, idx, k, e);
-            if (!R->rdoc) { free(idx); return -1; }
-        }
-        free(idx);
-    }
-    int seq = tr->sequence_len;
-    if (R->m_cfg_max_pos > 0 && seq > R->m_cfg_max_pos) seq = R->m_cfg_max_pos;
-    ds_opts dso = {seq, tr->loss_on == DOC_LOSS_ON_ALL, R->seed, doc_fm(R->doc)->system_prompt, 0.1};
-    uint64_t h0 = plan_heap_in_use();
-    if (dataset_build(R->doc, R->rdoc, R->tok, R->dialect, &dso, &R->ds, e)) return -1;
-    plan_heap_trim();
-    uint64_t h1 = plan_heap_in_use();
-    R->ds_bytes = h1 > h0 ? h1 - h0 : 0;
-    return 0;
-}
-
-static void plan_inputs(run *R, plan_in *in)
-{
-    const doc_training *tr = &doc_fm(R->doc)->training;
-    memset(in, 0, sizeof *in);
-    in->base = R->pb;
-    if (R->qlora) {
-        /* qlora on a wider base: the projections become Q4_K in owned memory
-         * while each source tensor's pages are dropped right after it is
-         * converted, so what stays is the Q4_K copy plus the embeddings (and
-         * at most one source projection in flight). */
-        plan_base q;
-        plan_base_shape(&R->pb.cfg, DT_Q4_K, R->pb.gguf, &q);
-        const model_config *c = &R->pb.cfg;
-        uint64_t src_elem = R->pb.wtype == DT_F32 ? 4 : 2;
-        uint64_t biggest = (uint64_t)c->n_ff * (uint64_t)c->d_model * src_elem;
-        uint64_t proj_q = q.tensor_bytes > q.embd_bytes ? q.tensor_bytes - q.embd_bytes : 0;
-        uint64_t out = c->tied ? 0 : R->pb.embd_bytes; /* an untied head stays as stored */
-        in->base.tensor_bytes = R->pb.embd_bytes + out + proj_q + biggest;
-        in->base.copy_bytes += proj_q;
-        in->base.wtype = DT_Q4_K;
-    }
-    in->lora = R->lc;
-    in->seq_len = R->ds->max_len;
-    in->mb = (int)tr->micro_batch_size;
-    in->ga = (int)tr->grad_accum;
-    in->recompute = tr->recompute == DOC_RECOMPUTE_ON ? 1 : tr->recompute == DOC_RECOMPUTE_OFF ? 0 : -1;
-    in->threads = R->threads;
-    in->cores = R->host.cores_usable;
-    in->tokenizer_bytes = R->tok_bytes;
-    in->dataset_bytes = R->ds_bytes;
-    uint64_t heap = plan_heap_in_use();
-    uint64_t known = R->heap0 + R->tok_bytes + R->ds_bytes;
-    in->other_bytes = heap > known ? heap - known : 0;
-    in->distinct_tokens = plan_distinct_tokens(R->ds->tok, R->ds->n_tok, R->pb.cfg.vocab);
-    in->budget = R->o->max_memory ? R->o->max_memory : R->host.budget;
-    in->keep_best = R->ds->n_val > 0;
+    pipeline_in in = {.doc = R->doc, .store = R->store, .manifest = R->manifest, .seed = R->seed,
+                      .no_replay = R->o->no_replay, .prev_version = R->prev_version, .run_id = R->run_id};
+    return prep_data(&R->P, &in, e);
 }
 
 /* The OOM guard: runs after the tokenizer and the dataset, before a weight
@@ -186,7 +97,8 @@ static void plan_inputs(run *R, plan_in *in)
 static int plan_memory(run *R, dlm_err *e)
 {
     plan_in in;
-    plan_inputs(R, &in);
+    prep_plan_inputs(&R->P, &doc_fm(R->doc)->training, R->o->threads, R->host.cores_usable,
+                     R->o->max_memory ? R->o->max_memory : R->host.budget, &in);
     R->plan_in = in;
     if (plan_make(&in, &R->plan) && !R->o->force) {
         char need[32], bud[32], rec[32];
@@ -207,8 +119,8 @@ static int plan_memory(run *R, dlm_err *e)
                         " anyway", R->o->doc_path);
     }
     if (!R->plan.fits) log_warn("the memory plan does not fit (%s); --force: trying anyway", R->plan.reason);
-    R->mb = R->plan.mb;
-    R->ga = R->plan.ga;
+    R->micro_batch = R->plan.mb;
+    R->grad_accum = R->plan.ga;
     return 0;
 }
 
@@ -217,7 +129,7 @@ static int plan_memory(run *R, dlm_err *e)
  * the buffers stay what the plan says. */
 static int replan_if_needed(run *R, dlm_err *e)
 {
-    const model_config *a = &R->pb.cfg, *b = &R->m->cfg;
+    const model_config *a = &R->P.base.cfg, *b = &R->m->cfg;
     if (a->n_layer == b->n_layer && a->d_model == b->d_model && a->n_ff == b->n_ff && a->n_head == b->n_head &&
         a->n_kv_head == b->n_kv_head && a->head_dim == b->head_dim && a->vocab == b->vocab && a->tied == b->tied)
         return 0;
@@ -239,51 +151,51 @@ static int replan_if_needed(run *R, dlm_err *e)
 
 static int64_t step_items(run *R, int64_t step, int micro, int *items)
 {
-    int spe = R->spe;
-    return dataset_micro_items(R->ds, R->seed, (int)(step / spe), (int)(step % spe), micro, R->mb, R->ga, items);
+    int spe = R->steps_per_epoch;
+    return dataset_micro_items(R->P.data.ds, R->seed, (int)(step / spe), (int)(step % spe), micro, R->micro_batch, R->grad_accum, items);
 }
 
 static int do_step(run *R, int64_t step, double *loss, double *gnorm, int64_t *ntok, dlm_err *e)
 {
     int64_t total_loss = 0;
-    for (int mi = 0; mi < R->ga; mi++) {
+    for (int mi = 0; mi < R->grad_accum; mi++) {
         int c = (int)step_items(R, step, mi, R->items);
-        for (int i = 0; i < c; i++) total_loss += R->ds->items[R->items[i]].n_loss;
+        for (int i = 0; i < c; i++) total_loss += R->P.data.ds->items[R->items[i]].n_loss;
     }
     memset(R->g, 0, R->l->n * sizeof(float));
     double sum = 0;
     *ntok = 0;
-    for (int mi = 0; mi < R->ga && total_loss > 0; mi++) {
+    for (int mi = 0; mi < R->grad_accum && total_loss > 0; mi++) {
         int c = (int)step_items(R, step, mi, R->items);
         if (c <= 0) continue;
         token_batch b;
         int64_t nl;
-        if (dataset_fill(R->ds, R->items, c, R->packing, R->mb, R->T, R->btok, R->btgt, R->bpos, R->bseg, &b, &nl))
+        if (dataset_fill(R->P.data.ds, R->items, c, R->packing, R->micro_batch, R->T, R->btok, R->btgt, R->bpos, R->bseg, &b, &nl))
             return err_set(e, "TrainError", "batch does not fit its buffers");
         int64_t got;
-        sum += fb_step(R->fb, &b, R->g, NULL, 1.0f / (float)total_loss, R->seed,
-                       (uint64_t)step * (uint64_t)R->ga + (uint64_t)mi, &got);
+        sum += backward_step(R->dec, &b, R->g, NULL, 1.0f / (float)total_loss, R->seed,
+                       (uint64_t)step * (uint64_t)R->grad_accum + (uint64_t)mi, &got);
         *ntok += (int64_t)b.B * b.T;
     }
     *loss = total_loss ? sum / (double)total_loss : 0;
-    *gnorm = optim_clip(R->g, R->l->n, R->oc.max_grad_norm);
-    double lr = optim_lr_at(&R->oc, step);
-    optim_adamw_step(&R->oc, R->l->w, R->g, R->mom, R->vel, R->l->n, lr, R->t_offset + step + 1);
+    *gnorm = optim_clip(R->g, R->l->n, R->optim.max_grad_norm);
+    double lr = optim_lr_at(&R->optim, step);
+    optim_adamw_step(&R->optim, R->l->w, R->g, R->mom, R->vel, R->l->n, lr, R->t_offset + step + 1);
     R->last_lr = lr;
     return 0;
 }
 
 static double evaluate(run *R)
 {
-    if (!R->ds->n_val) return NAN;
+    if (!R->P.data.ds->n_val) return NAN;
     double sum = 0;
     int64_t tot = 0;
-    for (int i = 0; i < R->ds->n_val; i += R->mb) {
-        int c = R->ds->n_val - i < R->mb ? R->ds->n_val - i : R->mb;
+    for (int i = 0; i < R->P.data.ds->n_val; i += R->micro_batch) {
+        int c = R->P.data.ds->n_val - i < R->micro_batch ? R->P.data.ds->n_val - i : R->micro_batch;
         token_batch b;
         int64_t nl, got;
-        dataset_fill(R->ds, R->ds->val + i, c, R->packing, R->mb, R->T, R->btok, R->btgt, R->bpos, R->bseg, &b, &nl);
-        sum += fb_forward(R->fb, &b, NULL, NULL, &got);
+        dataset_fill(R->P.data.ds, R->P.data.ds->val + i, c, R->packing, R->micro_batch, R->T, R->btok, R->btgt, R->bpos, R->bseg, &b, &nl);
+        sum += decoder_loss(R->dec, &b, NULL, NULL, &got);
         tot += got;
     }
     return tot ? sum / (double)tot : NAN;
@@ -292,17 +204,7 @@ static double evaluate(run *R)
 static int setup_adapter(run *R, dlm_err *e)
 {
     const doc_training *tr = &doc_fm(R->doc)->training;
-    memset(&R->lc, 0, sizeof R->lc);
-    R->lc.rank = tr->lora_r;
-    R->lc.alpha = (float)tr->lora_alpha;
-    R->lc.dropout = (float)tr->lora_dropout;
-    R->lc.dora = tr->adapter == DOC_ADAPTER_DORA;
-    /* qlora: train on 4-bit projections; a base already stored quantized
-     * (a Q4_K GGUF) is QLoRA as it is */
-    R->qlora = tr->adapter == DOC_ADAPTER_QLORA && R->pb.wtype >= 0 && !dtype_is_quant((dtype)R->pb.wtype);
-    if (adapter_targets((const char *const *)tr->target_modules.v, tr->target_modules.n, tr->target_modules_auto,
-                        &R->lc.targets, e))
-        return -1;
+    if (prep_adapter(&R->P, tr, e)) return -1;
     if (tr->n_adapters > 0)
         note(R, "note: training.adapters is set; dlm trains one adapter over all sections (named adapters are not"
                 " routed yet)");
@@ -311,21 +213,21 @@ static int setup_adapter(run *R, dlm_err *e)
 
 static int allocate(run *R, dlm_err *e)
 {
-    if (lora_create(&R->m->cfg, &R->lc, &R->l, e)) return -1;
+    if (lora_create(&R->m->cfg, &R->P.lora, &R->l, e)) return -1;
     size_t n = R->l->n;
     R->g = calloc(n, sizeof(float));
     R->mom = calloc(n, sizeof(float));
     R->vel = calloc(n, sizeof(float));
-    R->best = R->ds->n_val ? calloc(n, sizeof(float)) : NULL;
-    R->T = R->ds->max_len;
-    size_t bt = (size_t)R->mb * (size_t)R->T;
+    R->best = R->P.data.ds->n_val ? calloc(n, sizeof(float)) : NULL;
+    R->T = R->P.data.ds->max_len;
+    size_t bt = (size_t)R->micro_batch * (size_t)R->T;
     R->btok = malloc(bt * sizeof(int32_t));
     R->btgt = malloc(bt * sizeof(int32_t));
     R->bpos = malloc(bt * sizeof(int32_t));
     R->bseg = malloc(bt * sizeof(int32_t));
-    R->items = malloc((size_t)R->mb * sizeof(int));
+    R->items = malloc((size_t)R->micro_batch * sizeof(int));
     size_t ck = state_bytes(n, R->best != NULL);
-    if (!R->g || !R->mom || !R->vel || (R->ds->n_val && !R->best) || !R->btok || !R->btgt || !R->bpos ||
+    if (!R->g || !R->mom || !R->vel || (R->P.data.ds->n_val && !R->best) || !R->btok || !R->btgt || !R->bpos ||
         !R->bseg || !R->items || sb_reserve(&R->ckbuf, ck))
         return err_set(e, "OOMError", "cannot allocate the adapter's training buffers (%zu MiB)", (n * 16 + ck) >> 20);
     /* Touch every page now: with overcommit, memory is really taken on
@@ -340,8 +242,8 @@ static int allocate(run *R, dlm_err *e)
     memset(R->btgt, 0, bt * sizeof(int32_t));
     memset(R->bpos, 0, bt * sizeof(int32_t));
     memset(R->bseg, 0, bt * sizeof(int32_t));
-    fb_opts fo = {R->mb, R->T, R->plan.recompute, 0, 0};
-    if (fb_create(R->m, R->l, &fo, &R->fb, e)) {
+    decoder_opts fo = {.B = R->micro_batch, .T = R->T, .recompute = R->plan.recompute};
+    if (decoder_create(R->m, R->l, &fo, &R->dec, e)) {
         err_prefix(e, "the memory plan fits but the allocation failed");
         return -1;
     }
@@ -356,7 +258,7 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
     R->o = o;
     R->h = h;
     R->t0 = time_mono();
-    R->heap0 = plan_heap_in_use();
+    R->P.heap0 = plan_heap_in_use();
     R->last_val = NAN;
     int rc = -1;
     R->doc = doc_load(o->doc_path, e);
@@ -382,31 +284,29 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
     uint64_t k0 = plan_heap_in_use();
     kern_init(R->threads);
     uint64_t k1 = plan_heap_in_use();
-    if (k1 > k0) R->heap0 += k1 - k0;
+    if (k1 > k0) R->P.heap0 += k1 - k0;
     progress(R, PHASE_LOADING, 0, NAN, 0, 0);
     if (open_store(R, e) || run_check_interrupted(R, e) || load_base(R, e)) goto out;
-    /* the model's context bounds the sequence length (from the header) */
-    R->m_cfg_max_pos = R->pb.cfg.max_pos;
     if (setup_adapter(R, e) || build_data(R, e)) goto out;
-    if (R->ds->n_train == 0) {
+    if (R->P.data.ds->n_train == 0) {
         res->no_op = 1;
         note(R, "nothing to train: the document has no prose or Q/A text%s",
-             R->ds->n_pref_triples ? " (preference sections wait for the preference phase)" : "");
+             R->P.data.ds->n_pref_triples ? " (preference sections wait for the preference phase)" : "");
         rc = 0;
         goto out;
     }
-    if (R->ds->n_pref_triples)
+    if (R->P.data.ds->n_pref_triples)
         note(R, "note: %d preference triple(s) are kept for the preference phase; this run trains prose and Q/A (SFT)",
-             R->ds->n_pref_triples);
-    if (R->ds->train_loss_tokens < 500)
+             R->P.data.ds->n_pref_triples);
+    if (R->P.data.ds->train_loss_tokens < 500)
         log_warn("the document has only %lld trainable tokens (fewer than 500): expect memorisation, not learning",
-                 (long long)R->ds->train_loss_tokens);
+                 (long long)R->P.data.ds->train_loss_tokens);
     /* the OOM guard first: nothing of the weights is mapped, hashed or
      * allocated before the plan says the run fits */
     if (plan_memory(R, e)) goto out;
     if (run_lock_facts(R, e) || dlmlock_check(R->store, o->doc_path, &R->facts, o->lock, e)) goto out;
     if (model_load(R->model_path, &R->m, e) || replan_if_needed(R, e)) goto out;
-    if (R->qlora) {
+    if (R->P.qlora) {
         if (model_quantize_projections(R->m, DT_Q4_K, e)) goto out;
         note(R, "qlora: the base's projections are trained as Q4_K (quantized in memory; for repeated runs a Q4_K"
                 " GGUF base from 'dlm export' saves the conversion)");
@@ -414,25 +314,21 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
     if (allocate(R, e)) goto out;
 
     /* schedule */
-    R->spe = dataset_steps_per_epoch(R->ds, R->mb, R->ga);
-    R->total = (int64_t)R->spe * tr->num_epochs;
+    R->steps_per_epoch = dataset_steps_per_epoch(R->P.data.ds, R->micro_batch, R->grad_accum);
+    R->total = (int64_t)R->steps_per_epoch * tr->num_epochs;
     if (o->max_steps > 0 && o->max_steps < R->total) R->total = o->max_steps;
-    optim_defaults(&R->oc);
-    R->oc.lr = tr->learning_rate;
-    R->oc.weight_decay = tr->weight_decay;
-    R->oc.warmup_ratio = tr->warmup_ratio;
-    R->oc.min_lr_ratio = tr->min_lr_ratio;
-    R->oc.total_steps = R->total;
-    R->oc.sched = tr->lr_scheduler == DOC_SCHED_LINEAR ? SCHED_LINEAR
+    optim_defaults(&R->optim);
+    R->optim.lr = tr->learning_rate;
+    R->optim.weight_decay = tr->weight_decay;
+    R->optim.warmup_ratio = tr->warmup_ratio;
+    R->optim.min_lr_ratio = tr->min_lr_ratio;
+    R->optim.total_steps = R->total;
+    R->optim.sched = tr->lr_scheduler == DOC_SCHED_LINEAR ? SCHED_LINEAR
                 : tr->lr_scheduler == DOC_SCHED_CONSTANT ? SCHED_CONSTANT
                 : tr->lr_scheduler == DOC_SCHED_COSINE_MIN_LR ? SCHED_COSINE_MIN_LR : SCHED_COSINE;
     R->save_every = tr->save_steps > 0 ? tr->save_steps : (R->total / 4 > 1 ? R->total / 4 : 1);
     R->eval_every = R->total / 4 > 1 ? R->total / 4 : 1;
     R->best_val = INFINITY;
-    const char *crash = getenv("DLM_TEST_CRASH_AFTER_STEP");
-    R->crash_after = crash ? atoll(crash) : 0;
-    const char *delay = getenv("DLM_TEST_STEP_DELAY_MS");
-    R->step_delay_ms = delay ? atoi(delay) : 0;
 
     if (run_start_or_resume(R, e)) goto out;
     if (run_begin_records(R, e)) goto out;
@@ -468,7 +364,7 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
         run_log_step(R, step + 1, loss, gn, tps);
         progress(R, PHASE_TRAINING, step + 1, loss, R->last_lr, tps);
         if ((step + 1) % R->eval_every == 0 || step + 1 == R->total) {
-            if (R->ds->n_val) {
+            if (R->P.data.ds->n_val) {
                 progress(R, PHASE_EVALUATING, step + 1, loss, R->last_lr, tps);
                 R->last_val = evaluate(R);
                 run_log_eval(R, step + 1, R->last_val);
@@ -492,10 +388,10 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
         }
         /* Test hook: die like a killed process right after this step (and
          * its checkpoint), to prove that --resume recovers exactly. */
-        if (R->crash_after > 0 && step + 1 == R->crash_after) raise(SIGKILL);
+        if (o->test_crash_after_step > 0 && step + 1 == o->test_crash_after_step) raise(SIGKILL);
         /* Test hook: slow steps down so a test can signal a run mid-way
          * (timing only; the numbers are untouched). */
-        if (R->step_delay_ms > 0 && R->step_delay_ms <= 60000) usleep((useconds_t)R->step_delay_ms * 1000u);
+        if (o->test_step_delay_ms > 0 && o->test_step_delay_ms <= 60000) usleep((useconds_t)o->test_step_delay_ms * 1000u);
         if (stop && step + 1 < R->total) {
             res->cancelled = 1;
             run_end_records(R, "cancelled");
@@ -520,7 +416,7 @@ out:
         res->total = R->total;
         res->first_loss = R->first_loss;
         res->final_loss = R->last_loss;
-        res->val_loss = R->ds && R->ds->n_val ? (R->early || R->best_val < R->last_val ? R->best_val : R->last_val) : NAN;
+        res->val_loss = R->P.data.ds && R->P.data.ds->n_val ? (R->early || R->best_val < R->last_val ? R->best_val : R->last_val) : NAN;
         res->early_stopped = R->early;
         res->run_id = R->run_id;
         snprintf(res->log_path, sizeof res->log_path, "%s", R->log_path);
@@ -528,10 +424,10 @@ out:
     }
     res->seconds = time_mono() - R->t0;
     if (R->started && h && h->finished) {
-        train_outcome oc = {rc ? "failed" : res->cancelled ? "cancelled" : "completed",
-                            rc ? (e->code ? e->code : 1) : res->cancelled ? 130 : 0, rc ? e : NULL, R->version,
-                            R->steps_done, R->total};
-        h->finished(h->ctx, &oc);
+        train_outcome out = {.status = rc ? "failed" : res->cancelled ? "cancelled" : "completed",
+                             .exit_code = rc ? (e->code ? e->code : 1) : res->cancelled ? 130 : 0,
+                             .err = rc ? e : NULL, .version = R->version, .steps = R->steps_done, .total = R->total};
+        h->finished(h->ctx, &out);
     }
     run_free(R);
     return rc;

@@ -62,6 +62,11 @@ typedef struct train_opts {
     int force;                      /* train even if the plan says it does not fit */
     const char *base_override;      /* NULL = the document's base_model */
     int offline;                    /* no downloads */
+    /* Test hooks (the command layer reads them from the environment):
+     * die like a killed process right after this step and its checkpoint;
+     * sleep this long after each step so a test can signal a run mid-way. */
+    int64_t test_crash_after_step;
+    int test_step_delay_ms;
 } train_opts;
 
 typedef struct train_result {

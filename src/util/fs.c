@@ -56,10 +56,16 @@ int fs_read_all(const char *path, size_t max_bytes, char **out, size_t *len, dlm
     return 0;
 }
 
+static char g_fault[256];
+
+void fs_inject_write_failure(const char *substring)
+{
+    snprintf(g_fault, sizeof g_fault, "%s", substring ? substring : "");
+}
+
 int fs_fault_injected(const char *path)
 {
-    const char *f = getenv("DLM_FAIL_WRITE");
-    return f && *f && strstr(path, f) != NULL;
+    return g_fault[0] && strstr(path, g_fault) != NULL;
 }
 
 char *fs_dirname(char *dst, size_t cap, const char *path)

@@ -53,7 +53,11 @@ const char *fs_basename(const char *path);
 int fs_list_dir(const char *dir, char ***names, dlm_err *e);
 void fs_free_list(char **names, int n);
 
-/* True when $DLM_FAIL_WRITE names this path (test fault injection). */
+/* Fault injection: every atomic write whose path contains `substring`
+ * fails as a full disk would (NULL or "" turns it off). The command layer
+ * sets it from $DLM_FAIL_WRITE, so the CLI tests can prove that a failed
+ * write loses nothing. */
+void fs_inject_write_failure(const char *substring);
 int fs_fault_injected(const char *path);
 
 #endif

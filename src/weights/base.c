@@ -13,10 +13,14 @@ int base_arch_supported(const char *a)
     return a && (!strcmp(a, "LlamaForCausalLM") || !strcmp(a, "Qwen2ForCausalLM"));
 }
 
+static char g_tiny[4096];
+
+void base_set_tiny_path(const char *path) { snprintf(g_tiny, sizeof g_tiny, "%s", path ? path : ""); }
+
 int base_tiny_path(char *out, size_t cap, dlm_err *e)
 {
-    const char *env = getenv("DLM_TINY");
-    if (env && *env) {
+    const char *env = g_tiny;
+    if (*env) {
         if (!fs_is_file(env)) return err_set(e, "BaseError", "DLM_TINY='%s' is not a file", env);
         snprintf(out, cap, "%s", env);
         return 0;

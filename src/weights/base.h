@@ -20,8 +20,10 @@ int base_arch_supported(const char *hf_architecture);
  * snapshot (downloaded if missing and o allows). */
 int base_resolve(const char *spec, const hub_opts *o, base_ref *ref, char *path, size_t cap, dlm_err *e);
 
-/* Path of the embedded base: $DLM_TINY, else <binary dir>/../models/tiny.gguf,
- * else <source dir>/models/tiny.gguf. */
+/* Path of the embedded base: base_set_tiny_path's (the command layer's
+ * $DLM_TINY), else <binary dir>/../models/tiny.gguf, else <source
+ * dir>/models/tiny.gguf. */
 int base_tiny_path(char *out, size_t cap, dlm_err *e);
+void base_set_tiny_path(const char *path);
 
 #endif

@@ -19,22 +19,21 @@
 
 #define KIND "HubError"
 
-static int env_true(const char *name)
-{
-    const char *v = getenv(name);
-    if (!v || !*v) return 0;
-    return !strcmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes") || !strcasecmp(v, "on");
-}
+static hub_env g_env;
+
+void hub_set_env(const hub_env *env) { g_env = *env; }
+const hub_env *hub_get_env(void) { return &g_env; }
+
+static int set(const char *v) { return v && *v; }
 
 int hub_cache_root(char *out, size_t cap, dlm_err *e)
 {
-    const char *v;
+    const hub_env *v = &g_env;
     int n;
-    if ((v = getenv("HF_HUB_CACHE")) && *v) n = snprintf(out, cap, "%s", v);
-    else if ((v = getenv("HUGGINGFACE_HUB_CACHE")) && *v) n = snprintf(out, cap, "%s", v);
-    else if ((v = getenv("HF_HOME")) && *v) n = snprintf(out, cap, "%s/hub", v);
-    else if ((v = getenv("XDG_CACHE_HOME")) && *v) n = snprintf(out, cap, "%s/huggingface/hub", v);
-    else if ((v = getenv("HOME")) && *v) n = snprintf(out, cap, "%s/.cache/huggingface/hub", v);
+    if (set(v->hub_cache)) n = snprintf(out, cap, "%s", v->hub_cache);
+    else if (set(v->hf_home)) n = snprintf(out, cap, "%s/hub", v->hf_home);
+    else if (set(v->xdg_cache)) n = snprintf(out, cap, "%s/huggingface/hub", v->xdg_cache);
+    else if (set(v->home)) n = snprintf(out, cap, "%s/.cache/huggingface/hub", v->home);
     else return err_set(e, KIND, "cannot locate the HF cache: none of HF_HUB_CACHE, HF_HOME, XDG_CACHE_HOME, HOME is set");
     if (n < 0 || (size_t)n >= cap) return err_set(e, KIND, "HF cache path is too long");
     return 0;
@@ -44,14 +43,11 @@ int hub_opts_init(hub_opts *o, dlm_err *e)
 {
     memset(o, 0, sizeof *o);
     if (hub_cache_root(o->cache, sizeof o->cache, e)) return -1;
-    const char *ep = getenv("HF_ENDPOINT");
-    snprintf(o->endpoint, sizeof o->endpoint, "%s", ep && *ep ? ep : "https://huggingface.co");
+    snprintf(o->endpoint, sizeof o->endpoint, "%s", set(g_env.endpoint) ? g_env.endpoint : "https://huggingface.co");
     size_t n = strlen(o->endpoint);
     while (n > 0 && o->endpoint[n - 1] == '/') o->endpoint[--n] = 0;
-    const char *tok = getenv("HF_TOKEN");
-    if (!tok || !*tok) tok = getenv("HUGGING_FACE_HUB_TOKEN");
-    if (tok && *tok) snprintf(o->token, sizeof o->token, "%s", tok);
-    o->offline = env_true("HF_HUB_OFFLINE") || env_true("TRANSFORMERS_OFFLINE");
+    if (set(g_env.token)) snprintf(o->token, sizeof o->token, "%s", g_env.token);
+    o->offline = g_env.offline;
     o->max_retries = 4;
     o->backoff_ms = 1000;
     o->progress = -1;

@@ -35,7 +35,21 @@ typedef struct hub_opts {
     long low_speed_s;       /* abort a transfer stalled this long (default 60) */
 } hub_opts;
 
-/* Fill from the environment (cache root, HF_ENDPOINT, HF_TOKEN, offline). */
+/* What the environment says about the hub, read once by the command layer
+ * (src/cmd/setup.c) and handed down here: the cache root by precedence
+ * HF_HUB_CACHE (or HUGGINGFACE_HUB_CACHE) > HF_HOME/hub >
+ * XDG_CACHE_HOME/huggingface/hub > HOME/.cache/huggingface/hub,
+ * HF_ENDPOINT, HF_TOKEN (or HUGGING_FACE_HUB_TOKEN), HF_HUB_OFFLINE /
+ * TRANSFORMERS_OFFLINE. Strings are not copied: they must outlive the
+ * process's use of the hub (the environment's own strings do). */
+typedef struct hub_env {
+    const char *hub_cache, *hf_home, *xdg_cache, *home, *endpoint, *token;
+    int offline;
+} hub_env;
+void hub_set_env(const hub_env *env);
+const hub_env *hub_get_env(void);
+
+/* Fill from hub_set_env's values (cache root, endpoint, token, offline). */
 int hub_opts_init(hub_opts *o, dlm_err *e);
 /* The cache root alone, by the precedence above. */
 int hub_cache_root(char *out, size_t cap, dlm_err *e);

@@ -1,6 +1,8 @@
 /* registry — lookups and `--base` parsing over registry_table.c. */
 #include "weights/registry.h"
 
+#include "weights/hub.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,7 +132,7 @@ int registry_parse_base(const char *s, base_ref *out, dlm_err *e)
     }
     if (strchr(s, '/') || s[0] == '.' || s[0] == '~' || str_endswith(s, ".gguf")) {
         if (s[0] == '~' && (s[1] == '/' || !s[1])) {
-            const char *home = getenv("HOME");
+            const char *home = hub_get_env()->home;
             if (!home) home = "";
             if (snprintf(out->path, sizeof out->path, "%s%s", home, s + 1) >= (int)sizeof out->path)
                 return err_set(e, NULL, "base path too long");

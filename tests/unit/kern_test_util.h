@@ -67,6 +67,14 @@ static inline void *xmalloc(size_t n)
     CHECK_MSG(_md <= (rtol) * _mr + (atol), "%s: max|diff| %.3e at %zu (got %.9g want %.9g), max|ref| %.3e", \
               label, _md, _at, (double)(got)[_at], (double)(want)[_at], _mr); } while (0)
 
+/* The child runs below take their level from DLM_CPU_LEVEL, as the dlm
+ * binary does at start-up (src/cmd/setup.c). */
+__attribute__((constructor)) static void kern_test_cap_level(void)
+{
+    const char *l = getenv("DLM_CPU_LEVEL");
+    if (l && *l) cpu_cap_level(l);
+}
+
 /* Re-run this binary with DLM_CPU_LEVEL set to each level below the
  * native one. Returns the number of failing children. */
 static inline int rerun_lower_levels(const char *argv0)

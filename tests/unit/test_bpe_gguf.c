@@ -97,7 +97,7 @@ int main(void)
     check_weights("token_embd", &m->tok_embd, f->p.tok_embd, 300, 128);
     for (int l = 0; l < 2; l++) {
         const layer_weights *w = &m->layers[l];
-        const fb_layer_grads *p = &f->p.layers[l];
+        const layer_grads *p = &f->p.layers[l];
         check_weights("wq", &w->wq, p->wq, 128, 128);
         check_weights("wk", &w->wk, p->wk, 64, 128);
         check_weights("wv", &w->wv, p->wv, 64, 128);

@@ -10,7 +10,7 @@
 #include "kern/kern.h"
 #include "weights/model.h"
 #include "tokens/tok_gguf.h"
-#include "decoder/fb.h"
+#include "decoder/decoder.h"
 
 #define FIX "tests/ref/model/fixtures/qwen2-f32"
 
@@ -147,27 +147,27 @@ static void test_packing_loss(tok *t, const chat_dialect *dl)
     int64_t nl;
     CHECK_INT(dataset_fill(d, items, n, 1, 8, 256, tk, tg, ps, sg, &b, &nl), 0);
     CHECK(b.B < n); /* items share sequences */
-    fb_opts fo = {8, 256, 0, 0, 0};
-    fb_ctx *f;
-    CHECK_INT(fb_create(m, NULL, &fo, &f, &e), 0);
+    decoder_opts fo = {.B = 8, .T = 256};
+    decoder *f;
+    CHECK_INT(decoder_create(m, NULL, &fo, &f, &e), 0);
     static float nll_packed[8 * 256], nll_one[8 * 256]; /* [B*T] of the fill buffers */
     int64_t cnt;
-    double packed = fb_forward(f, &b, nll_packed, NULL, &cnt);
+    double packed = decoder_loss(f, &b, nll_packed, NULL, &cnt);
     double alone = 0;
     for (int i = 0; i < n; i++) {
         token_batch b1;
         int64_t nl1;
         dataset_fill(d, &items[i], 1, 1, 8, 256, tk + 256 * 4, tg + 256 * 4, ps + 256 * 4, sg + 256 * 4, &b1, &nl1);
-        alone += fb_forward(f, &b1, nll_one, NULL, &cnt);
+        alone += decoder_loss(f, &b1, nll_one, NULL, &cnt);
     }
     CHECK_NEAR(packed, alone, 1e-4 * fabs(alone));
     CHECK_INT(nl, d->train_loss_tokens + d->val_loss_tokens);
     /* unpacked: one item per sequence, same total */
     CHECK_INT(dataset_fill(d, items, n, 0, 8, 256, tk, tg, ps, sg, &b, &nl), 0);
     CHECK_INT(b.B, n);
-    double unpacked = fb_forward(f, &b, NULL, NULL, &cnt);
+    double unpacked = decoder_loss(f, &b, NULL, NULL, &cnt);
     CHECK_NEAR(unpacked, alone, 1e-4 * fabs(alone));
-    fb_free(f);
+    decoder_free(f);
     model_free(m);
     /* batching: every train item once per epoch, in an order keyed by epoch */
     int seen[16] = {0}, per = dataset_steps_per_epoch(d, 2, 2), got[4];

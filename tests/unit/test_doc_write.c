@@ -161,9 +161,9 @@ static void test_templates(void)
 {
     dlm_err e;
     doc_template_set set;
-    setenv("DLM_TEMPLATES", "templates", 1);   /* tests run from the source root */
+    doc_templates_set_dir("templates");   /* tests run from the source root */
     CHECK_INT(doc_templates_load(&set, &e), 0);
-    unsetenv("DLM_TEMPLATES");
+    doc_templates_set_dir(NULL);
     CHECK(set.n >= 3);
     CHECK_INT(set.n, doc_templates_embedded_len);
     for (int i = 0; i < set.n; i++) {

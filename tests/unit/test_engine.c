@@ -21,7 +21,8 @@
 #include "weights/safetensors.h"
 #include "decoder/session.h"
 #include "adapter/adapter.h"
-#include "decoder/fb.h"
+#include "decoder/decoder.h"
+#include "grad/backward.h"
 #include "grad/full.h"
 #include "decoder/lora.h"
 #include "grad/optim.h"
@@ -77,20 +78,20 @@ static lora *make_lora(const model *m, int dora, float dropout, uint64_t seed)
 static double grads(const model *m, const lora *l, full_model *fm, int recompute, const token_batch *b,
                     float *g, uint64_t micro)
 {
-    fb_opts o = {b->B, b->T, recompute, fm != NULL, 5};
-    fb_ctx *f;
+    decoder_opts o = {.B = b->B, .T = b->T, .recompute = recompute, .full = fm != NULL, .logit_rows = 5};
+    decoder *f;
     dlm_err e;
-    if (fb_create(fm ? &fm->m : m, l, &o, &f, &e)) { fprintf(stderr, "%s\n", e.msg); exit(1); }
-    fb_full_grads fg;
-    fb_layer_grads *lay = NULL;
+    if (decoder_create(fm ? &fm->m : m, l, &o, &f, &e)) { fprintf(stderr, "%s\n", e.msg); exit(1); }
+    full_grads fg;
+    layer_grads *lay = NULL;
     if (fm) {
         lay = calloc((size_t)m->cfg.n_layer, sizeof *lay);
         fg.layers = lay;
-        fb_full_carve(&m->cfg, g, &fg);
+        full_grads_carve(&m->cfg, g, &fg);
     }
     int64_t n;
-    double loss = fb_step(f, b, fm ? NULL : g, fm ? &fg : NULL, 0.01f, 1234, micro, &n);
-    fb_free(f);
+    double loss = backward_step(f, b, fm ? NULL : g, fm ? &fg : NULL, 0.01f, 1234, micro, &n);
+    decoder_free(f);
     free(lay);
     return loss;
 }
@@ -134,13 +135,13 @@ static void test_identical_bytes(const char *path)
 /* Loss as a function of the parameter vector (double sum / count). */
 static double loss_at(const model *m, const lora *l, full_model *fm, const token_batch *b)
 {
-    fb_opts o = {b->B, b->T, 0, 0, 0};
-    fb_ctx *f;
+    decoder_opts o = {.B = b->B, .T = b->T};
+    decoder *f;
     dlm_err e;
-    if (fb_create(fm ? &fm->m : m, l, &o, &f, &e)) exit(1);
+    if (decoder_create(fm ? &fm->m : m, l, &o, &f, &e)) exit(1);
     int64_t n;
-    double s = fb_forward(f, b, NULL, NULL, &n);
-    fb_free(f);
+    double s = decoder_loss(f, b, NULL, NULL, &n);
+    decoder_free(f);
     return s / (double)n;
 }
 
@@ -159,16 +160,16 @@ static void test_finite_differences(const char *path)
         float *w = l ? l->w : fm->slab;
         size_t n = l ? l->n : fm->n;
         float *g = calloc(n, 4);
-        fb_opts o = {2, 8, 0, fm != NULL, 0};
-        fb_ctx *f;
-        fb_create(fm ? &fm->m : m, l, &o, &f, &e);
-        fb_full_grads fg;
-        fb_layer_grads *lay = calloc((size_t)m->cfg.n_layer, sizeof *lay);
+        decoder_opts o = {.B = 2, .T = 8, .full = fm != NULL};
+        decoder *f;
+        decoder_create(fm ? &fm->m : m, l, &o, &f, &e);
+        full_grads fg;
+        layer_grads *lay = calloc((size_t)m->cfg.n_layer, sizeof *lay);
         fg.layers = lay;
-        if (fm) fb_full_carve(&m->cfg, g, &fg);
+        if (fm) full_grads_carve(&m->cfg, g, &fg);
         int64_t cnt;
-        fb_step(f, &tb.b, fm ? NULL : g, fm ? &fg : NULL, 1.0f / (float)nl, 0, 0, &cnt);
-        fb_free(f);
+        backward_step(f, &tb.b, fm ? NULL : g, fm ? &fg : NULL, 1.0f / (float)nl, 0, 0, &cnt);
+        decoder_free(f);
         /* Probe 24 parameters spread over the vector, largest-gradient ones
          * included, with central differences in f32 (eps 1e-2·scale). */
         int bad = 0;
@@ -215,20 +216,20 @@ static void test_finite_differences(const char *path)
  * checks the cache itself. With it on, only the int8 rounding may differ. */
 static void test_session_matches(const char *path, int i8, double tol)
 {
-    kern_matvec_i8_off = !i8;
+    kern_set_int8_decode(i8);
     model *m = load(path);
     lora *l = make_lora(m, 0, 0.0f, 6);
     tbatch tb;
     make_batch(&tb, 1, 12, m->cfg.vocab, 13, 0);
     int V = m->cfg.vocab;
     float *full = calloc((size_t)12 * V, 4), *one = calloc((size_t)V, 4);
-    fb_opts o = {1, 12, 0, 0, 0};
-    fb_ctx *f;
+    decoder_opts o = {.B = 1, .T = 12};
+    decoder *f;
     dlm_err e;
-    fb_create(m, l, &o, &f, &e);
+    decoder_create(m, l, &o, &f, &e);
     int64_t n;
-    fb_forward(f, &tb.b, NULL, full, &n);
-    fb_free(f);
+    decoder_loss(f, &tb.b, NULL, full, &n);
+    decoder_free(f);
     session *s;
     CHECK_INT(session_create(m, l, 32, 5, &s, &e), 0);
     /* prompt of 7 in batches of 5, then one token at a time */
@@ -238,7 +239,7 @@ static void test_session_matches(const char *path, int i8, double tol)
         session_eval(s, tb.tok + t, 1, one, 0, &e);
         check_tensor("session step", one, full + (size_t)t * V, (size_t)V, tol);
     }
-    kern_matvec_i8_off = 0;
+    kern_set_int8_decode(1);
     session_free(s);
     free(full);
     free(one);
@@ -260,9 +261,9 @@ static void test_smoke_training(const char *path)
     for (int i = 0; i < T; i++) tok[i] = (int32_t)((i * 37 + 11) % m->cfg.vocab);
     for (int i = 0; i < T; i++) { tgt[i] = i + 1 < T ? tok[i + 1] : -1; pos[i] = i; }
     token_batch b = {1, T, tok, tgt, pos, NULL};
-    fb_opts o = {1, T, 0, 0, 0};
-    fb_ctx *f;
-    fb_create(m, l, &o, &f, &e);
+    decoder_opts o = {.B = 1, .T = T};
+    decoder *f;
+    decoder_create(m, l, &o, &f, &e);
     float *g = calloc(l->n, 4), *mm = calloc(l->n, 4), *vv = calloc(l->n, 4);
     optim_config oc;
     optim_defaults(&oc);
@@ -274,14 +275,14 @@ static void test_smoke_training(const char *path)
     for (int step = 0; step < 30; step++) {
         memset(g, 0, l->n * 4);
         int64_t n;
-        double s = fb_step(f, &b, g, NULL, 1.0f / (float)(T - 1), 0, (uint64_t)step, &n) / (double)n;
+        double s = backward_step(f, &b, g, NULL, 1.0f / (float)(T - 1), 0, (uint64_t)step, &n) / (double)n;
         if (step == 0) first = s;
         last = s;
         optim_clip(g, l->n, oc.max_grad_norm);
         optim_adamw_step(&oc, l->w, g, mm, vv, l->n, optim_lr_at(&oc, step), step + 1);
     }
     CHECK_MSG(last < 0.5 * first, "loss %.4f -> %.4f did not halve", first, last);
-    fb_free(f);
+    decoder_free(f);
     free(g); free(mm); free(vv);
     lora_free(l);
     model_free(m);
@@ -411,20 +412,20 @@ static void ref_mode(const char *dir, const char *mode)
     size_t n = l ? l->n : fm->n;
     float *w = l ? l->w : fm->slab;
     float *g = calloc(n, 4);
-    fb_layer_grads *lay = calloc((size_t)m->cfg.n_layer, sizeof *lay);
-    fb_full_grads fg = {0};
+    layer_grads *lay = calloc((size_t)m->cfg.n_layer, sizeof *lay);
+    full_grads fg = {0};
     fg.layers = lay;
-    if (full) fb_full_carve(&m->cfg, g, &fg);
-    fb_opts o = {B, T, 0, full, 7};
-    fb_ctx *f;
-    CHECK_INT(fb_create(mm, l, &o, &f, &e), 0);
+    if (full) full_grads_carve(&m->cfg, g, &fg);
+    decoder_opts o = {.B = B, .T = T, .full = full, .logit_rows = 7};
+    decoder *f;
+    CHECK_INT(decoder_create(mm, l, &o, &f, &e), 0);
     int64_t nl;
     if (!strcmp(mode, "lora")) {
         float *logits = calloc((size_t)B * T * m->cfg.vocab, 4);
         snprintf(p, sizeof p, "%s/logits.safetensors", dir);
         st_file *lf;
         st_open(p, &lf, &e);
-        fb_forward(f, &b, NULL, logits, &nl);
+        decoder_loss(f, &b, NULL, logits, &nl);
         const float *want = need(lf, "logits")->data;
         double maxabs = 0;
         for (size_t i = 0; i < (size_t)B * T * m->cfg.vocab; i++)
@@ -433,9 +434,9 @@ static void ref_mode(const char *dir, const char *mode)
         st_close(lf);
         free(logits);
     }
-    double sum = fb_step(f, &b, full ? NULL : g, full ? &fg : NULL, 0, 0, 0, &nl);
+    double sum = backward_step(f, &b, full ? NULL : g, full ? &fg : NULL, 0, 0, 0, &nl);
     memset(g, 0, n * 4);
-    sum = fb_step(f, &b, full ? NULL : g, full ? &fg : NULL, 1.0f / (float)nl, 0, 0, &nl);
+    sum = backward_step(f, &b, full ? NULL : g, full ? &fg : NULL, 1.0f / (float)nl, 0, 0, &nl);
     double want_loss;
     jget_num(hp, "loss", &want_loss);
     CHECK_MSG(fabs(sum / (double)nl - want_loss) <= 1e-4 * fabs(want_loss), "%s %s loss %.7f want %.7f",
@@ -483,7 +484,7 @@ static void ref_mode(const char *dir, const char *mode)
     float *mo = calloc(n, 4), *vo = calloc(n, 4);
     for (int64_t step = 0; step < oc.total_steps; step++) {
         memset(g, 0, n * 4);
-        double s = fb_step(f, &b, full ? NULL : g, full ? &fg : NULL, 1.0f / (float)nl, 0, (uint64_t)step, &nl) / (double)nl;
+        double s = backward_step(f, &b, full ? NULL : g, full ? &fg : NULL, 1.0f / (float)nl, 0, (uint64_t)step, &nl) / (double)nl;
         double want = json_real_value(json_array_get(sl, (size_t)step));
         CHECK_MSG(fabs(s - want) <= 1e-4 * fabs(want), "%s %s step %lld loss %.7f want %.7f", dir, mode,
                   (long long)step, s, want);
@@ -491,13 +492,13 @@ static void ref_mode(const char *dir, const char *mode)
         if (getenv("ENGINE_DEBUG")) fprintf(stderr, "step %lld norm %.6f lr %.6g\n", (long long)step, gn, optim_lr_at(&oc, step));
         optim_adamw_step(&oc, w, g, mo, vo, n, optim_lr_at(&oc, step), step + 1);
     }
-    double fin = fb_forward(f, &b, NULL, NULL, &nl) / (double)nl, wantf;
+    double fin = decoder_loss(f, &b, NULL, NULL, &nl) / (double)nl, wantf;
     jget_num(hp, "final_loss", &wantf);
     CHECK_MSG(fabs(fin - wantf) <= 1e-4 * fabs(wantf), "%s %s final loss %.7f want %.7f", dir, mode, fin, wantf);
     printf("ref %s %s: loss %.6f, %d gradient tensors, 10 steps -> %.6f (torch %.6f)\n", dir, mode,
            sum / (double)nl, ntens, fin, wantf);
     free(mo); free(vo); free(g); free(lay);
-    fb_free(f);
+    decoder_free(f);
     json_decref(hp);
     st_close(bf); st_close(gf); st_close(inf);
     lora_free(l);

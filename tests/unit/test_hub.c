@@ -10,6 +10,7 @@
  *   test_hub base SPEC             base_resolve (registry key, hf:, path)
  * Exit 0 ok, 3 not found, 1 error ("Kind: message" and the hint on stderr). */
 #include "check.h"
+#include "cmd/commands.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,18 +36,23 @@ static void test_root(void)
     char r[4096];
     clear_env();
     setenv("HOME", "/home/u", 1);
+    cmd_read_env(&E);
     CHECK_INT(hub_cache_root(r, sizeof r, &E), 0);
     CHECK_STR(r, "/home/u/.cache/huggingface/hub");
     setenv("XDG_CACHE_HOME", "/xdg", 1);
+    cmd_read_env(&E);
     hub_cache_root(r, sizeof r, &E);
     CHECK_STR(r, "/xdg/huggingface/hub");
     setenv("HF_HOME", "/hfhome", 1);
+    cmd_read_env(&E);
     hub_cache_root(r, sizeof r, &E);
     CHECK_STR(r, "/hfhome/hub");
     setenv("HUGGINGFACE_HUB_CACHE", "/legacy", 1);
+    cmd_read_env(&E);
     hub_cache_root(r, sizeof r, &E);
     CHECK_STR(r, "/legacy");
     setenv("HF_HUB_CACHE", "/new", 1);
+    cmd_read_env(&E);
     hub_cache_root(r, sizeof r, &E);
     CHECK_STR(r, "/new");
 
@@ -54,11 +60,13 @@ static void test_root(void)
     setenv("HF_ENDPOINT", "http://127.0.0.1:9/", 1);
     setenv("HF_TOKEN", "hf_x", 1);
     setenv("TRANSFORMERS_OFFLINE", "1", 1);
+    cmd_read_env(&E);
     CHECK_INT(hub_opts_init(&o, &E), 0);
     CHECK_STR(o.endpoint, "http://127.0.0.1:9");
     CHECK_STR(o.token, "hf_x");
     CHECK_INT(o.offline, 1);
     clear_env();
+    cmd_read_env(&E);
     CHECK_INT(hub_opts_init(&o, &E), 0);
     CHECK_STR(o.endpoint, "https://huggingface.co");
     CHECK_INT(o.offline, 0);
@@ -98,6 +106,7 @@ static void test_cache(void)
     setenv("HF_HUB_CACHE", root, 1);
     setenv("HF_ENDPOINT", "http://127.0.0.1:1", 1);   /* nothing listens there */
     hub_opts o;
+    cmd_read_env(&E);
     hub_opts_init(&o, &E);
     o.max_retries = 0;
     char p[4096], rd[4096];
@@ -165,6 +174,7 @@ static void test_base(void)
     for (int i = 0; i < registry_count(); i++)
         supported += registry_at(i)->modality == REG_TEXT && base_arch_supported(registry_at(i)->architecture);
     CHECK_INT(supported, 13); /* the original's 10 llama/qwen2 rows + qwen2.5-coder-7b/14b + tiny */
+    cmd_read_env(&E);
     hub_opts_init(&o, &E);
     CHECK_INT(base_resolve("qwen3-4b", &o, &r, out, sizeof out, &E), -1);
     CHECK_STR(E.kind, "UnsupportedArchitectureError");
@@ -179,6 +189,7 @@ static void test_base(void)
     clear_env();
     setenv("HF_HUB_CACHE", root, 1);
     setenv("HF_HUB_OFFLINE", "1", 1);
+    cmd_read_env(&E);
     hub_opts_init(&o, &E);
     CHECK_INT(base_resolve("qwen2.5-0.5b", &o, &r, out, sizeof out, &E), -1);
     CHECK_STR(E.kind, "HubOfflineError");

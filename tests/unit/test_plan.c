@@ -1,5 +1,5 @@
 /* plan: the formulas against hand-computed values and against the owners
- * of the buffers (lora_create, fb_plan_bytes, the model loader), the auto
+ * of the buffers (lora_create, decoder_plan_bytes, the model loader), the auto
  * choices, the refusals and what they recommend. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +11,7 @@
 #include "kern/kern_impl.h"
 #include "weights/model.h"
 #include "weights/registry.h"
-#include "decoder/fb.h"
+#include "decoder/decoder.h"
 #include "decoder/lora.h"
 
 #define FIX DLM_SOURCE_DIR "/tests/ref/model/fixtures"
@@ -72,18 +72,18 @@ static void test_activations(void)
      * (x·Aᵀ) + 4·64 dropout mask bits / 32 = 558 floats; residual stream (L+1)·C = 192 floats */
     CHECK_INT(plan_act_per_token(&c, &l, 0), 4 * (192 + 2 * 558));
     CHECK_INT(plan_act_per_token(&c, &l, 1), 4 * (192 + 558));
-    /* fb_plan_bytes: dropping recomputation adds exactly (L−1) layers of
+    /* decoder_plan_bytes: dropping recomputation adds exactly (L−1) layers of
      * activations, up to 64-byte alignment of each of the 18 pieces */
     for (int B = 1; B <= 4; B *= 2)
         for (int T = 32; T <= 256; T *= 2) {
-            fb_opts keep = {B, T, 0, 0, 0}, rc = {B, T, 1, 0, 0};
-            uint64_t a = fb_plan_bytes(&c, &l, &keep), b = fb_plan_bytes(&c, &l, &rc);
+            decoder_opts keep = {.B = B, .T = T}, rc = {.B = B, .T = T, .recompute = 1};
+            uint64_t a = decoder_plan_bytes(&c, &l, &keep), b = decoder_plan_bytes(&c, &l, &rc);
             uint64_t want = (uint64_t)(c.n_layer - 1) * 558 * 4 * (uint64_t)(B * T);
             uint64_t got = a - b;
             CHECK_MSG(got >= want && got <= want + 18 * 64 + 256, "B %d T %d: %llu vs %llu", B, T,
                       (unsigned long long)got, (unsigned long long)want);
         }
-    /* the plan's activation items add up to fb_plan_bytes exactly, and the
+    /* the plan's activation items add up to decoder_plan_bytes exactly, and the
      * stored part is the per-token figure times the tokens (plus the final
      * norm input and alignment) */
     plan_in in;
@@ -95,8 +95,8 @@ static void test_activations(void)
     for (int rc = 0; rc < 2; rc++) {
         plan p;
         plan_compute(&in, 4, 2, rc, &p);
-        fb_opts o = {4, 128, rc, 0, 0};
-        uint64_t fb = fb_plan_bytes(&c, &l, &o);
+        decoder_opts o = {.B = 4, .T = 128, .recompute = rc};
+        uint64_t fb = decoder_plan_bytes(&c, &l, &o);
         uint64_t sum = item(&p, "activations") + item(&p, "attention scratch") + item(&p, "LM-head chunk") +
                        item(&p, "backward scratch");
         CHECK_INT(sum, fb);

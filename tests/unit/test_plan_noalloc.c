@@ -25,7 +25,8 @@
 #include "weights/model.h"
 #include "tokens/tok.h"
 #include "tokens/tok_gguf.h"
-#include "decoder/fb.h"
+#include "decoder/decoder.h"
+#include "grad/backward.h"
 #include "run/heartbeat.h"
 #include "decoder/lora.h"
 #include "grad/optim.h"
@@ -109,9 +110,9 @@ static void run(int recompute, int threads)
     int *items = malloc(mb * sizeof(int));
     strbuf ck = STRBUF_INIT;
     CHECK(sb_reserve(&ck, state_bytes(n, 0)) == 0);
-    fb_opts fo = {mb, T, recompute, 0, 0};
-    fb_ctx *f = NULL;
-    CHECK(fb_create(m, l, &fo, &f, &e) == 0);
+    decoder_opts fo = {.B = mb, .T = T, .recompute = recompute};
+    decoder *f = NULL;
+    CHECK(decoder_create(m, l, &fo, &f, &e) == 0);
     optim_config oc;
     optim_defaults(&oc);
     oc.lr = 1e-3f;
@@ -141,7 +142,7 @@ static void run(int recompute, int threads)
             token_batch b;
             int64_t nl, got;
             dataset_fill(ds, items, c, 1, mb, T, bt_tok, bt_tgt, bt_pos, bt_seg, &b, &nl);
-            sum += fb_step(f, &b, g, NULL, 1.0f / (float)tl, 7, (uint64_t)step * ga + (uint64_t)mi, &got);
+            sum += backward_step(f, &b, g, NULL, 1.0f / (float)tl, 7, (uint64_t)step * ga + (uint64_t)mi, &got);
         }
         double loss = tl ? sum / (double)tl : 0;
         if (step == 0) first = loss;
@@ -157,7 +158,7 @@ static void run(int recompute, int threads)
                 token_batch b;
                 int64_t nl, got;
                 dataset_fill(ds, ds->val + i, c, 1, mb, T, bt_tok, bt_tgt, bt_pos, bt_seg, &b, &nl);
-                fb_forward(f, &b, NULL, NULL, &got);
+                decoder_loss(f, &b, NULL, NULL, &got);
             }
             train_state s = {(uint64_t)step + 1, 12, 0, 7, n, INFINITY, 0, 0, loss, l->w, mo, ve, NULL};
             CHECK(state_save_buf(ckpath, &s, &ck, &e) == 0);
@@ -187,7 +188,7 @@ static void run(int recompute, int threads)
     CHECK(hb_finish(hb, &oc2, "done", &e) == 0);
     hb_free(hb);
     sb_free(&ck);
-    fb_free(f);
+    decoder_free(f);
     free(g);
     free(mo);
     free(ve);

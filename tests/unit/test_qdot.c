@@ -180,9 +180,9 @@ static void test_matvec(void)
             free(wd);
             CHECK_MSG(worst <= 1.0, "type %d: int8 decode off the float path by %.3g of its bound", t, worst);
             CHECK_MSG(worst > 0, "type %d: the integer path did not run", t);
-            kern_matvec_i8_off = 1;
+            kern_set_int8_decode(0);
             kern_matvec(y2, x, &W, bias);
-            kern_matvec_i8_off = 0;
+            kern_set_int8_decode(1);
             CHECK_MSG(!memcmp(y2, yf, (size_t)O * 4), "type %d: switched off must be kern_matmul", t);
         }
         free(wq);

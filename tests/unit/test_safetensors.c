@@ -140,9 +140,9 @@ static void test_roundtrip(void)
     st_out d[2] = {{"x", ST_F32, 1, {1}, SIX}, {"x", ST_F32, 1, {1}, SIX}};
     CHECK_INT(st_write(p, d, 2, NULL, &E), -1);
     /* injected write failure keeps the old file */
-    setenv("DLM_FAIL_WRITE", "a.safetensors", 1);
+    fs_inject_write_failure("a.safetensors");
     CHECK_INT(st_write(p, d, 1, NULL, &E), -1);
-    unsetenv("DLM_FAIL_WRITE");
+    fs_inject_write_failure(NULL);
     CHECK_INT(st_open(p, &f, &E), 0);
     if (f) CHECK_INT(st_count(f), 3);
     st_close(f);

@@ -61,9 +61,9 @@ static void test_fs(void)
     free(buf);
     CHECK_INT(fs_read_all(p, 3, &buf, &len, &e), -1); /* size cap */
     /* Injected write failure leaves the old content and no temp file. */
-    setenv("DLM_FAIL_WRITE", "a.txt", 1);
+    fs_inject_write_failure("a.txt");
     CHECK_INT(fs_write_atomic(p, "world", 5, 0644, &e), -1);
-    unsetenv("DLM_FAIL_WRITE");
+    fs_inject_write_failure(NULL);
     CHECK_INT(fs_read_all(p, 100, &buf, &len, &e), 0);
     CHECK_STR(buf, "hello");
     free(buf);

@@ -13,7 +13,8 @@
 #include <stdint.h>
 #include "weights/model.h"
 #include "tokens/tok.h"
-#include "decoder/fb.h"
+#include "decoder/decoder.h"
+#include "grad/backward.h"
 #include "grad/full.h"
 #include "grad/optim.h"
 #include "util/err.h"
@@ -64,8 +65,8 @@ int tiny_stream_build(const tiny_corpus *c, tok *k, int every, int heldout, int3
 typedef struct tiny_trainer {
     full_model *f;
     float *g, *m, *v;
-    fb_full_grads fg;
-    fb_ctx *ctx;
+    full_grads fg;
+    decoder *ctx;
     full_tensor *ts;
     int nts;
     int B, T;

@@ -30,10 +30,10 @@ int tiny_trainer_new(full_model *f, int B, int T, tiny_trainer **out, dlm_err *e
         tiny_trainer_free(t);
         return err_set(e, "MemoryError", "out of memory for the trainer");
     }
-    fb_full_carve(c, t->g, &t->fg);
+    full_grads_carve(c, t->g, &t->fg);
     t->nts = full_tensors(c, &f->p, t->ts);
-    fb_opts o = {B, T, 0, 1, 0};
-    if (fb_create(&f->m, NULL, &o, &t->ctx, e)) {
+    decoder_opts o = {.B = B, .T = T, .full = 1};
+    if (decoder_create(&f->m, NULL, &o, &t->ctx, e)) {
         tiny_trainer_free(t);
         return -1;
     }
@@ -44,7 +44,7 @@ int tiny_trainer_new(full_model *f, int B, int T, tiny_trainer **out, dlm_err *e
 void tiny_trainer_free(tiny_trainer *t)
 {
     if (!t) return;
-    fb_free(t->ctx);
+    decoder_free(t->ctx);
     free(t->g);
     free(t->m);
     free(t->v);
@@ -107,7 +107,7 @@ double tiny_train_step(tiny_trainer *t, const optim_config *oc, double lr, uint6
     int64_t want = count_targets(t), nl = 0;
     if (want == 0) return 0;
     token_batch b = {t->B, t->T, t->tok, t->tgt, t->pos, t->seg};
-    double sum = fb_step(t->ctx, &b, NULL, &t->fg, 1.0f / (float)want, seed, (uint64_t)t->adam_t, &nl);
+    double sum = backward_step(t->ctx, &b, NULL, &t->fg, 1.0f / (float)want, seed, (uint64_t)t->adam_t, &nl);
     double gn = optim_clip(t->g, f->n, oc->max_grad_norm);
     if (grad_norm) *grad_norm = gn;
     t->adam_t++;
@@ -133,7 +133,7 @@ double tiny_eval(tiny_trainer *t, const tiny_stream *s, int rows, int64_t *n_tok
         for (int b = 0; b < nb; b++) tiny_fill_stream_row(t, b, s, (size_t)(r0 + b));
         token_batch bt = {nb, t->T, t->tok, t->tgt, t->pos, t->seg};
         int64_t nl = 0;
-        sum += fb_forward(t->ctx, &bt, NULL, NULL, &nl);
+        sum += decoder_loss(t->ctx, &bt, NULL, NULL, &nl);
         n += nl;
     }
     if (n_tok) *n_tok = n;

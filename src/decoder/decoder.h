@@ -1,0 +1,69 @@
+/* decoder — the llama/qwen2 decoder's forward pass, written once.
+ *
+ * Every caller runs the same layer equations (decoder/forward.c):
+ *   - training (grad/backward.c): a micro-batch of B sequences × T tokens,
+ *     keeping what the backward needs (every layer's activations, or only
+ *     the layer inputs when recomputing), dropout on the adapter path;
+ *   - evaluation and validation loss (decoder_loss): the same pass without
+ *     dropout, the LM head fused with the cross-entropy;
+ *   - prompt-time inference (decoder/session.c): one sequence growing
+ *     through a KV cache, keeping nothing but the cache.
+ *
+ * One decoder owns every activation and scratch buffer for its shape,
+ * allocated once by decoder_create (size known in advance through
+ * decoder_plan_bytes, which the memory plan and doctor share). Nothing is
+ * allocated by a pass.
+ *
+ * Numerics follow HF transformers: RMSNorm in f32, rotate-half RoPE, GQA
+ * (query head h uses kv head h/(NH/KVH)), SwiGLU, causal attention (plus
+ * segment masking for packed rows), tied or separate LM head, mean token
+ * cross-entropy. The adapter (decoder/lora.h) is applied on the fly, so
+ * the base weights stay in their stored type. */
+#ifndef DLM_DECODER_H
+#define DLM_DECODER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "decoder/lora.h"
+#include "tokens/batch.h"
+#include "util/err.h"
+#include "weights/model.h"
+
+typedef struct decoder_opts {
+    int B, T;               /* rows per pass: B sequences × T tokens (max; a pass may use fewer) */
+    int recompute;          /* training: keep only layer inputs, recompute each layer in backward */
+    int full;               /* training: every weight trainable (weights must be F32) */
+    int logit_rows;         /* full mode: LM-head rows per chunk (0 = auto) */
+    int n_ctx;              /* > 0: inference with a KV cache of n_ctx positions (B = 1; no backward) */
+} decoder_opts;
+
+/* Bytes decoder_create will allocate for these options (activations +
+ * scratch), and the same total by purpose (the memory plan's items): what
+ * the forward keeps for the backward, the LM head's buffers, the
+ * backward's working buffers, the attention scratch. */
+typedef struct decoder_parts { size_t acts, head, bwd, attn; } decoder_parts;
+size_t decoder_plan_parts(const model_config *c, const lora_config *lc, const decoder_opts *o, decoder_parts *parts);
+size_t decoder_plan_bytes(const model_config *c, const lora_config *lc, const decoder_opts *o);
+
+typedef struct decoder decoder;
+/* l may be NULL (full training, or the bare base). */
+int decoder_create(const model *m, const lora *l, const decoder_opts *o, decoder **out, dlm_err *e);
+void decoder_free(decoder *d);
+
+/* Forward only (no dropout) over a training-shaped batch: summed NLL, and
+ * per-position NLL into nll[B*T] if non-NULL (0 where target = -1);
+ * logits_out [B*T, V] if non-NULL. DoRA norms come from the current A/B. */
+double decoder_loss(decoder *d, const token_batch *b, float *nll, float *logits_out, int64_t *n_loss);
+
+/* KV-cache inference (n_ctx > 0): evaluate tokens[0..n) at positions
+ * n_past..n_past+n-1 (n <= B·T rows per call), appending their K/V to the
+ * cache. logits receives [V] for the last token, or [n, V] when all_logits.
+ * The caller keeps n_past (decoder/session.c). */
+void decoder_eval(decoder *d, const int32_t *tokens, int n, int n_past, float *logits, int all_logits);
+/* Copy the first n cached positions of src's cache into dst's (same shape). */
+void decoder_copy_cache(decoder *dst, const decoder *src, int n);
+/* Recompute the DoRA scales from the adapter's current weights (the
+ * inference decoder does it at create; training passes do it each time). */
+void decoder_dora_prepare(decoder *d);
+
+#endif

@@ -1,0 +1,532 @@
+/* forward — the decoder's forward pass. See decoder.h for the contract.
+ *
+ * Shapes (N = B·T rows, C model dim, Q = NH·HS, K = KVH·HS, F ffn dim,
+ * V vocab, r LoRA rank). Per layer the forward is, as in HF's
+ * LlamaDecoderLayer:
+ *
+ *   xn1 = rmsnorm(x) ; q,k,v = lin(xn1) ; rope(q,k) ; att = attn(q,k,v)
+ *   h   = x + lin_o(att)
+ *   xn2 = rmsnorm(h) ; g,u = lin(xn2) ; act = silu(g)·u
+ *   x'  = h + lin_down(act)
+ *
+ * Training keeps every layer's activations (or, recomputing, only the
+ * layer inputs X[l]) and grad/backward.c walks the same equations in
+ * reverse; inference appends k and v to the KV cache and attends over it.
+ * The plain-loop twins of every kernel used here are in kern/kern_ref.c. */
+#include "decoder/decoder_impl.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kern/kern.h"
+#include "util/rng.h"
+
+#ifdef DECODER_PROFILE
+#include <stdio.h>
+#include <time.h>
+#define PROF_MAX 64
+static const char *prof_name[PROF_MAX];
+static double prof_t[PROF_MAX];
+static long prof_n[PROF_MAX];
+double decoder_profile_clock(void)   /* process CPU time: robust against a loaded machine */
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+void decoder_profile_add(const char *name, double seconds)
+{
+    int i = 0;
+    while (i < PROF_MAX - 1 && prof_name[i] && prof_name[i] != name) i++;
+    prof_name[i] = name;
+    prof_t[i] += seconds;
+    prof_n[i]++;
+}
+void decoder_profile_dump(double steps)
+{
+    double tot = 0;
+    for (int i = 0; i < PROF_MAX && prof_name[i]; i++) tot += prof_t[i];
+    for (int i = 0; i < PROF_MAX && prof_name[i]; i++)
+        fprintf(stderr, "PROF %-22s %8.1f ms/step %5.1f%%  (%ld calls)\n", prof_name[i],
+                1e3 * prof_t[i] / steps, 100 * prof_t[i] / tot, prof_n[i]);
+    fprintf(stderr, "PROF %-22s %8.1f ms/step\n", "total", 1e3 * tot / steps);
+}
+#endif
+
+/* ---- buffer carving: one pass sizes, the second points ---------------- */
+
+typedef struct carver { char *base; size_t off; } carver;
+
+static void *carve(carver *cv, size_t bytes)
+{
+    size_t at = (cv->off + 63) & ~(size_t)63;
+    cv->off = at + bytes;
+    return cv->base ? cv->base + at : NULL;
+}
+#define CARVE_F(cv, n) ((float *)carve((cv), (size_t)(n) * sizeof(float)))
+
+static int lora_rank(const lora_config *lc) { return lc ? lc->rank : 0; }
+
+static int auto_chunk(const model_config *c, int N)
+{
+    /* Keep the logits tile near 16 MiB: big enough for an efficient GEMM,
+     * small enough that a 150k vocabulary does not need N×V floats. */
+    int rows = (int)((16u << 20) / ((size_t)c->vocab * sizeof(float)));
+    if (rows < 8) rows = 8;
+    if (rows > N) rows = N;
+    return rows;
+}
+
+/* The attention of a training pass: B sequences attending within
+ * themselves (segments confine packed rows). */
+static attn_shape train_attn(const model_config *c, int B, int T, int K, const int32_t *seg)
+{
+    return (attn_shape){.B = B, .Tq = T, .Tk = T, .NH = c->n_head, .KVH = c->n_kv_head, .HS = c->head_dim,
+                        .q_off = 0, .kv_bstride = (int64_t)T * K, .seg = seg};
+}
+
+/* The attention of an inference pass: n new rows at positions
+ * n_past..n_past+n-1 attending over the whole cache. */
+static attn_shape cache_attn(const model_config *c, int n, int n_past, int n_ctx, int K)
+{
+    return (attn_shape){.B = 1, .Tq = n, .Tk = n_past + n, .NH = c->n_head, .KVH = c->n_kv_head,
+                        .HS = c->head_dim, .q_off = n_past, .kv_bstride = (int64_t)n_ctx * K, .seg = NULL};
+}
+
+/* marks (optional) get the carver's offset at the end of each group:
+ * [0] what the forward keeps (residual stream, layers), [1] norm and RoPE
+ * working rows, [2] LM head, [3] backward buffers, [4] attention scratch;
+ * LoRA/DoRA buffers follow. Inference (n_ctx > 0) carves the KV cache and
+ * leaves out what only training needs (the layer stack, lse, dropout
+ * masks, the loss head, the backward); the training layout is unchanged by
+ * that, so its plan stays byte for byte what it was. */
+static void carve_all(decoder *d, carver *cv, const model_config *c, const lora_config *lc, size_t marks[5])
+{
+    int N = d->N, C = d->C, Q = d->Q, K = d->K, F = d->F, r = lora_rank(lc);
+    int B = d->o.B, T = d->o.T, L = c->n_layer, kv = d->o.n_ctx > 0;
+    int drop = !kv && lc && lc->dropout > 0;
+    d->X = CARVE_F(cv, (size_t)(kv ? 1 : L + 1) * N * C);
+    if (kv) {
+        d->kcache = CARVE_F(cv, (size_t)L * d->o.n_ctx * K);
+        d->vcache = CARVE_F(cv, (size_t)L * d->o.n_ctx * K);
+        d->pos = (int32_t *)carve(cv, (size_t)N * sizeof(int32_t));
+    }
+    for (int a = 0; a < d->n_acts; a++) {
+        layer_acts *A = d->acts ? &d->acts[a] : &(layer_acts){0};
+        A->rstd1 = CARVE_F(cv, N);
+        A->q = CARVE_F(cv, (size_t)N * Q);
+        A->k = CARVE_F(cv, (size_t)N * K);
+        A->v = CARVE_F(cv, (size_t)N * K);
+        A->att = CARVE_F(cv, (size_t)N * Q);
+        A->lse = kv ? NULL : CARVE_F(cv, (size_t)B * c->n_head * T);
+        A->h = CARVE_F(cv, (size_t)N * C);
+        A->rstd2 = CARVE_F(cv, N);
+        A->g = CARVE_F(cv, (size_t)N * F);
+        A->u = CARVE_F(cv, (size_t)N * F);
+        for (int m = 0; m < LM_COUNT; m++) {
+            int on = lc && (lc->targets >> m & 1);
+            A->U[m] = on ? CARVE_F(cv, (size_t)N * r) : NULL;
+            int in = 0, out = 0;
+            if (on && drop) lora_module_dims(c, m, &in, &out);
+            A->keep[m] = in ? (uint8_t *)carve(cv, ((size_t)N * in + 7) / 8) : NULL;
+        }
+    }
+    if (marks) marks[0] = cv->off;
+    d->rstdf = CARVE_F(cv, N);
+    d->xnf = CARVE_F(cv, (size_t)N * C);
+    d->xn = CARVE_F(cv, (size_t)N * C);
+    d->act = CARVE_F(cv, (size_t)N * F);
+    d->rope_cs = CARVE_F(cv, (size_t)N * (c->head_dim / 2));
+    d->rope_sn = CARVE_F(cv, (size_t)N * (c->head_dim / 2));
+    if (marks) marks[1] = cv->off;
+    if (!kv) {
+        /* LoRA / plain forward: the fused head (no logits buffer, all rows
+         * at once); full mode needs the logits for the output-weight
+         * gradient. */
+        if (d->o.full) d->logits = CARVE_F(cv, (size_t)d->chunk * d->V);
+        else d->head_scratch = CARVE_F(cv, kern_head_xent_scratch(N, C));
+        d->xsel = CARVE_F(cv, (size_t)d->sel * C);
+        d->dsel = CARVE_F(cv, (size_t)d->sel * C);
+        d->nsel = CARVE_F(cv, d->sel);
+        d->rows = (int32_t *)carve(cv, (size_t)N * sizeof(int32_t));
+        d->tsel = (int32_t *)carve(cv, (size_t)d->sel * sizeof(int32_t));
+    }
+    if (marks) marks[2] = cv->off;
+    if (!kv) {
+        d->dres = CARVE_F(cv, (size_t)N * C);
+        d->dxn = CARVE_F(cv, (size_t)N * C);
+    }
+    d->tmpC = CARVE_F(cv, (size_t)N * C);
+    if (!kv) {
+        d->datt = CARVE_F(cv, (size_t)N * Q);
+        d->dq = CARVE_F(cv, (size_t)N * Q);
+        d->dk = CARVE_F(cv, (size_t)N * K);
+        d->dv = CARVE_F(cv, (size_t)N * K);
+        d->dact = CARVE_F(cv, (size_t)N * F);
+        d->dg = CARVE_F(cv, (size_t)N * F);
+        d->du = CARVE_F(cv, (size_t)N * F);
+    }
+    if (marks) marks[3] = cv->off;
+    if (kv) {
+        attn_shape as = cache_attn(c, N, 0, d->o.n_ctx, K);
+        as.Tk = d->o.n_ctx;
+        d->attn_scratch = CARVE_F(cv, kern_attn_scratch(&as));
+    } else {
+        attn_shape as = train_attn(c, B, T, K, NULL);
+        size_t sc = kern_attn_scratch(&as), sb = kern_attn_bwd_scratch(&as);
+        d->attn_scratch = CARVE_F(cv, sc > sb ? sc : sb);
+    }
+    if (marks) marks[4] = cv->off;
+    if (lc) {
+        if (!kv) {
+            d->tmpI = CARVE_F(cv, (size_t)N * d->maxI);
+            d->xd = drop ? CARVE_F(cv, (size_t)N * d->maxI) : NULL;
+            d->dU = CARVE_F(cv, (size_t)N * r);
+        }
+        if (lc->dora) {
+            d->tmpO = CARVE_F(cv, (size_t)N * d->maxO);
+            d->tmpO2 = CARVE_F(cv, (size_t)N * d->maxO);
+            size_t tot = 0;
+            for (int layer = 0; layer < L; layer++)
+                for (int m = 0; m < LM_COUNT; m++)
+                    if (lc->targets >> m & 1) {
+                        int in, out;
+                        lora_module_dims(c, m, &in, &out);
+                        if (d->dora_off) d->dora_off[layer * LM_COUNT + m] = tot;
+                        tot += (size_t)out;
+                    }
+            d->dora_g = CARVE_F(cv, tot);
+            d->dora_norm = CARVE_F(cv, tot);
+            d->dora_scratch = CARVE_F(cv, (size_t)d->maxI + (size_t)r);
+        }
+    }
+}
+
+static void init_dims(decoder *d, const model_config *c, const lora_config *lc, const decoder_opts *o)
+{
+    d->o = *o;
+    d->N = o->B * o->T;
+    d->C = c->d_model;
+    d->F = c->n_ff;
+    d->V = c->vocab;
+    d->R = lora_rank(lc);
+    d->Q = c->n_head * c->head_dim;
+    d->K = c->n_kv_head * c->head_dim;
+    int mi = d->C;
+    if (d->Q > mi) mi = d->Q;
+    if (c->n_ff > mi) mi = c->n_ff;
+    d->maxI = d->maxO = mi;  /* inputs and outputs: C, Q, K, F — the same set */
+    d->n_acts = o->recompute || o->n_ctx > 0 ? 1 : c->n_layer;
+    d->chunk = o->logit_rows > 0 ? (o->logit_rows < d->N ? o->logit_rows : d->N) : auto_chunk(c, d->N);
+    d->sel = o->full ? d->chunk : d->N;
+}
+
+size_t decoder_plan_parts(const model_config *c, const lora_config *lc, const decoder_opts *o, decoder_parts *parts)
+{
+    decoder d;
+    memset(&d, 0, sizeof d);
+    init_dims(&d, c, lc, o);
+    carver cv = {NULL, 0};
+    size_t mk[5];
+    carve_all(&d, &cv, c, lc, mk);
+    size_t bytes = cv.off + 64;
+    bytes += (size_t)d.n_acts * sizeof(layer_acts);
+    if (lc && lc->dora) bytes += (size_t)c->n_layer * LM_COUNT * sizeof(size_t);
+    if (parts) {
+        parts->head = mk[2] - mk[1];
+        parts->attn = mk[4] - mk[3];
+        parts->bwd = (mk[1] - mk[0]) + (mk[3] - mk[2]) + (cv.off - mk[4]);
+        parts->acts = bytes - parts->head - parts->attn - parts->bwd;
+    }
+    return bytes;
+}
+
+size_t decoder_plan_bytes(const model_config *c, const lora_config *lc, const decoder_opts *o)
+{
+    return decoder_plan_parts(c, lc, o, NULL);
+}
+
+int decoder_create(const model *m, const lora *l, const decoder_opts *o, decoder **out, dlm_err *e)
+{
+    *out = NULL;
+    const model_config *c = &m->cfg;
+    const lora_config *lc = l ? &l->cfg : NULL;
+    if (o->B < 1 || o->T < 1) return err_set(e, "TrainError", "bad micro-batch shape %dx%d", o->B, o->T);
+    if (o->n_ctx > 0 && (o->B != 1 || o->full || o->recompute))
+        return err_set(e, "TrainError", "an inference decoder takes one sequence and no training options");
+    if (o->full) {
+        /* Full training writes the weights: every matrix must be plain f32. */
+        if (m->tok_embd.type != DT_F32 || m->output.type != DT_F32)
+            return err_set(e, "TrainError", "full-parameter training needs f32 weights");
+        for (int i = 0; i < c->n_layer; i++)
+            for (int j = 0; j < LM_COUNT; j++)
+                if (lora_base_weight(m, i, j)->type != DT_F32)
+                    return err_set(e, "TrainError", "full-parameter training needs f32 weights");
+    }
+    decoder *d = calloc(1, sizeof *d);
+    if (!d) return err_set(e, "MemoryError", "out of memory");
+    d->m = m;
+    d->l = l;
+    init_dims(d, c, lc, o);
+    d->acts = calloc((size_t)d->n_acts, sizeof *d->acts);
+    if (lc && lc->dora) d->dora_off = calloc((size_t)c->n_layer * LM_COUNT, sizeof(size_t));
+    carver cv = {NULL, 0};
+    carve_all(d, &cv, c, lc, NULL);
+    d->slab_bytes = cv.off + 64;
+    d->slab = aligned_alloc(64, (d->slab_bytes + 63) & ~(size_t)63);
+    if (!d->acts || !d->slab || (lc && lc->dora && !d->dora_off)) {
+        size_t need = d->slab_bytes;
+        decoder_free(d);
+        if (o->n_ctx > 0)
+            return err_set(e, "OOMError", "cannot allocate %zu MiB for a %d-token context", need >> 20, o->n_ctx);
+        return err_set(e, "OOMError", "cannot allocate %zu MiB of activations", need >> 20);
+    }
+    /* Touch every page now, once: first-touch faults are expensive on this
+     * kind of VM and must not land inside the step loop. */
+    memset(d->slab, 0, d->slab_bytes);
+    cv.base = d->slab;
+    cv.off = 0;
+    carve_all(d, &cv, c, lc, NULL);
+    /* the inference adapter does not change: its DoRA scales once */
+    if (o->n_ctx > 0) decoder_dora_prepare(d);
+    *out = d;
+    return 0;
+}
+
+void decoder_free(decoder *d)
+{
+    if (!d) return;
+    free(d->acts);
+    free(d->dora_off);
+    free(d->slab);
+    free(d);
+}
+
+/* ---- helpers ------------------------------------------------------------ */
+
+/* dst[N,I] = src ⊙ mask / (1−p); the mask, a pure function of (seed, key,
+ * i), is drawn once in the forward (kern_dropout_mask) and kept as bits
+ * for the backward. */
+void dec_dropout_apply(float *dst, const float *src, int64_t n, float p, const uint8_t *keep)
+{
+    kern_dropout_apply(dst, src, keep, n, 1.0f / (1.0f - p));
+}
+
+static uint64_t dkey(uint64_t micro_step, int layer, int m)
+{
+    return micro_step * 8192u + (uint64_t)layer * 8u + (uint64_t)m;
+}
+
+const float *dec_mod_bias(const layer_weights *w, int m)
+{
+    return m == LM_Q ? w->bq : m == LM_K ? w->bk : m == LM_V ? w->bv : NULL;
+}
+
+/* y[N,O] (+)= x[N,I]·Wᵀ + b, plus the adapter of (layer, m) if any; acc
+ * adds onto y (a residual stream; O = C then). A one-row inference step
+ * takes kern_matvec, which on quantized weights computes with int8
+ * activations as llama.cpp does (training never does). */
+static void lin_fwd(decoder *d, const dec_pass *p, layer_acts *A, int layer, int m, const float *x, float *y, int N,
+                    int acc)
+{
+    const wmat *W = lora_base_weight(d->m, layer, m);
+    const float *bias = dec_mod_bias(&d->m->layers[layer], m);
+    const lora_mod *md = d->l ? lora_mod_at(d->l, layer, m) : NULL;
+    int vec = d->o.n_ctx > 0 && N == 1;
+    if (acc && ((md && d->l->cfg.dora) || vec)) {  /* DoRA reads the bare product back; matvec has no acc */
+        lin_fwd(d, p, A, layer, m, x, d->tmpC, N, 0);
+        for (size_t i = 0; i < (size_t)N * W->rows; i++) y[i] += d->tmpC[i];
+        return;
+    }
+    if (vec) kern_matvec(y, x, W, bias);
+    else if (!md || d->l->cfg.dora) PROF("fwd.matmul", kern_matmul(y, x, W, bias, N, acc));
+    if (!md) return;
+    const lora *l = d->l;
+    int r = l->cfg.rank, I = md->in, O = md->out;
+    float s = l->scale;
+    const float *Aw = l->w + md->off_a, *Bw = l->w + md->off_b;
+    const float *xd = x;
+    if (p->train && l->cfg.dropout > 0) {
+        PROF("fwd.dropout", kern_dropout_mask(A->keep[m], (int64_t)N * I, l->cfg.dropout, p->seed, RNG_DROPOUT,
+                                              dkey(p->micro, layer, m));
+             dec_dropout_apply(d->xd, x, (int64_t)N * I, l->cfg.dropout, A->keep[m]));
+        xd = d->xd;
+    }
+    float *U = A->U[m];
+    PROF("fwd.lora_xA", kern_sgemm(0, 1, N, r, I, 1.0f, xd, I, Aw, I, 0.0f, U, r));          /* U = xd·Aᵀ */
+    if (!l->cfg.dora) {
+        if (vec) kern_sgemm(0, 1, N, O, r, s, U, r, Bw, r, 1.0f, y, O);                   /* y += s·U·Bᵀ */
+        /* y (+)= x·Wᵀ + b + s·U·Bᵀ, the adapter term as one more K block */
+        else PROF("fwd.matmul", kern_matmul_lora(y, x, W, bias, N, acc, U, Bw, r, s));
+        return;
+    }
+    /* DoRA, as PEFT: y = y + ((g−1)·base + g·L·s), base = W·xd (no bias). */
+    const float *g = d->dora_g + d->dora_off[layer * LM_COUNT + m];
+    float *L = d->tmpO, *base = d->tmpO2;
+    kern_sgemm(0, 1, N, O, r, 1.0f, U, r, Bw, r, 0.0f, L, O);           /* L = U·Bᵀ */
+    if (xd != x) kern_matmul(base, xd, W, NULL, N, 0);
+    for (int64_t n = 0; n < N; n++)
+        for (int o = 0; o < O; o++) {
+            size_t i = (size_t)n * O + o;
+            float b0 = xd != x ? base[i] : y[i] - (bias ? bias[o] : 0.0f);
+            y[i] = y[i] + ((g[o] - 1.0f) * b0 + g[o] * L[i] * s);
+        }
+}
+
+void decoder_dora_prepare(decoder *d)
+{
+    const lora *l = d->l;
+    if (!l || !l->cfg.dora) return;
+    for (int layer = 0; layer < l->n_layer; layer++)
+        for (int m = 0; m < LM_COUNT; m++) {
+            const lora_mod *md = lora_mod_at(l, layer, m);
+            if (!md) continue;
+            size_t off = d->dora_off[layer * LM_COUNT + m];
+            float *nrm = d->dora_norm + off, *g = d->dora_g + off;
+            lora_dora_norm(l, d->m, layer, m, nrm, d->dora_scratch);
+            const float *mag = l->w + md->off_mag;
+            for (int o = 0; o < md->out; o++) g[o] = mag[o] / nrm[o];
+        }
+}
+
+/* ---- forward ------------------------------------------------------------ */
+
+static void embed(decoder *d, const int32_t *tokens, int N, float *X0)
+{
+    const wmat *E = &d->m->tok_embd;
+    for (int n = 0; n < N; n++) {
+        int t = tokens[n];
+        if (t < 0 || t >= d->V) t = 0; /* ids are validated by the data layer and session_eval */
+        kern_dequant_row(E->type, (const char *)E->data + (size_t)t * E->row_bytes, X0 + (size_t)n * d->C, d->C);
+    }
+}
+
+void dec_layer_fwd(decoder *d, const dec_pass *p, int layer, layer_acts *A, const float *x, float *xout)
+{
+    const model_config *c = &d->m->cfg;
+    const layer_weights *w = &d->m->layers[layer];
+    int N = p->B * p->T, C = d->C, K = d->K;
+    PROF("fwd.rmsnorm", kern_rmsnorm_fwd(d->xn, A->rstd1, x, w->attn_norm, N, C, c->rms_eps));
+    lin_fwd(d, p, A, layer, LM_Q, d->xn, A->q, N, 0);
+    lin_fwd(d, p, A, layer, LM_K, d->xn, A->k, N, 0);
+    lin_fwd(d, p, A, layer, LM_V, d->xn, A->v, N, 0);
+    PROF("fwd.rope", kern_rope_fwd_t(A->q, d->rope_cs, d->rope_sn, N, c->n_head, c->head_dim);
+    kern_rope_fwd_t(A->k, d->rope_cs, d->rope_sn, N, c->n_kv_head, c->head_dim));
+    if (d->o.n_ctx > 0) {
+        /* inference: append k, v to the cache and attend over all of it */
+        float *kc = d->kcache + (size_t)layer * d->o.n_ctx * K, *vc = d->vcache + (size_t)layer * d->o.n_ctx * K;
+        memcpy(kc + (size_t)p->n_past * K, A->k, (size_t)N * K * sizeof(float));
+        memcpy(vc + (size_t)p->n_past * K, A->v, (size_t)N * K * sizeof(float));
+        attn_shape as = cache_attn(c, N, p->n_past, d->o.n_ctx, K);
+        kern_attn_fwd(A->att, NULL, A->q, kc, vc, &as, d->attn_scratch);
+    } else {
+        attn_shape as = train_attn(c, p->B, p->T, K, p->seg);
+        PROF("fwd.attn", kern_attn_fwd(A->att, A->lse, A->q, A->k, A->v, &as, d->attn_scratch));
+    }
+    /* h = x + o(att): the projection accumulates onto a copy of x */
+    PROF("fwd.resid", memcpy(A->h, x, (size_t)N * C * sizeof(float)));
+    lin_fwd(d, p, A, layer, LM_O, A->att, A->h, N, 1);
+    PROF("fwd.rmsnorm", kern_rmsnorm_fwd(d->xn, A->rstd2, A->h, w->ffn_norm, N, C, c->rms_eps));
+    lin_fwd(d, p, A, layer, LM_GATE, d->xn, A->g, N, 0);
+    lin_fwd(d, p, A, layer, LM_UP, d->xn, A->u, N, 0);
+    PROF("fwd.swiglu", kern_swiglu_fwd(d->act, A->g, A->u, (int64_t)N * d->F));
+    PROF("fwd.resid", memcpy(xout, A->h, (size_t)N * C * sizeof(float)));
+    lin_fwd(d, p, A, layer, LM_DOWN, d->act, xout, N, 1);
+}
+
+void dec_forward_layers(decoder *d, const dec_pass *p, const token_batch *b)
+{
+    const model_config *c = &d->m->cfg;
+    int N = b->B * b->T;
+    size_t stride = (size_t)d->N * d->C;
+    PROF("fwd.embed", embed(d, b->tokens, N, d->X));
+    PROF("fwd.rope", kern_rope_table(d->rope_cs, d->rope_sn, b->pos, N, c->head_dim, d->m->rope_inv_freq));
+    for (int layer = 0; layer < c->n_layer; layer++)
+        dec_layer_fwd(d, p, layer, dec_acts_for(d, layer), d->X + layer * stride, d->X + (layer + 1) * stride);
+    kern_rmsnorm_fwd(d->xnf, d->rstdf, d->X + (size_t)c->n_layer * stride, d->m->out_norm, N, d->C, c->rms_eps);
+}
+
+/* LoRA mode and plain forwards take the fused kernel over all selected
+ * rows; full mode needs the logits (for dWout) and goes chunk by chunk. */
+double dec_head_loss(decoder *d, const token_batch *b, int want_grad, float grad_scale, float *dWout,
+                     float *nll_out, int64_t *n_loss)
+{
+    int N = b->B * b->T, C = d->C;
+    const wmat *Wo = &d->m->output;
+    int nr = 0;
+    for (int n = 0; n < N; n++)
+        if (b->targets[n] >= 0) d->rows[nr++] = n;
+    if (want_grad) memset(d->dxn, 0, (size_t)N * C * sizeof(float));
+    if (nll_out) memset(nll_out, 0, (size_t)N * sizeof(float));
+    double total = 0;
+    for (int r0 = 0; r0 < nr; r0 += d->sel) {
+        int cn = nr - r0 < d->sel ? nr - r0 : d->sel;
+        for (int i = 0; i < cn; i++) {
+            int n = d->rows[r0 + i];
+            memcpy(d->xsel + (size_t)i * C, d->xnf + (size_t)n * C, (size_t)C * sizeof(float));
+            d->tsel[i] = b->targets[n];
+        }
+        if (!d->o.full) {
+            PROF("head.fused", total += kern_head_xent(want_grad ? d->dsel : NULL, d->nsel, d->xsel, Wo, d->tsel,
+                                                       cn, grad_scale, d->head_scratch));
+        } else {
+            PROF("head.matmul", kern_matmul(d->logits, d->xsel, Wo, NULL, cn, 0));
+            PROF("head.xent", total += kern_xent(want_grad ? d->logits : NULL, d->nsel, d->logits, d->tsel, cn,
+                                                 d->V, grad_scale));
+            if (want_grad) {
+                memset(d->dsel, 0, (size_t)cn * C * sizeof(float));
+                PROF("head.dx", kern_matmul_dx(d->dsel, d->logits, Wo, cn));
+                if (dWout) kern_sgemm(1, 0, d->V, C, cn, 1.0f, d->logits, d->V, d->xsel, C, 1.0f, dWout, C);
+            }
+        }
+        if (nll_out)
+            for (int i = 0; i < cn; i++) nll_out[d->rows[r0 + i]] = d->nsel[i];
+        if (want_grad)
+            for (int i = 0; i < cn; i++)
+                memcpy(d->dxn + (size_t)d->rows[r0 + i] * C, d->dsel + (size_t)i * C, (size_t)C * sizeof(float));
+    }
+    *n_loss = nr;
+    return total;
+}
+
+double decoder_loss(decoder *d, const token_batch *b, float *nll, float *logits_out, int64_t *n_loss)
+{
+    dec_pass p = {.train = 0, .B = b->B, .T = b->T, .seg = b->seg};
+    decoder_dora_prepare(d);
+    dec_forward_layers(d, &p, b);
+    if (logits_out) {
+        int N = b->B * b->T;
+        for (int r0 = 0; r0 < N; r0 += d->chunk) {
+            int cn = N - r0 < d->chunk ? N - r0 : d->chunk;
+            kern_matmul(logits_out + (size_t)r0 * d->V, d->xnf + (size_t)r0 * d->C, &d->m->output, NULL, cn, 0);
+        }
+    }
+    return dec_head_loss(d, b, 0, 0.0f, NULL, nll, n_loss);
+}
+
+/* ---- inference ---------------------------------------------------------- */
+
+void decoder_eval(decoder *d, const int32_t *tokens, int n, int n_past, float *logits, int all_logits)
+{
+    const model *m = d->m;
+    const model_config *c = &m->cfg;
+    int C = d->C;
+    dec_pass p = {.train = 0, .B = 1, .T = n, .n_past = n_past};
+    for (int i = 0; i < n; i++) d->pos[i] = n_past + i;
+    embed(d, tokens, n, d->X);
+    kern_rope_table(d->rope_cs, d->rope_sn, d->pos, n, c->head_dim, m->rope_inv_freq);
+    for (int layer = 0; layer < c->n_layer; layer++) dec_layer_fwd(d, &p, layer, &d->acts[0], d->X, d->X);
+    kern_rmsnorm_fwd(d->xnf, d->rstdf, d->X, m->out_norm, n, C, c->rms_eps);
+    if (all_logits) kern_matmul(logits, d->xnf, &m->output, NULL, n, 0);
+    else kern_matvec(logits, d->xnf + (size_t)(n - 1) * C, &m->output, NULL);
+}
+
+void decoder_copy_cache(decoder *dst, const decoder *src, int n)
+{
+    size_t K = (size_t)dst->K, L = (size_t)dst->m->cfg.n_layer;
+    for (size_t l = 0; l < L; l++) {
+        memcpy(dst->kcache + l * dst->o.n_ctx * K, src->kcache + l * src->o.n_ctx * K, (size_t)n * K * sizeof(float));
+        memcpy(dst->vcache + l * dst->o.n_ctx * K, src->vcache + l * src->o.n_ctx * K, (size_t)n * K * sizeof(float));
+    }
+}

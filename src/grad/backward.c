@@ -1,0 +1,175 @@
+/* backward — the decoder's backward pass: the forward's equations
+ * (decoder/forward.c) walked in reverse, for LoRA/DoRA adapters or every
+ * weight (full mode). See backward.h. */
+#include "grad/backward.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "decoder/decoder_impl.h"
+#include "kern/kern.h"
+
+static void colsum_add(float *db, const float *dy, int64_t N, int O)
+{
+    for (int o = 0; o < O; o++) {
+        float acc = 0;
+        for (int64_t n = 0; n < N; n++) acc += dy[(size_t)n * O + o];
+        db[o] += acc;
+    }
+}
+
+/* dx[N,I] (+)= dy[N,O]·W (+ adapter paths); acc = 0 overwrites dx, dx =
+ * NULL skips the input gradient (the first layer in LoRA mode). Parameter
+ * grads: LoRA into lg, full-mode W and bias into dW/db (may be NULL). */
+static void lin_bwd(decoder *d, const dec_pass *p, layer_acts *A, int layer, int m,
+                    const float *x, const float *dy, float *dx, int N,
+                    float *lg, float *dW, float *db, int acc)
+{
+    const wmat *W = lora_base_weight(d->m, layer, m);
+    const lora_mod *md = d->l ? lora_mod_at(d->l, layer, m) : NULL;
+    int I = (int)W->cols, O = (int)W->rows;
+    if (dW) kern_sgemm(1, 0, O, I, N, 1.0f, dy, O, x, I, 1.0f, dW, I);  /* dW += dyᵀ·x */
+    if (db) colsum_add(db, dy, N, O);
+    if (!md) { if (dx) kern_matmul_dx_to(dx, dy, W, N, acc); return; }
+    if (dx && !acc && d->l->cfg.dora) {     /* the DoRA paths below accumulate */
+        memset(dx, 0, (size_t)N * I * sizeof(float));
+        acc = 1;
+    }
+    const lora *l = d->l;
+    int r = l->cfg.rank, drop = p->train && l->cfg.dropout > 0;
+    float s = l->scale;
+    const float *Aw = l->w + md->off_a, *Bw = l->w + md->off_b;
+    float *dA = lg + md->off_a, *dB = lg + md->off_b;
+    const float *xd = x;
+    if (drop) {
+        PROF("bwd.dropout", dec_dropout_apply(d->xd, x, (int64_t)N * I, l->cfg.dropout, A->keep[m]));
+        xd = d->xd;
+    }
+    const float *U = A->U[m];
+    const float *dyl = dy;
+    /* without dropout the adapter's dx term joins the base product (below) */
+    int fuse_dx = !l->cfg.dora && !drop;
+    if (!l->cfg.dora) {
+        if (dx && !fuse_dx) PROF("bwd.matmul_dx", kern_matmul_dx_to(dx, dy, W, N, acc));
+    } else {
+        const float *g = d->dora_g + d->dora_off[layer * LM_COUNT + m];
+        const float *nrm = d->dora_norm + d->dora_off[layer * LM_COUNT + m];
+        float *L = d->tmpO, *base = d->tmpO2;
+        /* dmag[o] = Σ_n dy·(base + s·L) / ‖·‖ — the norm is a constant. */
+        kern_sgemm(0, 1, N, O, r, 1.0f, U, r, Bw, r, 0.0f, L, O);
+        kern_matmul(base, xd, W, NULL, N, 0);
+        float *dmag = lg + md->off_mag;
+        for (int o = 0; o < O; o++) {
+            float sum = 0;
+            for (int64_t n = 0; n < N; n++) {
+                size_t i = (size_t)n * O + o;
+                sum += dy[i] * (base[i] + s * L[i]);
+            }
+            dmag[o] += sum / nrm[o];
+        }
+        float *dyg = d->tmpO; /* L no longer needed */
+        if (!drop) {
+            for (int64_t n = 0; n < N; n++)
+                for (int o = 0; o < O; o++) dyg[(size_t)n * O + o] = dy[(size_t)n * O + o] * g[o];
+            if (dx) kern_matmul_dx(dx, dyg, W, N);  /* dy·W + (g−1)·dy·W */
+        } else if (!dx) {
+            for (int64_t n = 0; n < N; n++)
+                for (int o = 0; o < O; o++) dyg[(size_t)n * O + o] = dy[(size_t)n * O + o] * g[o];
+        } else {
+            kern_matmul_dx(dx, dy, W, N);
+            for (int64_t n = 0; n < N; n++)
+                for (int o = 0; o < O; o++) dyg[(size_t)n * O + o] = dy[(size_t)n * O + o] * (g[o] - 1.0f);
+            memset(d->tmpI, 0, (size_t)N * I * sizeof(float));
+            kern_matmul_dx(d->tmpI, dyg, W, N);
+            dec_dropout_apply(d->tmpI, d->tmpI, (int64_t)N * I, l->cfg.dropout, A->keep[m]);
+            for (int64_t i = 0; i < (int64_t)N * I; i++) dx[i] += d->tmpI[i];
+            for (int64_t n = 0; n < N; n++)
+                for (int o = 0; o < O; o++) dyg[(size_t)n * O + o] = dy[(size_t)n * O + o] * g[o];
+        }
+        dyl = dyg;
+    }
+    PROF("bwd.lora_dB", kern_sgemm(1, 0, O, r, N, s, dyl, O, U, r, 1.0f, dB, r));            /* dB += s·dylᵀ·U */
+    PROF("bwd.lora_dU", kern_sgemm(0, 0, N, r, O, s, dyl, O, Bw, r, 0.0f, d->dU, r));        /* dU = s·dyl·B  */
+    PROF("bwd.lora_dA", kern_sgemm(1, 0, r, I, N, 1.0f, d->dU, r, xd, I, 1.0f, dA, I));      /* dA += dUᵀ·xd */
+    if (!dx) return;
+    if (fuse_dx) {
+        PROF("bwd.matmul_dx", kern_matmul_dx_lora(dx, dy, W, N, acc, d->dU, Aw, r));      /* dx (+)= dy·W + dU·A */
+    } else if (!drop) {
+        PROF("bwd.lora_dx", kern_sgemm(0, 0, N, I, r, 1.0f, d->dU, r, Aw, I, 1.0f, dx, I));  /* dx += dU·A */
+    } else {
+        kern_sgemm(0, 0, N, I, r, 1.0f, d->dU, r, Aw, I, 0.0f, d->tmpI, I);
+        PROF("bwd.dropout", dec_dropout_apply(d->tmpI, d->tmpI, (int64_t)N * I, l->cfg.dropout, A->keep[m]));
+        for (int64_t i = 0; i < (int64_t)N * I; i++) dx[i] += d->tmpI[i];
+    }
+}
+
+
+/* ---- backward ----------------------------------------------------------- */
+
+static void layer_bwd(decoder *d, const dec_pass *p, const token_batch *b, int layer, layer_acts *A,
+                      const float *x, float *lg, layer_grads *G)
+{
+    const model_config *c = &d->m->cfg;
+    const layer_weights *w = &d->m->layers[layer];
+    int N = b->B * b->T, C = d->C, F = d->F, K = d->K;
+    attn_shape as = {.B = b->B, .Tq = b->T, .Tk = b->T, .NH = c->n_head, .KVH = c->n_kv_head, .HS = c->head_dim,
+                     .q_off = 0, .kv_bstride = (int64_t)b->T * K, .seg = b->seg};
+    float *dres = d->dres; /* in: dL/dx_out; out: dL/dx */
+
+    /* MLP: x_out = h + down(silu(g)·u) */
+    PROF("bwd.recompute", kern_swiglu_fwd(d->act, A->g, A->u, (int64_t)N * F));
+    lin_bwd(d, p, A, layer, LM_DOWN, d->act, dres, d->dact, N, lg, G ? G->w_down : NULL, NULL, 0);
+    PROF("bwd.swiglu", kern_swiglu_bwd(d->dg, d->du, d->dact, A->g, A->u, (int64_t)N * F));
+    PROF("bwd.recompute", kern_rmsnorm_apply(d->xn, A->h, w->ffn_norm, A->rstd2, N, C));
+    lin_bwd(d, p, A, layer, LM_GATE, d->xn, d->dg, d->dxn, N, lg, G ? G->w_gate : NULL, NULL, 0);
+    lin_bwd(d, p, A, layer, LM_UP, d->xn, d->du, d->dxn, N, lg, G ? G->w_up : NULL, NULL, 1);
+    PROF("bwd.rmsnorm", kern_rmsnorm_bwd_add(dres, G ? G->ffn_norm : NULL, d->dxn, A->h, w->ffn_norm, A->rstd2,
+                                             N, C));                    /* now dL/dh */
+
+    /* attention: h = x + o(attn(rope(q), rope(k), v)) */
+    lin_bwd(d, p, A, layer, LM_O, A->att, dres, d->datt, N, lg, G ? G->wo : NULL, NULL, 0);
+    PROF("bwd.attn", kern_attn_bwd(d->dq, d->dk, d->dv, d->datt, A->att, A->lse, A->q, A->k, A->v, &as, d->attn_scratch));
+    PROF("bwd.rope", kern_rope_bwd_t(d->dq, d->rope_cs, d->rope_sn, N, c->n_head, c->head_dim);
+    kern_rope_bwd_t(d->dk, d->rope_cs, d->rope_sn, N, c->n_kv_head, c->head_dim));
+    PROF("bwd.recompute", kern_rmsnorm_apply(d->xn, x, w->attn_norm, A->rstd1, N, C));
+    /* The first layer's input gradient goes nowhere unless the embedding
+     * (full mode) wants it. */
+    float *dxn = layer > 0 || G ? d->dxn : NULL;
+    lin_bwd(d, p, A, layer, LM_Q, d->xn, d->dq, dxn, N, lg, G ? G->wq : NULL, G ? G->bq : NULL, 0);
+    lin_bwd(d, p, A, layer, LM_K, d->xn, d->dk, dxn, N, lg, G ? G->wk : NULL, G ? G->bk : NULL, 1);
+    lin_bwd(d, p, A, layer, LM_V, d->xn, d->dv, dxn, N, lg, G ? G->wv : NULL, G ? G->bv : NULL, 1);
+    if (dxn)
+        PROF("bwd.rmsnorm", kern_rmsnorm_bwd_add(dres, G ? G->attn_norm : NULL, dxn, x, w->attn_norm, A->rstd1,
+                                                 N, C));                /* now dL/dx */
+}
+
+double backward_step(decoder *d, const token_batch *b, float *lora_grad, const full_grads *fg,
+               float grad_scale, uint64_t seed, uint64_t micro_step, int64_t *n_loss)
+{
+    const model_config *c = &d->m->cfg;
+    dec_pass p = {.train = 1, .seed = seed, .micro = micro_step, .B = b->B, .T = b->T, .seg = b->seg};
+    int N = b->B * b->T, C = d->C;
+    size_t stride = (size_t)d->N * C;
+    decoder_dora_prepare(d);
+    dec_forward_layers(d, &p, b);
+    double loss = dec_head_loss(d, b, 1, grad_scale, fg ? (fg->output ? fg->output : fg->tok_embd) : NULL,
+                            NULL, n_loss);
+    /* final norm */
+    kern_rmsnorm_bwd(d->dres, fg ? fg->out_norm : NULL, d->dxn, d->X + (size_t)c->n_layer * stride,
+                     d->m->out_norm, d->rstdf, N, C);
+    for (int layer = c->n_layer - 1; layer >= 0; layer--) {
+        layer_acts *A = dec_acts_for(d, layer);
+        const float *x = d->X + (size_t)layer * stride;
+        if (d->n_acts == 1) /* recompute: re-run this layer's forward, same inputs, same draws */
+            dec_layer_fwd(d, &p, layer, A, x, d->tmpC /* output unused */);
+        layer_bwd(d, &p, b, layer, A, x, lora_grad, fg ? &fg->layers[layer] : NULL);
+    }
+    if (fg) { /* embedding rows: sequential scatter-add, fixed order */
+        for (int n = 0; n < N; n++) {
+            float *dst = fg->tok_embd + (size_t)b->tokens[n] * C;
+            const float *src = d->dres + (size_t)n * C;
+            for (int i = 0; i < C; i++) dst[i] += src[i];
+        }
+    }
+    return loss;
+}

@@ -1,0 +1,96 @@
+/* prepare — see prepare.h. */
+#include "run/prepare.h"
+
+#include <string.h>
+
+#include "adapter/adapter.h"
+#include "tokens/tok_gguf.h"
+
+int prep_base(prep *P, const char *model_path, const reg_entry *entry, dlm_err *e)
+{
+    uint64_t h0 = plan_heap_in_use();
+    if (tok_load_for_model(model_path, &P->tok, e)) return -1;
+    plan_heap_trim();
+    uint64_t h1 = plan_heap_in_use();
+    P->tok_bytes = h1 > h0 ? h1 - h0 : 0;
+    /* the base's shape and bytes from its headers: the plan needs them
+     * before a weight is mapped */
+    if (plan_base_read(model_path, &P->base, e)) return -1;
+    if ((size_t)P->base.cfg.vocab < tok_vocab_size(P->tok))
+        return err_set(e, "TokenizerBringupError", "the tokenizer has %zu tokens but the model's embedding only %d rows",
+                       tok_vocab_size(P->tok), P->base.cfg.vocab);
+    P->dialect = chat_dialect_resolve(P->tok, entry);
+    return 0;
+}
+
+int prep_adapter(prep *P, const doc_training *tr, dlm_err *e)
+{
+    memset(&P->lora, 0, sizeof P->lora);
+    P->lora.rank = tr->lora_r;
+    P->lora.alpha = (float)tr->lora_alpha;
+    P->lora.dropout = (float)tr->lora_dropout;
+    P->lora.dora = tr->adapter == DOC_ADAPTER_DORA;
+    /* qlora: train on 4-bit projections; a base already stored quantized
+     * (a Q4_K GGUF) is QLoRA as it is */
+    P->qlora = tr->adapter == DOC_ADAPTER_QLORA && P->base.wtype >= 0 && !dtype_is_quant((dtype)P->base.wtype);
+    return adapter_targets((const char *const *)tr->target_modules.v, tr->target_modules.n, tr->target_modules_auto,
+                           &P->lora.targets, e);
+}
+
+int prep_data(prep *P, pipeline_in *in, dlm_err *e)
+{
+    in->tok = P->tok;
+    in->dialect = P->dialect;
+    if (!in->max_pos) in->max_pos = P->base.cfg.max_pos;
+    uint64_t h0 = plan_heap_in_use();
+    if (pipeline_build(in, &P->data, e)) return -1;
+    plan_heap_trim();
+    uint64_t h1 = plan_heap_in_use();
+    P->data_bytes = h1 > h0 ? h1 - h0 : 0;
+    return 0;
+}
+
+void prep_plan_inputs(const prep *P, const doc_training *tr, int threads, int cores, uint64_t budget, plan_in *in)
+{
+    const dataset *ds = P->data.ds;
+    memset(in, 0, sizeof *in);
+    in->base = P->base;
+    if (P->qlora) {
+        /* qlora on a wider base: the projections become Q4_K in owned memory
+         * while each source tensor's pages are dropped right after it is
+         * converted, so what stays is the Q4_K copy plus the embeddings (and
+         * at most one source projection in flight). */
+        plan_base q;
+        plan_base_shape(&P->base.cfg, DT_Q4_K, P->base.gguf, &q);
+        const model_config *c = &P->base.cfg;
+        uint64_t src_elem = P->base.wtype == DT_F32 ? 4 : 2;
+        uint64_t biggest = (uint64_t)c->n_ff * (uint64_t)c->d_model * src_elem;
+        uint64_t proj_q = q.tensor_bytes > q.embd_bytes ? q.tensor_bytes - q.embd_bytes : 0;
+        uint64_t out = c->tied ? 0 : P->base.embd_bytes; /* an untied head stays as stored */
+        in->base.tensor_bytes = P->base.embd_bytes + out + proj_q + biggest;
+        in->base.copy_bytes += proj_q;
+        in->base.wtype = DT_Q4_K;
+    }
+    in->lora = P->lora;
+    in->seq_len = ds->max_len > 0 ? ds->max_len : 1;
+    in->mb = (int)tr->micro_batch_size;
+    in->ga = (int)tr->grad_accum;
+    in->recompute = tr->recompute == DOC_RECOMPUTE_ON ? 1 : tr->recompute == DOC_RECOMPUTE_OFF ? 0 : -1;
+    in->threads = plan_threads(threads > 0 ? threads : (int)tr->threads, cores);
+    in->cores = cores;
+    in->tokenizer_bytes = P->tok_bytes;
+    in->dataset_bytes = P->data_bytes;
+    uint64_t heap = plan_heap_in_use();
+    uint64_t known = P->heap0 + P->tok_bytes + P->data_bytes;
+    in->other_bytes = heap > known ? heap - known : 0;
+    in->distinct_tokens = plan_distinct_tokens(ds->tok, ds->n_tok, P->base.cfg.vocab);
+    in->budget = budget;
+    in->keep_best = ds->n_val > 0;
+}
+
+void prep_free(prep *P)
+{
+    pipeline_free(&P->data);
+    tok_free(P->tok);
+    memset(P, 0, sizeof *P);
+}

@@ -1,0 +1,40 @@
+/* prepare — everything `dlm train` and `dlm doctor PATH` do before a
+ * weight is touched, written once so that doctor shows the plan train will
+ * make: the tokenizer (its heap measured), the base's shape from its file
+ * headers, the chat dialect, the adapter the frontmatter asks for (and
+ * whether qlora quantizes the base), the data pipeline (tokens/pipeline.h,
+ * its heap measured), and the memory plan's inputs. */
+#ifndef DLM_PREPARE_H
+#define DLM_PREPARE_H
+
+#include <stdint.h>
+#include "doc/doc.h"
+#include "run/plan.h"
+#include "tokens/pipeline.h"
+#include "util/err.h"
+#include "weights/registry.h"
+
+typedef struct prep {
+    tok *tok;
+    plan_base base;                 /* the base's shape and bytes, from its headers */
+    const chat_dialect *dialect;    /* chat_dialect_resolve's answer (may be NULL) */
+    lora_config lora;
+    int qlora;                      /* quantize the base's projections to Q4_K in memory */
+    pipeline data;
+    uint64_t heap0;                 /* heap in use before the command loaded anything */
+    uint64_t tok_bytes, data_bytes; /* heap held by the tokenizer, by the data */
+} prep;
+
+/* Tokenizer, base shape, vocabulary check, dialect. entry: the base's
+ * registry row, or NULL. */
+int prep_base(prep *P, const char *model_path, const reg_entry *entry, dlm_err *e);
+/* The adapter (rank, alpha, dropout, DoRA, targets) and qlora. */
+int prep_adapter(prep *P, const doc_training *tr, dlm_err *e);
+/* The data: in->tok and in->dialect are taken from P. */
+int prep_data(prep *P, pipeline_in *in, dlm_err *e);
+/* The memory plan's inputs. threads: the thread count asked for (0 =
+ * training.threads or every usable core). */
+void prep_plan_inputs(const prep *P, const doc_training *tr, int threads, int cores, uint64_t budget, plan_in *in);
+void prep_free(prep *P);
+
+#endif

@@ -1,0 +1,57 @@
+/* pipeline — a document's training data, built one way for `dlm train`
+ * and `dlm doctor`, so the memory plan and the run see the same dataset by
+ * construction:
+ *
+ *   sections of the document
+ *   → the replay sample: earlier sections the store's corpus holds,
+ *     sampled by recency (tokens/replay.h), keyed by (seed + the version
+ *     before this run, run id)
+ *   → token ids + loss masks, items and the train/validation split
+ *     (tokens/dataset.h), rows capped at the model's context
+ *   → batches (dataset_micro_items / dataset_fill, during the run).
+ *
+ * Nothing here writes: the trainer appends the new sections to the replay
+ * corpus after its commit. */
+#ifndef DLM_PIPELINE_H
+#define DLM_PIPELINE_H
+
+#include <stdint.h>
+#include <jansson.h>
+#include "doc/doc.h"
+#include "tokens/chat.h"
+#include "tokens/dataset.h"
+#include "tokens/replay.h"
+#include "tokens/tok.h"
+#include "util/err.h"
+#include "weights/registry.h"
+
+/* The chat dialect of a base: the one its chat template implements, else
+ * the registry row's, else NULL (no chat template dlm can render). */
+const chat_dialect *chat_dialect_resolve(const tok *t, const reg_entry *entry);
+
+typedef struct pipeline_in {
+    const dlm_doc *doc;
+    const char *store;              /* the document's store folder (may not exist yet) */
+    const json_t *manifest;         /* its manifest (content_hashes: sections already trained), or NULL */
+    tok *tok;
+    const chat_dialect *dialect;    /* chat_dialect_resolve's answer */
+    uint64_t seed;                  /* the run's seed: --seed, else training.seed */
+    int max_pos;                    /* the model's context (0 = unknown): caps sequence_len */
+    int no_replay;                  /* --no-replay */
+    int prev_version;               /* the current version before this run (0 none) */
+    int64_t run_id;                 /* this run's id (manifest_next_run_id) */
+} pipeline_in;
+
+typedef struct pipeline {
+    dataset *ds;
+    const chat_dialect *dialect;    /* what Q/A rows are rendered with (chatml when the base has none and there are no Q/A) */
+    const char **cur_ids;           /* [n_cur] ids of the document's sections */
+    int n_cur, n_new, n_replay;     /* sections: in the document, not yet trained, sampled from the corpus */
+    replay *rp;                     /* the store's replay corpus (empty when there is none) */
+    dlm_doc *rdoc;                  /* the sampled replay sections, or NULL */
+} pipeline;
+
+int pipeline_build(const pipeline_in *in, pipeline *out, dlm_err *e);
+void pipeline_free(pipeline *p);
+
+#endif
