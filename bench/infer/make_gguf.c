@@ -8,7 +8,7 @@
  * Weights are N(0, 0.02)-ish (norms 1 ± 0.1, biases small), quantized with
  * kern_quant_row (bit-exact with llama.cpp's reference quantizers). q4_k_m
  * follows llama-quant.cpp's per-tensor rule without an imatrix
- * (../shared/reference/formats.md §6.1): output / tied token_embd Q6_K,
+ * (docs/reference/formats.md §6.1): output / tied token_embd Q6_K,
  * attn_v and ffn_down Q6_K on use_more_bits layers, the rest Q4_K, and the
  * fallbacks Q4_K→Q5_0, Q6_K→Q8_0 for rows that are not whole 256-blocks.
  * The tokenizer is a stub GPT-2 vocabulary (the 256 byte tokens, filler
@@ -85,7 +85,7 @@ static int q4km_type(const char *name, int layer, int n_layer, int64_t ne0, int 
     return t;
 }
 
-/* GPT-2 byte → printable code point (formats.md §2.1). */
+/* GPT-2 byte → printable code point (docs/reference/formats.md §2.1). */
 static int byte_cp(int b)
 {
     if ((b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF)) return b;

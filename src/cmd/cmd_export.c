@@ -55,8 +55,10 @@ int cmd_export(int argc, char **argv, dlm_ctx *ctx)
     err_clear(&e);
     if (cmd_setup(ctx, &e)) return cmd_fail(ctx, &e);
     kern_init(o_threads);
-    export_opts o = {pos[0], ctx->home, (export_target)target, o_quant, o_merged, o_dequantize, o_no_template,
-                     o_no_smoke, o_name, o_out, o_pre, o_offline};
+    export_opts o = {.doc_path = pos[0], .home = ctx->home, .target = (export_target)target, .quant = o_quant,
+                     .merged = o_merged, .dequantize = o_dequantize, .no_template = o_no_template,
+                     .no_smoke = o_no_smoke, .name = o_name, .out_dir = o_out, .pre_tokenizer = o_pre,
+                     .offline = o_offline};
     export_result res;
     if (export_run(&o, &res, &e)) return cmd_fail(ctx, &e);
     if (!ctx->quiet) {

@@ -51,7 +51,8 @@ int cmd_perplexity(int argc, char **argv, dlm_ctx *ctx)
     size_t len;
     if (fs_read_all(file, (size_t)1 << 30, &text, &len, &e)) return cmd_fail(ctx, &e);
     kern_init(o_threads);
-    target_opts to = {doc, o_base, ctx->home, !o_no_adapter, o_offline};
+    target_opts to = {.doc_path = doc, .base = o_base, .home = ctx->home, .use_adapter = !o_no_adapter,
+                      .offline = o_offline};
     infer_target t;
     if (target_open(&to, &t, &e)) { free(text); return cmd_fail(ctx, &e); }
     int rc = EXIT_FAIL;

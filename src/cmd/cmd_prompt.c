@@ -92,7 +92,8 @@ int cmd_prompt(int argc, char **argv, dlm_ctx *ctx)
         if (!query || !*query) { free(owned); return cmd_usage_error(&spec_prompt, "empty query"); }
     }
     kern_init(o_threads);
-    target_opts to = {doc, o_base, ctx->home, !o_no_adapter, o_offline};
+    target_opts to = {.doc_path = doc, .base = o_base, .home = ctx->home, .use_adapter = !o_no_adapter,
+                      .offline = o_offline};
     infer_target t;
     if (target_open(&to, &t, &e)) { free(owned); return cmd_fail(ctx, &e); }
     int rc = EXIT_FAIL;

@@ -1,4 +1,4 @@
-/* body — the markdown body → sections (spec §1.5).
+/* body — the markdown body → sections (docs/reference/original-spec.md §1.5).
  *
  * A line-oriented scan. A line starting with ``` toggles "in code block";
  * inside one nothing is a fence. Outside, a whole line `::type[#adapter]::`

@@ -8,7 +8,7 @@
 #include "util/fs.h"
 #include "util/hash.h"
 
-/* ---- section ids (spec §1.8) --------------------------------------------- */
+/* ---- section ids (docs/reference/original-spec.md §1.8) --------------------------------------------- */
 
 void doc_section_id(doc_section_type t, const char *content, size_t len, char out[17])
 {
@@ -56,7 +56,7 @@ void doc_media_section_id(doc_section_type t, const char *path, const char *blob
     out[16] = 0;
 }
 
-/* ---- frontmatter delimiting (spec §1.2) ------------------------------------ */
+/* ---- frontmatter delimiting (docs/reference/original-spec.md §1.2) ------------------------------------ */
 
 int doc_split(const char *path, const char *text, size_t len, size_t *yaml_off, size_t *yaml_len,
               size_t *fm_end, size_t *body_off, int *body_line, dlm_err *e)

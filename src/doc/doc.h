@@ -3,8 +3,8 @@
  * A .dlm file is YAML frontmatter between two `---` lines, then a markdown
  * body cut into sections by fence lines (`::instruction::`,
  * `::preference#tone::`, `::image path="a.png"::`, ...). The format is the
- * original DocumentLanguageModel's schema v15 (shared/reference/
- * dlm-format.md §1): every document the original accepts parses here to the
+ * original DocumentLanguageModel's schema v15 (docs/reference/
+ * original-spec.md §1): every document the original accepts parses here to the
  * same sections, the same section ids and the same frontmatter values.
  * dlm is stricter in one place on purpose: instruction and preference
  * bodies are checked at parse time, with the document's file:line.
@@ -280,7 +280,7 @@ int doc_write(const dlm_doc *d, const char *path, dlm_err *e);
  * plain when safe, else double-quoted. */
 void doc_yaml_scalar(strbuf *out, const char *s);
 
-/* ---- migration (spec §1.4) ------------------------------------------------- */
+/* ---- migration (docs/reference/original-spec.md §1.4) ------------------------------------------------- */
 
 typedef struct doc_migration {
     int from_version;          /* version the file declares (1 when absent) */

@@ -23,7 +23,7 @@ struct dlm_doc {
 int doc_text_normalize(const char *label, const char *bytes, size_t len, char **out,
                        size_t *out_len, int *had_bom, dlm_err *e);
 
-/* Split normalised text into frontmatter YAML and body (spec §1.2).
+/* Split normalised text into frontmatter YAML and body (docs/reference/original-spec.md §1.2).
  * yaml_{off,len}: the lines between the delimiters; body_off: first char
  * after the closer line's '\n' (== text_len when none); fm_end as above. */
 int doc_split(const char *path, const char *text, size_t len, size_t *yaml_off, size_t *yaml_len,

@@ -1,4 +1,4 @@
-/* migrate — schema versions 1..15 (spec §1.4).
+/* migrate — schema versions 1..15 (docs/reference/original-spec.md §1.4).
  *
  * Read path: the parsed YAML is walked up the migration chain in memory
  * (the file is untouched) before validation. Only v1→v2 changes data

@@ -1,5 +1,5 @@
 /* qa — `### Q`/`### A` and `### Prompt`/`### Chosen`/`### Rejected` bodies
- * (spec §1.6, §1.7).
+ * (docs/reference/original-spec.md §1.6, §1.7).
  *
  * The original parsed these only when building training rows, and its
  * errors carried a section-relative line and no file. dlm parses them with

@@ -373,7 +373,7 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
     memset(r, 0, sizeof *r);
     if (!o->doc_path) return err_set(e, "ExportError", "export needs a document");
     infer_target T;
-    target_opts to = {o->doc_path, NULL, o->home, 1, o->offline};
+    target_opts to = {.doc_path = o->doc_path, .home = o->home, .use_adapter = 1, .offline = o->offline};
     if (target_open(&to, &T, e)) return -1;
     int rc = -1;
     const doc_frontmatter *fm = doc_fm(T.doc);
@@ -443,8 +443,9 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
     } else {
         /* general.name: the registry key, or the folder / file name */
         const char *gname = T.base.entry ? T.base.entry->key : fs_basename(T.base_spec);
-        export_gguf_opts go = {mix, o->merged ? T.l : NULL, o->merged && o->dequantize, gname, r->pre, with_tmpl,
-                               r->add_bos, r->add_eos};
+        export_gguf_opts go = {.mix = mix, .merge = o->merged ? T.l : NULL, .merge_f16 = o->merged && o->dequantize,
+                               .name = gname, .pre = r->pre, .chat_template = with_tmpl, .add_bos = r->add_bos,
+                               .add_eos = r->add_eos};
         log_info("export: writing %s (%s)", r->model_file, o->merged ? "adapter merged" : "base");
         if (export_write_model(T.m, T.t, &go, mpath, &r->info, e)) goto done;
     }
@@ -470,12 +471,15 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
         time_iso_utc(time_now(), now, sizeof now);
         if (!realpath(o->doc_path, abs)) snprintf(abs, sizeof abs, "%s", o->doc_path);
         const char *rev = ent ? ent->revision : T.base.kind == BASE_HF && T.base.revision[0] ? T.base.revision : NULL;
-        export_modelfile mf = {DLM_VERSION, now, abs, fm->dlm_id, T.version, T.base_spec, rev, mix->name,
-                               o->merged, from, o->merged ? NULL : adapter_ref, go_tmpl, stops, n_stops,
-                               fm->export.has_temperature ? fm->export.default_temperature
-                               : ent && ent->reasoning_tuned ? 0.6 : 0.7,
-                               fm->export.has_top_p ? fm->export.default_top_p : T.dialect ? T.dialect->top_p : 0.9,
-                               num_ctx, mf_system, ent && ent->license ? ent->license : NULL};
+        export_modelfile mf = {
+            .version = DLM_VERSION, .created_at = now, .source = abs, .dlm_id = fm->dlm_id,
+            .adapter_version = T.version, .base_model = T.base_spec, .base_revision = rev, .quant = mix->name,
+            .merged = o->merged, .from = from, .adapter = o->merged ? NULL : adapter_ref, .template_text = go_tmpl,
+            .stops = stops, .n_stops = n_stops,
+            .temperature = fm->export.has_temperature ? fm->export.default_temperature
+                           : ent && ent->reasoning_tuned ? 0.6 : 0.7,
+            .top_p = fm->export.has_top_p ? fm->export.default_top_p : T.dialect ? T.dialect->top_p : 0.9,
+            .num_ctx = num_ctx, .system = mf_system, .license = ent && ent->license ? ent->license : NULL};
         if (export_modelfile_text(&mf, &sb, e) || write_text(r->dir, "Modelfile", sb.buf, sb.len, 0644, e) ||
             add_artifact(arts, &n_arts, r->dir, "Modelfile", NULL, e))
             goto done;

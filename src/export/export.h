@@ -1,5 +1,5 @@
 /* export — `dlm export`: a document's base and current adapter as files
- * llama.cpp and Ollama load (dlm-format.md §6, formats.md §3–§6).
+ * llama.cpp and Ollama load (docs/reference/original-spec.md §6, docs/reference/formats.md §3–§6).
  *
  *   <store>/exports/<QUANT>/     (or --out DIR)
  *     base.<QUANT>.gguf          the base, quantized with llama.cpp's mix

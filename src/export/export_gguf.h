@@ -1,6 +1,6 @@
 /* export_gguf — a loaded base (any source model_load reads) written as a
  * llama.cpp GGUF, optionally with a LoRA/DoRA adapter merged in, and the
- * adapter alone as a llama.cpp LoRA GGUF (formats.md §4, §5.1, §6).
+ * adapter alone as a llama.cpp LoRA GGUF (docs/reference/formats.md §4, §5.1, §6).
  *
  * Weights: dlm holds them in HF row order (model.h); for the llama arch
  * the Q/K rows (and biases, and the adapter's lora_b rows of q and k) are
@@ -60,7 +60,5 @@ void export_special_flags(const char *model_path, const tok *t, int vocab, int *
 /* What llama.cpp will do with such a file: the flag, or its default. */
 int export_llama_add_bos(int add_bos, const char *pre);
 
-/* GGUF name of LoRA module m of layer il ("blk.3.attn_q.weight"). */
-void export_module_gguf_name(int il, int m, char *buf, size_t cap);
 
 #endif

@@ -1,4 +1,4 @@
-/* gguf_lora — the adapter as a llama.cpp LoRA GGUF (formats.md §5.1).
+/* gguf_lora — the adapter as a llama.cpp LoRA GGUF (docs/reference/formats.md §5.1).
  *
  * llama.cpp computes y = W·x + (alpha / rank)·B·(A·x) with rank = B.ne[0],
  * the same scale dlm trains with, so A and B go out as they are in F32
@@ -50,7 +50,7 @@ int export_write_adapter(const model *m, const lora *l, const char *name, const 
             const lora_mod *md = lora_mod_at(l, il, mm);
             if (!md) continue;
             char base[64];
-            export_module_gguf_name(il, mm, base, sizeof base);
+            model_proj_name(mm, il, 1, base, sizeof base);
             ad_t *a = &t[n++], *b = &t[n++];
             snprintf(a->name, sizeof a->name, "%s.lora_a", base);
             a->data = l->w + md->off_a;

@@ -88,13 +88,7 @@ static int add_vec(plan *p, const char *name, const float *v, int64_t n, int per
     return 0;
 }
 
-void export_module_gguf_name(int il, int m, char *buf, size_t cap)
-{
-    static const char *G[LM_COUNT] = {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"};
-    snprintf(buf, cap, "blk.%d.%s.weight", il, m >= 0 && m < LM_COUNT ? G[m] : "?");
-}
-
-/* llama3 rope divisors as convert_hf_to_gguf computes them (formats.md §1.4). */
+/* llama3 rope divisors as convert_hf_to_gguf computes them (docs/reference/formats.md §1.4). */
 static void rope_divisors(const model_config *c, float *out)
 {
     int hd = c->head_dim;
@@ -145,7 +139,7 @@ static int build_plan(const model *m, const lora *l, plan *p, dlm_err *e)
         const layer_weights *w = &m->layers[il];
         const wmat *mats[LM_COUNT] = {&w->wq, &w->wk, &w->wv, &w->wo, &w->w_gate, &w->w_up, &w->w_down};
         for (int mm = 0; mm < LM_COUNT; mm++) {
-            export_module_gguf_name(il, mm, nm, sizeof nm);
+            model_proj_name(mm, il, 1, nm, sizeof nm);
             int perm = llama && (mm == LM_Q || mm == LM_K) ? hs : 0;
             int merged = l && lora_mod_at(l, il, mm) ? mm : -1;
             if (add_mat(p, nm, mats[mm], perm, il, merged, e)) return -1;
@@ -319,7 +313,7 @@ static void strarr_free(strarr *a)
     free(a->len);
 }
 
-/* tokenizer.* keys (formats.md §4.4). The token list has exactly one entry
+/* tokenizer.* keys (docs/reference/formats.md §4.4). The token list has exactly one entry
  * per embedding row: ids the tokenizer lacks become "[PAD<id>]" UNUSED, as
  * the converter writes them. */
 static int write_tokenizer(gguf_w *w, const model *m, const tok *t, const export_gguf_opts *o, dlm_err *e)
@@ -421,7 +415,7 @@ int export_write_model(const model *m, const tok *t, const export_gguf_opts *o, 
     }
     if (build_plan(m, o->merge, &p, e)) goto done;
     qsort(p.t, (size_t)p.n, sizeof *p.t, plan_cmp);
-    export_qstate qs = {!m->cfg.tied, 0, m->cfg.n_layer, 0, 0, 0};
+    export_qstate qs = {.has_output = !m->cfg.tied, .n_layer = m->cfg.n_layer};
     for (int i = 0; i < p.n; i++)
         if (strstr(p.t[i].name, "attn_v.weight")) qs.n_attention_wv++;
     for (int i = 0; i < p.n; i++) {
@@ -442,7 +436,7 @@ int export_write_model(const model *m, const tok *t, const export_gguf_opts *o, 
     gguf_w_u32(w, "general.quantization_version", 2);
     write_arch(w, m);
     if (write_tokenizer(w, m, t, o, e)) goto done;
-    fill_ctx F = {m, o->merge, o, &p, info, NULL, NULL, 0, 0, 0};
+    fill_ctx F = {.m = m, .l = o->merge, .o = o, .p = &p, .info = info};
     for (int i = 0; i < p.n; i++) {
         plan_t *x = &p.t[i];
         if (gguf_w_tensor(w, x->name, (int)x->type, x->n_dims, x->ne, NULL, fill, &F) < 0) break;

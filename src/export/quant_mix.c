@@ -9,7 +9,7 @@
 
 #include "kern/kern.h"
 
-/* LlamaFileType values (formats.md §4.2). */
+/* LlamaFileType values (docs/reference/formats.md §4.2). */
 static const export_mix MIXES[] = {
     {"Q4_K_M", 15, DT_Q4_K, 1},
     {"Q5_K_M", 17, DT_Q5_K, 1},

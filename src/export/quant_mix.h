@@ -1,5 +1,5 @@
 /* quant_mix — which ggml type every tensor of an exported model gets, as
- * llama.cpp's llama-quantize decides it (formats.md §6.1, src/llama-quant.cpp
+ * llama.cpp's llama-quantize decides it (docs/reference/formats.md §6.1, src/llama-quant.cpp
  * llama_tensor_get_type, no imatrix, no overrides), plus the two quantizers
  * kern does not have (Q4_1, Q5_1: the fallback of Q5_K for rows that are
  * not a multiple of 256).

@@ -1,5 +1,5 @@
 /* quant — llama.cpp's reference quantizers (quantize_row_*_ref, no imatrix),
- * bit for bit, as ../shared/reference/formats.md §6.3 spells them out.
+ * bit for bit, as docs/reference/formats.md §6.3 spells them out.
  *
  * Bit-exactness rests on doing every float operation in the same order and
  * precision as ggml-quants.c: each expression below is written the way the
@@ -8,7 +8,7 @@
  * an integer (undefined in C, only reachable with NaN/Inf input) we clamp
  * first; in-range results are unchanged.
  *
- * Block layouts (formats.md §4.3) are read and written byte by byte, so
+ * Block layouts (docs/reference/formats.md §4.3) are read and written byte by byte, so
  * unaligned rows are fine. */
 #include "kern/kern_impl.h"
 

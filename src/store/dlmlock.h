@@ -1,4 +1,4 @@
-/* dlmlock — dlm.lock, the determinism contract of a store (spec §3.6).
+/* dlmlock — dlm.lock, the determinism contract of a store (docs/reference/original-spec.md §3.6).
  *
  * Written after each successful run; checked before the next one. Same
  * (.dlm bytes, base revision and weights, dlm version, ISA class, seed) →

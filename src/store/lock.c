@@ -1,4 +1,4 @@
-/* lock — the exclusive store lock (spec §2.4).
+/* lock — the exclusive store lock (docs/reference/original-spec.md §2.4).
  *
  * <store>/.lock is created with O_CREAT|O_EXCL and holds
  * "PID\nhostname\nepoch_float\ncommand\n" (the original writes the first

@@ -1,4 +1,4 @@
-/* manifest — <store>/manifest.json (spec §2.3), schema_version 1.
+/* manifest — <store>/manifest.json (docs/reference/original-spec.md §2.3), schema_version 1.
  *
  * Same fields and JSON shape as the original's pydantic Manifest (sorted
  * keys, indent 2, naive-UTC ISO datetimes with seconds precision), so a

@@ -1,5 +1,5 @@
 /* metrics — per-step training metrics in <store>/metrics.sqlite (WAL), the
- * original's tables (spec §8): runs, steps, evals. Run start/end writes are
+ * original's tables (docs/reference/original-spec.md §8): runs, steps, evals. Run start/end writes are
  * hard failures; step rows are batched into transactions that commit at
  * least every few seconds, so a crash loses at most those. */
 #ifndef DLM_METRICS_H

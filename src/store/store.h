@@ -1,4 +1,4 @@
-/* store — where a document's training state lives (spec §2).
+/* store — where a document's training state lives (docs/reference/original-spec.md §2).
  *
  *   $DLM_HOME/store/<dlm_id>/
  *     manifest.json              the store's narrative (runs, exports, base)
@@ -38,7 +38,7 @@ int store_exists(const char *store);
 /* mkdir -p the skeleton: adapter/versions, logs, exports. */
 int store_create_skeleton(const char *store, dlm_err *e);
 
-/* ---- manifest (spec §2.3) ----------------------------------------------------
+/* ---- manifest (docs/reference/original-spec.md §2.3) ----------------------------------------------------
  * Held as a validated jansson object so later modules can add runs and
  * exports without this header knowing their every field. Saved with the
  * Python-compatible writer (sorted keys, indent 2, trailing LF). */
@@ -66,7 +66,7 @@ int manifest_add_run(json_t *m, json_t *run, dlm_err *e);
 int manifest_add_export(json_t *m, json_t *exp, dlm_err *e);
 int64_t manifest_next_run_id(const json_t *m);
 
-/* ---- lock (spec §2.4) -------------------------------------------------------- */
+/* ---- lock (docs/reference/original-spec.md §2.4) -------------------------------------------------------- */
 
 typedef struct store_lock {
     char path[4096];

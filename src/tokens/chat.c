@@ -12,7 +12,7 @@ enum { STYLE_CHATML = 1, STYLE_QWEN3, STYLE_LLAMA3, STYLE_LLAMA3_NODATE, STYLE_L
 static const char *const STOPS_CHATML[] = {"<|im_end|>", "<|endoftext|>", "<|im_start|>", NULL};
 static const char *const STOPS_LLAMA3[] = {"<|eot_id|>", "<|end_of_text|>", "<|start_header_id|>", "<|eom_id|>", NULL};
 
-/* Ollama Go templates: chatml from dlm-format.md 6.2, llama3 from formats.md 5.3. */
+/* Ollama Go templates: chatml from docs/reference/original-spec.md §6.2, llama3 from docs/reference/formats.md §5.3. */
 
 static const char SYS_SMOLLM2[] = "You are a helpful AI assistant named SmolLM, trained by Hugging Face";
 static const char SYS_QWEN25[] = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.";

@@ -39,7 +39,7 @@ typedef struct chat_dialect {
     const char *name;              /* "chatml", "chatml-qwen2.5", "llama3", ... */
     const char *family;            /* export family: "chatml" or "llama3" (Ollama template, src/export/ollama.c) */
     const char *default_system;    /* injected when there is no system message; NULL none */
-    const char *const *stops;      /* stop strings, NULL-terminated (dlm-format.md 6.2) */
+    const char *const *stops;      /* stop strings, NULL-terminated (docs/reference/original-spec.md §6.2) */
     double top_p;                  /* export default */
     int style;                     /* private: which renderer */
 } chat_dialect;

@@ -132,7 +132,7 @@ size_t tok_vocab_size(const tok *t);
 /* Token string (ByteLevel form; added tokens as their content; holes as
  * "[PAD<id>]"), NUL-terminated, length in *len when len != NULL. */
 const char *tok_token_str(const tok *t, int32_t id, size_t *len);
-/* TOK_TYPE_* by llama.cpp's converter rules (formats.md 4.4). */
+/* TOK_TYPE_* by llama.cpp's converter rules (docs/reference/formats.md §4.4). */
 int tok_token_type(const tok *t, int32_t id);
 
 size_t tok_n_merges(const tok *t);

@@ -3,7 +3,7 @@
  * tokenizer.ggml.pre vocabulary so a GGUF writer can record it.
  *
  * A GGUF file stores no pipeline, only its name, so each name maps to the
- * HF pipeline it stands for (formats.md 2.2):
+ * HF pipeline it stands for (docs/reference/formats.md §2.2):
  *   gpt2       ByteLevel(use_regex)                     (GPT-2 regex)
  *   llama-bpe  Split(LLAMA3 regex) + ByteLevel, ignore_merges
  *   qwen2      NFC + Split(QWEN2 regex) + ByteLevel

@@ -393,7 +393,7 @@ const char *tok_str_of(const tok *t, int32_t id, size_t *n)
 }
 
 /* llama.cpp's converter: added tokens that look like <|...|> are CONTROL even
- * when not special (formats.md 4.4, does_token_look_special). */
+ * when not special (docs/reference/formats.md §4.4, does_token_look_special). */
 static int looks_special(const char *s, size_t n)
 {
     if (n == 5 && !memcmp(s, "<pad>", 5)) return 1;

@@ -1,5 +1,5 @@
 /* tok_gguf — a tokenizer rebuilt from a GGUF file's tokenizer.ggml.* keys
- * (formats.md §4.4), giving the same ids as the tokenizer.json it came from. */
+ * (docs/reference/formats.md §4.4), giving the same ids as the tokenizer.json it came from. */
 #ifndef DLM_TOK_GGUF_H
 #define DLM_TOK_GGUF_H
 

@@ -14,7 +14,7 @@
 #include "tokens/tok_impl.h"
 
 /* The regexes of the supported families, as they appear in tokenizer.json
- * (formats.md 2.2). GPT-2's is the one built into HF's ByteLevel. */
+ * (docs/reference/formats.md §2.2). GPT-2's is the one built into HF's ByteLevel. */
 const char TOK_RE_GPT2[] =
     "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
 const char TOK_RE_LLAMA3[] =

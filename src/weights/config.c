@@ -265,7 +265,7 @@ out:
 }
 
 /* inv_freq[i] = 1 / theta^(2i/HS), then llama3's per-frequency divisor
- * (formats.md §1.4), all in double. */
+ * (docs/reference/formats.md §1.4), all in double. */
 void model_rope_freqs(const model_config *cfg, double *inv_freq)
 {
     int half = cfg->head_dim / 2;

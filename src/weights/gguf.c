@@ -32,7 +32,7 @@ static const char *const VNAME[GGUF_VTYPE_COUNT] = {
 size_t gguf_vtype_size(gguf_vtype t) { return (unsigned)t < GGUF_VTYPE_COUNT ? VSIZE[t] : 0; }
 const char *gguf_vtype_name(gguf_vtype t) { return (unsigned)t < GGUF_VTYPE_COUNT ? VNAME[t] : "?"; }
 
-/* ggml's type enum (formats.md §4.2): {name, block elems, block bytes};
+/* ggml's type enum (docs/reference/formats.md §4.2): {name, block elems, block bytes};
  * removed ids have no entry. */
 #define NTYPES 43
 static const struct { const char *name; unsigned elems, bytes; } TYPES[NTYPES] = {

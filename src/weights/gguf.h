@@ -1,6 +1,6 @@
 /* gguf — GGUF files, both ways: a general reader (v3; v2 readable),
  * memory-mapped and validated before anything is allocated from a length
- * field, and the writer export uses (gguf_write.c). docs/formats.md
+ * field, and the writer export uses (gguf_write.c). docs/reference/formats.md
  * ("GGUF") has the format and the keys dlm reads and writes.
  *
  * Layout (little-endian): "GGUF", u32 version, u64 n_tensors, u64 n_kv,
@@ -9,7 +9,7 @@
  * the alignment (general.alignment, default 32), then the tensor data.
  * A string is u64 length + bytes (no NUL).
  *
- * What is refused (formats.md §4.1, style.md rule 12): bad magic, version 1
+ * What is refused (docs/reference/formats.md §4.1, docs/reference/style.md rule 12): bad magic, version 1
  * or > 3, big-endian files, counts that the remaining bytes cannot hold,
  * string lengths past the end, empty or duplicate keys, duplicate tensor
  * names, names of 64+ bytes, unknown value or ggml types, nested arrays,

@@ -1,5 +1,5 @@
 /* hub — the Hugging Face hub cache, shared with Python tools, and a
- * resumable, verified downloader for what is missing (formats.md §1.2-1.3).
+ * resumable, verified downloader for what is missing (docs/reference/formats.md §1.2-1.3).
  *
  * Cache root: $HF_HUB_CACHE > $HUGGINGFACE_HUB_CACHE > $HF_HOME/hub >
  * $XDG_CACHE_HOME/huggingface/hub > ~/.cache/huggingface/hub. Layout:

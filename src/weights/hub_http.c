@@ -390,7 +390,7 @@ static size_t on_body(char *buf, size_t size, size_t n, void *ud)
             }
         } else if (st == 200) {
             if (s->asked > 0) {
-                /* server ignored Range: start over (formats.md §1.3) */
+                /* server ignored Range: start over (docs/reference/formats.md §1.3) */
                 if (ftruncate(s->fd, 0) != 0) return 0;
                 s->off = 0;
             }

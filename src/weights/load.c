@@ -293,7 +293,7 @@ int model_build(loader *L)
     if (!m->rope_inv_freq) return -1;
     model_rope_freqs(c, m->rope_inv_freq);
     if (L->gguf) {
-        /* llama3 scaling travels as per-frequency divisors (formats.md §1.4) */
+        /* llama3 scaling travels as per-frequency divisors (docs/reference/formats.md §1.4) */
         float *div;
         r = get_vec(L, T_ROPE_FREQS, 0, half, 0, &div);
         if (r < 0) return -1;

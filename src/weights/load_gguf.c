@@ -1,5 +1,5 @@
 /* load_gguf — a llama.cpp GGUF (llama / qwen2 arch): config from the
- * <arch>.* keys (formats.md §4.4), tensors by GGUF name (§4.5). Weights stay
+ * <arch>.* keys (docs/reference/formats.md §4.4), tensors by GGUF name (§4.5). Weights stay
  * in their stored type in the mapping; load.c undoes the llama Q/K
  * permutation. */
 #include "weights/model_impl.h"

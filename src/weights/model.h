@@ -98,10 +98,14 @@ typedef struct model_tensor {
 int model_tensor_count(const model *m);
 const model_tensor *model_tensor_at(const model *m, int i);
 
-/* Tensor name mapping (formats.md §4.5): "model.layers.3.mlp.up_proj.weight"
+/* Tensor name mapping (docs/reference/formats.md §4.5): "model.layers.3.mlp.up_proj.weight"
  * <-> "blk.3.ffn_up.weight". 0 ok, -1 when the name has no counterpart. */
 int model_name_to_gguf(const char *hf, char *out, size_t cap);
 int model_name_to_hf(const char *gguf, char *out, size_t cap);
+/* The GGUF (gguf = 1) or HF name of projection p of layer il, p in the
+ * order q k v o gate up down (decoder/lora.h's LM_*): "blk.3.attn_q.weight".
+ * NULL when p is out of range or buf too small. */
+const char *model_proj_name(int p, int il, int gguf, char *buf, size_t cap);
 
 /* Re-store every layer's seven projections as `target` (e.g. DT_Q4_K) in
  * owned memory, with llama.cpp's fallbacks for row widths the type cannot

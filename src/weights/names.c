@@ -1,4 +1,4 @@
-/* names — HF ↔ GGUF tensor names for llama/qwen2 (formats.md §4.5). */
+/* names — HF ↔ GGUF tensor names for llama/qwen2 (docs/reference/formats.md §4.5). */
 #include "weights/model_impl.h"
 
 #include <stdio.h>
@@ -31,6 +31,12 @@ const char *model_role_name(tensor_role r, int il, int gguf, char *buf, size_t c
     if (!f) return NULL;
     int n = snprintf(buf, cap, f, il);
     return n < 0 || (size_t)n >= cap ? NULL : buf;
+}
+
+const char *model_proj_name(int p, int il, int gguf, char *buf, size_t cap)
+{
+    static const tensor_role R[7] = {T_Q, T_K, T_V, T_O, T_GATE, T_UP, T_DOWN};
+    return p >= 0 && p < 7 ? model_role_name(R[p], il, gguf, buf, cap) : NULL;
 }
 
 /* Match s against a pattern with at most one "%d" (a decimal without

@@ -1,6 +1,6 @@
-/* registry — the base models dlm knows by name (spec §9).
+/* registry — the base models dlm knows by name (docs/reference/original-spec.md §9).
  *
- * A compiled-in table generated from shared/reference/base-registry.tsv by
+ * A compiled-in table generated from docs/reference/base-registry.tsv by
  * scripts/gen-registry.py (src/weights/registry_table.c), plus
  * qwen2.5-coder-7b / -14b and the pseudo-entry `tiny` (the small base dlm
  * ships, models/tiny.gguf). Vision and audio rows are listed so that they

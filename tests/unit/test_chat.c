@@ -1,5 +1,5 @@
 /* Unit tests for src/tokens/chat: exact renderings of each dialect written
- * out by hand from the templates (formats.md 3), assistant spans, detection.
+ * out by hand from the templates (docs/reference/formats.md §3), assistant spans, detection.
  *
  * Modes for tests/ref/r0102-chat-templates.sh:
  *   test_chat --detect TEMPLATE_FILE        print the dialect name (or "none")

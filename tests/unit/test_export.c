@@ -1,10 +1,10 @@
 /* Unit tests for the GGUF export core (src/export/quant_mix.c,
  * gguf_model.c, gguf_lora.c):
  *
- *  - llama.cpp's per-tensor type rules: use_more_bits layer sets (formats.md
+ *  - llama.cpp's per-tensor type rules: use_more_bits layer sets (docs/reference/formats.md
  *    §6.1 lists them for 16..32 layers), output / tied-embedding rule, %256
  *    fallbacks, attn_v / ffn_down counters, tensor order;
- *  - the llama Q/K row permutation against formats.md's index form;
+ *  - the llama Q/K row permutation against docs/reference/formats.md's index form;
  *  - Q4_1 / Q5_1 blocks worked by hand, and every type's round trip within
  *    llama.cpp's own bound (tests/test-quantize-fns.cpp: sqrt(Σ err²)/n <
  *    0.002 on 0.1 + 2·cos(i), 4096 values);
@@ -41,7 +41,7 @@
 
 static void test_use_more_bits(void)
 {
-    /* formats.md §6.1: layers that get Q6_K */
+    /* docs/reference/formats.md §6.1: layers that get Q6_K */
     const struct { int n; const char *set; } T[] = {
         {16, "0 1 4 7 10 13 14 15"},
         {24, "0 1 2 5 8 11 14 17 20 21 22 23"},
@@ -154,7 +154,7 @@ static void test_order(void)
 
 static void test_permutation(void)
 {
-    /* formats.md §4.6 index form: out_row[h·hd + 2j + k] = in_row[h·hd + k·(hd/2) + j] */
+    /* docs/reference/formats.md §4.6 index form: out_row[h·hd + 2j + k] = in_row[h·hd + k·(hd/2) + j] */
     for (int hd = 2; hd <= 16; hd += 2)
         for (int h = 0; h < 3; h++)
             for (int j = 0; j < hd / 2; j++)
@@ -537,7 +537,7 @@ done:
 }
 
 /* The adapter GGUF: llama.cpp's keys, A as is, B with llama q/k rows in
- * the interleaved order (formats.md §5.1), written out here index by index. */
+ * the interleaved order (docs/reference/formats.md §5.1), written out here index by index. */
 static void test_adapter(void)
 {
     model *m = load(FIX "/llama-bf16");
@@ -560,7 +560,10 @@ static void test_adapter(void)
             for (int mm = 0; mm < LM_COUNT; mm++) {
                 const lora_mod *md = lora_mod_at(l, il, mm);
                 char base[64], nm[80];
-                export_module_gguf_name(il, mm, base, sizeof base);
+                /* llama.cpp's tensor names, written out here (not from dlm's table) */
+                static const char *GN[LM_COUNT] = {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up",
+                                                  "ffn_down"};
+                snprintf(base, sizeof base, "blk.%d.%s.weight", il, GN[mm]);
                 snprintf(nm, sizeof nm, "%s.lora_a", base);
                 const gguf_tensor *ta = gguf_find_tensor(g, nm);
                 CHECK(ta && ta->type == DT_F32 && ta->ne[0] == md->in && ta->ne[1] == r &&

@@ -1,6 +1,6 @@
 /* Unit tests for src/weights/gguf: a hand-assembled GGUF (bytes written here,
  * independently of any writer) read back through every accessor, then each
- * refusal of formats.md §4.1 / style.md rule 12, and every truncation. */
+ * refusal of docs/reference/formats.md §4.1 / docs/reference/style.md rule 12, and every truncation. */
 #include "check.h"
 
 #include <stdint.h>

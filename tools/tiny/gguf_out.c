@@ -1,5 +1,5 @@
 /* gguf_out — see gguf_out.h. Keys and tensor names follow
- * convert_hf_to_gguf for a LlamaForCausalLM (formats.md §4.4–4.6). */
+ * convert_hf_to_gguf for a LlamaForCausalLM (docs/reference/formats.md §4.4–4.6). */
 #include "gguf_out.h"
 
 #include <stdlib.h>
@@ -41,7 +41,7 @@ typedef struct out_ctx {
 } out_ctx;
 
 /* dst rows [rows] ← src rows, converted; with permutation
- * out_row[h*hd + 2j + k] = in_row[h*hd + k*hd/2 + j] (formats.md §4.6). */
+ * out_row[h*hd + 2j + k] = in_row[h*hd + k*hd/2 + j] (docs/reference/formats.md §4.6). */
 static int fill(void *ctx, int index, void *dst, size_t nbytes, dlm_err *e)
 {
     const out_tensor *t = &((out_ctx *)ctx)->t[index];

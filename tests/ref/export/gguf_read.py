@@ -1,5 +1,5 @@
 """A small GGUF v3 reader for the export checks (numpy only), written from
-formats.md §4.1: little-endian header, typed key/values, tensor infos, data
+docs/reference/formats.md §4.1: little-endian header, typed key/values, tensor infos, data
 aligned to general.alignment (default 32). Independent of dlm's C reader.
 
 read(path) -> (kvs, tensors): kvs maps key -> (type, value) in file order;

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Independent reference for dlm's quantizers (formats.md §4.3, §6.3).
+"""Independent reference for dlm's quantizers (docs/reference/formats.md §4.3, §6.3).
 
 Written from the algorithm description of llama.cpp's quantize_row_*_ref
 (Q8_0, Q4_0, Q5_0, Q4_K, Q5_K, Q6_K) and dequantize_row_*, in numpy float32

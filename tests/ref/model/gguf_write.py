@@ -1,10 +1,10 @@
 """Minimal GGUF v3 writer for dlm's tests (numpy only), following
-formats.md §4: little-endian header, typed key/values, tensor infos with
+docs/reference/formats.md §4: little-endian header, typed key/values, tensor infos with
 sequential offsets padded to the alignment, zero padding, tensor data.
 
 Written from the spec, independently of the C reader it tests. Supports the
 tensor types the tests need: F32, F16, BF16, Q8_0 (llama.cpp's reference
-quantizer, formats.md §6.3) and raw pre-packed blocks for any other type."""
+quantizer, docs/reference/formats.md §6.3) and raw pre-packed blocks for any other type."""
 import struct
 
 import numpy as np
@@ -51,7 +51,7 @@ def bf16_bits_to_f32(b):
 
 
 def quantize_q8_0(x):
-    """formats.md §6.3 Q8_0 on rows of x (last dim a multiple of 32):
+    """docs/reference/formats.md §6.3 Q8_0 on rows of x (last dim a multiple of 32):
     amax/127 in f32, qs = roundf(x * (1/d)) (half away from zero), d as fp16."""
     x = np.ascontiguousarray(x, dtype=np.float32)
     blocks = x.reshape(-1, 32)
@@ -120,7 +120,7 @@ def write_gguf(path, kvs, tensors, alignment=32, version=3):
 
 
 def permute_qk(w, n_head):
-    """llama-arch Q/K row permutation (formats.md §4.6): rows of each head
+    """llama-arch Q/K row permutation (docs/reference/formats.md §4.6): rows of each head
     [2][hd/2] -> [hd/2][2]. Works for weights [rows, cols] and biases [rows]."""
     rows = w.shape[0]
     hd = rows // n_head

@@ -4,7 +4,7 @@ stdlib only; listens on 127.0.0.1 (random free port written to --port-file).
 
 Serves fixture folders in the hub's URL layout
     HEAD/GET /{org}/{name}/resolve/{rev}/{path}
-with the headers huggingface_hub reads (formats.md §1.3):
+with the headers huggingface_hub reads (docs/reference/formats.md §1.3):
   - X-Repo-Commit (a fixed 40-hex sha per repo), ETag;
   - "LFS" files (*.safetensors, *.gguf): ETag/X-Linked-Etag = sha256,
     X-Linked-Size, and a 302 with an *absolute* Location to /cdn/<sha256>
