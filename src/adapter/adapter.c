@@ -5,8 +5,93 @@
 #include <string.h>
 
 #include "weights/safetensors.h"
+#include "kern/kern.h"
 #include "util/fs.h"
 #include "util/json.h"
+
+/* ---- PEFT tensors: adapter_model.safetensors ------------------------------ */
+
+static int load_tensor(float *dst, const st_tensor *t, int64_t rows, int64_t cols, int ndim,
+                       const char *label, dlm_err *e)
+{
+    int64_t n = rows * (ndim == 2 ? cols : 1);
+    if (t->ndim != ndim || t->shape[0] != rows || (ndim == 2 && t->shape[1] != cols))
+        return err_set(e, "AdapterError", "%s: tensor '%s' has the wrong shape (expected [%lld%s%lld])",
+                       label, t->name, (long long)rows, ndim == 2 ? ", " : "", ndim == 2 ? (long long)cols : 0LL);
+    const unsigned char *p = t->data;
+    switch (t->dtype) {
+    case ST_F32: memcpy(dst, p, (size_t)n * 4); return 0;
+    case ST_F16:
+    case ST_BF16:
+        for (int64_t i = 0; i < n; i++) {
+            uint16_t h = (uint16_t)(p[2 * i] | p[2 * i + 1] << 8);
+            dst[i] = t->dtype == ST_F16 ? fp16_to_f32(h) : bf16_to_f32(h);
+        }
+        return 0;
+    default:
+        return err_set(e, "AdapterError", "%s: tensor '%s' has dtype %s (expected F32, F16 or BF16)", label,
+                       t->name, st_dtype_name(t->dtype));
+    }
+}
+
+int lora_load_st(lora *l, const struct st_file *f, const char *label, dlm_err *e)
+{
+    char name[256];
+    int expected = 0;
+    for (int layer = 0; layer < l->n_layer; layer++)
+        for (int m = 0; m < LM_COUNT; m++) {
+            const lora_mod *md = lora_mod_at(l, layer, m);
+            if (!md) continue;
+            const char *parts[3] = {"lora_A", "lora_B", "lora_magnitude_vector"};
+            for (int p = 0; p < (l->cfg.dora ? 3 : 2); p++) {
+                lora_tensor_name(layer, m, parts[p], name, sizeof name);
+                const st_tensor *t = st_find(f, name);
+                if (!t) return err_set(e, "AdapterError", "%s: tensor '%s' is missing", label, name);
+                int rc = p == 0 ? load_tensor(l->w + md->off_a, t, l->cfg.rank, md->in, 2, label, e)
+                       : p == 1 ? load_tensor(l->w + md->off_b, t, md->out, l->cfg.rank, 2, label, e)
+                                : load_tensor(l->w + md->off_mag, t, md->out, 1, 1, label, e);
+                if (rc) return -1;
+                expected++;
+            }
+        }
+    int extra = 0;
+    for (int i = 0; i < st_count(f); i++)
+        if (strstr(st_at(f, i)->name, "lora_")) extra++;
+    if (extra != expected)
+        return err_set(e, "AdapterError", "%s: holds %d adapter tensors, the adapter config describes %d", label,
+                       extra, expected);
+    return 0;
+}
+
+int lora_save_st(const lora *l, const char *path, dlm_err *e)
+{
+    int per = l->cfg.dora ? 3 : 2, n = 0, cap = l->n_layer * LM_COUNT * per;
+    st_out *t = calloc((size_t)cap, sizeof *t);
+    char *names = calloc((size_t)cap, 160);
+    if (!t || !names) { free(t); free(names); return err_set(e, "MemoryError", "out of memory"); }
+    for (int layer = 0; layer < l->n_layer; layer++)
+        for (int m = 0; m < LM_COUNT; m++) {
+            const lora_mod *md = lora_mod_at(l, layer, m);
+            if (!md) continue;
+            const char *parts[3] = {"lora_A", "lora_B", "lora_magnitude_vector"};
+            for (int p = 0; p < per; p++) {
+                char *nm = names + (size_t)n * 160;
+                lora_tensor_name(layer, m, parts[p], nm, 160);
+                t[n].name = nm;
+                t[n].dtype = ST_F32;
+                if (p == 0) { t[n].ndim = 2; t[n].shape[0] = l->cfg.rank; t[n].shape[1] = md->in; t[n].data = l->w + md->off_a; }
+                else if (p == 1) { t[n].ndim = 2; t[n].shape[0] = md->out; t[n].shape[1] = l->cfg.rank; t[n].data = l->w + md->off_b; }
+                else { t[n].ndim = 1; t[n].shape[0] = md->out; t[n].data = l->w + md->off_mag; }
+                n++;
+            }
+        }
+    const char *meta[] = {"format", "pt", NULL};
+    int rc = st_write(path, t, n, meta, e);
+    free(t);
+    free(names);
+    return rc;
+}
+
 
 int adapter_targets(const char *const *names, int n, int is_auto, unsigned *mask, dlm_err *e)
 {

@@ -18,6 +18,13 @@ int adapter_save(const char *dir, const lora *l, const adapter_meta *meta, dlm_e
 int adapter_read_config(const char *dir, lora_config *cfg, dlm_err *e);
 /* Read the config, create the lora for model m and load its tensors. */
 int adapter_load(const char *dir, const model *m, lora **out, dlm_err *e);
+/* adapter_model.safetensors with PEFT's names and shapes (A [r,in], B
+ * [out,r], magnitudes [out]) and metadata {"format": "pt"}. Loading takes
+ * every tensor this lora expects (F32, F16 or BF16); a missing tensor, a
+ * wrong shape, or an extra lora tensor is an error. */
+struct st_file;
+int lora_load_st(lora *l, const struct st_file *f, const char *label, dlm_err *e);
+int lora_save_st(const lora *l, const char *path, dlm_err *e);
 /* Turn a document's target_modules (NULL/auto = q,k,v,o) into a mask. */
 int adapter_targets(const char *const *names, int n, int is_auto, unsigned *mask, dlm_err *e);
 

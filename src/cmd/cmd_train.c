@@ -96,17 +96,6 @@ static void on_note(void *ctx, const char *msg)
     fprintf(stderr, "%s\n", msg);
 }
 
-static const char *phase_name(train_phase p)
-{
-    switch (p) {
-    case PHASE_LOADING: return "loading";
-    case PHASE_TRAINING: return "training";
-    case PHASE_EVALUATING: return "evaluating";
-    case PHASE_SAVING: return "saving";
-    default: return "done";
-    }
-}
-
 static void on_progress(void *ctx, const train_progress *p)
 {
     view *v = ctx;
@@ -126,7 +115,7 @@ static void on_progress(void *ctx, const train_progress *p)
         return;
     }
     if (v->tty) {
-        fprintf(stderr, "\r\033[K  %s step %lld/%lld  loss %.4f%s  lr %.2e  %.0f tok/s%s", phase_name(p->phase),
+        fprintf(stderr, "\r\033[K  %s step %lld/%lld  loss %.4f%s  lr %.2e  %.0f tok/s%s", train_phase_name(p->phase),
                 (long long)p->step, (long long)p->total, p->loss, val, p->lr, p->tokens_per_sec, eta);
         v->dirty = 1;
         return;

@@ -72,15 +72,7 @@ void lora_tensor_name(int layer, int m, const char *part, char *buf, size_t cap)
  * norm[out]. scratch >= in + r floats. */
 void lora_dora_norm(const lora *l, const model *mdl, int layer, int m, float *norm, float *scratch);
 
-#endif
-
-/* ---- PEFT files ------------------------------------------------------------
- * adapter_model.safetensors with PEFT's names and shapes (A [r,in], B
- * [out,r], magnitudes [out]) and metadata {"format": "pt"}. */
-struct st_file;
-/* Load every tensor this lora expects (F32, F16 or BF16); a missing tensor,
- * a wrong shape, or an extra lora tensor is an error. */
-int lora_load_st(lora *l, const struct st_file *f, const char *label, dlm_err *e);
-int lora_save_st(const lora *l, const char *path, dlm_err *e);
 /* Nonzero if every value is finite. */
 int lora_all_finite(const lora *l);
+
+#endif

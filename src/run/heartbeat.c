@@ -45,17 +45,6 @@ static struct {
     size_t len[3];
 } g_now;
 
-static const char *phase_name(train_phase p)
-{
-    switch (p) {
-    case PHASE_LOADING: return "loading";
-    case PHASE_TRAINING: return "training";
-    case PHASE_EVALUATING: return "evaluating";
-    case PHASE_SAVING: return "saving";
-    default: return "done";
-    }
-}
-
 /* JSON string body (without quotes) of s into out; control bytes escaped. */
 static void esc(const char *s, char *out, size_t cap)
 {
@@ -126,7 +115,7 @@ static int write_hb(heartbeat *h, dlm_err *e)
                      "  \"updated_at\": \"%s\",\n  \"updated_unix\": %.3f,\n  \"val_loss\": %s\n}\n",
                      h->console[0] ? "\"" : "", h->console[0] ? con : "null", h->console[0] ? "\"" : "",
                      h->detached ? "true" : "false", doc, el, eta, h->log[0] ? "\"" : "", h->log[0] ? log : "null",
-                     h->log[0] ? "\"" : "", loss, lr, h->have_p ? phase_name(p->phase) : "loading", h->pid,
+                     h->log[0] ? "\"" : "", loss, lr, h->have_p ? train_phase_name(p->phase) : "loading", h->pid,
                      (unsigned long long)h->pid_start, (long long)h->run_id, h->started_at,
                      (long long)(h->have_p ? p->step : 0), h->stopping ? "true" : "false", tps,
                      (long long)(h->have_p ? p->total : 0), upd, now, val);

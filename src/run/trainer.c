@@ -29,6 +29,17 @@
 #include "util/log.h"
 #include "util/timeutil.h"
 
+const char *train_phase_name(train_phase p)
+{
+    switch (p) {
+    case PHASE_LOADING: return "loading";
+    case PHASE_TRAINING: return "training";
+    case PHASE_EVALUATING: return "evaluating";
+    case PHASE_SAVING: return "saving";
+    default: return "done";
+    }
+}
+
 static void note(run *R, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void note(run *R, const char *fmt, ...)
 {

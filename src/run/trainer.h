@@ -16,6 +16,8 @@
 #include "util/err.h"
 
 typedef enum { PHASE_LOADING, PHASE_TRAINING, PHASE_EVALUATING, PHASE_SAVING, PHASE_DONE } train_phase;
+/* "loading", "training", "evaluating", "saving", "done" */
+const char *train_phase_name(train_phase p);
 
 typedef struct train_progress {
     train_phase phase;
