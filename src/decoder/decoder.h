@@ -35,6 +35,7 @@ typedef struct decoder_opts {
     int full;               /* training: every weight trainable (weights must be F32) */
     int logit_rows;         /* full mode: LM-head rows per chunk (0 = auto) */
     int n_ctx;              /* > 0: inference with a KV cache of n_ctx positions (B = 1; no backward) */
+    int n_seq;              /* inference: sequences with a cache each, decoded together (0 = 1) */
 } decoder_opts;
 
 /* Bytes decoder_create will allocate for these options (activations +
@@ -60,8 +61,17 @@ double decoder_loss(decoder *d, const token_batch *b, float *nll, float *logits_
  * cache. logits receives [V] for the last token, or [n, V] when all_logits.
  * The caller keeps n_past (decoder/session.c). */
 void decoder_eval(decoder *d, const int32_t *tokens, int n, int n_past, float *logits, int all_logits);
-/* Copy the first n cached positions of src's cache into dst's (same shape). */
-void decoder_copy_cache(decoder *dst, const decoder *src, int n);
+/* Several sequences in one pass: group g's rows tokens[row0, row0+n) are
+ * positions n_past.. of sequence seq (distinct seqs, rows in order, at most
+ * B·T rows in all). The projections, the MLP and the head run once over
+ * every row; attention runs per sequence over its own cache. logits gets
+ * each group's last row [n_groups, V], or every row [rows, V] with
+ * all_logits. */
+typedef struct dec_group { int row0, n, seq, n_past; } dec_group;
+void decoder_eval_groups(decoder *d, const int32_t *tokens, const dec_group *groups, int n_groups, float *logits,
+                         int all_logits);
+/* Sequence dst's first n cached positions become src's (a shared prefix). */
+void decoder_cache_copy(decoder *d, int dst_seq, int src_seq, int n);
 /* Recompute the DoRA scales from the adapter's current weights (the
  * inference decoder does it at create; training passes do it each time). */
 void decoder_dora_prepare(decoder *d);

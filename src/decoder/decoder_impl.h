@@ -72,7 +72,8 @@ typedef struct dec_pass {
     uint64_t seed, micro;     /* dropout draws: (seed, RNG_DROPOUT, micro, layer, module) */
     int B, T;                 /* rows N = B·T */
     const int32_t *seg;       /* [B,T] packing segments, or NULL */
-    int n_past;               /* inference: cached positions before these rows */
+    const dec_group *groups;  /* inference: which rows belong to which cached sequence */
+    int n_groups;
 } dec_pass;
 
 static inline layer_acts *dec_acts_for(decoder *d, int layer) { return &d->acts[d->n_acts == 1 ? 0 : layer]; }

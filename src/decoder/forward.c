@@ -108,8 +108,9 @@ static void carve_all(decoder *d, carver *cv, const model_config *c, const lora_
     int drop = !kv && lc && lc->dropout > 0;
     d->X = CARVE_F(cv, (size_t)(kv ? 1 : L + 1) * N * C);
     if (kv) {
-        d->kcache = CARVE_F(cv, (size_t)L * d->o.n_ctx * K);
-        d->vcache = CARVE_F(cv, (size_t)L * d->o.n_ctx * K);
+        size_t S = (size_t)(d->o.n_seq > 0 ? d->o.n_seq : 1);
+        d->kcache = CARVE_F(cv, S * L * d->o.n_ctx * K);
+        d->vcache = CARVE_F(cv, S * L * d->o.n_ctx * K);
         d->pos = (int32_t *)carve(cv, (size_t)N * sizeof(int32_t));
     }
     for (int a = 0; a < d->n_acts; a++) {
@@ -333,7 +334,7 @@ static void lin_fwd(decoder *d, const dec_pass *p, layer_acts *A, int layer, int
     const wmat *W = lora_base_weight(d->m, layer, m);
     const float *bias = dec_mod_bias(&d->m->layers[layer], m);
     const lora_mod *md = d->l ? lora_mod_at(d->l, layer, m) : NULL;
-    int vec = d->o.n_ctx > 0 && N == 1;
+    int vec = d->o.n_ctx > 0 && N == 1;   /* one row in all: a decode step of one sequence */
     if (acc && ((md && d->l->cfg.dora) || vec)) {  /* DoRA reads the bare product back; matvec has no acc */
         lin_fwd(d, p, A, layer, m, x, d->tmpC, N, 0);
         for (size_t i = 0; i < (size_t)N * W->rows; i++) y[i] += d->tmpC[i];
@@ -414,12 +415,18 @@ void dec_layer_fwd(decoder *d, const dec_pass *p, int layer, layer_acts *A, cons
     PROF("fwd.rope", kern_rope_fwd_t(A->q, d->rope_cs, d->rope_sn, N, c->n_head, c->head_dim);
     kern_rope_fwd_t(A->k, d->rope_cs, d->rope_sn, N, c->n_kv_head, c->head_dim));
     if (d->o.n_ctx > 0) {
-        /* inference: append k, v to the cache and attend over all of it */
-        float *kc = d->kcache + (size_t)layer * d->o.n_ctx * K, *vc = d->vcache + (size_t)layer * d->o.n_ctx * K;
-        memcpy(kc + (size_t)p->n_past * K, A->k, (size_t)N * K * sizeof(float));
-        memcpy(vc + (size_t)p->n_past * K, A->v, (size_t)N * K * sizeof(float));
-        attn_shape as = cache_attn(c, N, p->n_past, d->o.n_ctx, K);
-        kern_attn_fwd(A->att, NULL, A->q, kc, vc, &as, d->attn_scratch);
+        /* inference: each sequence's rows append their k, v to its cache
+         * and attend over all of it */
+        for (int gi = 0; gi < p->n_groups; gi++) {
+            const dec_group *g = &p->groups[gi];
+            size_t at = ((size_t)g->seq * c->n_layer + layer) * d->o.n_ctx * K;
+            float *kc = d->kcache + at, *vc = d->vcache + at;
+            memcpy(kc + (size_t)g->n_past * K, A->k + (size_t)g->row0 * K, (size_t)g->n * K * sizeof(float));
+            memcpy(vc + (size_t)g->n_past * K, A->v + (size_t)g->row0 * K, (size_t)g->n * K * sizeof(float));
+            attn_shape as = cache_attn(c, g->n, g->n_past, d->o.n_ctx, K);
+            kern_attn_fwd(A->att + (size_t)g->row0 * d->Q, NULL, A->q + (size_t)g->row0 * d->Q, kc, vc, &as,
+                          d->attn_scratch);
+        }
     } else {
         attn_shape as = train_attn(c, p->B, p->T, K, p->seg);
         PROF("fwd.attn", kern_attn_fwd(A->att, A->lse, A->q, A->k, A->v, &as, d->attn_scratch));
@@ -507,26 +514,47 @@ double decoder_loss(decoder *d, const token_batch *b, float *nll, float *logits_
 
 /* ---- inference ---------------------------------------------------------- */
 
-void decoder_eval(decoder *d, const int32_t *tokens, int n, int n_past, float *logits, int all_logits)
+void decoder_eval_groups(decoder *d, const int32_t *tokens, const dec_group *groups, int n_groups, float *logits,
+                         int all_logits)
 {
     const model *m = d->m;
     const model_config *c = &m->cfg;
-    int C = d->C;
-    dec_pass p = {.train = 0, .B = 1, .T = n, .n_past = n_past};
-    for (int i = 0; i < n; i++) d->pos[i] = n_past + i;
-    embed(d, tokens, n, d->X);
-    kern_rope_table(d->rope_cs, d->rope_sn, d->pos, n, c->head_dim, m->rope_inv_freq);
+    int C = d->C, N = 0;
+    for (int gi = 0; gi < n_groups; gi++) {
+        const dec_group *g = &groups[gi];
+        for (int i = 0; i < g->n; i++) d->pos[g->row0 + i] = g->n_past + i;
+        if (g->row0 + g->n > N) N = g->row0 + g->n;
+    }
+    dec_pass p = {.train = 0, .B = 1, .T = N, .groups = groups, .n_groups = n_groups};
+    embed(d, tokens, N, d->X);
+    kern_rope_table(d->rope_cs, d->rope_sn, d->pos, N, c->head_dim, m->rope_inv_freq);
     for (int layer = 0; layer < c->n_layer; layer++) dec_layer_fwd(d, &p, layer, &d->acts[0], d->X, d->X);
-    kern_rmsnorm_fwd(d->xnf, d->rstdf, d->X, m->out_norm, n, C, c->rms_eps);
-    if (all_logits) kern_matmul(logits, d->xnf, &m->output, NULL, n, 0);
-    else kern_matvec(logits, d->xnf + (size_t)(n - 1) * C, &m->output, NULL);
+    kern_rmsnorm_fwd(d->xnf, d->rstdf, d->X, m->out_norm, N, C, c->rms_eps);
+    if (all_logits) {
+        kern_matmul(logits, d->xnf, &m->output, NULL, N, 0);
+    } else if (n_groups == 1) {
+        kern_matvec(logits, d->xnf + (size_t)(groups[0].row0 + groups[0].n - 1) * C, &m->output, NULL);
+    } else {
+        /* each sequence's last row, gathered, through one GEMM */
+        for (int gi = 0; gi < n_groups; gi++)
+            memcpy(d->xn + (size_t)gi * C, d->xnf + (size_t)(groups[gi].row0 + groups[gi].n - 1) * C,
+                   (size_t)C * sizeof(float));
+        kern_matmul(logits, d->xn, &m->output, NULL, n_groups, 0);
+    }
 }
 
-void decoder_copy_cache(decoder *dst, const decoder *src, int n)
+void decoder_eval(decoder *d, const int32_t *tokens, int n, int n_past, float *logits, int all_logits)
 {
-    size_t K = (size_t)dst->K, L = (size_t)dst->m->cfg.n_layer;
+    dec_group g = {.row0 = 0, .n = n, .seq = 0, .n_past = n_past};
+    decoder_eval_groups(d, tokens, &g, 1, logits, all_logits);
+}
+
+void decoder_cache_copy(decoder *d, int dst_seq, int src_seq, int n)
+{
+    size_t K = (size_t)d->K, L = (size_t)d->m->cfg.n_layer, ctx = (size_t)d->o.n_ctx;
     for (size_t l = 0; l < L; l++) {
-        memcpy(dst->kcache + l * dst->o.n_ctx * K, src->kcache + l * src->o.n_ctx * K, (size_t)n * K * sizeof(float));
-        memcpy(dst->vcache + l * dst->o.n_ctx * K, src->vcache + l * src->o.n_ctx * K, (size_t)n * K * sizeof(float));
+        size_t to = ((size_t)dst_seq * L + l) * ctx * K, from = ((size_t)src_seq * L + l) * ctx * K;
+        memmove(d->kcache + to, d->kcache + from, (size_t)n * K * sizeof(float));
+        memmove(d->vcache + to, d->vcache + from, (size_t)n * K * sizeof(float));
     }
 }

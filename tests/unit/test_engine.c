@@ -19,6 +19,7 @@
 #include "kern/kern.h"
 #include "weights/model.h"
 #include "weights/safetensors.h"
+#include "decoder/kvpool.h"
 #include "decoder/session.h"
 #include "adapter/adapter.h"
 #include "decoder/decoder.h"
@@ -243,6 +244,65 @@ static void test_session_matches(const char *path, int i8, double tol)
     session_free(s);
     free(full);
     free(one);
+    lora_free(l);
+    model_free(m);
+}
+
+/* Several sequences decoded together (kvpool: one pass over every row,
+ * attention per sequence) against one session per sequence: the prefill of
+ * prompts longer than a pass, decode steps of all sequences at once, and
+ * a cache prefix copied to another sequence. The row batches go through
+ * the GEMM where the sessions' single rows go through kern_matvec, so the
+ * logits agree to rounding, not bit for bit. */
+static void test_kvpool_matches(const char *path, int dora)
+{
+    kern_set_int8_decode(0);
+    model *m = load(path);
+    lora *l = make_lora(m, dora, 0.0f, 7);
+    int V = m->cfg.vocab, lens[3] = {7, 3, 11}, steps = 4;
+    tbatch tb;
+    make_batch(&tb, 1, 32, V, 21, 0);
+    const int32_t *toks[3] = {tb.tok, tb.tok + 8, tb.tok + 12};
+    dlm_err e;
+    kv_pool *p;
+    CHECK_INT(kv_pool_create(m, l, 3, 32, 8, &p, &e), 0);
+    float *got = calloc((size_t)3 * V, 4), *want = calloc((size_t)V, 4);
+    session *s[3];
+    for (int i = 0; i < 3; i++) CHECK_INT(session_create(m, l, 32, 5, &s[i], &e), 0);
+    int seq[3] = {0, 1, 2}, ntok[3];
+    for (int i = 0; i < 3; i++) ntok[i] = lens[i];
+    CHECK_INT(kv_pool_eval(p, 3, seq, toks, ntok, got, &e), 0);
+    for (int i = 0; i < 3; i++) {
+        CHECK_INT(session_eval(s[i], toks[i], lens[i], want, 0, &e), 0);
+        check_tensor("kvpool prefill", got + (size_t)i * V, want, (size_t)V, 1e-4);
+        CHECK_INT(kv_pool_n_past(p, i), lens[i]);
+    }
+    for (int t = 0; t < steps; t++) {
+        const int32_t *next[3];
+        int one[3] = {1, 1, 1};
+        for (int i = 0; i < 3; i++) next[i] = toks[i] + lens[i] + t;
+        CHECK_INT(kv_pool_eval(p, 3, seq, next, one, got, &e), 0);
+        for (int i = 0; i < 3; i++) {
+            session_eval(s[i], next[i], 1, want, 0, &e);
+            check_tensor("kvpool step", got + (size_t)i * V, want, (size_t)V, 1e-4);
+        }
+    }
+    /* sequence 1 restarts from sequence 0's first 5 positions */
+    CHECK_INT(kv_pool_copy(p, 1, 0, 5, &e), 0);
+    CHECK_INT(kv_pool_n_past(p, 1), 5);
+    int s1 = 1, n2 = 2;
+    const int32_t *cont = tb.tok + 20;
+    CHECK_INT(kv_pool_eval(p, 1, &s1, &cont, &n2, got, &e), 0);
+    session_reset(s[1]);
+    session_eval(s[1], toks[0], 5, want, 0, &e);
+    session_eval(s[1], cont, 2, want, 0, &e);
+    check_tensor("kvpool copied prefix", got, want, (size_t)V, 1e-4);
+    CHECK(kv_pool_eval(p, 1, &s1, &cont, (int[]){40}, got, &e) != 0);   /* past the context */
+    for (int i = 0; i < 3; i++) session_free(s[i]);
+    kv_pool_free(p);
+    kern_set_int8_decode(1);
+    free(got);
+    free(want);
     lora_free(l);
     model_free(m);
 }
@@ -562,6 +622,8 @@ int main(void)
     test_session_matches(FIX "qwen2-f32", 1, 1e-5);
     test_session_matches(FIX "llama-bf16.q8_0.gguf", 0, 1e-5);
     test_session_matches(FIX "llama-bf16.q8_0.gguf", 1, 6e-2);
+    test_kvpool_matches(FIX "qwen2-f32", 0);
+    test_kvpool_matches(FIX "llama-bf16.q8_0.gguf", 1);
     test_smoke_training(FIX "qwen2-f32");
     test_quantized_base(DT_Q8_0);
     test_quantized_base(DT_Q4_K);
