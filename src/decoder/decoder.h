@@ -70,8 +70,10 @@ void decoder_eval(decoder *d, const int32_t *tokens, int n, int n_past, float *l
 typedef struct dec_group { int row0, n, seq, n_past; } dec_group;
 void decoder_eval_groups(decoder *d, const int32_t *tokens, const dec_group *groups, int n_groups, float *logits,
                          int all_logits);
-/* Sequence dst's first n cached positions become src's (a shared prefix). */
+/* Sequence dst's first n cached positions become src's (a shared prefix);
+ * _from copies between two decoders of the same model and n_ctx. */
 void decoder_cache_copy(decoder *d, int dst_seq, int src_seq, int n);
+void decoder_cache_copy_from(decoder *dst, int dst_seq, const decoder *src, int src_seq, int n);
 /* Recompute the DoRA scales from the adapter's current weights (the
  * inference decoder does it at create; training passes do it each time). */
 void decoder_dora_prepare(decoder *d);

@@ -549,12 +549,18 @@ void decoder_eval(decoder *d, const int32_t *tokens, int n, int n_past, float *l
     decoder_eval_groups(d, tokens, &g, 1, logits, all_logits);
 }
 
+void decoder_cache_copy_from(decoder *dst, int dst_seq, const decoder *src, int src_seq, int n)
+{
+    size_t K = (size_t)dst->K, L = (size_t)dst->m->cfg.n_layer;
+    for (size_t l = 0; l < L; l++) {
+        size_t to = ((size_t)dst_seq * L + l) * (size_t)dst->o.n_ctx * K;
+        size_t from = ((size_t)src_seq * L + l) * (size_t)src->o.n_ctx * K;
+        memmove(dst->kcache + to, src->kcache + from, (size_t)n * K * sizeof(float));
+        memmove(dst->vcache + to, src->vcache + from, (size_t)n * K * sizeof(float));
+    }
+}
+
 void decoder_cache_copy(decoder *d, int dst_seq, int src_seq, int n)
 {
-    size_t K = (size_t)d->K, L = (size_t)d->m->cfg.n_layer, ctx = (size_t)d->o.n_ctx;
-    for (size_t l = 0; l < L; l++) {
-        size_t to = ((size_t)dst_seq * L + l) * ctx * K, from = ((size_t)src_seq * L + l) * ctx * K;
-        memmove(d->kcache + to, d->kcache + from, (size_t)n * K * sizeof(float));
-        memmove(d->vcache + to, d->vcache + from, (size_t)n * K * sizeof(float));
-    }
+    decoder_cache_copy_from(d, dst_seq, d, src_seq, n);
 }

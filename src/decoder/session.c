@@ -75,3 +75,11 @@ int session_eval(session *s, const int32_t *tokens, int n, float *logits, int al
     }
     return 0;
 }
+
+int session_copy_prefix(session *dst, const session *src, int n)
+{
+    if (n < 0 || n > src->n_past || n > dst->n_ctx || dst->n_ctx != src->n_ctx || dst->vocab != src->vocab) return -1;
+    if (dst != src) decoder_cache_copy_from(dst->d, 0, src->d, 0, n);
+    dst->n_past = n;
+    return 0;
+}

@@ -31,6 +31,11 @@ int session_vocab(const session *s);   /* logits per position */
 /* Evaluate tokens[0..n) at positions n_past..n_past+n-1. logits receives
  * [V] for the last token, or [n, V] when all_logits. Fails when the context
  * would overflow n_ctx. */
+/* dst's first n positions (n <= src's n_past) become src's, and dst's
+ * n_past = n; dst == src keeps a prefix (the repl rewinds a turn with it).
+ * Same model and n_ctx required; -1 on a size mismatch. */
+int session_copy_prefix(session *dst, const session *src, int n);
+
 int session_eval(session *s, const int32_t *tokens, int n, float *logits, int all_logits, dlm_err *e);
 
 #endif
