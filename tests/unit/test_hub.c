@@ -201,7 +201,7 @@ static void test_base(void)
 static int drive(int argc, char **argv)
 {
     hub_opts o;
-    if (hub_opts_init(&o, &E)) goto fail;
+    if (cmd_read_env(&E) || hub_opts_init(&o, &E)) goto fail;
     const char *r = getenv("DLM_HUB_RETRIES"), *b = getenv("DLM_HUB_BACKOFF_MS");
     if (r) o.max_retries = atoi(r);
     if (b) o.backoff_ms = atoi(b);
