@@ -57,6 +57,10 @@ int cmd_fail(const dlm_ctx *ctx, const dlm_err *e);
 /* Resolve ctx->home from --home / $DLM_HOME / ~/.dlm. */
 int ctx_resolve_home(dlm_ctx *ctx, dlm_err *e);
 
+/* srcview.c: the per-file verdicts of a document's training.sources (text
+ * or JSON on stdout), for `show --sources` and `train --dry-run`. */
+int srcview_print(const char *doc_path, int as_json, dlm_err *e);
+
 /* Every command. */
 typedef int (*cmd_fn)(int argc, char **argv, dlm_ctx *ctx);
 typedef struct cmd_entry {
