@@ -6,6 +6,7 @@
 #ifndef DLM_CMD_H
 #define DLM_CMD_H
 
+#include <signal.h>
 #include "util/err.h"
 
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_INTERRUPTED = 130 };
@@ -79,6 +80,14 @@ typedef struct scaffold_opts {
     int rescaffold;             /* rewrite it (keeping its dlm_id) */
 } scaffold_opts;
 int scaffold_train_target(const char *dir, const scaffold_opts *o, char *out, size_t cap, int *scaffolded, dlm_err *e);
+
+/* watch.c: `train --watch`. Block until the document or a file under its
+ * training.sources roots changed and then stayed quiet for debounce_ms
+ * (1), or *stop became set (0). */
+int watch_wait(const char *doc_path, int debounce_ms, volatile sig_atomic_t *stop, dlm_err *e);
+/* Prose and Q/A sections of the document (sources expanded), and how many
+ * of them the store's manifest has not seen (content_hashes). */
+int watch_new_sections(const char *doc_path, const char *home, int *n_new, int *n_total, dlm_err *e);
 
 /* Every command. */
 typedef int (*cmd_fn)(int argc, char **argv, dlm_ctx *ctx);

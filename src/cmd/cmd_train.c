@@ -22,7 +22,7 @@
 #include "util/timeutil.h"
 
 static int o_resume, o_fresh, o_max_steps, o_seed = -1, o_threads, o_update, o_ignore, o_strict, o_no_replay,
-           o_force, o_json, o_offline, o_detach, o_dry_run, o_recursive, o_no_recursive, o_rescaffold;
+           o_force, o_json, o_offline, o_detach, o_dry_run, o_watch, o_watch_max_steps = 100, o_watch_debounce_ms = 400, o_recursive, o_no_recursive, o_rescaffold;
 static const char *o_max_memory, *o_base, *o_name, *o_policy;
 static opt_list o_include, o_exclude;
 
@@ -42,6 +42,9 @@ static const opt OPTS[] = {
     {"offline", 0, OPT_FLAG, &o_offline, NULL, "never download the base"},
     {"json", 0, OPT_FLAG, &o_json, NULL, "print the result as JSON on stdout"},
     {"detach", 0, OPT_FLAG, &o_detach, NULL, "run in the background (own session, log in the store); see 'dlm status'"},
+    {"watch", 0, OPT_FLAG, &o_watch, NULL, "after the run, retrain (resume mode) whenever an edit adds new sections"},
+    {"watch-max-steps", 0, OPT_INT, &o_watch_max_steps, "N", "--watch: steps per retrain (default 100)"},
+    {"watch-debounce-ms", 0, OPT_INT, &o_watch_debounce_ms, "MS", "--watch: quiet time before a retrain (default 400)"},
     {"dry-run", 0, OPT_FLAG, &o_dry_run, NULL, "list what training.sources would train (every file, its verdict) and stop"},
     {"include", 0, OPT_LIST, &o_include, "GLOB", "DIR mode, first run: files to train on (repeatable)"},
     {"exclude", 0, OPT_LIST, &o_exclude, "GLOB", "DIR mode, first run: files to leave out (repeatable)"},
@@ -302,6 +305,9 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
     if (o_update + o_ignore + o_strict > 1)
         return cmd_usage_error(&spec_train, "--strict-lock / --update-lock / --ignore-lock are mutually exclusive");
     if (o_max_steps < 0 || o_threads < 0) return cmd_usage_error(&spec_train, "--max-steps and --threads must be >= 0");
+    if (o_watch && (o_detach || o_dry_run)) return cmd_usage_error(&spec_train, "--watch runs in the foreground, without --detach/--dry-run");
+    if (o_watch_max_steps < 1 || o_watch_debounce_ms < 0)
+        return cmd_usage_error(&spec_train, "--watch-max-steps must be >= 1 and --watch-debounce-ms >= 0");
     dlm_err e;
     err_clear(&e);
     if (cmd_setup(ctx, &e)) return cmd_fail(ctx, &e);
@@ -352,9 +358,12 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
      * checkpoint, cancelled); a detached run ignores SIGHUP */
     if (!o_detach) sigaction(SIGHUP, &sa, NULL);
     train_result res;
+    int cycle = 0;
+again:
     r = train_run(&o, &h, &res, &e);
     clear_line(&v);
     hb_free(v.hb);
+    v.hb = NULL;
     if (r && v.notify_fd >= 0) {
         /* failed before the run started: tell the waiting parent why */
         char line[8192];
@@ -394,5 +403,32 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
         log_warn("the loss fell less than 5%% (%.3f → %.3f): the adapter learned little. Try more epochs"
                  " (training.num_epochs), a higher training.learning_rate, or more Q&A pairs in the document",
                  res.first_loss, res.final_loss);
+    if (o_watch) {
+        /* --watch: wait for a debounced edit; retrain from the current
+         * version (resume mode, bounded) only when it adds section ids the
+         * store has not trained on; Ctrl-C between runs ends cleanly */
+        if (!cycle && !ctx->quiet) fprintf(stderr, "watching %s (Ctrl-C stops)\n", pos[0]);
+        for (;;) {
+            int w = watch_wait(pos[0], o_watch_debounce_ms, &g_stop, &e);
+            if (w < 0) return cmd_fail(ctx, &e);
+            if (w == 0) return EXIT_OK;
+            int n_new, n_total;
+            if (watch_new_sections(pos[0], ctx->home, &n_new, &n_total, &e)) {
+                err_print(stderr, &e, ctx->verbose);   /* a broken edit: report it and keep watching */
+                err_clear(&e);
+                continue;
+            }
+            if (!n_new) {
+                if (!ctx->quiet) fprintf(stderr, "no new sections; not retraining\n");
+                continue;
+            }
+            if (!ctx->quiet) fprintf(stderr, "%d new section(s): retraining (resume mode, <= %d steps)\n", n_new, o_watch_max_steps);
+            o.resume = 1;
+            o.fresh = 0;
+            o.max_steps = o_watch_max_steps;
+            cycle++;
+            goto again;
+        }
+    }
     return EXIT_OK;
 }
