@@ -55,7 +55,8 @@ grep -q "not_included *src/add.c" dry2.txt || fail "-R: src/add.c should not be 
 "$DLM" train proj --base "$FIXTURE_QWEN" --name docs --include 'docs/**' --dry-run > /dev/null 2>&1
 [ -f proj/.dlm/docs.dlm ] || fail "--name docs"
 # corpus.dlm exists, so the default name still resolves to it
-"$DLM" train proj --dry-run 2>&1 | grep -q "using $T/proj/.dlm/corpus.dlm" || fail "default name with two scaffolds"
+out=$("$DLM" train proj --dry-run 2>&1)
+echo "$out" | grep -q "using $T/proj/.dlm/corpus.dlm" || fail "default name with two scaffolds: $out"
 rm proj/.dlm/corpus.dlm
 "$DLM" train proj --base "$FIXTURE_QWEN" --name extra --dry-run > /dev/null 2>&1
 set +e

@@ -30,10 +30,13 @@ assert s["entries"] == 3 and s["bytes"] == 3 * 98, s
 assert 29 * 86400 < s["oldest_age_s"] < 31 * 86400, s
 assert s["settings"] == {"enabled": True, "max_bytes": 200, "prune_older_than_days": 7}, s
 PY
-"$DLM" cache show doc.dlm | grep -q "entries      3" || fail "cache show text"
-"$DLM" cache prune doc.dlm --older-than 40d | grep -q "pruned 1 entry" || fail "the size cap should prune one (oldest)"
+"$DLM" cache show doc.dlm > show.txt
+grep -q "entries      3" show.txt || fail "cache show text: $(cat show.txt)"
+out=$("$DLM" cache prune doc.dlm --older-than 40d)
+echo "$out" | grep -q "pruned 1 entry" || fail "the size cap should prune one (oldest): $out"
 [ ! -e "$store/tokenized-cache/entries/${k1:0:2}/$k1.bin" ] || fail "the oldest entry survived the cap"
-"$DLM" cache prune doc.dlm --older-than 2d | grep -q "pruned 1 entry" || fail "--older-than 2d"
+out=$("$DLM" cache prune doc.dlm --older-than 2d)
+echo "$out" | grep -q "pruned 1 entry" || fail "--older-than 2d: $out"
 [ -e "$store/tokenized-cache/entries/${k3:0:2}/$k3.bin" ] || fail "the fresh entry was pruned"
 set +e
 "$DLM" cache prune doc.dlm --older-than 3x >/dev/null 2>&1; rc=$?
@@ -46,5 +49,6 @@ set -e
 [ -e "$store/tokenized-cache/entries/${k3:0:2}/$k3.bin" ] || fail "refused clear removed entries"
 "$DLM" cache clear doc.dlm --force >/dev/null
 [ ! -e "$store/tokenized-cache" ] || fail "clear left the cache"
-"$DLM" cache show doc.dlm --json | python3 -c 'import json,sys; assert json.load(sys.stdin)["entries"] == 0' || fail "empty after clear"
+"$DLM" cache show doc.dlm --json > show2.json
+python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["entries"] == 0' show2.json || fail "empty after clear"
 echo ok
