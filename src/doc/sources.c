@@ -57,6 +57,21 @@ static src_file *add_file(src_report *r)
     return f;
 }
 
+/* A JSON string of s; bytes that are not UTF-8 (file names may be
+ * anything) become '?' so the record stays valid JSON. */
+static json_t *jstr(const char *s)
+{
+    json_t *j = json_string(s ? s : "");
+    if (j) return j;
+    char *c = strdup(s);
+    if (!c) return json_string("?");
+    for (char *p = c; *p; p++)
+        if ((unsigned char)*p >= 0x80) *p = '?';
+    j = json_string(c);
+    free(c);
+    return j;
+}
+
 json_t *src_report_json(const src_report *r, int with_files)
 {
     json_t *dirs = json_array();
@@ -65,8 +80,8 @@ json_t *src_report_json(const src_report *r, int with_files)
         json_t *sk = json_object();
         for (int v = 1; v <= SRC_UNREADABLE; v++)
             if (d->skipped[v]) json_object_set_new(sk, src_verdict_name((src_verdict)v), json_integer(d->skipped[v]));
-        json_array_append_new(dirs, json_pack("{s:s, s:s, s:i, s:i, s:I, s:o}", "path", d->path, "root",
-                                              d->root ? d->root : "", "line", d->line, "files", d->kept, "bytes",
+        json_array_append_new(dirs, json_pack("{s:o, s:o, s:i, s:i, s:I, s:o}", "path", jstr(d->path), "root",
+                                              jstr(d->root), "line", d->line, "files", d->kept, "bytes",
                                               (json_int_t)d->kept_bytes, "skipped", sk));
     }
     json_t *o = json_pack("{s:o, s:{s:i, s:i, s:i, s:I}}", "directives", dirs, "totals", "files", r->n_files, "kept",
@@ -76,9 +91,9 @@ json_t *src_report_json(const src_report *r, int with_files)
         for (int i = 0; i < r->n_files; i++) {
             const src_file *f = &r->files[i];
             if (with_files == 2 && f->verdict != SRC_KEPT) continue;
-            json_t *jf = json_pack("{s:i, s:s, s:s, s:I}", "directive", f->directive, "path", f->relpath, "verdict",
-                                   src_verdict_name(f->verdict), "size", (json_int_t)f->size);
-            if (f->reason) json_object_set_new(jf, "reason", json_string(f->reason));
+            json_t *jf = json_pack("{s:i, s:o, s:s, s:I}", "directive", f->directive, "path", jstr(f->relpath),
+                                   "verdict", src_verdict_name(f->verdict), "size", (json_int_t)f->size);
+            if (f->reason) json_object_set_new(jf, "reason", jstr(f->reason));
             if (f->verdict == SRC_KEPT) {
                 json_object_set_new(jf, "sha256", json_string(f->sha256));
                 json_object_set_new(jf, "section_id", json_string(f->id));
@@ -363,6 +378,19 @@ static int do_file(walker *w, const char *abs, const char *rel, int is_link, dlm
     struct stat sb;
     size_t len = 0;
     if (v != SRC_KEPT) goto done;
+    {
+        /* the name goes into the section's text ("# source: <relpath>"),
+         * which must be UTF-8 like every other byte of it */
+        char *chk = NULL;
+        size_t cl;
+        dlm_err ne;
+        if (doc_text_normalize(rel, rel, strlen(rel), &chk, &cl, NULL, &ne)) {
+            v = SRC_NOT_UTF8;
+            sb_puts(&why, "the file name is not UTF-8");
+            goto done;
+        }
+        free(chk);
+    }
     if (is_link) {
         char real[PATH_MAX];
         if (!realpath(abs, real) || !under(real, w->root)) {

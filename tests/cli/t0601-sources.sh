@@ -27,6 +27,7 @@ ln -s ../../outside.txt corpus/src/link.txt
 printf 'private/\n' > corpus/.dlm/ignore
 printf 'bin\0%s\n' "$S" > corpus/blob.dat
 printf 'caf\xe9 %s\n' "$S" > corpus/latin1.txt
+printf 'named %s\n' "$S" > "corpus/caf$(printf '\xe9').txt"      # a file name that is not UTF-8
 { for i in $(seq 1 200); do echo "line $i of a long file $S"; done; } > corpus/big.txt
 cat > corpus/src/main.c <<'C'
 /* The capital of France is Paris. */
@@ -66,8 +67,9 @@ grep -q "private/pw.txt  (.dlm/ignore:1 'private/')" list.txt || fail "ignore ru
 grep -q "symlink_escape src/link.txt" list.txt || fail "symlink escape"
 grep -q "binary  *blob.dat" list.txt || fail "binary"
 grep -q "not_utf8 *latin1.txt" list.txt || fail "latin1"
+LC_ALL=C grep -qa "not_utf8 .*(the file name is not UTF-8)" list.txt || fail "non-UTF-8 file name"
 grep -q "too_large *big.txt" list.txt || fail "too large"
-grep -q "total: 13 file(s) seen, 2 kept" list.txt || fail "totals: $(tail -1 list.txt)"
+grep -q "total: 14 file(s) seen, 2 kept" list.txt || fail "totals: $(tail -1 list.txt)"
 
 "$DLM" train doc.dlm --max-steps 2 -q >/dev/null
 store=$DLM_HOME/store/$ID
@@ -90,5 +92,5 @@ assert set(f) == {"src/main.c", "notes.md"}, f
 PY
 "$DLM" show doc.dlm > show.txt
 grep -q "sources      1 directive(s), policy permissive" show.txt || fail "show: no sources line: $(cat show.txt)"
-grep -q "v0001: corpus: 2 file(s), .*, 11 skipped" show.txt || fail "show: no per-directive summary: $(cat show.txt)"
+grep -q "v0001: corpus: 2 file(s), .*, 12 skipped" show.txt || fail "show: no per-directive summary: $(cat show.txt)"
 echo ok
