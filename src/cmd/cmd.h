@@ -6,6 +6,7 @@
 #ifndef DLM_CMD_H
 #define DLM_CMD_H
 
+#include <signal.h>
 #include "util/err.h"
 
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_INTERRUPTED = 130 };
@@ -22,13 +23,20 @@ typedef struct dlm_ctx {
  * flags are not supported (keep it obvious). "--" ends options; "-" alone is
  * a positional (stdin). Global options (--home, -v, -q) are accepted by every
  * command as well as before it. */
-typedef enum { OPT_END = 0, OPT_FLAG, OPT_STR, OPT_INT, OPT_DOUBLE } opt_type;
+typedef enum { OPT_END = 0, OPT_FLAG, OPT_STR, OPT_INT, OPT_DOUBLE, OPT_LIST } opt_type;
+
+/* OPT_LIST: every occurrence of a repeatable option, in order. */
+#define OPT_LIST_MAX 64
+typedef struct opt_list {
+    const char *v[OPT_LIST_MAX];
+    int n;
+} opt_list;
 
 typedef struct opt {
     const char *name;       /* long name without "--" */
     char short_name;        /* 0 = none */
     opt_type type;
-    void *dst;              /* FLAG/INT: int*; STR: const char**; DOUBLE: double* */
+    void *dst;              /* FLAG/INT: int*; STR: const char**; DOUBLE: double*; LIST: opt_list* */
     const char *metavar;    /* "N", "PATH", ... (NULL for flags) */
     const char *help;
 } opt;
@@ -56,6 +64,30 @@ int cmd_fail(const dlm_ctx *ctx, const dlm_err *e);
 
 /* Resolve ctx->home from --home / $DLM_HOME / ~/.dlm. */
 int ctx_resolve_home(dlm_ctx *ctx, dlm_err *e);
+
+/* srcview.c: the per-file verdicts of a document's training.sources (text
+ * or JSON on stdout), for `show --sources` and `train --dry-run`. */
+int srcview_print(const char *doc_path, int as_json, dlm_err *e);
+
+/* scaffold.c: `dlm train DIR` — the path of DIR/.dlm/<name>.dlm, reused or
+ * written now (*scaffolded = 1). */
+typedef struct scaffold_opts {
+    const char *base;           /* required to write one */
+    const char *name;           /* NULL = "corpus" */
+    const opt_list *include, *exclude;
+    int recursive;              /* default include "**" "/" "*" vs "*" */
+    int policy_strict;
+    int rescaffold;             /* rewrite it (keeping its dlm_id) */
+} scaffold_opts;
+int scaffold_train_target(const char *dir, const scaffold_opts *o, char *out, size_t cap, int *scaffolded, dlm_err *e);
+
+/* watch.c: `train --watch`. Block until the document or a file under its
+ * training.sources roots changed and then stayed quiet for debounce_ms
+ * (1), or *stop became set (0). */
+int watch_wait(const char *doc_path, int debounce_ms, volatile sig_atomic_t *stop, dlm_err *e);
+/* Prose and Q/A sections of the document (sources expanded), and how many
+ * of them the store's manifest has not seen (content_hashes). */
+int watch_new_sections(const char *doc_path, const char *home, int *n_new, int *n_total, dlm_err *e);
 
 /* Every command. */
 typedef int (*cmd_fn)(int argc, char **argv, dlm_ctx *ctx);

@@ -7,22 +7,25 @@
 
 #include "cmd/commands.h"
 #include "doc/doc.h"
+#include "doc/sources.h"
 #include "store/store.h"
 #include "util/fs.h"
 #include "util/json.h"
 #include "util/str.h"
 #include "util/timeutil.h"
 
-static int o_json;
+static int o_json, o_sources;
+static const char *g_home;
 
 static const opt show_opts[] = {
     {"json", 0, OPT_FLAG, &o_json, NULL, "machine-readable output (docs/show-json.md)"},
+    {"sources", 0, OPT_FLAG, &o_sources, NULL, "list every file of training.sources with its verdict (docs/sources.md)"},
     {0},
 };
 
 const cmd_spec spec_show = {
     "show",
-    "PATH [--json]",
+    "PATH [--json] [--sources]",
     "show a .dlm's settings, sections and store",
     "Parse errors exit 1 with the located message (file:line:col).",
     show_opts,
@@ -142,6 +145,40 @@ static void print_flat(const json_t *v, const char *prefix)
     sb_free(&sb);
 }
 
+/* training.sources: the directives, and what the current version trained on
+ * (its training_run.json "sources" record). */
+static void print_sources(const dlm_doc *d)
+{
+    const doc_training *t = &doc_fm(d)->training;
+    if (!t->n_sources) return;
+    printf("  sources      %d directive(s), policy %s ('dlm show --sources' lists every file)\n", t->n_sources,
+           doc_sources_policy_names[t->sources_policy]);
+    dlm_err e;
+    char store[4096], p[4200];
+    if (store_dir(g_home, doc_fm(d)->dlm_id, store, sizeof store, &e)) return;
+    int v = store_current_version(store, &e);
+    if (v <= 0) return;
+    snprintf(p, sizeof p, "%s/adapter/versions/v%04d/training_run.json", store, v);
+    json_t *run = json_load_file(p, 0, NULL);
+    json_t *src = run ? json_object_get(run, "sources") : NULL;
+    json_t *dirs = src ? json_object_get(src, "directives") : NULL;
+    size_t i;
+    json_t *dj;
+    json_array_foreach(dirs, i, dj) {
+        char hs[32];
+        long long files = json_integer_value(json_object_get(dj, "files"));
+        long long bytes = json_integer_value(json_object_get(dj, "bytes"));
+        long long sk = 0;
+        const char *k;
+        json_t *n;
+        json_object_foreach(json_object_get(dj, "skipped"), k, n) sk += json_integer_value(n);
+        printf("               v%04d: %s: %lld file(s), %s, %lld skipped\n", v,
+               json_string_value(json_object_get(dj, "path")), files,
+               str_human_size((unsigned long long)bytes, hs, sizeof hs), sk);
+    }
+    json_decref(run);
+}
+
 static void print_human(const dlm_doc *d, const json_t *fm, const json_t *st)
 {
     const doc_frontmatter *f = doc_fm(d);
@@ -155,6 +192,7 @@ static void print_human(const dlm_doc *d, const json_t *fm, const json_t *st)
     else printf("  dlm_version  %d\n", f->dlm_version);
     printf("  sections     %d (%d prose, %d instruction, %d preference, %d image, %d audio)\n\n", doc_nsections(d),
            counts[0], counts[1], counts[2], counts[3], counts[4]);
+    print_sources(d);
     printf("frontmatter (defaults filled in):\n");
     print_flat(fm, "");
     printf("\nsections:\n  %3s %5s  %-11s %-10s %-16s  %s\n", "#", "line", "type", "adapter", "id", "content");
@@ -220,6 +258,8 @@ int cmd_show(int argc, char **argv, dlm_ctx *ctx)
     err_clear(&e);
     if (cmd_setup(ctx, &e)) return cmd_fail(ctx, &e);
     if (npos != 1) return cmd_usage_error(&spec_show, "show takes exactly one PATH");
+    g_home = ctx->home;
+    if (o_sources) return srcview_print(pos[0], o_json, &e) ? cmd_fail(ctx, &e) : EXIT_OK;
     dlm_doc *d = doc_load(pos[0], &e);
     if (!d) return cmd_fail(ctx, &e);
     int failed;

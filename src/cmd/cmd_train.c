@@ -22,8 +22,9 @@
 #include "util/timeutil.h"
 
 static int o_resume, o_fresh, o_max_steps, o_seed = -1, o_threads, o_update, o_ignore, o_strict, o_no_replay,
-           o_force, o_json, o_offline, o_detach;
-static const char *o_max_memory, *o_base;
+           o_force, o_json, o_offline, o_detach, o_dry_run, o_watch, o_watch_max_steps = 100, o_watch_debounce_ms = 400, o_recursive, o_no_recursive, o_rescaffold;
+static const char *o_max_memory, *o_base, *o_name, *o_policy;
+static opt_list o_include, o_exclude;
 
 static const opt OPTS[] = {
     {"resume", 0, OPT_FLAG, &o_resume, NULL, "continue the interrupted run (or the current version) exactly"},
@@ -41,11 +42,22 @@ static const opt OPTS[] = {
     {"offline", 0, OPT_FLAG, &o_offline, NULL, "never download the base"},
     {"json", 0, OPT_FLAG, &o_json, NULL, "print the result as JSON on stdout"},
     {"detach", 0, OPT_FLAG, &o_detach, NULL, "run in the background (own session, log in the store); see 'dlm status'"},
+    {"watch", 0, OPT_FLAG, &o_watch, NULL, "after the run, retrain (resume mode) whenever an edit adds new sections"},
+    {"watch-max-steps", 0, OPT_INT, &o_watch_max_steps, "N", "--watch: steps per retrain (default 100)"},
+    {"watch-debounce-ms", 0, OPT_INT, &o_watch_debounce_ms, "MS", "--watch: quiet time before a retrain (default 400)"},
+    {"dry-run", 0, OPT_FLAG, &o_dry_run, NULL, "list what training.sources would train (every file, its verdict) and stop"},
+    {"include", 0, OPT_LIST, &o_include, "GLOB", "DIR mode, first run: files to train on (repeatable)"},
+    {"exclude", 0, OPT_LIST, &o_exclude, "GLOB", "DIR mode, first run: files to leave out (repeatable)"},
+    {"recursive", 'r', OPT_FLAG, &o_recursive, NULL, "DIR mode: default include is every file below DIR (default)"},
+    {"no-recursive", 'R', OPT_FLAG, &o_no_recursive, NULL, "DIR mode: default include is DIR's own files only"},
+    {"name", 0, OPT_STR, &o_name, "NAME", "DIR mode: the document DIR/.dlm/NAME.dlm (default corpus)"},
+    {"policy", 0, OPT_STR, &o_policy, "POLICY", "DIR mode, first run: sources_policy strict (default) or permissive"},
+    {"rescaffold", 0, OPT_FLAG, &o_rescaffold, NULL, "DIR mode: rewrite DIR/.dlm/NAME.dlm from the flags (same dlm_id)"},
     {0},
 };
 
 const cmd_spec spec_train = {
-    "train", "PATH [--resume | --fresh] [--max-steps N] [--seed N] [--threads N] [--max-memory SIZE] [--detach]",
+    "train", "PATH|DIR [--resume | --fresh] [--max-steps N] [--seed N] [--threads N] [--max-memory SIZE] [--detach] [--dry-run]",
     "train a LoRA adapter on the document and commit it as the next version",
     "Each run trains on every prose and Q&A section plus a replay sample of sections\n"
     "earlier versions saw, checkpoints every training.save_steps, and commits\n"
@@ -55,7 +67,10 @@ const cmd_spec spec_train = {
     "memory plan (see 'dlm doctor PATH') must fit the budget: available RAM, the\n"
     "cgroup limit, or --max-memory; OOMError names what to write in the frontmatter.\n"
     "--detach runs in its own session (survives logout), logging into the store;\n"
-    "'dlm status PATH' and 'dlm logs PATH -f' follow it.",
+    "'dlm status PATH' and 'dlm logs PATH -f' follow it.\n"
+    "A DIR trains on a codebase: the first run writes DIR/.dlm/corpus.dlm (needs --base)\n"
+    "with one training.sources directive for DIR; later runs reuse it. --dry-run lists\n"
+    "every file with its verdict (docs/sources.md).",
     OPTS,
 };
 
@@ -271,14 +286,38 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
     int npos;
     int r = opts_parse(&spec_train, argc, argv, ctx, pos, &npos);
     if (r) return r == 1 ? EXIT_OK : EXIT_USAGE;
-    if (npos != 1) return cmd_usage_error(&spec_train, "train needs exactly one PATH (a .dlm file)");
+    if (npos != 1) return cmd_usage_error(&spec_train, "train needs exactly one PATH (a .dlm file or a directory)");
+    if (o_recursive && o_no_recursive) return cmd_usage_error(&spec_train, "-r/--recursive and -R/--no-recursive are mutually exclusive");
+    if (o_policy && strcmp(o_policy, "strict") && strcmp(o_policy, "permissive"))
+        return cmd_usage_error(&spec_train, "--policy expects strict or permissive, got '%s'", o_policy);
     if (o_resume && o_fresh) return cmd_usage_error(&spec_train, "--resume and --fresh are mutually exclusive");
     if (o_update + o_ignore + o_strict > 1)
         return cmd_usage_error(&spec_train, "--strict-lock / --update-lock / --ignore-lock are mutually exclusive");
     if (o_max_steps < 0 || o_threads < 0) return cmd_usage_error(&spec_train, "--max-steps and --threads must be >= 0");
+    if (o_watch && (o_detach || o_dry_run)) return cmd_usage_error(&spec_train, "--watch runs in the foreground, without --detach/--dry-run");
+    if (o_watch_max_steps < 1 || o_watch_debounce_ms < 0)
+        return cmd_usage_error(&spec_train, "--watch-max-steps must be >= 1 and --watch-debounce-ms >= 0");
     dlm_err e;
     err_clear(&e);
     if (cmd_setup(ctx, &e)) return cmd_fail(ctx, &e);
+    /* DIR mode: find or write DIR/.dlm/<name>.dlm, then train it */
+    char scaffold_path[4400];
+    const char *base_override = o_base;
+    if (fs_is_dir(pos[0])) {
+        scaffold_opts so = {o_base, o_name, &o_include, &o_exclude, !o_no_recursive,
+                            !o_policy || !strcmp(o_policy, "strict"), o_rescaffold};
+        int made;
+        if (scaffold_train_target(pos[0], &so, scaffold_path, sizeof scaffold_path, &made, &e)) return cmd_fail(ctx, &e);
+        if (!made && (o_include.n || o_exclude.n || o_policy || o_recursive || o_no_recursive || o_base))
+            log_warn("%s exists: --base/--include/--exclude/--policy/-r/-R apply to a new scaffold only; "
+                     "pass --rescaffold to rewrite it", scaffold_path);
+        if (!ctx->quiet) fprintf(stderr, "%s %s\n", made ? "scaffolded" : "using", scaffold_path);
+        pos[0] = scaffold_path;
+        base_override = NULL;     /* the scaffold carries the base */
+    } else if (o_include.n || o_exclude.n || o_name || o_policy || o_rescaffold || o_recursive || o_no_recursive) {
+        return cmd_usage_error(&spec_train, "--include/--exclude/--name/--policy/--rescaffold/-r/-R need a DIR");
+    }
+    if (o_dry_run) return srcview_print(pos[0], o_json, &e) ? cmd_fail(ctx, &e) : EXIT_OK;
     unsigned long long maxmem = 0;
     if (o_max_memory && str_parse_size(o_max_memory, &maxmem))
         return cmd_usage_error(&spec_train, "--max-memory expects a size like 8G or 512M, got '%s'", o_max_memory);
@@ -288,7 +327,7 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
     train_opts o = {.doc_path = pos[0], .home = ctx->home, .resume = o_resume, .fresh = o_fresh,
                     .max_steps = o_max_steps, .seed = o_seed, .threads = o_threads,
                     .lock = o_update ? LOCK_UPDATE : o_ignore ? LOCK_IGNORE : o_strict ? LOCK_STRICT : LOCK_DEFAULT,
-                    .no_replay = o_no_replay, .max_memory = maxmem, .force = o_force, .base_override = o_base,
+                    .no_replay = o_no_replay, .max_memory = maxmem, .force = o_force, .base_override = base_override,
                     .offline = o_offline, .test_crash_after_step = crash ? atoll(crash) : 0,
                     .test_step_delay_ms = delay ? atoi(delay) : 0};
     view v;
@@ -314,9 +353,12 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
      * checkpoint, cancelled); a detached run ignores SIGHUP */
     if (!o_detach) sigaction(SIGHUP, &sa, NULL);
     train_result res;
+    int cycle = 0;
+again:
     r = train_run(&o, &h, &res, &e);
     clear_line(&v);
     hb_free(v.hb);
+    v.hb = NULL;
     if (r && v.notify_fd >= 0) {
         /* failed before the run started: tell the waiting parent why */
         char line[8192];
@@ -356,5 +398,32 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
         log_warn("the loss fell less than 5%% (%.3f → %.3f): the adapter learned little. Try more epochs"
                  " (training.num_epochs), a higher training.learning_rate, or more Q&A pairs in the document",
                  res.first_loss, res.final_loss);
+    if (o_watch) {
+        /* --watch: wait for a debounced edit; retrain from the current
+         * version (resume mode, bounded) only when it adds section ids the
+         * store has not trained on; Ctrl-C between runs ends cleanly */
+        if (!cycle && !ctx->quiet) fprintf(stderr, "watching %s (Ctrl-C stops)\n", pos[0]);
+        for (;;) {
+            int w = watch_wait(pos[0], o_watch_debounce_ms, &g_stop, &e);
+            if (w < 0) return cmd_fail(ctx, &e);
+            if (w == 0) return EXIT_OK;
+            int n_new, n_total;
+            if (watch_new_sections(pos[0], ctx->home, &n_new, &n_total, &e)) {
+                err_print(stderr, &e, ctx->verbose);   /* a broken edit: report it and keep watching */
+                err_clear(&e);
+                continue;
+            }
+            if (!n_new) {
+                if (!ctx->quiet) fprintf(stderr, "no new sections; not retraining\n");
+                continue;
+            }
+            if (!ctx->quiet) fprintf(stderr, "%d new section(s): retraining (resume mode, <= %d steps)\n", n_new, o_watch_max_steps);
+            o.resume = 1;
+            o.fresh = 0;
+            o.max_steps = o_watch_max_steps;
+            cycle++;
+            goto again;
+        }
+    }
     return EXIT_OK;
 }

@@ -64,6 +64,12 @@ static int set_value(const cmd_spec *spec, const opt *o, const char *flag, const
     char *end;
     switch (o->type) {
     case OPT_STR: *(const char **)o->dst = val; return 0;
+    case OPT_LIST: {
+        opt_list *l = o->dst;
+        if (l->n >= OPT_LIST_MAX) return cmd_usage_error(spec, "option '%s' given more than %d times", flag, OPT_LIST_MAX);
+        l->v[l->n++] = val;
+        return 0;
+    }
     case OPT_INT: {
         errno = 0;
         long long v = strtoll(val, &end, 10);

@@ -323,6 +323,7 @@ void doc_section_clear(doc_section *s)
     free(s->harvest_source);
     free(s->judge_name); free(s->judge_score_chosen_text); free(s->judge_score_rejected_text); free(s->mined_at);
     free(s->synth_teacher); free(s->synth_strategy); free(s->synth_at); free(s->source_section_id);
+    free(s->source_file);
     memset(s, 0, sizeof *s);
 }
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "doc/pystr.h"
+#include "doc/sources.h"
 #include "util/fs.h"
 #include "util/hash.h"
 
@@ -102,6 +103,8 @@ void doc_free(dlm_doc *d)
     doc_fm_free(&d->fm);
     for (int i = 0; i < d->n; i++) doc_section_clear(&d->sections[i]);
     free(d->sections);
+    src_report_free(d->sources);
+    free(d->sources);
     free(d);
 }
 

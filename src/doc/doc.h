@@ -90,6 +90,13 @@ typedef struct doc_section {
     int64_t mined_run_id;
     int auto_synth;         /* instruction only */
     char *synth_teacher, *synth_strategy, *synth_at, *source_section_id;
+
+    /* synthesized from a training.sources file (doc_expand_sources, see
+     * doc/sources.h): its path relative to the directive root, and the
+     * product of the .dlm/training.yaml weights its tags match. NULL for
+     * sections of the file itself. */
+    char *source_file;
+    double source_weight;
 } doc_section;
 
 /* sha256(type + "\n" + content)[:16] as lowercase hex (content normalised:
@@ -155,6 +162,7 @@ typedef struct doc_source {            /* one entry of training.sources */
     doc_strlist exclude;               /* default [] */
     int64_t max_bytes_per_file;        /* 0 = null */
     int64_t max_files;                 /* 0 = null */
+    int line;                          /* file line of the directive (for errors) */
 } doc_source;
 
 typedef struct doc_training {
@@ -258,6 +266,18 @@ int doc_dirty(const dlm_doc *d);
 /* The frontmatter as JSON, every default filled in, keys and nesting exactly
  * as schema v15 (+ the dlm extensions under training). Caller decrefs. */
 json_t *doc_frontmatter_json(const dlm_doc *d);
+
+/* ---- training.sources (doc/sources.h has the details) -------------------- */
+
+/* Expand the document's training.sources directives and append one prose
+ * section per kept file ("# source: <relpath>\n\n" + text; section_id as
+ * any prose). In memory only: such a document refuses doc_write.
+ * Idempotent; a no-op without directives. Errors: DirectivePolicyError,
+ * DirectivePathError at the directive's file:line. */
+int doc_expand_sources(dlm_doc *d, dlm_err *e);
+/* Per-file verdicts and totals of the expansion; NULL until it ran. */
+struct src_report;
+const struct src_report *doc_sources_report(const dlm_doc *d);
 
 /* ---- editing and writing ---------------------------------------------------
  * An untouched document serialises to its normalised text byte for byte.

@@ -17,6 +17,7 @@ struct dlm_doc {
     doc_section *sections;
     int n, cap;
     int dirty;
+    struct src_report *sources;  /* doc_expand_sources ran (sources.c) */
 };
 
 /* text.c */

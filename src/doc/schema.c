@@ -707,6 +707,7 @@ static void v_sources(vctx *v, const ynode *val, const ynode *at, doc_training *
             arr[i].include.v[0] = strdup(def_inc);
             arr[i].include.n = 1;
         }
+        arr[i].line = it->line;
         if (is_model(v, it, it, "SourceDirective")) v_source(v, it, it, &arr[i]);
         loc_pop(v, m);
     }

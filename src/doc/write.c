@@ -115,6 +115,10 @@ static int same_section(const doc_section *a, const doc_section *b)
 
 int doc_serialize(const dlm_doc *d, strbuf *out, dlm_err *e)
 {
+    /* sections synthesized from training.sources live in memory only */
+    for (int i = 0; i < d->n; i++)
+        if (d->sections[i].source_file)
+            return err_set(e, "DocError", "%s: a document with expanded training.sources cannot be written", d->path);
     if (!d->dirty) {
         sb_append(out, d->text, d->text_len);
         return out->oom ? err_set(e, "MemoryError", "out of memory") : 0;

@@ -17,6 +17,7 @@
 #include "weights/base.h"
 #include "adapter/adapter.h"
 #include "run/run.h"
+#include "doc/sources.h"
 #include "adapter/state.h"
 #include "util/fs.h"
 #include "util/hash.h"
@@ -369,6 +370,9 @@ static int write_version(run *R, const char *tmp, dlm_err *e)
                            "recompute", R->plan.recompute, "train_items", (json_int_t)R->P.data.ds->n_train,
                            "train_loss_tokens", (json_int_t)R->P.data.ds->train_loss_tokens, "replay_sections", R->P.data.n_replay,
                            "new_sections", R->P.data.n_new, "frontmatter", cfg ? cfg : json_null());
+    /* what training.sources contributed: per-directive counts, each kept file's path, size, sha256 */
+    const src_report *srcs = doc_sources_report(R->doc);
+    if (srcs) json_object_set_new(tr, "sources", src_report_json(srcs, 2));
     snprintf(p, sizeof p, "%s/training_run.json", tmp);
     int rc = json_save_file(p, tr, e);
     json_decref(tr);

@@ -77,6 +77,7 @@ int doctor_plan_document(const char *doc_path, const char *home, const host_info
     json_t *manifest = NULL;
     dlm_doc *doc = doc_load(doc_path, e);
     if (!doc) return -1;
+    if (doc_expand_sources(doc, e)) { doc_free(doc); return -1; }   /* training.sources (doc/sources.h) */
     const doc_frontmatter *fm = doc_fm(doc);
     const doc_training *tr = &fm->training;
     snprintf(o->base_spec, sizeof o->base_spec, "%s", fm->base_model ? fm->base_model : "");

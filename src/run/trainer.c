@@ -274,6 +274,7 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
     int rc = -1;
     R->doc = doc_load(o->doc_path, e);
     if (!R->doc) goto out;
+    if (doc_expand_sources(R->doc, e)) goto out;   /* training.sources → prose sections (doc/sources.h) */
     const doc_frontmatter *fm = doc_fm(R->doc);
     const doc_training *tr = &fm->training;
     R->base_spec = o->base_override ? o->base_override : fm->base_model;
