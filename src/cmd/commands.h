@@ -7,6 +7,7 @@
 #include "cmd/cmd.h"
 
 #define DLM_COMMAND_LIST(X) \
+    X(api)                  \
     X(doctor)               \
     X(export)               \
     X(init)                 \

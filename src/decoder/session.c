@@ -228,3 +228,22 @@ int session_eval(session *s, const int32_t *tokens, int n, float *logits, int al
     }
     return 0;
 }
+
+/* ---- prefix copy (for decoder/kvpool.c) ------------------------------------
+ * dst's first n positions become src's: K/V rows copied layer by layer,
+ * n_past = n. dst == src truncates. Both sessions must come from the same
+ * model with the same n_ctx (the pool makes them so). */
+int session_copy_prefix(session *dst, const session *src, int n)
+{
+    if (n < 0 || n > src->n_past || n > dst->n_ctx || dst->n_ctx != src->n_ctx || dst->K != src->K) return -1;
+    if (dst != src) {
+        size_t row = (size_t)n * dst->K * sizeof(float);
+        for (int layer = 0; layer < dst->m->cfg.n_layer; layer++) {
+            size_t off = (size_t)layer * dst->n_ctx * dst->K;
+            memcpy(dst->kcache + off, src->kcache + off, row);
+            memcpy(dst->vcache + off, src->vcache + off, row);
+        }
+    }
+    dst->n_past = n;
+    return 0;
+}
