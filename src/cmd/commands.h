@@ -16,6 +16,7 @@
     X(migrate)              \
     X(perplexity)           \
     X(prompt)               \
+    X(repl)                 \
     X(show)                 \
     X(status)               \
     X(tokenize)             \
