@@ -20,7 +20,7 @@ libarchive-dev libsqlite3-dev libcurl4-openssl-dev libsodium-dev
 libmicrohttpd-dev libedit-dev
 libopenblas-dev
 python3 python3-numpy python3-torch
-tmux curl
+tmux curl chromium
 golang-go
 "
 
