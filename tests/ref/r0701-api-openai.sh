@@ -3,7 +3,8 @@
 # embedded base: models list, chat completions whole and streamed,
 # completions whole and streamed, typed 4xx errors. At temperature 0 every
 # answer equals `dlm prompt --temp 0` for the same messages (chat) or text
-# (--raw), with and without a document's system prompt.
+# (--raw), with and without a document's system prompt, and for a trained
+# document: its current adapter, an older version and the bare base.
 set -euo pipefail
 : "${DLM:?}" "${DLM_SRC:?}"
 skip_or_fail() {
@@ -80,5 +81,41 @@ node "$DLM_SRC/tests/ref/api/openai_client.cjs" "$url" "$Q" "$RAW" $N > out2.jso
 "$DLM" prompt d.dlm --raw "$RAW" --temp 0 -n $N 2>/dev/null | python3 -c 'import sys; sys.stdout.write(sys.stdin.read()[:-1])' > raw2.ref
 check out2.json chat2.ref raw2.ref tiny || fail "document answers differ"
 cmp -s chat1.ref chat2.ref && fail "the system prompt changed nothing"
+stop
+
+# 3. trained twice: the adapters are served as NAME, NAME@vNNNN, and the base
+cat >> d.dlm <<'DOC'
+
+::instruction::
+### Q
+What is the capital of France?
+### A
+Paris.
+DOC
+sed -i 's/^system_prompt: .*/&\ntraining:\n  sequence_len: 64\n  num_epochs: 2\n  learning_rate: 0.01/' d.dlm
+"$DLM" train d.dlm -q > /dev/null || fail "train v0001"
+"$DLM" train d.dlm -q --fresh > /dev/null 2>&1 || "$DLM" train d.dlm -q > /dev/null || fail "train v0002"
+serve d.dlm
+grep -q "note: no trained adapter" serve.err && fail "note printed for a trained document"
+curl -s "${url}v1/models" | python3 -c 'import json,sys; ids=[m["id"] for m in json.load(sys.stdin)["data"]]; assert ids == ["d", "d@v0002", "d@v0001", "tiny"], ids' ||
+    fail "model ids"
+for m in d d@v0001 tiny; do
+    node "$DLM_SRC/tests/ref/api/openai_client.cjs" "$url" "$Q" "$RAW" $N "$m" > "out3-$m.json" || fail "openai client ($m)"
+done
+"$DLM" prompt d.dlm "$Q" --temp 0 -n $N | python3 -c 'import sys; sys.stdout.write(sys.stdin.read()[:-1])' > chat3.ref
+"$DLM" prompt d.dlm --raw "$RAW" --temp 0 -n $N | python3 -c 'import sys; sys.stdout.write(sys.stdin.read()[:-1])' > raw3.ref
+check out3-d.json chat3.ref raw3.ref d || fail "current adapter answers differ from dlm prompt"
+"$DLM" prompt d.dlm "$Q" --temp 0 -n $N --no-adapter | python3 -c 'import sys; sys.stdout.write(sys.stdin.read()[:-1])' > chat3b.ref
+"$DLM" prompt d.dlm --raw "$RAW" --temp 0 -n $N --no-adapter | python3 -c 'import sys; sys.stdout.write(sys.stdin.read()[:-1])' > raw3b.ref
+check out3-tiny.json chat3b.ref raw3b.ref tiny || fail "base answers differ from dlm prompt --no-adapter"
+# v0001 is served from its own adapter: dlm prompt answers with it once v0001 is current again
+python3 - "$DLM_HOME" <<'PY'
+import glob, os, sys
+p = glob.glob(os.path.join(sys.argv[1], "store", "*", "adapter", "current.txt"))[0]
+open(p, "w").write("adapter/versions/v0001\n")
+PY
+"$DLM" prompt d.dlm "$Q" --temp 0 -n $N | python3 -c 'import sys; sys.stdout.write(sys.stdin.read()[:-1])' > chat3c.ref
+"$DLM" prompt d.dlm --raw "$RAW" --temp 0 -n $N | python3 -c 'import sys; sys.stdout.write(sys.stdin.read()[:-1])' > raw3c.ref
+check out3-d@v0001.json chat3c.ref raw3c.ref d@v0001 || fail "v0001 answers differ from dlm prompt on v0001"
 stop
 echo "r0701: ok"

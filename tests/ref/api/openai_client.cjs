@@ -2,7 +2,7 @@
 // here wrote): models list, chat completions whole and streamed,
 // completions whole and streamed. Prints one JSON object with what it got;
 // the shell script compares the answers with `dlm prompt --temp 0`.
-// usage: node openai_client.cjs BASE_URL QUESTION RAW_PROMPT MAX_TOKENS
+// usage: node openai_client.cjs BASE_URL QUESTION RAW_PROMPT MAX_TOKENS [MODEL]
 "use strict";
 const m = require("openai");
 const OpenAI = m.OpenAI || m.default || m;
@@ -10,7 +10,7 @@ const OpenAI = m.OpenAI || m.default || m;
 function check(cond, what) { if (!cond) { console.error("FAIL: " + what); process.exit(1); } }
 
 (async () => {
-  const [base, question, raw, maxTok] = process.argv.slice(2);
+  const [base, question, raw, maxTok, wantModel] = process.argv.slice(2);
   const max_tokens = Number(maxTok);
   const client = new OpenAI({ baseURL: base + "v1", apiKey: "unused", maxRetries: 0 });
   const out = {};
@@ -19,7 +19,8 @@ function check(cond, what) { if (!cond) { console.error("FAIL: " + what); proces
   out.models = [];
   for await (const mo of models) out.models.push(mo.id);
   check(out.models.length >= 1, "models list is empty");
-  const model = out.models[out.models.length - 1];
+  const model = wantModel || out.models[out.models.length - 1];
+  out.model = model;
 
   const messages = [{ role: "user", content: question }];
   const whole = await client.chat.completions.create({ model, messages, temperature: 0, max_tokens });
