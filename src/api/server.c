@@ -48,6 +48,7 @@ struct job {
     long created;
     /* scheduler only */
     int slot, n_fed, nh, n_gen, want_logits;
+    int n_cached;                 /* prompt tokens reused from a cached slot */
     /* shared, under srv->mu */
     strbuf gen;                   /* generated text; [0, ready) may be sent */
     size_t ready, sent;
@@ -159,7 +160,7 @@ static int admit(server *s, job *j, dlm_err *e)
     p->owner[best] = j;
     p->used[best] = ++s->tick;
     j->slot = best;
-    j->n_fed = best_l;
+    j->n_fed = j->n_cached = best_l;
     return 0;
 }
 
@@ -392,8 +393,9 @@ static json_t *text_json(const char *p, size_t n)
 
 static json_t *usage_json(const job *j)
 {
-    return json_pack("{s:i, s:i, s:i}", "prompt_tokens", j->n_prompt, "completion_tokens", j->n_gen,
-                     "total_tokens", j->n_prompt + j->n_gen);
+    return json_pack("{s:i, s:i, s:i, s:{s:i}}", "prompt_tokens", j->n_prompt, "completion_tokens", j->n_gen,
+                     "total_tokens", j->n_prompt + j->n_gen, "prompt_tokens_details", "cached_tokens",
+                     j->n_cached);
 }
 
 static const char *finish_name(const job *j) { return j->finish && !strcmp(j->finish, "length") ? "length" : "stop"; }

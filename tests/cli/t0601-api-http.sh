@@ -55,11 +55,14 @@ assert all(c["object"] == "chat.completion.chunk" and c["id"] == chunks[0]["id"]
 assert chunks[-1]["choices"][0]["finish_reason"] in ("stop", "length")
 assert all(c["choices"][0]["finish_reason"] is None for c in chunks[:-1])
 PY
-# the streamed text is the whole answer's text
+# the streamed text is the whole answer's text; the prompt came from the cache
 post /v1/chat/completions "$Q}" > /dev/null
-python3 - <<'PY' || fail "streamed text differs from the whole answer"
+python3 - <<'PY' || fail "streamed text differs from the whole answer: $(cat body.json)"
 import json
-whole = json.load(open("body.json"))["choices"][0]["message"]["content"]
+body = json.load(open("body.json"))
+whole = body["choices"][0]["message"]["content"]
+u = body["usage"]
+assert u["prompt_tokens_details"]["cached_tokens"] == u["prompt_tokens"] - 1, u
 raw = open("sse.txt").read().split("\n\n")[:-2]
 text = "".join(json.loads(e[6:])["choices"][0]["delta"].get("content") or "" for e in raw)
 assert text == whole, (text, whole)
@@ -89,7 +92,7 @@ st=$(curl -s -o body.json -w '%{http_code}' "$url/v1/chat/completions")
 [ "$st" = 405 ] || fail "GET on a POST endpoint: $st"
 st=$(curl -s -o body.json -w '%{http_code}' "$url/v2/nothing")
 [ "$st" = 404 ] || fail "unknown path: $st"
-curl -s "$url/" | grep -q '<title>dlm chat</title>' || fail "no chat page at /"
+curl -s "$url/" > page.html; grep -q '<title>dlm chat</title>' page.html || fail "no chat page at /"
 
 # --- a client that stalls mid-body is dropped after --timeout; others are served meanwhile
 python3 - "$url" <<'PY' &

@@ -26,7 +26,7 @@ tmux new-session -d -s $S -x 150 -y 50 "'$DLM' repl d.dlm -v --temp 1.5 --max-to
 pane() { tmux capture-pane -p -J -t $S -S -200; }
 # wait_for TEXT [SECONDS]: until TEXT is on screen
 wait_for() {
-    for _ in $(seq $((${2:-10} * 10))); do pane | grep -qF -- "$1" && return 0; sleep 0.1; done
+    for _ in $(seq $((${2:-10} * 10))); do grep -qF -- "$1" <<< "$(pane)" && return 0; sleep 0.1; done
     pane >&2; fail "never saw: $1"
 }
 wait_for "Ctrl-D to exit"
@@ -48,7 +48,7 @@ tmux send-keys -t $S C-c
 sleep 0.2
 tmux send-keys -t $S "/history" Enter
 wait_for "assistant: "
-pane | grep -q "^assistant: .* \[cancelled\]$" || { pane >&2; fail "the partial answer is not kept with [cancelled]"; }
+grep -q "^assistant: .* \[cancelled\]$" <<< "$(pane)" || { pane >&2; fail "the partial answer is not kept with [cancelled]"; }
 tmux send-keys -t $S "/params temperature=0 max_new_tokens=256" Enter
 wait_for "temperature=0 top_p=1"
 tmux send-keys -t $S "/clear" Enter
@@ -58,7 +58,7 @@ wait_for "(empty)"
 tmux send-keys -t $S "What is the capital of France?" Enter
 wait_for "[19 prompt tokens"
 # greedy: the same answer as dlm prompt --temp 0
-pane | grep -qxF "$(cat ref.txt)" || { pane >&2; fail "greedy answer differs from dlm prompt: $(cat ref.txt)"; }
+grep -qxF "$(cat ref.txt)" <<< "$(pane)" || { pane >&2; fail "greedy answer differs from dlm prompt: $(cat ref.txt)"; }
 tmux send-keys -t $S "And of Germany?" Enter
 wait_for "And of Germany?"
 for _ in $(seq 100); do [ "$(pane | grep -c 'generated]')" -ge 3 ] && break; sleep 0.1; done

@@ -46,7 +46,10 @@ eq(out["chat"], chat_ref, "chat vs dlm prompt --temp 0")
 eq(out["chat_stream"], chat_ref, "streamed chat vs dlm prompt --temp 0")
 eq(out["completion"], raw_ref, "completion vs dlm prompt --raw --temp 0")
 eq(out["completion_stream"], raw_ref, "streamed completion vs dlm prompt --raw --temp 0")
-eq(out["chat_stream_usage"], out["chat_usage"], "usage streamed vs whole")
+for k in ("prompt_tokens", "completion_tokens", "total_tokens"):
+    eq(out["chat_stream_usage"][k], out["chat_usage"][k], "usage streamed vs whole")
+# the streamed request repeats the whole one's prompt: all but its last token come from the cache
+eq(out["chat_stream_usage"]["prompt_tokens_details"]["cached_tokens"], out["chat_usage"]["prompt_tokens"] - 1, "cached_tokens")
 eq(out["chat_stream_finish"], out["chat_finish"], "finish_reason streamed vs whole")
 eq(out["completion_finish"], "length" if out["completion_usage"]["completion_tokens"] == 24 else "stop", "finish_reason")
 eq(out["unknown_model_code"], "model_not_found", "unknown model code")
