@@ -158,6 +158,31 @@ grep -q '^data: \[DONE\]$' first.txt || fail "in-flight stream cut by SIGTERM: $
 wait $pid || fail "exit status $? after SIGTERM"
 pid=
 
+# --- continuous batching: a short request joins a running stream and leaves before it ends
+DLM_TEST_API_STEP_MS=30 serve --parallel 2
+python3 - "$url" <<'PY' || fail "a request did not join the running batch"
+import json, socket, sys, threading, time, urllib.parse, urllib.request
+u = urllib.parse.urlparse(sys.argv[1])
+body = json.dumps({"prompt": "Once upon a time", "max_tokens": 80, "stream": True, "temperature": 0}).encode()
+s = socket.create_connection((u.hostname, u.port))
+s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+buf = b""
+while b"data: " not in buf:
+    buf += s.recv(4096)
+req = urllib.request.Request(sys.argv[1] + "/v1/completions", json.dumps(
+    {"prompt": "Hello there", "max_tokens": 3, "temperature": 0}).encode(), {"Content-Type": "application/json"})
+short = json.load(urllib.request.urlopen(req))
+assert short["usage"]["completion_tokens"] >= 1, short
+h = json.load(urllib.request.urlopen(sys.argv[1] + "/health"))
+assert h["slots_processing"] == 1, ("the long stream should still be decoding", h)
+s.settimeout(30)
+while b"data: [DONE]" not in buf:
+    chunk = s.recv(65536)
+    assert chunk, "stream cut"
+    buf += chunk
+PY
+stop
+
 # --- API key
 serve --api-key sekrit
 st=$(curl -s -o body.json -w '%{http_code}' "$url/v1/models")
