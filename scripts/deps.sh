@@ -17,8 +17,10 @@ PKGS="
 build-essential cmake pkg-config git clang libclang-rt-14-dev
 libyaml-dev libjansson-dev libpcre2-dev libutf8proc-dev libzstd-dev
 libarchive-dev libsqlite3-dev libcurl4-openssl-dev libsodium-dev
+libmicrohttpd-dev libedit-dev
 libopenblas-dev
 python3 python3-numpy python3-torch
+tmux curl chromium
 golang-go
 "
 
@@ -26,6 +28,7 @@ BUILD_PKGS="
 build-essential cmake pkg-config
 libyaml-dev libjansson-dev libpcre2-dev libutf8proc-dev libzstd-dev
 libarchive-dev libsqlite3-dev libcurl4-openssl-dev libsodium-dev
+libmicrohttpd-dev libedit-dev
 libopenblas-dev
 "
 

@@ -96,6 +96,7 @@ int cmd_prompt(int argc, char **argv, dlm_ctx *ctx)
                       .offline = o_offline};
     infer_target t;
     if (target_open(&to, &t, &e)) { free(owned); return cmd_fail(ctx, &e); }
+    if (doc && !t.l && !o_no_adapter) fprintf(stderr, "note: no trained adapter yet; answering with the base\n");
     int rc = EXIT_FAIL;
     strbuf text = STRBUF_INIT;
     tok_ids ids = {0};

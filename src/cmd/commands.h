@@ -7,6 +7,7 @@
 #include "cmd/cmd.h"
 
 #define DLM_COMMAND_LIST(X) \
+    X(api)                  \
     X(cache)                \
     X(doctor)               \
     X(export)               \
@@ -16,6 +17,7 @@
     X(migrate)              \
     X(perplexity)           \
     X(prompt)               \
+    X(repl)                 \
     X(show)                 \
     X(status)               \
     X(tokenize)             \

@@ -62,6 +62,8 @@ void kv_pool_free(kv_pool *p)
 }
 
 int kv_pool_n_seq(const kv_pool *p) { return p->n_seq; }
+int kv_pool_n_ctx(const kv_pool *p) { return p->n_ctx; }
+int kv_pool_vocab(const kv_pool *p) { return p->vocab; }
 int kv_pool_n_past(const kv_pool *p, int seq) { return seq >= 0 && seq < p->n_seq ? p->n_past[seq] : 0; }
 
 void kv_pool_truncate(kv_pool *p, int seq, int n_past)

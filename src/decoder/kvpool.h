@@ -17,6 +17,8 @@ typedef struct kv_pool kv_pool;
 int kv_pool_create(const model *m, const lora *l, int n_seq, int n_ctx, int n_batch, kv_pool **out, dlm_err *e);
 void kv_pool_free(kv_pool *p);
 int kv_pool_n_seq(const kv_pool *p);
+int kv_pool_n_ctx(const kv_pool *p);
+int kv_pool_vocab(const kv_pool *p);
 int kv_pool_n_past(const kv_pool *p, int seq);
 /* Keep the first n_past positions of seq (0 = reset). */
 void kv_pool_truncate(kv_pool *p, int seq, int n_past);

@@ -38,4 +38,9 @@ int session_copy_prefix(session *dst, const session *src, int n);
 
 int session_eval(session *s, const int32_t *tokens, int n, float *logits, int all_logits, dlm_err *e);
 
+/* dst's first n positions (n <= src's n_past) become src's, and dst's
+ * n_past = n; dst == src keeps a prefix. Same model and n_ctx required.
+ * Returns -1 on a size mismatch. For decoder/kvpool.c's prefix reuse. */
+int session_copy_prefix(session *dst, const session *src, int n);
+
 #endif

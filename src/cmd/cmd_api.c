@@ -1,0 +1,162 @@
+/* dlm api — serve a document's adapters (or a bare base) over an
+ * OpenAI-compatible HTTP API, with a chat page at / (docs/api.md). */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "adapter/adapter.h"
+#include "api/server.h"
+#include "cmd/commands.h"
+#include "infer/target.h"
+#include "kern/kern.h"
+#include "store/store.h"
+#include "util/fs.h"
+
+static const char *o_base, *o_host = "127.0.0.1", *o_api_key;
+static int o_port = 8000, o_parallel = 4, o_queue = -1, o_ctx, o_threads, o_offline, o_no_adapter, o_timeout = 60;
+static int o_max_body_kib = 1024;
+
+static const opt OPTS[] = {
+    {"base", 0, OPT_STR, &o_base, "BASE", "serve this base (without PATH: no document, no adapter)"},
+    {"host", 0, OPT_STR, &o_host, "ADDR", "address to bind (127.0.0.1; 0.0.0.0 or :: exposes it to the network)"},
+    {"port", 0, OPT_INT, &o_port, "N", "TCP port (8000; 0 = any free port)"},
+    {"api-key", 0, OPT_STR, &o_api_key, "KEY", "require Authorization: Bearer KEY on /v1/*"},
+    {"parallel", 0, OPT_INT, &o_parallel, "N", "requests decoded together (4)"},
+    {"queue", 0, OPT_INT, &o_queue, "N", "requests waiting beyond those, then 429 (4 x parallel)"},
+    {"ctx", 0, OPT_INT, &o_ctx, "N", "context per request in tokens (the model's, at most 4096)"},
+    {"max-body", 0, OPT_INT, &o_max_body_kib, "KIB", "largest request body in KiB, then 413 (1024)"},
+    {"timeout", 0, OPT_INT, &o_timeout, "S", "close a connection idle this many seconds (60)"},
+    {"no-adapter", 0, OPT_FLAG, &o_no_adapter, NULL, "serve only the base, even if adapters are trained"},
+    {"threads", 0, OPT_INT, &o_threads, "N", "compute threads (default: all cores)"},
+    {"offline", 0, OPT_FLAG, &o_offline, NULL, "never download the base"},
+    {0},
+};
+
+const cmd_spec spec_api = {
+    "api", "PATH | --base BASE [--host ADDR] [--port N] [--api-key KEY] [--parallel N]",
+    "serve an OpenAI-compatible HTTP API and a chat page",
+    "Endpoints: GET /v1/models, POST /v1/chat/completions, POST /v1/completions\n"
+    "(stream: true for server-sent events), GET /health, and a chat page at /.\n"
+    "Model ids: the document's name (its current adapter), NAME@vNNNN for each\n"
+    "trained version, and the base's name. SIGTERM or Ctrl-C finishes the\n"
+    "requests in flight and exits. See docs/api.md.",
+    OPTS,
+};
+
+static volatile sig_atomic_t g_stop;
+static void on_stop(int sig) { (void)sig; g_stop = 1; }
+
+static void on_ready(void *ctx, const char *host, int port)
+{
+    (void)ctx;
+    fprintf(stderr, "dlm api: listening on http://%s:%d/ (Ctrl-C or SIGTERM to stop)\n",
+            strchr(host, ':') ? "[::1]" : host, port);
+    printf("http://%s:%d/\n", strchr(host, ':') ? "[::1]" : host, port);
+    fflush(stdout);
+}
+
+/* The document's name for model ids: its file name without ".dlm". */
+static void doc_stem(const char *path, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s", fs_basename(path));
+    size_t n = strlen(out);
+    if (n > 4 && !strcmp(out + n - 4, ".dlm")) out[n - 4] = 0;
+}
+
+int cmd_api(int argc, char **argv, dlm_ctx *ctx)
+{
+    char *pos[64];
+    int npos;
+    int r = opts_parse(&spec_api, argc, argv, ctx, pos, &npos);
+    if (r) return r == 1 ? EXIT_OK : EXIT_USAGE;
+    if (npos > 1) return cmd_usage_error(&spec_api, "too many arguments");
+    if (!npos && !o_base) return cmd_usage_error(&spec_api, "api needs a PATH (or --base B)");
+    if (o_parallel < 1 || o_parallel > 256) return cmd_usage_error(&spec_api, "--parallel must be 1..256");
+    if (o_queue < 0) o_queue = 4 * o_parallel;
+    if (o_port < 0 || o_port > 65535) return cmd_usage_error(&spec_api, "--port must be 0..65535");
+    if (o_max_body_kib < 1) return cmd_usage_error(&spec_api, "--max-body must be >= 1");
+    if (o_timeout < 1) return cmd_usage_error(&spec_api, "--timeout must be >= 1");
+    if (o_ctx < 0) return cmd_usage_error(&spec_api, "--ctx must be >= 1");
+    dlm_err e;
+    err_clear(&e);
+    if (cmd_setup(ctx, &e)) return cmd_fail(ctx, &e);
+    kern_init(o_threads);
+    const char *doc = npos ? pos[0] : NULL;
+    target_opts to = {doc, o_base, ctx->home, !o_no_adapter, o_offline};
+    infer_target t;
+    if (target_open(&to, &t, &e)) return cmd_fail(ctx, &e);
+    int rc = EXIT_FAIL;
+    enum { MAXM = 34 };
+    api_model models[MAXM];
+    char ids[MAXM][300];
+    lora *owned[MAXM];
+    int nm = 0, nowned = 0;
+    char stem[256];
+    if (doc) doc_stem(doc, stem, sizeof stem);
+    if (doc && !t.l && !o_no_adapter)
+        fprintf(stderr, "note: no trained adapter yet; answering with the base\n");
+    if (doc && t.l) {
+        snprintf(ids[nm], sizeof ids[nm], "%s", stem);
+        models[nm] = (api_model){ids[nm], t.l};
+        nm++;
+        /* every committed version, newest first, as NAME@vNNNN */
+        for (int v = t.version; v >= 1 && nm < MAXM - 1; v--) {
+            char vn[16], dir[4200];
+            store_version_name(v, vn, sizeof vn);
+            snprintf(dir, sizeof dir, "%s/adapter/versions/%s", t.store, vn);
+            if (!fs_is_dir(dir)) continue;
+            lora *l = t.l;
+            if (v != t.version) {
+                if (adapter_load(dir, t.m, &l, &e)) {
+                    fprintf(stderr, "warning: adapter %s not served: %s\n", vn, e.msg);
+                    err_clear(&e);
+                    continue;
+                }
+                owned[nowned++] = l;
+            }
+            snprintf(ids[nm], sizeof ids[nm], "%s@%s", stem, vn);
+            models[nm] = (api_model){ids[nm], l};
+            nm++;
+        }
+    }
+    snprintf(ids[nm], sizeof ids[nm], "%s", t.base.entry ? t.base_spec : fs_basename(t.base_spec));
+    models[nm] = (api_model){ids[nm], NULL};
+    nm++;
+    int n_ctx = o_ctx ? o_ctx : (t.m->cfg.max_pos < 4096 ? t.m->cfg.max_pos : 4096);
+    if (n_ctx > t.m->cfg.max_pos) n_ctx = t.m->cfg.max_pos;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    api_opts ao = {
+        .host = o_host,
+        .port = o_port,
+        .api_key = o_api_key,
+        .parallel = o_parallel,
+        .queue = o_queue,
+        .max_body = (size_t)o_max_body_kib * 1024,
+        .n_ctx = n_ctx,
+        .timeout_s = o_timeout,
+        .m = t.m,
+        .t = t.t,
+        .dialect = t.dialect,
+        .system_prompt = t.system_prompt,
+        .models = models,
+        .n_models = nm,
+        .step_delay_ms = getenv("DLM_TEST_API_STEP_MS") ? atoi(getenv("DLM_TEST_API_STEP_MS")) : 0,
+        .stop = &g_stop,
+        .on_ready = on_ready,
+        .ready_ctx = NULL,
+    };
+    if (api_serve(&ao, &e) == 0) {
+        fprintf(stderr, "dlm api: stopped\n");
+        rc = EXIT_OK;
+    }
+    if (rc == EXIT_FAIL) rc = cmd_fail(ctx, &e);
+    for (int i = 0; i < nowned; i++) lora_free(owned[i]);
+    target_close(&t);
+    return rc;
+}

@@ -1,0 +1,405 @@
+/* dlm repl — a multi-turn chat with a document's adapter (spec §5): libedit
+ * line editing with a history file in the store, the base's chat dialect
+ * with the document's system prompt, streamed answers, Ctrl-C cancels a
+ * generation (the partial answer is kept, marked " [cancelled]"), Ctrl-D
+ * exits. The KV cache carries over between turns: each turn renders the
+ * whole conversation, keeps the cached prefix it shares with the last one
+ * and evaluates only the tokens after it. */
+#include <editline/readline.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "adapter/adapter.h"
+#include "cmd/commands.h"
+#include "infer/generate.h"
+#include "infer/target.h"
+#include "kern/kern.h"
+#include "store/store.h"
+#include "util/fs.h"
+#include "util/json.h"
+#include "util/str.h"
+
+static const char *o_base, *o_adapter;
+static int o_max_tokens = 256, o_seed = 42, o_threads, o_offline, o_ctx;
+static double o_temp = 0.7;
+
+static const opt OPTS[] = {
+    {"adapter", 0, OPT_STR, &o_adapter, "NAME", "current (default), base (no adapter) or a version vNNNN"},
+    {"base", 0, OPT_STR, &o_base, "BASE", "use this base (without PATH: no document, no adapter)"},
+    {"max-tokens", 'n', OPT_INT, &o_max_tokens, "N", "tokens per answer (256)"},
+    {"temp", 't', OPT_DOUBLE, &o_temp, "T", "temperature; 0 = greedy (0.7)"},
+    {"seed", 0, OPT_INT, &o_seed, "N", "sampling seed (42)"},
+    {"ctx", 0, OPT_INT, &o_ctx, "N", "context in tokens (the model's, at most 4096)"},
+    {"threads", 0, OPT_INT, &o_threads, "N", "compute threads (default: all cores)"},
+    {"offline", 0, OPT_FLAG, &o_offline, NULL, "never download the base"},
+    {0},
+};
+
+const cmd_spec spec_repl = {
+    "repl", "PATH | --base BASE [--adapter NAME]",
+    "chat with the document's trained adapter, turn after turn",
+    "Ctrl-C cancels an answer (the part written so far is kept), Ctrl-D exits.\n"
+    "Commands: /help /exit /clear /save PATH /adapter NAME /params key=value\n"
+    "/model /history. /params keys: temperature, top_p, repetition_penalty,\n"
+    "top_k, max_new_tokens. The line history is kept in the store (repl_history).",
+    OPTS,
+};
+
+static volatile int g_cancel;
+static void on_int(int sig) { (void)sig; g_cancel = 1; }
+
+typedef struct repl {
+    infer_target t;
+    lora *own;                  /* an adapter /adapter loaded (not t.l) */
+    const lora *l;              /* in use; NULL = base */
+    char adapter_name[32];
+    session *s;
+    int n_ctx;
+    int32_t *cached;            /* what s holds, [n_ctx] */
+    int n_cached;
+    chat_msg *msgs;             /* the conversation; contents owned */
+    size_t n_msgs, cap_msgs;
+    sample_params sp;
+    int max_tokens;
+    int stream;                 /* stdout is a terminal */
+    int verbose;
+} repl;
+
+static int emit(void *ctx, const char *p, size_t n)
+{
+    strbuf *sb = ctx;
+    sb_append(sb, p, n);
+    fwrite(p, 1, n, stdout);
+    fflush(stdout);
+    return 0;
+}
+
+static int emit_quiet(void *ctx, const char *p, size_t n)
+{
+    sb_append(ctx, p, n);
+    return 0;
+}
+
+static void conv_push(repl *r, const char *role, const char *content)
+{
+    if (r->n_msgs == r->cap_msgs) {
+        size_t nc = r->cap_msgs ? 2 * r->cap_msgs : 16;
+        chat_msg *m = realloc(r->msgs, nc * sizeof *m);
+        if (!m) return;
+        r->msgs = m;
+        r->cap_msgs = nc;
+    }
+    r->msgs[r->n_msgs].role = role;
+    r->msgs[r->n_msgs].content = strdup(content);
+    r->n_msgs++;
+}
+
+static void conv_clear(repl *r)
+{
+    for (size_t i = 0; i < r->n_msgs; i++) free((char *)r->msgs[i].content);
+    r->n_msgs = 0;
+}
+
+static void conv_pop(repl *r)
+{
+    if (r->n_msgs) free((char *)r->msgs[--r->n_msgs].content);
+}
+
+/* (Re)build the session for the adapter in use; the cache starts empty. */
+static int open_session(repl *r, dlm_err *e)
+{
+    session_free(r->s);
+    r->s = NULL;
+    r->n_cached = 0;
+    return session_create(r->t.m, r->l, r->n_ctx, 512, &r->s, e);
+}
+
+/* /adapter NAME: base | current | vNNNN */
+static int use_adapter(repl *r, const char *name, dlm_err *e)
+{
+    lora *nl = NULL;
+    const lora *use;
+    char label[32];
+    if (!strcmp(name, "base")) {
+        use = NULL;
+        snprintf(label, sizeof label, "base");
+    } else if (!strcmp(name, "current")) {
+        if (!r->t.l) return err_set(e, NULL, "no trained adapter yet");
+        use = r->t.l;
+        snprintf(label, sizeof label, "current");
+    } else {
+        int v = 0;
+        if (name[0] != 'v' || sscanf(name + 1, "%d", &v) != 1 || v < 1) {
+            err_set(e, NULL, "unknown adapter '%s'", name);
+            return err_hint(e, "use base, current or a version such as v0001");
+        }
+        if (!r->t.doc) return err_set(e, NULL, "adapter versions need a document");
+        char vn[16], dir[4200];
+        store_version_name(v, vn, sizeof vn);
+        snprintf(dir, sizeof dir, "%s/adapter/versions/%s", r->t.store, vn);
+        if (!fs_is_dir(dir)) return err_set(e, NULL, "no trained version %s", vn);
+        if (v == r->t.version) use = r->t.l;
+        else {
+            if (adapter_load(dir, r->t.m, &nl, e)) return -1;
+            use = nl;
+        }
+        snprintf(label, sizeof label, "%s", vn);
+    }
+    lora_free(r->own);
+    r->own = nl;
+    r->l = use;
+    snprintf(r->adapter_name, sizeof r->adapter_name, "%s", label);
+    return open_session(r, e);
+}
+
+static int set_param(repl *r, const char *kv)
+{
+    const char *eq = strchr(kv, '=');
+    if (!eq) return -1;
+    char key[64];
+    snprintf(key, sizeof key, "%.*s", (int)(eq - kv), kv);
+    char *end;
+    double d = strtod(eq + 1, &end);
+    if (end == eq + 1 || *end) return -1;
+    if (!strcmp(key, "temperature") && d >= 0) r->sp.temp = (float)d;
+    else if (!strcmp(key, "top_p") && d > 0 && d <= 1) r->sp.top_p = (float)d;
+    else if (!strcmp(key, "repetition_penalty") && d > 0) r->sp.repeat_penalty = (float)d;
+    else if (!strcmp(key, "top_k") && d >= 0 && d == floor(d)) r->sp.top_k = (int)d;
+    else if (!strcmp(key, "max_new_tokens") && d >= 1 && d == floor(d) && d < 1e7) r->max_tokens = (int)d;
+    else return -1;
+    return 0;
+}
+
+static void print_params(const repl *r)
+{
+    printf("temperature=%g top_p=%g top_k=%d repetition_penalty=%g max_new_tokens=%d\n", r->sp.temp, r->sp.top_p,
+           r->sp.top_k, r->sp.repeat_penalty, r->max_tokens);
+}
+
+static int save_conv(const repl *r, const char *path, dlm_err *e)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < r->n_msgs; i++)
+        json_array_append_new(a, json_pack("{s:s, s:s}", "role", r->msgs[i].role, "content", r->msgs[i].content));
+    strbuf sb = STRBUF_INIT;
+    json_write(&sb, a, 0);
+    sb_putc(&sb, '\n');
+    json_decref(a);
+    int rc = fs_write_atomic(path, sb.buf, sb.len, 0644, e);
+    sb_free(&sb);
+    return rc;
+}
+
+/* One turn: the user's text in, the answer streamed out. */
+static int turn(repl *r, const char *text, dlm_err *e)
+{
+    conv_push(r, "user", text);
+    strbuf rendered = STRBUF_INIT, answer = STRBUF_INIT;
+    tok_ids ids = {0};
+    int32_t *out = NULL;
+    int rc = -1;
+    if (chat_render(r->t.dialect, r->t.system_prompt, r->msgs, r->n_msgs, 1, &rendered, NULL, NULL, e) ||
+        tok_encode_append(r->t.t, rendered.buf, rendered.len, TOK_PARSE_SPECIAL, &ids, e))
+        goto out;
+    int n = (int)ids.n;
+    if (n >= r->n_ctx) {
+        err_set(e, "ContextError", "the conversation has %d tokens; the context holds %d", n, r->n_ctx);
+        err_hint(e, "/clear starts over");
+        goto out;
+    }
+    /* keep the cached prefix; the last prompt token is always evaluated */
+    int keep = 0, cap = n - 1 < r->n_cached ? n - 1 : r->n_cached;
+    while (keep < cap && r->cached[keep] == ids.v[keep]) keep++;
+    if (keep) session_copy_prefix(r->s, r->s, keep);
+    else session_reset(r->s);
+    int max = r->max_tokens;
+    if (max > r->n_ctx - n) max = r->n_ctx - n;
+    out = malloc((size_t)max * sizeof(int32_t));
+    if (!out) { err_set(e, "MemoryError", "out of memory"); goto out; }
+    int32_t stops[32];
+    gen_opts go = {
+        .sp = r->sp,
+        .max_tokens = max,
+        .stops = stops,
+        .n_stops = gen_stop_ids(r->t.t, r->t.dialect->stops, stops, 32),
+        .emit = r->stream ? emit : emit_quiet,
+        .emit_ctx = &answer,
+        .cancel = &g_cancel,
+    };
+    g_cancel = 0;
+    int nout;
+    int32_t stop;
+    int grc = generate(r->s, r->t.t, ids.v + keep, n - keep, &go, out, &nout, &stop, e);
+    /* what the cache now holds: the prompt and the answer ids fed so far */
+    int past = session_n_past(r->s);
+    memcpy(r->cached, ids.v, (size_t)n * sizeof(int32_t));
+    if (past > n) memcpy(r->cached + n, out, (size_t)(past - n) * sizeof(int32_t));
+    r->n_cached = past;
+    if (grc) goto out;
+    if (g_cancel) sb_puts(&answer, " [cancelled]");
+    if (r->stream) printf("%s\n", g_cancel ? " [cancelled]" : "");
+    else printf("%s\n", sb_str(&answer));
+    if (r->verbose)
+        fprintf(stderr, "[%d prompt tokens, %d from the cache, %d generated]\n", n, keep, nout);
+    conv_push(r, "assistant", sb_str(&answer));
+    rc = 0;
+out:
+    if (rc) conv_pop(r);
+    g_cancel = 0;
+    free(out);
+    tok_ids_free(&ids);
+    sb_free(&rendered);
+    sb_free(&answer);
+    return rc;
+}
+
+static void help(void)
+{
+    printf("/help                this list\n"
+           "/exit                leave (Ctrl-D too)\n"
+           "/clear               forget the conversation\n"
+           "/save PATH           write the conversation as JSON\n"
+           "/adapter NAME        base, current or a version vNNNN\n"
+           "/params [key=value]  temperature, top_p, repetition_penalty, top_k, max_new_tokens\n"
+           "/model               the base, adapter and context in use\n"
+           "/history             the conversation so far\n"
+           "Ctrl-C cancels an answer; Ctrl-D exits.\n");
+}
+
+/* A slash command; 1 = exit. */
+static int command(repl *r, char *line)
+{
+    char *cmd = strtok(line, " \t"), *arg = strtok(NULL, "");
+    while (arg && (*arg == ' ' || *arg == '\t')) arg++;
+    dlm_err e;
+    err_clear(&e);
+    if (!strcmp(cmd, "/exit") || !strcmp(cmd, "/quit")) return 1;
+    if (!strcmp(cmd, "/help")) help();
+    else if (!strcmp(cmd, "/clear")) {
+        conv_clear(r);
+        printf("conversation cleared\n");
+    } else if (!strcmp(cmd, "/save")) {
+        if (!arg || !*arg) printf("usage: /save PATH\n");
+        else if (save_conv(r, arg, &e)) err_print(stderr, &e, 0);
+        else printf("saved %zu messages to %s\n", r->n_msgs, arg);
+    } else if (!strcmp(cmd, "/adapter")) {
+        if (!arg || !*arg) printf("adapter: %s\n", r->adapter_name);
+        else if (use_adapter(r, arg, &e)) err_print(stderr, &e, 0);
+        else printf("adapter: %s\n", r->adapter_name);
+    } else if (!strcmp(cmd, "/params")) {
+        for (char *kv = arg ? strtok(arg, " \t") : NULL; kv; kv = strtok(NULL, " \t"))
+            if (set_param(r, kv)) printf("bad parameter '%s' (key=value; keys: temperature top_p "
+                                         "repetition_penalty top_k max_new_tokens)\n", kv);
+        print_params(r);
+    } else if (!strcmp(cmd, "/model")) {
+        printf("base: %s\nadapter: %s\ndialect: %s\ncontext: %d tokens (%d cached)\n", r->t.base_spec,
+               r->adapter_name, r->t.dialect->name, r->n_ctx, r->n_cached);
+    } else if (!strcmp(cmd, "/history")) {
+        if (!r->n_msgs) printf("(empty)\n");
+        for (size_t i = 0; i < r->n_msgs; i++) printf("%s: %s\n", r->msgs[i].role, r->msgs[i].content);
+    } else printf("unknown command %s (/help lists them)\n", cmd);
+    return 0;
+}
+
+int cmd_repl(int argc, char **argv, dlm_ctx *ctx)
+{
+    char *pos[64];
+    int npos;
+    int rc0 = opts_parse(&spec_repl, argc, argv, ctx, pos, &npos);
+    if (rc0) return rc0 == 1 ? EXIT_OK : EXIT_USAGE;
+    if (npos > 1) return cmd_usage_error(&spec_repl, "too many arguments");
+    if (!npos && !o_base) return cmd_usage_error(&spec_repl, "repl needs a PATH (or --base B)");
+    if (o_max_tokens < 1) return cmd_usage_error(&spec_repl, "--max-tokens must be >= 1");
+    if (o_temp < 0) return cmd_usage_error(&spec_repl, "--temp must be >= 0");
+    dlm_err e;
+    err_clear(&e);
+    if (cmd_setup(ctx, &e)) return cmd_fail(ctx, &e);
+    kern_init(o_threads);
+    repl R;
+    memset(&R, 0, sizeof R);
+    repl *r = &R;
+    const char *doc = npos ? pos[0] : NULL;
+    target_opts to = {doc, o_base, ctx->home, 1, o_offline};
+    if (target_open(&to, &r->t, &e)) return cmd_fail(ctx, &e);
+    int rc = EXIT_FAIL;
+    char hist[4200] = "";
+    if (!r->t.dialect) {
+        err_set(&e, "PromptError", "the base has no chat template dlm can render");
+        err_hint(&e, "dlm prompt --raw continues plain text");
+        goto done;
+    }
+    if (doc && !r->t.l) fprintf(stderr, "note: no trained adapter yet; answering with the base\n");
+    r->n_ctx = o_ctx > 0 ? o_ctx : r->t.m->cfg.max_pos < 4096 ? r->t.m->cfg.max_pos : 4096;
+    if (r->n_ctx > r->t.m->cfg.max_pos) r->n_ctx = r->t.m->cfg.max_pos;
+    r->cached = malloc((size_t)r->n_ctx * sizeof(int32_t));
+    if (!r->cached) { err_set(&e, "MemoryError", "out of memory"); goto done; }
+    sample_defaults(&r->sp);
+    r->sp.temp = (float)o_temp;
+    r->sp.seed = (uint64_t)o_seed;
+    r->max_tokens = o_max_tokens;
+    r->stream = isatty(STDOUT_FILENO);
+    r->verbose = ctx->verbose;
+    if (use_adapter(r, o_adapter ? o_adapter : r->t.l ? "current" : "base", &e)) goto done;
+
+    /* line history: in the document's store once it has one (training
+     * makes it), else in DLM_HOME */
+    if (doc && fs_is_dir(r->t.store)) snprintf(hist, sizeof hist, "%s/repl_history", r->t.store);
+    else {
+        snprintf(hist, sizeof hist, "%s/repl_history", ctx->home);
+        if (fs_mkdir_p(ctx->home, &e)) hist[0] = 0;
+    }
+    err_clear(&e);
+    using_history();
+    stifle_history(1000);
+    if (hist[0]) read_history(hist);
+    /* SIGINT only sets a flag: it cancels a generation, and at the prompt
+     * it abandons the line being typed */
+    rl_catch_signals = 0;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_int;
+    sigaction(SIGINT, &sa, NULL);
+    printf("dlm repl: %s%s%s, adapter %s. /help for commands, Ctrl-D to exit.\n",
+           doc ? doc : r->t.base_spec, doc ? " on " : "", doc ? r->t.base_spec : "", r->adapter_name);
+    for (;;) {
+        g_cancel = 0;
+        char *line = readline(">>> ");
+        if (!line) {
+            if (g_cancel) { printf("\n"); continue; }   /* Ctrl-C at the prompt */
+            printf("\n");
+            break;                                      /* Ctrl-D */
+        }
+        char *p = line;
+        while (*p == ' ' || *p == '\t') p++;
+        size_t n = strlen(p);
+        while (n && (p[n - 1] == ' ' || p[n - 1] == '\t' || p[n - 1] == '\n')) p[--n] = 0;
+        if (g_cancel || !*p) { free(line); continue; }
+        add_history(p);
+        if (hist[0]) write_history(hist);
+        if (p[0] == '/') {
+            int quit = command(r, p);
+            free(line);
+            if (quit) break;
+            continue;
+        }
+        if (turn(r, p, &e)) {
+            err_print(stderr, &e, ctx->verbose);
+            err_clear(&e);
+        }
+        free(line);
+    }
+    rc = EXIT_OK;
+done:
+    if (rc == EXIT_FAIL) rc = cmd_fail(ctx, &e);
+    conv_clear(r);
+    free(r->msgs);
+    free(r->cached);
+    session_free(r->s);
+    lora_free(r->own);
+    target_close(&r->t);
+    return rc;
+}
