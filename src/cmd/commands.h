@@ -17,6 +17,8 @@
     X(pack)                 \
     X(perplexity)           \
     X(prompt)               \
+    X(pull)                 \
+    X(push)                 \
     X(show)                 \
     X(status)               \
     X(tokenize)             \
