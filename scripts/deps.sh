@@ -17,7 +17,7 @@ PKGS="
 build-essential cmake pkg-config git clang libclang-rt-14-dev
 libyaml-dev libjansson-dev libpcre2-dev libutf8proc-dev libzstd-dev
 libarchive-dev libsqlite3-dev libcurl4-openssl-dev libsodium-dev
-libopenblas-dev
+libopenblas-dev libmicrohttpd-dev
 python3 python3-numpy python3-torch python3-zstandard
 minisign
 golang-go
@@ -27,7 +27,7 @@ BUILD_PKGS="
 build-essential cmake pkg-config
 libyaml-dev libjansson-dev libpcre2-dev libutf8proc-dev libzstd-dev
 libarchive-dev libsqlite3-dev libcurl4-openssl-dev libsodium-dev
-libopenblas-dev
+libopenblas-dev libmicrohttpd-dev
 "
 
 if [ "${1:-}" = "--build" ]; then

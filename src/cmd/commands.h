@@ -19,6 +19,7 @@
     X(prompt)               \
     X(pull)                 \
     X(push)                 \
+    X(serve)                \
     X(show)                 \
     X(status)               \
     X(tokenize)             \
