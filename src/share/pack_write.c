@@ -21,6 +21,7 @@
 #include "util/str.h"
 #include "util/timeutil.h"
 #include "version.h"
+#include "weights/registry.h"
 
 #define MAX_DOC_BYTES (64u << 20)
 
@@ -243,17 +244,23 @@ int pack_write(const pack_opts *o, pack_result *res, dlm_err *e)
         err_hint(e, "run `dlm train %s` first (or `dlm unpack` the pack it came from)", o->doc_path);
         goto out;
     }
-    if (o->include_base && !o->licensee_url) {
-        /* The base weights live in the shared cache, not the store; what
-         * --include-base adds is store/cache, which may hold converted base
-         * files, so the licence rule applies to every base. */
-        err_set(e, "BaseLicenseRefusedError", "--include-base ships base-model files; their licence must allow it");
-        err_hint(e, "pass --i-am-the-licensee URL (the licence you accepted) to include them");
-        goto out;
-    }
     if (store_lock_acquire(store, "pack", &lk, e)) goto out;
     snprintf(mpath, sizeof mpath, "%s/manifest.json", store);
     if (!(man = manifest_load(mpath, e))) goto out;
+    if (o->include_base && !o->licensee_url) {
+        /* The registry says which bases may be passed on; a base it does
+         * not know (a local folder, an hf: id) is treated as not. What
+         * --include-base adds is store/cache (base weights themselves live
+         * in the shared HF cache). */
+        const char *bm = jget_str(man, "base_model");
+        const reg_entry *re = bm ? registry_lookup(bm) : NULL;
+        if (!re || !re->redistributable) {
+            err_set(e, "BaseLicenseRefusedError", "--include-base: the licence of base '%s' (%s) does not allow redistribution",
+                    bm ? bm : "?", re ? re->license : "unknown: not in the registry");
+            err_hint(e, "if you hold a licence that allows it, pass --i-am-the-licensee URL");
+            goto out;
+        }
+    }
     if (walk(store, "", o, &l, e)) goto out;
 
     /* the document and the top-level folders */

@@ -38,6 +38,19 @@ wait $held
 [ $rc = 1 ] && grep -q "already locked by PID $held" lock.txt || fail "pack did not take the store lock: $(cat lock.txt)"
 cmp held.pack t.dlm.pack || fail "the pack made under the lock differs"
 
+# --include-*: a base the registry does not call redistributable needs
+# --i-am-the-licensee; the flags add their folders and set the header
+set +e; "$DLM" -v pack t.dlm --include-base --out b.pack 2> base.txt; rc=$?; set -e
+[ $rc = 1 ] && grep -q "BaseLicenseRefusedError: .*does not allow redistribution" base.txt || fail "base: $(cat base.txt)"
+"$DLM" pack t.dlm --include-logs --include-exports --include-base --i-am-the-licensee https://example.com/lic \
+    --out full.pack -q
+tar --zstd -tf full.pack > full.txt
+grep -q '^store/logs/train-' full.txt || fail "--include-logs did not pack logs/"
+grep -q '^store/cache/' full.txt || fail "--include-base did not pack cache/"
+tar --zstd -xOf full.pack PACK_HEADER.json > hdr.json
+grep -q '"content_type": "full"' hdr.json && grep -q '"licensee_acceptance_url": "https://example.com/lic"' hdr.json \
+    || fail "header: $(cat hdr.json)"
+
 # GNU tar (Debian) lists and extracts it
 tar --zstd -tf t.dlm.pack > list.txt
 grep -qx 'PACK_HEADER.json' list.txt && grep -qx 'manifest.json' list.txt && grep -qx 'CHECKSUMS.sha256' list.txt \
