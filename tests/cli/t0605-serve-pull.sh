@@ -68,6 +68,22 @@ sleep 2
 set +e; DLM_HOME="$T/h3" "$DLM" -v pull "$URL2" --out got3 2> exp.err; rc=$?; set -e
 [ $rc = 1 ] && grep -q "PeerTokenError.*expired (HTTP 403)" exp.err || fail "expired pull: $(cat exp.err)"
 [ ! -e "$T/h3/store/$ID" ] || fail "expired pull installed a store"
+# concurrency: with --max-concurrency 1, a second download while a slow
+# first one runs gets 429 (16 MiB of random bytes: more than loopback
+# socket buffers hold, so the first download really is still running)
+mkdir -p "$ME/store/$ID/blobs"
+head -c 16777216 /dev/urandom > "$ME/store/$ID/blobs/big.bin"
+start_serve url3.txt --max-concurrency 1
+H3="http://$(cat url3.txt | sed 's|^peer://||')"
+curl -s --limit-rate 200k -o /dev/null "$H3" & slow=$!
+sleep 1
+c=$(code "$H3")
+kill $slow 2>/dev/null || true
+wait $slow 2>/dev/null || true
+[ "$c" = 429 ] || fail "a second concurrent download got $c, expected 429"
+sleep 0.5
+[ "$(code "$H3")" = 200 ] || fail "the slot was not released after the first download ended"
+
 # malformed peer URLs
 set +e; "$DLM" pull "peer://127.0.0.1/$ID" 2> pu.err; rc=$?; set -e
 [ $rc = 1 ] && grep -q "peer://HOST:PORT" pu.err || fail "bad peer URL: $(cat pu.err)"
