@@ -132,6 +132,11 @@ typedef struct unpack_result {
  * passed. */
 int unpack_run(const unpack_opts *o, unpack_result *res, dlm_err *e);
 
+/* The member-name rule both sides keep: NULL when name (a relpath, one
+ * trailing '/' allowed) may be in a pack, else why not. The normalised
+ * name goes to out. */
+const char *pack_check_name(const char *name, int is_dir, char *out, size_t cap);
+
 /* 1 when s is a 26-char Crockford base32 ULID. */
 int pack_valid_dlm_id(const char *s);
 

@@ -137,7 +137,7 @@ static la_ssize_t zread(struct archive *a, void *ud, const void **buf)
 
 /* Normalise name into out (drop one trailing '/'); refuse anything that could
  * leave the folder or that dlm never writes. NULL = ok, else the reason. */
-static const char *check_name(const char *name, int is_dir, char *out, size_t cap)
+const char *pack_check_name(const char *name, int is_dir, char *out, size_t cap)
 {
     if (!name || !*name) return "a member has no name";
     size_t n = strlen(name);
@@ -205,8 +205,10 @@ static int read_member(struct archive *a, struct archive_entry *en, const char *
                       raw ? raw : "?");
     if (archive_entry_sparse_count(en) > 0)
         return err_at(e, "PackUnsafeMemberError", what, 0, 0, "%s: sparse files are refused", raw ? raw : "?");
-    const char *why = check_name(raw, t == AE_IFDIR, name, sizeof name);
-    if (why) return err_at(e, "PackUnsafeMemberError", what, 0, 0, "member '%s' refused: %s", raw ? raw : "", why);
+    const char *why = pack_check_name(raw, t == AE_IFDIR, name, sizeof name);
+    if (why)
+        return err_at(e, "PackUnsafeMemberError", what, 0, 0, "member '%s' refused: %s", raw ? raw : "", why),
+               err_hint(e, "dlm pack never writes such a member: the pack was made by something else or altered");
     if (c->n >= lim->max_entries)
         return err_at(e, "PackTooLargeError", what, 0, 0, "more than %d members", lim->max_entries);
     if (c->n == rd->cap) {

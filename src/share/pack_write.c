@@ -98,6 +98,12 @@ static int walk(const char *store, const char *rel, const pack_opts *o, items *l
         struct stat st;
         if (lstat(p, &st)) { rc = err_sys(e, "cannot stat %s", p); break; }
         snprintf(name, sizeof name, "store/%s", r);
+        char norm[4200];
+        if (pack_check_name(name, S_ISDIR(st.st_mode), norm, sizeof norm)) {
+            rc = err_set(e, "PackUnsupportedFileError", "%s: a name packs cannot carry (printable ASCII only, no '\\')", p);
+            err_hint(e, "rename or remove it, then pack again");
+            break;
+        }
         if (S_ISDIR(st.st_mode)) {
             item *it = items_add(l, name, e);
             if (!it) { rc = -1; break; }
@@ -266,8 +272,11 @@ int pack_write(const pack_opts *o, pack_result *res, dlm_err *e)
     /* the document and the top-level folders */
     char docrel[1200];
     snprintf(docrel, sizeof docrel, "dlm/%s", fs_basename(o->doc_path));
-    if (!str_endswith(docrel, ".dlm")) {
-        err_set(e, "PackError", "%s: the document's name must end in .dlm", o->doc_path);
+    char norm[1200];
+    if (pack_check_name(docrel, 0, norm, sizeof norm)) {
+        err_set(e, "PackError", "%s: a packed document's name must end in .dlm and be printable ASCII without '\\'",
+                o->doc_path);
+        err_hint(e, "copy or rename it (e.g. notes.dlm) and pack that");
         goto out;
     }
     item *it;
