@@ -130,7 +130,9 @@ int share_http_post(const share_http *h, const char *url, const char *path, long
         return err_set(e, "OOMError", "out of memory");
     }
     hl = curl_slist_append(hl, "Content-Type: application/octet-stream");
-    hl = curl_slist_append(hl, "Expect:");
+    /* ask first: a server that refuses (bad Authorization, too large)
+     * answers before a possibly large body is sent */
+    hl = curl_slist_append(hl, "Expect: 100-continue");
     char errbuf[CURL_ERROR_SIZE] = "", shown[2048];
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
     curl_easy_setopt(c, CURLOPT_POST, 1L);
@@ -145,6 +147,9 @@ int share_http_post(const share_http *h, const char *url, const char *path, long
     curl_slist_free_all(hl);
     fclose(f);
     redact(url, shown, sizeof shown);
+    /* a server that refuses (401, 413, ...) may answer before reading the
+     * body and close: the upload then breaks, but its answer is the news */
+    if (rc == CURLE_SEND_ERROR && *status >= 400) return 0;
     if (rc != CURLE_OK) return err_set(e, "NetworkError", "%s: %s", shown, errbuf[0] ? errbuf : curl_easy_strerror(rc));
     return 0;
 }
