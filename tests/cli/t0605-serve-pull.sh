@@ -73,11 +73,10 @@ set +e; DLM_HOME="$T/h3" "$DLM" -v pull "$URL2" --out got3 2> exp.err; rc=$?; se
 # socket buffers hold, so the first download really is still running)
 mkdir -p "$ME/store/$ID/blobs"
 head -c 16777216 /dev/urandom > "$ME/store/$ID/blobs/big.bin"
-start_serve url3.txt --max-concurrency 1
+start_serve url3.txt --max-concurrency 1 --rate-limit 1000
 H3="http://$(cat url3.txt | sed 's|^peer://||')"
 curl -s --limit-rate 200k -o /dev/null "$H3" & slow=$!
-sleep 1
-c=$(code "$H3")
+for i in $(seq 40); do c=$(code "$H3"); [ "$c" = 429 ] && break; sleep 0.25; done
 kill $slow 2>/dev/null || true
 wait $slow 2>/dev/null || true
 [ "$c" = 429 ] || fail "a second concurrent download got $c, expected 429"
