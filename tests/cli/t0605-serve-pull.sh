@@ -63,7 +63,7 @@ set +e; "$DLM" -v pull "$URL" --out got2 2> rl.err; rc=$?; set -e
 export DLM_HOME=$ME
 start_serve url2.txt --token-ttl-minutes 0.02
 URL2=$(cat url2.txt)
-sleep 2
+sleep 3    # 0.02 min = 1.2 s, the expiry rounds up to a whole second
 [ "$(code "http://${URL2#peer://}")" = 403 ] || fail "expired token not 403"
 set +e; DLM_HOME="$T/h3" "$DLM" -v pull "$URL2" --out got3 2> exp.err; rc=$?; set -e
 [ $rc = 1 ] && grep -q "PeerTokenError.*expired (HTTP 403)" exp.err || fail "expired pull: $(cat exp.err)"
