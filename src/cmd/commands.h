@@ -12,16 +12,23 @@
     X(doctor)               \
     X(export)               \
     X(init)                 \
+    X(keygen)               \
     X(logs)                 \
     X(metrics)              \
     X(migrate)              \
+    X(pack)                 \
     X(perplexity)           \
     X(prompt)               \
+    X(pull)                 \
+    X(push)                 \
     X(repl)                 \
+    X(serve)                \
     X(show)                 \
     X(status)               \
     X(tokenize)             \
-    X(train)
+    X(train)                \
+    X(unpack)               \
+    X(verify)
 
 #define X(name) extern const cmd_spec spec_##name; int cmd_##name(int argc, char **argv, dlm_ctx *ctx);
 DLM_COMMAND_LIST(X)
@@ -36,5 +43,12 @@ int cmd_setup(dlm_ctx *ctx, dlm_err *e);
 /* cmd_setup, then the store folder of the document at path (commands that
  * read a run's records: logs, status, metrics). */
 int cmd_doc_store(dlm_ctx *ctx, const char *path, char *store, size_t cap, dlm_err *e);
+
+/* Shared by the sharing commands (cmd_unpack.c, cmd_pack.c): the unpack
+ * bounds with their test overrides, and <home>/minisign.key. */
+struct pack_limits;
+struct minisign_key;
+void cmd_pack_limits(struct pack_limits *l);
+int cmd_load_signer(const dlm_ctx *ctx, struct minisign_key *k, dlm_err *e);
 
 #endif

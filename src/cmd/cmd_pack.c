@@ -1,0 +1,74 @@
+/* dlm pack — a document, its store and its history in one file
+ * (src/share/pack.h, docs/share.md). */
+#include <stdio.h>
+#include <string.h>
+
+#include "cmd/commands.h"
+#include "share/pack.h"
+#include "share/sign.h"
+#include "util/str.h"
+#include "util/timeutil.h"
+
+static int o_exports, o_base, o_logs, o_sign;
+static const char *o_out, *o_licensee;
+
+static const opt OPTS[] = {
+    {"out", 'o', OPT_STR, &o_out, "FILE", "write the pack here (default: <PATH>.pack next to the document)"},
+    {"include-exports", 0, OPT_FLAG, &o_exports, NULL, "also pack store/exports/ (GGUF files)"},
+    {"include-base", 0, OPT_FLAG, &o_base, NULL, "also pack store/cache/ (needs --i-am-the-licensee)"},
+    {"include-logs", 0, OPT_FLAG, &o_logs, NULL, "also pack store/logs/"},
+    {"i-am-the-licensee", 0, OPT_STR, &o_licensee, "URL", "the base licence you accepted (for --include-base)"},
+    {"sign", 0, OPT_FLAG, &o_sign, NULL, "sign provenance.json with <home>/minisign.key (see dlm keygen)"},
+    {0},
+};
+
+const cmd_spec spec_pack = {
+    "pack", "PATH [--out FILE] [--sign] [--include-exports] [--include-logs]",
+    "pack a document and its store into one .dlm.pack file",
+    "A tar stream compressed with zstd (level 10): the .dlm, the store (without\n"
+    "exports/, cache/, logs/ unless asked), PACK_HEADER.json, manifest.json,\n"
+    "CHECKSUMS.sha256 and provenance.json. The same store packs to the same bytes.\n"
+    "Taken under the store lock. See docs/share.md.",
+    OPTS,
+};
+
+/* Shared by pack and push: load <home>/minisign.key. */
+int cmd_load_signer(const dlm_ctx *ctx, minisign_key *k, dlm_err *e)
+{
+    char p[4200];
+    snprintf(p, sizeof p, "%s/minisign.key", ctx->home);
+    if (minisign_load_secret(p, k, e)) {
+        if (!strcmp(e->kind, "") || strstr(e->msg, "cannot open")) err_hint(e, "make a key pair with `dlm keygen`");
+        return -1;
+    }
+    return 0;
+}
+
+int cmd_pack(int argc, char **argv, dlm_ctx *ctx)
+{
+    char *pos[64];
+    int npos;
+    int r = opts_parse(&spec_pack, argc, argv, ctx, pos, &npos);
+    if (r) return r == 1 ? EXIT_OK : EXIT_USAGE;
+    if (npos != 1) return cmd_usage_error(&spec_pack, npos ? "too many arguments" : "pack needs a PATH");
+    if (o_licensee && !o_base) return cmd_usage_error(&spec_pack, "--i-am-the-licensee only applies with --include-base");
+    dlm_err e;
+    err_clear(&e);
+    if (cmd_setup(ctx, &e)) return cmd_fail(ctx, &e);
+    minisign_key k;
+    if (o_sign && cmd_load_signer(ctx, &k, &e)) return cmd_fail(ctx, &e);
+    pack_opts o = {.doc_path = pos[0], .home = ctx->home, .out = o_out, .include_exports = o_exports,
+                   .include_base = o_base, .include_logs = o_logs, .licensee_url = o_licensee,
+                   .signer = o_sign ? &k : NULL, .now = time_now()};
+    pack_result res;
+    int rc = pack_write(&o, &res, &e);
+    memset(&k, 0, sizeof k);
+    if (rc) return cmd_fail(ctx, &e);
+    if (!ctx->quiet) {
+        char a[32], b[32];
+        printf("packed %s (adapter v%04d, %d files, %s → %s%s) to %s\n", res.dlm_id, res.adapter_version, res.n_files,
+               str_human_size(res.bytes_in, a, sizeof a), str_human_size(res.bytes_out, b, sizeof b),
+               res.signed_ ? ", signed" : "", res.path);
+    }
+    return EXIT_OK;
+}

@@ -1,0 +1,134 @@
+/* unpack — a verified pack installed as a store (pack.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sodium.h>
+#include <unistd.h>
+
+#include "doc/doc.h"
+#include "share/pack.h"
+#include "store/store.h"
+#include "util/fs.h"
+#include "util/hash.h"
+#include "util/json.h"
+
+#define MAX_DOC_BYTES (64u << 20)
+
+/* 1 when a and b hold the same bytes. */
+static int same_file(const char *a, const char *b)
+{
+    char ha[65], hb[65];
+    dlm_err e;
+    err_clear(&e);
+    return !sha256_file_hex(a, ha, &e) && !sha256_file_hex(b, hb, &e) && !strcmp(ha, hb);
+}
+
+int unpack_run(const unpack_opts *o, unpack_result *res, dlm_err *e)
+{
+    memset(res, 0, sizeof *res);
+    hash_init();
+    char stores[4096], staging[4200], old[4300] = "", sdoc[8192], sstore[4300], target[4096], outdir[4096];
+    if (!fs_join(stores, sizeof stores, o->home, "store")) return err_set(e, "PackError", "home path too long");
+    if (fs_mkdir_p(stores, e)) return -1;
+    uint32_t nonce = randombytes_random();
+    snprintf(staging, sizeof staging, "%s/.unpack-%ld-%08x", stores, (long)getpid(), nonce);
+    pack_contents *c = pack_read_file(o->pack_path, staging, &o->limits, e);
+    if (!c) return -1;
+    int rc = -1, installed = 0;
+    json_t *sm = NULL;
+    dlm_doc *d = NULL;
+    const char *docname = c->dlm_rel + 4;
+    snprintf(sdoc, sizeof sdoc, "%s/%s", staging, c->dlm_rel);
+    snprintf(sstore, sizeof sstore, "%s/store", staging);
+    if (store_dir(o->home, c->dlm_id, target, sizeof target, e)) goto out;
+    if (o->out_dir) snprintf(outdir, sizeof outdir, "%s", o->out_dir);
+    else fs_dirname(outdir, sizeof outdir, o->pack_path);
+    snprintf(res->doc_path, sizeof res->doc_path, "%s/%s", outdir, docname);
+
+    /* the pack's pieces must agree with each other */
+    char mp[4400];
+    snprintf(mp, sizeof mp, "%s/manifest.json", sstore);
+    if (!(sm = manifest_load(mp, e))) { err_prefix(e, "in the pack"); goto out; }
+    const char *sid = jget_str(sm, "dlm_id");
+    if (!sid || strcmp(sid, c->dlm_id)) {
+        err_at(e, "PackIntegrityError", o->pack_path, 0, 0, "store/manifest.json is for %s, the pack for %s",
+               sid ? sid : "(none)", c->dlm_id);
+        goto out;
+    }
+    if (!(d = doc_load(sdoc, e))) { err_prefix(e, "the pack's document"); goto out; }
+    if (strcmp(doc_fm(d)->dlm_id, c->dlm_id)) {
+        err_at(e, "PackIntegrityError", o->pack_path, 0, 0, "%s has dlm_id %s, the pack is for %s", c->dlm_rel,
+               doc_fm(d)->dlm_id, c->dlm_id);
+        goto out;
+    }
+
+    /* refusals before anything moves */
+    if (fs_exists(res->doc_path) && !o->force && !same_file(res->doc_path, sdoc)) {
+        err_set(e, "PackTargetExistsError", "%s already exists and differs from the pack's document", res->doc_path);
+        err_hint(e, "pass --force to replace it, or --out DIR to put the document elsewhere");
+        goto out;
+    }
+    if (fs_exists(target)) {
+        if (!o->force) {
+            err_set(e, "PackTargetExistsError", "a store for %s already exists at %s", c->dlm_id, target);
+            err_hint(e, "pass --force to replace it (the old store is kept until the new one is in place)");
+            goto out;
+        }
+        store_lock_info li;
+        if (store_lock_read(target, &li) == 1 && li.alive != 0) {
+            err_set(e, "LockHeldError", "%s/.lock: already locked by PID %ld (dlm %s)", target, li.pid,
+                    li.command[0] ? li.command : "?");
+            err_hint(e, "wait for that command to finish, then unpack again");
+            goto out;
+        }
+    }
+    if (fs_mkdir_p(outdir, e) || store_create_skeleton(sstore, e)) goto out;
+
+    /* install: old store aside, new one in, document copied */
+    if (fs_exists(target)) {
+        snprintf(old, sizeof old, "%s.old-%ld", target, (long)getpid());
+        if (rename(target, old)) { err_sys(e, "cannot move %s aside", target); old[0] = 0; goto out; }
+        res->replaced = 1;
+    }
+    if (rename(sstore, target)) { err_sys(e, "cannot install %s", target); goto restore; }
+    installed = 1;
+    if (fs_fsync_dir(stores, e)) goto restore;
+    if (fs_exists(res->doc_path) && same_file(res->doc_path, sdoc)) {
+        /* already there, byte for byte */
+    } else if (fs_copy_file(sdoc, res->doc_path, e)) goto restore;
+    if (old[0]) {
+        dlm_err e2;
+        err_clear(&e2);
+        fs_remove_tree(old, &e2);
+    }
+    snprintf(res->dlm_id, sizeof res->dlm_id, "%s", c->dlm_id);
+    snprintf(res->store, sizeof res->store, "%s", target);
+    long long av = 0;
+    jget_int(c->manifest, "adapter_version", &av);
+    res->adapter_version = (int)av;
+    for (int i = 0; i < c->n; i++) res->n_files += !c->m[i].is_dir;
+    rc = 0;
+    goto out;
+restore:
+    if (installed) {
+        /* put the new store back into staging, to be removed with it */
+        if (rename(target, sstore)) {
+            dlm_err e2;
+            err_clear(&e2);
+            fs_remove_tree(target, &e2);
+        }
+    }
+    if (old[0] && rename(old, target) == 0) err_hint(e, "the previous store was put back at %s", target);
+    else if (old[0]) err_hint(e, "the previous store is at %s; move it back to %s", old, target);
+out:
+    {
+        dlm_err e2;
+        err_clear(&e2);
+        fs_remove_tree(staging, &e2);
+    }
+    doc_free(d);
+    json_decref(sm);
+    pack_contents_free(c);
+    return rc;
+}
