@@ -9,6 +9,7 @@
 #define DLM_COMMAND_LIST(X) \
     X(doctor)               \
     X(export)               \
+    X(harvest)              \
     X(init)                 \
     X(logs)                 \
     X(metrics)              \
@@ -17,6 +18,8 @@
     X(prompt)               \
     X(show)                 \
     X(status)               \
+    X(synth)                \
+    X(templates)            \
     X(tokenize)             \
     X(train)
 
