@@ -15,6 +15,7 @@
     X(metrics)              \
     X(migrate)              \
     X(perplexity)           \
+    X(preference)           \
     X(prompt)               \
     X(show)                 \
     X(status)               \

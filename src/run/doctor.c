@@ -110,7 +110,7 @@ int doctor_plan_document(const char *doc_path, const char *home, const host_info
     if (!dialect) dialect = chat_dialect_find("chatml");
     int seq = tr->sequence_len;
     if (in->base.cfg.max_pos > 0 && seq > in->base.cfg.max_pos) seq = in->base.cfg.max_pos;
-    ds_opts dso = {seq, tr->loss_on == DOC_LOSS_ON_ALL, (uint64_t)tr->seed, fm->system_prompt, 0.1};
+    ds_opts dso = {seq, tr->loss_on == DOC_LOSS_ON_ALL, (uint64_t)tr->seed, fm->system_prompt, 0.1, 0};
     h0 = plan_heap_in_use();
     if (dataset_build(doc, NULL, tk, dialect, &dso, &ds, e)) goto out;
     plan_heap_trim();

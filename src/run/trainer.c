@@ -134,7 +134,7 @@ static int build_data(run *R, dlm_err *e)
     }
     int seq = tr->sequence_len;
     if (R->m_cfg_max_pos > 0 && seq > R->m_cfg_max_pos) seq = R->m_cfg_max_pos;
-    ds_opts dso = {seq, tr->loss_on == DOC_LOSS_ON_ALL, R->seed, doc_fm(R->doc)->system_prompt, 0.1};
+    ds_opts dso = {seq, tr->loss_on == DOC_LOSS_ON_ALL, R->seed, doc_fm(R->doc)->system_prompt, 0.1, R->o->no_mined};
     uint64_t h0 = plan_heap_in_use();
     if (dataset_build(R->doc, R->rdoc, R->tok, R->dialect, &dso, &R->ds, e)) return -1;
     plan_heap_trim();

@@ -62,6 +62,7 @@ typedef struct train_opts {
     int force;                      /* train even if the plan says it does not fit */
     const char *base_override;      /* NULL = the document's base_model */
     int offline;                    /* no downloads */
+    int no_mined;                   /* leave auto-mined preference sections out */
 } train_opts;
 
 typedef struct train_result {
