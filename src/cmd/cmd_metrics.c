@@ -187,10 +187,14 @@ static int show(dlm_ctx *ctx, const char *path)
 
 /* ---- watch ------------------------------------------------------------------ */
 
+typedef struct watch_row { int64_t step; int eval; double a, b, c; } watch_row;
+
 typedef struct watch_ctx {
     int64_t last_step, last_eval, total;
     double eta;
     int evals;
+    watch_row *rows;      /* this poll's new rows, printed merged by step */
+    int n, cap;
 } watch_ctx;
 
 static const char *col(int nc, const char *const *names, const char *const *vals, const char *want)
@@ -203,19 +207,49 @@ static const char *col(int nc, const char *const *names, const char *const *vals
 static void on_watch_row(void *ctx, int nc, const char *const *names, const char *const *vals)
 {
     watch_ctx *w = ctx;
-    int64_t step = atoll(col(nc, names, vals, "step"));
+    if (w->n == w->cap) {
+        int cap = w->cap ? w->cap * 2 : 64;
+        watch_row *nr = realloc(w->rows, (size_t)cap * sizeof *nr);
+        if (!nr) return;
+        w->rows = nr;
+        w->cap = cap;
+    }
+    watch_row *r = &w->rows[w->n++];
+    r->step = atoll(col(nc, names, vals, "step"));
+    r->eval = w->evals;
+    if (w->evals) {
+        r->a = atof(col(nc, names, vals, "val_loss"));
+        if (r->step > w->last_eval) w->last_eval = r->step;
+    } else {
+        r->a = atof(col(nc, names, vals, "loss"));
+        r->b = atof(col(nc, names, vals, "lr"));
+        r->c = atof(col(nc, names, vals, "tokens_per_sec"));
+        if (r->step > w->last_step) w->last_step = r->step;
+    }
+}
+
+static int cmp_row(const void *x, const void *y)
+{
+    const watch_row *a = x, *b = y;
+    if (a->step != b->step) return a->step < b->step ? -1 : 1;
+    return a->eval - b->eval;   /* the step, then its eval */
+}
+
+static void print_rows(watch_ctx *w)
+{
+    qsort(w->rows, (size_t)w->n, sizeof *w->rows, cmp_row);
     char eta[32] = "-";
     if (isfinite(w->eta) && w->eta > 0) time_fmt_duration(w->eta, eta, sizeof eta);
-    if (w->evals) {
-        printf("%7lld/%-7lld  %-9s  %-10s  %-8s  %-9.4f  %s\n", (long long)step, (long long)w->total, "eval", "", "",
-               atof(col(nc, names, vals, "val_loss")), eta);
-        if (step > w->last_eval) w->last_eval = step;
-    } else {
-        printf("%7lld/%-7lld  %-9.4f  %-10.3e  %-8.0f  %-9s  %s\n", (long long)step, (long long)w->total,
-               atof(col(nc, names, vals, "loss")), atof(col(nc, names, vals, "lr")),
-               atof(col(nc, names, vals, "tokens_per_sec")), "", eta);
-        if (step > w->last_step) w->last_step = step;
+    for (int i = 0; i < w->n; i++) {
+        const watch_row *r = &w->rows[i];
+        if (r->eval)
+            printf("%7lld/%-7lld  %-9s  %-10s  %-8s  %-9.4f  %s\n", (long long)r->step, (long long)w->total, "eval", "",
+                   "", r->a, eta);
+        else
+            printf("%7lld/%-7lld  %-9.4f  %-10.3e  %-8.0f  %-9s  %s\n", (long long)r->step, (long long)w->total, r->a,
+                   r->b, r->c, "", eta);
     }
+    w->n = 0;
 }
 
 static int watch(dlm_ctx *ctx, const char *path)
@@ -250,11 +284,13 @@ static int watch(dlm_ctx *ctx, const char *path)
         metrics_filter fe = {.run_id = run, .after_step = w.last_eval};
         w.evals = 1;
         metrics_query(store, "evals", &fe, on_watch_row, &w, &qe);
+        print_rows(&w);
         fflush(stdout);
         if (!running) break;
         usleep((useconds_t)(o_poll * 1e6));
         if (hb_read(store, &rep, &e)) return cmd_fail(ctx, &e);
     }
+    free(w.rows);
     if (rep.state == RUN_FINISHED && rep.run_id == run) {
         printf("run %lld %s", (long long)run, rep.status);
         if (!strcmp(rep.status, "completed") && rep.version > 0) printf(": v%04d", rep.version);
