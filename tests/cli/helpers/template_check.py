@@ -25,6 +25,8 @@ steps, l0, l1 = int(m.group(1)), float(m.group(2)), float(m.group(3))
 assert steps == meta["expected_steps"], (steps, meta["expected_steps"])
 assert l1 < 0.5 * l0, "loss fell too little: %s → %s" % (l0, l1)
 assert "learned little" not in train_out, train_out
+# no Q/A row may fall into the validation split (it would never be trained)
+assert "(val " not in m.group(0) and "(val " not in train_out.split("trained v0001:")[1].splitlines()[0], train_out
 
 def run(*args):
     r = subprocess.run([dlm, "prompt", doc, *args, "--temp", "0"], capture_output=True, text=True)
