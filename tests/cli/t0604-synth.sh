@@ -157,6 +157,24 @@ assert [p["question"] for p in j["pairs"]] == ["What flows through Rome?"] and j
 ins = [json.loads(l) for l in open(sys.argv[2]) if l.strip()]
 assert len(ins) == 2 and {"system", "prompt", "max_new_tokens", "temperature", "top_p", "seed"} <= set(ins[0]), ins
 P
+# --strategy both asks twice per section; --filter none keeps the near-duplicates; --filter judge
+# keeps the answers a cli: judge scores above an empty answer (here: answers naming Rome)
+: > req.log
+"$DLM" synth instructions s.dlm --teacher "$URL" --strategy both --filter none --per-section 10 --json > both.json
+$PY - both.json req.log <<'P'
+import json, sys
+j = json.load(open(sys.argv[1])); reqs = [json.loads(l) for l in open(sys.argv[2])]
+assert len(reqs) == 4 and j["requests"] == 4, (len(reqs), j["requests"])
+assert [p["synth_strategy"] for p in j["pairs"]].count("expansion") > 0 and j["duplicates"] == 0, j
+assert "expand" in reqs[1]["body"]["messages"][1]["content"], reqs[1]
+P
+cat > rome.sh <<'SH'
+#!/bin/sh
+case "$(cat)" in *'"candidate": "'*Rome*|*'"candidate":"'*Rome*) echo '{"score": 1}' ;; *) echo '{"score": 0}' ;; esac
+SH
+chmod +x rome.sh
+"$DLM" synth instructions s.dlm --teacher "$URL" --per-section 10 --filter judge --judge "cli:$T/rome.sh" --json > judged.json
+$PY -c 'import json,sys; j=json.load(open(sys.argv[1])); a=[p["answer"] for p in j["pairs"]]; assert a and all("Rome" in x for x in a) and j["judged_out"] > 0, j' judged.json
 # nothing new → 2; a teacher that fails → 1; bad flags → 2
 echo '[{"question": "What is the capital of France?", "answer": "Paris."}]' > dup.txt
 rc=0; "$DLM" synth instructions s.dlm --teacher "cli:cat $T/dup.txt" > out.txt || rc=$?
