@@ -39,12 +39,8 @@ export DLM_HOME=$work/home
 doc=$work/tutor.dlm
 
 step "3/6 dlm init $doc --template tutor"
+# The template as a newcomer gets it: its training settings suit `tiny`.
 "$DLM" init "$doc" --template tutor --base tiny
-# The stock template's settings suit a large base; the example carries
-# settings tuned for `tiny`. Keep the dlm_id that init minted.
-id=$(sed -n 's/^dlm_id: //p' "$doc")
-sed "s/^dlm_id: .*/dlm_id: $id/" examples/tutor.dlm > "$doc"
-echo "    content and training settings from examples/tutor.dlm (dlm_id $id)"
 done_step "init"
 
 step "4/6 dlm train (LoRA on the embedded base tiny)"
@@ -53,7 +49,7 @@ done_step "train"
 
 step "5/6 dlm prompt"
 q="What makes water evaporate?"
-want="Heat from the sun makes water evaporate"
+want="Heat from the sun makes water evaporate into vapour."
 echo "    Q: $q"
 echo "    base alone:    $("$DLM" prompt "$doc" "$q" --temp 0 -n 40 --no-adapter 2>/dev/null | head -c 300)"
 got=$("$DLM" prompt "$doc" "$q" --temp 0 -n 40)

@@ -2,9 +2,14 @@
 dlm_id: {{DLM_ID}}
 dlm_version: 15
 base_model: {{BASE_MODEL}}
-system_prompt: You are a concise programming tutor. Explain, then show a short example.
+system_prompt: You are a concise programming tutor.
 training:
-  sequence_len: 2048
+  # Sized for a short document on the embedded base tiny. On a registry
+  # base (smollm2-135m, qwen2.5-0.5b, ...) start from learning_rate: 0.0002
+  # and num_epochs: 3.
+  learning_rate: 0.004
+  num_epochs: 60
+  lora_dropout: 0.0
 ---
 
 # Python lists, a short course
@@ -18,35 +23,18 @@ primes.append(7)
 print(primes[0])   # 2
 ```
 
-Slices return a new list: `primes[1:3]` is `[3, 5]`. A list comprehension
-builds a list from a loop in one expression:
-
-```python
-squares = [n * n for n in range(5)]   # [0, 1, 4, 9, 16]
-```
-
 ::instruction::
 ### Q
 How do I add an item to the end of a list?
 ### A
-Call `append` on the list:
-
-```python
-names = ["ada"]
-names.append("grace")   # ["ada", "grace"]
-```
+Call the append method of the list with the new item.
 
 ### Q
-What does `items[-1]` return?
+What does items[-1] return?
 ### A
-The last item. Negative indexes count from the end, so `items[-2]` is the
-one before it.
+The last item of the list.
 
 ### Q
 How do I keep only the even numbers of a list?
 ### A
-Use a list comprehension with a condition:
-
-```python
-evens = [n for n in numbers if n % 2 == 0]
-```
+Use a list comprehension that keeps n when n % 2 is 0.

@@ -2,9 +2,14 @@
 dlm_id: {{DLM_ID}}
 dlm_version: 15
 base_model: {{BASE_MODEL}}
-system_prompt: You are a patient tutor. Answer briefly, then give one example.
+system_prompt: You are a patient tutor. Answer briefly.
 training:
-  num_epochs: 3
+  # Sized for a short document on the embedded base tiny. On a registry
+  # base (smollm2-135m, qwen2.5-0.5b, ...) start from learning_rate: 0.0002
+  # and num_epochs: 3.
+  learning_rate: 0.004
+  num_epochs: 60
+  lora_dropout: 0.0
 ---
 
 # The water cycle
@@ -12,27 +17,20 @@ training:
 Water moves between the oceans, the air and the land in a loop called the
 water cycle. The sun heats surface water, which evaporates into vapour.
 Rising vapour cools and condenses into clouds. When droplets grow heavy
-they fall as precipitation: rain, snow or hail. On land, water runs off
-into rivers or soaks into the ground, and eventually returns to the sea.
-
-Replace this section with the background your tutor should know. Prose
-trains the model on your subject's vocabulary and facts.
+they fall as precipitation: rain, snow or hail.
 
 ::instruction::
 ### Q
 What makes water evaporate?
 ### A
-Heat from the sun. Warm water molecules move fast enough to escape into the
-air as vapour, for example from a puddle on a sunny afternoon.
+Heat from the sun makes water evaporate into vapour.
 
 ### Q
 What is condensation?
 ### A
-Water vapour cooling back into liquid droplets. Clouds are condensation
-high in the air; dew on morning grass is condensation near the ground.
+Condensation is water vapour cooling back into liquid droplets.
 
 ### Q
-Where does rain go after it falls?
+What are the kinds of precipitation?
 ### A
-It runs off into streams and rivers or soaks into the soil as groundwater,
-and most of it eventually flows back to the sea.
+Rain, snow and hail are the kinds of precipitation.

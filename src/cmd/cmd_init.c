@@ -22,7 +22,7 @@ static const opt init_opts[] = {
     {"template", 0, OPT_STR, &o_template, "NAME", "start from this template (default: default)"},
     {"force", 0, OPT_FLAG, &o_force, NULL, "overwrite an existing file at PATH"},
     {"i-accept-license", 0, OPT_FLAG, &o_accept, NULL, "accept a gated base's license (recorded in the manifest)"},
-    {"list-templates", 0, OPT_FLAG, &o_list, NULL, "list the templates and exit"},
+    {"list-templates", 0, OPT_FLAG, &o_list, NULL, "list the templates and exit (same as dlm templates list)"},
     {"json", 0, OPT_FLAG, &o_json, NULL, "with --list-templates: print JSON"},
     {0},
 };
@@ -32,8 +32,12 @@ const cmd_spec spec_init = {
     "PATH [--base KEY] [--template NAME] [--force] [--i-accept-license] | --list-templates [--json]",
     "create a .dlm document and its store",
     "Writes a dlm_version 15 document with a fresh dlm_id (a ULID) and creates\n"
-    "$DLM_HOME/store/<dlm_id>/ with its manifest. Templates are files\n"
-    "(templates/<name>.dlm; $DLM_TEMPLATES overrides the directory).",
+    "$DLM_HOME/store/<dlm_id>/ with its manifest. Every template's training\n"
+    "settings suit a short document on the default base tiny, so\n"
+    "`dlm train` then `dlm prompt` answers its questions; on a registry base\n"
+    "lower training.learning_rate and num_epochs (see the comment in the\n"
+    "frontmatter). `dlm templates list` shows the gallery; templates are files\n"
+    "(templates/<name>.dlm + index.json; $DLM_TEMPLATES overrides the directory).",
     init_opts,
 };
 
@@ -53,7 +57,7 @@ static int list_templates(const dlm_ctx *ctx)
         sb_free(&sb);
         json_decref(o);
     } else {
-        for (int i = 0; i < set.n; i++) printf("%-14s %s\n", set.v[i].name, set.v[i].summary);
+        for (int i = 0; i < set.n; i++) printf("%-26s %s\n", set.v[i].name, set.v[i].summary);
     }
     doc_templates_free(&set);
     return EXIT_OK;
@@ -101,7 +105,7 @@ int cmd_init(int argc, char **argv, dlm_ctx *ctx)
     if (!t) {
         strbuf names = STRBUF_INIT;
         for (int i = 0; i < set.n; i++) sb_printf(&names, "%s%s", i ? ", " : "", set.v[i].name);
-        fprintf(stderr, "dlm: error: unknown template '%s'; available: %s\nhint: see 'dlm init --list-templates'\n",
+        fprintf(stderr, "dlm: error: unknown template '%s'; available: %s\nhint: see 'dlm templates list'\n",
                 tname, sb_str(&names));
         sb_free(&names);
         doc_templates_free(&set);

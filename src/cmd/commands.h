@@ -11,6 +11,7 @@
     X(cache)                \
     X(doctor)               \
     X(export)               \
+    X(harvest)              \
     X(init)                 \
     X(keygen)               \
     X(logs)                 \
@@ -18,6 +19,7 @@
     X(migrate)              \
     X(pack)                 \
     X(perplexity)           \
+    X(preference)           \
     X(prompt)               \
     X(pull)                 \
     X(push)                 \
@@ -25,6 +27,8 @@
     X(serve)                \
     X(show)                 \
     X(status)               \
+    X(synth)                \
+    X(templates)            \
     X(tokenize)             \
     X(train)                \
     X(unpack)               \

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "util/fs.h"
+#include "util/json.h"
 #include "util/str.h"
 
 void doc_templates_free(doc_template_set *set)
@@ -15,6 +16,7 @@ void doc_templates_free(doc_template_set *set)
     for (int i = 0; i < set->n; i++) {
         free((char *)set->v[i].name);
         free((char *)set->v[i].summary);
+        free((char *)set->v[i].meta);
         free((char *)set->v[i].text);
     }
     free(set->v);
@@ -22,44 +24,49 @@ void doc_templates_free(doc_template_set *set)
     set->n = 0;
 }
 
-static int push(doc_template_set *set, const char *name, const char *summary, const char *text)
+static int push(doc_template_set *set, const char *name, const char *summary, const char *meta, const char *text)
 {
     doc_template *nv = realloc(set->v, (size_t)(set->n + 1) * sizeof *nv);
     if (!nv) return -1;
     set->v = nv;
     nv[set->n].name = strdup(name);
     nv[set->n].summary = strdup(summary);
+    nv[set->n].meta = strdup(meta);
     nv[set->n].text = strdup(text);
-    if (!nv[set->n].name || !nv[set->n].summary || !nv[set->n].text) return -1;
+    if (!nv[set->n].name || !nv[set->n].summary || !nv[set->n].meta || !nv[set->n].text) return -1;
     set->n++;
     return 0;
 }
 
-/* Load the templates named in <dir>/index.tsv (in that order). */
+/* Load the templates listed in <dir>/index.json (in that order). Entries
+ * without a name or whose .dlm is missing are skipped, as a half-edited
+ * directory should not hide the others. */
 static int load_dir(doc_template_set *set, const char *dir)
 {
     char p[4200];
-    if (!fs_join(p, sizeof p, dir, "index.tsv") || !fs_is_file(p)) return 0;
-    char *idx;
-    size_t len;
-    if (fs_read_all(p, 1 << 20, &idx, &len, NULL)) return 0;
-    char *save = NULL;
-    for (char *line = strtok_r(idx, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        if (line[0] == '#' || !line[0]) continue;
-        char *tab = strchr(line, '\t');
-        if (!tab) continue;
-        *tab = 0;
+    if (!fs_join(p, sizeof p, dir, "index.json") || !fs_is_file(p)) return 0;
+    json_t *idx = json_load_path(p, 1 << 20, NULL);
+    if (!idx) return 0;
+    size_t i;
+    json_t *m;
+    int rc = 0;
+    json_array_foreach(idx, i, m) {
+        const char *name = jget_str(m, "name"), *summary = jget_str(m, "summary");
+        if (!name || !*name || strchr(name, '/') || !summary) continue;
         char f[4400], *text;
         size_t tl;
-        if (snprintf(f, sizeof f, "%s/%s.dlm", dir, line) >= (int)sizeof f) continue;
+        if (snprintf(f, sizeof f, "%s/%s.dlm", dir, name) >= (int)sizeof f) continue;
         if (fs_read_all(f, 1 << 20, &text, &tl, NULL)) continue;
-        int r = push(set, line, tab + 1, text);
+        strbuf mj = STRBUF_INIT;
+        json_write(&mj, m, JW_COMPACT);
+        int r = mj.oom ? -1 : push(set, name, summary, sb_str(&mj), text);
+        sb_free(&mj);
         free(text);
-        if (r) { free(idx); return -1; }
+        if (r) { rc = -1; break; }
     }
-    free(idx);
+    json_decref(idx);
     if (set->n) snprintf(set->source, sizeof set->source, "%s", dir);
-    return 0;
+    return rc;
 }
 
 static char g_dir[4096];
@@ -72,7 +79,7 @@ int doc_templates_load(doc_template_set *set, dlm_err *e)
     const char *env = g_dir;
     if (*env) {
         if (load_dir(set, env)) goto oom;
-        if (!set->n) return err_set(e, NULL, "DLM_TEMPLATES=%s has no templates (index.tsv + <name>.dlm)", env);
+        if (!set->n) return err_set(e, NULL, "DLM_TEMPLATES=%s has no templates (index.json + <name>.dlm)", env);
         return 0;
     }
     char exe[PATH_MAX];
@@ -91,7 +98,7 @@ int doc_templates_load(doc_template_set *set, dlm_err *e)
 #endif
     for (int i = 0; i < doc_templates_embedded_len; i++) {
         const doc_template *t = &doc_templates_embedded[i];
-        if (push(set, t->name, t->summary, t->text)) goto oom;
+        if (push(set, t->name, t->summary, t->meta, t->text)) goto oom;
     }
     snprintf(set->source, sizeof set->source, "(embedded)");
     return 0;

@@ -99,7 +99,8 @@ static int load_base(run *R, dlm_err *e)
 static int build_data(run *R, dlm_err *e)
 {
     pipeline_in in = {.doc = R->doc, .store = R->store, .manifest = R->manifest, .seed = R->seed,
-                      .no_replay = R->o->no_replay, .prev_version = R->prev_version, .run_id = R->run_id};
+                      .no_replay = R->o->no_replay, .prev_version = R->prev_version, .run_id = R->run_id,
+                      .no_mined = R->o->no_mined};
     return prep_data(&R->P, &in, e);
 }
 

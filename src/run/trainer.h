@@ -64,6 +64,7 @@ typedef struct train_opts {
     int force;                      /* train even if the plan says it does not fit */
     const char *base_override;      /* NULL = the document's base_model */
     int offline;                    /* no downloads */
+    int no_mined;                   /* leave auto-mined preference sections out */
     /* Test hooks (the command layer reads them from the environment):
      * die like a killed process right after this step and its checkpoint;
      * sleep this long after each step so a test can signal a run mid-way. */

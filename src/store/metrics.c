@@ -152,9 +152,15 @@ void metrics_eval(metrics *m, int64_t run_id, int64_t step, double val_loss, con
     sqlite3_step(m->eval);
 }
 
-int metrics_query(const char *store, const char *table, int64_t run_id, metrics_row_fn fn, void *ctx, dlm_err *e)
+int metrics_query(const char *store, const char *table, const metrics_filter *f, metrics_row_fn fn, void *ctx,
+                  dlm_err *e)
 {
-    char path[4200], sql[256];
+    static const metrics_filter none = {0};
+    if (!f) f = &none;
+    int runs = !strcmp(table, "runs");
+    if (!runs && strcmp(table, "steps") && strcmp(table, "evals"))
+        return err_set(e, "MetricsError", "unknown metrics table '%s'", table);
+    char path[4200], sql[1024];
     snprintf(path, sizeof path, "%s/metrics.sqlite", store);
     if (!fs_is_file(path)) return err_set(e, "MetricsError", "no metrics yet (%s does not exist)", path);
     sqlite3 *db;
@@ -164,24 +170,45 @@ int metrics_query(const char *store, const char *table, int64_t run_id, metrics_
         return r;
     }
     sqlite3_busy_timeout(db, 5000);
-    const char *order = !strcmp(table, "runs") ? "run_id" : "run_id, step";
-    if (run_id > 0) snprintf(sql, sizeof sql, "SELECT * FROM %s WHERE run_id=%lld ORDER BY %s", table, (long long)run_id, order);
-    else snprintf(sql, sizeof sql, "SELECT * FROM %s ORDER BY %s", table, order);
+    /* Values are bound, never spliced; only the fixed table name is. Every
+     * condition is always present, disabled by its NULL parameter. */
+    const char *at = runs ? "t.started_at" : "t.at";
+    const char *asc = runs ? "t.run_id" : "t.run_id, t.step";
+    const char *desc = runs ? "t.run_id DESC" : "t.run_id DESC, t.step DESC";
+    snprintf(sql, sizeof sql,
+             "SELECT t.* FROM %s t LEFT JOIN runs r ON r.run_id = t.run_id"
+             " WHERE (?1 IS NULL OR t.run_id = ?1) AND (?2 IS NULL OR r.phase = ?2)"
+             " AND (?3 IS NULL OR %s >= ?3) AND (?4 IS NULL OR %s > ?4)"
+             " ORDER BY %s LIMIT ?5",
+             runs ? "runs" : table, at, runs ? "-1" : "t.step", f->limit > 0 ? desc : asc);
+    char outer[1200];
+    const char *q = sql;
+    if (f->limit > 0) {   /* the last N, shown oldest first */
+        snprintf(outer, sizeof outer, "SELECT * FROM (%s) ORDER BY %s", sql, runs ? "run_id" : "run_id, step");
+        q = outer;
+    }
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+    if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK) {
         int r = fail(db, e, "query");
         sqlite3_close(db);
         return r;
     }
+    if (f->run_id > 0) sqlite3_bind_int64(st, 1, f->run_id);
+    if (f->phase) sqlite3_bind_text(st, 2, f->phase, -1, SQLITE_TRANSIENT);
+    if (f->since) sqlite3_bind_text(st, 3, f->since, -1, SQLITE_TRANSIENT);
+    if (f->after_step > 0 && !runs) sqlite3_bind_int64(st, 4, f->after_step);
+    sqlite3_bind_int64(st, 5, f->limit > 0 ? f->limit : -1);
     int nc = sqlite3_column_count(st);
     const char *names[16], *vals[16];
     if (nc > 16) nc = 16;
     for (int i = 0; i < nc; i++) names[i] = sqlite3_column_name(st, i);
-    while (sqlite3_step(st) == SQLITE_ROW) {
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         for (int i = 0; i < nc; i++) vals[i] = (const char *)sqlite3_column_text(st, i);
         fn(ctx, nc, names, vals);
     }
+    int r = rc == SQLITE_DONE ? 0 : fail(db, e, "query");
     sqlite3_finalize(st);
     sqlite3_close(db);
-    return 0;
+    return r;
 }

@@ -21,9 +21,19 @@ void metrics_step(metrics *m, int64_t run_id, int64_t step, double loss, double 
 void metrics_eval(metrics *m, int64_t run_id, int64_t step, double val_loss, const char *at);
 void metrics_flush(metrics *m);
 
-/* Reading, for `dlm metrics`: calls back per row of the chosen table
- * ("steps" or "evals" or "runs"), run_id 0 = all runs. */
+/* Reading, for `dlm metrics`: which rows of a table. Zero/NULL = no filter. */
+typedef struct metrics_filter {
+    int64_t run_id;       /* one run */
+    const char *phase;    /* runs whose phase is this (sft, dpo, orpo, cpt) */
+    const char *since;    /* ISO-8601 UTC: rows at or after (runs: started_at) */
+    int64_t after_step;   /* steps/evals: step > after_step (with run_id: `metrics watch`) */
+    int limit;            /* the last N rows, still printed oldest first */
+} metrics_filter;
+
+/* Calls back per row of the chosen table ("steps", "evals" or "runs"),
+ * oldest first (by run, then step). */
 typedef void (*metrics_row_fn)(void *ctx, int ncol, const char *const *names, const char *const *vals);
-int metrics_query(const char *store, const char *table, int64_t run_id, metrics_row_fn fn, void *ctx, dlm_err *e);
+int metrics_query(const char *store, const char *table, const metrics_filter *f, metrics_row_fn fn, void *ctx,
+                  dlm_err *e);
 
 #endif

@@ -177,6 +177,7 @@ static int add_sections(dataset *d, const dlm_doc *doc, int replay, tok *t, cons
             }
             break;
         case DOC_PREFERENCE:
+            if (o->no_mined && s->auto_mined) break;   /* train --no-mined */
             if (!replay) d->n_pref_triples += s->n_triples;
             break;
         case DOC_IMAGE:

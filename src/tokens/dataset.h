@@ -58,6 +58,7 @@ typedef struct ds_opts {
     uint64_t seed;
     const char *system_prompt;       /* NULL = none */
     double val_frac;                 /* 0.1 */
+    int no_mined;                    /* drop auto-mined preference sections (train --no-mined) */
 } ds_opts;
 
 /* Sections of the document, then the replay sections (already sampled; a

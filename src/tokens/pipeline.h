@@ -40,6 +40,7 @@ typedef struct pipeline_in {
     int no_replay;                  /* --no-replay */
     int prev_version;               /* the current version before this run (0 none) */
     int64_t run_id;                 /* this run's id (manifest_next_run_id) */
+    int no_mined;                   /* --no-mined: leave auto-mined preference sections out */
 } pipeline_in;
 
 typedef struct pipeline {

@@ -73,8 +73,9 @@ assert t["lora_r"] == 8 and t["target_modules"] == "auto" and t["preference"]["h
 assert fm["export"]["default_quant"] == "Q4_K_M" and fm["system_prompt"].startswith("You are a patient tutor")
 secs = s["sections"]
 assert [x["type"] for x in secs] == ["prose", "instruction"], secs
-assert secs[0]["line"] == 10 and secs[0]["adapter"] is None and len(secs[0]["id"]) == 16
-assert secs[1]["pairs"] == 3 and secs[1]["line"] == 21, secs[1]
+lines = open("notes/a.dlm").read().split("\n")
+assert secs[0]["line"] == lines.index("# The water cycle") + 1 and secs[0]["adapter"] is None and len(secs[0]["id"]) == 16
+assert secs[1]["pairs"] == 3 and secs[1]["line"] == lines.index("::instruction::") + 1, secs[1]
 st = s["store"]
 assert st["initialized"] is True and st["adapter_version"] == 0 and st["versions"] == []
 assert st["training_runs"] == {"count": 0, "last": None} and st["exports"] == 0 and st["lock"] is None

@@ -1,0 +1,412 @@
+/* dlm preference mine|apply|revert|list — preference triples mined from the
+ * trained adapter's own answers (spec §8, §1.5 auto-mined marker).
+ *
+ * mine: for every instruction question (first occurrence), N answers are
+ * sampled from the document's current adapter; every pair of distinct
+ * answers whose difflib ratio is at most 0.95 is judged, and the pair with
+ * the largest score margin becomes a triple (chosen = higher score) when
+ * the margin reaches the threshold. Triples are staged in
+ * <store>/preference/pending.json, or written at once with --apply, each as
+ * a `::preference::` section carrying
+ *   <!-- dlm-auto-mined: judge_name="…" judge_score_chosen="F"
+ *        judge_score_rejected="F" mined_at="…" mined_run_id="N" -->
+ * revert removes exactly those sections; `dlm train --no-mined` leaves them
+ * out of the dataset. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd/commands.h"
+#include "doc/doc.h"
+#include "doc/grow.h"
+#include "infer/synth.h"
+#include "infer/teacher.h"
+#include "kern/kern.h"
+#include "store/store.h"
+#include "util/fs.h"
+#include "util/json.h"
+#include "util/timeutil.h"
+
+static const char *o_judge = "ref", *o_adapter;
+static int o_samples = 4, o_max_pairs, o_max_new = 256, o_seed = 42, o_apply, o_json, o_threads;
+static double o_temp = 0.7, o_top_p = 1.0, o_threshold = NAN, o_timeout = 30;
+
+static const opt OPTS[] = {
+    {"samples", 0, OPT_INT, &o_samples, "N", "answers sampled per question (>= 2, default 4)"},
+    {"judge", 0, OPT_STR, &o_judge, "J", "cli:CMD (stdin {prompt, candidate}, stdout {score}) or ref (default)"},
+    {"threshold", 0, OPT_DOUBLE, &o_threshold, "M", "smallest score margin kept (default 0.1)"},
+    {"max-pairs", 0, OPT_INT, &o_max_pairs, "N", "mine at most N triples (default: no limit)"},
+    {"max-new-tokens", 0, OPT_INT, &o_max_new, "N", "answer length limit (default 256)"},
+    {"temp", 0, OPT_DOUBLE, &o_temp, "T", "sampling temperature (default 0.7)"},
+    {"top-p", 0, OPT_DOUBLE, &o_top_p, "P", "top-p (default 1 = off)"},
+    {"seed", 0, OPT_INT, &o_seed, "N", "sampling seed (default 42)"},
+    {"timeout", 0, OPT_DOUBLE, &o_timeout, "S", "cli judge: seconds per call (default 30)"},
+    {"threads", 0, OPT_INT, &o_threads, "N", "compute threads (default: all cores)"},
+    {"adapter", 0, OPT_STR, &o_adapter, "NAME", "a named adapter (training.adapters; not supported yet)"},
+    {"apply", 0, OPT_FLAG, &o_apply, NULL, "write the triples into the document now"},
+    {"json", 0, OPT_FLAG, &o_json, NULL, "JSON output"},
+    {0},
+};
+
+const cmd_spec spec_preference = {
+    "preference", "mine PATH [--samples 4] [--judge cli:CMD|ref] [--threshold M] [--max-pairs N] [--temp 0.7]\n"
+                  "         [--top-p P] [--apply]\n"
+                  "       dlm preference apply|revert|list PATH",
+    "mine preference triples from the trained adapter's own answers",
+    "The judge `ref` scores an answer by its difflib ratio to the question's\n"
+    "answer in the document; cli:CMD runs a program once per answer (JSON on\n"
+    "stdin, {\"score\": N} on stdout, as the original). Needs a trained\n"
+    "adapter. Exit: 0 triples staged/written/listed, 1 failure, 2 usage or\n"
+    "nothing to do.",
+    OPTS,
+};
+
+static void pending_path(const char *store, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s/preference/pending.json", store);
+}
+
+static void first_line(const char *s, char *buf, size_t cap)
+{
+    size_t n = strcspn(s, "\n");
+    if (n >= cap) n = cap - 1;
+    memcpy(buf, s, n);
+    buf[n] = 0;
+}
+
+static void print_json(json_t *j)
+{
+    strbuf sb = STRBUF_INIT;
+    json_write(&sb, j, JW_SORT);
+    printf("%s\n", sb_str(&sb));
+    sb_free(&sb);
+}
+
+static int write_items(const char *path, json_t *items, int *written, dlm_err *e)
+{
+    *written = 0;
+    dlm_doc *d = doc_load(path, e);
+    if (!d) return -1;
+    size_t n = json_array_size(items);
+    doc_section *secs = calloc(n + 1, sizeof *secs);
+    strbuf *bodies = calloc(n + 1, sizeof *bodies);
+    int rc = -1, k = 0;
+    if (!secs || !bodies) { err_set(e, "MemoryError", "out of memory"); goto out; }
+    for (size_t i = 0; i < n; i++) {
+        json_t *it = json_array_get(items, i);
+        const char *p = jget_str(it, "prompt"), *c = jget_str(it, "chosen"), *r = jget_str(it, "rejected");
+        if (p && c && r && doc_grow_has_triple(d, p, c, r)) continue;
+        if (doc_grow_item_section(it, "preference", &secs[k], &bodies[k], e)) goto out;
+        k++;
+    }
+    strbuf sb = STRBUF_INIT;
+    if (k && (doc_grow_append(d, secs, k, &sb, e) || doc_grow_write(path, &sb, e))) { sb_free(&sb); goto out; }
+    sb_free(&sb);
+    *written = k;
+    rc = 0;
+out:
+    for (size_t i = 0; bodies && i < n; i++) sb_free(&bodies[i]);
+    free(bodies);
+    free(secs);
+    doc_free(d);
+    return rc;
+}
+
+/* The id of the document's last training run (manifest), 0 when none. */
+static int64_t last_run_id(const char *store, dlm_err *e)
+{
+    char mp[4200];
+    snprintf(mp, sizeof mp, "%s/manifest.json", store);
+    if (!fs_exists(mp)) return 0;   /* never trained nor initialised */
+    json_t *m = manifest_load(mp, e);
+    if (!m) return -1;
+    int64_t r = manifest_next_run_id(m) - 1;
+    json_decref(m);
+    return r;
+}
+
+typedef struct mine_stats { int prompts, dup_prompts, no_variety, too_similar, below, present, capped; } mine_stats;
+
+static int cmd_mine(dlm_ctx *ctx, const char *path)
+{
+    if (o_samples < 2 || o_samples > 64) return cmd_usage_error(&spec_preference, "--samples must be 2..64");
+    if (o_max_pairs < 0) return cmd_usage_error(&spec_preference, "--max-pairs must be >= 1");
+    if (o_max_new < 1) return cmd_usage_error(&spec_preference, "--max-new-tokens must be >= 1");
+    if (!(o_temp >= 0 && o_temp <= 5)) return cmd_usage_error(&spec_preference, "--temp must be 0..5");
+    if (!(o_top_p > 0 && o_top_p <= 1)) return cmd_usage_error(&spec_preference, "--top-p must be in (0, 1]");
+    if (!isnan(o_threshold) && o_threshold < 0) return cmd_usage_error(&spec_preference, "--threshold must be >= 0");
+    if (o_adapter) return cmd_usage_error(&spec_preference, "--adapter: named adapters are not supported yet; mine the document's adapter");
+    if (strchr(o_judge, '"') || strchr(o_judge, '\n'))
+        return cmd_usage_error(&spec_preference, "--judge cannot contain '\"' or newlines (it is written into the marker)");
+    dlm_err e;
+    err_clear(&e);
+    char store[4096], pend[4200];
+    if (cmd_doc_store(ctx, path, store, sizeof store, &e)) return cmd_fail(ctx, &e);
+    pending_path(store, pend, sizeof pend);
+    int64_t run = last_run_id(store, &e);
+    if (run < 0) return cmd_fail(ctx, &e);
+    if (run == 0) {
+        err_set(&e, "PreferenceError", "%s has no training run to mine", path);
+        err_hint(&e, "train first: dlm train %s", path);
+        return cmd_fail(ctx, &e);
+    }
+    dlm_doc *d = doc_load(path, &e);
+    if (!d) return cmd_fail(ctx, &e);
+    kern_init(o_threads);
+    judge *jg = NULL;
+    teacher *t = NULL;
+    teacher_opts to = {.spec = "self", .doc_path = path, .home = ctx->home, .temp = o_temp, .top_p = o_top_p,
+                       .max_new_tokens = o_max_new, .seed = (uint64_t)o_seed};
+    json_t *items = json_array();
+    mine_stats st = {0};
+    int rc = EXIT_FAIL;
+    char **cand = calloc((size_t)o_samples, sizeof *cand);
+    double *score = calloc((size_t)o_samples, sizeof *score);
+    if (!cand || !score) { err_set(&e, "MemoryError", "out of memory"); goto fail; }
+    if (judge_open(o_judge, o_timeout, &jg, &e) || teacher_open(&to, &t, &e)) goto fail;
+    double th = isnan(o_threshold) ? judge_default_threshold(jg) : o_threshold;
+    char now[32];
+    time_iso_utc(time_now(), now, sizeof now);
+    strcat(now, "Z");
+    int stop = 0;
+    for (int i = 0; i < doc_nsections(d) && !stop; i++) {
+        const doc_section *s = doc_section_at(d, i);
+        if (s->type != DOC_INSTRUCTION) continue;
+        for (int k = 0; k < s->n_pairs && !stop; k++) {
+            const char *q = s->pairs[k].question, *ref = s->pairs[k].answer;
+            int seen = 0;   /* first occurrence of a question only */
+            for (int i2 = 0; i2 <= i && !seen; i2++) {
+                const doc_section *s2 = doc_section_at(d, i2);
+                if (s2->type != DOC_INSTRUCTION) continue;
+                for (int k2 = 0; k2 < s2->n_pairs && !seen; k2++)
+                    if ((i2 < i || k2 < k) && !strcmp(s2->pairs[k2].question, q)) seen = 1;
+            }
+            if (seen) { st.dup_prompts++; continue; }
+            if (o_max_pairs && (int)json_array_size(items) >= o_max_pairs) { st.capped++; stop = 1; break; }
+            st.prompts++;
+            if (!ctx->quiet) fprintf(stderr, "mine: %.60s (%d samples)...\n", q, o_samples);
+            int nc = 0;
+            for (int sidx = 0; sidx < o_samples; sidx++) {
+                char *r;
+                if (teacher_ask(t, "", q, sidx, &r, &e)) goto fail;
+                /* unique, non-empty, stripped */
+                char *b = r;
+                while (*b && strchr(" \t\r\n", *b)) b++;
+                size_t n = strlen(b);
+                while (n && strchr(" \t\r\n", b[n - 1])) n--;
+                b[n] = 0;
+                int dup = !*b;
+                for (int c = 0; c < nc && !dup; c++) dup = !strcmp(cand[c], b);
+                if (dup) { free(r); continue; }
+                memmove(r, b, n + 1);
+                cand[nc] = r;
+                if (judge_score(jg, q, cand[nc], ref, &score[nc], &e)) { nc++; goto fail_c; }
+                nc++;
+            }
+            if (nc < 2) { st.no_variety++; goto next; }
+            int bc = -1, br = -1;
+            double bm = -INFINITY;
+            int any = 0;
+            for (int a = 0; a < nc; a++)
+                for (int b = a + 1; b < nc; b++) {
+                    if (synth_ratio(cand[a], cand[b]) > 0.95) continue;
+                    any = 1;
+                    if (score[a] == score[b]) continue;
+                    int c = score[a] > score[b] ? a : b, r = c == a ? b : a;
+                    if (score[c] - score[r] > bm) { bm = score[c] - score[r]; bc = c; br = r; }
+                }
+            if (!any || bc < 0) { st.too_similar++; goto next; }
+            if (bm < th) { st.below++; goto next; }
+            strbuf chk = STRBUF_INIT;
+            dlm_err ve;
+            int ok = !doc_grow_pref_content(&chk, q, cand[bc], cand[br], &ve);
+            sb_free(&chk);
+            if (!ok || doc_grow_has_triple(d, q, cand[bc], cand[br])) { st.present++; goto next; }
+            json_array_append_new(items, json_pack("{s:s, s:s, s:s, s:s, s:f, s:f, s:s, s:I}", "prompt", q, "chosen",
+                                                   cand[bc], "rejected", cand[br], "judge_name", judge_name(jg),
+                                                   "judge_score_chosen", score[bc], "judge_score_rejected", score[br],
+                                                   "mined_at", now, "mined_run_id", (json_int_t)run));
+        next:
+            for (int c = 0; c < nc; c++) { free(cand[c]); cand[c] = NULL; }
+            continue;
+        fail_c:
+            for (int c = 0; c < nc; c++) { free(cand[c]); cand[c] = NULL; }
+            goto fail;
+        }
+    }
+    int n = (int)json_array_size(items);
+    if (o_json) {
+        json_t *o = json_pack("{s:O, s:i, s:i, s:i, s:i, s:i, s:s}", "triples", items, "prompts", st.prompts,
+                              "insufficient_variety", st.no_variety, "too_similar", st.too_similar, "below_threshold",
+                              st.below, "already_present", st.present, "mode", o_apply ? "applied" : "staged");
+        print_json(o);
+        json_decref(o);
+    } else {
+        printf("preference mine: %d prompt%s, %d mined, %d without 2 distinct answers, %d too similar, "
+               "%d below the margin %g, %d already present (judge %s, run %lld)\n",
+               st.prompts, st.prompts == 1 ? "" : "s", n, st.no_variety, st.too_similar, st.below, th, st.present,
+               judge_name(jg), (long long)run);
+        size_t i;
+        json_t *it;
+        json_array_foreach(items, i, it) {
+            char p[100], c[100], r[100];
+            double sc, sr;
+            first_line(jget_str(it, "prompt"), p, sizeof p);
+            first_line(jget_str(it, "chosen"), c, sizeof c);
+            first_line(jget_str(it, "rejected"), r, sizeof r);
+            jget_num(it, "judge_score_chosen", &sc);
+            jget_num(it, "judge_score_rejected", &sr);
+            printf("+ ::preference:: margin %.3f\n  prompt:   %s\n  chosen:   %s\n  rejected: %s\n", sc - sr, p, c, r);
+        }
+    }
+    if (!n) {
+        if (!o_json) printf("preference mine: nothing to add\n");
+        rc = EXIT_USAGE;
+        goto out;
+    }
+    if (o_apply) {
+        int w;
+        if (write_items(path, items, &w, &e)) goto fail;
+        if (!o_json) printf("preference: wrote %d auto-mined section%s to %s (dlm preference revert %s removes them)\n",
+                            w, w == 1 ? "" : "s", path, path);
+    } else {
+        json_t *old = doc_grow_pending_load(pend, "preference", &e);
+        if (!old && e.msg[0]) goto fail;
+        json_t *all = old ? json_incref(json_object_get(old, "items")) : json_array();
+        json_array_extend(all, items);
+        int r = doc_grow_pending_save(pend, "preference", doc_fm(d)->dlm_id, all, &e);
+        int total = (int)json_array_size(all);
+        json_decref(all);
+        json_decref(old);
+        if (r) goto fail;
+        if (!o_json) printf("preference: staged %d triple%s in %s (%d pending); dlm preference apply %s writes them\n",
+                            n, n == 1 ? "" : "s", pend, total, path);
+    }
+    rc = EXIT_OK;
+    goto out;
+fail:
+    rc = cmd_fail(ctx, &e);
+out:
+    free(cand);
+    free(score);
+    json_decref(items);
+    judge_close(jg);
+    teacher_close(t);
+    doc_free(d);
+    return rc;
+}
+
+static int cmd_apply(dlm_ctx *ctx, const char *path)
+{
+    dlm_err e;
+    err_clear(&e);
+    char store[4096], pend[4200];
+    if (cmd_doc_store(ctx, path, store, sizeof store, &e)) return cmd_fail(ctx, &e);
+    pending_path(store, pend, sizeof pend);
+    json_t *j = doc_grow_pending_load(pend, "preference", &e);
+    if (!j) {
+        if (e.msg[0]) return cmd_fail(ctx, &e);
+        printf("preference: nothing staged for %s\n", path);
+        return EXIT_USAGE;
+    }
+    int w;
+    json_t *none = json_array();
+    int rc = write_items(path, json_object_get(j, "items"), &w, &e) ||
+             doc_grow_pending_save(pend, "preference", "", none, &e);
+    json_decref(none);
+    json_decref(j);
+    if (rc) return cmd_fail(ctx, &e);
+    printf("preference: wrote %d auto-mined section%s to %s\n", w, w == 1 ? "" : "s", path);
+    return EXIT_OK;
+}
+
+static int cmd_revert(dlm_ctx *ctx, const char *path)
+{
+    dlm_err e;
+    err_clear(&e);
+    if (cmd_setup(ctx, &e)) return cmd_fail(ctx, &e);
+    dlm_doc *d = doc_load(path, &e);
+    if (!d) return cmd_fail(ctx, &e);
+    int n = doc_nsections(d), k = 0;
+    unsigned char *drop = calloc((size_t)n + 1, 1);
+    for (int i = 0; drop && i < n; i++)
+        if (doc_section_at(d, i)->auto_mined) drop[i] = 1, k++;
+    if (!k) {
+        free(drop);
+        doc_free(d);
+        printf("preference: no auto-mined sections in %s: nothing to revert\n", path);
+        return EXIT_USAGE;
+    }
+    strbuf sb = STRBUF_INIT;
+    int removed;
+    int rc = doc_grow_remove(d, drop, &sb, &removed, &e) || doc_grow_write(path, &sb, &e);
+    sb_free(&sb);
+    free(drop);
+    doc_free(d);
+    if (rc) return cmd_fail(ctx, &e);
+    printf("preference: removed %d auto-mined section%s from %s\n", removed, removed == 1 ? "" : "s", path);
+    return EXIT_OK;
+}
+
+static int cmd_list(dlm_ctx *ctx, const char *path)
+{
+    dlm_err e;
+    err_clear(&e);
+    char store[4096], pend[4200];
+    if (cmd_doc_store(ctx, path, store, sizeof store, &e)) return cmd_fail(ctx, &e);
+    pending_path(store, pend, sizeof pend);
+    dlm_doc *d = doc_load(path, &e);
+    if (!d) return cmd_fail(ctx, &e);
+    json_t *j = doc_grow_pending_load(pend, "preference", &e);
+    if (!j && e.msg[0]) { doc_free(d); return cmd_fail(ctx, &e); }
+    json_t *items = j ? json_incref(json_object_get(j, "items")) : json_array();
+    json_t *written = json_array();
+    for (int i = 0; i < doc_nsections(d); i++) {
+        const doc_section *s = doc_section_at(d, i);
+        if (!s->auto_mined) continue;
+        json_array_append_new(written, json_pack("{s:s, s:i, s:s, s:f, s:f, s:s, s:I}", "section_id", s->id, "line",
+                                                 s->line, "judge_name", s->judge_name, "judge_score_chosen",
+                                                 s->judge_score_chosen, "judge_score_rejected", s->judge_score_rejected,
+                                                 "mined_at", s->mined_at, "mined_run_id", (json_int_t)s->mined_run_id));
+    }
+    if (o_json) {
+        json_t *o = json_pack("{s:o, s:o}", "pending", items, "written", written);
+        print_json(o);
+        json_decref(o);
+    } else {
+        printf("pending (%s): %zu\n", pend, json_array_size(items));
+        size_t i;
+        json_t *it;
+        json_array_foreach(items, i, it) {
+            char p[100];
+            first_line(jget_str(it, "prompt") ? jget_str(it, "prompt") : "", p, sizeof p);
+            printf("  %zu. %s\n", i + 1, p);
+        }
+        printf("written (auto-mined sections in %s): %zu\n", path, json_array_size(written));
+        json_array_foreach(written, i, it)
+            printf("  line %lld  %s  judge %s\n", (long long)json_integer_value(json_object_get(it, "line")),
+                   jget_str(it, "section_id"), jget_str(it, "judge_name"));
+        json_decref(items);
+        json_decref(written);
+    }
+    json_decref(j);
+    doc_free(d);
+    return EXIT_OK;
+}
+
+int cmd_preference(int argc, char **argv, dlm_ctx *ctx)
+{
+    char *pos[64];
+    int npos;
+    if (argc > 64) return cmd_usage_error(&spec_preference, "too many arguments");
+    int r = opts_parse(&spec_preference, argc, argv, ctx, pos, &npos);
+    if (r) return r == 1 ? EXIT_OK : EXIT_USAGE;
+    if (npos != 2) return cmd_usage_error(&spec_preference, "preference takes a subcommand (mine, apply, revert, list) and a PATH");
+    const char *sub = pos[0], *path = pos[1];
+    if (!strcmp(sub, "mine")) return cmd_mine(ctx, path);
+    if (!strcmp(sub, "apply")) return cmd_apply(ctx, path);
+    if (!strcmp(sub, "revert")) return cmd_revert(ctx, path);
+    if (!strcmp(sub, "list")) return cmd_list(ctx, path);
+    return cmd_usage_error(&spec_preference, "unknown preference subcommand '%s' (mine, apply, revert, list)", sub);
+}

@@ -1,0 +1,426 @@
+/* dlm synth instructions|apply|revert|list — instruction pairs written by a
+ * teacher from the document's own prose (spec §8, §1.5 auto-synth marker).
+ *
+ * For every prose section the teacher is asked (once per strategy) for a
+ * JSON list of {question, answer}; the pairs that parse, are well-formed
+ * section bodies and are not near-duplicates (difflib ratio > 0.95 of the
+ * normalised "question\nanswer", or equal normalised questions) of the
+ * document's pairs or of each other are kept. They are staged in
+ * <store>/synth/pending.json, or written at once with --apply, each as an
+ * `::instruction::` section carrying
+ *   <!-- dlm-auto-synth: synth_teacher="…" synth_strategy="…" synth_at="…"
+ *        source_section_id="…" -->
+ * `synth revert` removes exactly those sections (the text before --apply
+ * comes back byte for byte). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd/commands.h"
+#include "doc/doc.h"
+#include "doc/grow.h"
+#include "infer/synth.h"
+#include "infer/teacher.h"
+#include "kern/kern.h"
+#include "util/fs.h"
+#include "util/json.h"
+#include "util/timeutil.h"
+
+static const char *o_teacher = "self", *o_strategy = "extraction", *o_filter = "dedup-only", *o_judge, *o_model;
+static int o_per_section = 3, o_max_pairs, o_max_new = 512, o_seed = 42, o_apply, o_dry, o_json, o_threads;
+static double o_temp = 0.0, o_top_p = 1.0, o_threshold = NAN, o_timeout = 300;
+
+static const opt OPTS[] = {
+    {"teacher", 0, OPT_STR, &o_teacher, "T", "self (the document's adapter), openai:URL or cli:CMD (default self)"},
+    {"per-section", 0, OPT_INT, &o_per_section, "N", "pairs asked for per prose section and strategy (default 3)"},
+    {"strategy", 0, OPT_STR, &o_strategy, "S", "extraction, expansion or both (default extraction)"},
+    {"filter", 0, OPT_STR, &o_filter, "F", "dedup-only (default), none, or judge (with --judge)"},
+    {"judge", 0, OPT_STR, &o_judge, "cli:CMD", "--filter judge: the judge program (see dlm help preference)"},
+    {"threshold", 0, OPT_DOUBLE, &o_threshold, "M", "--filter judge: keep answers scoring M above an empty one (default 0.1)"},
+    {"max-pairs", 0, OPT_INT, &o_max_pairs, "N", "keep at most N pairs in all (default: no limit)"},
+    {"max-new-tokens", 0, OPT_INT, &o_max_new, "N", "reply length limit per request (default 512)"},
+    {"temp", 0, OPT_DOUBLE, &o_temp, "T", "teacher temperature (default 0.0)"},
+    {"top-p", 0, OPT_DOUBLE, &o_top_p, "P", "teacher top-p (default 1 = off)"},
+    {"seed", 0, OPT_INT, &o_seed, "N", "sampling seed (default 42)"},
+    {"model", 0, OPT_STR, &o_model, "NAME", "openai: the model name sent (default \"default\")"},
+    {"timeout", 0, OPT_DOUBLE, &o_timeout, "S", "openai/cli: seconds per request (default 300)"},
+    {"threads", 0, OPT_INT, &o_threads, "N", "self: compute threads (default: all cores)"},
+    {"apply", 0, OPT_FLAG, &o_apply, NULL, "write the sections into the document now"},
+    {"dry-run", 0, OPT_FLAG, &o_dry, NULL, "show what would be generated; stage nothing"},
+    {"json", 0, OPT_FLAG, &o_json, NULL, "list / instructions: JSON output"},
+    {0},
+};
+
+const cmd_spec spec_synth = {
+    "synth", "instructions PATH [--teacher self|openai:URL|cli:CMD] [--per-section 3] [--strategy extraction|expansion|both]\n"
+             "         [--filter dedup-only|none|judge] [--max-pairs N] [--max-new-tokens 512] [--temp 0.0] [--top-p P]\n"
+             "         [--seed N] [--apply | --dry-run]\n"
+             "       dlm synth apply|revert|list PATH",
+    "grow instruction pairs from the document's prose with a teacher model",
+    "instructions stages the pairs in <store>/synth/pending.json (apply writes\n"
+    "them), or writes them at once with --apply. revert removes every\n"
+    "auto-synth section; list shows the staged and the written ones.\n"
+    "OPENAI_API_KEY, when set, is sent as the Bearer token to openai:URL.\n"
+    "A cli:CMD teacher reads {\"system\", \"prompt\", \"max_new_tokens\",\n"
+    "\"temperature\", \"top_p\", \"seed\"} on stdin and prints its reply.\n"
+    "Exit: 0 pairs staged/written/listed, 1 failure, 2 usage or nothing to do.",
+    OPTS,
+};
+
+static const char *SYS_EXTRACT =
+    "You write training data from a document. Ask only questions that the text answers directly, and answer "
+    "them from the text. Reply with a JSON list of objects with the keys \"question\" and \"answer\", and "
+    "nothing else.";
+static const char *SYS_EXPAND =
+    "You write training data from a document. Ask the questions a curious reader would ask next, and answer "
+    "them helpfully without contradicting the text. Reply with a JSON list of objects with the keys "
+    "\"question\" and \"answer\", and nothing else.";
+
+static void pending_path(const char *store, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s/synth/pending.json", store);
+}
+
+static void print_json(json_t *j)
+{
+    strbuf sb = STRBUF_INIT;
+    json_write(&sb, j, JW_SORT);
+    printf("%s\n", sb_str(&sb));
+    sb_free(&sb);
+}
+
+static void first_line(const char *s, char *buf, size_t cap)
+{
+    size_t n = strcspn(s, "\n");
+    if (n >= cap) n = cap - 1;
+    memcpy(buf, s, n);
+    buf[n] = 0;
+}
+
+/* Write items (pending synth items) into the document at path. */
+static int write_items(const char *path, json_t *items, int *written, dlm_err *e)
+{
+    *written = 0;
+    dlm_doc *d = doc_load(path, e);
+    if (!d) return -1;
+    size_t n = json_array_size(items);
+    doc_section *secs = calloc(n + 1, sizeof *secs);
+    strbuf *bodies = calloc(n + 1, sizeof *bodies);
+    int rc = -1, k = 0;
+    if (!secs || !bodies) { err_set(e, "MemoryError", "out of memory"); goto out; }
+    for (size_t i = 0; i < n; i++) {
+        json_t *it = json_array_get(items, i);
+        if (doc_grow_has_pair(d, jget_str(it, "question") ? jget_str(it, "question") : "",
+                              jget_str(it, "answer") ? jget_str(it, "answer") : ""))
+            continue;   /* already written (an apply that was interrupted, or by hand) */
+        if (doc_grow_item_section(it, "synth", &secs[k], &bodies[k], e)) goto out;
+        k++;
+    }
+    strbuf sb = STRBUF_INIT;
+    if (k && (doc_grow_append(d, secs, k, &sb, e) || doc_grow_write(path, &sb, e))) { sb_free(&sb); goto out; }
+    sb_free(&sb);
+    *written = k;
+    rc = 0;
+out:
+    for (size_t i = 0; bodies && i < n; i++) sb_free(&bodies[i]);
+    free(bodies);
+    free(secs);
+    doc_free(d);
+    return rc;
+}
+
+typedef struct plan {
+    json_t *items;          /* accepted, as pending items */
+    int generated, rejected, dups, judged_out, capped, requests, no_json;
+} plan;
+
+static int keep_pair(plan *p, const dlm_doc *d, const char *q, const char *a, judge *jg, dlm_err *e)
+{
+    strbuf tmp = STRBUF_INIT;
+    dlm_err ve;
+    int ok = !doc_grow_qa_content(&tmp, q, a, 0, &ve);
+    sb_free(&tmp);
+    if (!ok) { p->rejected++; return 0; }
+    if (strcmp(o_filter, "none")) {
+        for (int i = 0; i < doc_nsections(d); i++) {
+            const doc_section *s = doc_section_at(d, i);
+            if (s->type != DOC_INSTRUCTION) continue;
+            for (int k = 0; k < s->n_pairs; k++)
+                if (synth_is_near_dup(q, a, s->pairs[k].question, s->pairs[k].answer)) { p->dups++; return 0; }
+        }
+        size_t i;
+        json_t *it;
+        json_array_foreach(p->items, i, it)
+            if (synth_is_near_dup(q, a, jget_str(it, "question"), jget_str(it, "answer"))) { p->dups++; return 0; }
+    }
+    if (jg) {
+        double with, without;
+        if (judge_score(jg, q, a, NULL, &with, e) || judge_score(jg, q, "", NULL, &without, e)) return -1;
+        double th = isnan(o_threshold) ? judge_default_threshold(jg) : o_threshold;
+        if (with - without < th) { p->judged_out++; return 0; }
+    }
+    return 1;
+}
+
+static int cmd_instructions(dlm_ctx *ctx, const char *path)
+{
+    int both = !strcmp(o_strategy, "both");
+    if (!both && strcmp(o_strategy, "extraction") && strcmp(o_strategy, "expansion"))
+        return cmd_usage_error(&spec_synth, "--strategy must be extraction, expansion or both");
+    if (strcmp(o_filter, "dedup-only") && strcmp(o_filter, "none") && strcmp(o_filter, "judge"))
+        return cmd_usage_error(&spec_synth, "--filter must be dedup-only, none or judge");
+    if (!strcmp(o_filter, "judge") != !!o_judge)
+        return cmd_usage_error(&spec_synth, "--filter judge and --judge cli:CMD go together");
+    if (o_per_section < 1 || o_per_section > 100) return cmd_usage_error(&spec_synth, "--per-section must be 1..100");
+    if (o_max_pairs < 0) return cmd_usage_error(&spec_synth, "--max-pairs must be >= 1");
+    if (o_max_new < 1) return cmd_usage_error(&spec_synth, "--max-new-tokens must be >= 1");
+    if (!(o_temp >= 0 && o_temp <= 5)) return cmd_usage_error(&spec_synth, "--temp must be 0..5");
+    if (!(o_top_p > 0 && o_top_p <= 1)) return cmd_usage_error(&spec_synth, "--top-p must be in (0, 1]");
+    if (o_apply && o_dry) return cmd_usage_error(&spec_synth, "--apply and --dry-run are mutually exclusive");
+    if (strchr(o_teacher, '"') || strchr(o_teacher, '\n'))
+        return cmd_usage_error(&spec_synth, "--teacher cannot contain '\"' or newlines (it is written into the marker)");
+    dlm_err e;
+    err_clear(&e);
+    char store[4096], pend[4200];
+    if (cmd_doc_store(ctx, path, store, sizeof store, &e)) return cmd_fail(ctx, &e);
+    pending_path(store, pend, sizeof pend);
+    dlm_doc *d = doc_load(path, &e);
+    if (!d) return cmd_fail(ctx, &e);
+    kern_init(o_threads);
+    teacher_opts to = {.spec = o_teacher, .doc_path = path, .home = ctx->home, .model = o_model,
+                       .api_key = getenv("OPENAI_API_KEY"), .temp = o_temp, .top_p = o_top_p,
+                       .max_new_tokens = o_max_new, .seed = (uint64_t)o_seed, .timeout_s = o_timeout};
+    teacher *t = NULL;
+    judge *jg = NULL;
+    plan p = {.items = json_array()};
+    int rc = EXIT_FAIL;
+    if (teacher_open(&to, &t, &e) || (o_judge && judge_open(o_judge, 30, &jg, &e))) goto fail;
+    char now[32];
+    time_iso_utc(time_now(), now, sizeof now);
+    strcat(now, "Z");
+    const char *strategies[2] = {both ? "extraction" : o_strategy, "expansion"};
+    int done = 0;
+    for (int i = 0; i < doc_nsections(d) && !done; i++) {
+        const doc_section *s = doc_section_at(d, i);
+        if (s->type != DOC_PROSE) continue;
+        size_t nonblank = 0;
+        for (size_t k = 0; k < s->content_len; k++) nonblank += !strchr(" \t\r\n", s->content[k]);
+        if (!nonblank) continue;
+        for (int si = 0; si < (both ? 2 : 1) && !done; si++) {
+            strbuf user = STRBUF_INIT;
+            sb_printf(&user, "%s %d question/answer pairs %s.\n\nReturn only a JSON list.\n\nText:\n%.*s",
+                      "Write", o_per_section,
+                      !strcmp(strategies[si], "extraction") ? "whose answers the text below states directly"
+                                                            : "that expand on the text below without contradicting it",
+                      (int)s->content_len, s->content);
+            char *reply = NULL;
+            p.requests++;
+            if (!ctx->quiet) fprintf(stderr, "synth: section %s (line %d), %s...\n", s->id, s->line, strategies[si]);
+            int r = teacher_ask(t, !strcmp(strategies[si], "extraction") ? SYS_EXTRACT : SYS_EXPAND, sb_str(&user), 0,
+                                &reply, &e);
+            sb_free(&user);
+            if (r) { err_prefix(&e, "section %s (line %d)", s->id, s->line); goto fail; }
+            synth_pair *pairs;
+            int np, nrej, found;
+            if (synth_parse_reply(reply, strlen(reply), &pairs, &np, &nrej, &found, &e)) { free(reply); goto fail; }
+            if (!found) {
+                p.no_json++;
+                if (ctx->verbose) fprintf(stderr, "synth: no JSON list in the reply: %.200s\n", reply);
+            }
+            free(reply);
+            p.generated += np;
+            p.rejected += nrej;
+            int kept = 0;
+            for (int k = 0; k < np; k++) {
+                int keep = keep_pair(&p, d, pairs[k].question, pairs[k].answer, jg, &e);
+                if (keep < 0) { synth_pairs_free(pairs, np); goto fail; }
+                if (!keep) continue;
+                /* limits count kept pairs: a duplicate does not use up a place */
+                if (kept >= o_per_section) { p.capped++; continue; }
+                if (o_max_pairs && (int)json_array_size(p.items) >= o_max_pairs) { p.capped++; done = 1; continue; }
+                kept++;
+                json_array_append_new(p.items, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "question", pairs[k].question,
+                                                         "answer", pairs[k].answer, "synth_teacher", teacher_name(t),
+                                                         "synth_strategy", strategies[si], "synth_at", now,
+                                                         "source_section_id", s->id));
+            }
+            synth_pairs_free(pairs, np);
+        }
+    }
+    int n = (int)json_array_size(p.items);
+    if (o_json) {
+        json_t *o = json_pack("{s:O, s:i, s:i, s:i, s:i, s:i, s:i, s:s}", "pairs", p.items, "generated", p.generated,
+                              "rejected", p.rejected, "duplicates", p.dups, "judged_out", p.judged_out, "capped",
+                              p.capped, "requests", p.requests, "mode",
+                              o_dry ? "dry-run" : o_apply ? "applied" : "staged");
+        print_json(o);
+        json_decref(o);
+    } else {
+        printf("synth: %d request%s, %d pairs parsed, %d not pairs, %d near-duplicates, %d over the limits%s → %d new\n",
+               p.requests, p.requests == 1 ? "" : "s", p.generated, p.rejected, p.dups, p.capped,
+               jg ? "" : "", n);
+        if (jg) printf("synth: %d dropped by the judge\n", p.judged_out);
+        if (p.no_json) printf("synth: %d repl%s held no JSON list (-v shows them)\n", p.no_json, p.no_json == 1 ? "y" : "ies");
+        size_t i;
+        json_t *it;
+        json_array_foreach(p.items, i, it) {
+            char q[100], a[100];
+            first_line(jget_str(it, "question"), q, sizeof q);
+            first_line(jget_str(it, "answer"), a, sizeof a);
+            printf("+ [%s from %s]\n  Q: %s\n  A: %s\n", jget_str(it, "synth_strategy"), jget_str(it, "source_section_id"), q, a);
+        }
+    }
+    if (!n) {
+        if (!o_json) printf("synth: nothing new to add\n");
+        rc = EXIT_USAGE;
+        goto out;
+    }
+    if (o_dry) {
+        if (!o_json) printf("dry run: nothing staged\n");
+    } else if (o_apply) {
+        int w;
+        if (write_items(path, p.items, &w, &e)) goto fail;
+        if (!o_json) printf("synth: wrote %d auto-synth section%s to %s (dlm synth revert %s removes them)\n", w,
+                            w == 1 ? "" : "s", path, path);
+    } else {
+        /* Staging adds to what is already pending. */
+        json_t *old = doc_grow_pending_load(pend, "synth", &e);
+        if (!old && e.msg[0]) goto fail;
+        json_t *all = old ? json_incref(json_object_get(old, "items")) : json_array();
+        json_array_extend(all, p.items);
+        int r = doc_grow_pending_save(pend, "synth", doc_fm(d)->dlm_id, all, &e);
+        int total = (int)json_array_size(all);
+        json_decref(all);
+        json_decref(old);
+        if (r) goto fail;
+        if (!o_json) printf("synth: staged %d pair%s in %s (%d pending); dlm synth apply %s writes them\n", n,
+                            n == 1 ? "" : "s", pend, total, path);
+    }
+    rc = EXIT_OK;
+    goto out;
+fail:
+    rc = cmd_fail(ctx, &e);
+out:
+    json_decref(p.items);
+    judge_close(jg);
+    teacher_close(t);
+    doc_free(d);
+    return rc;
+}
+
+static int cmd_apply(dlm_ctx *ctx, const char *path)
+{
+    dlm_err e;
+    err_clear(&e);
+    char store[4096], pend[4200];
+    if (cmd_doc_store(ctx, path, store, sizeof store, &e)) return cmd_fail(ctx, &e);
+    pending_path(store, pend, sizeof pend);
+    json_t *j = doc_grow_pending_load(pend, "synth", &e);
+    if (!j) {
+        if (e.msg[0]) return cmd_fail(ctx, &e);
+        printf("synth: nothing staged for %s\n", path);
+        return EXIT_USAGE;
+    }
+    int w;
+    json_t *none = json_array();
+    int rc = write_items(path, json_object_get(j, "items"), &w, &e) ||
+             doc_grow_pending_save(pend, "synth", "", none, &e);
+    json_decref(none);
+    json_decref(j);
+    if (rc) return cmd_fail(ctx, &e);
+    printf("synth: wrote %d auto-synth section%s to %s\n", w, w == 1 ? "" : "s", path);
+    return EXIT_OK;
+}
+
+static int cmd_revert(dlm_ctx *ctx, const char *path)
+{
+    dlm_err e;
+    err_clear(&e);
+    if (cmd_setup(ctx, &e)) return cmd_fail(ctx, &e);
+    dlm_doc *d = doc_load(path, &e);
+    if (!d) return cmd_fail(ctx, &e);
+    int n = doc_nsections(d), k = 0;
+    unsigned char *drop = calloc((size_t)n + 1, 1);
+    for (int i = 0; drop && i < n; i++)
+        if (doc_section_at(d, i)->auto_synth) drop[i] = 1, k++;
+    if (!k) {
+        free(drop);
+        doc_free(d);
+        printf("synth: no auto-synth sections in %s: nothing to revert\n", path);
+        return EXIT_USAGE;
+    }
+    strbuf sb = STRBUF_INIT;
+    int removed;
+    int rc = doc_grow_remove(d, drop, &sb, &removed, &e) || doc_grow_write(path, &sb, &e);
+    sb_free(&sb);
+    free(drop);
+    doc_free(d);
+    if (rc) return cmd_fail(ctx, &e);
+    printf("synth: removed %d auto-synth section%s from %s\n", removed, removed == 1 ? "" : "s", path);
+    return EXIT_OK;
+}
+
+static int cmd_list(dlm_ctx *ctx, const char *path)
+{
+    dlm_err e;
+    err_clear(&e);
+    char store[4096], pend[4200];
+    if (cmd_doc_store(ctx, path, store, sizeof store, &e)) return cmd_fail(ctx, &e);
+    pending_path(store, pend, sizeof pend);
+    dlm_doc *d = doc_load(path, &e);
+    if (!d) return cmd_fail(ctx, &e);
+    json_t *j = doc_grow_pending_load(pend, "synth", &e);
+    if (!j && e.msg[0]) { doc_free(d); return cmd_fail(ctx, &e); }
+    json_t *items = j ? json_object_get(j, "items") : NULL;
+    json_t *written = json_array();
+    for (int i = 0; i < doc_nsections(d); i++) {
+        const doc_section *s = doc_section_at(d, i);
+        if (!s->auto_synth) continue;
+        json_array_append_new(written, json_pack("{s:s, s:i, s:s, s:s, s:s, s:s, s:i}", "section_id", s->id, "line",
+                                                 s->line, "synth_teacher", s->synth_teacher, "synth_strategy",
+                                                 s->synth_strategy, "synth_at", s->synth_at, "source_section_id",
+                                                 s->source_section_id, "pairs", s->n_pairs));
+    }
+    if (o_json) {
+        json_t *o = json_pack("{s:O, s:o}", "pending", items ? items : json_array(), "written", written);
+        if (!items) json_decref(json_object_get(o, "pending"));
+        print_json(o);
+        json_decref(o);
+    } else {
+        printf("pending (%s): %zu\n", pend, items ? json_array_size(items) : 0);
+        size_t i;
+        json_t *it;
+        json_array_foreach(items, i, it) {
+            char q[100];
+            first_line(jget_str(it, "question") ? jget_str(it, "question") : "", q, sizeof q);
+            printf("  %zu. %s\n", i + 1, q);
+        }
+        printf("written (auto-synth sections in %s): %zu\n", path, json_array_size(written));
+        json_array_foreach(written, i, it)
+            printf("  line %lld  %s  %s from %s\n", (long long)json_integer_value(json_object_get(it, "line")),
+                   jget_str(it, "section_id"), jget_str(it, "synth_strategy"), jget_str(it, "source_section_id"));
+        json_decref(written);
+    }
+    json_decref(j);
+    doc_free(d);
+    return EXIT_OK;
+}
+
+int cmd_synth(int argc, char **argv, dlm_ctx *ctx)
+{
+    char *pos[64];
+    int npos;
+    if (argc > 64) return cmd_usage_error(&spec_synth, "too many arguments");
+    int r = opts_parse(&spec_synth, argc, argv, ctx, pos, &npos);
+    if (r) return r == 1 ? EXIT_OK : EXIT_USAGE;
+    if (npos != 2) return cmd_usage_error(&spec_synth, "synth takes a subcommand (instructions, apply, revert, list) and a PATH");
+    const char *sub = pos[0], *path = pos[1];
+    if (!strcmp(sub, "instructions")) return cmd_instructions(ctx, path);
+    if (!strcmp(sub, "apply")) return cmd_apply(ctx, path);
+    if (!strcmp(sub, "revert")) return cmd_revert(ctx, path);
+    if (!strcmp(sub, "list")) return cmd_list(ctx, path);
+    if (!strcmp(sub, "preferences"))
+        return cmd_usage_error(&spec_synth, "synth preferences is dlm preference mine");
+    return cmd_usage_error(&spec_synth, "unknown synth subcommand '%s' (instructions, apply, revert, list)", sub);
+}

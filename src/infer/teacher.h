@@ -1,0 +1,60 @@
+/* teacher — the model or program that `dlm synth` asks for instruction
+ * pairs and `dlm preference mine` asks for samples and scores.
+ *
+ * A teacher spec is one of
+ *   self          the document's current adapter (base + LoRA), in process;
+ *   openai:URL    any OpenAI-compatible chat-completions server (dlm's own,
+ *                 llama-server, vLLM): URL is the server root, the /v1 root
+ *                 or the full .../chat/completions address;
+ *   cli:CMD       a program run through /bin/sh: stdin gets one JSON object
+ *                 {"system", "prompt", "max_new_tokens", "temperature",
+ *                 "top_p", "seed"}, stdout is the reply text.
+ * teacher_ask sends one system + user turn and returns the reply text.
+ *
+ * A judge spec (`preference mine --judge`) is
+ *   cli:CMD       the original's interface: per candidate, stdin gets
+ *                 {"prompt", "candidate"} and stdout must be a JSON object
+ *                 {"score": number, "reasoning"?: string};
+ *   ref           the candidate's difflib ratio to the section's reference
+ *                 answer (no program needed). */
+#ifndef DLM_TEACHER_H
+#define DLM_TEACHER_H
+
+#include <stdint.h>
+#include "util/err.h"
+
+typedef struct teacher teacher;
+
+typedef struct teacher_opts {
+    const char *spec;            /* self | openai:URL | cli:CMD */
+    const char *doc_path;        /* self: the document */
+    const char *home;            /* self: the store root */
+    const char *adapter_dir;     /* self: a specific adapter version dir, NULL = current */
+    const char *model;           /* openai: "model" field (NULL = "default") */
+    const char *api_key;         /* openai: Bearer token, NULL = none */
+    double temp, top_p;          /* top_p 1 = off */
+    int max_new_tokens;
+    uint64_t seed;
+    double timeout_s;            /* openai / cli: per request (0 = 300) */
+} teacher_opts;
+
+int teacher_open(const teacher_opts *o, teacher **out, dlm_err *e);
+/* The reply to system + user; *reply is malloc'd. sample_index varies the
+ * seed of repeated samples of one prompt (0 for the first). */
+int teacher_ask(teacher *t, const char *system, const char *user, int sample_index, char **reply, dlm_err *e);
+/* "self", "openai:http://...", "cli:..." as given (for markers and logs). */
+const char *teacher_name(const teacher *t);
+void teacher_close(teacher *t);
+
+typedef struct judge judge;
+int judge_open(const char *spec, double timeout_s, judge **out, dlm_err *e);
+/* Score one candidate answer to prompt; reference is the section's answer
+ * (used by `ref`). */
+int judge_score(judge *j, const char *prompt, const char *candidate, const char *reference, double *score,
+                dlm_err *e);
+const char *judge_name(const judge *j);
+/* The margin below which a pair is not worth keeping (the original's 0.1). */
+double judge_default_threshold(const judge *j);
+void judge_close(judge *j);
+
+#endif
