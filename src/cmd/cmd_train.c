@@ -158,6 +158,23 @@ static void on_started(void *ctx, const char *store, int64_t run_id)
     view *v = ctx;
     dlm_err e;
     err_clear(&e);
+    /* the run record a killed run left: say where it stopped before this
+     * run replaces it */
+    run_report prev;
+    if (!hb_read(store, &prev, &e) && prev.state == RUN_DIED) {
+        char ck[4400];
+        int64_t cs = hb_newest_checkpoint(store, ck, sizeof ck);
+        if (cs && o_resume)
+            log_warn("the previous run (run %lld, PID %ld) died at step %lld/%lld; resuming from its checkpoint at step %lld (%s)",
+                     (long long)prev.run_id, prev.pid, (long long)prev.step, (long long)prev.total, (long long)cs, ck);
+        else if (cs)
+            log_warn("the previous run (run %lld, PID %ld) died at step %lld/%lld; its checkpoint at step %lld is kept (%s)",
+                     (long long)prev.run_id, prev.pid, (long long)prev.step, (long long)prev.total, (long long)cs, ck);
+        else
+            log_warn("the previous run (run %lld, PID %ld) died at step %lld/%lld, before its first checkpoint",
+                     (long long)prev.run_id, prev.pid, (long long)prev.step, (long long)prev.total);
+    }
+    err_clear(&e);
     if (hb_start(store, run_id, &v->hbo, &v->hb, &e)) log_warn("no run record for 'dlm status': %s", e.msg);
     if (v->notify_fd >= 0) {
         char line[64];

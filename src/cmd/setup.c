@@ -4,6 +4,9 @@
 #include "store/store.h"
 #include "util/log.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 int cmd_setup(dlm_ctx *ctx, dlm_err *e)
 {
     if (ctx->verbose && ctx->quiet) {
@@ -11,6 +14,8 @@ int cmd_setup(dlm_ctx *ctx, dlm_err *e)
         return err_set(e, NULL, "-v/--verbose and -q/--quiet are mutually exclusive");
     }
     log_set_level(ctx->quiet ? LOG_QUIET : ctx->verbose ? LOG_VERBOSE : LOG_NORMAL);
+    const char *hold = getenv("DLM_TEST_HOLD_LOCK_MS"), *nk = getenv("DLM_TEST_NO_KERNEL_LOCK");
+    store_lock_test_hooks(hold && *hold ? atoi(hold) : 0, nk && *nk && strcmp(nk, "0"));
     return ctx_resolve_home(ctx, e);
 }
 

@@ -294,6 +294,24 @@ void hb_free(heartbeat *h)
 
 /* ---- reading ---------------------------------------------------------------- */
 
+int64_t hb_newest_checkpoint(const char *store, char *out, size_t cap)
+{
+    char dir[4200], **names;
+    snprintf(dir, sizeof dir, "%s/adapter/checkpoints", store);
+    int n = fs_is_dir(dir) ? fs_list_dir(dir, &names, NULL) : 0;
+    int64_t best = 0;
+    for (int i = 0; i < n; i++) {
+        long long s;
+        char extra;
+        if (sscanf(names[i], "step-%lld%c", &s, &extra) == 1 && s > best) {
+            best = s;
+            if (out) snprintf(out, cap, "%s/%s", dir, names[i]);
+        }
+    }
+    if (n > 0) fs_free_list(names, n);
+    return best;
+}
+
 const char *hb_state_name(run_state s)
 {
     switch (s) {

@@ -68,8 +68,13 @@ wait_for "d['state'] == 'running' and d['step'] >= 2" 20
 kill -KILL "$pid"
 wait_for "d['state'] == 'died'" 10
 "$DLM" status doc.dlm | grep -q "died" || fail "text status does not say died"
-[ "$(st "d['stale_lock']")" = "$S/.lock" ] || fail "status does not name the stale lock"
-rm -f "$S/.lock"
+[ "$(st "d['stale_lock']")" = None ] || fail "a kernel-released lock is not stale: $("$DLM" status doc.dlm --json)"
+ck=$(st "d['checkpoint_step']")
+if [ "$ck" = None ]; then
+    "$DLM" status doc.dlm | grep -q "died before its first checkpoint" || fail "status claims a checkpoint: $("$DLM" status doc.dlm)"
+else
+    "$DLM" status doc.dlm | grep -q "its checkpoint at step $ck is kept" || fail "status: $("$DLM" status doc.dlm)"
+fi
 
 # 5. a second SIGTERM stops at once, recorded as cancelled with 128+15
 DLM_TEST_STEP_DELAY_MS=400 "$DLM" train doc.dlm --detach --fresh --max-steps 40 > /dev/null 2>&1
@@ -81,7 +86,17 @@ kill -TERM "$pid"
 wait_for "d['state'] == 'finished'" 10
 [ "$(st "d['status'] + ' ' + str(d['exit_code'])")" = "cancelled 143" ] || fail "second signal: $("$DLM" status doc.dlm --json)"
 st "d['message']" | grep -q "second signal" || fail "the exit record does not say why"
-rm -f "$S/.lock"
+
+# 5b. killed before its first checkpoint: status must not claim one, and
+# the next train proceeds (no manual step) and says where it died
+DLM_TEST_STEP_DELAY_MS=800 "$DLM" train doc.dlm --detach --fresh --max-steps 40 > /dev/null 2>&1
+pid=$(cat "$S/run/run.pid")
+wait_for "d['state'] == 'running' and d['step'] >= 1" 20
+kill -KILL "$pid"
+wait_for "d['state'] == 'died'" 10
+[ "$(st "d['checkpoint_step']")" = None ] || fail "a checkpoint before step 10? $("$DLM" status doc.dlm --json)"
+"$DLM" status doc.dlm | grep -q "died before its first checkpoint: nothing to resume" || fail "status: $("$DLM" status doc.dlm)"
+! "$DLM" status doc.dlm | grep -q -- "--resume" || fail "status names --resume with no checkpoint"
 
 # 6. status --watch and logs -f follow a run to its end
 DLM_TEST_STEP_DELAY_MS=50 "$DLM" train doc.dlm --detach --fresh --max-steps 15 > /dev/null 2>&1
