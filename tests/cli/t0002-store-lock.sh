@@ -18,8 +18,9 @@ store="$DLM_HOME/store/$id"
 sed -i 's/^dlm_version: 15$/dlm_version: 3/' a.dlm
 cp a.dlm orig.dlm
 
-# writer 1 holds the store lock for 3 s (test hook), writer 2 arrives meanwhile
-DLM_TEST_HOLD_LOCK_MS=3000 "$DLM" migrate a.dlm > w1.txt 2>&1 &
+# writer 1 holds the store lock for 8 s (test hook; long enough for a
+# loaded machine), writer 2 arrives meanwhile
+DLM_TEST_HOLD_LOCK_MS=8000 "$DLM" migrate a.dlm > w1.txt 2>&1 &
 bg=$!
 for _ in $(seq 100); do [ -e "$store/.lock" ] && break; sleep 0.05; done
 [ -e "$store/.lock" ] || fail "writer 1 never took the lock"

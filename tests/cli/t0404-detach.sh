@@ -50,7 +50,7 @@ wait_for "d['state'] == 'finished'" 20
 [ "$(st "d['exit_code']")" = 130 ] || fail "exit code after SIGTERM should be 130"
 step=$(st "d['step']")
 [ -d "$S/adapter/checkpoints/step-$(printf %06d "$step")" ] || fail "no checkpoint at step $step"
-for i in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+for i in $(seq 1 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 ! kill -0 "$pid" 2>/dev/null || fail "the run is still alive after its exit record"
 "$DLM" logs doc.dlm | grep -q "cancelled after step $step" || fail "the console log lacks the cancel line"
 "$DLM" logs doc.dlm --jsonl | grep -q '"type":"run_cancelled"' || fail "the JSONL log lacks run_cancelled"
@@ -77,7 +77,9 @@ else
 fi
 
 # 5. a second SIGTERM stops at once, recorded as cancelled with 128+15
-DLM_TEST_STEP_DELAY_MS=400 "$DLM" train doc.dlm --detach --fresh --max-steps 40 > /dev/null 2>&1
+# (steps of 2 s: the second signal lands in the same step however slow
+# the machine is)
+DLM_TEST_STEP_DELAY_MS=2000 "$DLM" train doc.dlm --detach --fresh --max-steps 40 > /dev/null 2>&1
 pid=$(cat "$S/run/run.pid")
 wait_for "d['state'] == 'running' and d['step'] >= 1" 20
 kill -TERM "$pid"
