@@ -378,7 +378,7 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
     int rc = -1;
     const doc_frontmatter *fm = doc_fm(T.doc);
     artifact arts[8];
-    int n_arts = 0, created = 0;
+    int n_arts = 0, created = 0, complete = 0;
     strbuf sb = STRBUF_INIT;
     char stage[4300] = "";
     const char *wdir = r->dir;
@@ -433,6 +433,17 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
         fs_remove_tree(stage, NULL);
         if (fs_mkdir_p(stage, e)) goto done;
         wdir = stage;
+        /* files of an earlier export that this one does not rewrite stay
+         * (a merged GGUF beside base + adapter): hard links, no copy */
+        char **names;
+        int nn = fs_is_dir(r->dir) ? fs_list_dir(r->dir, &names, NULL) : 0;
+        for (int i = 0; i < nn; i++) {
+            char from[4400], dst[4400];
+            snprintf(from, sizeof from, "%s/%s", r->dir, names[i]);
+            snprintf(dst, sizeof dst, "%s/%s", stage, names[i]);
+            if (fs_is_file(from) && link(from, dst) != 0) log_warn("export: cannot keep %s of the earlier export", names[i]);
+        }
+        if (nn > 0) fs_free_list(names, nn);
     } else {
         created = !fs_exists(r->dir);
         if (fs_mkdir_p(r->dir, e)) goto done;
@@ -448,7 +459,7 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
     if (reuse && stage[0]) {   /* the unchanged base goes into the stage by a hard link: no copy, no space */
         char old[4200];
         if (path_in(old, sizeof old, r->dir, r->model_file, e)) goto done;
-        reuse = link(old, mpath) == 0;
+        reuse = link(old, mpath) == 0 || errno == EEXIST;
     }
     if (reuse) {
         r->reused_base = 1;
@@ -516,21 +527,9 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
             goto done;
     }
 
-    if (o->target == EXPORT_TARGET_OLLAMA) {
-        char bin[4096];
-        if (export_which("ollama", bin, sizeof bin)) {
-            if (run_ollama(bin, o->home, wdir, o, r, e)) goto done;
-        } else {
-            strbuf ns = STRBUF_INIT;
-            sb_puts(&ns, "cd ");
-            shell_quote(&ns, r->dir);
-            sb_printf(&ns, " && ollama create %s -f Modelfile && ollama run %s \"Hello.\"", r->ollama_name,
-                      r->ollama_name);
-            snprintf(r->next_steps, sizeof r->next_steps, "%s", sb_str(&ns));
-            sb_free(&ns);
-        }
-    }
+    /* the folder is complete (files and manifest): put it in place */
     if (write_export_manifest(wdir, o, r, &T, fp, arts, n_arts, e)) goto done;
+    complete = 1;
     if (stage[0]) {
         char parent[4096];
         fs_dirname(parent, sizeof parent, r->dir);
@@ -547,11 +546,27 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
         stage[0] = 0;
         if (fs_fsync_dir(parent, e)) goto done;
     }
+    if (o->target == EXPORT_TARGET_OLLAMA) {
+        char bin[4096];
+        if (export_which("ollama", bin, sizeof bin)) {
+            if (run_ollama(bin, o->home, r->dir, o, r, e)) goto done;
+            /* what ollama checked goes into the manifest */
+            if (write_export_manifest(r->dir, o, r, &T, fp, arts, n_arts, e)) goto done;
+        } else {
+            strbuf ns = STRBUF_INIT;
+            sb_puts(&ns, "cd ");
+            shell_quote(&ns, r->dir);
+            sb_printf(&ns, " && ollama create %s -f Modelfile && ollama run %s \"Hello.\"", r->ollama_name,
+                      r->ollama_name);
+            snprintf(r->next_steps, sizeof r->next_steps, "%s", sb_str(&ns));
+            sb_free(&ns);
+        }
+    }
     if (record_in_store(&T, o, r, arts, n_arts, e)) goto done;
     rc = 0;
 done:
     if (rc && stage[0]) fs_remove_tree(stage, NULL);
-    else if (rc && created) fs_remove_tree(r->dir, NULL);
+    else if (rc && created && !complete) fs_remove_tree(r->dir, NULL);
     sb_free(&sb);
     target_close(&T);
     return rc;
