@@ -430,6 +430,7 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
         char parent[4096];
         fs_dirname(parent, sizeof parent, r->dir);
         snprintf(stage, sizeof stage, "%s/.%s.tmp-%d", parent, fs_basename(r->dir), (int)getpid());
+        store_sweep_temp(parent);   /* stages of killed exports */
         fs_remove_tree(stage, NULL);
         if (fs_mkdir_p(stage, e)) goto done;
         wdir = stage;

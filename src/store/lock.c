@@ -232,6 +232,43 @@ static int acquire_file(const char *store, const char *command, store_lock *lk, 
     return held_error(lk, &info, info.alive > 0, e);
 }
 
+/* pid in a temp name: "<x>.tmp.<pid>.<hex>", "<x>.tmp.<pid>.signal",
+ * ".tmp-<pid>", ".<x>.tmp-<pid>"; 0 when the name is not a temp name. */
+static long temp_pid(const char *name)
+{
+    const char *t = strstr(name, ".tmp");
+    if (!t || (t[4] != '.' && t[4] != '-')) return 0;
+    char *end;
+    errno = 0;
+    long pid = strtol(t + 5, &end, 10);
+    if (errno || end == t + 5 || pid <= 0) return 0;
+    if (*end && *end != '.') return 0;
+    return pid;
+}
+
+static int sweep(const char *dir, int depth)
+{
+    char **names;
+    int n = fs_list_dir(dir, &names, NULL), removed = 0;
+    for (int i = 0; i < n; i++) {
+        char p[4400];
+        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+        long pid = temp_pid(names[i]);
+        if (pid && pid != (long)getpid() && kill((pid_t)pid, 0) != 0 && errno == ESRCH) {
+            if (!fs_remove_tree(p, NULL)) removed++;
+        } else if (depth > 0 && !pid && fs_is_dir(p)) {
+            removed += sweep(p, depth - 1);
+        }
+    }
+    if (n > 0) fs_free_list(names, n);
+    return removed;
+}
+
+int store_sweep_temp(const char *dir)
+{
+    return fs_is_dir(dir) ? sweep(dir, 4) : 0;
+}
+
 int store_lock_acquire(const char *store, const char *command, store_lock *lk, dlm_err *e)
 {
     memset(lk, 0, sizeof *lk);
@@ -301,6 +338,8 @@ int store_lock_acquire(const char *store, const char *command, store_lock *lk, d
             holder_text(&info, who, sizeof who);
             log_warn("the previous holder of this store (PID %ld, %s) died without releasing it; "
                      "the kernel released its lock", info.pid, who);
+            int nt = store_sweep_temp(store);
+            if (nt) log_info("removed %d temp file%s left by dead processes", nt, nt == 1 ? "" : "s");
         }
         lk->fd = fd;
         lk->kernel = 1;

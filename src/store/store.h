@@ -102,6 +102,11 @@ int store_lock_parse(const char *buf, size_t len, store_lock_info *info);
 void store_lock_test_hooks(int hold_ms, int no_kernel_lock);
 /* Release (only if it is still ours). Honours the hold test hook. */
 void store_lock_release(store_lock *lk);
+/* Remove temp files and folders under dir (4 levels deep) whose writer
+ * is dead: names "<x>.tmp.<pid>.*" and "<x>.tmp-<pid>" of a pid that no
+ * longer exists. Returns how many went. Run on a lock takeover (and by
+ * export for its staging folders). */
+int store_sweep_temp(const char *dir);
 /* Read the lock file: 1 present (info filled), 0 absent, -1 unreadable. */
 int store_lock_read(const char *store, store_lock_info *info);
 
