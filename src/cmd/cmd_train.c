@@ -22,7 +22,7 @@
 #include "util/timeutil.h"
 
 static int o_resume, o_fresh, o_max_steps, o_seed = -1, o_threads, o_update, o_ignore, o_strict, o_no_replay,
-           o_force, o_json, o_offline, o_detach;
+           o_force, o_json, o_offline, o_detach, o_accept;
 static const char *o_max_memory, *o_base;
 
 static const opt OPTS[] = {
@@ -39,6 +39,7 @@ static const opt OPTS[] = {
     {"ignore-lock", 0, OPT_FLAG, &o_ignore, NULL, "skip the dlm.lock check, do not write it"},
     {"strict-lock", 0, OPT_FLAG, &o_strict, NULL, "lock warnings become errors"},
     {"offline", 0, OPT_FLAG, &o_offline, NULL, "never download the base"},
+    {"i-accept-license", 0, OPT_FLAG, &o_accept, NULL, "accept a gated base's license (recorded in the store)"},
     {"json", 0, OPT_FLAG, &o_json, NULL, "print the result as JSON on stdout"},
     {"detach", 0, OPT_FLAG, &o_detach, NULL, "run in the background (own session, log in the store); see 'dlm status'"},
     {0},
@@ -307,6 +308,7 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
     dlm_err e;
     err_clear(&e);
     if (cmd_setup(ctx, &e)) return cmd_fail(ctx, &e);
+    if (cmd_check_license(ctx, pos[0], o_base, o_accept, 1, &e)) return cmd_fail(ctx, &e);
     unsigned long long maxmem = 0;
     if (o_max_memory && str_parse_size(o_max_memory, &maxmem))
         return cmd_usage_error(&spec_train, "--max-memory expects a size like 8G or 512M, got '%s'", o_max_memory);
