@@ -14,6 +14,7 @@
 #include "doc/doc.h"
 #include "store/store.h"
 #include "run/heartbeat.h"
+#include "run/inert.h"
 #include "run/trainer.h"
 #include "util/fs.h"
 #include "util/json.h"
@@ -152,6 +153,12 @@ static int should_stop(void *ctx)
         hb_set_stopping(v->hb);
     }
     return g_stop != 0;
+}
+
+static void inert_note(void *ctx, const char *note)
+{
+    (void)ctx;
+    log_warn("note: %s", note);
 }
 
 static void on_started(void *ctx, const char *store, int64_t run_id)
@@ -309,6 +316,12 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
     err_clear(&e);
     if (cmd_setup(ctx, &e)) return cmd_fail(ctx, &e);
     if (cmd_check_license(ctx, pos[0], o_base, o_accept, 1, &e)) return cmd_fail(ctx, &e);
+    {   /* keys the document sets that dlm does not act on yet: said, not ignored */
+        dlm_doc *nd = doc_load(pos[0], &e);
+        if (!nd) return cmd_fail(ctx, &e);
+        run_inert_notes(&doc_fm(nd)->training, inert_note, NULL);
+        doc_free(nd);
+    }
     unsigned long long maxmem = 0;
     if (o_max_memory && str_parse_size(o_max_memory, &maxmem))
         return cmd_usage_error(&spec_train, "--max-memory expects a size like 8G or 512M, got '%s'", o_max_memory);
