@@ -35,7 +35,7 @@ asan: deps
 	@cmake --build build-asan -j $(JOBS)
 	@scripts/ref-deps.sh
 	@cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-		ctest --output-on-failure -j $(JOBS) -LE slow $(CTEST_ARGS)
+		ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
 
 fuzz: deps
 	@CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DDLM_FUZZ=ON >/dev/null

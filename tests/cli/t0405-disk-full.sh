@@ -103,7 +103,7 @@ rm -f "$mnt/filler"
 [ $fails -ge 4 ] || fail "only $fails train runs hit the full disk"
 echo "train: $fails of $nl fill levels failed, at:$where"
 
-efails=0
+efails=0 ewhere=""
 for k in 8192 200000 3000000 6400000 9000000; do
     rm -rf "$S/exports"
     fill_to $k
@@ -115,6 +115,7 @@ for k in 8192 200000 3000000 6400000 9000000; do
         check_failed "export with $k bytes free" "$out"
         [ ! -e "$S/exports/Q8_0" ] || fail "export with $k bytes free left a folder: $(ls "$S/exports/Q8_0")"
         efails=$((efails + 1))
+        ewhere="$ewhere $(echo "$out" | sed -n "s/^dlm: error: .*cannot [a-z ]*'[^']*\/\([^'/]*\)'.*/\1/p" | head -1)"
         rm -f "$mnt/filler"
         "$DLM" export doc.dlm --target gguf --quant Q8_0 -q > /dev/null || fail "export again after $k bytes free"
     fi
@@ -122,4 +123,5 @@ for k in 8192 200000 3000000 6400000 9000000; do
 done
 rm -f "$mnt/filler"
 [ $efails -ge 2 ] || fail "only $efails exports hit the full disk"
+echo "export: $efails of 5 fill levels failed, at:$ewhere"
 echo "ok: train $fails failures, export $efails failures, every one recovered"
