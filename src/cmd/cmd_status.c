@@ -95,6 +95,18 @@ static json_t *report_json(const run_report *r, const char *store)
         json_object_set_new(o, "checkpoint_step", cs ? json_integer((json_int_t)cs) : json_null());
         json_object_set_new(o, "checkpoint", cs ? json_string(ck) : json_null());
     }
+    store_lock_info li;
+    if (store_lock_read(store, &li) == 1) {
+        char when[32];
+        time_iso_utc(li.since, when, sizeof when);
+        json_object_set_new(o, "lock", json_pack("{s:I, s:s, s:s, s:o, s:o, s:b}", "pid", (json_int_t)li.pid, "host",
+                                                 li.host, "since", when, "command",
+                                                 li.command[0] ? json_string(li.command) : json_null(), "alive",
+                                                 li.alive < 0 ? json_null() : json_boolean(li.alive), "kernel",
+                                                 li.kernel));
+    } else {
+        json_object_set_new(o, "lock", json_null());
+    }
     char lk[4200];
     json_object_set_new(o, "stale_lock", stale_lock(r, store, lk, sizeof lk) ? json_string(lk) : json_null());
     return o;
@@ -149,6 +161,12 @@ static void print_text(const run_report *r, const char *path, const char *store)
     else snprintf(el, sizeof el, "?");
     printf("  started %s, elapsed %s, heartbeat %s ago%s\n", r->started_at, el, age,
            r->state == RUN_RUNNING && r->age > STALE_S ? " (stale: stopped or stuck?)" : "");
+    store_lock_info li;
+    if (store_lock_read(store, &li) == 1 && li.alive == 1 && li.pid != r->pid) {
+        char when[32];
+        time_iso_utc(li.since, when, sizeof when);
+        printf("  store locked by PID %ld (dlm %s) since %s UTC\n", li.pid, li.command[0] ? li.command : "?", when);
+    }
     if (r->log[0]) printf("  log: %s\n", r->log);
     if (r->console[0]) printf("  console: %s\n", r->console);
 }

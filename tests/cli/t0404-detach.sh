@@ -39,6 +39,8 @@ wait_for "d['state'] == 'running' and d['step'] >= 4" 20
     fail "heartbeat fields: $("$DLM" status doc.dlm --json)"
 [ "$(st "d['loss'] > 0 and d['tokens_per_sec'] > 0 and d['heartbeat_age_s'] < 10 and d['eta_s'] > 0")" = True ] ||
     fail "heartbeat numbers: $("$DLM" status doc.dlm --json)"
+[ "$(st "d['lock']['pid'] == $pid and d['lock']['command'] == 'train' and d['lock']['alive'] and d['lock']['kernel']")" = True ] ||
+    fail "status does not show the run's store lock: $("$DLM" status doc.dlm --json)"
 log=$(st "d['log']")
 [ -f "$log" ] || fail "the heartbeat names no log"
 "$DLM" status doc.dlm | grep -q "running" || fail "text status does not say running"
