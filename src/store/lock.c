@@ -278,7 +278,13 @@ int store_lock_acquire(const char *store, const char *command, store_lock *lk, d
     char host[256];
     my_host(host, sizeof host);
     for (int attempt = 0; attempt < 50; attempt++) {
-        int fd = open(lk->path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        int created = 1;
+        int fd = open(lk->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd < 0 && errno == EEXIST) {
+            created = 0;
+            fd = open(lk->path, O_RDWR | O_CLOEXEC);
+            if (fd < 0 && errno == ENOENT) continue;   /* released meanwhile */
+        }
         if (fd < 0) return err_sys(e, "cannot open lock file '%s'", lk->path);
         int r = g_no_kernel ? (errno = ENOLCK, -1) : lock_whole(fd, SETLK_CMD, F_WRLCK);
         int err = errno;
@@ -289,7 +295,7 @@ int store_lock_acquire(const char *store, const char *command, store_lock *lk, d
         if (r != 0 && unsupported(err)) {
             /* no kernel locks on this filesystem. A file we just created
              * empty would read as unreadable to the fallback: remove it. */
-            if (same && a.st_size == 0) unlink(lk->path);
+            if (created) unlink(lk->path);
             close(fd);
             return acquire_file(store, command, lk, e, 0);
         }
