@@ -4,6 +4,7 @@
 #   make test       build + every test (unit, CLI end-to-end, references)
 #   make asan       ASan + UBSan build running the same tests
 #   make fuzz       libFuzzer targets, FUZZ_SECONDS each (default 60)
+#   make fuzz-long  every libFuzzer target for 10 minutes (not in CI; docs/reliability.md)
 #   make bench      benchmarks against their peers; appends bench/RESULTS.md
 #   make tiny-base  reproduce models/tiny.gguf from the recipe
 #   make demo       the main job end to end on the embedded base
@@ -13,7 +14,7 @@ JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
 CTEST_ARGS ?=
 
-.PHONY: all build test asan fuzz bench tiny-base demo clean deps
+.PHONY: all build test asan fuzz fuzz-long bench tiny-base demo clean deps
 
 all: build
 
@@ -40,6 +41,11 @@ fuzz: deps
 	@CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DDLM_FUZZ=ON >/dev/null
 	@cmake --build build-fuzz -j $(JOBS)
 	@scripts/fuzz.sh build-fuzz $(FUZZ_SECONDS)
+
+fuzz-long: deps
+	@CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DDLM_FUZZ=ON >/dev/null
+	@cmake --build build-fuzz -j $(JOBS)
+	@scripts/fuzz.sh build-fuzz 600
 
 bench: build
 	@scripts/ref-deps.sh

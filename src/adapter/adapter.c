@@ -167,9 +167,11 @@ int adapter_read_config(const char *dir, lora_config *cfg, dlm_err *e)
         json_array_foreach(tm, i, v) {
             int k = json_is_string(v) ? lora_module_from_name(json_string_value(v)) : -1;
             if (k < 0) {
+                /* the message reads v: set it before the config is freed */
+                err_set(e, "AdapterError", "%s: unsupported target module '%s'", p,
+                        json_is_string(v) ? json_string_value(v) : "?");
                 json_decref(c);
-                return err_set(e, "AdapterError", "%s: unsupported target module '%s'", p,
-                               json_is_string(v) ? json_string_value(v) : "?");
+                return -1;
             }
             mask |= 1u << k;
         }

@@ -11,6 +11,7 @@
 #include "run/probe.h"
 #include "kern/cpu.h"
 #include "store/store.h"
+#include "util/log.h"
 #include "util/fs.h"
 #include "util/json.h"
 #include "util/str.h"
@@ -193,6 +194,11 @@ int cmd_doctor(int argc, char **argv, dlm_ctx *ctx)
     probe_host(&h, ctx->home[0] && fs_is_dir(ctx->home) ? ctx->home : "/");
     uint64_t budget = maxmem ? maxmem : h.budget;
     if (npos == 1) {
+        /* doctor reports; the refusal is train's */
+        dlm_err le;
+        err_clear(&le);
+        if (cmd_check_license(ctx, pos[0], NULL, 0, 0, &le))
+            log_warn("%s:%d: %s (hint: %s)", le.file, le.line, le.msg, le.hint);
         doctor_doc d;
         if (doctor_plan_document(pos[0], ctx->home, &h, maxmem, &d, &e)) return cmd_fail(ctx, &e);
         if (o_json) {

@@ -7,7 +7,7 @@
 #include "export/export.h"
 #include "kern/kern.h"
 
-static int o_merged, o_dequantize, o_no_template, o_no_smoke, o_threads, o_offline;
+static int o_merged, o_dequantize, o_no_template, o_no_smoke, o_threads, o_offline, o_accept;
 static const char *o_target = "ollama", *o_quant, *o_name, *o_out, *o_pre;
 
 static const opt OPTS[] = {
@@ -22,6 +22,7 @@ static const opt OPTS[] = {
     {"pre-tokenizer", 0, OPT_STR, &o_pre, "NAME", "tokenizer.ggml.pre when dlm cannot name it (gpt-2 llama-bpe qwen2 smollm)"},
     {"threads", 0, OPT_INT, &o_threads, "N", "threads for quantizing (default: all cores)"},
     {"offline", 0, OPT_FLAG, &o_offline, NULL, "never download the base"},
+    {"i-accept-license", 0, OPT_FLAG, &o_accept, NULL, "accept a gated base's license for this run"},
     {0},
 };
 
@@ -54,6 +55,7 @@ int cmd_export(int argc, char **argv, dlm_ctx *ctx)
     dlm_err e;
     err_clear(&e);
     if (cmd_setup(ctx, &e)) return cmd_fail(ctx, &e);
+    if (cmd_check_license(ctx, pos[0], NULL, o_accept, 0, &e)) return cmd_fail(ctx, &e);
     kern_init(o_threads);
     export_opts o = {.doc_path = pos[0], .home = ctx->home, .target = (export_target)target, .quant = o_quant,
                      .merged = o_merged, .dequantize = o_dequantize, .no_template = o_no_template,

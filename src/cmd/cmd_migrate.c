@@ -71,7 +71,7 @@ int cmd_migrate(int argc, char **argv, dlm_ctx *ctx)
     dlm_doc *d = doc_load(path, &e);
     if (!d) return cmd_fail(ctx, &e);
     char store[4200];
-    store_lock lk = {{0}, 0};
+    store_lock lk = {.held = 0, .fd = -1};
     int rc = store_dir(ctx->home, doc_fm(d)->dlm_id, store, sizeof store, &e);
     doc_free(d);
     if (rc) return cmd_fail(ctx, &e);

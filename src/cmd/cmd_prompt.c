@@ -14,7 +14,7 @@
 #include "util/json.h"
 #include "util/str.h"
 
-static int o_max_tokens = 256, o_top_k, o_seed = 42, o_raw, o_no_adapter, o_json, o_threads, o_offline;
+static int o_max_tokens = 256, o_top_k, o_seed = 42, o_raw, o_no_adapter, o_json, o_threads, o_offline, o_accept;
 static double o_temp = NAN, o_top_p = 1.0, o_min_p = 0.0, o_repeat = 1.0;
 static const char *o_base;
 
@@ -31,6 +31,7 @@ static const opt OPTS[] = {
     {"no-adapter", 0, OPT_FLAG, &o_no_adapter, NULL, "the base alone, even if an adapter is trained"},
     {"threads", 0, OPT_INT, &o_threads, "N", "compute threads (default: all cores)"},
     {"offline", 0, OPT_FLAG, &o_offline, NULL, "never download the base"},
+    {"i-accept-license", 0, OPT_FLAG, &o_accept, NULL, "accept a gated base's license for this run"},
     {"json", 0, OPT_FLAG, &o_json, NULL, "print {text, tokens, prompt_tokens, stop} as JSON instead of streaming"},
     {0},
 };
@@ -91,6 +92,7 @@ int cmd_prompt(int argc, char **argv, dlm_ctx *ctx)
         query = owned;
         if (!query || !*query) { free(owned); return cmd_usage_error(&spec_prompt, "empty query"); }
     }
+    if (cmd_check_license(ctx, doc, o_base, o_accept, 0, &e)) { free(owned); return cmd_fail(ctx, &e); }
     kern_init(o_threads);
     target_opts to = {.doc_path = doc, .base = o_base, .home = ctx->home, .use_adapter = !o_no_adapter,
                       .offline = o_offline};

@@ -108,10 +108,11 @@ static json_t *store_json(const char *home, const char *id, dlm_err *e, int *fai
     if (lr == 1) {
         char when[32];
         time_iso_utc(li.since, when, sizeof when);
-        json_object_set_new(o, "lock", json_pack("{s:I, s:s, s:s, s:o, s:o}", "pid", (json_int_t)li.pid, "host",
+        json_object_set_new(o, "lock", json_pack("{s:I, s:s, s:s, s:o, s:o, s:b}", "pid", (json_int_t)li.pid, "host",
                                                  li.host, "since", when, "command",
                                                  li.command[0] ? json_string(li.command) : json_null(), "alive",
-                                                 li.alive < 0 ? json_null() : json_boolean(li.alive)));
+                                                 li.alive < 0 ? json_null() : json_boolean(li.alive), "kernel",
+                                                 li.kernel));
     } else if (lr < 0) json_object_set_new(o, "lock", json_pack("{s:b}", "unreadable", 1));
     else json_object_set_new(o, "lock", json_null());
     json_decref(m);
@@ -242,7 +243,9 @@ static void print_human(const dlm_doc *d, const json_t *fm, const json_t *st)
         const char *cmd = jget_str(lk, "command");
         json_t *alive = json_object_get(lk, "alive");
         printf("  lock         held by PID %lld%s%s%s since %s UTC%s\n", pid, cmd ? " (dlm " : "", cmd ? cmd : "",
-               cmd ? ")" : "", jget_str(lk, "since"), json_is_false(alive) ? " [stale: the process is gone]" : "");
+               cmd ? ")" : "", jget_str(lk, "since"), !json_is_false(alive) ? ""
+               : json_is_true(json_object_get(lk, "kernel")) ? " [released: the process died; the next command takes it over]"
+                                                             : " [stale: the process is gone]");
     }
 }
 

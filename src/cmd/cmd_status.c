@@ -32,20 +32,23 @@ const cmd_spec spec_status = {
     "Reads <store>/run/ (run.pid, heartbeat.json, exit.json). A running run rewrites its\n"
     "heartbeat after every step and at least every 5 s: an old heartbeat means a stuck\n"
     "or stopped process. 'died' means the process is gone without an exit record\n"
-    "(killed, out of memory, power loss): its last checkpoint is kept and\n"
-    "'dlm train PATH --resume' continues it. Exit status 0 whenever a report is made.",
+    "(killed, out of memory, power loss): its newest checkpoint, if it wrote one, is kept\n"
+    "and 'dlm train PATH --resume' continues it. Exit status 0 whenever a report is made.",
     OPTS,
 };
 
 /* A heartbeat older than this while the pid lives: stopped or stuck. */
 #define STALE_S (3.0 * HB_PERIOD)
 
-/* The store lock a dead run left behind (report only: dlm train names it
- * too, and removing it is the user's call). */
+/* The store lock a dead run left behind where the filesystem has no kernel
+ * locks (report only: dlm train names it too, and removing it is the
+ * user's call). A kernel-held lock of a dead run is free: the next command
+ * takes it over by itself. */
 static int stale_lock(const run_report *r, const char *store, char *path, size_t cap)
 {
     store_lock_info li;
-    if (r->state != RUN_DIED || store_lock_read(store, &li) != 1 || li.alive < 0 || li.pid != r->pid) return 0;
+    if (r->state != RUN_DIED || store_lock_read(store, &li) != 1 || li.alive != 0 || li.kernel || li.pid != r->pid)
+        return 0;
     snprintf(path, cap, "%s/.lock", store);
     return 1;
 }
@@ -86,6 +89,24 @@ static json_t *report_json(const run_report *r, const char *store)
     } else {
         json_object_set_new(o, "status", r->state == RUN_DIED ? json_string("died") : json_null());
     }
+    if (r->state == RUN_DIED) {
+        char ck[4400];
+        int64_t cs = hb_newest_checkpoint(store, ck, sizeof ck);
+        json_object_set_new(o, "checkpoint_step", cs ? json_integer((json_int_t)cs) : json_null());
+        json_object_set_new(o, "checkpoint", cs ? json_string(ck) : json_null());
+    }
+    store_lock_info li;
+    if (store_lock_read(store, &li) == 1) {
+        char when[32];
+        time_iso_utc(li.since, when, sizeof when);
+        json_object_set_new(o, "lock", json_pack("{s:I, s:s, s:s, s:o, s:o, s:b}", "pid", (json_int_t)li.pid, "host",
+                                                 li.host, "since", when, "command",
+                                                 li.command[0] ? json_string(li.command) : json_null(), "alive",
+                                                 li.alive < 0 ? json_null() : json_boolean(li.alive), "kernel",
+                                                 li.kernel));
+    } else {
+        json_object_set_new(o, "lock", json_null());
+    }
     char lk[4200];
     json_object_set_new(o, "stale_lock", stale_lock(r, store, lk, sizeof lk) ? json_string(lk) : json_null());
     return o;
@@ -116,8 +137,12 @@ static void print_text(const run_report *r, const char *path, const char *store)
     default:
         printf("run %lld (%s, pid %ld): died — the process is gone and left no exit record\n", (long long)r->run_id,
                how, r->pid);
-        printf("  last seen %s ago at step %lld/%lld (%s)%s; its last checkpoint is kept: dlm train %s --resume\n", age,
-               (long long)r->step, (long long)r->total, r->phase, r->stopping ? " after a stop request" : "", path);
+        printf("  last seen %s ago at step %lld/%lld (%s)%s\n", age, (long long)r->step, (long long)r->total, r->phase,
+               r->stopping ? " after a stop request" : "");
+        char ck[4400];
+        int64_t cs = hb_newest_checkpoint(store, ck, sizeof ck);
+        if (cs) printf("  its checkpoint at step %lld is kept (%s): dlm train %s --resume\n", (long long)cs, ck, path);
+        else printf("  it died before its first checkpoint: nothing to resume; 'dlm train %s' starts it over\n", path);
         char lk[4200];
         if (stale_lock(r, store, lk, sizeof lk)) printf("  it left its store lock: rm %s\n", lk);
         break;
@@ -136,6 +161,12 @@ static void print_text(const run_report *r, const char *path, const char *store)
     else snprintf(el, sizeof el, "?");
     printf("  started %s, elapsed %s, heartbeat %s ago%s\n", r->started_at, el, age,
            r->state == RUN_RUNNING && r->age > STALE_S ? " (stale: stopped or stuck?)" : "");
+    store_lock_info li;
+    if (store_lock_read(store, &li) == 1 && li.alive == 1 && li.pid != r->pid) {
+        char when[32];
+        time_iso_utc(li.since, when, sizeof when);
+        printf("  store locked by PID %ld (dlm %s) since %s UTC\n", li.pid, li.command[0] ? li.command : "?", when);
+    }
     if (r->log[0]) printf("  log: %s\n", r->log);
     if (r->console[0]) printf("  console: %s\n", r->console);
 }

@@ -14,6 +14,7 @@
 #include "doc/doc.h"
 #include "store/store.h"
 #include "run/heartbeat.h"
+#include "run/inert.h"
 #include "run/trainer.h"
 #include "util/fs.h"
 #include "util/json.h"
@@ -23,7 +24,7 @@
 
 static int o_no_mined;
 static int o_resume, o_fresh, o_max_steps, o_seed = -1, o_threads, o_update, o_ignore, o_strict, o_no_replay,
-           o_force, o_json, o_offline, o_detach, o_dry_run, o_watch, o_watch_max_steps = 100, o_watch_debounce_ms = 400, o_recursive, o_no_recursive, o_rescaffold;
+           o_force, o_json, o_offline, o_detach, o_dry_run, o_watch, o_watch_max_steps = 100, o_watch_debounce_ms = 400, o_recursive, o_no_recursive, o_rescaffold, o_accept;
 static const char *o_max_memory, *o_base, *o_name, *o_policy;
 static opt_list o_include, o_exclude;
 
@@ -42,6 +43,7 @@ static const opt OPTS[] = {
     {"ignore-lock", 0, OPT_FLAG, &o_ignore, NULL, "skip the dlm.lock check, do not write it"},
     {"strict-lock", 0, OPT_FLAG, &o_strict, NULL, "lock warnings become errors"},
     {"offline", 0, OPT_FLAG, &o_offline, NULL, "never download the base"},
+    {"i-accept-license", 0, OPT_FLAG, &o_accept, NULL, "accept a gated base's license (recorded in the store)"},
     {"json", 0, OPT_FLAG, &o_json, NULL, "print the result as JSON on stdout"},
     {"detach", 0, OPT_FLAG, &o_detach, NULL, "run in the background (own session, log in the store); see 'dlm status'"},
     {"watch", 0, OPT_FLAG, &o_watch, NULL, "after the run, retrain (resume mode) whenever an edit adds new sections"},
@@ -159,10 +161,33 @@ static int should_stop(void *ctx)
     return g_stop != 0;
 }
 
+static void inert_note(void *ctx, const char *note)
+{
+    (void)ctx;
+    log_warn("note: %s", note);
+}
+
 static void on_started(void *ctx, const char *store, int64_t run_id)
 {
     view *v = ctx;
     dlm_err e;
+    err_clear(&e);
+    /* the run record a killed run left: say where it stopped before this
+     * run replaces it */
+    run_report prev;
+    if (!hb_read(store, &prev, &e) && prev.state == RUN_DIED) {
+        char ck[4400];
+        int64_t cs = hb_newest_checkpoint(store, ck, sizeof ck);
+        if (cs && o_resume)
+            log_warn("the previous run (run %lld, PID %ld) died at step %lld/%lld; resuming from its checkpoint at step %lld (%s)",
+                     (long long)prev.run_id, prev.pid, (long long)prev.step, (long long)prev.total, (long long)cs, ck);
+        else if (cs)
+            log_warn("the previous run (run %lld, PID %ld) died at step %lld/%lld; its checkpoint at step %lld is kept (%s)",
+                     (long long)prev.run_id, prev.pid, (long long)prev.step, (long long)prev.total, (long long)cs, ck);
+        else
+            log_warn("the previous run (run %lld, PID %ld) died at step %lld/%lld, before its first checkpoint",
+                     (long long)prev.run_id, prev.pid, (long long)prev.step, (long long)prev.total);
+    }
     err_clear(&e);
     if (hb_start(store, run_id, &v->hbo, &v->hb, &e)) log_warn("no run record for 'dlm status': %s", e.msg);
     if (v->notify_fd >= 0) {
@@ -320,6 +345,13 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
         return cmd_usage_error(&spec_train, "--include/--exclude/--name/--policy/--rescaffold/-r/-R need a DIR");
     }
     if (o_dry_run) return srcview_print(pos[0], o_json, &e) ? cmd_fail(ctx, &e) : EXIT_OK;
+    if (cmd_check_license(ctx, pos[0], o_base, o_accept, 1, &e)) return cmd_fail(ctx, &e);
+    {   /* keys the document sets that dlm does not act on yet: said, not ignored */
+        dlm_doc *nd = doc_load(pos[0], &e);
+        if (!nd) return cmd_fail(ctx, &e);
+        run_inert_notes(&doc_fm(nd)->training, inert_note, NULL);
+        doc_free(nd);
+    }
     unsigned long long maxmem = 0;
     if (o_max_memory && str_parse_size(o_max_memory, &maxmem))
         return cmd_usage_error(&spec_train, "--max-memory expects a size like 8G or 512M, got '%s'", o_max_memory);

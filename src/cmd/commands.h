@@ -47,6 +47,14 @@ int cmd_setup(dlm_ctx *ctx, dlm_err *e);
 /* cmd_setup, then the store folder of the document at path (commands that
  * read a run's records: logs, status, metrics). */
 int cmd_doc_store(dlm_ctx *ctx, const char *path, char *store, size_t cap, dlm_err *e);
+/* Licence check for a command about to resolve a base: the document's
+ * base_model (or base_override) when it is gated needs an acceptance
+ * recorded in the document's store manifest (`init`/`train
+ * --i-accept-license`) or `accept` now; `record` writes an acceptance given
+ * now into the store (train). GatedModelError at the document's
+ * base_model line otherwise. doc_path may be NULL (a bare --base). */
+int cmd_check_license(dlm_ctx *ctx, const char *doc_path, const char *base_override, int accept, int record,
+                      dlm_err *e);
 
 /* Shared by the sharing commands (cmd_unpack.c, cmd_pack.c): the unpack
  * bounds with their test overrides, and <home>/minisign.key. */

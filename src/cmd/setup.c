@@ -14,6 +14,7 @@
 #include "util/log.h"
 #include "weights/base.h"
 #include "weights/hub.h"
+#include "weights/registry.h"
 
 static int env_true(const char *v)
 {
@@ -54,6 +55,8 @@ int cmd_setup(dlm_ctx *ctx, dlm_err *e)
         return err_set(e, NULL, "-v/--verbose and -q/--quiet are mutually exclusive");
     }
     log_set_level(ctx->quiet ? LOG_QUIET : ctx->verbose ? LOG_VERBOSE : LOG_NORMAL);
+    const char *hold = getenv("DLM_TEST_HOLD_LOCK_MS"), *nk = getenv("DLM_TEST_NO_KERNEL_LOCK");
+    store_lock_test_hooks(hold && *hold ? atoi(hold) : 0, nk && *nk && strcmp(nk, "0"));
     return ctx_resolve_home(ctx, e);
 }
 
@@ -63,6 +66,80 @@ int cmd_doc_store(dlm_ctx *ctx, const char *path, char *store, size_t cap, dlm_e
     dlm_doc *d = doc_load(path, e);
     if (!d) return -1;
     int rc = store_dir(ctx->home, doc_fm(d)->dlm_id, store, cap, e);
+    doc_free(d);
+    return rc;
+}
+
+/* 1-based line of the frontmatter key `base_model:` (0 when absent). */
+static int base_line(const dlm_doc *d)
+{
+    size_t len;
+    const char *raw = doc_raw(d, &len), *p = raw, *end = raw + len;
+    for (int line = 1; p < end; line++) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        if ((size_t)(end - p) >= 11 && !strncmp(p, "base_model:", 11)) return line;
+        if (!nl) break;
+        p = nl + 1;
+    }
+    return 0;
+}
+
+int cmd_check_license(dlm_ctx *ctx, const char *doc_path, const char *base_override, int accept, int record,
+                      dlm_err *e)
+{
+    dlm_doc *d = doc_path ? doc_load(doc_path, e) : NULL;
+    if (doc_path && !d) return -1;
+    const char *spec = base_override ? base_override : d ? doc_fm(d)->base_model : NULL;
+    base_ref b;
+    dlm_err e2;
+    err_clear(&e2);
+    if (!spec || registry_parse_base(spec, &b, &e2) || b.kind != BASE_REGISTRY || !b.entry->requires_acceptance) {
+        doc_free(d);
+        return 0;
+    }
+    char store[4096], mp[4200];
+    int rc = 0;
+    json_t *m = NULL;
+    if (d && !store_dir(ctx->home, doc_fm(d)->dlm_id, store, sizeof store, &e2)) {
+        snprintf(mp, sizeof mp, "%s/manifest.json", store);
+        m = fs_is_file(mp) ? manifest_load(mp, &e2) : NULL;
+    }
+    if (m && json_is_object(json_object_get(m, "license_acceptance"))) goto out;
+    if (accept) {
+        if (record && d) {
+            /* remember it, as init does, so the next command needs no flag */
+            store_lock lk;
+            store_license lic = {NULL, b.entry->license_url, b.entry->license, "cli_flag"};
+            if (store_create_skeleton(store, e) || store_lock_acquire(store, "train", &lk, e)) { rc = -1; goto out; }
+            json_decref(m);
+            m = fs_is_file(mp) ? manifest_load(mp, e) : NULL;
+            if (!m) {
+                char abs[4096];
+                if (!realpath(doc_path, abs)) snprintf(abs, sizeof abs, "%s", doc_path);
+                m = manifest_new(doc_fm(d)->dlm_id, spec, b.entry->revision, abs, &lic);
+            } else {
+                json_t *tmp = manifest_new(doc_fm(d)->dlm_id, spec, NULL, NULL, &lic);
+                json_object_set(m, "license_acceptance", json_object_get(tmp, "license_acceptance"));
+                json_decref(tmp);
+            }
+            rc = !m || manifest_save(mp, m, e) ? -1 : 0;
+            store_lock_release(&lk);
+            if (!rc) log_info("license of %s accepted (recorded in %s)", b.entry->hf_id, mp);
+        }
+        goto out;
+    }
+    if (d) {
+        err_at(e, "GatedModelError", doc_path, base_line(d), 1,
+               "base_model %s (%s) is gated and its license was not accepted for this document. License: %s",
+               b.entry->key, b.entry->hf_id, b.entry->license_url ? b.entry->license_url : "(unknown)");
+        err_hint(e, "read the license, then accept it once for this document: dlm train %s --i-accept-license",
+                 doc_path);
+    } else {
+        registry_check_license(&b, 0, e);
+    }
+    rc = -1;
+out:
+    json_decref(m);
     doc_free(d);
     return rc;
 }

@@ -728,7 +728,17 @@ static void v_training(vctx *v, const ynode *map, const ynode *tkey, doc_trainin
     FIELD(map, "grad_accum") f_auto_int(v, val, AT, &t->grad_accum);
     FIELD(map, "learning_rate") f_float_node(v, val, AT, &t->learning_rate, F_GT(0.0));
     FIELD(map, "num_epochs") f_int_node(v, val, AT, &t->num_epochs, GE(1));
-    FIELD(map, "optimizer") if (!f_lit_node(v, val, AT, doc_optimizer_names, NULL, &k)) t->optimizer = (doc_optimizer)k;
+    FIELD(map, "optimizer") if (!f_lit_node(v, val, AT, doc_optimizer_names, NULL, &k)) {
+        t->optimizer = (doc_optimizer)k;
+        /* accepted by the original's schema, but GaLore projects the
+         * gradients of full fine-tuning; dlm trains LoRA adapters only,
+         * where there is no full gradient to project: refuse rather than
+         * ignore it */
+        if (k == DOC_OPT_GALORE_ADAMW || k == DOC_OPT_GALORE_ADAMW_8BIT)
+            verr(v, AT, NULL,
+                 "'%s' is not supported by dlm: GaLore projects full fine-tuning gradients and dlm trains LoRA "
+                 "adapters only; use 'adamw_torch'", doc_optimizer_names[k]);
+    }
     FIELD(map, "lr_scheduler") if (!f_lit_node(v, val, AT, doc_lr_scheduler_names, NULL, &k)) t->lr_scheduler = (doc_lr_scheduler)k;
     FIELD(map, "warmup_ratio") f_float_node(v, val, AT, &t->warmup_ratio, F_GELE(0.0, 0.5));
     FIELD(map, "precision") {

@@ -378,8 +378,10 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
     int rc = -1;
     const doc_frontmatter *fm = doc_fm(T.doc);
     artifact arts[8];
-    int n_arts = 0;
+    int n_arts = 0, created = 0, complete = 0;
     strbuf sb = STRBUF_INIT;
+    char stage[4300] = "";
+    const char *wdir = r->dir;
     if (!T.version || !T.l) {
         err_set(e, "ExportError", "no current adapter: %s/adapter/current.txt names no trained version", T.store);
         err_hint(e, "train one first: dlm train %s", o->doc_path);
@@ -419,15 +421,48 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
         snprintf(rel, sizeof rel, "exports/%s", mix->name);
         if (store_path(T.store, rel, r->dir, sizeof r->dir, e)) goto done;
     }
-    if (fs_mkdir_p(r->dir, e)) goto done;
+    /* A store export is written into a hidden staging folder and swapped
+     * in whole (rename, or RENAME_EXCHANGE over an earlier export), so a
+     * failure (a full disk, a kill) leaves the earlier export or nothing,
+     * never half of one. A folder given with --out is the user's: it is
+     * written in place, and removed on failure only if this run made it. */
+    if (!o->out_dir) {
+        char parent[4096];
+        fs_dirname(parent, sizeof parent, r->dir);
+        snprintf(stage, sizeof stage, "%s/.%s.tmp-%d", parent, fs_basename(r->dir), (int)getpid());
+        store_sweep_temp(parent);   /* stages of killed exports */
+        fs_remove_tree(stage, NULL);
+        if (fs_mkdir_p(stage, e)) goto done;
+        wdir = stage;
+        /* files of an earlier export that this one does not rewrite stay
+         * (a merged GGUF beside base + adapter): hard links, no copy */
+        char **names;
+        int nn = fs_is_dir(r->dir) ? fs_list_dir(r->dir, &names, NULL) : 0;
+        for (int i = 0; i < nn; i++) {
+            char from[4400], dst[4400];
+            snprintf(from, sizeof from, "%s/%s", r->dir, names[i]);
+            snprintf(dst, sizeof dst, "%s/%s", stage, names[i]);
+            if (fs_is_file(from) && link(from, dst) != 0) log_warn("export: cannot keep %s of the earlier export", names[i]);
+        }
+        if (nn > 0) fs_free_list(names, nn);
+    } else {
+        created = !fs_exists(r->dir);
+        if (fs_mkdir_p(r->dir, e)) goto done;
+    }
 
     /* the model GGUF */
     int with_tmpl = !o->no_template;
     snprintf(r->model_file, sizeof r->model_file, "%s.%s.gguf", o->merged ? "merged" : "base", mix->name);
     char fp[65], known[65], mpath[4200];
     if (base_fingerprint(T.model_path, mix->name, r->pre, with_tmpl, fp, e)) goto done;
-    if (path_in(mpath, sizeof mpath, r->dir, r->model_file, e)) goto done;
-    if (!o->merged && can_reuse(r->dir, r->model_file, fp, known)) {
+    if (path_in(mpath, sizeof mpath, wdir, r->model_file, e)) goto done;
+    int reuse = !o->merged && can_reuse(r->dir, r->model_file, fp, known);
+    if (reuse && stage[0]) {   /* the unchanged base goes into the stage by a hard link: no copy, no space */
+        char old[4200];
+        if (path_in(old, sizeof old, r->dir, r->model_file, e)) goto done;
+        reuse = link(old, mpath) == 0 || errno == EEXIST;
+    }
+    if (reuse) {
         r->reused_base = 1;
         log_info("export: reusing %s (unchanged base, sha256 %.12s… checked)", r->model_file, known);
         /* the per-type counts of a reused file come from its tensors */
@@ -449,11 +484,11 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
         log_info("export: writing %s (%s)", r->model_file, o->merged ? "adapter merged" : "base");
         if (export_write_model(T.m, T.t, &go, mpath, &r->info, e)) goto done;
     }
-    if (add_artifact(arts, &n_arts, r->dir, r->model_file, r->reused_base ? known : NULL, e)) goto done;
+    if (add_artifact(arts, &n_arts, wdir, r->model_file, r->reused_base ? known : NULL, e)) goto done;
     if (!o->merged) {
         char ap[4200];
-        if (path_in(ap, sizeof ap, r->dir, "adapter.gguf", e) || export_write_adapter(T.m, T.l, fm->dlm_id, ap, e) ||
-            add_artifact(arts, &n_arts, r->dir, "adapter.gguf", NULL, e))
+        if (path_in(ap, sizeof ap, wdir, "adapter.gguf", e) || export_write_adapter(T.m, T.l, fm->dlm_id, ap, e) ||
+            add_artifact(arts, &n_arts, wdir, "adapter.gguf", NULL, e))
             goto done;
         r->has_adapter = 1;
     }
@@ -480,27 +515,48 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
                            : ent && ent->reasoning_tuned ? 0.6 : 0.7,
             .top_p = fm->export.has_top_p ? fm->export.default_top_p : T.dialect ? T.dialect->top_p : 0.9,
             .num_ctx = num_ctx, .system = mf_system, .license = ent && ent->license ? ent->license : NULL};
-        if (export_modelfile_text(&mf, &sb, e) || write_text(r->dir, "Modelfile", sb.buf, sb.len, 0644, e) ||
-            add_artifact(arts, &n_arts, r->dir, "Modelfile", NULL, e))
+        if (export_modelfile_text(&mf, &sb, e) || write_text(wdir, "Modelfile", sb.buf, sb.len, 0644, e) ||
+            add_artifact(arts, &n_arts, wdir, "Modelfile", NULL, e))
             goto done;
     } else if (o->target == EXPORT_TARGET_LLAMA_SERVER) {
         const char *tmpl = with_tmpl ? tok_chat_template(T.t) : NULL;
         if (tmpl) {
-            if (write_text(r->dir, "chat-template.jinja", tmpl, strlen(tmpl), 0644, e) ||
-                add_artifact(arts, &n_arts, r->dir, "chat-template.jinja", NULL, e))
+            if (write_text(wdir, "chat-template.jinja", tmpl, strlen(tmpl), 0644, e) ||
+                add_artifact(arts, &n_arts, wdir, "chat-template.jinja", NULL, e))
                 goto done;
         }
         export_llama_server_script(&sb, DLM_VERSION, r->model_file, o->merged ? NULL : "adapter.gguf",
                                    tmpl ? "chat-template.jinja" : NULL, num_ctx);
-        if (write_text(r->dir, "llama-server_launch.sh", sb.buf, sb.len, 0755, e) ||
-            add_artifact(arts, &n_arts, r->dir, "llama-server_launch.sh", NULL, e))
+        if (write_text(wdir, "llama-server_launch.sh", sb.buf, sb.len, 0755, e) ||
+            add_artifact(arts, &n_arts, wdir, "llama-server_launch.sh", NULL, e))
             goto done;
     }
 
+    /* the folder is complete (files and manifest): put it in place */
+    if (write_export_manifest(wdir, o, r, &T, fp, arts, n_arts, e)) goto done;
+    complete = 1;
+    if (stage[0]) {
+        char parent[4096];
+        fs_dirname(parent, sizeof parent, r->dir);
+        if (fs_exists(r->dir)) {
+            if (renameat2(AT_FDCWD, stage, AT_FDCWD, r->dir, RENAME_EXCHANGE) != 0) {
+                err_sys(e, "cannot move the export into '%s'", r->dir);
+                goto done;
+            }
+            fs_remove_tree(stage, NULL);   /* the earlier export, swapped out */
+        } else if (rename(stage, r->dir) != 0) {
+            err_sys(e, "cannot move the export into '%s'", r->dir);
+            goto done;
+        }
+        stage[0] = 0;
+        if (fs_fsync_dir(parent, e)) goto done;
+    }
     if (o->target == EXPORT_TARGET_OLLAMA) {
         char bin[4096];
         if (export_which("ollama", bin, sizeof bin)) {
             if (run_ollama(bin, o->home, r->dir, o, r, e)) goto done;
+            /* what ollama checked goes into the manifest */
+            if (write_export_manifest(r->dir, o, r, &T, fp, arts, n_arts, e)) goto done;
         } else {
             strbuf ns = STRBUF_INIT;
             sb_puts(&ns, "cd ");
@@ -511,10 +567,11 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
             sb_free(&ns);
         }
     }
-    if (write_export_manifest(r->dir, o, r, &T, fp, arts, n_arts, e)) goto done;
     if (record_in_store(&T, o, r, arts, n_arts, e)) goto done;
     rc = 0;
 done:
+    if (rc && stage[0]) fs_remove_tree(stage, NULL);
+    else if (rc && created && !complete) fs_remove_tree(r->dir, NULL);
     sb_free(&sb);
     target_close(&T);
     return rc;

@@ -8,6 +8,7 @@
  * then made current by the atomic rewrite of adapter/current.txt. */
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -164,6 +165,60 @@ int run_lock_facts(run *R, dlm_err *e)
     return 0;
 }
 
+/* The newest checkpoint older than `below` whose progress.json parses and
+ * whose training_state.bin passes its sha256 and structure checks (0 none). */
+static int64_t older_intact(const run *R, int64_t below, char *out, size_t cap)
+{
+    char dir[4200], **names;
+    ckpt_dir(R, dir, sizeof dir);
+    int n = fs_is_dir(dir) ? fs_list_dir(dir, &names, NULL) : 0;
+    int64_t best = 0;
+    for (int i = 0; i < n; i++) {
+        long long s;
+        char extra;
+        if (sscanf(names[i], "step-%lld%c", &s, &extra) != 1 || s >= below || s <= best) continue;
+        char p[4600];
+        snprintf(p, sizeof p, "%s/%s/progress.json", dir, names[i]);
+        json_t *pj = json_load_path(p, 1 << 20, NULL);
+        if (!pj) continue;
+        json_decref(pj);
+        snprintf(p, sizeof p, "%s/%s/training_state.bin", dir, names[i]);
+        train_state st;
+        dlm_err e2;
+        err_clear(&e2);
+        if (state_load(p, &st, &e2)) continue;
+        state_free(&st);
+        best = s;
+        snprintf(out, cap, "%s/%s", dir, names[i]);
+    }
+    if (n > 0) fs_free_list(names, n);
+    return best;
+}
+
+/* The newest checkpoint is corrupt: name an intact older one and the
+ * command that resumes from it (the corrupt one is set aside, not deleted:
+ * a name other than step-NNNNNN is never read as a checkpoint). */
+static int corrupt_ckpt(run *R, const char *newest, dlm_err *e)
+{
+    if (!strcmp(e->kind, "MemoryError")) return -1;
+    char older[4400];
+    int64_t s = older_intact(R, INT64_MAX, older, sizeof older);
+    char nb[4400];
+    snprintf(nb, sizeof nb, "%s", newest);
+    if (!s || !strcmp(older, nb)) {
+        if (strcmp(e->kind, "ResumeIntegrityError")) {
+            char msg[sizeof e->msg];
+            snprintf(msg, sizeof msg, "%s", e->msg);
+            err_set(e, "ResumeIntegrityError", "%s", msg);
+        }
+        return err_hint(e, "no intact checkpoint is left; start over with 'dlm train %s --fresh'", R->o->doc_path);
+    }
+    char msg[sizeof e->msg];
+    snprintf(msg, sizeof msg, "%s; the older checkpoint %s (step %lld) is intact", e->msg, older, (long long)s);
+    err_set(e, "ResumeIntegrityError", "%s", msg);
+    return err_hint(e, "resume from it: mv '%s' '%s-corrupt' && dlm train %s --resume", nb, nb, R->o->doc_path);
+}
+
 int run_start_or_resume(run *R, dlm_err *e)
 {
     char path[4400], sp[4600];
@@ -175,7 +230,10 @@ int run_start_or_resume(run *R, dlm_err *e)
         char pj[4500];
         snprintf(pj, sizeof pj, "%s/progress.json", path);
         json_t *p = json_load_path(pj, 1 << 20, e);
-        if (!p) return -1;
+        if (!p) {
+            err_set(e, "ResumeIntegrityError", "%s is unreadable: %s", pj, e->msg);
+            return corrupt_ckpt(R, path, e);
+        }
         long long rid = 0, tot = 0, mb = 0, ga = 0, seed = 0;
         const char *sig = jget_str(p, "data_signature"), *lp = jget_str(p, "log_path"), *sa = jget_str(p, "started_at");
         jget_int(p, "run_id", &rid);
@@ -207,7 +265,7 @@ int run_start_or_resume(run *R, dlm_err *e)
         store_version_name(v, vn, sizeof vn);
         snprintf(sp, sizeof sp, "%s/adapter/versions/%s/training_state.bin", R->store, vn);
     }
-    if (state_load(sp, &st, e)) return -1;
+    if (state_load(sp, &st, e)) return step ? corrupt_ckpt(R, path, e) : -1;
     if (st.n != R->l->n) {
         state_free(&st);
         err_set(e, "ResumeIntegrityError", "training_state.bin holds %llu parameters, this adapter has %zu",

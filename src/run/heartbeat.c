@@ -96,7 +96,10 @@ static int write_hb(heartbeat *h, dlm_err *e)
 {
     char text[HB_TEXT], doc[8300], con[8300], log[8300], loss[32], val[32], lr[32], tps[32], el[32], eta[32], upd[24];
     const train_progress *p = &h->p;
-    double now = time_now();
+    /* whole milliseconds, rounded down: updated_unix is written with 3
+     * decimals, and rounding up would put the heartbeat in the future (a
+     * negative age for a reader in the same millisecond) */
+    double now = floor(time_now() * 1000.0) / 1000.0;
     time_iso_utc(now, upd, sizeof upd);
     esc(h->doc, doc, sizeof doc);
     esc(h->console, con, sizeof con);
@@ -283,6 +286,24 @@ void hb_free(heartbeat *h)
 
 /* ---- reading ---------------------------------------------------------------- */
 
+int64_t hb_newest_checkpoint(const char *store, char *out, size_t cap)
+{
+    char dir[4200], **names;
+    snprintf(dir, sizeof dir, "%s/adapter/checkpoints", store);
+    int n = fs_is_dir(dir) ? fs_list_dir(dir, &names, NULL) : 0;
+    int64_t best = 0;
+    for (int i = 0; i < n; i++) {
+        long long s;
+        char extra;
+        if (sscanf(names[i], "step-%lld%c", &s, &extra) == 1 && s > best) {
+            best = s;
+            if (out) snprintf(out, cap, "%s/%s", dir, names[i]);
+        }
+    }
+    if (n > 0) fs_free_list(names, n);
+    return best;
+}
+
 const char *hb_state_name(run_state s)
 {
     switch (s) {
@@ -332,7 +353,10 @@ int hb_read(const char *store, run_report *r, dlm_err *e)
     r->elapsed = jnum(hb, "elapsed_s");
     r->eta = jnum(hb, "eta_s");
     r->updated_unix = jnum(hb, "updated_unix");
-    if (isfinite(r->updated_unix)) r->age = time_now() - r->updated_unix;
+    if (isfinite(r->updated_unix)) {
+        r->age = time_now() - r->updated_unix;
+        if (r->age < 0) r->age = 0;   /* the writer's clock ran ahead (rounding, a clock step) */
+    }
     int b;
     if (!jget_bool(hb, "detached", &b)) r->detached = b;
     if (!jget_bool(hb, "stopping", &b)) r->stopping = b;

@@ -20,6 +20,7 @@
 #ifndef DLM_HEARTBEAT_H
 #define DLM_HEARTBEAT_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "run/trainer.h"
 #include "util/err.h"
@@ -77,6 +78,9 @@ typedef struct run_report {
 /* Read <store>/run. A store with no run record gives RUN_NONE (0 returned). */
 int hb_read(const char *store, run_report *r, dlm_err *e);
 const char *hb_state_name(run_state s);
+/* The newest checkpoint of a store (<store>/adapter/checkpoints/step-N):
+ * its step (0 none) and, when out is given, its path. */
+int64_t hb_newest_checkpoint(const char *store, char *out, size_t cap);
 /* Start time of a process (clock ticks after boot, /proc/PID/stat field 22)
  * and whether it is alive (not a zombie). 0 / 0 when unknown or gone. */
 uint64_t hb_pid_start(long pid, int *alive);

@@ -2,6 +2,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sqlite3.h>
@@ -24,8 +25,26 @@ static const char *SCHEMA =
     "CREATE TABLE IF NOT EXISTS evals(run_id INTEGER, step INTEGER, val_loss REAL, perplexity REAL,"
     " retention REAL, at TEXT, PRIMARY KEY(run_id, step));";
 
+/* SQLite reports a full disk as SQLITE_FULL, or as an I/O error whose
+ * system errno is ENOSPC: either way the user needs to hear "disk full". */
+static int disk_full(sqlite3 *db, dlm_err *e)
+{
+    if (!db) return 0;
+    int se = sqlite3_system_errno(db);
+    if (sqlite3_errcode(db) != SQLITE_FULL && se != ENOSPC && se != EDQUOT) return 0;
+    const char *path = sqlite3_db_filename(db, "main");
+    char dir[4096];
+    fs_dirname(dir, sizeof dir, path ? path : "metrics.sqlite");
+    uint64_t fr = fs_free_bytes(dir);
+    err_set(e, "DiskFullError", "disk full: cannot write '%s': No space left on device (%llu bytes free there)",
+            path ? path : "metrics.sqlite", fr == UINT64_MAX ? 0ull : (unsigned long long)fr);
+    err_hint(e, "free space on the filesystem of '%s' and run the command again", dir);
+    return 1;
+}
+
 static int fail(sqlite3 *db, dlm_err *e, const char *what)
 {
+    if (disk_full(db, e)) return -1;
     return err_set(e, "MetricsError", "metrics.sqlite: %s: %s", what, db ? sqlite3_errmsg(db) : "cannot open");
 }
 
@@ -46,7 +65,7 @@ int metrics_open(const char *store, metrics **out, dlm_err *e)
     char *msg = NULL;
     if (sqlite3_exec(m->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", NULL, NULL, &msg) != SQLITE_OK ||
         sqlite3_exec(m->db, SCHEMA, NULL, NULL, &msg) != SQLITE_OK) {
-        err_set(e, "MetricsError", "metrics.sqlite: %s", msg ? msg : "schema");
+        if (!disk_full(m->db, e)) err_set(e, "MetricsError", "metrics.sqlite: %s", msg ? msg : "schema");
         sqlite3_free(msg);
         sqlite3_close(m->db);
         free(m);

@@ -9,12 +9,15 @@
  *
  * Every file write is atomic (fs_write_atomic: temp + fsync + rename +
  * fsync of the directory). Every command that writes a store holds its
- * lock for the whole write; a lock left by a dead process is reported with
- * the command that clears it, never taken over silently.
+ * lock for the whole write. The kernel releases the lock of a process that
+ * dies; the next command takes it over and says so. Only where the
+ * filesystem has no kernel locks is a dead holder's lock reported with the
+ * command that clears it.
  *
  * Test hook: with DLM_TEST_HOLD_LOCK_MS=<ms> in the environment, a command
  * that took a store lock sleeps that long before releasing it, so tests can
- * start a second writer while the first one holds the store. */
+ * start a second writer while the first one holds the store
+ * (store_lock_test_hooks). */
 #ifndef DLM_STORE_H
 #define DLM_STORE_H
 
@@ -68,25 +71,42 @@ int64_t manifest_next_run_id(const json_t *m);
 
 /* ---- lock (docs/reference/original-spec.md §2.4) -------------------------------------------------------- */
 
-typedef struct store_lock {
-    char path[4096];
-    int held;
-} store_lock;
-
 typedef struct store_lock_info {
     long pid;
     char host[256];
     double since;                 /* epoch seconds */
     char command[64];             /* "" when the holder did not say */
-    int alive;                    /* 1 alive, 0 dead, -1 unknown (other host) */
+    int kernel;                   /* the holder took a kernel lock ("kernel-lock" line) */
+    int alive;                    /* 1 alive, 0 dead, -1 unknown (other host, no kernel lock) */
 } store_lock_info;
+
+typedef struct store_lock {
+    char path[4096];
+    int held;
+    int fd;                       /* the kernel-locked descriptor, -1 without */
+    int kernel;                   /* 1 kernel lock, 0 exclusive-create fallback */
+    store_lock_info prev;         /* a holder that died before us (prev.pid 0: none) */
+} store_lock;
 
 /* Take <store>/.lock for `command` ("init", "train", ...). Held by a live
  * process → LockHeldError "<path>: already locked by PID n (dlm <command>,
- * since <time>)"; by a dead one → StaleLockError with the `rm` hint. */
+ * since <time>)". Left by a dead process → taken over, lk->prev says who
+ * (and a warning is logged). On a filesystem without kernel locks, a dead
+ * holder → StaleLockError with the `rm` hint. */
 int store_lock_acquire(const char *store, const char *command, store_lock *lk, dlm_err *e);
-/* Release (only if it is still ours). Honours DLM_TEST_HOLD_LOCK_MS. */
+/* Parse lock-file bytes (untrusted; any length): 0 ok, -1 malformed. */
+int store_lock_parse(const char *buf, size_t len, store_lock_info *info);
+/* Test hooks, set by the command layer from DLM_TEST_HOLD_LOCK_MS (sleep
+ * that long before releasing) and DLM_TEST_NO_KERNEL_LOCK (behave as on a
+ * filesystem that refuses kernel locks). */
+void store_lock_test_hooks(int hold_ms, int no_kernel_lock);
+/* Release (only if it is still ours). Honours the hold test hook. */
 void store_lock_release(store_lock *lk);
+/* Remove temp files and folders under dir (4 levels deep) whose writer
+ * is dead: names "<x>.tmp.<pid>.*" and "<x>.tmp-<pid>" of a pid that no
+ * longer exists. Returns how many went. Run on a lock takeover (and by
+ * export for its staging folders). */
+int store_sweep_temp(const char *dir);
 /* Read the lock file: 1 present (info filled), 0 absent, -1 unreadable. */
 int store_lock_read(const char *store, store_lock_info *info);
 

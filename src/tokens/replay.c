@@ -53,8 +53,9 @@ int replay_open(const char *store, replay **out, dlm_err *e)
         if (!a) { replay_free(r); return -1; }
         if (!json_is_array(a)) {
             json_decref(a);
+            err_set(e, "ReplayCorruptError", "%s: not a JSON array", r->index);   /* before r goes */
             replay_free(r);
-            return err_set(e, "ReplayCorruptError", "%s: not a JSON array", r->index);
+            return -1;
         }
         int64_t csize = fs_file_size(r->corpus);
         size_t i;
@@ -64,12 +65,14 @@ int replay_open(const char *store, replay **out, dlm_err *e)
                        *at = jget_str(it, "added_at");
             long long off, len, fr = 0, lr = 0;
             double w = 1.0;
+            /* off + len could overflow: compare against what is left */
             if (!sid || strlen(sid) != 16 || !ty || jget_int(it, "byte_offset", &off) ||
-                jget_int(it, "length", &len) || off < 0 || len <= 0 || off + len > csize) {
+                jget_int(it, "length", &len) || off < 0 || len <= 0 || off > csize || len > csize - off) {
                 json_decref(a);
-                replay_free(r);
                 err_set(e, "ReplayCorruptError", "%s: entry %zu is malformed or points past the corpus", r->index, i);
-                return err_hint(e, "move %s aside to start a new replay corpus", r->dir);
+                err_hint(e, "move %s aside to start a new replay corpus", r->dir);
+                replay_free(r);   /* after the message: it names r's paths */
+                return -1;
             }
             jget_int(it, "first_run", &fr);
             jget_int(it, "last_run", &lr);

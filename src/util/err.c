@@ -50,10 +50,14 @@ int err_sys(dlm_err *e, const char *fmt, ...)
     int saved = errno;
     if (!e) return -1;
     err_clear(e);
-    set_kind(e, "");
+    /* a full disk is its own error kind wherever it shows up */
+    int full = saved == ENOSPC || saved == EDQUOT;
+    set_kind(e, full ? "DiskFullError" : "");
+    int n0 = full ? snprintf(e->msg, sizeof e->msg, "disk full: ") : 0;
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+    int n = vsnprintf(e->msg + n0, sizeof e->msg - (size_t)n0, fmt, ap);
+    if (n >= 0) n += n0;
     va_end(ap);
     if (n >= 0 && (size_t)n < sizeof e->msg)
         snprintf(e->msg + n, sizeof e->msg - (size_t)n, ": %s", strerror(saved));

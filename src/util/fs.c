@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/types.h>
 #include <unistd.h>
 #include <sodium.h>
@@ -137,6 +138,59 @@ static int write_full(int fd, const void *data, size_t len)
     return 0;
 }
 
+uint64_t fs_free_bytes(const char *path)
+{
+    char p[4096];
+    snprintf(p, sizeof p, "%s", path);
+    for (int i = 0; i < 64; i++) {
+        struct statvfs v;
+        if (statvfs(p, &v) == 0) return (uint64_t)v.f_bavail * (uint64_t)v.f_frsize;
+        char up[4096];
+        fs_dirname(up, sizeof up, p);
+        if (!strcmp(up, p)) break;
+        snprintf(p, sizeof p, "%s", up);
+    }
+    return UINT64_MAX;
+}
+
+static void human(uint64_t n, char *out, size_t cap)
+{
+    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)n;
+    int i = 0;
+    while (v >= 1024 && i < 4) v /= 1024, i++;
+    if (i == 0) snprintf(out, cap, "%llu B", (unsigned long long)n);
+    else snprintf(out, cap, "%.1f %s", v, u[i]);
+}
+
+int fs_err_write(dlm_err *e, const char *path, uint64_t need)
+{
+    int saved = errno;
+    if (saved != ENOSPC && saved != EDQUOT) return err_sys(e, "cannot write '%s'", path);
+    char dir[4096], hn[32], hf[32];
+    fs_dirname(dir, sizeof dir, path);
+    uint64_t fr = fs_free_bytes(dir);
+    human(need, hn, sizeof hn);
+    if (fr == UINT64_MAX) snprintf(hf, sizeof hf, "unknown");
+    else human(fr, hf, sizeof hf);
+    err_set(e, "DiskFullError", "disk full: cannot write '%s': it needs %s (%llu bytes), %s free there%s", path, hn,
+            (unsigned long long)need, hf, saved == EDQUOT ? " (disk quota exceeded)" : "");
+    /* name the mount point: the folder being written may be a temp one that
+     * is gone by the time the user reads this */
+    char mnt[4096], up[4096];
+    struct stat st, su;
+    snprintf(mnt, sizeof mnt, "%s", dir);
+    if (stat(mnt, &st) == 0) {
+        for (int i = 0; i < 256; i++) {
+            fs_dirname(up, sizeof up, mnt);
+            if (!strcmp(up, mnt) || stat(up, &su) != 0 || su.st_dev != st.st_dev) break;
+            snprintf(mnt, sizeof mnt, "%s", up);
+        }
+    }
+    errno = saved;
+    return err_hint(e, "free at least %s on the filesystem mounted at '%s' and run the command again", hn, mnt);
+}
+
 int fs_write_atomic(const char *path, const void *data, size_t len, int mode, dlm_err *e)
 {
     char dir[4096], tmp[4200];
@@ -162,7 +216,7 @@ fail:;
     if (fd >= 0) close(fd);
     unlink(tmp);
     errno = saved;
-    return err_sys(e, "cannot write '%s'", path);
+    return fs_err_write(e, path, len);
 }
 
 int fs_mkdir_p(const char *path, dlm_err *e)

@@ -60,4 +60,13 @@ void fs_free_list(char **names, int n);
 void fs_inject_write_failure(const char *substring);
 int fs_fault_injected(const char *path);
 
+/* Free bytes for an unprivileged writer on the filesystem holding path (or
+ * its nearest existing parent); UINT64_MAX when unknown. */
+uint64_t fs_free_bytes(const char *path);
+/* The error for a failed write of `need` bytes to path, from errno: on
+ * ENOSPC/EDQUOT a DiskFullError "disk full: cannot write '<path>': it needs
+ * <size> (<n> bytes), <size> free there" with a hint; otherwise as err_sys
+ * "cannot write '<path>': <strerror>". Returns -1. */
+int fs_err_write(dlm_err *e, const char *path, uint64_t need);
+
 #endif

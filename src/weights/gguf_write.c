@@ -217,6 +217,7 @@ int gguf_w_write(gguf_w *w, const char *path, dlm_err *e)
     }
     if (w->n_t) while (h.len % align) sb_putc(&h, 0);
     if (h.oom) { sb_free(&h); return err_set(e, "MemoryError", "out of memory"); }
+    uint64_t need = (uint64_t)h.len + off;   /* the whole file */
 
     char tmp[4200], dir[4096];
     unsigned char nonce[4];
@@ -262,7 +263,7 @@ int gguf_w_write(gguf_w *w, const char *path, dlm_err *e)
         close(fd);
         unlink(tmp);
         errno = saved;
-        return err_sys(e, "cannot write '%s'", path);
+        return fs_err_write(e, path, need);
     }
     close(fd);
     if (fs_fault_injected(path)) { unlink(tmp); errno = EIO; return err_sys(e, "cannot write '%s'", path); }

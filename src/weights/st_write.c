@@ -232,7 +232,9 @@ fail:;
     int saved = errno;
     if (fd >= 0) close(fd);
     unlink(tmp);
+    uint64_t need = 8 + hdr.len;
+    for (int i = 0; i < n; i++) need += sz[i];
     free(ord); free(sz); sb_free(&hdr);
     errno = saved;
-    return err_sys(e, "cannot write '%s'", path);
+    return fs_err_write(e, path, need);
 }

@@ -38,7 +38,7 @@ sha=$(sha256sum "$T/repo/model.safetensors" | cut -c1-64)
     --repo "org/gated=$T/repo,gated" \
     --repo "org/corrupt=$T/repo,corrupt" &
 srv=$!
-for _ in $(seq 100); do [ -f "$T/port" ] && break; sleep 0.05; done
+for _ in $(seq 600); do [ -f "$T/port" ] && break; sleep 0.05; done   # up to 30 s on a loaded machine
 [ -f "$T/port" ] || { echo "r0201: server did not start" >&2; exit 1; }
 export HF_ENDPOINT="http://127.0.0.1:$(cat "$T/port")"
 export HF_HUB_CACHE="$T/cache"

@@ -2,6 +2,7 @@
  * registry and --base parsing. */
 #include "check.h"
 
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -145,14 +146,74 @@ static void test_lock(void)
     CHECK_INT(store_lock_acquire(dir, "init", &b, &e), 0);
     store_lock_release(&b);
 
-    /* a lock left by a dead process is reported, never taken */
+    CHECK_INT(a.kernel, 1);
+
+    /* a child that takes the lock and is killed -9 while holding it: the
+     * kernel released it, the next acquire takes it over and names it */
+    int pfd[2];
+    CHECK_INT(pipe(pfd), 0);
+    pid_t holder = fork();
+    if (holder == 0) {
+        store_lock c;
+        dlm_err ce;
+        char ok = store_lock_acquire(dir, "train", &c, &ce) == 0 ? 'y' : 'n';
+        if (write(pfd[1], &ok, 1) != 1) _exit(2);
+        for (;;) pause();
+    }
+    char got = 0;
+    CHECK_INT((int)read(pfd[0], &got, 1), 1);
+    CHECK_INT(got, 'y');
+    CHECK_INT(store_lock_read(dir, &info), 1);
+    CHECK_INT(info.pid, holder);
+    CHECK_INT(info.kernel, 1);
+    CHECK_INT(info.alive, 1);
+    CHECK_INT(store_lock_acquire(dir, "init", &b, &e), -1);
+    CHECK_STR(e.kind, "LockHeldError");
+    kill(holder, SIGKILL);
+    waitpid(holder, NULL, 0);
+    close(pfd[0]);
+    close(pfd[1]);
+    CHECK_INT(store_lock_read(dir, &info), 1);    /* the file stays, its lock is gone */
+    CHECK_INT(info.alive, 0);
+    CHECK_INT(store_lock_acquire(dir, "export", &b, &e), 0);
+    CHECK_INT(b.prev.pid, holder);
+    CHECK_STR(b.prev.command, "train");
+    CHECK_INT(store_lock_read(dir, &info), 1);
+    CHECK_INT(info.pid, getpid());
+    CHECK_STR(info.command, "export");
+    store_lock_release(&b);
+    CHECK_INT(store_lock_read(dir, &info), 0);
+
+    /* a file without the kernel mark (the original tool) and a live pid on
+     * this host: held, whatever the kernel lock says */
+    char host[256], body[512], p[4300];
+    gethostname(host, sizeof host);
+    snprintf(p, sizeof p, "%s/.lock", dir);
+    snprintf(body, sizeof body, "%d\n%s\n1700000000.5\n", (int)getppid(), host);
+    fs_write_atomic(p, body, strlen(body), 0644, &e);
+    CHECK_INT(store_lock_acquire(dir, "init", &b, &e), -1);
+    CHECK_STR(e.kind, "LockHeldError");
+    CHECK(fs_exists(p));
+
+    /* ... and a dead pid: taken over (we hold the kernel lock) */
     pid_t child = fork();
     if (child == 0) _exit(0);
     waitpid(child, NULL, 0);
-    char host[256], body[512], p[4300];
-    gethostname(host, sizeof host);
     snprintf(body, sizeof body, "%d\n%s\n1700000000.5\n", (int)child, host);
-    snprintf(p, sizeof p, "%s/.lock", dir);
+    fs_write_atomic(p, body, strlen(body), 0644, &e);
+    CHECK_INT(store_lock_acquire(dir, "init", &b, &e), 0);
+    CHECK_INT(b.prev.pid, child);
+    store_lock_release(&b);
+    CHECK(!fs_exists(p));
+
+    /* no kernel locks (the fallback): a dead holder is reported, never taken */
+    store_lock_test_hooks(0, 1);
+    CHECK_INT(store_lock_acquire(dir, "train", &a, &e), 0);
+    CHECK_INT(a.kernel, 0);
+    CHECK_INT(store_lock_acquire(dir, "init", &b, &e), -1);
+    CHECK_STR(e.kind, "LockHeldError");
+    store_lock_release(&a);
+    CHECK(!fs_exists(p));
     fs_write_atomic(p, body, strlen(body), 0644, &e);
     CHECK_INT(store_lock_acquire(dir, "init", &b, &e), -1);
     CHECK_STR(e.kind, "StaleLockError");
@@ -162,6 +223,19 @@ static void test_lock(void)
     CHECK(strstr(e.hint, want) != NULL);
     CHECK(fs_exists(p));
     unlink(p);
+    store_lock_test_hooks(0, 0);
+
+    /* lock-file bytes are untrusted */
+    store_lock_info li;
+    CHECK_INT(store_lock_parse("12\nh\n1.5\ntrain\nkernel-lock\n", 27, &li), 0);
+    CHECK_INT(li.pid, 12);
+    CHECK_INT(li.kernel, 1);
+    CHECK_STR(li.command, "train");
+    CHECK_INT(store_lock_parse("12\nh\n1.5\nkernel-lock\n", 21, &li), 0);
+    CHECK_INT(li.kernel, 1);
+    CHECK_STR(li.command, "");
+    CHECK_INT(store_lock_parse("-3\nh\n1.5\n", 10, &li), -1);
+    CHECK_INT(store_lock_parse("12\nh", 4, &li), -1);
 }
 
 static void test_registry(void)

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# No frontmatter key is silently ignored: each key that dlm parses but does
+# not act on yet gives a note when a document sets it (train prints it and
+# still trains), and galore_adamw* is refused at parse time with file:line
+# and the reason.
+set -euo pipefail
+. "$DLM_SRC/tests/cli/lib.sh"
+doc() { # doc FILE 'YAML lines under training:'
+    cat > "$1" <<DOC
+---
+dlm_id: $ID
+dlm_version: 15
+base_model: tiny
+training:
+  sequence_len: 64
+$2
+---
+The quick brown fox jumps over the lazy dog. Paris is the capital of France.
+DOC
+}
+check() { # check 'YAML' KEY
+    doc k.dlm "$1"
+    out=$("$DLM" train k.dlm --max-steps 1 2>&1) || fail "train with $2: $out"
+    echo "$out" | grep -q "^dlm: warning: note: training.$2: " || fail "no note for training.$2: $out"
+    echo "$out" | grep -q "^trained v" || fail "train with $2 did not train: $out"
+}
+check "  optimizer: adamw_bnb_8bit" optimizer
+check "  optimizer: paged_adamw_8bit" optimizer
+check "  precision: bf16" precision
+check "  cpt:
+    schedule: dapt" cpt
+check "  cache:
+    enabled: false" cache
+check "  preference:
+    enabled: true" preference
+# defaults say nothing
+doc k.dlm "  optimizer: adamw_torch"
+out=$("$DLM" train k.dlm --max-steps 1 2>&1)
+echo "$out" | grep -q "note: training" && fail "a default key got a note: $out"
+# galore: refused where it is written
+for g in galore_adamw galore_adamw_8bit; do
+    doc g.dlm "  optimizer: $g"
+    if out=$("$DLM" show g.dlm 2>&1); then fail "$g accepted"; fi
+    echo "$out" | grep -q "g.dlm:7:[0-9]*: .*'$g' is not supported by dlm: GaLore projects full fine-tuning gradients" ||
+        fail "$g: $out"
+done
+echo ok
