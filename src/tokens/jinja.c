@@ -344,6 +344,15 @@ static void expect_ident(parser *p, const char *name)
     p->cur++;
 }
 
+/* Every recursive production counts its depth: a hostile template cannot
+ * overflow the C stack ("{{ ------1 }}", "not not not ...", "f()()()"). */
+static void enter(parser *p)
+{
+    if (++p->x->depth > JINJA_MAX_DEPTH) jx_fail(p->x, "template nested too deeply");
+}
+
+static void leave(parser *p) { p->x->depth--; }
+
 static jnode *mk(parser *p, int kind)
 {
     jnode *nd = jx_alloc(p->x, sizeof *nd);
@@ -431,11 +440,13 @@ static jnode *parse_member(parser *p, jnode *obj);
 
 static jnode *parse_call(parser *p, jnode *callee)
 {
+    enter(p);
     jnode *c = mk(p, N_CALL);
     c->a = callee;
     c->b = parse_args(p);
     c = parse_member(p, c);
     if (is_type(p, T_LPAREN)) c = parse_call(p, c);
+    leave(p);
     return c;
 }
 
@@ -489,9 +500,11 @@ static jnode *parse_unary(parser *p)
     jtok *t = peek(p, 0);
     if (t && (t->type == T_UNARY || t->type == T_ADD) && t->n == 1 && (t->s[0] == '-' || t->s[0] == '+')) {
         p->cur++;
+        enter(p);
         jnode *u = mk(p, N_NEG);
         u->op = t->s[0];
         u->a = parse_unary(p);
+        leave(p);
         return u;
     }
     jnode *m = parse_member(p, parse_primary(p));
@@ -604,8 +617,10 @@ static jnode *parse_not(parser *p)
 {
     if (is_ident(p, 0, "not")) {
         p->cur++;
+        enter(p);
         jnode *u = mk(p, N_NOT);
         u->a = parse_not(p);
+        leave(p);
         return u;
     }
     return parse_cmp(p);
@@ -852,8 +867,12 @@ static jnode *parse_any(parser *p)
         nd->sn = t->n;
         return nd;
     }
-    case T_OPEN_STMT:
-        return parse_stmt(p);
+    case T_OPEN_STMT: {
+        enter(p);
+        jnode *nd = parse_stmt(p);
+        leave(p);
+        return nd;
+    }
     case T_OPEN_EXPR: {
         p->cur++;
         jnode *nd = mk(p, N_OUT);

@@ -303,6 +303,15 @@ static int truthy(jval v)
     }
 }
 
+/* double -> int64 without UB for NaN or out-of-range values */
+static int64_t to_i64(double d)
+{
+    if (!(d == d)) return 0;
+    if (d >= 9.2e18) return INT64_MAX;
+    if (d <= -9.2e18) return INT64_MIN;
+    return (int64_t)d;
+}
+
 static int is_num(jval v) { return v.k == V_INT || v.k == V_FLOAT; }
 static double num(jval v) { return v.k == V_INT ? (double)v.i : v.k == V_FLOAT ? v.f : v.k == V_BOOL ? (double)v.i : 0; }
 
@@ -517,6 +526,8 @@ static jval slice(rt *r, jval v, jval a, jval b, jval c)
     if (v.k != V_LIST && v.k != V_STR) jx_fail(X, "only lists and strings can be sliced");
     int64_t n = (int64_t)seq_len(r, v), st = c.k == V_INT ? c.i : 1;
     if (st == 0) jx_fail(X, "slice step cannot be zero");
+    if (st > n + 1) st = n + 1; /* one element either way; no overflow of i + st */
+    if (st < -n - 1) st = -n - 1;
     int64_t lo, hi;
     if (st > 0) {
         lo = a.k == V_INT ? a.i : 0;
@@ -696,7 +707,7 @@ static jval filter(rt *r, jval v, const char *f, size_t fn, const jargs *a)
     }
     if (IS("int")) {
         if (v.k == V_INT) return v;
-        if (v.k == V_FLOAT) return vint((int64_t)v.f);
+        if (v.k == V_FLOAT) return vint(to_i64(v.f));
         if (v.k == V_BOOL) return vint(v.i);
         if (v.k == V_STR) return vint(strtoll(v.s->s, NULL, 10));
         return arg(a, 0, "default", vint(0));
@@ -898,10 +909,13 @@ static jval call_value(rt *r, jval f, const jargs *a)
         }
         if (!strcmp(nm, "range")) {
             int64_t lo = 0, hi, st = 1;
-            if (a->np == 1) hi = num(a->pos[0]) > 0 ? (int64_t)num(a->pos[0]) : 0;
-            else if (a->np >= 2) lo = (int64_t)num(a->pos[0]), hi = (int64_t)num(a->pos[1]);
+            if (a->np == 1) hi = to_i64(num(a->pos[0]));
+            else if (a->np >= 2) lo = to_i64(num(a->pos[0])), hi = to_i64(num(a->pos[1]));
             else jx_fail(X, "range() needs arguments");
-            if (a->np >= 3) st = (int64_t)num(a->pos[2]);
+            if (a->np >= 3) st = to_i64(num(a->pos[2]));
+            /* bounded by the step and memory limits long before these */
+            if (lo < -(INT64_C(1) << 60) || lo > (INT64_C(1) << 60) || hi < -(INT64_C(1) << 60) || hi > (INT64_C(1) << 60))
+                jx_fail(X, "range() bounds too large");
             if (!st) jx_fail(X, "range() step cannot be zero");
             jval out = vlist(r);
             for (int64_t i = lo; st > 0 ? i < hi : i > hi; i += st) {

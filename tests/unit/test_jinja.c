@@ -153,6 +153,22 @@ static void test_errors(void)
     /* limits: runaway loops and recursion fail instead of hanging */
     expect_error("{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}", NULL, "more than");
     expect_error("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}", NULL, "deeply");
+    /* deep nesting in the parser: an error, not a stack overflow */
+    strbuf deep = STRBUF_INIT;
+    sb_puts(&deep, "{{ ");
+    for (int i = 0; i < 100000; i++) sb_puts(&deep, "not ");
+    sb_puts(&deep, "1 }}");
+    expect_error(sb_str(&deep), NULL, "deeply");
+    sb_reset(&deep);
+    for (int i = 0; i < 5000; i++) sb_puts(&deep, "{% if 1 %}");
+    expect_error(sb_str(&deep), NULL, "deeply");
+    sb_reset(&deep);
+    sb_puts(&deep, "{{ f");
+    for (int i = 0; i < 100000; i++) sb_puts(&deep, "()");
+    sb_puts(&deep, " }}");
+    expect_error(sb_str(&deep), NULL, "deeply");
+    sb_free(&deep);
+    expect("{{ [1, 2, 3][::9223372036854775807] }}|{{ range(2) | list }}", "[1]|[0, 1]");
     expect_error("{% set ns = namespace(s='xxxxxxxxxxxxxxxx') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}",
                  NULL, "memory");
 }
