@@ -274,7 +274,7 @@ static int dec_step(const tok_dec *d, const dlist *in, dlist *o)
     o->len = malloc(cap * sizeof *o->len);
     if (!o->off || !o->len) return -1;
     o->n = 0;
-#define ITEM(i) (in->buf.buf + in->off[i])
+#define ITEM(i) (sb_str(&in->buf) + in->off[i])
 #define BEGIN() (o->off[o->n] = o->buf.len)
 #define END() (o->len[o->n] = o->buf.len - o->off[o->n], o->n++)
     if (d->kind == DEC_FUSE) {
@@ -399,7 +399,7 @@ int tok_spm_decode(const tok *t, const int32_t *ids, size_t n, int skip_special,
     /* HF joins the decoded strings; without a decoder, with spaces. */
     for (size_t i = 0; i < cur.n; i++) {
         if (i && !t->n_dec) sb_putc(out, ' ');
-        sb_append(out, cur.buf.buf + cur.off[i], cur.len[i]);
+        sb_append(out, sb_str(&cur.buf) + cur.off[i], cur.len[i]);
     }
     rc = out->oom ? -1 : 0;
 done:

@@ -136,6 +136,7 @@ static void test_llama_spm(void)
     expect(t, "<s>ab", TOK_PARSE_SPECIAL, (const int[]){1, 11, -1});
     expect_decode(t, (const int32_t[]){1, 11}, 2, 0, "<s> ab");
     expect_decode(t, (const int32_t[]){1, 11}, 2, 1, "ab");
+    expect_decode(t, (const int32_t[]){1, 2}, 2, 1, ""); /* nothing left after skipping (found by fuzz_tok_spm) */
     expect_decode(t, (const int32_t[]){6, 4, 5, 3}, 4, 0, "\xC3\xA9\n");
     /* No scores: refused. */
     sp.scores = NULL;
