@@ -7,6 +7,7 @@
 #include "cmd/commands.h"
 #include "doc/doc.h"
 #include "doc/templates.h"
+#include "weights/base.h"
 #include "weights/registry.h"
 #include "store/store.h"
 #include "util/fs.h"
@@ -95,7 +96,7 @@ int cmd_init(int argc, char **argv, dlm_ctx *ctx)
     }
     base_ref base;
     if (registry_parse_base(o_base, &base, &e) || registry_check_trainable(&base, &e) ||
-        registry_check_license(&base, o_accept, &e))
+        base_check_runnable(&base, &e) || registry_check_license(&base, o_accept, &e))
         return cmd_fail(ctx, &e);
 
     doc_template_set set;

@@ -170,6 +170,30 @@ static void excerpt(strbuf *out, const char *s)
     }
 }
 
+/* What the base itself renders: its own chat_template through dlm's Jinja
+ * interpreter (as the original compares with transformers'
+ * apply_chat_template), with the date pinned as the dialects pin it; the
+ * dialect when the tokenizer carries no template or the interpreter cannot
+ * run it. */
+static int render_base(const chat_dialect *d, const tok *t, const char *system_prompt, const chat_msg *m, size_t n,
+                       strbuf *out, dlm_err *e)
+{
+    const char *tmpl = tok_chat_template(t);
+    if (tmpl) {
+        const char *bos = tok_bos(t) >= 0 ? tok_token_str(t, tok_bos(t), NULL) : "";
+        const char *eos = tok_eos(t) >= 0 ? tok_token_str(t, tok_eos(t), NULL) : "";
+        json_t *extra = json_pack("{s:s}", "date_string", "26 Jul 2024");
+        size_t len0 = out->len;
+        dlm_err je;
+        int rc = chat_render_template(tmpl, system_prompt, m, n, 1, bos, eos, extra, out, &je);
+        json_decref(extra);
+        if (!rc) return 0;
+        out->len = len0;
+        if (out->buf) out->buf[len0] = 0;
+    }
+    return chat_render(d, system_prompt, m, n, 1, out, NULL, NULL, e);
+}
+
 int export_drift_check(const chat_dialect *d, const char *go_template, const char *system_prompt,
                        const char *modelfile_system, tok *t, int32_t bos_id, int32_t eos_id, int *n_checked,
                        dlm_err *e)
@@ -182,7 +206,7 @@ int export_drift_check(const chat_dialect *d, const char *go_template, const cha
         sb_reset(&j);
         sb_reset(&g);
         a.n = b.n = 0;
-        if (chat_render(d, system_prompt, CONVS[c].m, CONVS[c].n, 1, &j, NULL, NULL, e) ||
+        if (render_base(d, t, system_prompt, CONVS[c].m, CONVS[c].n, &j, e) ||
             gotmpl_render_ollama(go_template, modelfile_system, CONVS[c].m, CONVS[c].n, &g, e))
             goto done;
         if ((bos_id >= 0 && tok_ids_push(&b, bos_id)) || tok_encode_append(t, j.buf, j.len, TOK_PARSE_SPECIAL, &a, e) ||

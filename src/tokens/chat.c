@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "tokens/chat.h"
+#include "tokens/jinja.h"
 
 enum { STYLE_CHATML = 1, STYLE_QWEN3, STYLE_LLAMA3, STYLE_LLAMA3_NODATE, STYLE_LLAMA3_NODATE_ALWAYS };
 
@@ -292,4 +293,40 @@ int chat_render(const chat_dialect *d, const char *system_prompt, const chat_msg
     if (n_spans) *n_spans = r.n_spans;
     if (out->oom) return err_set(e, "OOMError", "out of memory rendering the chat");
     return 0;
+}
+
+int chat_render_template(const char *tmpl, const char *system_prompt, const chat_msg *msgs, size_t n,
+                         int add_generation_prompt, const char *bos, const char *eos, const json_t *extra_vars,
+                         strbuf *out, dlm_err *e)
+{
+    if (!tmpl) return err_set(e, "TemplateError", "the base has no chat_template");
+    json_t *vars = json_object(), *ms = json_array();
+    if (!vars || !ms) {
+        json_decref(vars);
+        json_decref(ms);
+        return err_set(e, "OOMError", "out of memory");
+    }
+    if (extra_vars && json_is_object(extra_vars)) json_object_update(vars, (json_t *)extra_vars);
+    if (system_prompt && !(n && msgs[0].role && !strcmp(msgs[0].role, "system")))
+        json_array_append_new(ms, json_pack("{s:s,s:s}", "role", "system", "content", system_prompt));
+    for (size_t i = 0; i < n; i++) {
+        if (!msgs[i].role || !msgs[i].content) {
+            json_decref(vars);
+            json_decref(ms);
+            return err_set(e, "ChatError", "message %zu has no role or content", i);
+        }
+        json_array_append_new(ms, json_pack("{s:s,s:s}", "role", msgs[i].role, "content", msgs[i].content));
+    }
+    json_object_set_new(vars, "messages", ms);
+    json_object_set_new(vars, "add_generation_prompt", json_boolean(add_generation_prompt));
+    json_object_set_new(vars, "bos_token", json_string(bos ? bos : ""));
+    json_object_set_new(vars, "eos_token", json_string(eos ? eos : ""));
+    jinja_tmpl *t;
+    int rc = jinja_parse(tmpl, strlen(tmpl), &t, e);
+    if (!rc) {
+        rc = jinja_render(t, vars, out, e);
+        jinja_free(t);
+    }
+    json_decref(vars);
+    return rc;
 }

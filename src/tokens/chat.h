@@ -27,6 +27,7 @@
 #define DLM_CHAT_H
 
 #include <stddef.h>
+#include <jansson.h>
 #include "util/err.h"
 #include "util/str.h"
 
@@ -66,5 +67,16 @@ typedef struct chat_span {
  * count. Unknown roles and NULL contents are errors. */
 int chat_render(const chat_dialect *d, const char *system_prompt, const chat_msg *msgs, size_t n,
                 int add_generation_prompt, strbuf *out, chat_span *spans, size_t *n_spans, dlm_err *e);
+
+/* Render a base's own Jinja chat_template with dlm's interpreter
+ * (tokens/jinja.h), as transformers' apply_chat_template does: variables
+ * messages (system_prompt first when msgs does not start with a system
+ * message), add_generation_prompt, bos_token and eos_token (NULL = ""), plus
+ * the members of extra_vars (a JSON object, e.g. tools or date_string; may
+ * be NULL). Works for any family's template; the dialects above are the
+ * fast path for the ones dlm knows (test_chat checks both agree). */
+int chat_render_template(const char *tmpl, const char *system_prompt, const chat_msg *msgs, size_t n,
+                         int add_generation_prompt, const char *bos, const char *eos, const json_t *extra_vars,
+                         strbuf *out, dlm_err *e);
 
 #endif

@@ -14,8 +14,15 @@
  *      merged by BPE rank (or looked up whole with ignore_merges),
  *   5. with TOK_ADD_SPECIAL the post-processor's tokens are added (BOS...).
  *
- * What it is not: a SentencePiece/Unigram/WordPiece tokenizer, nor a
- * byte-fallback BPE; such files are refused with a clear error.
+ * SentencePiece-style vocabularies (Llama 2, Mistral/Mixtral, Phi-3, Gemma)
+ * load too: a tokenizer.json without a ByteLevel pre-tokenizer is HF's
+ * char-level BPE (Prepend/Replace normalizers or Metaspace for the "▁",
+ * byte_fallback to <0xNN> tokens, the Replace/ByteFallback/Fuse/Strip or
+ * Metaspace decoders), and a GGUF `llama` vocabulary is merged by token
+ * score the way llama.cpp's SPM tokenizer does (tok_spm.c).
+ *
+ * What it is not: a Unigram or WordPiece tokenizer; such files are refused
+ * with a clear error.
  *
  * Thread-safety: a tok carries its encode scratch buffers and BPE cache, so
  * one tok is used by one thread at a time (tok_clone-free by design: load one
@@ -75,10 +82,13 @@ typedef struct tok_spec {
     const int32_t *token_types;  /* TOK_TYPE_*; NULL = all NORMAL */
     size_t n_merges;
     const char *const *merges;   /* "a b" in rank order (split at the first space at index >= 1) */
-    const char *pre;             /* gpt2 | llama-bpe | llama3 | qwen2 | smollm */
+    const char *pre;             /* gpt2 | llama-bpe | llama3 | qwen2 | smollm ("llama": ignored) */
     int32_t bos_id, eos_id, pad_id, unk_id;   /* -1 = none */
     int add_bos, add_eos;
     const char *chat_template;   /* NULL = none */
+    const char *model;           /* tokenizer.ggml.model: NULL/"gpt2" byte-level BPE, "llama" SentencePiece */
+    const float *scores;         /* "llama": per-token scores (merge order), required */
+    int add_space_prefix;        /* "llama": a space before each text piece (llama.cpp's default 1) */
 } tok_spec;
 
 /* Build from a spec (the GGUF loader fills it from tokenizer.ggml.*).

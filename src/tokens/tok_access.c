@@ -16,6 +16,7 @@ int tok_decode(const tok *t, const int32_t *ids, size_t n, int skip_special, str
 {
     for (size_t i = 0; i < n; i++)
         if (ids[i] < 0 || (size_t)ids[i] >= t->n_ids) return -1;
+    if (t->spm || t->n_dec) return tok_spm_decode(t, ids, n, skip_special, out);
     /* Concatenate raw bytes first: a char may span tokens. */
     strbuf raw = STRBUF_INIT;
     for (size_t i = 0; i < n; i++) {

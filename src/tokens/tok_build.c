@@ -38,14 +38,51 @@ static int pipeline_for(tok *t, const char *pre, dlm_err *e)
     return err_set(e, TERR, "pre-tokenizer '%s' is not supported (dlm knows gpt2, llama-bpe, qwen2, smollm)", pre);
 }
 
+/* llama.cpp's SPM text handling as normalizer steps: a space before every
+ * piece between special tokens (its is_prev_special rule), spaces as ▁;
+ * decoding as HF's Llama 2 decoder (▁ -> space, bytes, one leading space
+ * stripped when one was added). */
+static int pipeline_spm(tok *t, const tok_spec *s, dlm_err *e)
+{
+    static const char U2581[] = "\xE2\x96\x81";
+    t->spm = t->spm_scores = 1;
+    t->add_space_prefix = !!s->add_space_prefix;
+    if (s->add_space_prefix && tok_norm_str(t, TOK_NORM_PREPEND, U2581, 3, NULL, 0, e)) return -1;
+    if (tok_norm_str(t, TOK_NORM_REPLACE, " ", 1, U2581, 3, e)) return -1;
+    if (tok_dec_add(t, DEC_REPLACE, U2581, 3, " ", 1, e) || tok_dec_add(t, DEC_BYTEFALLBACK, NULL, 0, NULL, 0, e) ||
+        tok_dec_add(t, DEC_FUSE, NULL, 0, NULL, 0, e))
+        return -1;
+    if (s->add_space_prefix) {
+        if (tok_dec_add(t, DEC_STRIP, " ", 1, NULL, 0, e)) return -1;
+        t->dec[t->n_dec - 1].start = 1;
+    }
+    t->scores = malloc(s->n_tokens * sizeof *t->scores);
+    if (!t->scores || tok_strtab_init(&t->all, s->n_tokens)) return err_set(e, "OOMError", "out of memory");
+    for (size_t i = 0; i < s->n_tokens; i++) {
+        float v = s->scores[i];
+        t->scores[i] = v == v ? v : -1e30f; /* a NaN score never wins */
+        size_t n = s->token_lens ? s->token_lens[i] : strlen(s->tokens[i]);
+        if (n > TOK_MAX_TOKEN_BYTES) return err_set(e, TERR, "token %zu is too long", i);
+        if (n && tok_strtab_set(&t->all, (int32_t)i, s->tokens[i], n)) return err_set(e, "OOMError", "out of memory");
+    }
+    return 0;
+}
+
 static int build(tok *t, const tok_spec *s, dlm_err *e)
 {
     if (!s->tokens || !s->n_tokens || s->n_tokens > TOK_MAX_VOCAB)
         return err_set(e, TERR, "tokenizer has no tokens or too many (%zu)", s->n_tokens);
     if (s->n_merges > TOK_MAX_MERGES || (s->n_merges && !s->merges))
         return err_set(e, TERR, "tokenizer has too many merges (%zu)", s->n_merges);
-    if (!s->pre) return err_set(e, TERR, "tokenizer has no pre-tokenizer name");
-    snprintf(t->pre_name, sizeof t->pre_name, "%s", s->pre);
+    int llama = s->model && !strcmp(s->model, "llama");
+    if (s->model && !llama && strcmp(s->model, "gpt2"))
+        return err_set(e, TERR, "tokenizer model '%.32s' is not supported (dlm reads 'gpt2' byte-level BPE and 'llama' SentencePiece)",
+                       s->model);
+    if (llama && !s->scores) return err_set(e, TERR, "a 'llama' (SentencePiece) vocabulary needs token scores");
+    for (size_t i = 0; i < s->n_tokens; i++)
+        if (!s->tokens[i]) return err_set(e, TERR, "token %zu has no text", i);
+    if (!s->pre && !llama) return err_set(e, TERR, "tokenizer has no pre-tokenizer name");
+    snprintf(t->pre_name, sizeof t->pre_name, "%s", llama ? "llama-spm" : s->pre);
     t->from_spec = 1;
     t->n_ids = s->n_tokens;
     t->in_vocab = calloc(t->n_ids, 1);
@@ -53,7 +90,7 @@ static int build(tok *t, const tok_spec *s, dlm_err *e)
     t->added_of = malloc(t->n_ids * sizeof *t->added_of);
     if (!t->in_vocab || !t->type || !t->added_of || tok_strtab_init(&t->str, t->n_ids))
         return err_set(e, "OOMError", "out of memory for %zu tokens", t->n_ids);
-    if (pipeline_for(t, s->pre, e)) return -1;
+    if (llama ? pipeline_spm(t, s, e) : pipeline_for(t, s->pre, e)) return -1;
 
     for (size_t i = 0; i < t->n_ids; i++) {
         t->added_of[i] = -1;
@@ -134,6 +171,10 @@ static int is_bytelevel(const tok_pt *p, int use_regex)
 int tok_pre_name(const tok *t, const char **name, dlm_err *e)
 {
     *name = NULL;
+    if (t->spm) {
+        err_set(e, TERR, "exporting a SentencePiece-style vocabulary to GGUF is not supported yet");
+        return err_hint(e, "dlm exports byte-level BPE vocabularies (tokenizer.ggml.model gpt2); see docs/tokenizer.md");
+    }
     if (t->pre_name[0]) {
         *name = t->pre_name;
         return 0;

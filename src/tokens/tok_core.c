@@ -245,15 +245,57 @@ int tok_nfc_quick_stable(uint32_t cp)
     return p->decomp_seqindex == UINT16_MAX || p->decomp_type != 0;
 }
 
+int tok_norm_str(tok *t, int kind, const char *a, size_t an, const char *b, size_t bn, dlm_err *e)
+{
+    if (t->n_norm >= TOK_NORM_MAX) return err_set(e, "TokenizerError", "too many normalizers");
+    if (kind == TOK_NORM_REPLACE && !an) return err_set(e, "TokenizerError", "Replace normalizer with an empty pattern");
+    int k = t->n_norm;
+    t->norm_a[k] = str_ndup(a, an);
+    t->norm_b[k] = str_ndup(b ? b : "", bn);
+    if (!t->norm_a[k] || !t->norm_b[k]) return err_set(e, "OOMError", "out of memory");
+    t->norm_an[k] = an;
+    t->norm_bn[k] = bn;
+    t->norm[k] = kind;
+    t->n_norm++;
+    return 0;
+}
+
+/* One Prepend / Replace step (HF normalizers: Prepend leaves an empty
+ * string empty; Replace of a String pattern replaces every non-overlapping
+ * occurrence, left to right). */
+static int norm_str_step(const tok *t, int k, const char *s, size_t n, strbuf *o)
+{
+    if (t->norm[k] == TOK_NORM_PREPEND) {
+        if (n) sb_append(o, t->norm_a[k], t->norm_an[k]);
+        sb_append(o, s, n);
+        return o->oom ? -1 : 0;
+    }
+    const char *pat = t->norm_a[k];
+    size_t pn = t->norm_an[k], i = 0;
+    while (i < n) {
+        const char *hit = n - i >= pn ? memmem(s + i, n - i, pat, pn) : NULL;
+        if (!hit) break;
+        sb_append(o, s + i, (size_t)(hit - (s + i)));
+        sb_append(o, t->norm_b[k], t->norm_bn[k]);
+        i = (size_t)(hit - s) + pn;
+    }
+    sb_append(o, s + i, n - i);
+    return o->oom ? -1 : 0;
+}
+
 int tok_normalize(tok *t, const char *s, size_t n, const char **out, size_t *on, dlm_err *e)
 {
     *out = s;
     *on = n;
     if (!t->n_norm) return 0;
-    /* Pure ASCII is invariant under NFC/NFD/NFKC/NFKD. */
+    int strops = 0;
+    for (int k = 0; k < t->n_norm; k++) strops |= t->norm[k] < 0;
     size_t i = 0;
-    while (i < n && !((unsigned char)s[i] & 0x80)) i++;
-    if (i == n) return 0;
+    if (!strops) {
+        /* Pure ASCII is invariant under NFC/NFD/NFKC/NFKD. */
+        while (i < n && !((unsigned char)s[i] & 0x80)) i++;
+        if (i == n) return 0;
+    }
     if (t->n_norm == 1 && t->norm[0] == (UTF8PROC_STABLE | UTF8PROC_COMPOSE)) {
         /* NFC of text made only of quick-stable chars is the text itself. */
         while (i < n) {
@@ -266,19 +308,43 @@ int tok_normalize(tok *t, const char *s, size_t n, const char **out, size_t *on,
     }
     const char *cur = s;
     size_t cur_n = n;
-    utf8proc_uint8_t *res = NULL;
+    char *res = NULL;
     for (int k = 0; k < t->n_norm; k++) {
-        utf8proc_uint8_t *d = NULL;
-        utf8proc_ssize_t r = utf8proc_map((const utf8proc_uint8_t *)cur, (utf8proc_ssize_t)cur_n, &d,
-                                          (utf8proc_option_t)t->norm[k]);
-        free(res);
-        if (r < 0) {
-            free(d);
-            return err_set(e, "TokenizerError", "normalization failed: %s", utf8proc_errmsg(r));
+        char *d = NULL;
+        size_t dn = 0;
+        if (t->norm[k] < 0) {
+            strbuf o = STRBUF_INIT;
+            if (norm_str_step(t, k, cur, cur_n, &o)) {
+                sb_free(&o);
+                free(res);
+                return err_set(e, "OOMError", "out of memory normalizing text");
+            }
+            if (!o.buf && !(d = calloc(1, 1))) {
+                free(res);
+                return err_set(e, "OOMError", "out of memory normalizing text");
+            }
+            if (o.buf) d = sb_detach(&o, &dn);
+        } else {
+            utf8proc_uint8_t *u = NULL;
+            utf8proc_ssize_t r = cur_n ? utf8proc_map((const utf8proc_uint8_t *)cur, (utf8proc_ssize_t)cur_n, &u,
+                                                      (utf8proc_option_t)t->norm[k])
+                                       : 0;
+            if (r < 0) {
+                free(u);
+                free(res);
+                return err_set(e, "TokenizerError", "normalization failed: %s", utf8proc_errmsg(r));
+            }
+            if (!u && !(u = calloc(1, 1))) {
+                free(res);
+                return err_set(e, "OOMError", "out of memory normalizing text");
+            }
+            d = (char *)u;
+            dn = (size_t)r;
         }
+        free(res);
         res = d;
-        cur = (const char *)d;
-        cur_n = (size_t)r;
+        cur = d;
+        cur_n = dn;
     }
     if (cur_n + 1 > t->nbuf_cap) {
         size_t nc = t->nbuf_cap ? t->nbuf_cap : 256;
@@ -490,7 +556,11 @@ int tok_finish(tok *t, const tok_pair_ref *mg, size_t nm, const char *name, dlm_
             return err_set(e, "TokenizerError", "%s: vocab string \"%.64s\" appears twice", name, s);
         }
         size_t rn;
-        if (!tok_bytelevel_decode(s, n, buf, &rn)) {
+        if (t->spm) {
+            /* SentencePiece vocabularies hold text, not ByteLevel chars. */
+            if (tok_strtab_set(&t->vraw, (int32_t)i, s, n)) goto oom;
+            tok_idmap_put(&t->vocab_raw, &t->vraw, (int32_t)i, 0);
+        } else if (!tok_bytelevel_decode(s, n, buf, &rn)) {
             if (tok_strtab_set(&t->vraw, (int32_t)i, buf, rn)) goto oom;
             tok_idmap_put(&t->vocab_raw, &t->vraw, (int32_t)i, 0);
         }
@@ -524,7 +594,12 @@ int tok_finish(tok *t, const tok_pair_ref *mg, size_t nm, const char *name, dlm_
         const char *s = tok_str_of(t, (int32_t)i, &n);
         if (!s) continue;
         size_t rn;
-        if (n <= 2 * TOK_MAX_TOKEN_BYTES && !tok_bytelevel_decode(s, n, buf, &rn)) {
+        if (t->spm) {
+            strbuf rb = STRBUF_INIT;
+            int bad = tok_spm_raw(t, s, n, &rb) || tok_strtab_set(&t->raw, (int32_t)i, rb.buf ? rb.buf : "", rb.len);
+            sb_free(&rb);
+            if (bad) goto oom;
+        } else if (n <= 2 * TOK_MAX_TOKEN_BYTES && !tok_bytelevel_decode(s, n, buf, &rn)) {
             if (tok_strtab_set(&t->raw, (int32_t)i, buf, rn)) goto oom;
         } else if (tok_strtab_set(&t->raw, (int32_t)i, s, n)) goto oom;
     }
@@ -545,6 +620,7 @@ int tok_finish(tok *t, const tok_pair_ref *mg, size_t nm, const char *name, dlm_
     }
 
     if (merges_build(t, mg, nm, name, e)) return -1;
+    if (t->spm && tok_spm_finish(t, e)) return -1;
     return tok_scratch_init(t, e);
 oom:
     free(buf);
@@ -575,6 +651,11 @@ void tok_free(tok *t)
         free(t->pt[i].scratch);
     }
     free(t->chat_template);
+    for (int i = 0; i < t->n_norm; i++) {
+        free(t->norm_a[i]);
+        free(t->norm_b[i]);
+    }
+    tok_spm_free(t);
     if (t->mctx) pcre2_match_context_free(t->mctx);
     if (t->jstack) pcre2_jit_stack_free(t->jstack);
     free(t->sym);

@@ -94,24 +94,52 @@ static int bpe_merge(tok *t, const char *s, size_t n, tok_ids *out, dlm_err *e)
         if (!d || !h) return err_set(e, "OOMError", "out of memory in BPE");
         t->sym_cap = nc;
     }
-    /* Initial symbols: one per byte (its ByteLevel char). A byte whose char is
-     * not in the vocabulary becomes unk, or is dropped when there is none. */
     int32_t ns = 0;
-    int last_unk = 0;
-    for (size_t i = 0; i < n; i++) {
-        int32_t id = t->byte_id[(unsigned char)s[i]];
-        if (id < 0) {
-            if (t->unk_model < 0) continue;
-            if (t->fuse_unk && last_unk) continue;
-            id = t->unk_model;
-            last_unk = 1;
-        } else last_unk = 0;
-        t->sym[ns].id = id;
-        t->sym[ns].prev = ns - 1;
-        t->sym[ns].next = ns + 1;
-        t->sym[ns].alive = 1;
-        ns++;
+#define SYM(v) (t->sym[ns] = (tok_sym){(v), ns - 1, ns + 1, 1}, ns++)
+    if (t->spm) {
+        /* HF BPE proper: one symbol per char; a char not in the vocabulary
+         * becomes its <0xNN> tokens (byte_fallback), else unk, fused with
+         * the unk before it under fuse_unk. Byte tokens do not flush a
+         * pending unk (HF merge_word's order, kept). */
+        int32_t unk = -1;
+        for (size_t i = 0; i < n;) {
+            uint32_t cp;
+            size_t l = tok_utf8_dec((const unsigned char *)s + i, n - i, &cp);
+            if (!l) l = 1;
+            int32_t id = tok_idmap_get(&t->vocab_raw, &t->vraw, s + i, l);
+            if (id >= 0) {
+                if (unk >= 0) SYM(unk);
+                unk = -1;
+                SYM(id);
+            } else {
+                int fb = t->byte_fallback;
+                for (size_t k = 0; k < l && fb; k++) fb = t->byte_tok[(unsigned char)s[i + k]] >= 0;
+                if (fb) {
+                    for (size_t k = 0; k < l; k++) SYM(t->byte_tok[(unsigned char)s[i + k]]);
+                } else if (t->unk_model >= 0) {
+                    if (unk >= 0 && !t->fuse_unk) SYM(unk);
+                    unk = t->unk_model;
+                }
+            }
+            i += l;
+        }
+        if (unk >= 0) SYM(unk);
+    } else {
+        /* Initial symbols: one per byte (its ByteLevel char). A byte whose char is
+         * not in the vocabulary becomes unk, or is dropped when there is none. */
+        int last_unk = 0;
+        for (size_t i = 0; i < n; i++) {
+            int32_t id = t->byte_id[(unsigned char)s[i]];
+            if (id < 0) {
+                if (t->unk_model < 0) continue;
+                if (t->fuse_unk && last_unk) continue;
+                id = t->unk_model;
+                last_unk = 1;
+            } else last_unk = 0;
+            SYM(id);
+        }
     }
+#undef SYM
     if (!ns) return 0;
     t->sym[ns - 1].next = -1;
     size_t hn = 0;
@@ -180,18 +208,23 @@ static void cache_put(tok *t, uint64_t h, const char *s, size_t n, const int32_t
     t->cache_n++;
 }
 
+static int piece_ids(tok *t, const char *s, size_t n, tok_ids *out, dlm_err *e)
+{
+    return t->spm_scores ? tok_spm_score(t, s, n, out, e) : bpe_merge(t, s, n, out, e);
+}
+
 int tok_bpe_piece(tok *t, const char *s, size_t n, tok_ids *out, dlm_err *e)
 {
-    if (t->ignore_merges) {
+    if (t->ignore_merges && !t->spm_scores) {
         /* Llama-3: a pre-token that is a whole vocabulary entry is not merged. */
         int32_t id = tok_idmap_get(&t->vocab_raw, &t->vraw, s, n);
         if (id >= 0) return tok_ids_push(out, id) ? err_set(e, "OOMError", "out of memory") : 0;
     }
-    if (n == 1 && t->byte_id[(unsigned char)s[0]] >= 0)
+    if (n == 1 && !t->spm_scores && t->byte_id[(unsigned char)s[0]] >= 0)
         return tok_ids_push(out, t->byte_id[(unsigned char)s[0]]) ? err_set(e, "OOMError", "out of memory") : 0;
     uint64_t h = 0;
     if (n <= TOK_CACHE_MAX_KEY) {
-        if (!t->cache && cache_init(t)) return bpe_merge(t, s, n, out, e);
+        if (!t->cache && cache_init(t)) return piece_ids(t, s, n, out, e);
         h = tok_hash(s, n) | 1;
         for (uint32_t i = (uint32_t)h & (TOK_CACHE_SLOTS - 1); t->cache[i].h; i = (i + 1) & (TOK_CACHE_SLOTS - 1)) {
             const tok_cache_ent *c = &t->cache[i];
@@ -203,7 +236,7 @@ int tok_bpe_piece(tok *t, const char *s, size_t n, tok_ids *out, dlm_err *e)
         }
     }
     size_t before = out->n;
-    if (bpe_merge(t, s, n, out, e)) return -1;
+    if (piece_ids(t, s, n, out, e)) return -1;
     /* A piece whose bytes are all unknown (no unk token) yields no ids. */
     if (h) cache_put(t, h, s, n, out->n > before ? out->v + before : NULL, out->n - before);
     return 0;
@@ -296,10 +329,12 @@ static int split_added(tok *t, const tok_trie *tr, int stage, const char *s, siz
             }
             if (me > p) p = me;
         }
+        if (emitted) t->piece_at0 = 0;
         if (ms > emitted && text_piece(t, stage, s + emitted, ms - emitted, flags, out, e)) return -1;
         if (tok_ids_push(out, a->id)) return err_set(e, "OOMError", "out of memory");
         emitted = start_offset = me;
     }
+    if (emitted) t->piece_at0 = 0;
     if (emitted < n) return text_piece(t, stage, s + emitted, n - emitted, flags, out, e);
     return 0;
 }
@@ -343,6 +378,7 @@ int tok_encode_append(tok *t, const char *text, size_t len, int flags, tok_ids *
 {
     size_t n0 = out->n;
     if (utf8_check(text, len, e)) return -1;
+    t->piece_at0 = 1;
     if (flags & TOK_ADD_SPECIAL)
         for (size_t i = 0; i < t->n_post_prefix; i++)
             if (tok_ids_push(out, t->post_prefix[i])) goto oom;

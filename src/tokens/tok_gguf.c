@@ -30,8 +30,10 @@ int tok_from_gguf(const gguf_file *g, tok **out, dlm_err *e)
     size_t ml;
     if (id < 0 || gguf_get_str(g, id, &model, &ml, e))
         return err_set(e, "TokenizerError", "%s: no tokenizer.ggml.model key", path);
-    if (strcmp(model, "gpt2"))
-        return err_set(e, "TokenizerError", "%s: tokenizer model '%s' is not supported (dlm reads byte-level BPE, 'gpt2')",
+    int llama = !strcmp(model, "llama");
+    if (strcmp(model, "gpt2") && !llama)
+        return err_set(e, "TokenizerError",
+                       "%s: tokenizer model '%s' is not supported (dlm reads 'gpt2' byte-level BPE and 'llama' SentencePiece)",
                        path, model);
     int tid = gguf_find_key(g, "tokenizer.ggml.tokens"), mid = gguf_find_key(g, "tokenizer.ggml.merges");
     gguf_vtype et;
@@ -45,6 +47,7 @@ int tok_from_gguf(const gguf_file *g, tok **out, dlm_err *e)
     const char **toks = calloc(nt ? nt : 1, sizeof *toks), **merges = calloc(nm ? nm : 1, sizeof *merges);
     size_t *lens = calloc(nt ? nt : 1, sizeof *lens);
     int32_t *types = NULL;
+    float *scores = NULL;
     char **mcopy = calloc(nm ? nm : 1, sizeof *mcopy);
     int rc = -1;
     if (!toks || !merges || !lens || !mcopy) { err_set(e, "MemoryError", "out of memory"); goto done; }
@@ -69,6 +72,24 @@ int tok_from_gguf(const gguf_file *g, tok **out, dlm_err *e)
             types[i] = (int32_t)v;
         }
     }
+    int sid = gguf_find_key(g, "tokenizer.ggml.scores");
+    uint64_t nsc = 0;
+    if (llama) {
+        if (sid < 0 || gguf_arr_info(g, sid, &et, &nsc, NULL) || nsc != nt) {
+            err_set(e, "TokenizerError", "%s: a 'llama' vocabulary needs tokenizer.ggml.scores, one per token", path);
+            goto done;
+        }
+        scores = malloc(nt * sizeof *scores);
+        if (!scores) { err_set(e, "MemoryError", "out of memory"); goto done; }
+        for (uint64_t i = 0; i < nt; i++) {
+            double v = 0;
+            if (gguf_arr_num(g, sid, i, &v)) {
+                err_set(e, "TokenizerError", "%s: tokenizer.ggml.scores is not numeric", path);
+                goto done;
+            }
+            scores[i] = (float)v;
+        }
+    }
     const char *pre = "gpt2", *tmpl = NULL;
     size_t sl;
     int pid = gguf_find_key(g, "tokenizer.ggml.pre");
@@ -81,6 +102,9 @@ int tok_from_gguf(const gguf_file *g, tok **out, dlm_err *e)
     int cid = gguf_find_key(g, "tokenizer.chat_template");
     if (cid >= 0 && !gguf_get_str(g, cid, &tmpl, &sl, NULL)) tmpl = tcopy = str_ndup(tmpl, sl);
     tok_spec sp = {0};
+    sp.model = model;
+    sp.scores = scores;
+    sp.add_space_prefix = opt_bool(g, "tokenizer.ggml.add_space_prefix", 1);
     sp.n_tokens = nt;
     sp.tokens = toks;
     sp.token_lens = lens;
@@ -106,6 +130,7 @@ done:
     free(merges);
     free(lens);
     free(types);
+    free(scores);
     return rc;
 }
 

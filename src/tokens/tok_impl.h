@@ -64,8 +64,13 @@ typedef struct tok_trie {
 
 /* ---- normalizer and pre-tokenizer steps ------------------------------------------ */
 enum { TOK_NORM_MAX = 4 };
+/* norm[] holds utf8proc option sets (> 0) or one of these string steps,
+ * whose strings are norm_a/norm_b. */
+enum { TOK_NORM_PREPEND = -1, TOK_NORM_REPLACE = -2 };
 
-enum { PT_SPLIT = 1, PT_DIGITS, PT_BYTELEVEL };
+enum { PT_SPLIT = 1, PT_DIGITS, PT_BYTELEVEL, PT_METASPACE };
+/* Metaspace prepend_scheme */
+enum { MS_ALWAYS = 0, MS_FIRST, MS_NEVER };
 enum { SPLIT_REMOVED = 1, SPLIT_ISOLATED, SPLIT_MERGED_PREV, SPLIT_MERGED_NEXT, SPLIT_CONTIGUOUS };
 enum { TOK_PT_MAX = 8 };
 
@@ -77,6 +82,7 @@ typedef struct tok_pt {
     int is_regex;
     int individual_digits;       /* PT_DIGITS */
     int add_prefix_space, use_regex;  /* PT_BYTELEVEL */
+    int prepend_scheme, ms_split;     /* PT_METASPACE (pattern = the replacement) */
     pcre2_code *re;              /* PT_SPLIT regex, or the GPT-2 regex of ByteLevel */
     pcre2_match_data *md;
     int jit;
@@ -95,6 +101,18 @@ typedef struct tok_cache_ent {
     uint32_t key_off, key_len;
     uint32_t ids_off, n_ids;
 } tok_cache_ent;
+
+/* ---- decoder steps (HF decoders other than ByteLevel) ------------------------------ */
+enum { DEC_REPLACE = 1, DEC_BYTEFALLBACK, DEC_FUSE, DEC_STRIP, DEC_METASPACE };
+enum { TOK_DEC_MAX = 8 };
+
+typedef struct tok_dec {
+    int kind;
+    char *a, *b;                 /* REPLACE: pattern -> content; METASPACE/STRIP: a = the char */
+    size_t an, bn;
+    int start, stop;             /* STRIP */
+    int prepend;                 /* METASPACE: prepend_scheme != never */
+} tok_dec;
 
 typedef struct tok_sym {
     int32_t id;
@@ -129,8 +147,26 @@ struct tok {
     tok_trie trie_raw;           /* normalized:false tokens */
     tok_trie trie_norm;          /* normalized:true tokens */
 
-    int norm[TOK_NORM_MAX];      /* utf8proc option sets, applied in order */
+    int norm[TOK_NORM_MAX];      /* utf8proc option sets or TOK_NORM_*, applied in order */
+    char *norm_a[TOK_NORM_MAX], *norm_b[TOK_NORM_MAX];
+    size_t norm_an[TOK_NORM_MAX], norm_bn[TOK_NORM_MAX];
     int n_norm;
+    tok_dec dec[TOK_DEC_MAX];    /* decoder chain; none = ByteLevel (raw bytes concatenated) */
+    int n_dec;
+
+    /* SentencePiece-style vocabularies (no ByteLevel pre-tokenizer): BPE
+     * starts from the pre-token's chars, not its bytes; a char not in the
+     * vocabulary becomes its <0xNN> byte tokens (byte_fallback) or unk. */
+    int spm;
+    int byte_fallback;
+    int32_t byte_tok[256];       /* id of "<0xNN>", -1 none */
+    /* llama.cpp's `llama` GGUF vocabulary: pairs merge by token score
+     * (llm_tokenizer_spm), not by merge rank. */
+    int spm_scores;
+    float *scores;
+    tok_strtab all;              /* every id's text (llama.cpp's token_to_id covers all types) */
+    tok_idmap all_map;
+    int add_space_prefix;
     tok_pt pt[TOK_PT_MAX];
     int n_pt;
 
@@ -152,6 +188,7 @@ struct tok {
     size_t heap_cap;
     char *nbuf;                  /* normalized text */
     size_t nbuf_cap;
+    int piece_at0;               /* the piece being pre-tokenized starts the input (Metaspace "first") */
 
     tok_cache_ent *cache;
     char *cache_keys;
@@ -201,6 +238,20 @@ int tok_pt_split(tok *t, const char *pattern, size_t n, int is_regex, int behavi
                  dlm_err *e);
 int tok_pt_digits(tok *t, int individual, dlm_err *e);
 int tok_pt_bytelevel(tok *t, int add_prefix_space, int use_regex, dlm_err *e);
+int tok_pt_metaspace(tok *t, const char *repl, size_t n, int prepend_scheme, int split, dlm_err *e);
+/* Add a Prepend / Replace normalizer step (tok_core.c). */
+int tok_norm_str(tok *t, int kind, const char *a, size_t an, const char *b, size_t bn, dlm_err *e);
+
+/* SentencePiece pieces (tok_spm.c): BPE from chars with byte fallback, and
+ * llama.cpp's score-ordered merging; the decoder chain. */
+int tok_spm_bpe(tok *t, const char *s, size_t n, tok_ids *out, dlm_err *e);
+int tok_spm_score(tok *t, const char *s, size_t n, tok_ids *out, dlm_err *e);
+int tok_dec_add(tok *t, int kind, const char *a, size_t an, const char *b, size_t bn, dlm_err *e);
+int tok_spm_decode(const tok *t, const int32_t *ids, size_t n, int skip_special, strbuf *out);
+/* Raw bytes one token adds (for streaming): replacements applied, <0xNN> as its byte. */
+int tok_spm_raw(const tok *t, const char *s, size_t n, strbuf *out);
+int tok_spm_finish(tok *t, dlm_err *e);
+void tok_spm_free(tok *t);
 int tok_scratch_init(tok *t, dlm_err *e);
 
 /* Run the pre-tokenizer over one normalized piece; every pre-token goes to

@@ -59,14 +59,31 @@ static int load_normalizer(loader *L, uint32_t n, int depth)
             if (load_normalizer(L, it, depth + 1)) return -1;
         return 0;
     }
+    if (!strcmp(ty, "Prepend") || !strcmp(ty, "Replace")) {
+        /* SentencePiece style: "▁" before the text, spaces as "▁". */
+        size_t an = 0, bn = 0;
+        const char *a, *b = NULL;
+        if (!strcmp(ty, "Prepend")) {
+            a = tj_str(L->d, tj_get(L->d, n, "prepend"), &an);
+            if (!a) return err_set(L->e, TERR, "%s: Prepend normalizer without a 'prepend' string", L->name);
+            return tok_norm_str(t, TOK_NORM_PREPEND, a, an, NULL, 0, L->e) ? (err_prefix(L->e, "%s", L->name), -1) : 0;
+        }
+        uint32_t pat = tj_get(L->d, n, "pattern");
+        a = tj_str(L->d, tj_get(L->d, pat, "String"), &an);
+        b = tj_str(L->d, tj_get(L->d, n, "content"), &bn);
+        if (!a || !b || !an)
+            return err_set(L->e, TERR, "%s: Replace normalizer needs a non-empty String pattern and a content string "
+                                       "(Regex patterns are not supported)", L->name);
+        return tok_norm_str(t, TOK_NORM_REPLACE, a, an, b, bn, L->e) ? (err_prefix(L->e, "%s", L->name), -1) : 0;
+    }
     int opt;
     if (!strcmp(ty, "NFC")) opt = UTF8PROC_STABLE | UTF8PROC_COMPOSE;
     else if (!strcmp(ty, "NFD")) opt = UTF8PROC_STABLE | UTF8PROC_DECOMPOSE;
     else if (!strcmp(ty, "NFKC")) opt = UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT;
     else if (!strcmp(ty, "NFKD")) opt = UTF8PROC_STABLE | UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT;
     else
-        return err_set(L->e, TERR, "%s: normalizer '%.64s' is not supported (byte-level BPE needs none, NFC, NFD, NFKC or NFKD)",
-                       L->name, ty);
+        return err_set(L->e, TERR, "%s: normalizer '%.64s' is not supported (dlm knows NFC, NFD, NFKC, NFKD, Prepend, "
+                                   "Replace and Sequence)", L->name, ty);
     if (t->n_norm >= TOK_NORM_MAX) return err_set(L->e, TERR, "%s: too many normalizers", L->name);
     t->norm[t->n_norm++] = opt;
     return 0;
@@ -82,6 +99,19 @@ static int behavior_of(const char *s)
     if (!strcmp(s, "MergedWithPrevious")) return SPLIT_MERGED_PREV;
     if (!strcmp(s, "MergedWithNext")) return SPLIT_MERGED_NEXT;
     if (!strcmp(s, "Contiguous")) return SPLIT_CONTIGUOUS;
+    return 0;
+}
+
+/* Metaspace's prepend_scheme, or the older add_prefix_space flag. */
+static int metaspace_opts(loader *L, uint32_t p, int *scheme)
+{
+    const char *ps = get_str(L, p, "prepend_scheme");
+    *scheme = get_bool(L, p, "add_prefix_space", 1) ? MS_ALWAYS : MS_NEVER;
+    if (!ps) return 0;
+    if (!strcmp(ps, "always")) *scheme = MS_ALWAYS;
+    else if (!strcmp(ps, "first")) *scheme = MS_FIRST;
+    else if (!strcmp(ps, "never")) *scheme = MS_NEVER;
+    else return err_set(L->e, TERR, "%s: Metaspace prepend_scheme '%.32s' is unknown", L->name, ps);
     return 0;
 }
 
@@ -101,6 +131,17 @@ static int load_pre(loader *L, uint32_t p, int depth)
     /* HF's defaults when a flag is missing: add_prefix_space and use_regex true. */
     if (!strcmp(ty, "ByteLevel"))
         return tok_pt_bytelevel(t, get_bool(L, p, "add_prefix_space", 1), get_bool(L, p, "use_regex", 1), L->e);
+    if (!strcmp(ty, "Metaspace")) {
+        size_t rn = 0;
+        const char *r = tj_str(L->d, tj_get(L->d, p, "replacement"), &rn);
+        int scheme;
+        if (metaspace_opts(L, p, &scheme)) return -1;
+        if (tok_pt_metaspace(t, r ? r : "\xE2\x96\x81", r ? rn : 3, scheme, get_bool(L, p, "split", 1), L->e)) {
+            err_prefix(L->e, "%s", L->name);
+            return -1;
+        }
+        return 0;
+    }
     if (!strcmp(ty, "Digits")) return tok_pt_digits(t, get_bool(L, p, "individual_digits", 0), L->e);
     if (!strcmp(ty, "Split")) {
         uint32_t pat = tj_get(L->d, p, "pattern");
@@ -117,7 +158,7 @@ static int load_pre(loader *L, uint32_t p, int depth)
         }
         return 0;
     }
-    return err_set(L->e, TERR, "%s: pre_tokenizer '%.64s' is not supported (byte-level BPE uses Split, Digits and ByteLevel)",
+    return err_set(L->e, TERR, "%s: pre_tokenizer '%.64s' is not supported (dlm knows Split, Digits, ByteLevel and Metaspace)",
                    L->name, ty);
 }
 
@@ -181,20 +222,59 @@ static int load_post(loader *L, uint32_t p, int depth)
     return err_set(L->e, TERR, "%s: post_processor '%.64s' is not supported", L->name, ty);
 }
 
-static int check_decoder(loader *L, uint32_t dd, int depth)
+/* The decoder chain. ByteLevel alone (or nothing, for a byte-level
+ * tokenizer) is the built-in raw-bytes decode; the SentencePiece steps are
+ * kept as a list (tok_spm.c). *bytelevel counts ByteLevel steps. */
+static int load_decoder(loader *L, uint32_t dd, int depth, int *bytelevel)
 {
+    tok *t = L->t;
     if (is_null(L, dd)) return 0;
     if (tj_type(L->d, dd) != TJ_OBJ || depth > 4) return err_set(L->e, TERR, "%s: malformed decoder", L->name);
     const char *ty = type_of(L, dd);
-    if (!strcmp(ty, "ByteLevel")) return 0;
+    int rc = 0;
+    size_t an = 0, bn = 0;
+    const char *a, *b;
+    if (!strcmp(ty, "ByteLevel")) {
+        ++*bytelevel;
+        return 0;
+    }
     if (!strcmp(ty, "Sequence")) {
         uint32_t list = tj_get(L->d, dd, "decoders");
         if (tj_type(L->d, list) != TJ_ARR) return err_set(L->e, TERR, "%s: Sequence decoder without a list", L->name);
         for (uint32_t it = tj_first(L->d, list); it; it = tj_next(L->d, it))
-            if (check_decoder(L, it, depth + 1)) return -1;
+            if (load_decoder(L, it, depth + 1, bytelevel)) return -1;
         return 0;
     }
-    return err_set(L->e, TERR, "%s: decoder '%.64s' is not supported (byte-level BPE decodes with ByteLevel)", L->name, ty);
+    if (!strcmp(ty, "Replace")) {
+        a = tj_str(L->d, tj_get(L->d, tj_get(L->d, dd, "pattern"), "String"), &an);
+        b = tj_str(L->d, tj_get(L->d, dd, "content"), &bn);
+        if (!a || !b || !an) return err_set(L->e, TERR, "%s: Replace decoder needs a String pattern and a content", L->name);
+        rc = tok_dec_add(t, DEC_REPLACE, a, an, b, bn, L->e);
+    } else if (!strcmp(ty, "ByteFallback")) rc = tok_dec_add(t, DEC_BYTEFALLBACK, NULL, 0, NULL, 0, L->e);
+    else if (!strcmp(ty, "Fuse")) rc = tok_dec_add(t, DEC_FUSE, NULL, 0, NULL, 0, L->e);
+    else if (!strcmp(ty, "Strip")) {
+        a = tj_str(L->d, tj_get(L->d, dd, "content"), &an);
+        int64_t st = 0, sp = 0;
+        uint32_t vs = tj_get(L->d, dd, "start"), vp = tj_get(L->d, dd, "stop");
+        if (!a || !an || (vs && tj_int(L->d, vs, &st)) || (vp && tj_int(L->d, vp, &sp)) || st < 0 || sp < 0 ||
+            st > 1024 || sp > 1024)
+            return err_set(L->e, TERR, "%s: Strip decoder needs a content char and small start/stop counts", L->name);
+        rc = tok_dec_add(t, DEC_STRIP, a, an, NULL, 0, L->e);
+        if (!rc) {
+            t->dec[t->n_dec - 1].start = (int)st;
+            t->dec[t->n_dec - 1].stop = (int)sp;
+        }
+    } else if (!strcmp(ty, "Metaspace")) {
+        a = tj_str(L->d, tj_get(L->d, dd, "replacement"), &an);
+        int scheme;
+        if (metaspace_opts(L, dd, &scheme)) return -1;
+        rc = tok_dec_add(t, DEC_METASPACE, a ? a : "\xE2\x96\x81", a ? an : 3, NULL, 0, L->e);
+        if (!rc) t->dec[t->n_dec - 1].prepend = scheme != MS_NEVER;
+    } else
+        return err_set(L->e, TERR, "%s: decoder '%.64s' is not supported (dlm knows ByteLevel, Replace, ByteFallback, "
+                                   "Fuse, Strip and Metaspace)", L->name, ty);
+    if (rc) err_prefix(L->e, "%s", L->name);
+    return rc;
 }
 
 /* ---- model ------------------------------------------------------------------------------- */
@@ -212,8 +292,6 @@ static int check_model_options(loader *L, uint32_t m)
     const char *ty = get_str(L, m, "type");
     if (ty && strcmp(ty, "BPE"))
         return err_set(L->e, TERR, "%s: model type '%.64s' is not supported (dlm reads byte-level BPE)", L->name, ty);
-    if (get_bool(L, m, "byte_fallback", 0))
-        return err_set(L->e, TERR, "%s: byte_fallback BPE (SentencePiece style) is not supported", L->name);
     uint32_t dr = tj_get(L->d, m, "dropout");
     double dv;
     if (!is_null(L, dr) && !(tj_num(L->d, dr, &dv) == 0 && dv == 0.0))
@@ -250,16 +328,26 @@ static int merge_ref(const tj_doc *d, uint32_t m, tok_pair_ref *r)
     return -1;
 }
 
-/* Every pre-tokenizer we run maps bytes through the ByteLevel table at the
- * end; a chain without it (or with steps after it) is another algorithm. */
-static int check_pipeline(loader *L)
+/* A pipeline with a ByteLevel pre-tokenizer maps bytes to chars at its end
+ * (byte-level BPE); one without it is HF's char-level BPE, SentencePiece
+ * style (spm: ▁ for spaces, byte_fallback). Mixing the two is refused. */
+static int check_pipeline(loader *L, uint32_t model, int dec_bytelevel)
 {
-    const tok *t = L->t;
+    tok *t = L->t;
+    int bl = 0;
     for (int i = 0; i < t->n_pt; i++)
-        if (t->pt[i].kind == PT_BYTELEVEL && i != t->n_pt - 1)
-            return err_set(L->e, TERR, "%s: steps after the ByteLevel pre-tokenizer are not supported", L->name);
-    if (!t->n_pt || t->pt[t->n_pt - 1].kind != PT_BYTELEVEL)
-        return err_set(L->e, TERR, "%s: not a byte-level BPE tokenizer (no ByteLevel pre-tokenizer)", L->name);
+        if (t->pt[i].kind == PT_BYTELEVEL) {
+            bl = 1;
+            if (i != t->n_pt - 1)
+                return err_set(L->e, TERR, "%s: steps after the ByteLevel pre-tokenizer are not supported", L->name);
+        }
+    t->byte_fallback = get_bool(L, model, "byte_fallback", 0);
+    t->spm = !bl;
+    if (bl && (t->byte_fallback || t->n_dec))
+        return err_set(L->e, TERR, "%s: a ByteLevel pre-tokenizer with byte_fallback or a SentencePiece decoder is not supported",
+                       L->name);
+    if (!bl && dec_bytelevel)
+        return err_set(L->e, TERR, "%s: a ByteLevel decoder without a ByteLevel pre-tokenizer is not supported", L->name);
     return 0;
 }
 
@@ -363,8 +451,9 @@ static int load_root(loader *L, uint32_t root, const tj_doc *cd, uint32_t cfg)
 
     if (load_normalizer(L, tj_get(d, root, "normalizer"), 0)) return -1;
     if (load_pre(L, tj_get(d, root, "pre_tokenizer"), 0)) return -1;
-    if (check_pipeline(L)) return -1;
-    if (check_decoder(L, tj_get(d, root, "decoder"), 0)) return -1;
+    int dec_bl = 0;
+    if (load_decoder(L, tj_get(d, root, "decoder"), 0, &dec_bl)) return -1;
+    if (check_pipeline(L, model, dec_bl)) return -1;
     if (load_post(L, tj_get(d, root, "post_processor"), 0)) return -1;
 
     size_t nm = merges ? d->nodes[merges].count : 0;

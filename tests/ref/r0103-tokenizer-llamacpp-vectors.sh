@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # r0103: llama.cpp's own tokenizer test vectors (models/ggml-vocab-*.gguf
 # with their .inp/.out pairs, what llama.cpp's test-tokenizer-0 checks) for
-# qwen2, llama-bpe and gpt-2: dlm's tokenizer rebuilt from each GGUF gives
-# the published ids. The files come, at test time, from the llama.cpp
+# qwen2, llama-bpe and gpt-2 (byte-level BPE) and llama-spm and phi-3
+# (SentencePiece `llama` vocabularies, merged by score): dlm's tokenizer
+# rebuilt from each GGUF gives the published ids. The files come, at test time, from the llama.cpp
 # source that npm node-llama-cpp 3.21.1 ships as a git bundle
 # (tests/ref/node_modules/node-llama-cpp/llama/gitRelease.bundle); nothing
 # of llama.cpp is committed here.
@@ -14,7 +15,7 @@ skip_or_fail() {
 }
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-names="qwen2 llama-bpe gpt-2"
+names="qwen2 llama-bpe gpt-2 llama-spm phi-3"
 rc=0
 "$DLM_SRC/tests/ref/tok/llamacpp_vectors.sh" "$T" $names | sed 's/^/r0103: /' || rc=${PIPESTATUS[0]}
 [ "$rc" = 3 ] && skip_or_fail "node-llama-cpp (run scripts/ref-deps.sh) or git is not installed"

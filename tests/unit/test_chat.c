@@ -189,6 +189,58 @@ static int mode_render(const char *dialect, const char *path)
     return 0;
 }
 
+/* The dialects are a fast path: they must render what the interpreter
+ * renders from the template they stand for (the committed templates of
+ * tests/ref/chat; r0102 checks both against @huggingface/jinja). */
+static void test_fast_path(void)
+{
+    static const struct { const char *file, *dialect; } pairs[] = {
+        {"smollm2.jinja", "chatml-smollm2"}, {"qwen2.5.jinja", "chatml-qwen2.5"},
+        {"llama3.2.jinja", "llama3"}, {"chatml.jinja", "chatml"}};
+    dlm_err e;
+    json_t *convs = json_load_path(DLM_SOURCE_DIR "/tests/ref/chat/conversations.json", 1u << 20, &e);
+    CHECK(json_is_array(convs));
+    size_t compared = 0;
+    for (size_t p = 0; p < sizeof pairs / sizeof pairs[0]; p++) {
+        char path[4096], *tmpl;
+        size_t tl;
+        snprintf(path, sizeof path, "%s/tests/ref/chat/%s", DLM_SOURCE_DIR, pairs[p].file);
+        if (fs_read_all(path, 1u << 20, &tmpl, &tl, &e)) {
+            CHECK_MSG(0, "%s", e.msg);
+            continue;
+        }
+        const chat_dialect *d = chat_dialect_find(pairs[p].dialect);
+        size_t i;
+        json_t *c;
+        json_array_foreach(convs, i, c) {
+            json_t *ms = json_object_get(c, "messages");
+            size_t n = json_array_size(ms);
+            chat_msg *m = calloc(n ? n : 1, sizeof *m);
+            for (size_t k = 0; k < n; k++) {
+                m[k].role = jget_str(json_array_get(ms, k), "role");
+                m[k].content = jget_str(json_array_get(ms, k), "content");
+            }
+            for (int gen = 0; gen < 2; gen++) {
+                strbuf a = STRBUF_INIT, b = STRBUF_INIT;
+                int ra = chat_render(d, jget_str(c, "system"), m, n, gen, &a, NULL, NULL, &e);
+                int rb = chat_render_template(tmpl, jget_str(c, "system"), m, n, gen, "<|begin_of_text|>", "<|eot_id|>",
+                                              NULL, &b, &e);
+                CHECK_MSG(ra == rb, "%s conversation %zu: dialect rc %d, template rc %d (%s)", pairs[p].dialect, i, ra, rb, e.msg);
+                if (!ra && !rb)
+                    CHECK_MSG(!strcmp(sb_str(&a), sb_str(&b)), "%s conversation %zu gen %d: dialect and template differ",
+                              pairs[p].dialect, i, gen);
+                compared++;
+                sb_free(&a);
+                sb_free(&b);
+            }
+            free(m);
+        }
+        free(tmpl);
+    }
+    CHECK(compared >= 100);
+    json_decref(convs);
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 3 && !strcmp(argv[1], "--detect")) return mode_detect(argv[2]);
@@ -198,5 +250,6 @@ int main(int argc, char **argv)
     test_llama3();
     test_spans();
     test_registry();
+    test_fast_path();
     return check_done();
 }

@@ -120,6 +120,9 @@ static void test_dialect_templates(void)
 
 /* A byte-level tokenizer with the given special tokens (CONTROL), built
  * like a GGUF's tokenizer.ggml.* keys. */
+/* chat_template the next byte_tok carries (NULL none). */
+static const char *g_template;
+
 static tok *byte_tok(const char *const *specials, int n_sp, int add_bos)
 {
     static char bytes[256][4];
@@ -141,6 +144,7 @@ static tok *byte_tok(const char *const *specials, int n_sp, int add_bos)
         types[n++] = TOK_TYPE_CONTROL;
     }
     tok_spec s = {0};
+    s.chat_template = g_template;
     s.n_tokens = (size_t)n;
     s.tokens = toks;
     s.token_types = types;
@@ -196,6 +200,25 @@ static void test_drift(void)
     CHECK(export_drift_check(D("chatml-qwen2.5"), export_ollama_template(D("chatml")), NULL, NULL, tc, -1, -1, &n, &e) == -1);
     tok_free(tc);
     tok_free(tl);
+
+    /* With a chat_template the tokenizer carries, the check renders that
+     * template (the base's own, through the Jinja interpreter), not the
+     * dialect: ChatML's real template passes; one that adds a default
+     * system turn the chatml dialect and its TEMPLATE lack is drift. */
+    g_template = "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + "
+                 "'<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+    tc = byte_tok(chatml_sp, 3, 0);
+    CHECK_MSG(tc && export_drift_check(D("chatml"), export_ollama_template(D("chatml")), NULL, NULL, tc, -1, -1, &n, &e) == 0 &&
+                  n == 5, "%s", e.msg);
+    tok_free(tc);
+    g_template = "{% if messages[0]['role'] != 'system' %}{{ '<|im_start|>system\\nDefault.<|im_end|>\\n' }}{% endif %}"
+                 "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + "
+                 "'<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+    tc = byte_tok(chatml_sp, 3, 0);
+    CHECK(tc && export_drift_check(D("chatml"), export_ollama_template(D("chatml")), NULL, NULL, tc, -1, -1, &n, &e) == -1 &&
+          strstr(e.msg, "Default.") && n == 0);
+    tok_free(tc);
+    g_template = NULL;
 }
 
 static void test_modelfile(void)

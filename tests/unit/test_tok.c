@@ -282,9 +282,10 @@ static void test_bad_files(void)
         "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1},\"merges\":[\"a b\"]},\"pre_tokenizer\":{\"type\":\"ByteLevel\"}}",
         "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1,\"ab\":2},\"merges\":[\"a  b\"]},\"pre_tokenizer\":{\"type\":\"ByteLevel\"}}",
         "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1,\"ab\":2},\"merges\":[[\"a\"]]},\"pre_tokenizer\":{\"type\":\"ByteLevel\"}}",
-        "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[]}}",
         "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[],\"byte_fallback\":true},\"pre_tokenizer\":{\"type\":\"ByteLevel\"}}",
-        "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[]},\"pre_tokenizer\":{\"type\":\"Metaspace\"}}",
+        "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[]},\"pre_tokenizer\":{\"type\":\"Metaspace\",\"prepend_scheme\":\"sometimes\"}}",
+        "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[]},\"decoder\":{\"type\":\"ByteLevel\"}}",
+        "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[]},\"normalizer\":{\"type\":\"Replace\",\"pattern\":{\"Regex\":\" \"},\"content\":\"x\"}}",
         "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[]},\"pre_tokenizer\":{\"type\":\"Split\",\"pattern\":{\"Regex\":\"(\"},\"behavior\":\"Isolated\"}}",
         "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[]},\"pre_tokenizer\":{\"type\":\"ByteLevel\"},\"added_tokens\":[{\"id\":-5,\"content\":\"x\"}]}",
         "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[]},\"pre_tokenizer\":{\"type\":\"ByteLevel\"},\"normalizer\":{\"type\":\"Lowercase\"}}",
@@ -478,7 +479,7 @@ static void test_spec_handmade(void)
     /* A spec with unusable content is refused. */
     const char *toks[] = {"a", "b"};
     const char *merges[] = {"a b"};
-    tok_spec sp = {2, toks, NULL, NULL, 1, merges, "gpt2", -1, -1, -1, -1, 0, 0, NULL};
+    tok_spec sp = {2, toks, NULL, NULL, 1, merges, "gpt2", -1, -1, -1, -1, 0, 0, NULL, NULL, NULL, 0};
     dlm_err e;
     tok *r;
     CHECK_INT(tok_build(&sp, &r, &e), -1);   /* "ab" is not a token */

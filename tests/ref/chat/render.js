@@ -25,10 +25,18 @@ if (cmd === 'extract') {
     const messages = (c.system !== null && c.system !== undefined && (!c.messages.length || c.messages[0].role !== 'system'))
       ? [{ role: 'system', content: c.system }, ...c.messages] : c.messages;
     for (const gen of [false, true]) {
-      res.push(JSON.stringify(tmpl.render({
-        messages, add_generation_prompt: gen, bos_token: '<|begin_of_text|>', eos_token: '<|eot_id|>',
-        date_string: '26 Jul 2024',
-      })));
+      // A template that raises (raise_exception, a type error) gives the
+      // marker line "ERROR", as dlm's test_jinja --render does.
+      let s;
+      try {
+        s = tmpl.render({
+          messages, add_generation_prompt: gen, bos_token: '<|begin_of_text|>', eos_token: '<|eot_id|>',
+          date_string: '26 Jul 2024',
+        });
+      } catch (e) {
+        s = 'ERROR';
+      }
+      res.push(JSON.stringify(s));
     }
   }
   fs.writeFileSync(out, res.join('\n') + '\n');

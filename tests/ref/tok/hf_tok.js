@@ -73,6 +73,30 @@ const VARIANTS = {
       if (t.content === '<think>' || t.content === '</think>') t.normalized = true;
     }
   },
+  // SentencePiece style (from a byte_fallback tokenizer such as Llama 2's):
+  // Metaspace pre-tokenizer and decoder instead of Prepend/Replace, as
+  // Mistral v0.3 / Mixtral write it ("first": only where the input starts).
+  ms_first: (j) => {
+    j.normalizer = null;
+    j.pre_tokenizer = { type: 'Metaspace', replacement: '\u2581', prepend_scheme: 'first', split: false };
+    j.decoder = { type: 'Metaspace', replacement: '\u2581', prepend_scheme: 'first', split: false };
+  },
+  // Metaspace splitting at each space, prepending always; no fuse_unk and
+  // no byte_fallback (unknown chars become unk one by one).
+  ms_split: (j) => {
+    j.normalizer = null;
+    j.pre_tokenizer = { type: 'Metaspace', replacement: '\u2581', prepend_scheme: 'always', split: true };
+    j.decoder = { type: 'Sequence', decoders: [{ type: 'Metaspace', replacement: '\u2581', prepend_scheme: 'always', split: true }] };
+    j.model.fuse_unk = false;
+    j.model.byte_fallback = false;
+  },
+  // Prepend/Replace normalizers with fuse_unk and no byte_fallback, NFKC first.
+  spm_unk: (j) => {
+    j.normalizer = { type: 'Sequence', normalizers: [{ type: 'NFKC' }, { type: 'Prepend', prepend: '\u2581' },
+      { type: 'Replace', pattern: { String: ' ' }, content: '\u2581' }] };
+    j.model.byte_fallback = false;
+    j.model.fuse_unk = true;
+  },
   misc2: (j) => {
     j.normalizer = { type: 'Sequence', normalizers: [{ type: 'NFD' }] };
     j.pre_tokenizer = { type: 'Sequence', pretokenizers: [

@@ -3,7 +3,7 @@
 
     llamacpp_vocab.py DLM DIR NAME...
 
-DIR holds, for each NAME (qwen2, llama-bpe, gpt-2), llama.cpp's
+DIR holds, for each NAME (qwen2, llama-bpe, gpt-2, llama-spm, phi-3), llama.cpp's
 models/ggml-vocab-NAME.gguf (a vocabulary-only GGUF) and its .inp/.out
 pair, as llama.cpp's tests/test-tokenizer-0 reads them: the inputs split on
 "\\n__ggml_vocab_test__\\n", one output line of space-separated ids each.
