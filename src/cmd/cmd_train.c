@@ -22,7 +22,7 @@
 #include "util/str.h"
 #include "util/timeutil.h"
 
-static int o_no_mined;
+static int o_no_mined, o_no_cache;
 static int o_resume, o_fresh, o_max_steps, o_seed = -1, o_threads, o_update, o_ignore, o_strict, o_no_replay,
            o_force, o_json, o_offline, o_detach, o_dry_run, o_watch, o_watch_max_steps = 100, o_watch_debounce_ms = 400, o_recursive, o_no_recursive, o_rescaffold, o_accept;
 static const char *o_max_memory, *o_base, *o_name, *o_policy;
@@ -36,6 +36,7 @@ static const opt OPTS[] = {
     {"threads", 0, OPT_INT, &o_threads, "N", "compute threads (default: training.threads or all cores)"},
     {"base", 0, OPT_STR, &o_base, "BASE", "override base_model for this run"},
     {"no-replay", 0, OPT_FLAG, &o_no_replay, NULL, "train on the current document only"},
+    {"no-cache", 0, OPT_FLAG, &o_no_cache, NULL, "tokenize every section (do not read or write training.cache)"},
     {"no-mined", 0, OPT_FLAG, &o_no_mined, NULL, "leave out auto-mined preference sections (dlm preference mine)"},
     {"max-memory", 0, OPT_STR, &o_max_memory, "SIZE", "memory budget, e.g. 8G (default: available RAM)"},
     {"force", 0, OPT_FLAG, &o_force, NULL, "train even when the memory plan does not fit"},
@@ -363,7 +364,7 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
                     .lock = o_update ? LOCK_UPDATE : o_ignore ? LOCK_IGNORE : o_strict ? LOCK_STRICT : LOCK_DEFAULT,
                     .no_replay = o_no_replay, .max_memory = maxmem, .force = o_force, .base_override = base_override,
                     .offline = o_offline, .test_crash_after_step = crash ? atoll(crash) : 0,
-                    .test_step_delay_ms = delay ? atoi(delay) : 0, .no_mined = o_no_mined};
+                    .test_step_delay_ms = delay ? atoi(delay) : 0, .no_mined = o_no_mined, .no_cache = o_no_cache};
     view v;
     memset(&v, 0, sizeof v);
     v.tty = isatty(2);

@@ -20,6 +20,7 @@
 #include "run/run.h"
 #include "doc/sources.h"
 #include "adapter/state.h"
+#include "tokens/tcache.h"
 #include "util/fs.h"
 #include "util/hash.h"
 #include "util/json.h"
@@ -431,6 +432,12 @@ static int write_version(run *R, const char *tmp, dlm_err *e)
     /* what training.sources contributed: per-directive counts, each kept file's path, size, sha256 */
     const src_report *srcs = doc_sources_report(R->doc);
     if (srcs) json_object_set_new(tr, "sources", src_report_json(srcs, 2));
+    if (R->cache) {   /* training.cache: how many sections came from it */
+        int64_t hits, misses;
+        tcache_counts(R->cache, &hits, &misses);
+        json_object_set_new(tr, "tokenization_cache", json_pack("{s:I, s:I}", "hits", (json_int_t)hits, "misses",
+                                                                (json_int_t)misses));
+    }
     snprintf(p, sizeof p, "%s/training_run.json", tmp);
     int rc = json_save_file(p, tr, e);
     json_decref(tr);
@@ -579,11 +586,8 @@ void run_free(run *R)
     free(R->bseg);
     free(R->items);
     lora_free(R->l);
-    dataset_free(R->P.data.ds);
-    doc_free(R->P.data.rdoc);
-    replay_free(R->P.data.rp);
-    free(R->P.data.cur_ids);
-    tok_free(R->P.tok);
+    prep_free(&R->P);
+    tcache_close(R->cache);
     model_free(R->m);
     json_decref(R->manifest);
     if (R->lk.held) store_lock_release(&R->lk);

@@ -25,9 +25,6 @@ int run_inert_notes(const doc_training *t, inert_note_fn fn, void *ctx)
              "language modelling");
     if (t->gate.enabled != d.gate.enabled)
         NOTE("training.gate: the adapter gate is not implemented yet; no gate is trained");
-    if (t->cache.enabled != d.cache.enabled || t->cache.max_bytes != d.cache.max_bytes ||
-        t->cache.prune_older_than_days != d.cache.prune_older_than_days)
-        NOTE("training.cache: the tokenized-section cache is not implemented yet; sections are tokenized every run");
     if (t->audio.auto_resample != d.audio.auto_resample)
         NOTE("training.audio: audio sections are not trained (dlm trains text bases only)");
 #undef NOTE

@@ -62,6 +62,8 @@ typedef struct run {
     char log_path[4096], version_dir[4096];
     FILE *log;
     metrics *met;
+    struct tcache *cache;           /* training.cache, unless --no-cache */
+    char tok_sha[65];
 } run;
 
 int run_check_interrupted(run *R, dlm_err *e);

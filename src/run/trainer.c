@@ -20,6 +20,8 @@
 #include "store/store.h"
 #include "adapter/adapter.h"
 #include "grad/backward.h"
+#include "tokens/tcache.h"
+#include "tokens/tok_gguf.h"
 #include "grad/optim.h"
 #include "run/run.h"
 #include "adapter/state.h"
@@ -98,7 +100,13 @@ static int load_base(run *R, dlm_err *e)
 
 static int build_data(run *R, dlm_err *e)
 {
-    pipeline_in in = {.doc = R->doc, .store = R->store, .manifest = R->manifest, .seed = R->seed,
+    const doc_training *tr = &doc_fm(R->doc)->training;
+    if (tr->cache.enabled && !R->o->no_cache) {
+        /* a section's tokens are a function of the key tcache_key builds;
+         * a hit gives exactly what tokenizing gives */
+        if (tok_source_sha256(R->model_path, R->tok_sha, e) || tcache_open(R->store, &R->cache, e)) return -1;
+    }
+    pipeline_in in = {.cache = R->cache, .tok_sha256 = R->tok_sha, .doc = R->doc, .store = R->store, .manifest = R->manifest, .seed = R->seed,
                       .no_replay = R->o->no_replay, .prev_version = R->prev_version, .run_id = R->run_id,
                       .no_mined = R->o->no_mined};
     return prep_data(&R->P, &in, e);
@@ -417,6 +425,15 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
     (void)tokens;
     progress(R, PHASE_SAVING, R->steps_done, R->last_loss, R->last_lr, 0);
     if (run_commit(R, e)) goto out_fail;
+    if (R->cache) {   /* training.cache's bounds, after the run that used it */
+        const doc_training *trc = &doc_fm(R->doc)->training;
+        dlm_err pe;
+        err_clear(&pe);
+        int64_t removed, freed;
+        if (tcache_prune(R->store, (double)trc->cache.prune_older_than_days * 86400.0, trc->cache.max_bytes, &removed,
+                         &freed, &pe))
+            note(R, "warning: tokenization cache not pruned: %s", pe.msg);
+    }
     run_log_memory(R);
     rc = 0;
     goto out;

@@ -65,6 +65,7 @@ typedef struct train_opts {
     const char *base_override;      /* NULL = the document's base_model */
     int offline;                    /* no downloads */
     int no_mined;                   /* leave auto-mined preference sections out */
+    int no_cache;                   /* tokenize every section (training.cache off for this run) */
     /* Test hooks (the command layer reads them from the environment):
      * die like a killed process right after this step and its checkpoint;
      * sleep this long after each step so a test can signal a run mid-way. */

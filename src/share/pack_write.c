@@ -72,10 +72,11 @@ static int item_cmp(const void *a, const void *b)
 }
 
 /* Store folders and files that stay home: generated outputs, the base cache,
+ * the tokenization cache (rebuilt from the document on the next train),
  * logs, process state of a running command, and the lock itself. */
 static int excluded(const char *rel, const pack_opts *o)
 {
-    if (!strcmp(rel, ".lock") || !strcmp(rel, "run")) return 1;
+    if (!strcmp(rel, ".lock") || !strcmp(rel, "run") || !strcmp(rel, "tokenized-cache")) return 1;
     if (!strcmp(rel, "exports")) return !o->include_exports;
     if (!strcmp(rel, "cache")) return !o->include_base;
     if (!strcmp(rel, "logs")) return !o->include_logs;

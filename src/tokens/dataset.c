@@ -1,6 +1,8 @@
 /* dataset — see dataset.h. */
 #include "tokens/dataset.h"
 
+#include "tokens/tcache.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -134,10 +136,66 @@ static int push_id(rowbuf *r, int32_t id, uint8_t train)
     return rb_mark(r, r->ids.n - 1, train);
 }
 
+/* ---- the tokenization cache (tokens/tcache.h) -------------------------------
+ * A section's rows come from the cache when its key is there (the same
+ * tokens a miss computes, so the dataset and the adapter do not change);
+ * a miss tokenizes as usual and keeps the rows for tcache_put. */
+typedef struct cached {
+    char key[65];
+    tcache_row *rows;
+    int n_rows, hit;
+} cached;
+
+/* 1 hit (cr->rows filled), 0 miss (cr->rows allocated for n rows, or no
+ * cache), -1 out of memory. */
+static int cache_rows(const ds_opts *o, const doc_section *s, int n, cached *cr)
+{
+    memset(cr, 0, sizeof *cr);
+    if (!o->cache || n <= 0) return 0;
+    tcache_key_parts kp = {.tokenizer_sha256 = o->tok_sha256, .dialect = o->dialect_name,
+                           .system_prompt = o->system_prompt, .loss_on_all = o->loss_on_all, .seq_len = o->seq_len};
+    tcache_key(&kp, s->type, s->content, s->content_len, cr->key);
+    tcache_row *rows = NULL;
+    int nr = 0;
+    if (tcache_get(o->cache, cr->key, &rows, &nr) && nr == n) {
+        cr->rows = rows;
+        cr->n_rows = nr;
+        cr->hit = 1;
+        return 1;
+    }
+    if (rows) tcache_rows_free(rows, nr);
+    cr->rows = calloc((size_t)n, sizeof *cr->rows);
+    cr->n_rows = n;
+    return cr->rows ? 0 : -1;
+}
+
+static int cache_keep(cached *cr, int k, const rowbuf *rb)
+{
+    if (!cr->rows || cr->hit) return 0;
+    tcache_row *r = &cr->rows[k];
+    r->n = (int32_t)rb->ids.n;
+    r->ids = malloc(rb->ids.n * sizeof(int32_t) + 1);
+    r->mask = malloc(rb->ids.n + 1);
+    if (!r->ids || !r->mask) return -1;
+    memcpy(r->ids, rb->ids.v, rb->ids.n * sizeof(int32_t));
+    memcpy(r->mask, rb->train, rb->ids.n);
+    return 0;
+}
+
+static int cache_done(const ds_opts *o, cached *cr, dlm_err *e)
+{
+    int rc = 0;
+    if (cr->rows && !cr->hit) rc = tcache_put(o->cache, cr->key, cr->rows, cr->n_rows, e);
+    if (cr->rows) tcache_rows_free(cr->rows, cr->n_rows);
+    memset(cr, 0, sizeof *cr);
+    return rc;
+}
+
 static int add_sections(dataset *d, const dlm_doc *doc, int replay, tok *t, const chat_dialect *dialect,
                         const ds_opts *o, rowbuf *rb, strbuf *sb, dlm_err *e)
 {
     int L = o->seq_len;
+    cached cr = {.rows = NULL};
     for (int i = 0; i < doc_nsections(doc); i++) {
         const doc_section *s = doc_section_at(doc, i);
         switch (s->type) {
@@ -145,23 +203,43 @@ static int add_sections(dataset *d, const dlm_doc *doc, int replay, tok *t, cons
             size_t b, en;
             strip(s->content, s->content_len, &b, &en);
             if (b == en) break;
-            rb->ids.n = 0;
-            if (tok_add_bos(t) && tok_bos(t) >= 0 && push_id(rb, tok_bos(t), 1)) goto oom;
-            if (encode_seg(t, rb, s->content + b, en - b, 1, e)) return -1;
-            if (tok_eos(t) >= 0 && push_id(rb, tok_eos(t), 1)) goto oom;
             int val = !replay && dataset_is_val(o->seed, s->id, 0, o->val_frac);
-            if (add_row(d, rb->ids.v, rb->train, (int)rb->ids.n, L, s->id, 0, val, replay)) goto oom;
+            int hit = cache_rows(o, s, 1, &cr);
+            if (hit < 0) goto oom;
+            if (!hit) {
+                rb->ids.n = 0;
+                if (tok_add_bos(t) && tok_bos(t) >= 0 && push_id(rb, tok_bos(t), 1)) goto oom;
+                if (encode_seg(t, rb, s->content + b, en - b, 1, e)) goto fail;
+                if (tok_eos(t) >= 0 && push_id(rb, tok_eos(t), 1)) goto oom;
+                if (cache_keep(&cr, 0, rb)) goto oom;
+            }
+            const int32_t *ids = hit ? cr.rows[0].ids : rb->ids.v;
+            const uint8_t *mask = hit ? cr.rows[0].mask : rb->train;
+            int n = hit ? cr.rows[0].n : (int)rb->ids.n;
+            if (add_row(d, ids, mask, n, L, s->id, 0, val, replay)) goto oom;
             if (replay) d->rows_replay++; else d->rows_prose++;
+            if (cache_done(o, &cr, e)) return -1;
             break;
         }
-        case DOC_INSTRUCTION:
+        case DOC_INSTRUCTION: {
+            int hit = cache_rows(o, s, s->n_pairs, &cr);
+            if (hit < 0) goto oom;
             for (int k = 0; k < s->n_pairs; k++) {
+                int val = !replay && dataset_is_val(o->seed, s->id, k, o->val_frac);
+                if (hit) {
+                    if (add_row(d, cr.rows[k].ids, cr.rows[k].mask, cr.rows[k].n, L, s->id, k, val, replay)) goto oom;
+                    if (replay) d->rows_replay++; else d->rows_instr++;
+                    continue;
+                }
                 chat_msg msgs[2] = {{"user", s->pairs[k].question}, {"assistant", s->pairs[k].answer}};
                 chat_span span;
                 size_t nsp = 0;
                 sb_reset(sb);
-                if (chat_render(dialect, o->system_prompt, msgs, 2, 0, sb, &span, &nsp, e)) return -1;
-                if (nsp != 1) return err_set(e, "DatasetError", "chat template gave no assistant turn");
+                if (chat_render(dialect, o->system_prompt, msgs, 2, 0, sb, &span, &nsp, e)) goto fail;
+                if (nsp != 1) {
+                    err_set(e, "DatasetError", "chat template gave no assistant turn");
+                    goto fail;
+                }
                 rb->ids.n = 0;
                 uint8_t all = o->loss_on_all ? 1 : 0;
                 /* Three segments, cut right after the generation prompt and
@@ -170,12 +248,14 @@ static int add_sections(dataset *d, const dlm_doc *doc, int replay, tok *t, cons
                 if (encode_seg(t, rb, sb->buf, span.start, all, e) ||
                     encode_seg(t, rb, sb->buf + span.start, span.turn_end - span.start, 1, e) ||
                     encode_seg(t, rb, sb->buf + span.turn_end, sb->len - span.turn_end, all, e))
-                    return -1;
-                int val = !replay && dataset_is_val(o->seed, s->id, k, o->val_frac);
+                    goto fail;
                 if (add_row(d, rb->ids.v, rb->train, (int)rb->ids.n, L, s->id, k, val, replay)) goto oom;
                 if (replay) d->rows_replay++; else d->rows_instr++;
+                if (cache_keep(&cr, k, rb)) goto oom;
             }
+            if (cache_done(o, &cr, e)) return -1;
             break;
+        }
         case DOC_PREFERENCE:
             if (o->no_mined && s->auto_mined) break;   /* train --no-mined */
             if (!replay) d->n_pref_triples += s->n_triples;
@@ -189,7 +269,10 @@ static int add_sections(dataset *d, const dlm_doc *doc, int replay, tok *t, cons
     }
     return 0;
 oom:
-    return err_set(e, "MemoryError", "out of memory building the dataset");
+    err_set(e, "MemoryError", "out of memory building the dataset");
+fail:
+    if (cr.rows) tcache_rows_free(cr.rows, cr.n_rows);
+    return -1;
 }
 
 int dataset_build(const dlm_doc *doc, const dlm_doc *replay, tok *t, const chat_dialect *dialect,

@@ -59,6 +59,9 @@ typedef struct ds_opts {
     const char *system_prompt;       /* NULL = none */
     double val_frac;                 /* 0.1 */
     int no_mined;                    /* drop auto-mined preference sections (train --no-mined) */
+    struct tcache *cache;            /* tokenized sections kept in the store (tokens/tcache.h), or NULL */
+    const char *tok_sha256;          /* the tokenizer's source hash (tok_source_sha256), with cache */
+    const char *dialect_name;        /* with cache: part of the key */
 } ds_opts;
 
 /* Sections of the document, then the replay sections (already sampled; a

@@ -41,6 +41,8 @@ typedef struct pipeline_in {
     int prev_version;               /* the current version before this run (0 none) */
     int64_t run_id;                 /* this run's id (manifest_next_run_id) */
     int no_mined;                   /* --no-mined: leave auto-mined preference sections out */
+    struct tcache *cache;           /* the store's tokenization cache (tokens/tcache.h), or NULL */
+    const char *tok_sha256;         /* with cache: tok_source_sha256 of the base */
 } pipeline_in;
 
 typedef struct pipeline {

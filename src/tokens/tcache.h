@@ -16,10 +16,10 @@
  * removed), never a crash. A hit refreshes the entry's mtime, which is what
  * "unused for N days" (prune) and the max_bytes cap (oldest first) read.
  *
- * Status: the module and `dlm cache show|prune|clear` are complete and
- * tested (tests/unit/test_tcache.c, tests/cli/t0603-cache.sh); dataset
- * building does not call it yet (see docs/sources.md "tokenization cache"
- * for the hook). */
+ * dataset_build takes a section's rows from it on a hit and puts them on a
+ * miss (ds_opts.cache, opened by the trainer when training.cache.enabled
+ * and not --no-cache); tests/cli/t0605-cache-train.sh shows the adapter is
+ * the same bytes with, from and without the cache. */
 #ifndef DLM_TCACHE_H
 #define DLM_TCACHE_H
 

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "util/fs.h"
+#include "util/hash.h"
 #include "util/str.h"
 
 static int32_t opt_id(const gguf_file *g, const char *key)
@@ -155,4 +156,51 @@ int tok_load_for_model(const char *model_path, tok **out, dlm_err *e)
         return tok_load(p, NULL, out, e);
     }
     return tok_load_gguf(model_path, out, e);
+}
+
+/* What the tokenizer is made of, hashed: an HF folder's tokenizer.json and
+ * tokenizer_config.json, or a GGUF file's header and key/value metadata
+ * (everything before the tensor data: tokenizer.ggml.* lives there), so a
+ * multi-gigabyte base is not read to key the tokenization cache. */
+int tok_source_sha256(const char *model_path, char out[65], dlm_err *e)
+{
+    sha256_ctx c;
+    sha256_init(&c);
+    char p[4200];
+    if (fs_is_dir(model_path)) {
+        const char *names[2] = {"tokenizer.json", "tokenizer_config.json"};
+        for (int i = 0; i < 2; i++) {
+            char *buf = NULL;
+            size_t len = 0;
+            snprintf(p, sizeof p, "%s/%s", model_path, names[i]);
+            if (!fs_is_file(p)) continue;
+            if (fs_read_all(p, 1u << 30, &buf, &len, e)) return -1;
+            sha256_update(&c, names[i], strlen(names[i]) + 1);
+            sha256_update(&c, buf, len);
+            free(buf);
+        }
+    } else {
+        gguf_file *g;
+        if (gguf_open(model_path, &g, e)) return -1;
+        uint64_t n = gguf_data_offset(g);
+        FILE *f = fopen(model_path, "rb");
+        if (!f) {
+            gguf_close(g);
+            return err_set(e, "TokenizerError", "cannot read %s", model_path);
+        }
+        char buf[1 << 16];
+        while (n > 0) {
+            size_t want = n < sizeof buf ? (size_t)n : sizeof buf, got = fread(buf, 1, want, f);
+            if (got != want) break;
+            sha256_update(&c, buf, got);
+            n -= got;
+        }
+        fclose(f);
+        gguf_close(g);
+        if (n) return err_set(e, "TokenizerError", "%s: short read", model_path);
+    }
+    unsigned char d[32];
+    sha256_final(&c, d);
+    hex_encode(d, 32, out);
+    return 0;
 }

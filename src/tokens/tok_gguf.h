@@ -12,5 +12,9 @@ int tok_load_gguf(const char *path, tok **out, dlm_err *e);
 /* The tokenizer of a model source: tokenizer.json(+config) in an HF folder,
  * or the GGUF metadata of a .gguf file. */
 int tok_load_for_model(const char *model_path, tok **out, dlm_err *e);
+/* sha256 of what tok_load_for_model reads the tokenizer from (the
+ * tokenization cache's key): tokenizer.json + tokenizer_config.json of a
+ * folder, or a GGUF's metadata (the bytes before its tensor data). */
+int tok_source_sha256(const char *model_path, char out[65], dlm_err *e);
 
 #endif

@@ -29,8 +29,6 @@ check "  optimizer: paged_adamw_8bit" optimizer
 check "  precision: bf16" precision
 check "  cpt:
     schedule: dapt" cpt
-check "  cache:
-    enabled: false" cache
 check "  preference:
     enabled: true" preference
 # defaults say nothing

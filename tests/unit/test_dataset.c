@@ -46,7 +46,7 @@ static void test_rows(tok *t, const chat_dialect *dl)
     char text[4096];
     snprintf(text, sizeof text, "%s# Notes\n\nSome prose here.\n\n::instruction::\n### Q\nWhat is two plus two?\n### A\nFour.\n", HDR);
     dlm_doc *doc = parse(text);
-    ds_opts o = {2048, 0, 42, NULL, 0.0, 0};
+    ds_opts o = {.seq_len = 2048, .seed = 42, .val_frac = 0.0};
     dataset *d;
     dlm_err e;
     CHECK_MSG(dataset_build(doc, NULL, t, dl, &o, &d, &e) == 0, "%s", e.msg);
@@ -101,7 +101,7 @@ static void test_windows(tok *t, const chat_dialect *dl)
     for (int i = 0; i < 60; i++) sb_printf(&sb, "word%d is followed by more words. ", i);
     sb_puts(&sb, "\n");
     dlm_doc *doc = parse(sb.buf);
-    ds_opts o = {64, 0, 42, NULL, 0.0, 0};
+    ds_opts o = {.seq_len = 64, .seed = 42, .val_frac = 0.0};
     dataset *d;
     dlm_err e;
     CHECK_INT(dataset_build(doc, NULL, t, dl, &o, &d, &e), 0);
@@ -134,7 +134,7 @@ static void test_packing_loss(tok *t, const chat_dialect *dl)
         sb_printf(&sb, "::instruction::\n### Q\nQuestion number %d?\n### A\nAnswer %d is short.\n\n", i, i * 7);
     sb_puts(&sb, "::prose::\nA prose paragraph to pack with the rest.\n");
     dlm_doc *doc = parse(sb.buf);
-    ds_opts o = {256, 0, 42, NULL, 0.0, 0};
+    ds_opts o = {.seq_len = 256, .seed = 42, .val_frac = 0.0};
     dataset *d;
     dlm_err e;
     CHECK_INT(dataset_build(doc, NULL, t, dl, &o, &d, &e), 0);

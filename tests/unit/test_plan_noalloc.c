@@ -95,7 +95,7 @@ static void run(int recompute, int threads)
     dlm_doc *doc = doc_parse("noalloc.dlm", DOC, strlen(DOC), &e);
     CHECK(doc != NULL);
     const chat_dialect *dl = chat_dialect_find("chatml");
-    ds_opts o = {64, 0, 7, NULL, 0.3, 0};
+    ds_opts o = {.seq_len = 64, .seed = 7, .val_frac = 0.3};
     dataset *ds = NULL;
     CHECK_MSG(dataset_build(doc, NULL, t, dl, &o, &ds, &e) == 0, "%s", e.msg);
     if (!ds) return;
