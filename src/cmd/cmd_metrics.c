@@ -10,6 +10,7 @@
 #include "util/json.h"
 
 static int o_json, o_csv, o_run, o_evals, o_runs;
+static const char *o_phase;
 
 static const opt OPTS[] = {
     {"json", 0, OPT_FLAG, &o_json, NULL, "one JSON array of row objects"},
@@ -17,6 +18,7 @@ static const opt OPTS[] = {
     {"run", 0, OPT_INT, &o_run, "N", "only run N (default: every run)"},
     {"evals", 0, OPT_FLAG, &o_evals, NULL, "validation losses instead of steps"},
     {"runs", 0, OPT_FLAG, &o_runs, NULL, "one row per run (status, times, version)"},
+    {"phase", 0, OPT_STR, &o_phase, "sft|dpo|orpo", "only runs of this phase (dpo/orpo steps add rewards/...)"},
     {0},
 };
 
@@ -92,7 +94,9 @@ int cmd_metrics(int argc, char **argv, dlm_ctx *ctx)
     char store[4096];
     if (cmd_doc_store(ctx, pos[0], store, sizeof store, &e)) return cmd_fail(ctx, &e);
     out_ctx o = {o_json ? 1 : o_csv ? 2 : 0, 0, o_json ? json_array() : NULL};
-    if (metrics_query(store, o_runs ? "runs" : o_evals ? "evals" : "steps", o_run, on_row, &o, &e)) {
+    if (o_phase && strcmp(o_phase, "sft") && strcmp(o_phase, "dpo") && strcmp(o_phase, "orpo"))
+        return cmd_usage_error(&spec_metrics, "--phase expects sft, dpo or orpo, got '%s'", o_phase);
+    if (metrics_query(store, o_runs ? "runs" : o_evals ? "evals" : "steps", o_run, o_phase, on_row, &o, &e)) {
         json_decref(o.arr);
         err_hint(&e, "train first: dlm train %s", pos[0]);
         return cmd_fail(ctx, &e);

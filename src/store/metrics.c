@@ -11,7 +11,7 @@
 
 struct metrics {
     sqlite3 *db;
-    sqlite3_stmt *step, *eval;
+    sqlite3_stmt *step, *eval, *pref;
     int in_tx;
     double tx_start;
 };
@@ -22,7 +22,11 @@ static const char *SCHEMA =
     "CREATE TABLE IF NOT EXISTS steps(run_id INTEGER, step INTEGER, loss REAL, lr REAL, grad_norm REAL,"
     " tokens_per_sec REAL, peak_vram_mb REAL, at TEXT, PRIMARY KEY(run_id, step));"
     "CREATE TABLE IF NOT EXISTS evals(run_id INTEGER, step INTEGER, val_loss REAL, perplexity REAL,"
-    " retention REAL, at TEXT, PRIMARY KEY(run_id, step));";
+    " retention REAL, at TEXT, PRIMARY KEY(run_id, step));"
+    /* the preference phase's per-step rewards (TRL's rewards/...), beside
+     * steps so older stores keep their tables */
+    "CREATE TABLE IF NOT EXISTS preference_steps(run_id INTEGER, step INTEGER, rewards_chosen REAL,"
+    " rewards_rejected REAL, rewards_margins REAL, rewards_accuracies REAL, PRIMARY KEY(run_id, step));";
 
 static int fail(sqlite3 *db, dlm_err *e, const char *what)
 {
@@ -56,6 +60,8 @@ int metrics_open(const char *store, metrics **out, dlm_err *e)
                               " VALUES(?,?,?,?,?,?,?)", -1, &m->step, NULL);
     sqlite3_prepare_v2(m->db, "INSERT OR REPLACE INTO evals(run_id, step, val_loss, perplexity, at) VALUES(?,?,?,?,?)",
                        -1, &m->eval, NULL);
+    sqlite3_prepare_v2(m->db, "INSERT OR REPLACE INTO preference_steps(run_id, step, rewards_chosen, rewards_rejected,"
+                              " rewards_margins, rewards_accuracies) VALUES(?,?,?,?,?,?)", -1, &m->pref, NULL);
     *out = m;
     return 0;
 }
@@ -74,6 +80,7 @@ void metrics_close(metrics *m)
     metrics_flush(m);
     sqlite3_finalize(m->step);
     sqlite3_finalize(m->eval);
+    sqlite3_finalize(m->pref);
     sqlite3_close(m->db);
     free(m);
 }
@@ -139,6 +146,21 @@ void metrics_step(metrics *m, int64_t run_id, int64_t step, double loss, double 
     sqlite3_step(m->step);
 }
 
+void metrics_pref_step(metrics *m, int64_t run_id, int64_t step, double chosen, double rejected, double margins,
+                       double accuracies)
+{
+    if (!m || !m->pref) return;
+    begin(m);
+    sqlite3_reset(m->pref);
+    sqlite3_bind_int64(m->pref, 1, run_id);
+    sqlite3_bind_int64(m->pref, 2, step);
+    sqlite3_bind_double(m->pref, 3, chosen);
+    sqlite3_bind_double(m->pref, 4, rejected);
+    sqlite3_bind_double(m->pref, 5, margins);
+    sqlite3_bind_double(m->pref, 6, accuracies);
+    sqlite3_step(m->pref);
+}
+
 void metrics_eval(metrics *m, int64_t run_id, int64_t step, double val_loss, const char *at)
 {
     if (!m || !m->eval) return;
@@ -152,9 +174,10 @@ void metrics_eval(metrics *m, int64_t run_id, int64_t step, double val_loss, con
     sqlite3_step(m->eval);
 }
 
-int metrics_query(const char *store, const char *table, int64_t run_id, metrics_row_fn fn, void *ctx, dlm_err *e)
+int metrics_query(const char *store, const char *table, int64_t run_id, const char *phase, metrics_row_fn fn,
+                  void *ctx, dlm_err *e)
 {
-    char path[4200], sql[256];
+    char path[4200], sql[1024];
     snprintf(path, sizeof path, "%s/metrics.sqlite", store);
     if (!fs_is_file(path)) return err_set(e, "MetricsError", "no metrics yet (%s does not exist)", path);
     sqlite3 *db;
@@ -164,15 +187,24 @@ int metrics_query(const char *store, const char *table, int64_t run_id, metrics_
         return r;
     }
     sqlite3_busy_timeout(db, 5000);
-    const char *order = !strcmp(table, "runs") ? "run_id" : "run_id, step";
-    if (run_id > 0) snprintf(sql, sizeof sql, "SELECT * FROM %s WHERE run_id=%lld ORDER BY %s", table, (long long)run_id, order);
-    else snprintf(sql, sizeof sql, "SELECT * FROM %s ORDER BY %s", table, order);
+    const char *order = !strcmp(table, "runs") ? "t.run_id" : "t.run_id, t.step";
+    /* a preference phase's steps carry their rewards */
+    int rewards = phase && strcmp(phase, "sft") && !strcmp(table, "steps");
+    char where[256] = "WHERE 1";
+    if (run_id > 0) snprintf(where, sizeof where, "WHERE t.run_id=%lld", (long long)run_id);
+    snprintf(sql, sizeof sql, "SELECT t.*%s FROM %s t%s %s%s ORDER BY %s",
+             rewards ? ", p.rewards_chosen AS \"rewards/chosen\", p.rewards_rejected AS \"rewards/rejected\","
+                       " p.rewards_margins AS \"rewards/margins\", p.rewards_accuracies AS \"rewards/accuracies\""
+                     : "",
+             table, rewards ? " LEFT JOIN preference_steps p ON p.run_id = t.run_id AND p.step = t.step" : "", where,
+             phase ? " AND t.run_id IN (SELECT run_id FROM runs WHERE phase = ?1)" : "", order);
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
         int r = fail(db, e, "query");
         sqlite3_close(db);
         return r;
     }
+    if (phase) sqlite3_bind_text(st, 1, phase, -1, SQLITE_TRANSIENT);
     int nc = sqlite3_column_count(st);
     const char *names[16], *vals[16];
     if (nc > 16) nc = 16;

@@ -18,12 +18,17 @@ int metrics_run_end(metrics *m, int64_t run_id, const char *ended_at, const char
                     int adapter_version, dlm_err *e);
 void metrics_step(metrics *m, int64_t run_id, int64_t step, double loss, double lr, double grad_norm,
                   double tokens_per_sec, const char *at);
+void metrics_pref_step(metrics *m, int64_t run_id, int64_t step, double chosen, double rejected, double margins,
+                       double accuracies);
 void metrics_eval(metrics *m, int64_t run_id, int64_t step, double val_loss, const char *at);
 void metrics_flush(metrics *m);
 
 /* Reading, for `dlm metrics`: calls back per row of the chosen table
- * ("steps" or "evals" or "runs"), run_id 0 = all runs. */
+ * ("steps" or "evals" or "runs"), run_id 0 = all runs, phase NULL = every
+ * phase, else only runs of that phase ("sft", "dpo", "orpo"); steps of a
+ * preference phase gain the rewards/... columns. */
 typedef void (*metrics_row_fn)(void *ctx, int ncol, const char *const *names, const char *const *vals);
-int metrics_query(const char *store, const char *table, int64_t run_id, metrics_row_fn fn, void *ctx, dlm_err *e);
+int metrics_query(const char *store, const char *table, int64_t run_id, const char *phase, metrics_row_fn fn,
+                  void *ctx, dlm_err *e);
 
 #endif

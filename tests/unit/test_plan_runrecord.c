@@ -52,7 +52,7 @@ int main(void)
     CHECK(r.detached);
     CHECK(isnan(r.loss));
     CHECK(r.age >= 0 && r.age < 5);
-    train_progress pr = {PHASE_TRAINING, 3, 10, 2.5, NAN, 1e-4, 123.0, 4.0, 8.0, 0, 7, "/store/logs/x.jsonl"};
+    train_progress pr = {PHASE_TRAINING, 3, 10, 2.5, NAN, 1e-4, 123.0, 4.0, 8.0, 0, 7, "/store/logs/x.jsonl", "sft", NAN, NAN};
     hb_update(h, &pr);
     CHECK_INT(hb_read(store, &r, &e), 0);
     CHECK_STR(r.phase, "training");
