@@ -26,6 +26,7 @@
 #include "adapter/adapter.h"
 #include "grad/backward.h"
 #include "grad/optim.h"
+#include "grad/pref_loss.h"
 #include "run/run.h"
 #include "util/fs.h"
 #include "util/json.h"
@@ -40,7 +41,6 @@ const char *pref_phase_name(const run *R)
 
 static int is_orpo(const run *R) { return PREF(R)->method == DOC_PREF_ORPO; }
 /* IPO and ORPO compare per-token averages (TRL), sigmoid/hinge sums */
-static int averaged(const run *R) { return is_orpo(R) || PREF(R)->loss_type == DOC_LOSS_IPO; }
 static double beta_of(const run *R) { return is_orpo(R) ? PREF(R)->hyperparams.alpha : PREF(R)->hyperparams.beta; }
 
 int pref_prepare(run *R, dlm_err *e)
@@ -93,19 +93,6 @@ int pref_init_policy(run *R, dlm_err *e)
     return 0;
 }
 
-/* Sum of -NLL and the count of targets of row r of a pass. */
-static double row_logp(const token_batch *b, const float *nll, int r, int *count)
-{
-    double s = 0;
-    int c = 0;
-    for (int t = 0; t < b->T; t++) {
-        size_t q = (size_t)r * b->T + t;
-        if (b->targets[q] >= 0) { s -= nll[q]; c++; }
-    }
-    *count = c;
-    return s;
-}
-
 int pref_reference(run *R, dlm_err *e)
 {
     if (is_orpo(R) || R->have_ref) return 0;
@@ -128,8 +115,8 @@ int pref_reference(run *R, dlm_err *e)
         decoder_loss(R->dec, &b, R->nll, NULL, &got);
         for (int i = 0; i < c; i++) {
             int k;
-            R->ref_c[i0 + i] = row_logp(&b, R->nll, 2 * i, &k);
-            R->ref_r[i0 + i] = row_logp(&b, R->nll, 2 * i + 1, &k);
+            R->ref_c[i0 + i] = pref_row_logp(&b, R->nll, 2 * i, &k);
+            R->ref_r[i0 + i] = pref_row_logp(&b, R->nll, 2 * i + 1, &k);
         }
     }
     if (saved) {
@@ -140,87 +127,44 @@ int pref_reference(run *R, dlm_err *e)
     return 0;
 }
 
-static double log_sigmoid(double x) { return x >= 0 ? -log1p(exp(-x)) : x - log1p(exp(x)); }
-static double sigmoid(double x) { return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x)); }
+static pref_kind kind_of(const run *R)
+{
+    if (is_orpo(R)) return PREF_ORPO;
+    return PREF(R)->loss_type == DOC_LOSS_HINGE ? PREF_HINGE : PREF(R)->loss_type == DOC_LOSS_IPO ? PREF_IPO
+                                                                                                : PREF_SIGMOID;
+}
 
-typedef struct pass_ctx { run *R; int n; double w; } pass_ctx;
+typedef struct pass_ctx { run *R; int n; double w, nll_w; pref_stats st; } pass_ctx;
 
-/* dL/dnll for every position of one pass, and the step's sums. */
+/* dL/dnll for every position of one pass (grad/pref_loss.h), the pass's
+ * pairs' reference values gathered first */
 static void pass_rows(void *ctx, const token_batch *b, const float *nll, float *scale)
 {
     pass_ctx *pc = ctx;
     run *R = pc->R;
-    double beta = beta_of(R), w = pc->w;
-    memset(scale, 0, (size_t)b->B * b->T * sizeof(float));
-    for (int i = 0; i < pc->n; i++) {
-        int nc, nr, p = R->pairs[i];
-        double lc = row_logp(b, nll, 2 * i, &nc), lr = row_logp(b, nll, 2 * i + 1, &nr);
-        double dc, dr, loss, rc, rr;   /* dL/d(sum log-prob) of chosen and rejected */
-        if (is_orpo(R)) {
-            double ac = lc / nc, ar = lr / nr;
-            /* log odds(p) = log p − log(1 − p), with log(1 − e^a) = log(−expm1(a)) */
-            double lo = (ac - ar) - (log(-expm1(ac)) - log(-expm1(ar)));
-            loss = -beta * log_sigmoid(lo);
-            double dlo = -beta * sigmoid(-lo);
-            dc = dlo * (1.0 / -expm1(ac)) / nc;
-            dr = -dlo * (1.0 / -expm1(ar)) / nr;
-            rc = beta * ac;
-            rr = beta * ar;
-        } else {
-            double ac = lc, ar = lr, fc = R->ref_c[p], fr = R->ref_r[p], ic = 1, ir = 1;
-            if (averaged(R)) { ac /= nc; ar /= nr; fc /= nc; fr /= nr; ic = 1.0 / nc; ir = 1.0 / nr; }
-            double z = (ac - fc) - (ar - fr), dz;
-            switch (PREF(R)->loss_type) {
-            case DOC_LOSS_HINGE:
-                loss = 1 - beta * z > 0 ? 1 - beta * z : 0;
-                dz = 1 - beta * z > 0 ? -beta : 0;
-                break;
-            case DOC_LOSS_IPO: {
-                double m = z - 1.0 / (2.0 * beta);
-                loss = m * m;
-                dz = 2 * m;
-                break;
-            }
-            default:
-                loss = -log_sigmoid(beta * z);
-                dz = -beta * sigmoid(-beta * z);
-            }
-            dc = dz * ic;
-            dr = -dz * ir;
-            rc = beta * (ac - fc);
-            rr = beta * (ar - fr);
-        }
-        R->pa.loss += w * loss;
-        R->pa.chosen += rc;
-        R->pa.rejected += rr;
-        R->pa.acc += rc > rr;
-        R->pa.n++;
-        /* log-prob = −Σ nll, so dL/dnll = −dL/dlogp */
-        double onll = is_orpo(R) && R->pa.chosen_tokens ? 1.0 / (double)R->pa.chosen_tokens : 0;
-        for (int t = 0; t < b->T; t++) {
-            size_t qc = (size_t)(2 * i) * b->T + t, qr = (size_t)(2 * i + 1) * b->T + t;
-            if (b->targets[qc] >= 0) {
-                scale[qc] = (float)(-w * dc + onll);
-                R->pa.nll_tok += onll * nll[qc];
-            }
-            if (b->targets[qr] >= 0) scale[qr] = (float)(-w * dr);
-        }
+    for (int i = 0; i < pc->n && !is_orpo(R); i++) {
+        R->pass_rc[i] = R->ref_c[R->pairs[i]];
+        R->pass_rr[i] = R->ref_r[R->pairs[i]];
     }
+    pref_pass(kind_of(R), beta_of(R), b, nll, pc->n, R->pass_rc, R->pass_rr, pc->w, pc->nll_w, scale, &pc->st,
+              NULL, NULL);
 }
 
 int pref_step(run *R, int64_t step, double *loss, double *gnorm, int64_t *ntok, dlm_err *e)
 {
     int spe = R->steps_per_epoch, ep = (int)(step / spe), st = (int)(step % spe);
-    memset(&R->pa, 0, sizeof R->pa);
     int npairs = 0;
+    int64_t chosen_tokens = 0;
     for (int mi = 0; mi < R->grad_accum; mi++) {
         int c = pref_micro_pairs(R->ps, R->seed, ep, st, mi, R->micro_batch, R->grad_accum, R->pairs);
         npairs += c;
-        for (int i = 0; i < c; i++) R->pa.chosen_tokens += R->ps->pairs[R->pairs[i]].c.n_loss;
+        for (int i = 0; i < c; i++) chosen_tokens += R->ps->pairs[R->pairs[i]].c.n_loss;
     }
     memset(R->g, 0, R->l->n * sizeof(float));
     *ntok = 0;
-    pass_ctx pc = {.R = R, .w = npairs ? 1.0 / npairs : 0};
+    /* ORPO's NLL: the mean over the step's chosen completion tokens */
+    pass_ctx pc = {.R = R, .w = npairs ? 1.0 / npairs : 0,
+                   .nll_w = is_orpo(R) && chosen_tokens ? 1.0 / (double)chosen_tokens : 0};
     bwd_rows rw = {.fn = pass_rows, .ctx = &pc, .nll = R->nll, .scale = R->scale};
     for (int mi = 0; mi < R->grad_accum && npairs; mi++) {
         int c = pref_micro_pairs(R->ps, R->seed, ep, st, mi, R->micro_batch, R->grad_accum, R->pairs);
@@ -234,11 +178,11 @@ int pref_step(run *R, int64_t step, double *loss, double *gnorm, int64_t *ntok, 
         *ntok += (int64_t)b.B * b.T;
     }
     if (!npairs) return err_set(e, "TrainError", "preference step %lld has no pairs", (long long)step + 1);
-    *loss = R->pa.loss + R->pa.nll_tok;
-    R->rw_chosen = R->pa.chosen / npairs;
-    R->rw_rejected = R->pa.rejected / npairs;
+    *loss = pc.st.loss;
+    R->rw_chosen = pc.st.chosen / npairs;
+    R->rw_rejected = pc.st.rejected / npairs;
     R->rw_margin = R->rw_chosen - R->rw_rejected;
-    R->rw_acc = R->pa.acc / npairs;
+    R->rw_acc = pc.st.acc / npairs;
     *gnorm = optim_clip(R->g, R->l->n, R->optim.max_grad_norm);
     double lr = optim_lr_at(&R->optim, step);
     optim_adamw_step(&R->optim, R->l->w, R->g, R->mom, R->vel, R->l->n, lr, R->t_offset + step + 1);
@@ -302,4 +246,6 @@ void pref_free_run(run *R)
     free(R->nll);
     free(R->scale);
     free(R->pairs);
+    free(R->pass_rc);
+    free(R->pass_rr);
 }

@@ -70,11 +70,7 @@ typedef struct run {
     int have_ref;                   /* ref_c/ref_r hold values (computed, or read from the checkpoint) */
     float *nll, *scale;             /* [rows·T] per-position NLL and dL/dnll of one pass */
     int *pairs;                     /* [micro_batch] the pass's pair indices */
-    struct pref_acc {               /* one optimizer step's sums, over its pairs */
-        double loss, chosen, rejected, acc, nll_tok;
-        int n;
-        int64_t chosen_tokens;      /* ORPO: the step's chosen completion tokens (its NLL's mean) */
-    } pa;
+    double *pass_rc, *pass_rr;      /* [micro_batch] one pass's reference values */
     double rw_chosen, rw_rejected, rw_margin, rw_acc;   /* the last step's means (TRL's rewards/...) */
 } run;
 

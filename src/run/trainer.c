@@ -249,7 +249,9 @@ static int allocate(run *R, dlm_err *e)
         R->nll = calloc(bt, sizeof(float));
         R->scale = calloc(bt, sizeof(float));
         R->pairs = calloc((size_t)R->micro_batch, sizeof(int));
-        if (!R->ref_c || !R->ref_r || !R->nll || !R->scale || !R->pairs)
+        R->pass_rc = calloc((size_t)R->micro_batch, sizeof(double));
+        R->pass_rr = calloc((size_t)R->micro_batch, sizeof(double));
+        if (!R->ref_c || !R->ref_r || !R->nll || !R->scale || !R->pairs || !R->pass_rc || !R->pass_rr)
             return err_set(e, "OOMError", "cannot allocate the preference buffers");
     }
     if (!R->g || !R->mom || !R->vel || (R->P.data.ds->n_val && !R->pref && !R->best) || !R->btok || !R->btgt || !R->bpos ||
