@@ -45,18 +45,7 @@ static double beta_of(const run *R) { return is_orpo(R) ? PREF(R)->hyperparams.a
 
 int pref_prepare(run *R, dlm_err *e)
 {
-    const doc_frontmatter *fm = doc_fm(R->doc);
-    const doc_training *tr = &fm->training;
-    int seq = tr->sequence_len;
-    int maxpos = R->P.base.cfg.max_pos;
-    if (maxpos > 0 && seq > maxpos) seq = maxpos;
-    ds_opts o = {.seq_len = seq, .seed = R->seed, .system_prompt = fm->system_prompt, .val_frac = 0.1};
-    if (!R->P.data.dialect) {
-        err_set(e, "TemplateError", "the base has no chat template dlm can render, so preference pairs cannot be"
-                " rendered");
-        return err_hint(e, "choose a base with a chat template (e.g. qwen2.5-0.5b-instruct)");
-    }
-    if (pref_build(R->doc, R->P.tok, R->P.data.dialect, &o, &R->ps, e)) return -1;
+    if (prep_pref(&R->P, R->doc, R->seed, &R->ps, e)) return -1;
     if (R->ps->n_pairs == 0) {
         err_set(e, "NoPreferenceContentError", "%s has no preference sections: the preference phase has nothing to"
                 " train on", R->o->doc_path);

@@ -112,6 +112,7 @@ static int plan_memory(run *R, dlm_err *e)
     plan_in in;
     prep_plan_inputs(&R->P, &doc_fm(R->doc)->training, R->o->threads, R->host.cores_usable,
                      R->o->max_memory ? R->o->max_memory : R->host.budget, &in);
+    if (R->pref) prep_pref_plan_inputs(&R->P, R->ps, &in);
     R->plan_in = in;
     if (plan_make(&in, &R->plan) && !R->o->force) {
         char need[32], bud[32], rec[32];

@@ -91,6 +91,15 @@ echo "$out" | grep -q "enabled: true" || fail "no note about disabled preference
 [ "$(ls "$DLM_HOME/store/$ID/adapter/versions")" = v0001 ] || fail "disabled preference trained a second version"
 rm -rf "$DLM_HOME"
 
+# doctor plans both phases and says which
+"$DLM" doctor a.dlm > doc.txt
+grep -q "phase sft" doc.txt || fail "doctor does not name the SFT phase"
+grep -q "phase preference (dpo): 3 pairs, 2 sequences per pair" doc.txt || fail "doctor does not plan the DPO phase: $(cat doc.txt)"
+grep -q "preference: reference log-probs" doc.txt || fail "doctor's preference plan lacks the reference buffers"
+"$DLM" doctor a.dlm --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["preference"]["pairs"] == 3 and d["preference_plan"]["total_bytes"] > 0, d["preference"]' \
+    || fail "doctor --json has no preference plan"
+"$DLM" doctor d.dlm | grep -q "phase preference: not planned" || fail "doctor does not say the disabled phase is skipped"
+
 # --phase all: two versions, the last line names both
 out=$("$DLM" train a.dlm --threads 2 2>/dev/null)
 echo "$out" | grep -q "trained v0001 (sft" || fail "final line does not name the SFT version: $out"
