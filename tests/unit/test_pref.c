@@ -23,6 +23,7 @@
 #include "grad/optim.h"
 #include "grad/pref_loss.h"
 #include "kern/kern.h"
+#include "run/prepare.h"
 #include "util/json.h"
 #include "util/rng.h"
 #include "weights/model.h"
@@ -42,13 +43,13 @@ static double pass_loss(pref_kind k, double beta, const token_batch *b, const fl
 static void test_finite_differences(void)
 {
     enum { P = 3, T = 6 };
-    int32_t tgt[2 * P * T], tok[2 * P * T] = {0}, pos[2 * P * T] = {0};
+    int32_t tgt[2 * P * T], ids[2 * P * T] = {0}, pos[2 * P * T] = {0};
     float nll[2 * P * T], scale[2 * P * T], tmp[2 * P * T];
     for (int i = 0; i < 2 * P * T; i++) {
         tgt[i] = (i % T) >= 2 && (i % 5) ? 1 : -1;
         nll[i] = tgt[i] >= 0 ? (float)(0.3 + 2.0 * rng_uniform(5, 1, 0, (uint64_t)i)) : 0.0f;
     }
-    token_batch b = {2 * P, T, tok, tgt, pos, NULL};
+    token_batch b = {2 * P, T, ids, tgt, pos, NULL};
     double rc[P] = {-5.1, -7.3, -4.0}, rr[P] = {-6.0, -6.2, -5.5};
     for (int k = PREF_SIGMOID; k <= PREF_ORPO; k++) {
         double beta = k == PREF_ORPO ? 0.25 : 0.3;
@@ -90,14 +91,14 @@ static void test_rows_equal_plain(void)
     CHECK_INT(lora_init(l, m, 3, &e), 0);
     for (size_t i = 0; i < l->n; i++) l->w[i] += 0.01f * rng_normal(3, 9, 0, i);
     enum { B = 2, T = 8 };
-    int32_t tok[B * T], tgt[B * T], pos[B * T], seg[B * T];
+    int32_t ids[B * T], tgt[B * T], pos[B * T], seg[B * T];
     for (int i = 0; i < B * T; i++) {
-        tok[i] = (int32_t)(rng_u64(4, 1, 0, (uint64_t)i) % (uint64_t)m->cfg.vocab);
+        ids[i] = (int32_t)(rng_u64(4, 1, 0, (uint64_t)i) % (uint64_t)m->cfg.vocab);
         tgt[i] = i % 3 ? (int32_t)(rng_u64(4, 2, 0, (uint64_t)i) % (uint64_t)m->cfg.vocab) : -1;
         pos[i] = i % T;
         seg[i] = 0;
     }
-    token_batch b = {B, T, tok, tgt, pos, seg};
+    token_batch b = {B, T, ids, tgt, pos, seg};
     decoder_opts o = {.B = B, .T = T};
     decoder *d;
     CHECK_INT(decoder_create(m, l, &o, &d, &e), 0);
@@ -273,9 +274,62 @@ static void ref_case(const char *dir, const char *name)
     model_free(m);
 }
 
+/* Measurement (tests/cli/t0503-...: behaviour on the embedded base): the mean
+ * chosen-minus-rejected completion log-prob margin, and the share of pairs
+ * with chosen > rejected, of DOC's preference pairs under MODEL (+ ADAPTER,
+ * a version folder, when given), rendered exactly as the preference phase
+ * renders them. Prints "margin M accuracy A pairs N". */
+static int margin_tool(const char *docp, const char *modelp, const char *adapter)
+{
+    dlm_err e;
+    prep P;
+    memset(&P, 0, sizeof P);
+    dlm_doc *doc = doc_load(docp, &e);
+    model *m = NULL;
+    lora *l = NULL;
+    pref_set *ps = NULL;
+    decoder *d = NULL;
+    if (!doc || prep_base(&P, modelp, NULL, &e) || model_load(modelp, &m, &e)) goto fail;
+    P.data.dialect = P.dialect;
+    if (prep_pref(&P, doc, 42, &ps, &e)) goto fail;
+    if (adapter && *adapter && adapter_load(adapter, m, &l, &e)) goto fail;
+    decoder_opts o = {.B = 2, .T = ps->max_len};
+    if (decoder_create(m, l, &o, &d, &e)) goto fail;
+    size_t bt = (size_t)2 * ps->max_len;
+    int32_t *tk = malloc(bt * 4), *tg = malloc(bt * 4), *po = malloc(bt * 4), *sg = malloc(bt * 4);
+    float *nll = malloc(bt * 4);
+    double sum = 0;
+    int acc = 0;
+    for (int i = 0; i < ps->n_pairs; i++) {
+        token_batch b;
+        int64_t nl;
+        int c;
+        pref_fill(ps, &i, 1, ps->max_len, tk, tg, po, sg, &b);
+        decoder_loss(d, &b, nll, NULL, &nl);
+        double mg = pref_row_logp(&b, nll, 0, &c) - pref_row_logp(&b, nll, 1, &c);
+        sum += mg;
+        acc += mg > 0;
+    }
+    printf("margin %.4f accuracy %.3f pairs %d\n", sum / ps->n_pairs, (double)acc / ps->n_pairs, ps->n_pairs);
+    free(tk); free(tg); free(po); free(sg); free(nll);
+    decoder_free(d);
+    pref_free(ps);
+    lora_free(l);
+    model_free(m);
+    prep_free(&P);
+    doc_free(doc);
+    return 0;
+fail:
+    fprintf(stderr, "margin: %s\n", e.msg);
+    return 1;
+}
+
 int main(void)
 {
     kern_init(2);
+    if (getenv("DLM_PREF_MARGIN_DOC"))
+        return margin_tool(getenv("DLM_PREF_MARGIN_DOC"), getenv("DLM_PREF_MARGIN_MODEL"),
+                           getenv("DLM_PREF_MARGIN_ADAPTER"));
     const char *ref = getenv("DLM_PREF_REF");
     if (ref && *ref) {
         const char *cases[] = {"sigmoid_pre", "sigmoid_base", "hinge_pre", "hinge_base", "ipo_pre", "ipo_base",
