@@ -126,6 +126,11 @@ for a, b in zip(log, steps):   # SQLite rows = the JSONL rows
 PY
 "$DLM" prompt a.dlm "Capital of France?" --temp 0 -n 4 --json | python3 -c 'import json,sys; v=json.load(sys.stdin)["adapter_version"]; assert v == 2, v' \
     || fail "prompt does not use the preference version"
+out=$("$DLM" export a.dlm --target gguf --quant Q8_0)
+grep -q "adapter v0002" <<<"$out" || fail "export does not take the DPO version: $out"
+[ -f "$DLM_HOME/store/$ID/exports/Q8_0/adapter.gguf" ] || fail "no adapter.gguf for the DPO version"
+python3 -c 'import json,sys; t=json.load(open(sys.argv[1])); assert t["phase"] == "dpo", t["phase"]' \
+    "$DLM_HOME/store/$ID/adapter/versions/v0002/training_run.json" || fail "training_run.json phase"
 
 # same seed, --threads 1: the same bytes (SFT and DPO again as v0003/v0004)
 "$DLM" train a.dlm --fresh --threads 1 -q >/dev/null 2>&1
