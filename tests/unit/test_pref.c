@@ -24,6 +24,7 @@
 #include "grad/pref_loss.h"
 #include "kern/kern.h"
 #include "run/prepare.h"
+#include "util/fs.h"
 #include "util/json.h"
 #include "util/rng.h"
 #include "weights/model.h"
@@ -116,6 +117,64 @@ static void test_rows_equal_plain(void)
     decoder_free(d);
     lora_free(l);
     model_free(m);
+}
+
+/* A pair's chosen sequence is the Q/A row of the same prompt and answer,
+ * token for token and mask for mask (the dialect's rendering is checked
+ * against the Jinja templates by tests/ref/r0102); the rejected one differs
+ * only after the prompt; a pair too long for sequence_len is cut. */
+static void test_pairs_render_as_qa(void)
+{
+    const char *dir = check_tmpdir("pref_pairs");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/p.dlm", dir);
+    const char *text = "---\ndlm_id: 01JD0000000000000000000000\ndlm_version: 15\nbase_model: tiny\n"
+                       "system_prompt: Be brief.\n---\n::instruction::\n### Q\nWhat is a noun?\n### A\n"
+                       "A noun is a word for a thing.\n\n::preference::\n### Prompt\nWhat is a noun?\n"
+                       "### Chosen\nA noun is a word for a thing.\n### Rejected\nNo idea.\n";
+    dlm_err e;
+    CHECK_INT(fs_write_atomic(path, text, strlen(text), 0644, &e), 0);
+    dlm_doc *doc = doc_load(path, &e);
+    CHECK_MSG(doc != NULL, "%s", e.msg);
+    prep P;
+    memset(&P, 0, sizeof P);
+    CHECK_MSG(prep_base(&P, "models/tiny.gguf", NULL, &e) == 0, "%s", e.msg);
+    if (!doc || !P.tok) return;
+    P.data.dialect = P.dialect;
+    ds_opts o = {.seq_len = 256, .seed = 1, .system_prompt = "Be brief.", .val_frac = 0.0};
+    dataset *ds;
+    pref_set *ps;
+    CHECK_INT(dataset_build(doc, NULL, P.tok, P.dialect, &o, &ds, &e), 0);
+    CHECK_INT(prep_pref(&P, doc, 1, &ps, &e), 0);
+    CHECK_INT(ps->n_pairs, 1);
+    CHECK_INT(ds->n_items, 1);
+    const pref_pair *pp = &ps->pairs[0];
+    const ds_item *it = &ds->items[0];
+    CHECK_INT(pp->c.len, it->len);
+    CHECK_INT(pp->c.n_loss, it->n_loss);
+    CHECK(!memcmp(ps->tok + pp->c.off, ds->tok + it->off, (size_t)it->len * 4));
+    CHECK(!memcmp(ps->tgt + pp->c.off, ds->tgt + it->off, (size_t)it->len * 4));
+    int first_c = 0, first_r = 0;   /* the first target position: where the assistant turn starts */
+    while (ps->tgt[pp->c.off + first_c] < 0) first_c++;
+    while (ps->tgt[pp->r.off + first_r] < 0) first_r++;
+    CHECK_INT(first_c, first_r);
+    CHECK(!memcmp(ps->tok + pp->c.off, ps->tok + pp->r.off, (size_t)first_c * 4));
+    pref_free(ps);
+    /* sequence_len = prompt + 3: the completion is cut, and counted */
+    ds_opts o2 = o;
+    o2.seq_len = first_c + 3;
+    CHECK_INT(pref_build(doc, P.tok, P.dialect, &o2, &ps, &e), 0);
+    CHECK_INT(ps->pairs[0].c.len, first_c + 3);
+    CHECK_INT(ps->n_truncated, 1);
+    pref_free(ps);
+    /* a prompt that fills sequence_len: an error at the prompt's line */
+    o2.seq_len = 4;
+    CHECK_INT(pref_build(doc, P.tok, P.dialect, &o2, &ps, &e), -1);
+    CHECK_STR(e.kind, "DatasetError");
+    CHECK_INT(e.line, 14);   /* the ### Prompt line */
+    dataset_free(ds);
+    prep_free(&P);
+    doc_free(doc);
 }
 
 static const st_tensor *need(const st_file *f, const char *name)
@@ -339,5 +398,6 @@ int main(void)
     }
     test_finite_differences();
     test_rows_equal_plain();
+    test_pairs_render_as_qa();
     return check_done();
 }
