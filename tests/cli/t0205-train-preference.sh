@@ -150,6 +150,20 @@ rm -f "$DLM_HOME/store/$ID/.lock"
 "$DLM" train a.dlm --resume -q >/dev/null 2>&1
 c=$(sha v0006)
 [ "$a" = "$c" ] || fail "resumed DPO differs from the uninterrupted one: $a vs $c"
+# a damaged reference file in the checkpoint: refused with a hint, never recomputed silently
+set +e
+DLM_TEST_CRASH_AFTER_STEP=2 "$DLM" train a.dlm --phase preference -q >/dev/null 2>&1
+set -e
+rm -f "$DLM_HOME/store/$ID/.lock"
+python3 - "$ck/reference_logps.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); d["chosen"] = d["chosen"][:-1]; json.dump(d, open(sys.argv[1], "w"))
+PY
+expect_fail ResumeIntegrityError "$DLM" train a.dlm --resume
+# --phase sft --resume on a preference checkpoint names the right phase
+expect_fail ResumeIntegrityError "$DLM" train a.dlm --phase sft --resume
+echo "$out" | grep -q -- "--phase preference" || fail "the phase mismatch does not name --phase preference: $out"
+"$DLM" train a.dlm --phase preference --fresh -q >/dev/null 2>&1 || fail "--fresh after a damaged checkpoint"
 
 # ORPO and the base reference train and commit
 rm -rf "$DLM_HOME"
