@@ -385,7 +385,7 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
     train_result res, sft_res;
     int have_sft = 0;
     memset(&sft_res, 0, sizeof sft_res);
-    o.phase_all = both && ph_pref;
+    o.phase_all = both;
     if (ph_sft) {
         o.phase = TRAIN_SFT;
         r = train_run(&o, &h, &res, &e);
@@ -393,6 +393,9 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
         hb_free(v.hb);
         v.hb = NULL;
         if (!r && !res.no_op && !res.cancelled) { sft_res = res; have_sft = 1; }
+        if (!r && res.deferred && !ph_pref && !ctx->quiet)
+            fprintf(stderr, "note: the checkpoint belongs to the preference phase; continue it with 'dlm train %s"
+                            " --phase preference --resume'\n", pos[0]);
         if (!r && ph_pref && !res.cancelled) {
             if (have_sft && !ctx->quiet && !o_json)
                 fprintf(stderr, "sft: v%04d (%lld steps); next: the preference phase\n", res.version,
