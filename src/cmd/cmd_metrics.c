@@ -23,9 +23,10 @@ static const opt OPTS[] = {
 };
 
 const cmd_spec spec_metrics = {
-    "metrics", "PATH [--json | --csv] [--run N] [--evals | --runs]",
+    "metrics", "PATH [--json | --csv] [--run N] [--evals | --runs] [--phase sft|dpo|orpo]",
     "show the training metrics recorded for a document's runs",
-    "Columns of steps: run_id, step, loss, lr, grad_norm, tokens_per_sec, at.", OPTS,
+    "Columns of steps: run_id, step, loss, lr, grad_norm, tokens_per_sec, at; with --phase dpo or orpo\n"
+    "also rewards/chosen, rewards/rejected, rewards/margins, rewards/accuracies (TRL's names).", OPTS,
 };
 
 typedef struct out_ctx { int mode, rows; json_t *arr; } out_ctx;
