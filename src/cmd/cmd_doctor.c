@@ -124,11 +124,13 @@ static void print_host(const host_info *h)
     printf("determinism: %s (same bytes for any thread count)\n", h->determinism);
 }
 
+static void print_plan_items(const doctor_doc *d, const plan *p);
+
 static void print_doc_plan(const doctor_doc *d, const char *path)
 {
     const plan *p = &d->p;
     char a[32], b[32], c[32];
-    printf("\nplan for %s (base %s%s)\n", path, d->base_spec,
+    printf("\nplan for %s, phase sft (base %s%s)\n", path, d->base_spec,
            d->from_files ? "" : ", not downloaded: registry shape, bf16 as published");
     if (d->from_files)
         printf("  dataset: %d train + %d validation items, %lld tokens (%lld with a loss), longest %d of"
@@ -143,6 +145,22 @@ static void print_doc_plan(const doctor_doc *d, const char *path)
     printf("  activations: %s per token kept without recomputation, %s with; attention scratch %s\n",
            hs(p->act_token, a), hs(p->act_token_rc, b), hs(p->attn_scratch, c));
     printf("  trainable parameters: %llu\n", (unsigned long long)p->params);
+    print_plan_items(d, p);
+    if (d->pref_triples && !d->pref_enabled)
+        printf("\nphase preference: not planned (%d triples; training.preference.enabled is false)\n",
+               d->pref_triples);
+    if (!d->pref_planned) return;
+    const plan *q = &d->pref_p;
+    printf("\nplan for %s, phase preference (%s): %d pairs, 2 sequences per pair (chosen + rejected rows),"
+           " longest %d\n", path, d->pref_method, d->pref_pairs, q->T);
+    printf("  choice: micro_batch_size %d pairs (%d rows) x grad_accum %d, recompute %s; the reference pass"
+           " reuses these buffers (forward only)\n", q->mb, 2 * q->mb, q->ga, q->recompute ? "on" : "off");
+    print_plan_items(d, q);
+}
+
+static void print_plan_items(const doctor_doc *d, const plan *p)
+{
+    char a[32];
     for (int i = 0; i < p->n_items; i++) printf("    %-52s %12s\n", p->items[i].name, hs(p->items[i].bytes, a));
     printf("    %-52s %12s\n", "total (predicted peak RSS)", hs(p->total, a));
     printf("  budget: %s (%s): %s\n", hs(d->budget, a), d->budget_from,
@@ -209,6 +227,11 @@ int cmd_doctor(int argc, char **argv, dlm_ctx *ctx)
                                   (json_int_t)d.tokens, "loss_tokens", (json_int_t)d.loss_tokens, "replay_sections",
                                   d.replay_sections, "plan", plan_json(&d.p, &d.in), "plan_error",
                                   d.fits ? json_null() : json_string(d.p.reason));
+            if (d.pref_planned) {
+                json_object_set_new(o, "preference_plan", plan_json(&d.pref_p, &d.pref_in));
+                json_object_set_new(o, "preference", json_pack("{s:s, s:i, s:b}", "method", d.pref_method, "pairs",
+                                                               d.pref_pairs, "fits", d.pref_fits));
+            }
             print_json(o);
         } else {
             print_host(&h);

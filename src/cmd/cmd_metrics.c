@@ -45,7 +45,9 @@ const cmd_spec spec_metrics = {
     "peak_vram_mb, at (UTC). watch prints one line per step of the running\n"
     "run (step rows reach metrics.sqlite in batches of a few seconds), its\n"
     "evals and the ETA, and exits when the run ends: 0 when it completed, 1\n"
-    "when it failed or died. With no run in progress it says so and exits 0.",
+    "when it failed or died. With no run in progress it says so and exits 0.\n"
+    "With --phase dpo or orpo, steps also show rewards/chosen, rewards/rejected,\n"
+    "rewards/margins, rewards/accuracies (TRL's names).",
     OPTS,
 };
 
@@ -166,6 +168,8 @@ static int show(dlm_ctx *ctx, const char *path)
     }
     char store[4096];
     if (cmd_doc_store(ctx, path, store, sizeof store, &e)) return cmd_fail(ctx, &e);
+    if (o_phase && strcmp(o_phase, "sft") && strcmp(o_phase, "dpo") && strcmp(o_phase, "orpo") && strcmp(o_phase, "cpt"))
+        return cmd_usage_error(&spec_metrics, "--phase expects sft, dpo, orpo or cpt, got '%s'", o_phase);
     out_ctx o = {.mode = o_json ? 1 : o_csv ? 2 : 0, .arr = o_csv ? NULL : json_array()};
     if (metrics_query(store, o_runs ? "runs" : o_evals ? "evals" : "steps", &f, on_row, &o, &e)) {
         json_decref(o.arr);

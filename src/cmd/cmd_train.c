@@ -25,10 +25,12 @@
 static int o_no_mined, o_no_cache;
 static int o_resume, o_fresh, o_max_steps, o_seed = -1, o_threads, o_update, o_ignore, o_strict, o_no_replay,
            o_force, o_json, o_offline, o_detach, o_dry_run, o_watch, o_watch_max_steps = 100, o_watch_debounce_ms = 400, o_recursive, o_no_recursive, o_rescaffold, o_accept;
-static const char *o_max_memory, *o_base, *o_name, *o_policy;
+static const char *o_max_memory, *o_base, *o_name, *o_policy, *o_phase;
 static opt_list o_include, o_exclude;
 
 static const opt OPTS[] = {
+    {"phase", 0, OPT_STR, &o_phase, "sft|preference|all",
+     "sft, the preference phase (DPO/ORPO on ::preference:: sections), or both (default all)"},
     {"resume", 0, OPT_FLAG, &o_resume, NULL, "continue the interrupted run (or the current version) exactly"},
     {"fresh", 0, OPT_FLAG, &o_fresh, NULL, "start a new adapter from the base (drops a leftover checkpoint)"},
     {"max-steps", 0, OPT_INT, &o_max_steps, "N", "stop after N optimizer steps"},
@@ -62,7 +64,7 @@ static const opt OPTS[] = {
 };
 
 const cmd_spec spec_train = {
-    "train", "PATH|DIR [--resume | --fresh] [--max-steps N] [--seed N] [--threads N] [--max-memory SIZE] [--detach] [--dry-run]",
+    "train", "PATH|DIR [--phase sft|preference|all] [--resume | --fresh] [--max-steps N] [--seed N] [--threads N] [--max-memory SIZE] [--detach] [--dry-run]",
     "train a LoRA adapter on the document and commit it as the next version",
     "Each run trains on every prose and Q&A section plus a replay sample of sections\n"
     "earlier versions saw, checkpoints every training.save_steps, and commits\n"
@@ -75,7 +77,10 @@ const cmd_spec spec_train = {
     "'dlm status PATH' and 'dlm logs PATH -f' follow it.\n"
     "A DIR trains on a codebase: the first run writes DIR/.dlm/corpus.dlm (needs --base)\n"
     "with one training.sources directive for DIR; later runs reuse it. --dry-run lists\n"
-    "every file with its verdict (docs/sources.md).",
+    "every file with its verdict (docs/sources.md).\n"
+    "--phase all (the default) trains SFT, then, when the document has preference\n"
+    "sections and training.preference.enabled is not false, the preference phase\n"
+    "(DPO or ORPO, training.preference) as a second version; see docs/training.md.",
     OPTS,
 };
 
@@ -124,6 +129,10 @@ static void on_progress(void *ctx, const train_progress *p)
     char eta[32] = "", val[32] = "";
     if (p->eta > 0) { strcpy(eta, " ETA "); time_fmt_duration(p->eta, eta + 5, sizeof eta - 5); }
     if (isfinite(p->val_loss)) snprintf(val, sizeof val, "  val %.4f", p->val_loss);
+    char rw[64] = "";
+    const char *rp = p->run_phase && strcmp(p->run_phase, "sft") ? p->run_phase : NULL;
+    if (isfinite(p->rewards_margin))
+        snprintf(rw, sizeof rw, "  margin %.4f acc %.2f", p->rewards_margin, p->rewards_accuracy);
     if (p->phase == PHASE_LOADING) {
         if (!v->tty) fprintf(stderr, "loading base and document...\n");
         return;
@@ -135,8 +144,10 @@ static void on_progress(void *ctx, const train_progress *p)
         return;
     }
     if (v->tty) {
-        fprintf(stderr, "\r\033[K  %s step %lld/%lld  loss %.4f%s  lr %.2e  %.0f tok/s%s", train_phase_name(p->phase),
-                (long long)p->step, (long long)p->total, p->loss, val, p->lr, p->tokens_per_sec, eta);
+        fprintf(stderr, "\r\033[K  %s%s%s step %lld/%lld  loss %.4f%s%s  lr %.2e  %.0f tok/s%s",
+                rp ? rp : "", rp ? " " : "",
+                train_phase_name(p->phase), (long long)p->step, (long long)p->total, p->loss, val, rw, p->lr,
+                p->tokens_per_sec, eta);
         v->dirty = 1;
         return;
     }
@@ -145,8 +156,9 @@ static void on_progress(void *ctx, const train_progress *p)
     int64_t every = p->total / 20 > 1 ? p->total / 20 : 1;
     if (p->phase != PHASE_TRAINING) return;
     if (p->step == p->total || p->step - v->last_step >= every || now - v->last_print >= 10) {
-        fprintf(stderr, "step %lld/%lld loss %.4f%s lr %.2e %.0f tok/s%s\n", (long long)p->step, (long long)p->total,
-                p->loss, val, p->lr, p->tokens_per_sec, eta);
+        fprintf(stderr, "%s%sstep %lld/%lld loss %.4f%s%s lr %.2e %.0f tok/s%s\n",
+                rp ? rp : "", rp ? " " : "",
+                (long long)p->step, (long long)p->total, p->loss, val, rw, p->lr, p->tokens_per_sec, eta);
         v->last_print = now;
         v->last_step = p->step;
     }
@@ -308,6 +320,39 @@ static int detach(const char *doc_path, dlm_ctx *ctx, view *v, char *console, si
 }
 
 
+/* The last line(s) of a run that ended with the preference phase: both
+ * versions when --phase all trained two. */
+static int print_pref(const train_result *res, const train_result *sft, int json, dlm_ctx *ctx)
+{
+    if (res->cancelled) return EXIT_INTERRUPTED;
+    char dur[32];
+    time_fmt_duration(res->seconds + (sft ? sft->seconds : 0), dur, sizeof dur);
+    if (json) {
+        json_t *j = json_pack("{s:i, s:s, s:I, s:f, s:f, s:f, s:f, s:s, s:s}", "version", res->version, "phase",
+                              res->phase, "steps", (json_int_t)res->steps, "first_loss", res->first_loss,
+                              "final_loss", res->final_loss, "rewards_margins", res->rewards_margin,
+                              "rewards_accuracies", res->rewards_accuracy, "adapter_dir", res->version_dir, "log",
+                              res->log_path);
+        if (sft) json_object_set_new(j, "sft_version", json_integer(sft->version));
+        strbuf sb = STRBUF_INIT;
+        json_write(&sb, j, JW_SORT);
+        printf("%s\n", sb_str(&sb));
+        sb_free(&sb);
+        json_decref(j);
+        return EXIT_OK;
+    }
+    if (sft)
+        printf("trained v%04d (sft: %lld steps, loss %.3f → %.3f) and v%04d (%s: %lld steps, loss %.3f → %.3f,"
+               " margin %.3f), %s\n", sft->version, (long long)sft->steps, sft->first_loss, sft->final_loss,
+               res->version, res->phase, (long long)res->steps, res->first_loss, res->final_loss,
+               res->rewards_margin, dur);
+    else
+        printf("trained v%04d (%s): %lld steps, loss %.3f → %.3f, margin %.3f, %s\n", res->version, res->phase,
+               (long long)res->steps, res->first_loss, res->final_loss, res->rewards_margin, dur);
+    if (!ctx->quiet) fprintf(stderr, "adapter: %s\nlog: %s\n", res->version_dir, res->log_path);
+    return EXIT_OK;
+}
+
 int cmd_train(int argc, char **argv, dlm_ctx *ctx)
 {
     char *pos[64];
@@ -325,6 +370,11 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
     if (o_watch && (o_detach || o_dry_run)) return cmd_usage_error(&spec_train, "--watch runs in the foreground, without --detach/--dry-run");
     if (o_watch_max_steps < 1 || o_watch_debounce_ms < 0)
         return cmd_usage_error(&spec_train, "--watch-max-steps must be >= 1 and --watch-debounce-ms >= 0");
+    int ph_sft = 1, ph_pref = 1;
+    if (o_phase && !strcmp(o_phase, "sft")) ph_pref = 0;
+    else if (o_phase && !strcmp(o_phase, "preference")) ph_sft = 0;
+    else if (o_phase && strcmp(o_phase, "all"))
+        return cmd_usage_error(&spec_train, "--phase expects sft, preference or all, got '%s'", o_phase);
     dlm_err e;
     err_clear(&e);
     if (cmd_setup(ctx, &e)) return cmd_fail(ctx, &e);
@@ -387,13 +437,63 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
     /* the terminal going away stops a foreground run like Ctrl-C (step,
      * checkpoint, cancelled); a detached run ignores SIGHUP */
     if (!o_detach) sigaction(SIGHUP, &sa, NULL);
-    train_result res;
-    int cycle = 0;
+    /* --phase all: does the document want the preference phase? */
+    int both = ph_sft && ph_pref, pref_wanted = !both;
+    if (both) {
+        dlm_doc *d = doc_load(pos[0], &e);
+        if (!d) return cmd_fail(ctx, &e);
+        int triples = 0;
+        for (int i = 0; i < doc_nsections(d); i++)
+            if (doc_section_at(d, i)->type == DOC_PREFERENCE && !(o_no_mined && doc_section_at(d, i)->auto_mined))
+                triples += doc_section_at(d, i)->n_triples;
+        const doc_training *tr = &doc_fm(d)->training;
+        /* enabled: as written, else on when the document has preference sections (spec §3.1 step 5) */
+        int enabled = tr->preference.enabled_explicit ? tr->preference.enabled : triples > 0;
+        pref_wanted = enabled && triples > 0;
+        if (triples && !enabled && !ctx->quiet)
+            fprintf(stderr, "note: %d preference triple(s) skipped: training.preference.enabled is false; to train"
+                            " them write in the frontmatter:\n  training:\n    preference:\n      enabled: true\n",
+                    triples);
+        doc_free(d);
+        if (!pref_wanted) ph_pref = 0;
+    }
+    train_result res, sft_res;
+    int have_sft = 0, cycle = 0;
+    memset(&sft_res, 0, sizeof sft_res);
+    o.phase_all = both;
 again:
-    r = train_run(&o, &h, &res, &e);
-    clear_line(&v);
-    hb_free(v.hb);
-    v.hb = NULL;
+    have_sft = 0;
+    if (ph_sft) {
+        o.phase = TRAIN_SFT;
+        r = train_run(&o, &h, &res, &e);
+        clear_line(&v);
+        hb_free(v.hb);
+        v.hb = NULL;
+        if (!r && !res.no_op && !res.cancelled) { sft_res = res; have_sft = 1; }
+        if (!r && res.deferred && !ph_pref && !ctx->quiet)
+            fprintf(stderr, "note: the checkpoint belongs to the preference phase; continue it with 'dlm train %s"
+                            " --phase preference --resume'\n", pos[0]);
+        if (!r && ph_pref && !res.cancelled) {
+            if (have_sft && !ctx->quiet && !o_json)
+                fprintf(stderr, "sft: v%04d (%lld steps); next: the preference phase\n", res.version,
+                        (long long)res.steps);
+            /* the preference phase starts from what SFT just committed;
+             * a --resume found no SFT work left to resume */
+            if (!res.deferred) o.resume = 0;
+            o.fresh = 0;
+            o.phase = TRAIN_PREFERENCE;
+            r = train_run(&o, &h, &res, &e);
+            clear_line(&v);
+            hb_free(v.hb);
+            v.hb = NULL;
+        }
+    } else {
+        o.phase = TRAIN_PREFERENCE;
+        r = train_run(&o, &h, &res, &e);
+        clear_line(&v);
+        hb_free(v.hb);
+        v.hb = NULL;
+    }
     if (r && v.notify_fd >= 0) {
         /* failed before the run started: tell the waiting parent why */
         char line[8192];
@@ -409,6 +509,11 @@ again:
     }
     if (r) return cmd_fail(ctx, &e);
     if (res.no_op) return EXIT_OK;
+    if (strcmp(res.phase, "sft")) {
+        int pr = print_pref(&res, have_sft ? &sft_res : NULL, o_json, ctx);
+        if (pr != EXIT_OK || !o_watch) return pr;
+        goto watch;
+    }
     if (res.cancelled) return EXIT_INTERRUPTED;
     char dur[32], val[48] = "";
     time_fmt_duration(res.seconds, dur, sizeof dur);
@@ -433,6 +538,7 @@ again:
         log_warn("the loss fell less than 5%% (%.3f → %.3f): the adapter learned little. Try more epochs"
                  " (training.num_epochs), a higher training.learning_rate, or more Q&A pairs in the document",
                  res.first_loss, res.final_loss);
+watch:
     if (o_watch) {
         /* --watch: wait for a debounced edit; retrain from the current
          * version (resume mode, bounded) only when it adds section ids the

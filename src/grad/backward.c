@@ -143,8 +143,8 @@ static void layer_bwd(decoder *d, const dec_pass *p, const token_batch *b, int l
                                                  N, C));                /* now dL/dx */
 }
 
-double backward_step(decoder *d, const token_batch *b, float *lora_grad, const full_grads *fg,
-               float grad_scale, uint64_t seed, uint64_t micro_step, int64_t *n_loss)
+static double bwd(decoder *d, const token_batch *b, float *lora_grad, const full_grads *fg, float grad_scale,
+                  uint64_t seed, uint64_t micro_step, const bwd_rows *rows, int64_t *n_loss)
 {
     const model_config *c = &d->m->cfg;
     dec_pass p = {.train = 1, .seed = seed, .micro = micro_step, .B = b->B, .T = b->T, .seg = b->seg};
@@ -153,7 +153,14 @@ double backward_step(decoder *d, const token_batch *b, float *lora_grad, const f
     decoder_dora_prepare(d);
     dec_forward_layers(d, &p, b);
     double loss = dec_head_loss(d, b, 1, grad_scale, fg ? (fg->output ? fg->output : fg->tok_embd) : NULL,
-                            NULL, n_loss);
+                            rows ? rows->nll : NULL, n_loss);
+    if (rows) {
+        rows->fn(rows->ctx, b, rows->nll, rows->scale);
+        for (int n = 0; n < N; n++) {
+            float s = rows->scale[n], *r = d->dxn + (size_t)n * C;
+            for (int i = 0; i < C; i++) r[i] *= s;
+        }
+    }
     /* final norm */
     kern_rmsnorm_bwd(d->dres, fg ? fg->out_norm : NULL, d->dxn, d->X + (size_t)c->n_layer * stride,
                      d->m->out_norm, d->rstdf, N, C);
@@ -172,4 +179,16 @@ double backward_step(decoder *d, const token_batch *b, float *lora_grad, const f
         }
     }
     return loss;
+}
+
+double backward_step(decoder *d, const token_batch *b, float *lora_grad, const full_grads *fg, float grad_scale,
+                     uint64_t seed, uint64_t micro_step, int64_t *n_loss)
+{
+    return bwd(d, b, lora_grad, fg, grad_scale, seed, micro_step, NULL, n_loss);
+}
+
+double backward_step_rows(decoder *d, const token_batch *b, float *lora_grad, uint64_t seed, uint64_t micro_step,
+                          const bwd_rows *rows, int64_t *n_loss)
+{
+    return bwd(d, b, lora_grad, NULL, 1.0f, seed, micro_step, rows, n_loss);
 }

@@ -20,4 +20,18 @@
 double backward_step(decoder *d, const token_batch *b, float *lora_grad, const full_grads *fg, float grad_scale,
                      uint64_t seed, uint64_t micro_step, int64_t *n_loss);
 
+/* Per-row weights (preference training): the loss is a function of each
+ * row's NLL, L = f(nll), known only after the forward. After the head, fn
+ * gets every position's NLL (nll[B*T], 0 where target = -1) and writes
+ * scale[B*T] = dL/dnll; the head's input gradient is linear in the
+ * cross-entropy's upstream gradient, so scaling its rows is exact (one
+ * forward, one backward). Buffers are the caller's, [B*T] each. */
+typedef struct bwd_rows {
+    void (*fn)(void *ctx, const token_batch *b, const float *nll, float *scale);
+    void *ctx;
+    float *nll, *scale;
+} bwd_rows;
+double backward_step_rows(decoder *d, const token_batch *b, float *lora_grad, uint64_t seed, uint64_t micro_step,
+                          const bwd_rows *rows, int64_t *n_loss);
+
 #endif

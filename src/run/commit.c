@@ -56,6 +56,24 @@ int run_check_interrupted(run *R, dlm_err *e)
 {
     char path[4400];
     int64_t s = newest_ckpt(R, path, sizeof path);
+    if (s && R->o->resume) {
+        /* whose checkpoint: an SFT run of --phase all steps aside for the
+         * preference phase's; any other mismatch is an error */
+        char pj[4500];
+        snprintf(pj, sizeof pj, "%s/progress.json", path);
+        json_t *p = json_load_path(pj, 1 << 20, NULL);
+        const char *ph = p ? jget_str(p, "phase") : NULL;
+        int ck_pref = ph && strcmp(ph, "sft");
+        int me_pref = R->o->phase == TRAIN_PREFERENCE;
+        json_decref(p);
+        if (ck_pref && !me_pref && R->o->phase_all) { R->defer = 1; return 0; }
+        if (ck_pref != me_pref) {
+            err_set(e, "ResumeIntegrityError", "the checkpoint at %s belongs to the %s phase", path,
+                    ck_pref ? "preference" : "SFT");
+            return err_hint(e, "resume it with 'dlm train %s --resume --phase %s'", R->o->doc_path,
+                            ck_pref ? "preference" : "sft");
+        }
+    }
     if (!s || R->o->resume) return 0;
     if (R->o->fresh) {
         char dir[4200];
@@ -154,6 +172,11 @@ int run_lock_facts(run *R, dlm_err *e)
     sha256_ctx c;
     sha256_init(&c);
     sha256_update(&c, R->P.data.ds->tok, (size_t)R->P.data.ds->n_tok * sizeof(int32_t));
+    if (R->pref) {   /* the preference phase trains on the pairs */
+        sha256_update(&c, "pref", 4);
+        sha256_update(&c, R->ps->tok, (size_t)R->ps->n_tok * sizeof(int32_t));
+        sha256_update(&c, R->ps->tgt, (size_t)R->ps->n_tok * sizeof(int32_t));
+    }
     sha256_update(&c, R->P.data.ds->tgt, (size_t)R->P.data.ds->n_tok * sizeof(int32_t));
     for (int i = 0; i < R->P.data.ds->n_items; i++) {
         const ds_item *it = &R->P.data.ds->items[i];
@@ -224,7 +247,7 @@ int run_start_or_resume(run *R, dlm_err *e)
 {
     char path[4400], sp[4600];
     time_iso_utc(time_now(), R->started_at, sizeof R->started_at);
-    if (!R->o->resume) return lora_init(R->l, R->m, R->seed, e);
+    if (!R->o->resume) return R->pref ? pref_init_policy(R, e) : lora_init(R->l, R->m, R->seed, e);
     train_state st;
     int64_t step = newest_ckpt(R, path, sizeof path);
     if (step) {
@@ -256,6 +279,10 @@ int run_start_or_resume(run *R, dlm_err *e)
         if (sa) snprintf(R->started_at, sizeof R->started_at, "%s", sa);
         json_decref(p);
         snprintf(sp, sizeof sp, "%s/training_state.bin", path);
+        if (pref_load_ref(R, path, e)) return -1;
+    } else if (R->pref) {
+        /* no preference checkpoint: the phase starts from the current version */
+        return pref_init_policy(R, e);
     } else {
         int v = store_current_version(R->store, NULL);
         if (v <= 0) {
@@ -321,7 +348,7 @@ int run_begin_records(run *R, dlm_err *e)
     free(s);
     json_decref(b);
     if (metrics_open(R->store, &R->met, e)) return -1;
-    return metrics_run_start(R->met, R->run_id, R->started_at, 0, "sft", (int64_t)R->seed, e);
+    return metrics_run_start(R->met, R->run_id, R->started_at, 0, pref_phase_name(R), (int64_t)R->seed, e);
 }
 
 void run_log_step(run *R, int64_t step, double loss, double gn, double tps)
@@ -333,12 +360,23 @@ void run_log_step(run *R, int64_t step, double loss, double gn, double tps)
         json_fmt_double(loss, l, sizeof l);
         json_fmt_double(gn, g, sizeof g);
         json_fmt_double(R->last_lr, r, sizeof r);
+        char rw[256] = "";
+        if (R->pref) {
+            char a[32], b[32], c[32], d[32];
+            json_fmt_double(R->rw_chosen, a, sizeof a);
+            json_fmt_double(R->rw_rejected, b, sizeof b);
+            json_fmt_double(R->rw_margin, c, sizeof c);
+            json_fmt_double(R->rw_acc, d, sizeof d);
+            snprintf(rw, sizeof rw, "\"rewards/chosen\":%s,\"rewards/rejected\":%s,\"rewards/margins\":%s,"
+                     "\"rewards/accuracies\":%s,", a, b, c, d);
+        }
         fprintf(R->log, "{\"type\":\"step\",\"step\":%lld,\"total\":%lld,\"loss\":%s,\"grad_norm\":%s,\"lr\":%s,"
-                        "\"tokens_per_sec\":%.1f,\"at\":\"%s\"}\n",
-                (long long)step, (long long)R->total, l, g, r, tps, now);
+                        "%s\"tokens_per_sec\":%.1f,\"at\":\"%s\"}\n",
+                (long long)step, (long long)R->total, l, g, r, rw, tps, now);
         fflush(R->log);
     }
     metrics_step(R->met, R->run_id, step, loss, R->last_lr, gn, tps, now);
+    if (R->pref) metrics_pref_step(R->met, R->run_id, step, R->rw_chosen, R->rw_rejected, R->rw_margin, R->rw_acc);
 }
 
 void run_log_eval(run *R, int64_t step, double val)
@@ -372,8 +410,8 @@ int run_checkpoint(run *R, int64_t step, dlm_err *e)
     if (fs_mkdir_p(tmp, e)) return -1;
     train_state s = make_state(R, step);
     snprintf(p, sizeof p, "%s/training_state.bin", tmp);
-    if (state_save_buf(p, &s, &R->ckbuf, e)) goto fail;
-    json_t *pj = json_pack("{s:I, s:I, s:I, s:I, s:i, s:i, s:s, s:s, s:s}", "run_id", (json_int_t)R->run_id, "step",
+    if (state_save_buf(p, &s, &R->ckbuf, e) || pref_save_ref(R, tmp, e)) goto fail;
+    json_t *pj = json_pack("{s:s, s:I, s:I, s:I, s:I, s:i, s:i, s:s, s:s, s:s}", "phase", pref_phase_name(R), "run_id", (json_int_t)R->run_id, "step",
                            (json_int_t)step, "total", (json_int_t)R->total, "seed", (json_int_t)R->seed,
                            "micro_batch_size", R->micro_batch, "grad_accum", R->grad_accum, "data_signature", R->data_sig, "log_path",
                            R->log_path, "started_at", R->started_at);
@@ -422,8 +460,8 @@ static int write_version(run *R, const char *tmp, dlm_err *e)
     for (int l = 0; l < R->m->cfg.n_layer; l++)
         for (int mm = 0; mm < LM_COUNT; mm++)
             if (lora_mod_at(R->l, l, mm) && dtype_is_quant(lora_base_weight(R->m, l, mm)->type)) quant = 1;
-    json_t *tr = json_pack("{s:b, s:s, s:s, s:s, s:I, s:I, s:i, s:i, s:i, s:b, s:I, s:I, s:i, s:i, s:o}",
-                           "use_qlora", quant, "base_model", R->base_spec, "base_model_revision", R->revision,
+    json_t *tr = json_pack("{s:s, s:b, s:s, s:s, s:s, s:I, s:I, s:i, s:i, s:i, s:b, s:I, s:I, s:i, s:i, s:o}",
+                           "phase", pref_phase_name(R), "use_qlora", quant, "base_model", R->base_spec, "base_model_revision", R->revision,
                            "base_model_sha256", R->weights_sha, "seed", (json_int_t)R->seed, "steps",
                            (json_int_t)R->steps_done, "micro_batch_size", R->micro_batch, "grad_accum", R->grad_accum, "seq_len", R->T,
                            "recompute", R->plan.recompute, "train_items", (json_int_t)R->P.data.ds->n_train,
@@ -573,6 +611,7 @@ void run_log_memory(run *R)
 void run_free(run *R)
 {
     sb_free(&R->ckbuf);
+    pref_free_run(R);
     if (R->log) fclose(R->log);
     metrics_close(R->met);
     decoder_free(R->dec);

@@ -130,6 +130,22 @@ int doctor_plan_document(const char *doc_path, const char *home, const host_info
     o->qlora = P.qlora;
     prep_plan_inputs(&P, tr, 0, h->cores_usable, o->budget, in);
     o->fits = plan_make(in, &o->p) == 0;
+    /* the preference phase: two rows per pair, the longest pair sequence,
+     * the reference pass in the same buffers (run/pref.c) */
+    for (int i = 0; i < doc_nsections(doc); i++)
+        if (doc_section_at(doc, i)->type == DOC_PREFERENCE) o->pref_triples += doc_section_at(doc, i)->n_triples;
+    o->pref_enabled = tr->preference.enabled_explicit ? tr->preference.enabled : o->pref_triples > 0;
+    if (o->pref_triples && o->pref_enabled) {
+        pref_set *ps = NULL;
+        if (prep_pref(&P, doc, (uint64_t)tr->seed, 0, &ps, e)) goto out;
+        o->pref_planned = 1;
+        o->pref_method = tr->preference.method == DOC_PREF_ORPO ? "orpo" : "dpo";
+        o->pref_pairs = ps->n_pairs;
+        o->pref_in = *in;
+        prep_pref_plan_inputs(&P, ps, &o->pref_in);
+        pref_free(ps);
+        o->pref_fits = plan_make(&o->pref_in, &o->pref_p) == 0;
+    }
     rc = 0;
 out:
     json_decref(manifest);

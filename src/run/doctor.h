@@ -27,6 +27,14 @@ typedef struct doctor_doc {
     plan_in in;
     plan p;
     int fits;
+    /* the preference phase `dlm train` (--phase all) runs after SFT, when
+     * the document has preference sections and does not disable it */
+    int pref_planned;
+    const char *pref_method;    /* "dpo" or "orpo" */
+    int pref_pairs, pref_triples, pref_enabled;
+    plan_in pref_in;
+    plan pref_p;
+    int pref_fits;
 } doctor_doc;
 
 /* Plan the document at doc_path on host h (max_memory 0 = the host

@@ -135,7 +135,8 @@ void plan_compute(const plan_in *in, int mb, int ga, int recompute, plan *p)
     add(p, "AdamW moments", n * 8);
     if (in->keep_best) add(p, "best-checkpoint copy", n * 4);
     add(p, "checkpoint buffer", n * 4 * (in->keep_best ? 4 : 3) + 96);
-    decoder_opts o = {.B = mb, .T = in->seq_len, .recompute = recompute, .full = in->full};
+    int rows = in->pref_pairs > 0 ? 2 * mb : mb;
+    decoder_opts o = {.B = rows, .T = in->seq_len, .recompute = recompute, .full = in->full};
     decoder_parts fp;
     decoder_plan_parts(c, l, &o, &fp);
     add(p, recompute ? "activations (layer inputs + one layer, recomputed)" : "activations (every layer kept)",
@@ -143,7 +144,10 @@ void plan_compute(const plan_in *in, int mb, int ga, int recompute, plan *p)
     add(p, "attention scratch", fp.attn);
     add(p, "LM-head chunk", fp.head);
     add(p, "backward scratch", fp.bwd);
-    add(p, "batch buffers", (uint64_t)mb * (uint64_t)in->seq_len * 16 + (uint64_t)mb * sizeof(int));
+    add(p, "batch buffers", (uint64_t)rows * (uint64_t)in->seq_len * 16 + (uint64_t)mb * sizeof(int));
+    if (in->pref_pairs > 0)   /* trainer.c allocate(): ref_c/ref_r, nll/scale, pairs, pass_rc/pass_rr */
+        add(p, "preference: reference log-probs, per-position NLL and weights",
+            (uint64_t)in->pref_pairs * 16 + (uint64_t)rows * (uint64_t)in->seq_len * 8 + (uint64_t)mb * 20);
     p->act_token = plan_act_per_token(c, l, 0);
     p->act_token_rc = plan_act_per_token(c, l, 1);
     p->attn_scratch = fp.attn;

@@ -67,6 +67,9 @@ typedef struct plan_in {
     int64_t distinct_tokens;    /* token ids the dataset uses (0 = unknown: the whole embedding) */
     uint64_t budget;            /* bytes we may use (0 = unknown: everything fits) */
     int keep_best;              /* a validation split: early stopping keeps the best params */
+    int pref_pairs;             /* > 0: the preference phase over this many pairs: a pass holds a pair per
+                                 * micro-batch slot (chosen + rejected rows), seq_len = the longest pair
+                                 * sequence; the reference pass reuses the same buffers */
 } plan_in;
 
 #define PLAN_MAX_ITEMS 24

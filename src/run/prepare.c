@@ -94,3 +94,28 @@ void prep_free(prep *P)
     tok_free(P->tok);
     memset(P, 0, sizeof *P);
 }
+
+int prep_pref(const prep *P, const dlm_doc *doc, uint64_t seed, int no_mined, pref_set **out, dlm_err *e)
+{
+    const doc_frontmatter *fm = doc_fm(doc);
+    int seq = fm->training.sequence_len;
+    if (P->base.cfg.max_pos > 0 && seq > P->base.cfg.max_pos) seq = P->base.cfg.max_pos;
+    ds_opts o = {.seq_len = seq, .seed = seed, .system_prompt = fm->system_prompt, .val_frac = 0.1,
+                 .no_mined = no_mined};
+    if (!P->data.dialect) {
+        err_set(e, "TemplateError", "the base has no chat template dlm can render, so preference pairs cannot be"
+                " rendered");
+        return err_hint(e, "choose a base with a chat template (e.g. qwen2.5-0.5b-instruct)");
+    }
+    return pref_build(doc, P->tok, P->data.dialect, &o, out, e);
+}
+
+void prep_pref_plan_inputs(const prep *P, const pref_set *ps, plan_in *in)
+{
+    in->pref_pairs = ps->n_pairs;
+    in->seq_len = ps->max_len > 0 ? ps->max_len : 1;
+    in->keep_best = 0;
+    /* an untied embedding: the rows the pairs read too (an upper bound) */
+    if (in->distinct_tokens > 0)
+        in->distinct_tokens += plan_distinct_tokens(ps->tok, ps->n_tok, P->base.cfg.vocab);
+}

@@ -36,5 +36,10 @@ int prep_data(prep *P, pipeline_in *in, dlm_err *e);
  * training.threads or every usable core). */
 void prep_plan_inputs(const prep *P, const doc_training *tr, int threads, int cores, uint64_t budget, plan_in *in);
 void prep_free(prep *P);
+/* The preference phase: the document's triples as pairs (tokens/dataset.h
+ * pref_build) in the dialect prep_data resolved, and the plan's inputs for
+ * that phase (two rows per pair, the longest pair sequence). */
+int prep_pref(const prep *P, const dlm_doc *doc, uint64_t seed, int no_mined, pref_set **out, dlm_err *e);
+void prep_pref_plan_inputs(const prep *P, const pref_set *ps, plan_in *in);
 
 #endif

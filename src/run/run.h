@@ -57,6 +57,7 @@ typedef struct run {
     int64_t total, start_step, steps_done, t_offset, save_every, eval_every, best_step;
     double first_loss, last_loss, last_val, best_val, last_lr;
     int bad_evals, early, resumed;
+    int defer;                      /* --phase all --resume: the checkpoint is the preference phase's */
     lock_facts facts;
     char dlm_sha[65], weights_sha[65], revision[128], started_at[24], data_sig[65];
     char log_path[4096], version_dir[4096];
@@ -64,7 +65,26 @@ typedef struct run {
     metrics *met;
     struct tcache *cache;           /* training.cache, unless --no-cache */
     char tok_sha[65];
+    /* the preference phase (run/pref.c) */
+    int pref;                       /* this run trains preference pairs (DPO or ORPO) */
+    pref_set *ps;
+    double *ref_c, *ref_r;          /* [n_pairs] the frozen reference's completion log-probs (DPO) */
+    int have_ref;                   /* ref_c/ref_r hold values (computed, or read from the checkpoint) */
+    float *nll, *scale;             /* [rows·T] per-position NLL and dL/dnll of one pass */
+    int *pairs;                     /* [micro_batch] the pass's pair indices */
+    double *pass_rc, *pass_rr;      /* [micro_batch] one pass's reference values */
+    double rw_chosen, rw_rejected, rw_margin, rw_acc;   /* the last step's means (TRL's rewards/...) */
 } run;
+
+/* run/pref.c */
+const char *pref_phase_name(const run *R);   /* "sft", "dpo" or "orpo" */
+int pref_prepare(run *R, dlm_err *e);         /* the pairs; NoPreferenceContentError, PriorAdapterRequiredError */
+int pref_init_policy(run *R, dlm_err *e);     /* policy = the current version's adapter (fresh when none) */
+int pref_reference(run *R, dlm_err *e);       /* the reference log-probs, once (DPO) */
+int pref_step(run *R, int64_t step, double *loss, double *gnorm, int64_t *ntok, dlm_err *e);
+int pref_save_ref(const run *R, const char *dir, dlm_err *e);
+int pref_load_ref(run *R, const char *dir, dlm_err *e);
+void pref_free_run(run *R);
 
 int run_check_interrupted(run *R, dlm_err *e);
 int run_lock_facts(run *R, dlm_err *e);

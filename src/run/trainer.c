@@ -58,7 +58,9 @@ static void progress(run *R, train_phase ph, int64_t step, double loss, double l
     if (!R->h || !R->h->progress) return;
     train_progress p = {.phase = ph, .step = step, .total = R->total, .loss = loss, .val_loss = R->last_val, .lr = lr,
                         .tokens_per_sec = tps, .elapsed = time_mono() - R->t0, .version = R->version,
-                        .run_id = R->run_id, .log_path = R->log_path[0] ? R->log_path : NULL};
+                        .run_id = R->run_id, .log_path = R->log_path[0] ? R->log_path : NULL,
+                        .run_phase = pref_phase_name(R), .rewards_margin = R->pref ? R->rw_margin : NAN,
+                        .rewards_accuracy = R->pref ? R->rw_acc : NAN};
     if (step > R->start_step && step < R->total) p.eta = p.elapsed / (double)(step - R->start_step) * (double)(R->total - step);
     R->h->progress(R->h->ctx, &p);
 }
@@ -119,6 +121,7 @@ static int plan_memory(run *R, dlm_err *e)
     plan_in in;
     prep_plan_inputs(&R->P, &doc_fm(R->doc)->training, R->o->threads, R->host.cores_usable,
                      R->o->max_memory ? R->o->max_memory : R->host.budget, &in);
+    if (R->pref) prep_pref_plan_inputs(&R->P, R->ps, &in);
     R->plan_in = in;
     if (plan_make(&in, &R->plan) && !R->o->force) {
         char need[32], bud[32], rec[32];
@@ -177,6 +180,7 @@ static int64_t step_items(run *R, int64_t step, int micro, int *items)
 
 static int do_step(run *R, int64_t step, double *loss, double *gnorm, int64_t *ntok, dlm_err *e)
 {
+    if (R->pref) return pref_step(R, step, loss, gnorm, ntok, e);
     int64_t total_loss = 0;
     for (int mi = 0; mi < R->grad_accum; mi++) {
         int c = (int)step_items(R, step, mi, R->items);
@@ -207,7 +211,7 @@ static int do_step(run *R, int64_t step, double *loss, double *gnorm, int64_t *n
 
 static double evaluate(run *R)
 {
-    if (!R->P.data.ds->n_val) return NAN;
+    if (R->pref || !R->P.data.ds->n_val) return NAN;
     double sum = 0;
     int64_t tot = 0;
     for (int i = 0; i < R->P.data.ds->n_val; i += R->micro_batch) {
@@ -238,16 +242,29 @@ static int allocate(run *R, dlm_err *e)
     R->g = calloc(n, sizeof(float));
     R->mom = calloc(n, sizeof(float));
     R->vel = calloc(n, sizeof(float));
-    R->best = R->P.data.ds->n_val ? calloc(n, sizeof(float)) : NULL;
-    R->T = R->P.data.ds->max_len;
-    size_t bt = (size_t)R->micro_batch * (size_t)R->T;
+    R->best = R->P.data.ds->n_val && !R->pref ? calloc(n, sizeof(float)) : NULL;
+    R->T = R->pref ? R->ps->max_len : R->P.data.ds->max_len;
+    /* a preference pass holds a pair per micro-batch slot: chosen and rejected rows */
+    int rows = R->pref ? 2 * R->micro_batch : R->micro_batch;
+    size_t bt = (size_t)rows * (size_t)R->T;
     R->btok = malloc(bt * sizeof(int32_t));
     R->btgt = malloc(bt * sizeof(int32_t));
     R->bpos = malloc(bt * sizeof(int32_t));
     R->bseg = malloc(bt * sizeof(int32_t));
     R->items = malloc((size_t)R->micro_batch * sizeof(int));
     size_t ck = state_bytes(n, R->best != NULL);
-    if (!R->g || !R->mom || !R->vel || (R->P.data.ds->n_val && !R->best) || !R->btok || !R->btgt || !R->bpos ||
+    if (R->pref) {
+        R->ref_c = calloc((size_t)R->ps->n_pairs, sizeof(double));
+        R->ref_r = calloc((size_t)R->ps->n_pairs, sizeof(double));
+        R->nll = calloc(bt, sizeof(float));
+        R->scale = calloc(bt, sizeof(float));
+        R->pairs = calloc((size_t)R->micro_batch, sizeof(int));
+        R->pass_rc = calloc((size_t)R->micro_batch, sizeof(double));
+        R->pass_rr = calloc((size_t)R->micro_batch, sizeof(double));
+        if (!R->ref_c || !R->ref_r || !R->nll || !R->scale || !R->pairs || !R->pass_rc || !R->pass_rr)
+            return err_set(e, "OOMError", "cannot allocate the preference buffers");
+    }
+    if (!R->g || !R->mom || !R->vel || (R->P.data.ds->n_val && !R->pref && !R->best) || !R->btok || !R->btgt || !R->bpos ||
         !R->bseg || !R->items || sb_reserve(&R->ckbuf, ck))
         return err_set(e, "OOMError", "cannot allocate the adapter's training buffers (%zu MiB)", (n * 16 + ck) >> 20);
     /* Touch every page now: with overcommit, memory is really taken on
@@ -262,7 +279,7 @@ static int allocate(run *R, dlm_err *e)
     memset(R->btgt, 0, bt * sizeof(int32_t));
     memset(R->bpos, 0, bt * sizeof(int32_t));
     memset(R->bseg, 0, bt * sizeof(int32_t));
-    decoder_opts fo = {.B = R->micro_batch, .T = R->T, .recompute = R->plan.recompute};
+    decoder_opts fo = {.B = rows, .T = R->T, .recompute = R->plan.recompute};
     if (decoder_create(R->m, R->l, &fo, &R->dec, e)) {
         err_prefix(e, "the memory plan fits but the allocation failed");
         return -1;
@@ -307,19 +324,31 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
     uint64_t k1 = plan_heap_in_use();
     if (k1 > k0) R->P.heap0 += k1 - k0;
     progress(R, PHASE_LOADING, 0, NAN, 0, 0);
-    if (open_store(R, e) || run_check_interrupted(R, e) || load_base(R, e)) goto out;
+    if (open_store(R, e) || run_check_interrupted(R, e)) goto out;
+    if (R->defer) {
+        res->no_op = res->deferred = 1;
+        rc = 0;
+        goto out;
+    }
+    if (load_base(R, e)) goto out;
     if (setup_adapter(R, e) || build_data(R, e)) goto out;
-    if (R->P.data.ds->n_train == 0) {
+    R->pref = o->phase == TRAIN_PREFERENCE;
+    if (R->pref) {
+        if (pref_prepare(R, e)) goto out;
+        if (R->ps->n_truncated)
+            note(R, "note: %d preference pair(s) are longer than sequence_len: their completions are cut",
+                 R->ps->n_truncated);
+    } else if (R->P.data.ds->n_train == 0) {
         res->no_op = 1;
         note(R, "nothing to train: the document has no prose or Q/A text%s",
              R->P.data.ds->n_pref_triples ? " (preference sections wait for the preference phase)" : "");
         rc = 0;
         goto out;
     }
-    if (R->P.data.ds->n_pref_triples)
+    if (!R->pref && R->P.data.ds->n_pref_triples && !o->phase_all)
         note(R, "note: %d preference triple(s) are kept for the preference phase; this run trains prose and Q/A (SFT)",
              R->P.data.ds->n_pref_triples);
-    if (R->P.data.ds->train_loss_tokens < 500)
+    if (!R->pref && R->P.data.ds->train_loss_tokens < 500)
         log_warn("the document has only %lld trainable tokens (fewer than 500): expect memorisation, not learning",
                  (long long)R->P.data.ds->train_loss_tokens);
     /* the OOM guard first: nothing of the weights is mapped, hashed or
@@ -335,8 +364,14 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
     if (allocate(R, e)) goto out;
 
     /* schedule */
-    R->steps_per_epoch = dataset_steps_per_epoch(R->P.data.ds, R->micro_batch, R->grad_accum);
-    R->total = (int64_t)R->steps_per_epoch * tr->num_epochs;
+    if (R->pref) {
+        int per = R->micro_batch * R->grad_accum;
+        R->steps_per_epoch = (R->ps->n_pairs + per - 1) / per;
+        R->total = (int64_t)R->steps_per_epoch * tr->preference.hyperparams.num_epochs;
+    } else {
+        R->steps_per_epoch = dataset_steps_per_epoch(R->P.data.ds, R->micro_batch, R->grad_accum);
+        R->total = (int64_t)R->steps_per_epoch * tr->num_epochs;
+    }
     if (o->max_steps > 0 && o->max_steps < R->total) R->total = o->max_steps;
     optim_defaults(&R->optim);
     R->optim.lr = tr->learning_rate;
@@ -347,11 +382,23 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
     R->optim.sched = tr->lr_scheduler == DOC_SCHED_LINEAR ? SCHED_LINEAR
                 : tr->lr_scheduler == DOC_SCHED_CONSTANT ? SCHED_CONSTANT
                 : tr->lr_scheduler == DOC_SCHED_COSINE_MIN_LR ? SCHED_COSINE_MIN_LR : SCHED_COSINE;
+    if (R->pref) {
+        /* TRL's DPOConfig/ORPOConfig over TrainingArguments' defaults: linear
+         * decay, no warmup, no weight decay; the phase's own learning rate */
+        R->optim.lr = tr->preference.hyperparams.learning_rate;
+        R->optim.weight_decay = 0;
+        R->optim.warmup_ratio = 0;
+        R->optim.min_lr_ratio = 0;
+        R->optim.sched = SCHED_LINEAR;
+    }
     R->save_every = tr->save_steps > 0 ? tr->save_steps : (R->total / 4 > 1 ? R->total / 4 : 1);
     R->eval_every = R->total / 4 > 1 ? R->total / 4 : 1;
     R->best_val = INFINITY;
 
     if (run_start_or_resume(R, e)) goto out;
+    /* the frozen reference, once, before the first step (a resumed run read
+     * it from the checkpoint) */
+    if (R->pref && pref_reference(R, e)) goto out;
     if (run_begin_records(R, e)) goto out;
 
     /* a stop requested while loading: nothing new to save */
@@ -385,7 +432,7 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
         run_log_step(R, step + 1, loss, gn, tps);
         progress(R, PHASE_TRAINING, step + 1, loss, R->last_lr, tps);
         if ((step + 1) % R->eval_every == 0 || step + 1 == R->total) {
-            if (R->P.data.ds->n_val) {
+            if (R->P.data.ds->n_val && !R->pref) {
                 progress(R, PHASE_EVALUATING, step + 1, loss, R->last_lr, tps);
                 R->last_val = evaluate(R);
                 run_log_eval(R, step + 1, R->last_val);
@@ -446,9 +493,12 @@ out:
         res->total = R->total;
         res->first_loss = R->first_loss;
         res->final_loss = R->last_loss;
-        res->val_loss = R->P.data.ds && R->P.data.ds->n_val ? (R->early || R->best_val < R->last_val ? R->best_val : R->last_val) : NAN;
+        res->val_loss = R->P.data.ds && R->P.data.ds->n_val && !R->pref ? (R->early || R->best_val < R->last_val ? R->best_val : R->last_val) : NAN;
         res->early_stopped = R->early;
         res->run_id = R->run_id;
+        res->phase = pref_phase_name(R);
+        res->rewards_margin = R->rw_margin;
+        res->rewards_accuracy = R->rw_acc;
         snprintf(res->log_path, sizeof res->log_path, "%s", R->log_path);
         snprintf(res->version_dir, sizeof res->version_dir, "%s", R->version_dir);
     }

@@ -27,6 +27,8 @@ typedef struct train_progress {
     int version;                  /* committed version (PHASE_DONE) */
     int64_t run_id;               /* 0 until the store is open */
     const char *log_path;         /* the run's JSONL log, NULL until it is open */
+    const char *run_phase;        /* "sft", "dpo", "orpo" */
+    double rewards_margin, rewards_accuracy;   /* preference phases: the step's means (NaN before) */
 } train_progress;
 
 /* How a run ended, for the exit record (`finished` hook). */
@@ -51,8 +53,15 @@ typedef struct train_hooks {
     void (*finished)(void *ctx, const train_outcome *o);
 } train_hooks;
 
+/* Which phase a train_run trains (`dlm train --phase`; `all` is the
+ * command running SFT, then the preference phase). */
+typedef enum { TRAIN_SFT = 0, TRAIN_PREFERENCE } train_which;
+
 typedef struct train_opts {
     const char *doc_path;
+    train_which phase;
+    int phase_all;                  /* part of --phase all: an SFT run under --resume steps aside for a
+                                     * preference checkpoint; the SFT note knows the preference phase follows */
     const char *home;               /* resolved DLM home */
     int resume, fresh;              /* mutually exclusive (checked by the command) */
     int64_t max_steps;              /* 0 = from epochs */
@@ -76,6 +85,9 @@ typedef struct train_opts {
 typedef struct train_result {
     int version;                    /* committed version, 0 when none */
     int no_op;                      /* nothing to train */
+    int deferred;                   /* --resume found a preference checkpoint: this SFT run did nothing */
+    const char *phase;              /* "sft", "dpo" or "orpo" */
+    double rewards_margin, rewards_accuracy;   /* preference: the last step's rewards/margins, accuracies */
     int cancelled;                  /* stopped by a signal after a checkpoint */
     int early_stopped;
     int64_t steps, total;

@@ -12,7 +12,7 @@
 
 struct metrics {
     sqlite3 *db;
-    sqlite3_stmt *step, *eval;
+    sqlite3_stmt *step, *eval, *pref;
     int in_tx;
     double tx_start;
 };
@@ -23,7 +23,11 @@ static const char *SCHEMA =
     "CREATE TABLE IF NOT EXISTS steps(run_id INTEGER, step INTEGER, loss REAL, lr REAL, grad_norm REAL,"
     " tokens_per_sec REAL, peak_vram_mb REAL, at TEXT, PRIMARY KEY(run_id, step));"
     "CREATE TABLE IF NOT EXISTS evals(run_id INTEGER, step INTEGER, val_loss REAL, perplexity REAL,"
-    " retention REAL, at TEXT, PRIMARY KEY(run_id, step));";
+    " retention REAL, at TEXT, PRIMARY KEY(run_id, step));"
+    /* the preference phase's per-step rewards (TRL's rewards/...), beside
+     * steps so older stores keep their tables */
+    "CREATE TABLE IF NOT EXISTS preference_steps(run_id INTEGER, step INTEGER, rewards_chosen REAL,"
+    " rewards_rejected REAL, rewards_margins REAL, rewards_accuracies REAL, PRIMARY KEY(run_id, step));";
 
 /* SQLite reports a full disk as SQLITE_FULL, or as an I/O error whose
  * system errno is ENOSPC: either way the user needs to hear "disk full". */
@@ -75,6 +79,8 @@ int metrics_open(const char *store, metrics **out, dlm_err *e)
                               " VALUES(?,?,?,?,?,?,?)", -1, &m->step, NULL);
     sqlite3_prepare_v2(m->db, "INSERT OR REPLACE INTO evals(run_id, step, val_loss, perplexity, at) VALUES(?,?,?,?,?)",
                        -1, &m->eval, NULL);
+    sqlite3_prepare_v2(m->db, "INSERT OR REPLACE INTO preference_steps(run_id, step, rewards_chosen, rewards_rejected,"
+                              " rewards_margins, rewards_accuracies) VALUES(?,?,?,?,?,?)", -1, &m->pref, NULL);
     *out = m;
     return 0;
 }
@@ -93,6 +99,7 @@ void metrics_close(metrics *m)
     metrics_flush(m);
     sqlite3_finalize(m->step);
     sqlite3_finalize(m->eval);
+    sqlite3_finalize(m->pref);
     sqlite3_close(m->db);
     free(m);
 }
@@ -158,6 +165,21 @@ void metrics_step(metrics *m, int64_t run_id, int64_t step, double loss, double 
     sqlite3_step(m->step);
 }
 
+void metrics_pref_step(metrics *m, int64_t run_id, int64_t step, double chosen, double rejected, double margins,
+                       double accuracies)
+{
+    if (!m || !m->pref) return;
+    begin(m);
+    sqlite3_reset(m->pref);
+    sqlite3_bind_int64(m->pref, 1, run_id);
+    sqlite3_bind_int64(m->pref, 2, step);
+    sqlite3_bind_double(m->pref, 3, chosen);
+    sqlite3_bind_double(m->pref, 4, rejected);
+    sqlite3_bind_double(m->pref, 5, margins);
+    sqlite3_bind_double(m->pref, 6, accuracies);
+    sqlite3_step(m->pref);
+}
+
 void metrics_eval(metrics *m, int64_t run_id, int64_t step, double val_loss, const char *at)
 {
     if (!m || !m->eval) return;
@@ -179,7 +201,7 @@ int metrics_query(const char *store, const char *table, const metrics_filter *f,
     int runs = !strcmp(table, "runs");
     if (!runs && strcmp(table, "steps") && strcmp(table, "evals"))
         return err_set(e, "MetricsError", "unknown metrics table '%s'", table);
-    char path[4200], sql[1024];
+    char path[4200], sql[2048];
     snprintf(path, sizeof path, "%s/metrics.sqlite", store);
     if (!fs_is_file(path)) return err_set(e, "MetricsError", "no metrics yet (%s does not exist)", path);
     sqlite3 *db;
@@ -194,13 +216,20 @@ int metrics_query(const char *store, const char *table, const metrics_filter *f,
     const char *at = runs ? "t.started_at" : "t.at";
     const char *asc = runs ? "t.run_id" : "t.run_id, t.step";
     const char *desc = runs ? "t.run_id DESC" : "t.run_id DESC, t.step DESC";
+    /* a preference phase's steps carry their rewards (TRL's rewards/...) */
+    int rewards = f->phase && strcmp(f->phase, "sft") && !strcmp(table, "steps");
     snprintf(sql, sizeof sql,
-             "SELECT t.* FROM %s t LEFT JOIN runs r ON r.run_id = t.run_id"
+             "SELECT t.*%s FROM %s t LEFT JOIN runs r ON r.run_id = t.run_id%s"
              " WHERE (?1 IS NULL OR t.run_id = ?1) AND (?2 IS NULL OR r.phase = ?2)"
              " AND (?3 IS NULL OR %s >= ?3) AND (?4 IS NULL OR %s > ?4)"
              " ORDER BY %s LIMIT ?5",
-             runs ? "runs" : table, at, runs ? "-1" : "t.step", f->limit > 0 ? desc : asc);
-    char outer[1200];
+             rewards ? ", p.rewards_chosen AS \"rewards/chosen\", p.rewards_rejected AS \"rewards/rejected\","
+                       " p.rewards_margins AS \"rewards/margins\", p.rewards_accuracies AS \"rewards/accuracies\""
+                     : "",
+             runs ? "runs" : table,
+             rewards ? " LEFT JOIN preference_steps p ON p.run_id = t.run_id AND p.step = t.step" : "", at,
+             runs ? "-1" : "t.step", f->limit > 0 ? desc : asc);
+    char outer[2200];
     const char *q = sql;
     if (f->limit > 0) {   /* the last N, shown oldest first */
         snprintf(outer, sizeof outer, "SELECT * FROM (%s) ORDER BY %s", sql, runs ? "run_id" : "run_id, step");

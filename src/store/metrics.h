@@ -18,6 +18,8 @@ int metrics_run_end(metrics *m, int64_t run_id, const char *ended_at, const char
                     int adapter_version, dlm_err *e);
 void metrics_step(metrics *m, int64_t run_id, int64_t step, double loss, double lr, double grad_norm,
                   double tokens_per_sec, const char *at);
+void metrics_pref_step(metrics *m, int64_t run_id, int64_t step, double chosen, double rejected, double margins,
+                       double accuracies);
 void metrics_eval(metrics *m, int64_t run_id, int64_t step, double val_loss, const char *at);
 void metrics_flush(metrics *m);
 
@@ -31,7 +33,8 @@ typedef struct metrics_filter {
 } metrics_filter;
 
 /* Calls back per row of the chosen table ("steps", "evals" or "runs"),
- * oldest first (by run, then step). */
+ * oldest first (by run, then step). With a preference phase (dpo, orpo),
+ * steps gain the rewards/... columns. */
 typedef void (*metrics_row_fn)(void *ctx, int ncol, const char *const *names, const char *const *vals);
 int metrics_query(const char *store, const char *table, const metrics_filter *f, metrics_row_fn fn, void *ctx,
                   dlm_err *e);

@@ -402,3 +402,165 @@ int dataset_fill(const dataset *d, const int *items, int n, int packing, int B_c
     *n_loss = nl;
     return 0;
 }
+
+/* ---- preference pairs ------------------------------------------------------ */
+
+static int pref_push(pref_set *p, const rowbuf *rb, int L, pref_seq *out, int *cut)
+{
+    int n = (int)rb->ids.n;
+    if (n < 2) return 0;
+    int len = n - 1 < L ? n - 1 : L;
+    if (len < n - 1) *cut = 1;
+    if (p->n_tok + len > p->cap_tok) {
+        int64_t cap = p->cap_tok ? p->cap_tok : 4096;
+        while (cap < p->n_tok + len) cap *= 2;
+        int32_t *a = realloc(p->tok, (size_t)cap * sizeof *a);
+        if (!a) return -1;
+        p->tok = a;
+        int32_t *b = realloc(p->tgt, (size_t)cap * sizeof *b);
+        if (!b) return -1;
+        p->tgt = b;
+        p->cap_tok = cap;
+    }
+    int nl = 0;
+    for (int i = 0; i < len; i++) {
+        p->tok[p->n_tok + i] = rb->ids.v[i];
+        p->tgt[p->n_tok + i] = rb->train[i + 1] ? rb->ids.v[i + 1] : -1;
+        nl += rb->train[i + 1] != 0;
+    }
+    *out = (pref_seq){p->n_tok, len, nl};
+    p->n_tok += len;
+    if (len > p->max_len) p->max_len = len;
+    return 0;
+}
+
+/* One (prompt, completion) sequence: the three segments cut as for Q/A
+ * rows (dataset.c add_sections), the loss on the assistant turn only. */
+static int pref_render(tok *t, const chat_dialect *dialect, const char *sys, const char *prompt, const char *compl,
+                       rowbuf *rb, strbuf *sb, dlm_err *e)
+{
+    chat_msg msgs[2] = {{"user", prompt}, {"assistant", compl}};
+    chat_span span;
+    size_t nsp = 0;
+    sb_reset(sb);
+    if (chat_render(dialect, sys, msgs, 2, 0, sb, &span, &nsp, e)) return -1;
+    if (nsp != 1) return err_set(e, "DatasetError", "chat template gave no assistant turn");
+    rb->ids.n = 0;
+    if (encode_seg(t, rb, sb->buf, span.start, 0, e) ||
+        encode_seg(t, rb, sb->buf + span.start, span.turn_end - span.start, 1, e) ||
+        encode_seg(t, rb, sb->buf + span.turn_end, sb->len - span.turn_end, 0, e))
+        return -1;
+    return 0;
+}
+
+int pref_build(const dlm_doc *doc, tok *t, const chat_dialect *dialect, const ds_opts *o, pref_set **out,
+               dlm_err *e)
+{
+    *out = NULL;
+    pref_set *p = calloc(1, sizeof *p);
+    if (!p) return err_set(e, "MemoryError", "out of memory");
+    rowbuf rb = {{0}, NULL, 0};
+    strbuf sb = STRBUF_INIT;
+    int rc = 0, cap = 0;
+    for (int i = 0; i < doc_nsections(doc) && !rc; i++) {
+        const doc_section *s = doc_section_at(doc, i);
+        if (s->type != DOC_PREFERENCE) continue;
+        if (o->no_mined && s->auto_mined) continue;   /* train --no-mined */
+        for (int k = 0; k < s->n_triples && !rc; k++) {
+            const doc_triple *tr = &s->triples[k];
+            if (p->n_pairs == cap) {
+                cap = cap ? cap * 2 : 64;
+                pref_pair *a = realloc(p->pairs, (size_t)cap * sizeof *a);
+                if (!a) { rc = err_set(e, "MemoryError", "out of memory"); break; }
+                p->pairs = a;
+            }
+            pref_pair *pp = &p->pairs[p->n_pairs];
+            memset(pp, 0, sizeof *pp);
+            memcpy(pp->sid, s->id, 17);
+            pp->row = k;
+            int cut = 0;
+            if (pref_render(t, dialect, o->system_prompt, tr->prompt, tr->chosen, &rb, &sb, e) ||
+                pref_push(p, &rb, o->seq_len, &pp->c, &cut) ||
+                pref_render(t, dialect, o->system_prompt, tr->prompt, tr->rejected, &rb, &sb, e) ||
+                pref_push(p, &rb, o->seq_len, &pp->r, &cut)) {
+                if (!e->kind[0]) err_set(e, "MemoryError", "out of memory");
+                rc = -1;
+                break;
+            }
+            if (!pp->c.n_loss || !pp->r.n_loss) {   /* the prompt alone fills sequence_len */
+                rc = err_at(e, "DatasetError", doc_path(doc), tr->prompt_line, 1,
+                            "the preference prompt leaves no room for its completions within sequence_len %d",
+                            o->seq_len);
+                err_hint(e, "shorten the prompt or raise training.sequence_len");
+                break;
+            }
+            p->n_truncated += cut;
+            p->n_pairs++;
+        }
+    }
+    tok_ids_free(&rb.ids);
+    free(rb.train);
+    sb_free(&sb);
+    p->perm = malloc((size_t)(p->n_pairs + 1) * sizeof(int));
+    p->perm_epoch = -1;
+    if (!rc && !p->perm) rc = err_set(e, "MemoryError", "out of memory");
+    if (rc) { pref_free(p); return -1; }
+    int32_t pad = tok_pad(t);
+    if (pad < 0 || pad == tok_eos(t)) pad = tok_unk(t);
+    if (pad < 0 || pad == tok_eos(t)) pad = 0;
+    p->pad_id = pad;
+    *out = p;
+    return 0;
+}
+
+void pref_free(pref_set *p)
+{
+    if (!p) return;
+    free(p->tok);
+    free(p->tgt);
+    free(p->pairs);
+    free(p->perm);
+    free(p);
+}
+
+int pref_micro_pairs(pref_set *p, uint64_t seed, int epoch, int step, int micro, int mb, int ga, int *out)
+{
+    int n = p->n_pairs, *perm = p->perm;
+    if (p->perm_epoch != epoch || p->perm_seed != seed) {
+        for (int i = 0; i < n; i++) perm[i] = i;
+        for (int i = n - 1; i > 0; i--) {
+            int j = (int)(rng_u64(seed, RNG_SHUFFLE, (uint64_t)epoch, (uint64_t)i) % (uint64_t)(i + 1));
+            int tmp = perm[i]; perm[i] = perm[j]; perm[j] = tmp;
+        }
+        p->perm_epoch = epoch;
+        p->perm_seed = seed;
+    }
+    int from = step * mb * ga + micro * mb, cnt = 0;
+    for (int i = from; i < from + mb && i < n; i++) out[cnt++] = perm[i];
+    return cnt;
+}
+
+void pref_fill(const pref_set *p, const int *pairs, int n, int T_cap, int32_t *toks, int32_t *tgts, int32_t *pos,
+               int32_t *seg, token_batch *b)
+{
+    int T = 1;
+    for (int i = 0; i < n; i++) {
+        const pref_pair *pp = &p->pairs[pairs[i]];
+        if (pp->c.len > T) T = pp->c.len;
+        if (pp->r.len > T) T = pp->r.len;
+    }
+    if (T > T_cap) T = T_cap;
+    for (int i = 0; i < 2 * n; i++) {
+        const pref_pair *pp = &p->pairs[pairs[i / 2]];
+        const pref_seq *s = i % 2 ? &pp->r : &pp->c;
+        for (int c = 0; c < T; c++) {
+            size_t q = (size_t)i * T + c;
+            int in = c < s->len;
+            toks[q] = in ? p->tok[s->off + c] : p->pad_id;
+            tgts[q] = in ? p->tgt[s->off + c] : -1;
+            pos[q] = c;
+            seg[q] = in ? 0 : -1 - c;   /* each pad position is its own segment */
+        }
+    }
+    *b = (token_batch){2 * n, T, toks, tgts, pos, seg};
+}

@@ -88,4 +88,37 @@ int dataset_micro_items(dataset *d, uint64_t seed, int epoch, int step, int micr
 int dataset_fill(const dataset *d, const int *items, int n, int packing, int B_cap, int T_cap,
                  int32_t *toks, int32_t *tgts, int32_t *pos, int32_t *seg, token_batch *b, int64_t *n_loss);
 
+/* ---- preference pairs ------------------------------------------------------
+ * Each triple of the document's preference sections becomes two sequences,
+ * (prompt as a user turn after the system prompt, chosen as the assistant
+ * turn) and (the same prompt, rejected), rendered in the base's chat
+ * dialect. Targets carry the assistant turn only (content + end-of-turn
+ * token): a completion's log-probability is minus the sum of its targets'
+ * NLL. A sequence longer than seq_len keeps its first seq_len inputs (the
+ * completion's tail is cut; n_truncated counts the pairs). */
+typedef struct pref_seq { int64_t off; int32_t len, n_loss; } pref_seq;
+typedef struct pref_pair { pref_seq c, r; char sid[17]; int32_t row; } pref_pair;
+typedef struct pref_set {
+    int32_t *tok, *tgt;     /* concatenated sequences: inputs and targets (-1 = no loss) */
+    int64_t n_tok, cap_tok;
+    pref_pair *pairs;
+    int n_pairs, max_len, n_truncated;
+    int32_t pad_id;
+    int *perm;              /* [n_pairs] this epoch's order */
+    int perm_epoch;
+    uint64_t perm_seed;
+} pref_set;
+
+int pref_build(const dlm_doc *doc, tok *t, const chat_dialect *dialect, const ds_opts *o, pref_set **out,
+               dlm_err *e);
+void pref_free(pref_set *p);
+/* The pairs of step `step` of epoch `epoch` (mb·ga per step, epoch order a
+ * shuffle keyed by (seed, epoch) as for items): micro-batch `micro` gets up
+ * to mb pair indices in out; returns the count. */
+int pref_micro_pairs(pref_set *p, uint64_t seed, int epoch, int step, int micro, int mb, int ga, int *out);
+/* Lay pairs out as a batch: row 2i = pair i's chosen, row 2i+1 its
+ * rejected, padded to the longest. Buffers hold [2·n·T_cap]. */
+void pref_fill(const pref_set *p, const int *pairs, int n, int T_cap, int32_t *toks, int32_t *tgts, int32_t *pos,
+               int32_t *seg, token_batch *b);
+
 #endif

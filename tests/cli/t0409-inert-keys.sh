@@ -29,8 +29,6 @@ check "  optimizer: paged_adamw_8bit" optimizer
 check "  precision: bf16" precision
 check "  cpt:
     schedule: dapt" cpt
-check "  preference:
-    enabled: true" preference
 # defaults say nothing
 doc k.dlm "  optimizer: adamw_torch"
 out=$("$DLM" train k.dlm --max-steps 1 2>&1)

@@ -64,9 +64,9 @@ m = re.findall(r'^::preference::\n<!-- dlm-auto-mined: judge_name="cli:[^"\n]*" 
 assert len(m) == n and all(float(c) > float(r) for c, r in m), m
 P
 "$DLM" train m.dlm --max-steps 1 --fresh > t1.txt 2>&1
-grep -q "note: $n preference triple" t1.txt || fail "train does not see the mined triples: $(cat t1.txt)"
+grep -q "(dpo: " t1.txt || fail "train does not train the mined triples: $(cat t1.txt)"
 "$DLM" train m.dlm --max-steps 1 --fresh --no-mined > t2.txt 2>&1
-grep -q "preference triple" t2.txt && fail "--no-mined kept the mined triples"
+grep -q "dpo" t2.txt && fail "--no-mined kept the mined triples: $(cat t2.txt)"
 "$DLM" preference revert m.dlm | grep -q "removed $n auto-mined" || fail "revert"
 cmp m.dlm orig.dlm || fail "revert did not restore the document byte for byte"
 # exit codes

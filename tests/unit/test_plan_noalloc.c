@@ -149,7 +149,7 @@ static void run(int recompute, int threads)
         last = loss;
         optim_clip(g, n, oc.max_grad_norm);
         optim_adamw_step(&oc, l->w, g, mo, ve, n, optim_lr_at(&oc, step), step + 1);
-        train_progress p = {PHASE_TRAINING, step + 1, 12, loss, NAN, 1e-3, 100, 1, 2, 0, 1, "x.jsonl"};
+        train_progress p = {PHASE_TRAINING, step + 1, 12, loss, NAN, 1e-3, 100, 1, 2, 0, 1, "x.jsonl", "sft", NAN, NAN};
         hb_update(hb, &p);
         if (step % 4 == 3) {
             /* evaluation and a checkpoint, as the loop does every few steps */

@@ -55,7 +55,10 @@ int main(void)
     CHECK(isnan(r.loss));
     /* written between t0 and now, however long a loaded machine took */
     CHECK(r.age >= 0 && r.age <= time_now() - t0 + 0.002);
-    train_progress pr = {PHASE_TRAINING, 3, 10, 2.5, NAN, 1e-4, 123.0, 4.0, 8.0, 0, 7, "/store/logs/x.jsonl"};
+    train_progress pr = {.phase = PHASE_TRAINING, .step = 3, .total = 10, .loss = 2.5, .val_loss = NAN, .lr = 1e-4,
+                         .tokens_per_sec = 123.0, .elapsed = 4.0, .eta = 8.0, .run_id = 7,
+                         .log_path = "/store/logs/x.jsonl", .run_phase = "sft", .rewards_margin = NAN,
+                         .rewards_accuracy = NAN};
     hb_update(h, &pr);
     CHECK_INT(hb_read(store, &r, &e), 0);
     CHECK_STR(r.phase, "training");
