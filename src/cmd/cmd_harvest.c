@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cmd/commands.h"
+#include "cmd/grow_cmd.h"
 #include "doc/doc.h"
 #include "doc/grow.h"
 #include "util/json.h"
@@ -145,33 +146,7 @@ static void first_line(const char *s, char *buf, size_t cap)
     buf[n] = 0;
 }
 
-static int revert(dlm_ctx *ctx, const char *path)
-{
-    dlm_err e;
-    err_clear(&e);
-    dlm_doc *d = doc_load(path, &e);
-    if (!d) return cmd_fail(ctx, &e);
-    int n = doc_nsections(d);
-    unsigned char *drop = calloc((size_t)n + 1, 1);
-    int k = 0;
-    for (int i = 0; drop && i < n; i++)
-        if (doc_section_at(d, i)->auto_harvest) drop[i] = 1, k++;
-    if (!k) {
-        free(drop);
-        doc_free(d);
-        printf("harvest: no auto-harvested sections in %s: nothing to revert\n", path);
-        return EXIT_USAGE;
-    }
-    strbuf sb = STRBUF_INIT;
-    int removed;
-    int rc = doc_grow_remove(d, drop, &sb, &removed, &e) || doc_grow_write(path, &sb, &e);
-    sb_free(&sb);
-    free(drop);
-    doc_free(d);
-    if (rc) return cmd_fail(ctx, &e);
-    printf("harvest: removed %d auto-harvested section%s from %s\n", removed, removed == 1 ? "" : "s", path);
-    return EXIT_OK;
-}
+static int pick_auto_harvest(const doc_section *s) { return s->auto_harvest; }
 
 int cmd_harvest(int argc, char **argv, dlm_ctx *ctx)
 {
@@ -188,7 +163,7 @@ int cmd_harvest(int argc, char **argv, dlm_ctx *ctx)
     dlm_err e;
     err_clear(&e);
     if (cmd_setup(ctx, &e)) return cmd_fail(ctx, &e);
-    if (o_revert) return revert(ctx, pos[0]);
+    if (o_revert) return grow_cmd_revert(ctx, pos[0], "harvest", "auto-harvested", pick_auto_harvest);
     if (!o_report) return cmd_usage_error(&spec_harvest, "harvest needs --sway-json REPORT (or --revert)");
 
     dlm_doc *d = doc_load(pos[0], &e);

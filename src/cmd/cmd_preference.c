@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "cmd/commands.h"
+#include "cmd/grow_cmd.h"
 #include "doc/doc.h"
 #include "doc/grow.h"
 #include "infer/synth.h"
@@ -62,10 +63,7 @@ const cmd_spec spec_preference = {
     OPTS,
 };
 
-static void pending_path(const char *store, char *out, size_t cap)
-{
-    snprintf(out, cap, "%s/preference/pending.json", store);
-}
+static int pick_auto_mined(const doc_section *s) { return s->auto_mined; }
 
 static void first_line(const char *s, char *buf, size_t cap)
 {
@@ -143,7 +141,7 @@ static int cmd_mine(dlm_ctx *ctx, const char *path)
     err_clear(&e);
     char store[4096], pend[4200];
     if (cmd_doc_store(ctx, path, store, sizeof store, &e)) return cmd_fail(ctx, &e);
-    pending_path(store, pend, sizeof pend);
+    grow_pending_path(store, "preference", pend, sizeof pend);
     int64_t run = last_run_id(store, &e);
     if (run < 0) return cmd_fail(ctx, &e);
     if (run == 0) {
@@ -297,65 +295,13 @@ out:
     return rc;
 }
 
-static int cmd_apply(dlm_ctx *ctx, const char *path)
-{
-    dlm_err e;
-    err_clear(&e);
-    char store[4096], pend[4200];
-    if (cmd_doc_store(ctx, path, store, sizeof store, &e)) return cmd_fail(ctx, &e);
-    pending_path(store, pend, sizeof pend);
-    json_t *j = doc_grow_pending_load(pend, "preference", &e);
-    if (!j) {
-        if (e.msg[0]) return cmd_fail(ctx, &e);
-        printf("preference: nothing staged for %s\n", path);
-        return EXIT_USAGE;
-    }
-    int w;
-    json_t *none = json_array();
-    int rc = write_items(path, json_object_get(j, "items"), &w, &e) ||
-             doc_grow_pending_save(pend, "preference", "", none, &e);
-    json_decref(none);
-    json_decref(j);
-    if (rc) return cmd_fail(ctx, &e);
-    printf("preference: wrote %d auto-mined section%s to %s\n", w, w == 1 ? "" : "s", path);
-    return EXIT_OK;
-}
-
-static int cmd_revert(dlm_ctx *ctx, const char *path)
-{
-    dlm_err e;
-    err_clear(&e);
-    if (cmd_setup(ctx, &e)) return cmd_fail(ctx, &e);
-    dlm_doc *d = doc_load(path, &e);
-    if (!d) return cmd_fail(ctx, &e);
-    int n = doc_nsections(d), k = 0;
-    unsigned char *drop = calloc((size_t)n + 1, 1);
-    for (int i = 0; drop && i < n; i++)
-        if (doc_section_at(d, i)->auto_mined) drop[i] = 1, k++;
-    if (!k) {
-        free(drop);
-        doc_free(d);
-        printf("preference: no auto-mined sections in %s: nothing to revert\n", path);
-        return EXIT_USAGE;
-    }
-    strbuf sb = STRBUF_INIT;
-    int removed;
-    int rc = doc_grow_remove(d, drop, &sb, &removed, &e) || doc_grow_write(path, &sb, &e);
-    sb_free(&sb);
-    free(drop);
-    doc_free(d);
-    if (rc) return cmd_fail(ctx, &e);
-    printf("preference: removed %d auto-mined section%s from %s\n", removed, removed == 1 ? "" : "s", path);
-    return EXIT_OK;
-}
-
 static int cmd_list(dlm_ctx *ctx, const char *path)
 {
     dlm_err e;
     err_clear(&e);
     char store[4096], pend[4200];
     if (cmd_doc_store(ctx, path, store, sizeof store, &e)) return cmd_fail(ctx, &e);
-    pending_path(store, pend, sizeof pend);
+    grow_pending_path(store, "preference", pend, sizeof pend);
     dlm_doc *d = doc_load(path, &e);
     if (!d) return cmd_fail(ctx, &e);
     json_t *j = doc_grow_pending_load(pend, "preference", &e);
@@ -405,8 +351,8 @@ int cmd_preference(int argc, char **argv, dlm_ctx *ctx)
     if (npos != 2) return cmd_usage_error(&spec_preference, "preference takes a subcommand (mine, apply, revert, list) and a PATH");
     const char *sub = pos[0], *path = pos[1];
     if (!strcmp(sub, "mine")) return cmd_mine(ctx, path);
-    if (!strcmp(sub, "apply")) return cmd_apply(ctx, path);
-    if (!strcmp(sub, "revert")) return cmd_revert(ctx, path);
+    if (!strcmp(sub, "apply")) return grow_cmd_apply(ctx, path, "preference", "auto-mined", write_items);
+    if (!strcmp(sub, "revert")) return grow_cmd_revert(ctx, path, "preference", "auto-mined", pick_auto_mined);
     if (!strcmp(sub, "list")) return cmd_list(ctx, path);
     return cmd_usage_error(&spec_preference, "unknown preference subcommand '%s' (mine, apply, revert, list)", sub);
 }

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "cmd/commands.h"
+#include "cmd/grow_cmd.h"
 #include "doc/doc.h"
 #include "doc/grow.h"
 #include "infer/synth.h"
@@ -77,10 +78,7 @@ static const char *SYS_EXPAND =
     "them helpfully without contradicting the text. Reply with a JSON list of objects with the keys "
     "\"question\" and \"answer\", and nothing else.";
 
-static void pending_path(const char *store, char *out, size_t cap)
-{
-    snprintf(out, cap, "%s/synth/pending.json", store);
-}
+static int pick_auto_synth(const doc_section *s) { return s->auto_synth; }
 
 static void print_json(json_t *j)
 {
@@ -184,7 +182,7 @@ static int cmd_instructions(dlm_ctx *ctx, const char *path)
     err_clear(&e);
     char store[4096], pend[4200];
     if (cmd_doc_store(ctx, path, store, sizeof store, &e)) return cmd_fail(ctx, &e);
-    pending_path(store, pend, sizeof pend);
+    grow_pending_path(store, "synth", pend, sizeof pend);
     dlm_doc *d = doc_load(path, &e);
     if (!d) return cmd_fail(ctx, &e);
     kern_init(o_threads);
@@ -309,65 +307,13 @@ out:
     return rc;
 }
 
-static int cmd_apply(dlm_ctx *ctx, const char *path)
-{
-    dlm_err e;
-    err_clear(&e);
-    char store[4096], pend[4200];
-    if (cmd_doc_store(ctx, path, store, sizeof store, &e)) return cmd_fail(ctx, &e);
-    pending_path(store, pend, sizeof pend);
-    json_t *j = doc_grow_pending_load(pend, "synth", &e);
-    if (!j) {
-        if (e.msg[0]) return cmd_fail(ctx, &e);
-        printf("synth: nothing staged for %s\n", path);
-        return EXIT_USAGE;
-    }
-    int w;
-    json_t *none = json_array();
-    int rc = write_items(path, json_object_get(j, "items"), &w, &e) ||
-             doc_grow_pending_save(pend, "synth", "", none, &e);
-    json_decref(none);
-    json_decref(j);
-    if (rc) return cmd_fail(ctx, &e);
-    printf("synth: wrote %d auto-synth section%s to %s\n", w, w == 1 ? "" : "s", path);
-    return EXIT_OK;
-}
-
-static int cmd_revert(dlm_ctx *ctx, const char *path)
-{
-    dlm_err e;
-    err_clear(&e);
-    if (cmd_setup(ctx, &e)) return cmd_fail(ctx, &e);
-    dlm_doc *d = doc_load(path, &e);
-    if (!d) return cmd_fail(ctx, &e);
-    int n = doc_nsections(d), k = 0;
-    unsigned char *drop = calloc((size_t)n + 1, 1);
-    for (int i = 0; drop && i < n; i++)
-        if (doc_section_at(d, i)->auto_synth) drop[i] = 1, k++;
-    if (!k) {
-        free(drop);
-        doc_free(d);
-        printf("synth: no auto-synth sections in %s: nothing to revert\n", path);
-        return EXIT_USAGE;
-    }
-    strbuf sb = STRBUF_INIT;
-    int removed;
-    int rc = doc_grow_remove(d, drop, &sb, &removed, &e) || doc_grow_write(path, &sb, &e);
-    sb_free(&sb);
-    free(drop);
-    doc_free(d);
-    if (rc) return cmd_fail(ctx, &e);
-    printf("synth: removed %d auto-synth section%s from %s\n", removed, removed == 1 ? "" : "s", path);
-    return EXIT_OK;
-}
-
 static int cmd_list(dlm_ctx *ctx, const char *path)
 {
     dlm_err e;
     err_clear(&e);
     char store[4096], pend[4200];
     if (cmd_doc_store(ctx, path, store, sizeof store, &e)) return cmd_fail(ctx, &e);
-    pending_path(store, pend, sizeof pend);
+    grow_pending_path(store, "synth", pend, sizeof pend);
     dlm_doc *d = doc_load(path, &e);
     if (!d) return cmd_fail(ctx, &e);
     json_t *j = doc_grow_pending_load(pend, "synth", &e);
@@ -417,8 +363,8 @@ int cmd_synth(int argc, char **argv, dlm_ctx *ctx)
     if (npos != 2) return cmd_usage_error(&spec_synth, "synth takes a subcommand (instructions, apply, revert, list) and a PATH");
     const char *sub = pos[0], *path = pos[1];
     if (!strcmp(sub, "instructions")) return cmd_instructions(ctx, path);
-    if (!strcmp(sub, "apply")) return cmd_apply(ctx, path);
-    if (!strcmp(sub, "revert")) return cmd_revert(ctx, path);
+    if (!strcmp(sub, "apply")) return grow_cmd_apply(ctx, path, "synth", "auto-synth", write_items);
+    if (!strcmp(sub, "revert")) return grow_cmd_revert(ctx, path, "synth", "auto-synth", pick_auto_synth);
     if (!strcmp(sub, "list")) return cmd_list(ctx, path);
     if (!strcmp(sub, "preferences"))
         return cmd_usage_error(&spec_synth, "synth preferences is dlm preference mine");

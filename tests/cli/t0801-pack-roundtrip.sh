@@ -56,12 +56,12 @@ tar --zstd -tf t.dlm.pack > list.txt
 grep -qx 'PACK_HEADER.json' list.txt && grep -qx 'manifest.json' list.txt && grep -qx 'CHECKSUMS.sha256' list.txt \
     && grep -qx 'provenance.json' list.txt && grep -qx 'dlm/t.dlm' list.txt \
     && grep -qx 'store/adapter/versions/v0002/adapter_model.safetensors' list.txt || fail "missing members: $(cat list.txt)"
-! grep -Eq '^store/(logs|exports|cache|run)/|^store/\.lock$' list.txt || fail "excluded folders were packed"
+! grep -Eq '^store/(logs|exports|cache|run|tokenized-cache)/|^store/\.lock$' list.txt || fail "excluded folders were packed"
 mkdir x && tar --zstd -xf t.dlm.pack -C x
 (cd x && sha256sum --quiet -c CHECKSUMS.sha256) || fail "GNU sha256sum rejects CHECKSUMS.sha256"
 cmp x/dlm/t.dlm t.dlm || fail "the packed document differs"
 (cd x/store && find . -type f | sort) > packed.txt
-(cd "$S" && find . -type f -not -path './logs/*' -not -path './exports/*' -not -path './cache/*' -not -path './run/*' \
+(cd "$S" && find . -type f -not -path './logs/*' -not -path './exports/*' -not -path './cache/*' -not -path './run/*' -not -path './tokenized-cache/*' \
     -not -name .lock | sort) > store.txt
 diff store.txt packed.txt || fail "packed files differ from the store's"
 while read -r f; do cmp "x/store/$f" "$S/$f" || fail "$f differs"; done < packed.txt
