@@ -26,6 +26,8 @@ void decoder_profile_dump(double steps);
 typedef struct layer_acts {
     float *rstd1;             /* [N] */
     float *q, *k, *v;         /* [N,Q] [N,K] [N,K]  (q, k after RoPE) */
+    float *qr, *kr;           /* qk_norm: [N,Q] [N,K] the projections before the per-head norm */
+    float *rq, *rk;           /* qk_norm: [N·NH] [N·KVH] their rstd */
     float *att, *lse;         /* [N,Q] [B,NH,T] (lse: training only) */
     float *h, *rstd2;         /* [N,C] [N] */
     float *g, *u;             /* [N,F] ×2 */
@@ -53,6 +55,7 @@ struct decoder {
     /* backward (training only, except tmpC: the bare product of an
      * accumulating projection, also used by inference) */
     float *dres, *dxn, *tmpC, *datt, *dq, *dk, *dv, *dact, *dg, *du;
+    float *dqr, *dkr;         /* qk_norm: gradients before the per-head norm */
     float *tmpI, *tmpO, *tmpO2, *dU, *xd;
     float *attn_scratch;
     /* DoRA per (layer, module): g = mag/‖W+sBA‖ and the norm, [out] each */

@@ -4,7 +4,8 @@
  * V vocab, r LoRA rank). Per layer the forward is, as in HF's
  * LlamaDecoderLayer:
  *
- *   xn1 = rmsnorm(x) ; q,k,v = lin(xn1) ; rope(q,k) ; att = attn(q,k,v)
+ *   xn1 = rmsnorm(x) ; q,k,v = lin(xn1) ; [qk_norm: q,k = rmsnorm per head]
+ *   rope(q,k) ; att = attn(q,k,v)
  *   h   = x + lin_o(att)
  *   xn2 = rmsnorm(h) ; g,u = lin(xn2) ; act = silu(g)·u
  *   x'  = h + lin_down(act)
@@ -119,6 +120,12 @@ static void carve_all(decoder *d, carver *cv, const model_config *c, const lora_
         A->q = CARVE_F(cv, (size_t)N * Q);
         A->k = CARVE_F(cv, (size_t)N * K);
         A->v = CARVE_F(cv, (size_t)N * K);
+        if (c->qk_norm) {
+            A->qr = CARVE_F(cv, (size_t)N * Q);
+            A->kr = CARVE_F(cv, (size_t)N * K);
+            A->rq = CARVE_F(cv, (size_t)N * c->n_head);
+            A->rk = CARVE_F(cv, (size_t)N * c->n_kv_head);
+        }
         A->att = CARVE_F(cv, (size_t)N * Q);
         A->lse = kv ? NULL : CARVE_F(cv, (size_t)B * c->n_head * T);
         A->h = CARVE_F(cv, (size_t)N * C);
@@ -167,6 +174,10 @@ static void carve_all(decoder *d, carver *cv, const model_config *c, const lora_
         d->dact = CARVE_F(cv, (size_t)N * F);
         d->dg = CARVE_F(cv, (size_t)N * F);
         d->du = CARVE_F(cv, (size_t)N * F);
+        if (c->qk_norm) {
+            d->dqr = CARVE_F(cv, (size_t)N * Q);
+            d->dkr = CARVE_F(cv, (size_t)N * K);
+        }
     }
     if (marks) marks[3] = cv->off;
     if (kv) {
@@ -409,9 +420,15 @@ void dec_layer_fwd(decoder *d, const dec_pass *p, int layer, layer_acts *A, cons
     const layer_weights *w = &d->m->layers[layer];
     int N = p->B * p->T, C = d->C, K = d->K;
     PROF("fwd.rmsnorm", kern_rmsnorm_fwd(d->xn, A->rstd1, x, w->attn_norm, N, C, c->rms_eps));
-    lin_fwd(d, p, A, layer, LM_Q, d->xn, A->q, N, 0);
-    lin_fwd(d, p, A, layer, LM_K, d->xn, A->k, N, 0);
+    /* qwen3: q and k are normalised per head (RMSNorm over HS) before RoPE */
+    lin_fwd(d, p, A, layer, LM_Q, d->xn, c->qk_norm ? A->qr : A->q, N, 0);
+    lin_fwd(d, p, A, layer, LM_K, d->xn, c->qk_norm ? A->kr : A->k, N, 0);
     lin_fwd(d, p, A, layer, LM_V, d->xn, A->v, N, 0);
+    if (c->qk_norm) {
+        PROF("fwd.rmsnorm", kern_rmsnorm_fwd(A->q, A->rq, A->qr, w->q_norm, (int64_t)N * c->n_head, c->head_dim,
+                                             c->rms_eps);
+             kern_rmsnorm_fwd(A->k, A->rk, A->kr, w->k_norm, (int64_t)N * c->n_kv_head, c->head_dim, c->rms_eps));
+    }
     PROF("fwd.rope", kern_rope_fwd_t(A->q, d->rope_cs, d->rope_sn, N, c->n_head, c->head_dim);
     kern_rope_fwd_t(A->k, d->rope_cs, d->rope_sn, N, c->n_kv_head, c->head_dim));
     if (d->o.n_ctx > 0) {

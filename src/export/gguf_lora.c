@@ -65,7 +65,7 @@ int export_write_adapter(const model *m, const lora *l, const char *name, const 
     qsort(t, (size_t)n, sizeof *t, ad_cmp);
     gguf_w *w = gguf_w_new();
     if (!w) { free(t); return err_set(e, "MemoryError", "out of memory"); }
-    gguf_w_str(w, "general.architecture", llama ? "llama" : "qwen2");
+    gguf_w_str(w, "general.architecture", model_arch_name(m->cfg.arch));
     gguf_w_str(w, "general.type", "adapter");
     gguf_w_str(w, "general.name", name && *name ? name : "dlm adapter");
     gguf_w_u32(w, "general.file_type", 0);

@@ -148,6 +148,12 @@ static int build_plan(const model *m, const lora *l, plan *p, dlm_err *e)
         if (add_vec(p, nm, w->attn_norm, c->d_model, 0, e)) return -1;
         snprintf(nm, sizeof nm, "blk.%d.ffn_norm.weight", il);
         if (add_vec(p, nm, w->ffn_norm, c->d_model, 0, e)) return -1;
+        if (w->q_norm) {
+            snprintf(nm, sizeof nm, "blk.%d.attn_q_norm.weight", il);
+            if (add_vec(p, nm, w->q_norm, hs, 0, e)) return -1;
+            snprintf(nm, sizeof nm, "blk.%d.attn_k_norm.weight", il);
+            if (add_vec(p, nm, w->k_norm, hs, 0, e)) return -1;
+        }
         if (w->bq) {
             int64_t qd = (int64_t)c->n_head * hs, kd = (int64_t)c->n_kv_head * hs;
             snprintf(nm, sizeof nm, "blk.%d.attn_q.bias", il);
@@ -377,7 +383,7 @@ done:
 static void write_arch(gguf_w *w, const model *m)
 {
     const model_config *c = &m->cfg;
-    const char *a = c->arch == ARCH_LLAMA ? "llama" : "qwen2";
+    const char *a = model_arch_name(c->arch);
     char k[96];
 #define KEY(s) (snprintf(k, sizeof k, "%s.%s", a, s), k)
     gguf_w_u32(w, KEY("block_count"), (uint32_t)c->n_layer);
@@ -429,7 +435,7 @@ int export_write_model(const model *m, const tok *t, const export_gguf_opts *o, 
 
     w = gguf_w_new();
     if (!w) { err_set(e, "MemoryError", "out of memory"); goto done; }
-    gguf_w_str(w, "general.architecture", m->cfg.arch == ARCH_LLAMA ? "llama" : "qwen2");
+    gguf_w_str(w, "general.architecture", model_arch_name(m->cfg.arch));
     gguf_w_str(w, "general.type", "model");
     gguf_w_str(w, "general.name", o->name && *o->name ? o->name : "dlm export");
     gguf_w_u32(w, "general.file_type", o->mix->ftype);

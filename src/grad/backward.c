@@ -131,12 +131,21 @@ static void layer_bwd(decoder *d, const dec_pass *p, const token_batch *b, int l
     PROF("bwd.attn", kern_attn_bwd(d->dq, d->dk, d->dv, d->datt, A->att, A->lse, A->q, A->k, A->v, &as, d->attn_scratch));
     PROF("bwd.rope", kern_rope_bwd_t(d->dq, d->rope_cs, d->rope_sn, N, c->n_head, c->head_dim);
     kern_rope_bwd_t(d->dk, d->rope_cs, d->rope_sn, N, c->n_kv_head, c->head_dim));
+    const float *dq = d->dq, *dk = d->dk;
+    if (c->qk_norm) {   /* q, k = rmsnorm per head of the projections */
+        PROF("bwd.rmsnorm", kern_rmsnorm_bwd(d->dqr, G ? G->q_norm : NULL, d->dq, A->qr, w->q_norm, A->rq,
+                                             (int64_t)N * c->n_head, c->head_dim);
+             kern_rmsnorm_bwd(d->dkr, G ? G->k_norm : NULL, d->dk, A->kr, w->k_norm, A->rk,
+                              (int64_t)N * c->n_kv_head, c->head_dim));
+        dq = d->dqr;
+        dk = d->dkr;
+    }
     PROF("bwd.recompute", kern_rmsnorm_apply(d->xn, x, w->attn_norm, A->rstd1, N, C));
     /* The first layer's input gradient goes nowhere unless the embedding
      * (full mode) wants it. */
     float *dxn = layer > 0 || G ? d->dxn : NULL;
-    lin_bwd(d, p, A, layer, LM_Q, d->xn, d->dq, dxn, N, lg, G ? G->wq : NULL, G ? G->bq : NULL, 0);
-    lin_bwd(d, p, A, layer, LM_K, d->xn, d->dk, dxn, N, lg, G ? G->wk : NULL, G ? G->bk : NULL, 1);
+    lin_bwd(d, p, A, layer, LM_Q, d->xn, dq, dxn, N, lg, G ? G->wq : NULL, G ? G->bq : NULL, 0);
+    lin_bwd(d, p, A, layer, LM_K, d->xn, dk, dxn, N, lg, G ? G->wk : NULL, G ? G->bk : NULL, 1);
     lin_bwd(d, p, A, layer, LM_V, d->xn, d->dv, dxn, N, lg, G ? G->wv : NULL, G ? G->bv : NULL, 1);
     if (dxn)
         PROF("bwd.rmsnorm", kern_rmsnorm_bwd_add(dres, G ? G->attn_norm : NULL, dxn, x, w->attn_norm, A->rstd1,

@@ -18,8 +18,10 @@ size_t full_grads_carve(const model_config *c, float *slab, full_grads *g)
         TAKE(lg->attn_norm, C);
         TAKE(lg->wq, Q * C);
         if (c->qkv_bias) TAKE(lg->bq, Q);
+        if (c->qk_norm) TAKE(lg->q_norm, (size_t)c->head_dim);
         TAKE(lg->wk, K * C);
         if (c->qkv_bias) TAKE(lg->bk, K);
+        if (c->qk_norm) TAKE(lg->k_norm, (size_t)c->head_dim);
         TAKE(lg->wv, K * C);
         if (c->qkv_bias) TAKE(lg->bv, K);
         TAKE(lg->wo, C * Q);
@@ -65,6 +67,8 @@ void full_model_bind(full_model *f)
         w->bq = p->bq;
         w->bk = p->bk;
         w->bv = p->bv;
+        w->q_norm = p->q_norm;
+        w->k_norm = p->k_norm;
     }
 }
 
@@ -131,6 +135,10 @@ int full_model_from(const model *src, full_model **out, dlm_err *e)
             memcpy(p->bk, w->bk, K * sizeof(float));
             memcpy(p->bv, w->bv, K * sizeof(float));
         }
+        if (c->qk_norm) {
+            memcpy(p->q_norm, w->q_norm, (size_t)c->head_dim * sizeof(float));
+            memcpy(p->k_norm, w->k_norm, (size_t)c->head_dim * sizeof(float));
+        }
     }
     *out = f;
     return 0;
@@ -146,7 +154,7 @@ void full_model_free(full_model *f)
     free(f);
 }
 
-int full_tensor_max(const model_config *c) { return 3 + c->n_layer * 12; }
+int full_tensor_max(const model_config *c) { return 3 + c->n_layer * 14; }
 
 int full_tensors(const model_config *c, const full_grads *g, full_tensor *out)
 {
@@ -161,8 +169,10 @@ int full_tensors(const model_config *c, const full_grads *g, full_tensor *out)
         ADD(p->attn_norm, C, 1, "model.layers.%d.input_layernorm.weight", l);
         ADD(p->wq, Q, C, "model.layers.%d.self_attn.q_proj.weight", l);
         if (p->bq) ADD(p->bq, Q, 1, "model.layers.%d.self_attn.q_proj.bias", l);
+        if (p->q_norm) ADD(p->q_norm, c->head_dim, 1, "model.layers.%d.self_attn.q_norm.weight", l);
         ADD(p->wk, K, C, "model.layers.%d.self_attn.k_proj.weight", l);
         if (p->bk) ADD(p->bk, K, 1, "model.layers.%d.self_attn.k_proj.bias", l);
+        if (p->k_norm) ADD(p->k_norm, c->head_dim, 1, "model.layers.%d.self_attn.k_norm.weight", l);
         ADD(p->wv, K, C, "model.layers.%d.self_attn.v_proj.weight", l);
         if (p->bv) ADD(p->bv, K, 1, "model.layers.%d.self_attn.v_proj.bias", l);
         ADD(p->wo, C, Q, "model.layers.%d.self_attn.o_proj.weight", l);

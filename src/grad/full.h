@@ -13,6 +13,7 @@
  * slab is the canonical order of full_grads_carve. */
 typedef struct layer_grads {
     float *attn_norm, *wq, *wk, *wv, *wo, *bq, *bk, *bv, *ffn_norm, *w_gate, *w_up, *w_down;
+    float *q_norm, *k_norm;   /* [HS] each, qk_norm models only */
 } layer_grads;
 typedef struct full_grads {
     float *tok_embd, *output, *out_norm; /* output NULL when tied */
@@ -20,7 +21,7 @@ typedef struct full_grads {
 } full_grads;
 
 /* Canonical order of every trainable tensor for full-parameter training:
- * tok_embd, then per layer attn_norm wq [bq] wk [bk] wv [bv] wo ffn_norm
+ * tok_embd, then per layer attn_norm wq [bq] [q_norm] wk [bk] [k_norm] wv [bv] wo ffn_norm
  * w_gate w_up w_down, then out_norm, then output (untied only). Returns the
  * total float count; fills g (if non-NULL) with pointers into slab. */
 size_t full_grads_carve(const model_config *c, float *slab, full_grads *g);

@@ -278,6 +278,9 @@ int model_build(loader *L)
         if (c->qkv_bias && (get_vec(L, T_QB, il, QD, 1, &w->bq) || get_vec(L, T_KB, il, KD, 1, &w->bk) ||
                             get_vec(L, T_VB, il, KD, 1, &w->bv)))
             return -1;
+        if (c->qk_norm && (get_vec(L, T_QN, il, c->head_dim, 1, &w->q_norm) ||
+                           get_vec(L, T_KN, il, c->head_dim, 1, &w->k_norm)))
+            return -1;
         if (permute) {
             if (unpermute_mat(L, &w->wq, c->n_head, c->head_dim) ||
                 unpermute_mat(L, &w->wk, c->n_kv_head, c->head_dim))

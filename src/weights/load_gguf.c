@@ -1,4 +1,4 @@
-/* load_gguf — a llama.cpp GGUF (llama / qwen2 arch): config from the
+/* load_gguf — a llama.cpp GGUF (llama / qwen2 / qwen3 arch): config from the
  * <arch>.* keys (docs/reference/formats.md §4.4), tensors by GGUF name (§4.5). Weights stay
  * in their stored type in the mapping; load.c undoes the llama Q/K
  * permutation. */
@@ -71,9 +71,10 @@ static int read_config(gguf_file *g, model_config *c, dlm_err *e)
     if (gguf_get_str(g, id, &arch, NULL, e)) return -1;
     if (!strcmp(arch, "llama")) c->arch = ARCH_LLAMA;
     else if (!strcmp(arch, "qwen2")) c->arch = ARCH_QWEN2;
+    else if (!strcmp(arch, "qwen3")) c->arch = ARCH_QWEN3;
     else {
         err_at(e, "UnsupportedArchitectureError", path, 0, 0, "unsupported GGUF architecture '%s'", arch);
-        return err_hint(e, "supported: llama, qwen2");
+        return err_hint(e, "supported: llama, qwen2, qwen3");
     }
     int64_t L, C, F, NH, KVH = -1, ctx, kl = -1, vl = -1, rd = -1;
     double eps, theta = 10000.0;
@@ -99,9 +100,9 @@ static int read_config(gguf_file *g, model_config *c, dlm_err *e)
     if (kl <= 0 && c->d_model % c->n_head)
         return err_at(e, KIND, path, 0, 0, "embedding_length %d is not a multiple of head_count %d", c->d_model,
                       c->n_head);
-    if (c->arch == ARCH_LLAMA && rd >= 0 && rd != c->head_dim)
-        return err_at(e, KIND, path, 0, 0, "llama.rope.dimension_count %lld != head dim %d (partial RoPE is not supported)",
-                      (long long)rd, c->head_dim);
+    if (rd >= 0 && rd != c->head_dim)
+        return err_at(e, KIND, path, 0, 0, "%s.rope.dimension_count %lld != head dim %d (partial RoPE is not supported)",
+                      arch, (long long)rd, c->head_dim);
     c->rms_eps = (float)eps;
     c->rope_theta = (float)theta;
 
@@ -126,6 +127,8 @@ static int read_config(gguf_file *g, model_config *c, dlm_err *e)
     /* q/k/v biases are optional for llama.cpp; present in Qwen2 files */
     c->qkv_bias = gguf_find_tensor(g, "blk.0.attn_q.bias") != NULL;
     c->tied = gguf_find_tensor(g, "output.weight") == NULL;
+    /* qwen3: llama.cpp always writes attn_q_norm / attn_k_norm */
+    c->qk_norm = c->arch == ARCH_QWEN3;
     int ft = gguf_find_key(g, "general.file_type");
     int64_t ftv;
     if (ft >= 0 && gguf_get_int(g, ft, &ftv, NULL) == 0)

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Write a small random llama or qwen2 model in HF format (config.json,
+"""Write a small random llama, qwen2 or qwen3 model in HF format (config.json,
 safetensors, a real byte-level BPE tokenizer.json + tokenizer_config.json
 with ChatML specials) and optionally the same model as GGUF.
 
@@ -7,7 +7,7 @@ Deterministic for a given --seed: the same arguments give the same bytes.
 numpy only (run with /usr/bin/python3). Independent of dlm's C code: the
 safetensors and GGUF files are written here from the format specs.
 
-  make_model.py --out DIR [--arch llama|qwen2] [--tied|--untied]
+  make_model.py --out DIR [--arch llama|qwen2|qwen3] [--tied|--untied]
                 [--dtype f32|bf16|f16] [--rope-llama3] [--layers N]
                 [--d-model C] [--heads NH] [--kv-heads KVH] [--ff F]
                 [--vocab V] [--layout v4|v5] [--shards K] [--seed S]
@@ -189,7 +189,7 @@ def write_safetensors(path, items, metadata=None):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
-    ap.add_argument("--arch", choices=["llama", "qwen2"], default="llama")
+    ap.add_argument("--arch", choices=["llama", "qwen2", "qwen3"], default="llama")
     g = ap.add_mutually_exclusive_group()
     g.add_argument("--tied", dest="tied", action="store_true", default=True)
     g.add_argument("--untied", dest="tied", action="store_false")
@@ -237,6 +237,9 @@ def main():
             w[p + "self_attn.q_proj.bias"] = randn(NH * HS, scale=0.1)
             w[p + "self_attn.k_proj.bias"] = randn(KVH * HS, scale=0.1)
             w[p + "self_attn.v_proj.bias"] = randn(KVH * HS, scale=0.1)
+        if a.arch == "qwen3":   # Qwen3Attention.q_norm / k_norm: RMSNorm(head_dim)
+            w[p + "self_attn.q_norm.weight"] = (1 + randn(HS, scale=0.2))
+            w[p + "self_attn.k_norm.weight"] = (1 + randn(HS, scale=0.2))
         w[p + "post_attention_layernorm.weight"] = (1 + randn(C, scale=0.1))
         w[p + "mlp.gate_proj.weight"] = randn(F, C, scale=0.2)
         w[p + "mlp.up_proj.weight"] = randn(F, C, scale=0.2)
@@ -273,7 +276,8 @@ def main():
 
     # config.json
     cfg = {
-        "architectures": ["LlamaForCausalLM" if a.arch == "llama" else "Qwen2ForCausalLM"],
+        "architectures": [{"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
+                           "qwen3": "Qwen3ForCausalLM"}[a.arch]],
         "model_type": a.arch, "hidden_act": "silu", "hidden_size": C, "intermediate_size": F,
         "num_hidden_layers": L, "num_attention_heads": NH, "num_key_value_heads": KVH,
         "max_position_embeddings": a.max_pos, "rms_norm_eps": eps, "vocab_size": V,
@@ -284,6 +288,9 @@ def main():
         cfg["head_dim"] = HS
     if a.arch == "llama":
         cfg.update({"attention_bias": False, "mlp_bias": False, "pretraining_tp": 1})
+    elif a.arch == "qwen3":
+        cfg.update({"attention_bias": False, "attention_dropout": 0.0, "head_dim": HS, "use_sliding_window": False,
+                    "sliding_window": None, "max_window_layers": L})
     else:
         cfg.update({"use_sliding_window": False, "sliding_window": a.max_pos, "max_window_layers": L})
     rope = None
@@ -333,7 +340,7 @@ def write_model_gguf(a, cfg, vals, toks, merges, bos, eos, theta, eps, HS, rope)
         ("%s.attention.layer_norm_rms_epsilon" % arch, gw.GGUF_F32, eps),
         ("general.file_type", gw.GGUF_U32, ftype),
     ]
-    if a.head_dim:
+    if a.head_dim or arch == "qwen3":
         kvs += [("%s.attention.key_length" % arch, gw.GGUF_U32, HS),
                 ("%s.attention.value_length" % arch, gw.GGUF_U32, HS)]
     if arch == "llama":
@@ -359,6 +366,7 @@ def write_model_gguf(a, cfg, vals, toks, merges, bos, eos, theta, eps, HS, rope)
            "self_attn.k_proj.weight": "attn_k.weight", "self_attn.v_proj.weight": "attn_v.weight",
            "self_attn.o_proj.weight": "attn_output.weight", "self_attn.q_proj.bias": "attn_q.bias",
            "self_attn.k_proj.bias": "attn_k.bias", "self_attn.v_proj.bias": "attn_v.bias",
+           "self_attn.q_norm.weight": "attn_q_norm.weight", "self_attn.k_norm.weight": "attn_k_norm.weight",
            "post_attention_layernorm.weight": "ffn_norm.weight", "mlp.gate_proj.weight": "ffn_gate.weight",
            "mlp.up_proj.weight": "ffn_up.weight", "mlp.down_proj.weight": "ffn_down.weight"}
     tensors = []

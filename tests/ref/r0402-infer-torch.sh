@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Inference vs PyTorch (HF conventions) on small random models made by
-# make_model.py: llama and qwen2, tied and untied, QKV bias, llama3 RoPE.
+# make_model.py: llama, qwen2 and qwen3, tied and untied, QKV bias, llama3
+# RoPE, qwen3's per-head q/k RMSNorm with NH·HS != hidden.
 # For each: the KV-cache logits from the HF folder and from its GGUF twin
 # (llama: permuted Q/K) match torch to 1e-4 (F16/BF16 GGUFs: within their
 # rounding), and `dlm prompt --raw --temp 0` continues greedily with torch's
@@ -40,6 +41,8 @@ run_case llama-untied --arch llama --untied --rope-llama3 --seed 11
 run_case llama-tied --arch llama --tied --seed 12
 run_case qwen2-untied --arch qwen2 --untied --seed 13 --layout v5
 run_case qwen2-tied --arch qwen2 --tied --seed 14
+run_case qwen3-untied --arch qwen3 --untied --head-dim 32 --seed 17
+run_case qwen3-tied --arch qwen3 --tied --seed 18 --layout v5
 # F16 / BF16 storage: the HF folder and its GGUF twin agree within rounding
 $mk --out "$T/bf" --dtype bf16 --gguf "$T/bf.gguf" --gguf-type bf16 --arch llama --vocab 400 --seed 15 >/dev/null
 "$DLM" tokenize --tokenizer "$T/bf/tokenizer.json" --json "$text" > "$T/bf.ids"

@@ -156,13 +156,32 @@ static void test_defaults(void)
     CHECK_INT(c.qkv_bias, 1);
     CHECK_INT(c.max_pos, 4096);
     CHECK_INT(c.rope_llama3, 0);
+    /* Qwen3-8B's config.json (head_dim 128 with hidden 4096 / 32 heads) */
+    CHECK_INT(parse("{\"architectures\":[\"Qwen3ForCausalLM\"],\"attention_bias\":false,\"attention_dropout\":0.0,"
+                    "\"bos_token_id\":151643,\"eos_token_id\":151645,\"head_dim\":128,\"hidden_act\":\"silu\","
+                    "\"hidden_size\":4096,\"initializer_range\":0.02,\"intermediate_size\":12288,"
+                    "\"max_position_embeddings\":40960,\"max_window_layers\":36,\"model_type\":\"qwen3\","
+                    "\"num_attention_heads\":32,\"num_hidden_layers\":36,\"num_key_value_heads\":8,"
+                    "\"rms_norm_eps\":1e-06,\"rope_scaling\":null,\"rope_theta\":1000000,\"sliding_window\":null,"
+                    "\"tie_word_embeddings\":false,\"torch_dtype\":\"bfloat16\",\"use_cache\":true,"
+                    "\"use_sliding_window\":false,\"vocab_size\":151936}", &c), 0);
+    CHECK_INT(c.arch, ARCH_QWEN3);
+    CHECK_INT(c.qk_norm, 1);
+    CHECK_INT(c.qkv_bias, 0);
+    CHECK_INT(c.head_dim, 128);
+    CHECK_INT(c.n_kv_head, 8);
+    CHECK_INT(c.tied, 0);
+    CHECK_INT(c.max_pos, 40960);
+    CHECK_STR(model_arch_name(c.arch), "qwen3");
 }
 
 #define BASE "\"model_type\":\"llama\",\"num_hidden_layers\":2,\"intermediate_size\":128,\"vocab_size\":300"
 
 static void test_refusals(void)
 {
-    refuse("{\"architectures\":[\"Qwen3ForCausalLM\"],\"model_type\":\"qwen3\"}", "'Qwen3ForCausalLM'");
+    refuse("{\"architectures\":[\"Gemma2ForCausalLM\"],\"model_type\":\"gemma2\"}", "'Gemma2ForCausalLM'");
+    refuse("{\"model_type\":\"qwen3\",\"num_hidden_layers\":2,\"intermediate_size\":128,\"vocab_size\":300,"
+           "\"hidden_size\":64,\"num_attention_heads\":4,\"attention_bias\":true}", "attention_bias=true");
     refuse("{\"model_type\":\"gemma2\"}", "'gemma2'");
     refuse("{}", "(none given)");
     refuse("[]", "not a JSON object");

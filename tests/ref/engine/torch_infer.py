@@ -48,7 +48,8 @@ def load(d):
         if f.endswith('.safetensors'):
             W.update(st_read(os.path.join(d, f)))
     c = R.Cfg()
-    c.arch = 'qwen2' if 'Qwen2' in cfg['architectures'][0] else 'llama'
+    a0 = cfg['architectures'][0]
+    c.arch = 'qwen3' if 'Qwen3' in a0 else 'qwen2' if 'Qwen2' in a0 else 'llama'
     c.L, c.C, c.NH = cfg['num_hidden_layers'], cfg['hidden_size'], cfg['num_attention_heads']
     c.KVH = cfg.get('num_key_value_heads', c.NH)
     c.HS = cfg.get('head_dim') or c.C // c.NH
@@ -63,6 +64,7 @@ def load(d):
             sc['original_max_position_embeddings']
     c.tied = cfg.get('tie_word_embeddings', False) or 'lm_head.weight' not in W
     c.bias = c.arch == 'qwen2'
+    c.qk_norm = c.arch == 'qwen3'
     return c, W
 
 

@@ -1,9 +1,11 @@
 #!/usr/bin/python3
 """PyTorch reference for dlm's training engine (independent of dlm's code).
 
-Builds a small random llama or qwen2 model in Hugging Face's conventions
-(rotate-half RoPE with HF's float32 angles, repeat_kv GQA, RMSNorm, SwiGLU,
-optional QKV bias, tied or untied LM head, llama3 rope scaling), writes it as
+Builds a small random llama, qwen2 or qwen3 model in Hugging Face's
+conventions (rotate-half RoPE with HF's float32 angles, repeat_kv GQA,
+RMSNorm, SwiGLU, optional QKV bias, tied or untied LM head, llama3 rope
+scaling; qwen3: Qwen3Attention's q_norm / k_norm, an RMSNorm over head_dim
+applied to each head of q and k before RoPE), writes it as
 an HF folder (config.json + model.safetensors), then computes with autograd:
 
   logits, the mean token cross-entropy over unmasked targets, and the
@@ -17,7 +19,7 @@ an HF folder (config.json + model.safetensors), then computes with autograd:
 Outputs (in OUT): model/ (HF folder), batch.safetensors, and per mode
 <mode>.init.safetensors (trainable tensors at init, PEFT / HF names),
 <mode>.grads.safetensors (same names), <mode>.json (loss, step losses,
-hyper-parameters). Usage: torch_ref.py --arch llama|qwen2 --out DIR
+hyper-parameters). Usage: torch_ref.py --arch llama|qwen2|qwen3 --out DIR
 """
 import argparse, json, math, os, struct
 import numpy as np
@@ -62,6 +64,10 @@ def make_cfg(arch):
     c.bias = arch == 'qwen2'
     c.llama3 = arch == 'llama'
     c.factor, c.lo, c.hi, c.orig = 8.0, 1.0, 4.0, 64
+    c.qk_norm = arch == 'qwen3'
+    if arch == 'qwen3':
+        # as the real Qwen3 checkpoints: NH*HS != hidden, untied (Qwen3-8B)
+        c.HS, c.tied, c.bias = 32, False, False
     return c
 
 
@@ -96,6 +102,9 @@ def weights_init(c, g):
             W[p + 'self_attn.k_proj.bias'] = n(c.KVH * c.HS)
             W[p + 'self_attn.v_proj.bias'] = n(c.KVH * c.HS)
         W[p + 'self_attn.o_proj.weight'] = n(c.C, c.NH * c.HS)
+        if getattr(c, 'qk_norm', False):
+            W[p + 'self_attn.q_norm.weight'] = 1 + 0.2 * torch.randn(c.HS, generator=g)
+            W[p + 'self_attn.k_norm.weight'] = 1 + 0.2 * torch.randn(c.HS, generator=g)
         W[p + 'post_attention_layernorm.weight'] = 1 + 0.1 * torch.randn(c.C, generator=g)
         W[p + 'mlp.gate_proj.weight'] = n(c.F, c.C)
         W[p + 'mlp.up_proj.weight'] = n(c.F, c.C)
@@ -170,8 +179,12 @@ def forward(c, W, P, mode, s, tokens, pos, seg):
     for l in range(c.L):
         p = f'model.layers.{l}.'
         x = rmsnorm(h, W[p + 'input_layernorm.weight'], c.eps)
-        q = lin(x, l, 'self_attn', 'q_proj').view(B, T, c.NH, c.HS).transpose(1, 2)
-        k = lin(x, l, 'self_attn', 'k_proj').view(B, T, c.KVH, c.HS).transpose(1, 2)
+        q = lin(x, l, 'self_attn', 'q_proj').view(B, T, c.NH, c.HS)
+        k = lin(x, l, 'self_attn', 'k_proj').view(B, T, c.KVH, c.HS)
+        if getattr(c, 'qk_norm', False):   # Qwen3Attention: q_norm(q_proj(x).view(...)) before RoPE
+            q = rmsnorm(q, W[p + 'self_attn.q_norm.weight'], c.eps)
+            k = rmsnorm(k, W[p + 'self_attn.k_norm.weight'], c.eps)
+        q, k = q.transpose(1, 2), k.transpose(1, 2)
         v = lin(x, l, 'self_attn', 'v_proj').view(B, T, c.KVH, c.HS).transpose(1, 2)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
@@ -198,7 +211,7 @@ def loss_fn(logits, targets):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument('--arch', choices=['llama', 'qwen2'], required=True)
+    ap.add_argument('--arch', choices=['llama', 'qwen2', 'qwen3'], required=True)
     ap.add_argument('--out', required=True)
     ap.add_argument('--seed', type=int, default=7)
     a = ap.parse_args()
@@ -207,7 +220,8 @@ def main():
     W = weights_init(c, g)
     os.makedirs(os.path.join(a.out, 'model'), exist_ok=True)
     cfg = {
-        "architectures": ["LlamaForCausalLM" if c.arch == 'llama' else "Qwen2ForCausalLM"],
+        "architectures": [{"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
+                           "qwen3": "Qwen3ForCausalLM"}[c.arch]],
         "model_type": c.arch, "hidden_size": c.C, "intermediate_size": c.F,
         "num_hidden_layers": c.L, "num_attention_heads": c.NH, "num_key_value_heads": c.KVH,
         "head_dim": c.HS, "vocab_size": c.V, "rms_norm_eps": c.eps, "rope_theta": c.theta,

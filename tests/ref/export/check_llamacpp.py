@@ -2,7 +2,8 @@
 """dlm's GGUF exports loaded by llama.cpp (npm node-llama-cpp 3.21.1, CPU):
 
  1. A small random llama (tied embedding, llama3 RoPE: rope_freqs, permuted
-    Q/K) and a small random qwen2 (untied, q/k/v biases), each with an adapter
+    Q/K), a small random qwen2 (untied, q/k/v biases) and a small random
+    qwen3 (tied, per-head q/k RMSNorm, NH·HS != hidden), each with an adapter
     that dlm trains on all seven projections.
  2. Every mix (F32 F16 BF16 Q8_0 Q4_0 Q6_K Q5_K_M Q4_K_M) is exported as base +
     adapter and as merged; llama.cpp must load each one.
@@ -146,20 +147,24 @@ def softmax(l):
 def main():
     llama = make("llama", ["--arch", "llama", "--tied", "--rope-llama3", "--seed", "31"])
     qwen = make("qwen2", ["--arch", "qwen2", "--untied", "--seed", "32"])
-    for d in (llama, qwen):
+    qwen3 = make("qwen3", ["--arch", "qwen3", "--tied", "--head-dim", "128", "--seed", "34"])
+    bases = {"llama": llama, "qwen2": qwen, "qwen3": qwen3}
+    for d in bases.values():
         run([PY, os.path.join(SRC, "tests", "ref", "export", "scale_model.py"), d, str(PROJ_SCALE), str(EMB_SCALE)])
     # the GGUF-vs-HF training check runs on make_model's own pair (HF folder +
     # independently written F32 GGUF twin, same weights)
     twin = make("twin", ["--arch", "llama", "--untied", "--seed", "33",
                          "--gguf", os.path.join(T, "twin.f32.gguf"), "--gguf-type", "f32"], width=64)
     ids_ = {"llama": "01JD00000000000000000000A1", "qwen2": "01JD00000000000000000000Q2",
+            "qwen3": "01JD00000000000000000000Q3",
             "twin-hf": "01JD00000000000000000000G3", "twin-gguf": "01JD00000000000000000000G4"}
     docs = {"llama": train("llama", llama, ids_["llama"]), "qwen2": train("qwen2", qwen, ids_["qwen2"]),
+            "qwen3": train("qwen3", qwen3, ids_["qwen3"]),
             "twin-hf": train("twin-hf", twin, ids_["twin-hf"]),
             "twin-gguf": train("twin-gguf", os.path.join(T, "twin.f32.gguf"), ids_["twin-gguf"])}
     adapters = {k: os.path.join(T, "home", "store", i, "adapter", "versions", "v0001") for k, i in ids_.items()}
     files = {}
-    for name in ("llama", "qwen2"):
+    for name in bases:
         for q in MIXES:
             for merged in (0, 1):
                 out = os.path.join(T, "x", name, q + ("-merged" if merged else ""))
@@ -180,7 +185,7 @@ def main():
             jobs.append({"id": "greedy " + key, "model": f, "lora": lora, "ids": ids, "greedy": 32})
     jobs.append({"id": "greedy twin-hf/F32/none", "model": files[("twin-hf", "F32", 0)], "lora": None, "ids": ids,
                  "greedy": 32})
-    for name, base in (("llama", llama), ("qwen2", qwen)):
+    for name, base in bases.items():
         jobs.append({"id": "tok " + name, "model": files[(name, "F32", 0)], "texts": TEXTS})
     with open(os.path.join(T, "jobs.json"), "w") as f:
         json.dump(jobs, f)
@@ -191,7 +196,7 @@ def main():
         check("error" not in v, f"llama.cpp {k}: {v.get('error')}")
 
     # 5. tokenization
-    for name, base in (("llama", llama), ("qwen2", qwen)):
+    for name, base in bases.items():
         got = lc.get("tok " + name, {})
         for i, text in enumerate(TEXTS):
             for kind, flags in (("plain", ["--no-special"]), ("special", [])):
@@ -211,7 +216,7 @@ def main():
         if ok:
             print(f"greedy {label}: {len(mine)} tokens identical")
 
-    for name in ("llama", "qwen2"):
+    for name in bases:
         for q in ("F32", "F16"):
             base_f, merged_f = files[(name, q, 0)], files[(name, q, 1)]
             g_ad = lc.get(f"greedy {name}/{q}/adapter", {}).get("tokens")
