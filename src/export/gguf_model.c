@@ -144,15 +144,23 @@ static int build_plan(const model *m, const lora *l, plan *p, dlm_err *e)
             int merged = l && lora_mod_at(l, il, mm) ? mm : -1;
             if (add_mat(p, nm, mats[mm], perm, il, merged, e)) return -1;
         }
-        snprintf(nm, sizeof nm, "blk.%d.attn_norm.weight", il);
-        if (add_vec(p, nm, w->attn_norm, c->d_model, 0, e)) return -1;
-        snprintf(nm, sizeof nm, "blk.%d.ffn_norm.weight", il);
-        if (add_vec(p, nm, w->ffn_norm, c->d_model, 0, e)) return -1;
-        if (w->q_norm) {
+        if (c->post_norm) {   /* olmo2 */
+            snprintf(nm, sizeof nm, "blk.%d.post_attention_norm.weight", il);
+            if (add_vec(p, nm, w->post_attn_norm, c->d_model, 0, e)) return -1;
+            snprintf(nm, sizeof nm, "blk.%d.post_ffw_norm.weight", il);
+            if (add_vec(p, nm, w->post_ffn_norm, c->d_model, 0, e)) return -1;
+        } else {
+            snprintf(nm, sizeof nm, "blk.%d.attn_norm.weight", il);
+            if (add_vec(p, nm, w->attn_norm, c->d_model, 0, e)) return -1;
+            snprintf(nm, sizeof nm, "blk.%d.ffn_norm.weight", il);
+            if (add_vec(p, nm, w->ffn_norm, c->d_model, 0, e)) return -1;
+        }
+        if (w->q_norm) {   /* per head (qwen3) or over the whole projection (olmo2) */
+            int full = c->qk_norm == QK_NORM_FULL;
             snprintf(nm, sizeof nm, "blk.%d.attn_q_norm.weight", il);
-            if (add_vec(p, nm, w->q_norm, hs, 0, e)) return -1;
+            if (add_vec(p, nm, w->q_norm, full ? (int64_t)c->n_head * hs : hs, 0, e)) return -1;
             snprintf(nm, sizeof nm, "blk.%d.attn_k_norm.weight", il);
-            if (add_vec(p, nm, w->k_norm, hs, 0, e)) return -1;
+            if (add_vec(p, nm, w->k_norm, full ? (int64_t)c->n_kv_head * hs : hs, 0, e)) return -1;
         }
         if (w->bq) {
             int64_t qd = (int64_t)c->n_head * hs, kd = (int64_t)c->n_kv_head * hs;

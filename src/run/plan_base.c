@@ -44,6 +44,7 @@ static int read_gguf(const char *path, plan_base *b, dlm_err *e)
     if (!strcmp(arch, "llama")) c->arch = ARCH_LLAMA;
     else if (!strcmp(arch, "qwen2")) c->arch = ARCH_QWEN2;
     else if (!strcmp(arch, "qwen3")) c->arch = ARCH_QWEN3;
+    else if (!strcmp(arch, "olmo2")) c->arch = ARCH_OLMO2;
     else {
         err_set(e, "UnsupportedArchitectureError", "%s: unsupported GGUF architecture '%s'", path, arch);
         goto out;
@@ -74,7 +75,8 @@ static int read_gguf(const char *path, plan_base *b, dlm_err *e)
     c->vocab = (int)emb->ne[1];
     c->tied = gguf_find_tensor(g, "output.weight") == NULL;
     c->qkv_bias = gguf_find_tensor(g, "blk.0.attn_q.bias") != NULL;
-    c->qk_norm = c->arch == ARCH_QWEN3;
+    c->qk_norm = c->arch == ARCH_QWEN3 ? QK_NORM_HEAD : c->arch == ARCH_OLMO2 ? QK_NORM_FULL : 0;
+    c->post_norm = c->arch == ARCH_OLMO2;
     finish_cfg(c);
     b->gguf = 1;
     b->meta_bytes = gguf_data_offset(g);
@@ -168,7 +170,8 @@ void plan_base_shape(const model_config *c0, dtype t, int gguf, plan_base *b)
     int64_t C = c->d_model, F = c->n_ff, V = c->vocab;
     int64_t Q = (int64_t)c->n_head * c->head_dim, K = (int64_t)c->n_kv_head * c->head_dim;
     uint64_t vb = gguf ? 4 : (t == DT_F32 ? 4 : 2); /* GGUF keeps vectors f32; HF in the model's dtype */
-    uint64_t vec = (uint64_t)(2 * C + (c->qkv_bias ? Q + 2 * K : 0) + (c->qk_norm ? 2 * c->head_dim : 0));
+    uint64_t vec = (uint64_t)(2 * C + (c->qkv_bias ? Q + 2 * K : 0) +
+                              (c->qk_norm == QK_NORM_FULL ? Q + K : c->qk_norm ? 2 * c->head_dim : 0));
     uint64_t layer = mat_bytes(t, Q, C) + 2 * mat_bytes(t, K, C) + mat_bytes(t, C, Q) + 2 * mat_bytes(t, F, C) +
                      mat_bytes(t, C, F) + vec * vb;
     b->embd_bytes = mat_bytes(t, V, C);

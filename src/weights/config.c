@@ -1,4 +1,4 @@
-/* config — HF config.json → model_config for llama, qwen2 and qwen3.
+/* config — HF config.json → model_config for llama, qwen2, qwen3 and olmo2.
  *
  * Accepts both transformers layouts: v4 (top-level rope_theta, rope_scaling,
  * torch_dtype) and v5 (rope_parameters with rope_theta inside, dtype).
@@ -171,6 +171,7 @@ static int detect_arch(const cfg_ctx *c, model_config *cfg)
             if (!strcmp(s, "LlamaForCausalLM")) { cfg->arch = ARCH_LLAMA; return 0; }
             if (!strcmp(s, "Qwen2ForCausalLM")) { cfg->arch = ARCH_QWEN2; return 0; }
             if (!strcmp(s, "Qwen3ForCausalLM")) { cfg->arch = ARCH_QWEN3; return 0; }
+            if (!strcmp(s, "Olmo2ForCausalLM")) { cfg->arch = ARCH_OLMO2; return 0; }
         }
     }
     const char *mt = json_string_value(json_object_get(c->root, "model_type"));
@@ -178,11 +179,12 @@ static int detect_arch(const cfg_ctx *c, model_config *cfg)
         if (!strcmp(mt, "llama")) { cfg->arch = ARCH_LLAMA; return 0; }
         if (!strcmp(mt, "qwen2")) { cfg->arch = ARCH_QWEN2; return 0; }
         if (!strcmp(mt, "qwen3")) { cfg->arch = ARCH_QWEN3; return 0; }
+        if (!strcmp(mt, "olmo2")) { cfg->arch = ARCH_OLMO2; return 0; }
     }
     err_at(c->e, "UnsupportedArchitectureError", c->path, 0, 0, "unsupported architecture '%s'",
            first ? first : mt ? mt : "(none given)");
     return err_hint(c->e, "supported: LlamaForCausalLM (model_type llama), Qwen2ForCausalLM (qwen2), "
-                          "Qwen3ForCausalLM (qwen3)");
+                          "Qwen3ForCausalLM (qwen3), Olmo2ForCausalLM (olmo2)");
 }
 
 int model_config_parse(const char *json_text, size_t len, const char *path, model_config *cfg, dlm_err *e)
@@ -222,10 +224,10 @@ int model_config_parse(const char *json_text, size_t len, const char *path, mode
         err_at(e, KIND, path, 0, 0, "head_dim %d is odd (RoPE rotates pairs)", cfg->head_dim);
         goto out;
     }
-    cfg->max_pos = cfg->arch == ARCH_LLAMA ? 2048 : 32768;
+    cfg->max_pos = cfg->arch == ARCH_LLAMA || cfg->arch == ARCH_OLMO2 ? 2048 : 32768;
     if (opt_dim(&c, "max_position_embeddings", 1 << 24, &cfg->max_pos)) goto out;
 
-    double eps = 1e-6;
+    double eps = cfg->arch == ARCH_OLMO2 ? 1e-5 : 1e-6;   /* Olmo2Config vs the others' default */
     if (get_num(&c, root, "rms_norm_eps", &eps) < 0) goto out;
     if (!(eps > 0 && eps < 1)) { err_at(e, KIND, path, 0, 0, "rms_norm_eps = %g is out of range", eps); goto out; }
     cfg->rms_eps = (float)eps;
@@ -237,7 +239,7 @@ int model_config_parse(const char *json_text, size_t len, const char *path, mode
 
     const char *act = json_string_value(json_object_get(root, "hidden_act"));
     if (act && strcmp(act, "silu")) {
-        err_at(e, KIND, path, 0, 0, "hidden_act '%s' is not supported (llama, qwen2 and qwen3 use silu)", act);
+        err_at(e, KIND, path, 0, 0, "hidden_act '%s' is not supported (llama, qwen2, qwen3 and olmo2 use silu)", act);
         goto out;
     }
     int b = 0;
@@ -253,11 +255,19 @@ int model_config_parse(const char *json_text, size_t len, const char *path, mode
         /* Qwen3Attention: q_norm/k_norm (RMSNorm over head_dim) always;
          * attention_bias would also put a bias on o_proj, which no released
          * Qwen3 has. */
-        cfg->qk_norm = 1;
+        cfg->qk_norm = QK_NORM_HEAD;
         if (get_bool(&c, root, "attention_bias", &b) < 0) goto out;
         if (b) { err_at(e, KIND, path, 0, 0, "attention_bias=true is not supported for qwen3"); goto out; }
         if (get_bool(&c, root, "use_sliding_window", &b) < 0) goto out;
         if (b) { err_at(e, KIND, path, 0, 0, "use_sliding_window=true is not supported"); goto out; }
+    } else if (cfg->arch == ARCH_OLMO2) {
+        /* Olmo2DecoderLayer: q_norm / k_norm over the whole projection,
+         * post_attention_layernorm and post_feedforward_layernorm on each
+         * block's output, no norm before; attention_bias would bias o_proj too */
+        cfg->qk_norm = QK_NORM_FULL;
+        cfg->post_norm = 1;
+        if (get_bool(&c, root, "attention_bias", &b) < 0) goto out;
+        if (b) { err_at(e, KIND, path, 0, 0, "attention_bias=true is not supported for olmo2"); goto out; }
     } else {
         if (get_bool(&c, root, "attention_bias", &b) < 0) goto out;
         if (b) { err_at(e, KIND, path, 0, 0, "attention_bias=true is not supported for llama"); goto out; }

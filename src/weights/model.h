@@ -1,6 +1,6 @@
 /* model — a base model in memory: its config and its weights in their
  * stored types, loaded from an HF folder (config.json + safetensors) or a
- * GGUF file. Architectures: llama, qwen2 and qwen3 (docs/models.md).
+ * GGUF file. Architectures: llama, qwen2, qwen3 and olmo2 (docs/models.md).
  *
  * Conventions every consumer relies on:
  *  - Weights are in HF orientation and HF row order: W[out][in], Q/K rows in
@@ -16,10 +16,12 @@
 #include "kern/dtype.h"
 #include "util/err.h"
 
-typedef enum { ARCH_LLAMA = 0, ARCH_QWEN2 = 1, ARCH_QWEN3 = 2 } model_arch;
+typedef enum { ARCH_LLAMA = 0, ARCH_QWEN2 = 1, ARCH_QWEN3 = 2, ARCH_OLMO2 = 3 } model_arch;
 
-/* llama.cpp's general.architecture name of a ("llama", "qwen2", "qwen3"). */
+/* llama.cpp's general.architecture name of a ("llama", "qwen2", "qwen3", "olmo2"). */
 const char *model_arch_name(model_arch a);
+
+enum { QK_NORM_HEAD = 1, QK_NORM_FULL = 2 };
 
 typedef struct model_config {
     model_arch arch;
@@ -35,7 +37,8 @@ typedef struct model_config {
     float rope_theta;
     int tied;           /* lm_head shares the embedding */
     int qkv_bias;       /* q/k/v projections have biases (qwen2: always) */
-    int qk_norm;        /* per-head RMSNorm on q and k before RoPE (qwen3) */
+    int qk_norm;        /* RMSNorm on q and k before RoPE: QK_NORM_HEAD (qwen3) or QK_NORM_FULL (olmo2) */
+    int post_norm;      /* olmo2: no norm before attention / MLP; RMSNorm of each one's output before the residual add */
     /* rope_scaling type llama3 (Llama 3.x); 0 = none */
     int rope_llama3;
     float rope_factor, rope_low_freq_factor, rope_high_freq_factor;
@@ -57,7 +60,8 @@ typedef struct layer_weights {
     float *attn_norm;           /* [C] input_layernorm */
     wmat wq, wk, wv, wo;        /* [NH*HS, C] [KVH*HS, C] [KVH*HS, C] [C, NH*HS] */
     float *bq, *bk, *bv;        /* [NH*HS] [KVH*HS] [KVH*HS], NULL without bias */
-    float *q_norm, *k_norm;     /* [HS] each: per-head RMSNorm weights (qk_norm), else NULL */
+    float *q_norm, *k_norm;     /* qk_norm: [HS] each (per head) or [NH*HS] [KVH*HS] (whole projection), else NULL */
+    float *post_attn_norm, *post_ffn_norm; /* [C] each (post_norm; attn_norm and ffn_norm are NULL then) */
     float *ffn_norm;            /* [C] post_attention_layernorm */
     wmat w_gate, w_up, w_down;  /* [F, C] [F, C] [C, F] */
 } layer_weights;

@@ -1,5 +1,5 @@
-/* names — HF ↔ GGUF tensor names for llama/qwen2/qwen3 (docs/reference/formats.md §4.5;
- * qwen3's q/k norms as llama.cpp's convert_hf_to_gguf names them). */
+/* names — HF ↔ GGUF tensor names for llama/qwen2/qwen3/olmo2 (docs/reference/formats.md §4.5;
+ * qwen3's and olmo2's norms as llama.cpp's convert_hf_to_gguf names them). */
 #include "weights/model_impl.h"
 
 #include <stdio.h>
@@ -25,6 +25,11 @@ static const struct { const char *hf, *gguf; } NAMES[T_ROLE_COUNT] = {
     [T_DOWN] = {"model.layers.%d.mlp.down_proj.weight", "blk.%d.ffn_down.weight"},
     [T_QN] = {"model.layers.%d.self_attn.q_norm.weight", "blk.%d.attn_q_norm.weight"},
     [T_KN] = {"model.layers.%d.self_attn.k_norm.weight", "blk.%d.attn_k_norm.weight"},
+    /* olmo2: the same HF name as llama's ffn_norm, llama.cpp's post-norm
+     * name; after T_FFN_NORM, so an HF name still maps to ffn_norm (the
+     * name lists are informational; the loader asks per role) */
+    [T_ATTN_POST] = {"model.layers.%d.post_attention_layernorm.weight", "blk.%d.post_attention_norm.weight"},
+    [T_FFN_POST] = {"model.layers.%d.post_feedforward_layernorm.weight", "blk.%d.post_ffw_norm.weight"},
 };
 
 const char *model_role_name(tensor_role r, int il, int gguf, char *buf, size_t cap)
@@ -77,5 +82,5 @@ int model_name_to_hf(const char *gguf, char *out, size_t cap) { return map(gguf,
 
 const char *model_arch_name(model_arch a)
 {
-    return a == ARCH_QWEN3 ? "qwen3" : a == ARCH_QWEN2 ? "qwen2" : "llama";
+    return a == ARCH_OLMO2 ? "olmo2" : a == ARCH_QWEN3 ? "qwen3" : a == ARCH_QWEN2 ? "qwen2" : "llama";
 }

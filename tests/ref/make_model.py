@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Write a small random llama, qwen2 or qwen3 model in HF format (config.json,
+"""Write a small random llama, qwen2, qwen3 or olmo2 model in HF format (config.json,
 safetensors, a real byte-level BPE tokenizer.json + tokenizer_config.json
 with ChatML specials) and optionally the same model as GGUF.
 
@@ -7,7 +7,7 @@ Deterministic for a given --seed: the same arguments give the same bytes.
 numpy only (run with /usr/bin/python3). Independent of dlm's C code: the
 safetensors and GGUF files are written here from the format specs.
 
-  make_model.py --out DIR [--arch llama|qwen2|qwen3] [--tied|--untied]
+  make_model.py --out DIR [--arch llama|qwen2|qwen3|olmo2] [--tied|--untied]
                 [--dtype f32|bf16|f16] [--rope-llama3] [--layers N]
                 [--d-model C] [--heads NH] [--kv-heads KVH] [--ff F]
                 [--vocab V] [--layout v4|v5] [--shards K] [--seed S]
@@ -189,7 +189,7 @@ def write_safetensors(path, items, metadata=None):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
-    ap.add_argument("--arch", choices=["llama", "qwen2", "qwen3"], default="llama")
+    ap.add_argument("--arch", choices=["llama", "qwen2", "qwen3", "olmo2"], default="llama")
     g = ap.add_mutually_exclusive_group()
     g.add_argument("--tied", dest="tied", action="store_true", default=True)
     g.add_argument("--untied", dest="tied", action="store_false")
@@ -213,7 +213,7 @@ def main():
 
     C, L, NH, KVH, F, V = a.d_model, a.layers, a.heads, a.kv_heads, a.ff, a.vocab
     HS = a.head_dim or C // NH
-    theta = 10000.0 if a.arch == "llama" else 1000000.0
+    theta = {"llama": 10000.0, "olmo2": 500000.0}.get(a.arch, 1000000.0)
     eps = 1e-5 if a.arch == "llama" else 1e-6
     rng = np.random.RandomState(a.seed)
     os.makedirs(a.out, exist_ok=True)
@@ -228,7 +228,8 @@ def main():
     w = {"model.embed_tokens.weight": randn(V, C, scale=0.5)}
     for il in range(L):
         p = "model.layers.%d." % il
-        w[p + "input_layernorm.weight"] = (1 + randn(C, scale=0.1))
+        if a.arch != "olmo2":   # Olmo2DecoderLayer has no input norm
+            w[p + "input_layernorm.weight"] = (1 + randn(C, scale=0.1))
         w[p + "self_attn.q_proj.weight"] = randn(NH * HS, C, scale=0.2)
         w[p + "self_attn.k_proj.weight"] = randn(KVH * HS, C, scale=0.2)
         w[p + "self_attn.v_proj.weight"] = randn(KVH * HS, C, scale=0.2)
@@ -240,10 +241,15 @@ def main():
         if a.arch == "qwen3":   # Qwen3Attention.q_norm / k_norm: RMSNorm(head_dim)
             w[p + "self_attn.q_norm.weight"] = (1 + randn(HS, scale=0.2))
             w[p + "self_attn.k_norm.weight"] = (1 + randn(HS, scale=0.2))
+        if a.arch == "olmo2":   # Olmo2Attention.q_norm / k_norm: RMSNorm over the whole projection
+            w[p + "self_attn.q_norm.weight"] = (1 + randn(NH * HS, scale=0.2))
+            w[p + "self_attn.k_norm.weight"] = (1 + randn(KVH * HS, scale=0.2))
         w[p + "post_attention_layernorm.weight"] = (1 + randn(C, scale=0.1))
         w[p + "mlp.gate_proj.weight"] = randn(F, C, scale=0.2)
         w[p + "mlp.up_proj.weight"] = randn(F, C, scale=0.2)
         w[p + "mlp.down_proj.weight"] = randn(C, F, scale=0.2)
+        if a.arch == "olmo2":
+            w[p + "post_feedforward_layernorm.weight"] = (1 + randn(C, scale=0.1))
     w["model.norm.weight"] = (1 + randn(C, scale=0.1))
     if not a.tied:
         w["lm_head.weight"] = randn(V, C, scale=0.5)
@@ -277,7 +283,7 @@ def main():
     # config.json
     cfg = {
         "architectures": [{"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
-                           "qwen3": "Qwen3ForCausalLM"}[a.arch]],
+                           "qwen3": "Qwen3ForCausalLM", "olmo2": "Olmo2ForCausalLM"}[a.arch]],
         "model_type": a.arch, "hidden_act": "silu", "hidden_size": C, "intermediate_size": F,
         "num_hidden_layers": L, "num_attention_heads": NH, "num_key_value_heads": KVH,
         "max_position_embeddings": a.max_pos, "rms_norm_eps": eps, "vocab_size": V,
@@ -288,6 +294,8 @@ def main():
         cfg["head_dim"] = HS
     if a.arch == "llama":
         cfg.update({"attention_bias": False, "mlp_bias": False, "pretraining_tp": 1})
+    elif a.arch == "olmo2":
+        cfg.update({"attention_bias": False, "attention_dropout": 0.0, "pad_token_id": bos})
     elif a.arch == "qwen3":
         cfg.update({"attention_bias": False, "attention_dropout": 0.0, "head_dim": HS, "use_sliding_window": False,
                     "sliding_window": None, "max_window_layers": L})
@@ -369,6 +377,9 @@ def write_model_gguf(a, cfg, vals, toks, merges, bos, eos, theta, eps, HS, rope)
            "self_attn.q_norm.weight": "attn_q_norm.weight", "self_attn.k_norm.weight": "attn_k_norm.weight",
            "post_attention_layernorm.weight": "ffn_norm.weight", "mlp.gate_proj.weight": "ffn_gate.weight",
            "mlp.up_proj.weight": "ffn_up.weight", "mlp.down_proj.weight": "ffn_down.weight"}
+    if arch == "olmo2":   # llama.cpp's OLMO2 tensors: the norms are post-norms
+        per["post_attention_layernorm.weight"] = "post_attention_norm.weight"
+        per["post_feedforward_layernorm.weight"] = "post_ffw_norm.weight"
     tensors = []
 
     def w_shape(hf):

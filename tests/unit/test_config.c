@@ -173,6 +173,27 @@ static void test_defaults(void)
     CHECK_INT(c.tied, 0);
     CHECK_INT(c.max_pos, 40960);
     CHECK_STR(model_arch_name(c.arch), "qwen3");
+    /* OLMo-2-1124-7B-Instruct's config.json */
+    CHECK_INT(parse("{\"architectures\":[\"Olmo2ForCausalLM\"],\"attention_bias\":false,\"attention_dropout\":0.0,"
+                    "\"bos_token_id\":null,\"eos_token_id\":100257,\"hidden_act\":\"silu\",\"hidden_size\":4096,"
+                    "\"initializer_range\":0.02,\"intermediate_size\":11008,\"max_position_embeddings\":4096,"
+                    "\"model_type\":\"olmo2\",\"num_attention_heads\":32,\"num_hidden_layers\":32,"
+                    "\"num_key_value_heads\":32,\"pad_token_id\":100277,\"rms_norm_eps\":1e-06,\"rope_scaling\":null,"
+                    "\"rope_theta\":500000,\"tie_word_embeddings\":false,\"torch_dtype\":\"bfloat16\","
+                    "\"use_cache\":true,\"vocab_size\":100352}", &c), 0);
+    CHECK_INT(c.arch, ARCH_OLMO2);
+    CHECK_INT(c.qk_norm, QK_NORM_FULL);
+    CHECK_INT(c.post_norm, 1);
+    CHECK_INT(c.qkv_bias, 0);
+    CHECK_INT(c.head_dim, 128);
+    CHECK_INT(c.bos_id, -1);
+    CHECK_INT(c.eos_id, 100257);
+    CHECK_STR(model_arch_name(c.arch), "olmo2");
+    /* Olmo2Config's defaults differ from the others' */
+    CHECK_INT(parse("{\"model_type\":\"olmo2\",\"num_hidden_layers\":2,\"hidden_size\":64,"
+                    "\"intermediate_size\":128,\"num_attention_heads\":4,\"vocab_size\":300}", &c), 0);
+    CHECK_NEAR(c.rms_eps, 1e-5, 1e-12);
+    CHECK_INT(c.max_pos, 2048);
 }
 
 #define BASE "\"model_type\":\"llama\",\"num_hidden_layers\":2,\"intermediate_size\":128,\"vocab_size\":300"
@@ -181,6 +202,8 @@ static void test_refusals(void)
 {
     refuse("{\"architectures\":[\"Gemma2ForCausalLM\"],\"model_type\":\"gemma2\"}", "'Gemma2ForCausalLM'");
     refuse("{\"model_type\":\"qwen3\",\"num_hidden_layers\":2,\"intermediate_size\":128,\"vocab_size\":300,"
+           "\"hidden_size\":64,\"num_attention_heads\":4,\"attention_bias\":true}", "attention_bias=true");
+    refuse("{\"model_type\":\"olmo2\",\"num_hidden_layers\":2,\"intermediate_size\":128,\"vocab_size\":300,"
            "\"hidden_size\":64,\"num_attention_heads\":4,\"attention_bias\":true}", "attention_bias=true");
     refuse("{\"model_type\":\"gemma2\"}", "'gemma2'");
     refuse("{}", "(none given)");

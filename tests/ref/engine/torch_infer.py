@@ -49,7 +49,7 @@ def load(d):
             W.update(st_read(os.path.join(d, f)))
     c = R.Cfg()
     a0 = cfg['architectures'][0]
-    c.arch = 'qwen3' if 'Qwen3' in a0 else 'qwen2' if 'Qwen2' in a0 else 'llama'
+    c.arch = 'olmo2' if 'Olmo2' in a0 else 'qwen3' if 'Qwen3' in a0 else 'qwen2' if 'Qwen2' in a0 else 'llama'
     c.L, c.C, c.NH = cfg['num_hidden_layers'], cfg['hidden_size'], cfg['num_attention_heads']
     c.KVH = cfg.get('num_key_value_heads', c.NH)
     c.HS = cfg.get('head_dim') or c.C // c.NH
@@ -64,7 +64,8 @@ def load(d):
             sc['original_max_position_embeddings']
     c.tied = cfg.get('tie_word_embeddings', False) or 'lm_head.weight' not in W
     c.bias = c.arch == 'qwen2'
-    c.qk_norm = c.arch == 'qwen3'
+    c.qk_norm = {'qwen3': 'head', 'olmo2': 'full'}.get(c.arch)
+    c.post_norm = c.arch == 'olmo2'
     return c, W
 
 

@@ -3,7 +3,8 @@
 
  1. A small random llama (tied embedding, llama3 RoPE: rope_freqs, permuted
     Q/K), a small random qwen2 (untied, q/k/v biases) and a small random
-    qwen3 (tied, per-head q/k RMSNorm, NH·HS != hidden), each with an adapter
+    qwen3 (tied, per-head q/k RMSNorm, NH·HS != hidden) and a small random
+    olmo2 (untied, whole-projection q/k RMSNorm, post-norms), each with an adapter
     that dlm trains on all seven projections.
  2. Every mix (F32 F16 BF16 Q8_0 Q4_0 Q6_K Q5_K_M Q4_K_M) is exported as base +
     adapter and as merged; llama.cpp must load each one.
@@ -148,7 +149,8 @@ def main():
     llama = make("llama", ["--arch", "llama", "--tied", "--rope-llama3", "--seed", "31"])
     qwen = make("qwen2", ["--arch", "qwen2", "--untied", "--seed", "32"])
     qwen3 = make("qwen3", ["--arch", "qwen3", "--tied", "--head-dim", "128", "--seed", "34"])
-    bases = {"llama": llama, "qwen2": qwen, "qwen3": qwen3}
+    olmo2 = make("olmo2", ["--arch", "olmo2", "--untied", "--seed", "35"])
+    bases = {"llama": llama, "qwen2": qwen, "qwen3": qwen3, "olmo2": olmo2}
     for d in bases.values():
         run([PY, os.path.join(SRC, "tests", "ref", "export", "scale_model.py"), d, str(PROJ_SCALE), str(EMB_SCALE)])
     # the GGUF-vs-HF training check runs on make_model's own pair (HF folder +
@@ -156,10 +158,10 @@ def main():
     twin = make("twin", ["--arch", "llama", "--untied", "--seed", "33",
                          "--gguf", os.path.join(T, "twin.f32.gguf"), "--gguf-type", "f32"], width=64)
     ids_ = {"llama": "01JD00000000000000000000A1", "qwen2": "01JD00000000000000000000Q2",
-            "qwen3": "01JD00000000000000000000Q3",
+            "qwen3": "01JD00000000000000000000Q3", "olmo2": "01JD00000000000000000000B2",
             "twin-hf": "01JD00000000000000000000G3", "twin-gguf": "01JD00000000000000000000G4"}
     docs = {"llama": train("llama", llama, ids_["llama"]), "qwen2": train("qwen2", qwen, ids_["qwen2"]),
-            "qwen3": train("qwen3", qwen3, ids_["qwen3"]),
+            "qwen3": train("qwen3", qwen3, ids_["qwen3"]), "olmo2": train("olmo2", olmo2, ids_["olmo2"]),
             "twin-hf": train("twin-hf", twin, ids_["twin-hf"]),
             "twin-gguf": train("twin-gguf", os.path.join(T, "twin.f32.gguf"), ids_["twin-gguf"])}
     adapters = {k: os.path.join(T, "home", "store", i, "adapter", "versions", "v0001") for k, i in ids_.items()}
