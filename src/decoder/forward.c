@@ -88,7 +88,7 @@ static int auto_chunk(const model_config *c, int N)
 static attn_shape train_attn(const model_config *c, int B, int T, int K, const int32_t *seg)
 {
     return (attn_shape){.B = B, .Tq = T, .Tk = T, .NH = c->n_head, .KVH = c->n_kv_head, .HS = c->head_dim,
-                        .q_off = 0, .kv_bstride = (int64_t)T * K, .seg = seg};
+                        .q_off = 0, .kv_bstride = (int64_t)T * K, .seg = seg, .window = c->sliding_window};
 }
 
 /* The attention of an inference pass: n new rows at positions
@@ -96,7 +96,8 @@ static attn_shape train_attn(const model_config *c, int B, int T, int K, const i
 static attn_shape cache_attn(const model_config *c, int n, int n_past, int n_ctx, int K)
 {
     return (attn_shape){.B = 1, .Tq = n, .Tk = n_past + n, .NH = c->n_head, .KVH = c->n_kv_head,
-                        .HS = c->head_dim, .q_off = n_past, .kv_bstride = (int64_t)n_ctx * K, .seg = NULL};
+                        .HS = c->head_dim, .q_off = n_past, .kv_bstride = (int64_t)n_ctx * K, .seg = NULL,
+                        .window = c->sliding_window};
 }
 
 /* marks (optional) get the carver's offset at the end of each group:

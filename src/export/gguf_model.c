@@ -406,6 +406,8 @@ static void write_arch(gguf_w *w, const model *m)
         gguf_w_u32(w, KEY("attention.key_length"), (uint32_t)c->head_dim);
         gguf_w_u32(w, KEY("attention.value_length"), (uint32_t)c->head_dim);
     }
+    if (c->sliding_window > 0)   /* mistral: llama.cpp's llama arch ignores it; dlm reads it back */
+        gguf_w_u32(w, KEY("attention.sliding_window"), (uint32_t)c->sliding_window);
     if (c->arch == ARCH_LLAMA) {
         gguf_w_u32(w, KEY("vocab_size"), (uint32_t)c->vocab);
         gguf_w_u32(w, KEY("rope.dimension_count"), (uint32_t)c->head_dim);

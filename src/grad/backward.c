@@ -114,7 +114,7 @@ static void layer_bwd(decoder *d, const dec_pass *p, const token_batch *b, int l
     int N = b->B * b->T, C = d->C, F = d->F, K = d->K;
     size_t NC = (size_t)N * C;
     attn_shape as = {.B = b->B, .Tq = b->T, .Tk = b->T, .NH = c->n_head, .KVH = c->n_kv_head, .HS = c->head_dim,
-                     .q_off = 0, .kv_bstride = (int64_t)b->T * K, .seg = b->seg};
+                     .q_off = 0, .kv_bstride = (int64_t)b->T * K, .seg = b->seg, .window = c->sliding_window};
     float *dres = d->dres; /* in: dL/dx_out; out: dL/dx */
     int post = c->post_norm;
 

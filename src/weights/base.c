@@ -10,7 +10,7 @@
 
 int base_arch_supported(const char *a)
 {
-    return a && (!strcmp(a, "LlamaForCausalLM") || !strcmp(a, "Qwen2ForCausalLM") ||
+    return a && (!strcmp(a, "LlamaForCausalLM") || !strcmp(a, "MistralForCausalLM") || !strcmp(a, "Qwen2ForCausalLM") ||
                  !strcmp(a, "Qwen3ForCausalLM") || !strcmp(a, "Olmo2ForCausalLM"));
 }
 

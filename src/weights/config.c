@@ -1,4 +1,4 @@
-/* config — HF config.json → model_config for llama, qwen2, qwen3 and olmo2.
+/* config — HF config.json → model_config for llama (and mistral), qwen2, qwen3 and olmo2.
  *
  * Accepts both transformers layouts: v4 (top-level rope_theta, rope_scaling,
  * torch_dtype) and v5 (rope_parameters with rope_theta inside, dtype).
@@ -157,7 +157,7 @@ static int parse_rope(const cfg_ctx *c, model_config *cfg)
     return 0;
 }
 
-static int detect_arch(const cfg_ctx *c, model_config *cfg)
+static int detect_arch(const cfg_ctx *c, model_config *cfg, int *mistral)
 {
     const json_t *archs = json_object_get(c->root, "architectures");
     const char *first = NULL;
@@ -169,6 +169,8 @@ static int detect_arch(const cfg_ctx *c, model_config *cfg)
             if (!s) continue;
             if (!first) first = s;
             if (!strcmp(s, "LlamaForCausalLM")) { cfg->arch = ARCH_LLAMA; return 0; }
+            /* mistral: the llama layer (llama.cpp converts it as llama) with a sliding window */
+            if (!strcmp(s, "MistralForCausalLM")) { cfg->arch = ARCH_LLAMA; *mistral = 1; return 0; }
             if (!strcmp(s, "Qwen2ForCausalLM")) { cfg->arch = ARCH_QWEN2; return 0; }
             if (!strcmp(s, "Qwen3ForCausalLM")) { cfg->arch = ARCH_QWEN3; return 0; }
             if (!strcmp(s, "Olmo2ForCausalLM")) { cfg->arch = ARCH_OLMO2; return 0; }
@@ -177,14 +179,15 @@ static int detect_arch(const cfg_ctx *c, model_config *cfg)
     const char *mt = json_string_value(json_object_get(c->root, "model_type"));
     if (!first && mt) {
         if (!strcmp(mt, "llama")) { cfg->arch = ARCH_LLAMA; return 0; }
+        if (!strcmp(mt, "mistral")) { cfg->arch = ARCH_LLAMA; *mistral = 1; return 0; }
         if (!strcmp(mt, "qwen2")) { cfg->arch = ARCH_QWEN2; return 0; }
         if (!strcmp(mt, "qwen3")) { cfg->arch = ARCH_QWEN3; return 0; }
         if (!strcmp(mt, "olmo2")) { cfg->arch = ARCH_OLMO2; return 0; }
     }
     err_at(c->e, "UnsupportedArchitectureError", c->path, 0, 0, "unsupported architecture '%s'",
            first ? first : mt ? mt : "(none given)");
-    return err_hint(c->e, "supported: LlamaForCausalLM (model_type llama), Qwen2ForCausalLM (qwen2), "
-                          "Qwen3ForCausalLM (qwen3), Olmo2ForCausalLM (olmo2)");
+    return err_hint(c->e, "supported: LlamaForCausalLM (model_type llama), MistralForCausalLM (mistral), "
+                          "Qwen2ForCausalLM (qwen2), Qwen3ForCausalLM (qwen3), Olmo2ForCausalLM (olmo2)");
 }
 
 int model_config_parse(const char *json_text, size_t len, const char *path, model_config *cfg, dlm_err *e)
@@ -198,7 +201,8 @@ int model_config_parse(const char *json_text, size_t len, const char *path, mode
     cfg_ctx c = {root, path, e};
     int rc = -1;
     if (!json_is_object(root)) { err_at(e, KIND, path, 0, 0, "config is not a JSON object"); goto out; }
-    if (detect_arch(&c, cfg)) goto out;
+    int mistral = 0;
+    if (detect_arch(&c, cfg, &mistral)) goto out;
 
     if (need_dim(&c, "num_hidden_layers", 1024, &cfg->n_layer) ||
         need_dim(&c, "hidden_size", 1 << 17, &cfg->d_model) ||
@@ -224,7 +228,7 @@ int model_config_parse(const char *json_text, size_t len, const char *path, mode
         err_at(e, KIND, path, 0, 0, "head_dim %d is odd (RoPE rotates pairs)", cfg->head_dim);
         goto out;
     }
-    cfg->max_pos = cfg->arch == ARCH_LLAMA || cfg->arch == ARCH_OLMO2 ? 2048 : 32768;
+    cfg->max_pos = mistral ? 131072 : cfg->arch == ARCH_LLAMA || cfg->arch == ARCH_OLMO2 ? 2048 : 32768;
     if (opt_dim(&c, "max_position_embeddings", 1 << 24, &cfg->max_pos)) goto out;
 
     double eps = cfg->arch == ARCH_OLMO2 ? 1e-5 : 1e-6;   /* Olmo2Config vs the others' default */
@@ -268,6 +272,16 @@ int model_config_parse(const char *json_text, size_t len, const char *path, mode
         cfg->post_norm = 1;
         if (get_bool(&c, root, "attention_bias", &b) < 0) goto out;
         if (b) { err_at(e, KIND, path, 0, 0, "attention_bias=true is not supported for olmo2"); goto out; }
+    } else if (mistral) {
+        /* MistralConfig: sliding_window 4096 when the key is absent, none when null */
+        const json_t *sw = json_object_get(root, "sliding_window");
+        long long win = sw ? 0 : 4096;
+        if (sw && get_int(&c, root, "sliding_window", &win) < 0) goto out;
+        if (win < 0 || win > (1 << 24)) {
+            err_at(e, KIND, path, 0, 0, "sliding_window = %lld is out of range", win);
+            goto out;
+        }
+        cfg->sliding_window = (int)win;
     } else {
         if (get_bool(&c, root, "attention_bias", &b) < 0) goto out;
         if (b) { err_at(e, KIND, path, 0, 0, "attention_bias=true is not supported for llama"); goto out; }

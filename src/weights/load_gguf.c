@@ -77,7 +77,7 @@ static int read_config(gguf_file *g, model_config *c, dlm_err *e)
         err_at(e, "UnsupportedArchitectureError", path, 0, 0, "unsupported GGUF architecture '%s'", arch);
         return err_hint(e, "supported: llama, qwen2, qwen3, olmo2");
     }
-    int64_t L, C, F, NH, KVH = -1, ctx, kl = -1, vl = -1, rd = -1;
+    int64_t L, C, F, NH, KVH = -1, ctx, kl = -1, vl = -1, rd = -1, sw = -1;
     double eps, theta = 10000.0;
     if (key_int(g, arch, "block_count", 1, &L, e) || key_int(g, arch, "embedding_length", 1, &C, e) ||
         key_int(g, arch, "feed_forward_length", 1, &F, e) || key_int(g, arch, "attention.head_count", 1, &NH, e) ||
@@ -88,8 +88,10 @@ static int read_config(gguf_file *g, model_config *c, dlm_err *e)
         key_num(g, arch, "rope.freq_base", 0, &theta, e) < 0 ||
         key_int(g, arch, "attention.key_length", 0, &kl, e) < 0 ||
         key_int(g, arch, "attention.value_length", 0, &vl, e) < 0 ||
-        key_int(g, arch, "rope.dimension_count", 0, &rd, e) < 0)
+        key_int(g, arch, "rope.dimension_count", 0, &rd, e) < 0 ||
+        key_int(g, arch, "attention.sliding_window", 0, &sw, e) < 0)
         return -1;
+    if (sw > 0 && sw <= (1 << 24)) c->sliding_window = (int)sw;
     if (KVH < 0) KVH = NH;
     if (as_int(L, &c->n_layer) || as_int(C, &c->d_model) || as_int(F, &c->n_ff) || as_int(NH, &c->n_head) ||
         as_int(KVH, &c->n_kv_head) || as_int(ctx, &c->max_pos) || NH < 1)

@@ -39,6 +39,7 @@ typedef struct model_config {
     int qkv_bias;       /* q/k/v projections have biases (qwen2: always) */
     int qk_norm;        /* RMSNorm on q and k before RoPE: QK_NORM_HEAD (qwen3) or QK_NORM_FULL (olmo2) */
     int post_norm;      /* olmo2: no norm before attention / MLP; RMSNorm of each one's output before the residual add */
+    int sliding_window; /* mistral: a query sees the keys of the last sliding_window positions (itself included); 0 = all */
     /* rope_scaling type llama3 (Llama 3.x); 0 = none */
     int rope_llama3;
     float rope_factor, rope_low_freq_factor, rope_high_freq_factor;

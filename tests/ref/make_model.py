@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Write a small random llama, qwen2, qwen3 or olmo2 model in HF format (config.json,
+"""Write a small random llama, qwen2, qwen3, olmo2 or mistral model in HF format (config.json,
 safetensors, a real byte-level BPE tokenizer.json + tokenizer_config.json
 with ChatML specials) and optionally the same model as GGUF.
 
@@ -7,7 +7,8 @@ Deterministic for a given --seed: the same arguments give the same bytes.
 numpy only (run with /usr/bin/python3). Independent of dlm's C code: the
 safetensors and GGUF files are written here from the format specs.
 
-  make_model.py --out DIR [--arch llama|qwen2|qwen3|olmo2] [--tied|--untied]
+  make_model.py --out DIR [--arch llama|qwen2|qwen3|olmo2|mistral] [--tied|--untied]
+                [--sliding-window W]
                 [--dtype f32|bf16|f16] [--rope-llama3] [--layers N]
                 [--d-model C] [--heads NH] [--kv-heads KVH] [--ff F]
                 [--vocab V] [--layout v4|v5] [--shards K] [--seed S]
@@ -189,7 +190,8 @@ def write_safetensors(path, items, metadata=None):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
-    ap.add_argument("--arch", choices=["llama", "qwen2", "qwen3", "olmo2"], default="llama")
+    ap.add_argument("--arch", choices=["llama", "qwen2", "qwen3", "olmo2", "mistral"], default="llama")
+    ap.add_argument("--sliding-window", type=int, default=0, help="mistral: config sliding_window (0: null)")
     g = ap.add_mutually_exclusive_group()
     g.add_argument("--tied", dest="tied", action="store_true", default=True)
     g.add_argument("--untied", dest="tied", action="store_false")
@@ -283,7 +285,8 @@ def main():
     # config.json
     cfg = {
         "architectures": [{"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
-                           "qwen3": "Qwen3ForCausalLM", "olmo2": "Olmo2ForCausalLM"}[a.arch]],
+                           "qwen3": "Qwen3ForCausalLM", "olmo2": "Olmo2ForCausalLM",
+                           "mistral": "MistralForCausalLM"}[a.arch]],
         "model_type": a.arch, "hidden_act": "silu", "hidden_size": C, "intermediate_size": F,
         "num_hidden_layers": L, "num_attention_heads": NH, "num_key_value_heads": KVH,
         "max_position_embeddings": a.max_pos, "rms_norm_eps": eps, "vocab_size": V,
@@ -294,6 +297,8 @@ def main():
         cfg["head_dim"] = HS
     if a.arch == "llama":
         cfg.update({"attention_bias": False, "mlp_bias": False, "pretraining_tp": 1})
+    elif a.arch == "mistral":
+        cfg.update({"sliding_window": a.sliding_window or None, "attention_dropout": 0.0})
     elif a.arch == "olmo2":
         cfg.update({"attention_bias": False, "attention_dropout": 0.0, "pad_token_id": bos})
     elif a.arch == "qwen3":
@@ -328,7 +333,7 @@ def main():
 
 
 def write_model_gguf(a, cfg, vals, toks, merges, bos, eos, theta, eps, HS, rope):
-    arch = a.arch
+    arch = "llama" if a.arch == "mistral" else a.arch   # convert_hf_to_gguf: MistralModel is a LlamaModel
     gt = {"f32": gw.T_F32, "f16": gw.T_F16, "bf16": gw.T_BF16, "q8_0": gw.T_Q8_0, "q4_0": gw.T_Q4_0, "q5_0": 6,
           "q4_k": gw.T_Q4_K, "q5_k": gw.T_Q5_K, "q6_k": gw.T_Q6_K}[a.gguf_type]
     ftype = {"f32": 0, "f16": 1, "bf16": 32, "q8_0": 7, "q4_0": 2, "q5_0": 8, "q4_k": 15, "q5_k": 17,
@@ -351,6 +356,8 @@ def write_model_gguf(a, cfg, vals, toks, merges, bos, eos, theta, eps, HS, rope)
     if a.head_dim or arch == "qwen3":
         kvs += [("%s.attention.key_length" % arch, gw.GGUF_U32, HS),
                 ("%s.attention.value_length" % arch, gw.GGUF_U32, HS)]
+    if a.arch == "mistral" and a.sliding_window:
+        kvs += [("llama.attention.sliding_window", gw.GGUF_U32, a.sliding_window)]
     if arch == "llama":
         kvs += [("llama.vocab_size", gw.GGUF_U32, V), ("llama.rope.dimension_count", gw.GGUF_U32, HS)]
     kvs += [("general.quantization_version", gw.GGUF_U32, 2)]

@@ -194,6 +194,19 @@ static void test_defaults(void)
                     "\"intermediate_size\":128,\"num_attention_heads\":4,\"vocab_size\":300}", &c), 0);
     CHECK_NEAR(c.rms_eps, 1e-5, 1e-12);
     CHECK_INT(c.max_pos, 2048);
+    /* mistral: the llama layer with MistralConfig's sliding window (4096
+     * when absent, none when null) */
+    CHECK_INT(parse("{\"architectures\":[\"MistralForCausalLM\"],\"num_hidden_layers\":2,\"hidden_size\":64,"
+                    "\"intermediate_size\":128,\"num_attention_heads\":4,\"vocab_size\":300}", &c), 0);
+    CHECK_INT(c.arch, ARCH_LLAMA);
+    CHECK_INT(c.sliding_window, 4096);
+    CHECK_INT(c.max_pos, 131072);
+    CHECK_INT(parse("{\"model_type\":\"mistral\",\"num_hidden_layers\":2,\"hidden_size\":64,\"sliding_window\":null,"
+                    "\"intermediate_size\":128,\"num_attention_heads\":4,\"vocab_size\":300}", &c), 0);
+    CHECK_INT(c.sliding_window, 0);
+    CHECK_INT(parse("{\"model_type\":\"llama\",\"num_hidden_layers\":2,\"hidden_size\":64,\"sliding_window\":8,"
+                    "\"intermediate_size\":128,\"num_attention_heads\":4,\"vocab_size\":300}", &c), 0);
+    CHECK_INT(c.sliding_window, 0);   /* llama has no window, whatever the file says */
 }
 
 #define BASE "\"model_type\":\"llama\",\"num_hidden_layers\":2,\"intermediate_size\":128,\"vocab_size\":300"
@@ -203,6 +216,8 @@ static void test_refusals(void)
     refuse("{\"architectures\":[\"Gemma2ForCausalLM\"],\"model_type\":\"gemma2\"}", "'Gemma2ForCausalLM'");
     refuse("{\"model_type\":\"qwen3\",\"num_hidden_layers\":2,\"intermediate_size\":128,\"vocab_size\":300,"
            "\"hidden_size\":64,\"num_attention_heads\":4,\"attention_bias\":true}", "attention_bias=true");
+    refuse("{\"model_type\":\"mistral\",\"num_hidden_layers\":2,\"intermediate_size\":128,\"vocab_size\":300,"
+           "\"hidden_size\":64,\"num_attention_heads\":4,\"sliding_window\":-1}", "sliding_window = -1");
     refuse("{\"model_type\":\"olmo2\",\"num_hidden_layers\":2,\"intermediate_size\":128,\"vocab_size\":300,"
            "\"hidden_size\":64,\"num_attention_heads\":4,\"attention_bias\":true}", "attention_bias=true");
     refuse("{\"model_type\":\"gemma2\"}", "'gemma2'");

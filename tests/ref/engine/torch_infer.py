@@ -49,7 +49,7 @@ def load(d):
             W.update(st_read(os.path.join(d, f)))
     c = R.Cfg()
     a0 = cfg['architectures'][0]
-    c.arch = 'olmo2' if 'Olmo2' in a0 else 'qwen3' if 'Qwen3' in a0 else 'qwen2' if 'Qwen2' in a0 else 'llama'
+    c.arch = 'mistral' if 'Mistral' in a0 else 'olmo2' if 'Olmo2' in a0 else 'qwen3' if 'Qwen3' in a0 else 'qwen2' if 'Qwen2' in a0 else 'llama'
     c.L, c.C, c.NH = cfg['num_hidden_layers'], cfg['hidden_size'], cfg['num_attention_heads']
     c.KVH = cfg.get('num_key_value_heads', c.NH)
     c.HS = cfg.get('head_dim') or c.C // c.NH
@@ -66,6 +66,7 @@ def load(d):
     c.bias = c.arch == 'qwen2'
     c.qk_norm = {'qwen3': 'head', 'olmo2': 'full'}.get(c.arch)
     c.post_norm = c.arch == 'olmo2'
+    c.window = (cfg.get('sliding_window', 4096) or 0) if c.arch == 'mistral' else 0   # MistralConfig's default
     return c, W
 
 

@@ -7,7 +7,9 @@ RMSNorm, SwiGLU, optional QKV bias, tied or untied LM head, llama3 rope
 scaling; qwen3: Qwen3Attention's q_norm / k_norm, an RMSNorm over head_dim
 applied to each head of q and k before RoPE; olmo2: Olmo2Attention's q_norm
 / k_norm over the whole projection, and Olmo2DecoderLayer's norms on the
-attention and MLP outputs instead of their inputs), writes it as
+attention and MLP outputs instead of their inputs; mistral: the llama layer
+with MistralAttention's sliding window, key j visible to query i only if
+i - j < sliding_window), writes it as
 an HF folder (config.json + model.safetensors), then computes with autograd:
 
   logits, the mean token cross-entropy over unmasked targets, and the
@@ -21,7 +23,7 @@ an HF folder (config.json + model.safetensors), then computes with autograd:
 Outputs (in OUT): model/ (HF folder), batch.safetensors, and per mode
 <mode>.init.safetensors (trainable tensors at init, PEFT / HF names),
 <mode>.grads.safetensors (same names), <mode>.json (loss, step losses,
-hyper-parameters). Usage: torch_ref.py --arch llama|qwen2|qwen3|olmo2 --out DIR
+hyper-parameters). Usage: torch_ref.py --arch llama|qwen2|qwen3|olmo2|mistral --out DIR
 """
 import argparse, json, math, os, struct
 import numpy as np
@@ -68,6 +70,9 @@ def make_cfg(arch):
     c.factor, c.lo, c.hi, c.orig = 8.0, 1.0, 4.0, 64
     c.qk_norm = {'qwen3': 'head', 'olmo2': 'full'}.get(arch)
     c.post_norm = arch == 'olmo2'
+    c.window = 0
+    if arch == 'mistral':   # a window shorter than the batch rows, so it masks
+        c.window, c.llama3, c.tied, c.theta, c.eps = 5, False, False, 1000000.0, 1e-5
     if arch == 'olmo2':   # Olmo2Config: eps 1e-6 in the released models, theta 500000, untied
         c.tied, c.bias, c.theta = False, False, 500000.0
     if arch == 'qwen3':
@@ -164,6 +169,9 @@ def forward(c, W, P, mode, s, tokens, pos, seg):
     cos, sin = emb.cos()[:, None], emb.sin()[:, None]            # [B,1,T,HS]
     causal = torch.tril(torch.ones(T, T, dtype=torch.bool))
     mask = causal[None] & (seg[:, :, None] == seg[:, None, :])   # [B,T,T]
+    if getattr(c, 'window', 0):   # sliding_window_overlay: kv_idx > q_idx - sliding_window
+        idx = torch.arange(T)
+        mask = mask & (idx[None, :, None] - idx[None, None, :] < c.window)
 
     def lin(x, l, blk, m):
         w = W[f'model.layers.{l}.{blk}.{m}.weight']
@@ -233,7 +241,7 @@ def loss_fn(logits, targets):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument('--arch', choices=['llama', 'qwen2', 'qwen3', 'olmo2'], required=True)
+    ap.add_argument('--arch', choices=['llama', 'qwen2', 'qwen3', 'olmo2', 'mistral'], required=True)
     ap.add_argument('--out', required=True)
     ap.add_argument('--seed', type=int, default=7)
     a = ap.parse_args()
@@ -243,13 +251,16 @@ def main():
     os.makedirs(os.path.join(a.out, 'model'), exist_ok=True)
     cfg = {
         "architectures": [{"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
-                           "qwen3": "Qwen3ForCausalLM", "olmo2": "Olmo2ForCausalLM"}[c.arch]],
+                           "qwen3": "Qwen3ForCausalLM", "olmo2": "Olmo2ForCausalLM",
+                           "mistral": "MistralForCausalLM"}[c.arch]],
         "model_type": c.arch, "hidden_size": c.C, "intermediate_size": c.F,
         "num_hidden_layers": c.L, "num_attention_heads": c.NH, "num_key_value_heads": c.KVH,
         "head_dim": c.HS, "vocab_size": c.V, "rms_norm_eps": c.eps, "rope_theta": c.theta,
         "tie_word_embeddings": c.tied, "max_position_embeddings": 128, "hidden_act": "silu",
         "torch_dtype": "float32", "bos_token_id": 1, "eos_token_id": 2,
     }
+    if c.window:
+        cfg["sliding_window"] = c.window
     if c.llama3:
         cfg["rope_scaling"] = {"rope_type": "llama3", "factor": c.factor, "low_freq_factor": c.lo,
                                "high_freq_factor": c.hi, "original_max_position_embeddings": c.orig}
