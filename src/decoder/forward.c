@@ -455,8 +455,10 @@ void dec_layer_fwd(decoder *d, const dec_pass *p, int layer, layer_acts *A, cons
         PROF("fwd.rmsnorm", kern_rmsnorm_fwd(A->q, A->rq, A->qr, w->q_norm, rq, nq, c->rms_eps);
              kern_rmsnorm_fwd(A->k, A->rk, A->kr, w->k_norm, rk, nk, c->rms_eps));
     }
-    PROF("fwd.rope", kern_rope_fwd_t(A->q, d->rope_cs, d->rope_sn, N, c->n_head, c->head_dim);
-    kern_rope_fwd_t(A->k, d->rope_cs, d->rope_sn, N, c->n_kv_head, c->head_dim));
+    if (model_layer_rope(c, layer)) {   /* smollm3: no RoPE on every fourth layer */
+        PROF("fwd.rope", kern_rope_fwd_t(A->q, d->rope_cs, d->rope_sn, N, c->n_head, c->head_dim);
+             kern_rope_fwd_t(A->k, d->rope_cs, d->rope_sn, N, c->n_kv_head, c->head_dim));
+    }
     if (d->o.n_ctx > 0) {
         /* inference: each sequence's rows append their k, v to its cache
          * and attend over all of it */

@@ -108,7 +108,7 @@ static void rope_divisors(const model_config *c, float *out)
 static int build_plan(const model *m, const lora *l, plan *p, dlm_err *e)
 {
     const model_config *c = &m->cfg;
-    int llama = c->arch == ARCH_LLAMA, hs = c->head_dim;
+    int llama = model_arch_permutes_qk(c->arch), hs = c->head_dim;
     char nm[64];
     if (add_mat(p, "token_embd.weight", &m->tok_embd, 0, -1, -1, e)) return -1;
     if (!c->tied && add_mat(p, "output.weight", &m->output, 0, -1, -1, e)) return -1;
@@ -408,7 +408,7 @@ static void write_arch(gguf_w *w, const model *m)
     }
     if (c->sliding_window > 0)   /* mistral: llama.cpp's llama arch ignores it; dlm reads it back */
         gguf_w_u32(w, KEY("attention.sliding_window"), (uint32_t)c->sliding_window);
-    if (c->arch == ARCH_LLAMA) {
+    if (model_arch_permutes_qk(c->arch)) {   /* LlamaModel's keys (llama, smollm3) */
         gguf_w_u32(w, KEY("vocab_size"), (uint32_t)c->vocab);
         gguf_w_u32(w, KEY("rope.dimension_count"), (uint32_t)c->head_dim);
     }

@@ -151,8 +151,10 @@ static void layer_bwd(decoder *d, const dec_pass *p, const token_batch *b, int l
     }
     lin_bwd(d, p, A, layer, LM_O, A->att, dao, d->datt, N, lg, G ? G->wo : NULL, NULL, 0);
     PROF("bwd.attn", kern_attn_bwd(d->dq, d->dk, d->dv, d->datt, A->att, A->lse, A->q, A->k, A->v, &as, d->attn_scratch));
-    PROF("bwd.rope", kern_rope_bwd_t(d->dq, d->rope_cs, d->rope_sn, N, c->n_head, c->head_dim);
-    kern_rope_bwd_t(d->dk, d->rope_cs, d->rope_sn, N, c->n_kv_head, c->head_dim));
+    if (model_layer_rope(c, layer)) {
+        PROF("bwd.rope", kern_rope_bwd_t(d->dq, d->rope_cs, d->rope_sn, N, c->n_head, c->head_dim);
+             kern_rope_bwd_t(d->dk, d->rope_cs, d->rope_sn, N, c->n_kv_head, c->head_dim));
+    }
     const float *dq = d->dq, *dk = d->dk;
     if (c->qk_norm) {   /* q, k = rmsnorm of the projections (per head or whole) */
         int64_t rq, rk;

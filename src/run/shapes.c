@@ -29,6 +29,7 @@ static const shape_row SHAPES[] = {
     {"qwen3-1.7b-thinking", ARCH_QWEN3, 28, 2048, 6144, 16, 8, 128, 151936, 1, 40960},
     {"qwen3-4b", ARCH_QWEN3, 36, 2560, 9728, 32, 8, 128, 151936, 1, 40960},
     {"qwen3-8b", ARCH_QWEN3, 36, 4096, 12288, 32, 8, 128, 151936, 0, 40960},
+    {"smollm3-3b", ARCH_SMOLLM3, 36, 2048, 11008, 16, 4, 128, 128256, 1, 65536},
     {"olmo-2-7b-instruct", ARCH_OLMO2, 32, 4096, 11008, 32, 32, 128, 100352, 0, 4096},
     {"llama-3.2-1b", ARCH_LLAMA, 16, 2048, 8192, 32, 8, 64, 128256, 1, 131072},
     {"llama-3.2-3b", ARCH_LLAMA, 28, 3072, 8192, 24, 8, 128, 128256, 1, 131072},
@@ -54,6 +55,7 @@ int doctor_known_shape(const char *key, model_config *c)
         c->qkv_bias = s->arch == ARCH_QWEN2;
         c->qk_norm = s->arch == ARCH_QWEN3 ? QK_NORM_HEAD : s->arch == ARCH_OLMO2 ? QK_NORM_FULL : 0;
         c->post_norm = s->arch == ARCH_OLMO2;
+        c->nope_every = s->arch == ARCH_SMOLLM3 ? 4 : 0;
         c->rms_eps = s->arch == ARCH_LLAMA ? 1e-5f : 1e-6f;
         c->rope_theta = s->arch == ARCH_LLAMA || s->arch == ARCH_OLMO2 ? 500000.0f : 1000000.0f;
         c->bos_id = c->eos_id = -1;

@@ -11,7 +11,7 @@
 int base_arch_supported(const char *a)
 {
     return a && (!strcmp(a, "LlamaForCausalLM") || !strcmp(a, "MistralForCausalLM") || !strcmp(a, "Qwen2ForCausalLM") ||
-                 !strcmp(a, "Qwen3ForCausalLM") || !strcmp(a, "Olmo2ForCausalLM"));
+                 !strcmp(a, "Qwen3ForCausalLM") || !strcmp(a, "Olmo2ForCausalLM") || !strcmp(a, "SmolLM3ForCausalLM"));
 }
 
 static char g_tiny[4096];
@@ -57,7 +57,7 @@ int base_resolve(const char *spec, const hub_opts *o, base_ref *ref, char *path,
         if (!base_arch_supported(ref->entry->architecture)) {
             err_set(e, "UnsupportedArchitectureError", "base '%s' (%s, %s) is not supported", ref->entry->key,
                     ref->entry->hf_id, ref->entry->architecture);
-            return err_hint(e, "dlm runs llama, qwen2, qwen3 and olmo2 architectures, e.g. smollm2-135m, qwen2.5-0.5b, qwen3-1.7b, "
+            return err_hint(e, "dlm runs llama, mistral, qwen2, qwen3, olmo2 and smollm3 architectures, e.g. smollm2-135m, qwen2.5-0.5b, qwen3-1.7b, "
                                 "llama-3.2-1b");
         }
         return hub_snapshot(o, ref->entry->hf_id, ref->entry->revision, path, cap, e);

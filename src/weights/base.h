@@ -13,7 +13,7 @@
 #include "util/err.h"
 
 /* 1 if dlm runs this HF architecture class (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM,
- * Qwen3ForCausalLM, Olmo2ForCausalLM): the one list `dlm init`, base resolution and doctor ask. */
+ * Qwen3ForCausalLM, Olmo2ForCausalLM, SmolLM3ForCausalLM): the one list `dlm init`, base resolution and doctor ask. */
 int base_arch_supported(const char *hf_architecture);
 
 /* Parse spec, refuse bases dlm cannot run, then produce a path for

@@ -1,4 +1,4 @@
-/* config — HF config.json → model_config for llama (and mistral), qwen2, qwen3 and olmo2.
+/* config — HF config.json → model_config for llama (and mistral), qwen2, qwen3, olmo2 and smollm3.
  *
  * Accepts both transformers layouts: v4 (top-level rope_theta, rope_scaling,
  * torch_dtype) and v5 (rope_parameters with rope_theta inside, dtype).
@@ -157,6 +157,33 @@ static int parse_rope(const cfg_ctx *c, model_config *cfg)
     return 0;
 }
 
+/* SmolLM3Config: no_rope_layers[i] = 1 where layer i uses RoPE, by default
+ * (i + 1) % no_rope_layer_interval != 0. dlm (like llama.cpp) runs that
+ * periodic pattern only: a list that departs from it is refused. */
+static int parse_nope(const cfg_ctx *c, model_config *cfg)
+{
+    long long every = 4;
+    if (get_int(c, c->root, "no_rope_layer_interval", &every) < 0) return -1;
+    if (every < 1 || every > 1024)
+        return err_at(c->e, KIND, c->path, 0, 0, "no_rope_layer_interval = %lld is out of range", every);
+    cfg->nope_every = (int)every;
+    const json_t *l = json_object_get(c->root, "no_rope_layers");
+    if (!l || json_is_null(l)) return 0;
+    if (!json_is_array(l) || json_array_size(l) != (size_t)cfg->n_layer)
+        return err_at(c->e, KIND, c->path, 0, 0, "\"no_rope_layers\" must list one 0/1 per layer (%d)", cfg->n_layer);
+    for (int i = 0; i < cfg->n_layer; i++) {
+        const json_t *v = json_array_get(l, (size_t)i);
+        if (!json_is_integer(v) || (json_integer_value(v) != 0 && json_integer_value(v) != 1))
+            return err_at(c->e, KIND, c->path, 0, 0, "\"no_rope_layers\"[%d] must be 0 or 1", i);
+        if ((int)json_integer_value(v) != model_layer_rope(cfg, i)) {
+            err_at(c->e, KIND, c->path, 0, 0, "\"no_rope_layers\" is not every %d-th layer without RoPE (layer %d)",
+                   cfg->nope_every, i);
+            return err_hint(c->e, "dlm and llama.cpp run SmolLM3's periodic NoPE layers only");
+        }
+    }
+    return 0;
+}
+
 static int detect_arch(const cfg_ctx *c, model_config *cfg, int *mistral)
 {
     const json_t *archs = json_object_get(c->root, "architectures");
@@ -174,6 +201,7 @@ static int detect_arch(const cfg_ctx *c, model_config *cfg, int *mistral)
             if (!strcmp(s, "Qwen2ForCausalLM")) { cfg->arch = ARCH_QWEN2; return 0; }
             if (!strcmp(s, "Qwen3ForCausalLM")) { cfg->arch = ARCH_QWEN3; return 0; }
             if (!strcmp(s, "Olmo2ForCausalLM")) { cfg->arch = ARCH_OLMO2; return 0; }
+            if (!strcmp(s, "SmolLM3ForCausalLM")) { cfg->arch = ARCH_SMOLLM3; return 0; }
         }
     }
     const char *mt = json_string_value(json_object_get(c->root, "model_type"));
@@ -183,11 +211,13 @@ static int detect_arch(const cfg_ctx *c, model_config *cfg, int *mistral)
         if (!strcmp(mt, "qwen2")) { cfg->arch = ARCH_QWEN2; return 0; }
         if (!strcmp(mt, "qwen3")) { cfg->arch = ARCH_QWEN3; return 0; }
         if (!strcmp(mt, "olmo2")) { cfg->arch = ARCH_OLMO2; return 0; }
+        if (!strcmp(mt, "smollm3")) { cfg->arch = ARCH_SMOLLM3; return 0; }
     }
     err_at(c->e, "UnsupportedArchitectureError", c->path, 0, 0, "unsupported architecture '%s'",
            first ? first : mt ? mt : "(none given)");
     return err_hint(c->e, "supported: LlamaForCausalLM (model_type llama), MistralForCausalLM (mistral), "
-                          "Qwen2ForCausalLM (qwen2), Qwen3ForCausalLM (qwen3), Olmo2ForCausalLM (olmo2)");
+                          "Qwen2ForCausalLM (qwen2), Qwen3ForCausalLM (qwen3), Olmo2ForCausalLM (olmo2), "
+                          "SmolLM3ForCausalLM (smollm3)");
 }
 
 int model_config_parse(const char *json_text, size_t len, const char *path, model_config *cfg, dlm_err *e)
@@ -243,7 +273,7 @@ int model_config_parse(const char *json_text, size_t len, const char *path, mode
 
     const char *act = json_string_value(json_object_get(root, "hidden_act"));
     if (act && strcmp(act, "silu")) {
-        err_at(e, KIND, path, 0, 0, "hidden_act '%s' is not supported (llama, qwen2, qwen3 and olmo2 use silu)", act);
+        err_at(e, KIND, path, 0, 0, "hidden_act '%s' is not supported (every architecture dlm runs uses silu)", act);
         goto out;
     }
     int b = 0;
@@ -272,6 +302,14 @@ int model_config_parse(const char *json_text, size_t len, const char *path, mode
         cfg->post_norm = 1;
         if (get_bool(&c, root, "attention_bias", &b) < 0) goto out;
         if (b) { err_at(e, KIND, path, 0, 0, "attention_bias=true is not supported for olmo2"); goto out; }
+    } else if (cfg->arch == ARCH_SMOLLM3) {
+        if (parse_nope(&c, cfg)) goto out;
+        if (get_bool(&c, root, "use_sliding_window", &b) < 0) goto out;
+        if (b) { err_at(e, KIND, path, 0, 0, "use_sliding_window=true is not supported"); goto out; }
+        if (get_bool(&c, root, "attention_bias", &b) < 0) goto out;
+        if (b) { err_at(e, KIND, path, 0, 0, "attention_bias=true is not supported for smollm3"); goto out; }
+        if (get_bool(&c, root, "mlp_bias", &b) < 0) goto out;
+        if (b) { err_at(e, KIND, path, 0, 0, "mlp_bias=true is not supported for smollm3"); goto out; }
     } else if (mistral) {
         /* MistralConfig: sliding_window 4096 when the key is absent, none when null */
         const json_t *sw = json_object_get(root, "sliding_window");

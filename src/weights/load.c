@@ -266,7 +266,7 @@ int model_build(loader *L)
 
     m->layers = model_alloc(m, (size_t)c->n_layer * sizeof *m->layers, L->e);
     if (!m->layers) return -1;
-    int permute = L->gguf && c->arch == ARCH_LLAMA;
+    int permute = L->gguf && model_arch_permutes_qk(c->arch);
     for (int il = 0; il < c->n_layer; il++) {
         layer_weights *w = &m->layers[il];
         if (get_mat(L, T_Q, il, QD, C, 1, &w->wq) || get_mat(L, T_K, il, KD, C, 1, &w->wk) ||

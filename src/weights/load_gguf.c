@@ -1,4 +1,4 @@
-/* load_gguf — a llama.cpp GGUF (llama / qwen2 / qwen3 / olmo2 arch): config from the
+/* load_gguf — a llama.cpp GGUF (llama / qwen2 / qwen3 / olmo2 / smollm3 arch): config from the
  * <arch>.* keys (docs/reference/formats.md §4.4), tensors by GGUF name (§4.5). Weights stay
  * in their stored type in the mapping; load.c undoes the llama Q/K
  * permutation. */
@@ -73,9 +73,10 @@ static int read_config(gguf_file *g, model_config *c, dlm_err *e)
     else if (!strcmp(arch, "qwen2")) c->arch = ARCH_QWEN2;
     else if (!strcmp(arch, "qwen3")) c->arch = ARCH_QWEN3;
     else if (!strcmp(arch, "olmo2")) c->arch = ARCH_OLMO2;
+    else if (!strcmp(arch, "smollm3")) c->arch = ARCH_SMOLLM3;
     else {
         err_at(e, "UnsupportedArchitectureError", path, 0, 0, "unsupported GGUF architecture '%s'", arch);
-        return err_hint(e, "supported: llama, qwen2, qwen3, olmo2");
+        return err_hint(e, "supported: llama, qwen2, qwen3, olmo2, smollm3");
     }
     int64_t L, C, F, NH, KVH = -1, ctx, kl = -1, vl = -1, rd = -1, sw = -1;
     double eps, theta = 10000.0;
@@ -133,6 +134,8 @@ static int read_config(gguf_file *g, model_config *c, dlm_err *e)
     /* qwen3 / olmo2: llama.cpp always writes attn_q_norm / attn_k_norm */
     c->qk_norm = c->arch == ARCH_QWEN3 ? QK_NORM_HEAD : c->arch == ARCH_OLMO2 ? QK_NORM_FULL : 0;
     c->post_norm = c->arch == ARCH_OLMO2;
+    /* smollm3: llama.cpp fixes the NoPE step at 4 (no key carries it) */
+    c->nope_every = c->arch == ARCH_SMOLLM3 ? 4 : 0;
     int ft = gguf_find_key(g, "general.file_type");
     int64_t ftv;
     if (ft >= 0 && gguf_get_int(g, ft, &ftv, NULL) == 0)

@@ -1,6 +1,7 @@
 /* model — a base model in memory: its config and its weights in their
  * stored types, loaded from an HF folder (config.json + safetensors) or a
- * GGUF file. Architectures: llama, qwen2, qwen3 and olmo2 (docs/models.md).
+ * GGUF file. Architectures: llama (and mistral), qwen2, qwen3, olmo2 and smollm3
+ * (docs/models.md).
  *
  * Conventions every consumer relies on:
  *  - Weights are in HF orientation and HF row order: W[out][in], Q/K rows in
@@ -16,10 +17,13 @@
 #include "kern/dtype.h"
 #include "util/err.h"
 
-typedef enum { ARCH_LLAMA = 0, ARCH_QWEN2 = 1, ARCH_QWEN3 = 2, ARCH_OLMO2 = 3 } model_arch;
+typedef enum { ARCH_LLAMA = 0, ARCH_QWEN2 = 1, ARCH_QWEN3 = 2, ARCH_OLMO2 = 3, ARCH_SMOLLM3 = 4 } model_arch;
 
-/* llama.cpp's general.architecture name of a ("llama", "qwen2", "qwen3", "olmo2"). */
+/* llama.cpp's general.architecture name of a ("llama", "qwen2", "qwen3", "olmo2", "smollm3"). */
 const char *model_arch_name(model_arch a);
+/* 1 if llama.cpp's converter permutes this arch's Q/K rows (LlamaModel and
+ * its subclasses: llama, mistral, smollm3). */
+int model_arch_permutes_qk(model_arch a);
 
 enum { QK_NORM_HEAD = 1, QK_NORM_FULL = 2 };
 
@@ -40,6 +44,7 @@ typedef struct model_config {
     int qk_norm;        /* RMSNorm on q and k before RoPE: QK_NORM_HEAD (qwen3) or QK_NORM_FULL (olmo2) */
     int post_norm;      /* olmo2: no norm before attention / MLP; RMSNorm of each one's output before the residual add */
     int sliding_window; /* mistral: a query sees the keys of the last sliding_window positions (itself included); 0 = all */
+    int nope_every;     /* smollm3: every nope_every-th layer (1-based) has no RoPE; 0 = RoPE everywhere */
     /* rope_scaling type llama3 (Llama 3.x); 0 = none */
     int rope_llama3;
     float rope_factor, rope_low_freq_factor, rope_high_freq_factor;
@@ -121,6 +126,12 @@ const char *model_proj_name(int p, int il, int gguf, char *buf, size_t cap);
  * owned memory, with llama.cpp's fallbacks for row widths the type cannot
  * take. Already-quantized weights are kept. Embeddings and the head stay. */
 int model_quantize_projections(model *m, dtype target, dlm_err *e);
+
+/* 1 if layer il applies RoPE to q and k. */
+static inline int model_layer_rope(const model_config *c, int il)
+{
+    return c->nope_every <= 0 || (il + 1) % c->nope_every != 0;
+}
 
 /* Parse an HF config.json text into cfg (llama / qwen2 / qwen3; v4 and v5 layouts). */
 int model_config_parse(const char *json_text, size_t len, const char *path, model_config *cfg, dlm_err *e);

@@ -82,5 +82,8 @@ int model_name_to_hf(const char *gguf, char *out, size_t cap) { return map(gguf,
 
 const char *model_arch_name(model_arch a)
 {
-    return a == ARCH_OLMO2 ? "olmo2" : a == ARCH_QWEN3 ? "qwen3" : a == ARCH_QWEN2 ? "qwen2" : "llama";
+    return a == ARCH_SMOLLM3 ? "smollm3" : a == ARCH_OLMO2 ? "olmo2" : a == ARCH_QWEN3 ? "qwen3" :
+           a == ARCH_QWEN2 ? "qwen2" : "llama";
 }
+
+int model_arch_permutes_qk(model_arch a) { return a == ARCH_LLAMA || a == ARCH_SMOLLM3; }

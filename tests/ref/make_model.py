@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Write a small random llama, qwen2, qwen3, olmo2 or mistral model in HF format (config.json,
+"""Write a small random llama, qwen2, qwen3, olmo2, mistral or smollm3 model in HF format (config.json,
 safetensors, a real byte-level BPE tokenizer.json + tokenizer_config.json
 with ChatML specials) and optionally the same model as GGUF.
 
@@ -7,7 +7,7 @@ Deterministic for a given --seed: the same arguments give the same bytes.
 numpy only (run with /usr/bin/python3). Independent of dlm's C code: the
 safetensors and GGUF files are written here from the format specs.
 
-  make_model.py --out DIR [--arch llama|qwen2|qwen3|olmo2|mistral] [--tied|--untied]
+  make_model.py --out DIR [--arch llama|qwen2|qwen3|olmo2|mistral|smollm3] [--tied|--untied]
                 [--sliding-window W]
                 [--dtype f32|bf16|f16] [--rope-llama3] [--layers N]
                 [--d-model C] [--heads NH] [--kv-heads KVH] [--ff F]
@@ -190,7 +190,7 @@ def write_safetensors(path, items, metadata=None):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
-    ap.add_argument("--arch", choices=["llama", "qwen2", "qwen3", "olmo2", "mistral"], default="llama")
+    ap.add_argument("--arch", choices=["llama", "qwen2", "qwen3", "olmo2", "mistral", "smollm3"], default="llama")
     ap.add_argument("--sliding-window", type=int, default=0, help="mistral: config sliding_window (0: null)")
     g = ap.add_mutually_exclusive_group()
     g.add_argument("--tied", dest="tied", action="store_true", default=True)
@@ -286,7 +286,7 @@ def main():
     cfg = {
         "architectures": [{"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
                            "qwen3": "Qwen3ForCausalLM", "olmo2": "Olmo2ForCausalLM",
-                           "mistral": "MistralForCausalLM"}[a.arch]],
+                           "mistral": "MistralForCausalLM", "smollm3": "SmolLM3ForCausalLM"}[a.arch]],
         "model_type": a.arch, "hidden_act": "silu", "hidden_size": C, "intermediate_size": F,
         "num_hidden_layers": L, "num_attention_heads": NH, "num_key_value_heads": KVH,
         "max_position_embeddings": a.max_pos, "rms_norm_eps": eps, "vocab_size": V,
@@ -297,6 +297,9 @@ def main():
         cfg["head_dim"] = HS
     if a.arch == "llama":
         cfg.update({"attention_bias": False, "mlp_bias": False, "pretraining_tp": 1})
+    elif a.arch == "smollm3":   # SmolLM3Config: no RoPE on every fourth layer
+        cfg.update({"attention_bias": False, "mlp_bias": False, "use_sliding_window": False, "sliding_window": None,
+                    "no_rope_layer_interval": 4, "no_rope_layers": [int((i + 1) % 4 != 0) for i in range(L)]})
     elif a.arch == "mistral":
         cfg.update({"sliding_window": a.sliding_window or None, "attention_dropout": 0.0})
     elif a.arch == "olmo2":
@@ -358,8 +361,8 @@ def write_model_gguf(a, cfg, vals, toks, merges, bos, eos, theta, eps, HS, rope)
                 ("%s.attention.value_length" % arch, gw.GGUF_U32, HS)]
     if a.arch == "mistral" and a.sliding_window:
         kvs += [("llama.attention.sliding_window", gw.GGUF_U32, a.sliding_window)]
-    if arch == "llama":
-        kvs += [("llama.vocab_size", gw.GGUF_U32, V), ("llama.rope.dimension_count", gw.GGUF_U32, HS)]
+    if arch in ("llama", "smollm3"):   # LlamaModel.set_gguf_parameters
+        kvs += [("%s.vocab_size" % arch, gw.GGUF_U32, V), ("%s.rope.dimension_count" % arch, gw.GGUF_U32, HS)]
     kvs += [("general.quantization_version", gw.GGUF_U32, 2)]
     types = [3 if t in SPECIALS else (5 if t.startswith("[UNUSED") else 1) for t in toks] + [3] * len(SPECIALS)
     kvs += [
@@ -402,7 +405,7 @@ def write_model_gguf(a, cfg, vals, toks, merges, bos, eos, theta, eps, HS, rope)
         raw = t not in (gw.T_F32, gw.T_F16, gw.T_BF16, gw.T_Q8_0)
         if raw:
             x = gw.pattern_bytes(x.shape[0], x.shape[1], t)
-        if arch == "llama" and re.search(r"(q_proj|k_proj)\.(weight|bias)$", hf):
+        if arch in ("llama", "smollm3") and re.search(r"(q_proj|k_proj)\.(weight|bias)$", hf):
             x = gw.permute_qk(x, NH if "q_proj" in hf else KVH)
         # converter rule: 1-D tensors and norms stay F32, 2-D weights take the out type
         data = x.tobytes() if raw else gw.tensor_bytes(x, t)

@@ -3,7 +3,9 @@
 # make_model.py: llama, qwen2, qwen3 and olmo2, tied and untied, QKV bias,
 # llama3 RoPE, qwen3's per-head q/k RMSNorm with NH·HS != hidden, olmo2's
 # whole-projection q/k RMSNorm and post-norms, mistral's sliding window (8,
-# shorter than the 25-token text, so the KV-cache decode crosses it).
+# shorter than the 25-token text, so the KV-cache decode crosses it),
+# smollm3's NoPE layers (4 layers, the last without RoPE; permuted Q/K in
+# the GGUF).
 # For each: the KV-cache logits from the HF folder and from its GGUF twin
 # (llama: permuted Q/K) match torch to 1e-4 (F16/BF16 GGUFs: within their
 # rounding), and `dlm prompt --raw --temp 0` continues greedily with torch's
@@ -48,6 +50,7 @@ run_case qwen3-tied --arch qwen3 --tied --seed 18 --layout v5
 run_case olmo2-untied --arch olmo2 --untied --seed 19
 run_case olmo2-tied --arch olmo2 --tied --kv-heads 4 --seed 20 --layout v5
 run_case mistral-swa --arch mistral --untied --sliding-window 8 --seed 21
+run_case smollm3-tied --arch smollm3 --tied --layers 4 --seed 22
 # F16 / BF16 storage: the HF folder and its GGUF twin agree within rounding
 $mk --out "$T/bf" --dtype bf16 --gguf "$T/bf.gguf" --gguf-type bf16 --arch llama --vocab 400 --seed 15 >/dev/null
 "$DLM" tokenize --tokenizer "$T/bf/tokenizer.json" --json "$text" > "$T/bf.ids"

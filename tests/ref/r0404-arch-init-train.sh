@@ -43,6 +43,8 @@ case_arch qwen3-1.7b Qwen/Qwen3-1.7B 70d244cc86ccca08cf5af4e1e306ecf908b1ad5e --
 case_arch qwen3-8b Qwen/Qwen3-8B b968826d9c46dd6066d109eabc6255188de91218 --arch qwen3 --untied --seed 42
 case_arch olmo-2-7b-instruct allenai/OLMo-2-1124-7B-Instruct 470b1fba1ae01581f270116362ee4aa1b97f4c84 \
     --arch olmo2 --untied --seed 43
+case_arch smollm3-3b HuggingFaceTB/SmolLM3-3B a07cc9a04f16550a088caea529712d1d335b0ac1 \
+    --arch smollm3 --tied --layers 4 --seed 44
 # a row dlm does not run yet: refused (by init, or else by train) naming the architecture
 if "$DLM" init g.dlm --base phi-3.5-mini -q 2> g.err; then
     if "$DLM" train g.dlm --max-steps 1 -q 2> g.err; then echo "r0404: phi-3.5-mini trained" >&2; exit 1; fi

@@ -207,6 +207,16 @@ static void test_defaults(void)
     CHECK_INT(parse("{\"model_type\":\"llama\",\"num_hidden_layers\":2,\"hidden_size\":64,\"sliding_window\":8,"
                     "\"intermediate_size\":128,\"num_attention_heads\":4,\"vocab_size\":300}", &c), 0);
     CHECK_INT(c.sliding_window, 0);   /* llama has no window, whatever the file says */
+    /* smollm3: no RoPE on every fourth layer, from the list or the interval */
+    CHECK_INT(parse("{\"architectures\":[\"SmolLM3ForCausalLM\"],\"num_hidden_layers\":8,\"hidden_size\":64,"
+                    "\"intermediate_size\":128,\"num_attention_heads\":4,\"vocab_size\":300,"
+                    "\"no_rope_layers\":[1,1,1,0,1,1,1,0],\"no_rope_layer_interval\":4}", &c), 0);
+    CHECK_INT(c.arch, ARCH_SMOLLM3);
+    CHECK_INT(c.nope_every, 4);
+    CHECK(model_layer_rope(&c, 0) && model_layer_rope(&c, 2) && !model_layer_rope(&c, 3) && !model_layer_rope(&c, 7));
+    CHECK_STR(model_arch_name(c.arch), "smollm3");
+    CHECK(model_arch_permutes_qk(ARCH_SMOLLM3) && model_arch_permutes_qk(ARCH_LLAMA) &&
+          !model_arch_permutes_qk(ARCH_QWEN3) && !model_arch_permutes_qk(ARCH_OLMO2));
 }
 
 #define BASE "\"model_type\":\"llama\",\"num_hidden_layers\":2,\"intermediate_size\":128,\"vocab_size\":300"
@@ -218,6 +228,10 @@ static void test_refusals(void)
            "\"hidden_size\":64,\"num_attention_heads\":4,\"attention_bias\":true}", "attention_bias=true");
     refuse("{\"model_type\":\"mistral\",\"num_hidden_layers\":2,\"intermediate_size\":128,\"vocab_size\":300,"
            "\"hidden_size\":64,\"num_attention_heads\":4,\"sliding_window\":-1}", "sliding_window = -1");
+    refuse("{\"model_type\":\"smollm3\",\"num_hidden_layers\":4,\"intermediate_size\":128,\"vocab_size\":300,"
+           "\"hidden_size\":64,\"num_attention_heads\":4,\"no_rope_layers\":[1,0,1,1]}", "not every 4-th layer");
+    refuse("{\"model_type\":\"smollm3\",\"num_hidden_layers\":4,\"intermediate_size\":128,\"vocab_size\":300,"
+           "\"hidden_size\":64,\"num_attention_heads\":4,\"no_rope_layers\":[1,1,1]}", "one 0/1 per layer");
     refuse("{\"model_type\":\"olmo2\",\"num_hidden_layers\":2,\"intermediate_size\":128,\"vocab_size\":300,"
            "\"hidden_size\":64,\"num_attention_heads\":4,\"attention_bias\":true}", "attention_bias=true");
     refuse("{\"model_type\":\"gemma2\"}", "'gemma2'");

@@ -171,12 +171,13 @@ static void test_base(void)
     CHECK(base_arch_supported("Qwen2ForCausalLM"));
     CHECK(base_arch_supported("Qwen3ForCausalLM"));
     CHECK(base_arch_supported("Olmo2ForCausalLM"));
+    CHECK(base_arch_supported("SmolLM3ForCausalLM"));
     CHECK(!base_arch_supported("Gemma2ForCausalLM"));
     int supported = 0;
     for (int i = 0; i < registry_count(); i++)
         supported += registry_at(i)->modality == REG_TEXT && base_arch_supported(registry_at(i)->architecture);
-    /* the original's 10 llama/qwen2 rows + qwen2.5-coder-7b/14b + tiny + 4 qwen3 rows + olmo2 */
-    CHECK_INT(supported, 18);
+    /* the original's 10 llama/qwen2 rows + qwen2.5-coder-7b/14b + tiny + 4 qwen3 rows + olmo2 + smollm3 */
+    CHECK_INT(supported, 19);
     cmd_read_env(&E);
     hub_opts_init(&o, &E);
     CHECK_INT(base_resolve("gemma-2-2b-it", &o, &r, out, sizeof out, &E), -1);
@@ -204,6 +205,7 @@ static void test_base(void)
 static int drive(int argc, char **argv)
 {
     hub_opts o;
+    cmd_read_env(&E);   /* the environment reaches the hub only through cmd_read_env */
     if (hub_opts_init(&o, &E)) goto fail;
     const char *r = getenv("DLM_HUB_RETRIES"), *b = getenv("DLM_HUB_BACKOFF_MS");
     if (r) o.max_retries = atoi(r);

@@ -9,7 +9,8 @@ applied to each head of q and k before RoPE; olmo2: Olmo2Attention's q_norm
 / k_norm over the whole projection, and Olmo2DecoderLayer's norms on the
 attention and MLP outputs instead of their inputs; mistral: the llama layer
 with MistralAttention's sliding window, key j visible to query i only if
-i - j < sliding_window), writes it as
+i - j < sliding_window; smollm3: SmolLM3Attention's use_rope =
+no_rope_layers[layer], no RoPE on every fourth layer), writes it as
 an HF folder (config.json + model.safetensors), then computes with autograd:
 
   logits, the mean token cross-entropy over unmasked targets, and the
@@ -23,7 +24,7 @@ an HF folder (config.json + model.safetensors), then computes with autograd:
 Outputs (in OUT): model/ (HF folder), batch.safetensors, and per mode
 <mode>.init.safetensors (trainable tensors at init, PEFT / HF names),
 <mode>.grads.safetensors (same names), <mode>.json (loss, step losses,
-hyper-parameters). Usage: torch_ref.py --arch llama|qwen2|qwen3|olmo2|mistral --out DIR
+hyper-parameters). Usage: torch_ref.py --arch llama|qwen2|qwen3|olmo2|mistral|smollm3 --out DIR
 """
 import argparse, json, math, os, struct
 import numpy as np
@@ -71,6 +72,10 @@ def make_cfg(arch):
     c.qk_norm = {'qwen3': 'head', 'olmo2': 'full'}.get(arch)
     c.post_norm = arch == 'olmo2'
     c.window = 0
+    c.no_rope = None
+    if arch == 'smollm3':   # 4 layers, so that the last one (index 3) has no RoPE
+        c.L, c.llama3, c.tied, c.theta, c.eps = 4, False, True, 2000000.0, 1e-6
+        c.no_rope = [int((i + 1) % 4 != 0) for i in range(c.L)]
     if arch == 'mistral':   # a window shorter than the batch rows, so it masks
         c.window, c.llama3, c.tied, c.theta, c.eps = 5, False, False, 1000000.0, 1e-5
     if arch == 'olmo2':   # Olmo2Config: eps 1e-6 in the released models, theta 500000, untied
@@ -211,8 +216,9 @@ def forward(c, W, P, mode, s, tokens, pos, seg):
             k = rmsnorm(k, W[p + 'self_attn.k_norm.weight'], c.eps)
         q, k = q.transpose(1, 2), k.transpose(1, 2)
         v = lin(x, l, 'self_attn', 'v_proj').view(B, T, c.KVH, c.HS).transpose(1, 2)
-        q = q * cos + rotate_half(q) * sin
-        k = k * cos + rotate_half(k) * sin
+        if not getattr(c, 'no_rope', None) or c.no_rope[l]:
+            q = q * cos + rotate_half(q) * sin
+            k = k * cos + rotate_half(k) * sin
         rep = c.NH // c.KVH
         k = k.repeat_interleave(rep, dim=1)
         v = v.repeat_interleave(rep, dim=1)
@@ -241,7 +247,7 @@ def loss_fn(logits, targets):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument('--arch', choices=['llama', 'qwen2', 'qwen3', 'olmo2', 'mistral'], required=True)
+    ap.add_argument('--arch', choices=['llama', 'qwen2', 'qwen3', 'olmo2', 'mistral', 'smollm3'], required=True)
     ap.add_argument('--out', required=True)
     ap.add_argument('--seed', type=int, default=7)
     a = ap.parse_args()
@@ -252,7 +258,7 @@ def main():
     cfg = {
         "architectures": [{"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
                            "qwen3": "Qwen3ForCausalLM", "olmo2": "Olmo2ForCausalLM",
-                           "mistral": "MistralForCausalLM"}[c.arch]],
+                           "mistral": "MistralForCausalLM", "smollm3": "SmolLM3ForCausalLM"}[c.arch]],
         "model_type": c.arch, "hidden_size": c.C, "intermediate_size": c.F,
         "num_hidden_layers": c.L, "num_attention_heads": c.NH, "num_key_value_heads": c.KVH,
         "head_dim": c.HS, "vocab_size": c.V, "rms_norm_eps": c.eps, "rope_theta": c.theta,
@@ -261,6 +267,8 @@ def main():
     }
     if c.window:
         cfg["sliding_window"] = c.window
+    if c.no_rope:
+        cfg.update({"no_rope_layers": c.no_rope, "no_rope_layer_interval": 4, "use_sliding_window": False})
     if c.llama3:
         cfg["rope_scaling"] = {"rope_type": "llama3", "factor": c.factor, "low_freq_factor": c.lo,
                                "high_freq_factor": c.hi, "original_max_position_embeddings": c.orig}
