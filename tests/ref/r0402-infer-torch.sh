@@ -9,7 +9,8 @@
 # For each: the KV-cache logits from the HF folder and from its GGUF twin
 # (llama: permuted Q/K) match torch to 1e-4 (F16/BF16 GGUFs: within their
 # rounding), and `dlm prompt --raw --temp 0` continues greedily with torch's
-# 32 tokens.
+# 32 tokens, and dlm's own F32 export of the folder loads back to the same
+# configuration and tensors.
 set -euo pipefail
 py=${DLM_PYTHON:-/usr/bin/python3}
 if ! "$py" -c 'import torch' 2>/dev/null; then
@@ -30,6 +31,8 @@ run_case() { # name make_model-args...
             "$DLM_BUILD/test_engine" > "$T/out.txt" || { cat "$T/out.txt"; exit 1; }
         cat "$T/out.txt" | head -1
     done
+    # dlm's own F32 export of the HF folder loads back to the same config and tensors
+    "$DLM_BUILD/test_export" --round-trip "$T/$name" F32 | tail -1
     got=$("$DLM" prompt --base "$T/$name" --raw --temp 0 -n 32 --json "$text" | "$py" -c 'import json,sys; print(json.load(sys.stdin)["tokens"])')
     want=$("$py" -c 'import json,sys; print(json.load(open(sys.argv[1])))' "$T/$name.ref/greedy.json")
     # a stop token may end dlm's run early: compare the common prefix and require it be whole
