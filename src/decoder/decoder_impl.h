@@ -26,6 +26,10 @@ void decoder_profile_dump(double steps);
 typedef struct layer_acts {
     float *rstd1;             /* [N] */
     float *q, *k, *v;         /* [N,Q] [N,K] [N,K]  (q, k after RoPE) */
+    float *qr, *kr;           /* qk_norm: [N,Q] [N,K] the projections before the per-head norm */
+    float *rq, *rk;           /* qk_norm: [N·NH] [N·KVH] their rstd (per head; whole projection: [N] each) */
+    float *ao, *mo;           /* post_norm: [N,C] each, o_proj and down_proj outputs before their norm
+                               * (rstd1 / rstd2 then hold those norms' rstd) */
     float *att, *lse;         /* [N,Q] [B,NH,T] (lse: training only) */
     float *h, *rstd2;         /* [N,C] [N] */
     float *g, *u;             /* [N,F] ×2 */
@@ -53,6 +57,7 @@ struct decoder {
     /* backward (training only, except tmpC: the bare product of an
      * accumulating projection, also used by inference) */
     float *dres, *dxn, *tmpC, *datt, *dq, *dk, *dv, *dact, *dg, *du;
+    float *dqr, *dkr;         /* qk_norm: gradients before the per-head norm */
     float *tmpI, *tmpO, *tmpO2, *dU, *xd;
     float *attn_scratch;
     /* DoRA per (layer, module): g = mag/‖W+sBA‖ and the norm, [out] each */
@@ -84,6 +89,8 @@ void dec_dropout_apply(float *dst, const float *src, int64_t n, float p, const u
 /* One decoder layer: x [N,C] → xout [N,C] (may be the same buffer), keeping
  * its activations in A. */
 void dec_layer_fwd(decoder *d, const dec_pass *p, int layer, layer_acts *A, const float *x, float *xout);
+/* The q (kv = 0) or k (kv = 1) norm of a qk_norm model as rows × n. */
+void dec_qk_norm_shape(const model_config *c, int N, int kv, int64_t *rows, int *n);
 /* Embedding, RoPE table from b->pos, every layer, the final norm (into xnf). */
 void dec_forward_layers(decoder *d, const dec_pass *p, const token_batch *b);
 /* LM head + cross-entropy over the rows that have a target. With

@@ -4,10 +4,15 @@
  * V vocab, r LoRA rank). Per layer the forward is, as in HF's
  * LlamaDecoderLayer:
  *
- *   xn1 = rmsnorm(x) ; q,k,v = lin(xn1) ; rope(q,k) ; att = attn(q,k,v)
+ *   xn1 = rmsnorm(x) ; q,k,v = lin(xn1) ; [qk_norm: q,k = rmsnorm per head
+ *   (qwen3) or over the whole projection (olmo2)] ; rope(q,k) ; att = attn(q,k,v)
  *   h   = x + lin_o(att)
  *   xn2 = rmsnorm(h) ; g,u = lin(xn2) ; act = silu(g)·u
  *   x'  = h + lin_down(act)
+ *
+ * post_norm (olmo2, Olmo2DecoderLayer) moves the norms onto the blocks'
+ * outputs: q,k,v = lin(x) ; h = x + rmsnorm(lin_o(att)) ; g,u = lin(h) ;
+ * x' = h + rmsnorm(lin_down(act)).
  *
  * Training keeps every layer's activations (or, recomputing, only the
  * layer inputs X[l]) and grad/backward.c walks the same equations in
@@ -83,7 +88,7 @@ static int auto_chunk(const model_config *c, int N)
 static attn_shape train_attn(const model_config *c, int B, int T, int K, const int32_t *seg)
 {
     return (attn_shape){.B = B, .Tq = T, .Tk = T, .NH = c->n_head, .KVH = c->n_kv_head, .HS = c->head_dim,
-                        .q_off = 0, .kv_bstride = (int64_t)T * K, .seg = seg};
+                        .q_off = 0, .kv_bstride = (int64_t)T * K, .seg = seg, .window = c->sliding_window};
 }
 
 /* The attention of an inference pass: n new rows at positions
@@ -91,7 +96,8 @@ static attn_shape train_attn(const model_config *c, int B, int T, int K, const i
 static attn_shape cache_attn(const model_config *c, int n, int n_past, int n_ctx, int K)
 {
     return (attn_shape){.B = 1, .Tq = n, .Tk = n_past + n, .NH = c->n_head, .KVH = c->n_kv_head,
-                        .HS = c->head_dim, .q_off = n_past, .kv_bstride = (int64_t)n_ctx * K, .seg = NULL};
+                        .HS = c->head_dim, .q_off = n_past, .kv_bstride = (int64_t)n_ctx * K, .seg = NULL,
+                        .window = c->sliding_window};
 }
 
 /* marks (optional) get the carver's offset at the end of each group:
@@ -119,6 +125,16 @@ static void carve_all(decoder *d, carver *cv, const model_config *c, const lora_
         A->q = CARVE_F(cv, (size_t)N * Q);
         A->k = CARVE_F(cv, (size_t)N * K);
         A->v = CARVE_F(cv, (size_t)N * K);
+        if (c->qk_norm) {
+            A->qr = CARVE_F(cv, (size_t)N * Q);
+            A->kr = CARVE_F(cv, (size_t)N * K);
+            A->rq = CARVE_F(cv, (size_t)N * c->n_head);
+            A->rk = CARVE_F(cv, (size_t)N * c->n_kv_head);
+        }
+        if (c->post_norm) {
+            A->ao = CARVE_F(cv, (size_t)N * C);
+            A->mo = CARVE_F(cv, (size_t)N * C);
+        }
         A->att = CARVE_F(cv, (size_t)N * Q);
         A->lse = kv ? NULL : CARVE_F(cv, (size_t)B * c->n_head * T);
         A->h = CARVE_F(cv, (size_t)N * C);
@@ -167,6 +183,10 @@ static void carve_all(decoder *d, carver *cv, const model_config *c, const lora_
         d->dact = CARVE_F(cv, (size_t)N * F);
         d->dg = CARVE_F(cv, (size_t)N * F);
         d->du = CARVE_F(cv, (size_t)N * F);
+        if (c->qk_norm) {
+            d->dqr = CARVE_F(cv, (size_t)N * Q);
+            d->dkr = CARVE_F(cv, (size_t)N * K);
+        }
     }
     if (marks) marks[3] = cv->off;
     if (kv) {
@@ -403,17 +423,42 @@ static void embed(decoder *d, const int32_t *tokens, int N, float *X0)
     }
 }
 
+/* q, k = RMSNorm of each head (qwen3) or of the whole projection (olmo2):
+ * rows of n values. */
+void dec_qk_norm_shape(const model_config *c, int N, int kv, int64_t *rows, int *n)
+{
+    int heads = kv ? c->n_kv_head : c->n_head;
+    if (c->qk_norm == QK_NORM_FULL) { *rows = N; *n = heads * c->head_dim; }
+    else { *rows = (int64_t)N * heads; *n = c->head_dim; }
+}
+
 void dec_layer_fwd(decoder *d, const dec_pass *p, int layer, layer_acts *A, const float *x, float *xout)
 {
     const model_config *c = &d->m->cfg;
     const layer_weights *w = &d->m->layers[layer];
     int N = p->B * p->T, C = d->C, K = d->K;
-    PROF("fwd.rmsnorm", kern_rmsnorm_fwd(d->xn, A->rstd1, x, w->attn_norm, N, C, c->rms_eps));
-    lin_fwd(d, p, A, layer, LM_Q, d->xn, A->q, N, 0);
-    lin_fwd(d, p, A, layer, LM_K, d->xn, A->k, N, 0);
-    lin_fwd(d, p, A, layer, LM_V, d->xn, A->v, N, 0);
-    PROF("fwd.rope", kern_rope_fwd_t(A->q, d->rope_cs, d->rope_sn, N, c->n_head, c->head_dim);
-    kern_rope_fwd_t(A->k, d->rope_cs, d->rope_sn, N, c->n_kv_head, c->head_dim));
+    /* the attention's input: rmsnorm(x), or x itself (post_norm) */
+    const float *xa = x;
+    if (!c->post_norm) {
+        PROF("fwd.rmsnorm", kern_rmsnorm_fwd(d->xn, A->rstd1, x, w->attn_norm, N, C, c->rms_eps));
+        xa = d->xn;
+    }
+    /* qwen3 / olmo2: q and k are normalised before RoPE */
+    lin_fwd(d, p, A, layer, LM_Q, xa, c->qk_norm ? A->qr : A->q, N, 0);
+    lin_fwd(d, p, A, layer, LM_K, xa, c->qk_norm ? A->kr : A->k, N, 0);
+    lin_fwd(d, p, A, layer, LM_V, xa, A->v, N, 0);
+    if (c->qk_norm) {
+        int64_t rq, rk;
+        int nq, nk;
+        dec_qk_norm_shape(c, N, 0, &rq, &nq);
+        dec_qk_norm_shape(c, N, 1, &rk, &nk);
+        PROF("fwd.rmsnorm", kern_rmsnorm_fwd(A->q, A->rq, A->qr, w->q_norm, rq, nq, c->rms_eps);
+             kern_rmsnorm_fwd(A->k, A->rk, A->kr, w->k_norm, rk, nk, c->rms_eps));
+    }
+    if (model_layer_rope(c, layer)) {   /* smollm3: no RoPE on every fourth layer */
+        PROF("fwd.rope", kern_rope_fwd_t(A->q, d->rope_cs, d->rope_sn, N, c->n_head, c->head_dim);
+             kern_rope_fwd_t(A->k, d->rope_cs, d->rope_sn, N, c->n_kv_head, c->head_dim));
+    }
     if (d->o.n_ctx > 0) {
         /* inference: each sequence's rows append their k, v to its cache
          * and attend over all of it */
@@ -431,14 +476,31 @@ void dec_layer_fwd(decoder *d, const dec_pass *p, int layer, layer_acts *A, cons
         attn_shape as = train_attn(c, p->B, p->T, K, p->seg);
         PROF("fwd.attn", kern_attn_fwd(A->att, A->lse, A->q, A->k, A->v, &as, d->attn_scratch));
     }
-    /* h = x + o(att): the projection accumulates onto a copy of x */
-    PROF("fwd.resid", memcpy(A->h, x, (size_t)N * C * sizeof(float)));
-    lin_fwd(d, p, A, layer, LM_O, A->att, A->h, N, 1);
-    PROF("fwd.rmsnorm", kern_rmsnorm_fwd(d->xn, A->rstd2, A->h, w->ffn_norm, N, C, c->rms_eps));
-    lin_fwd(d, p, A, layer, LM_GATE, d->xn, A->g, N, 0);
-    lin_fwd(d, p, A, layer, LM_UP, d->xn, A->u, N, 0);
+    size_t NC = (size_t)N * C;
+    const float *xm = d->xn;   /* the MLP's input */
+    if (c->post_norm) {
+        /* olmo2: h = x + rmsnorm(o(att)) ; MLP on h */
+        lin_fwd(d, p, A, layer, LM_O, A->att, A->ao, N, 0);
+        PROF("fwd.rmsnorm", kern_rmsnorm_fwd(d->xn, A->rstd1, A->ao, w->post_attn_norm, N, C, c->rms_eps));
+        for (size_t i = 0; i < NC; i++) A->h[i] = x[i] + d->xn[i];
+        xm = A->h;
+    } else {
+        /* h = x + o(att): the projection accumulates onto a copy of x */
+        PROF("fwd.resid", memcpy(A->h, x, NC * sizeof(float)));
+        lin_fwd(d, p, A, layer, LM_O, A->att, A->h, N, 1);
+        PROF("fwd.rmsnorm", kern_rmsnorm_fwd(d->xn, A->rstd2, A->h, w->ffn_norm, N, C, c->rms_eps));
+    }
+    lin_fwd(d, p, A, layer, LM_GATE, xm, A->g, N, 0);
+    lin_fwd(d, p, A, layer, LM_UP, xm, A->u, N, 0);
     PROF("fwd.swiglu", kern_swiglu_fwd(d->act, A->g, A->u, (int64_t)N * d->F));
-    PROF("fwd.resid", memcpy(xout, A->h, (size_t)N * C * sizeof(float)));
+    if (c->post_norm) {
+        /* x' = h + rmsnorm(down(act)) */
+        lin_fwd(d, p, A, layer, LM_DOWN, d->act, A->mo, N, 0);
+        PROF("fwd.rmsnorm", kern_rmsnorm_fwd(d->xn, A->rstd2, A->mo, w->post_ffn_norm, N, C, c->rms_eps));
+        for (size_t i = 0; i < NC; i++) xout[i] = A->h[i] + d->xn[i];
+        return;
+    }
+    PROF("fwd.resid", memcpy(xout, A->h, NC * sizeof(float)));
     lin_fwd(d, p, A, layer, LM_DOWN, d->act, xout, N, 1);
 }
 

@@ -44,7 +44,7 @@ int export_write_adapter(const model *m, const lora *l, const char *name, const 
     int n = 0, cap = 2 * l->n_layer * LM_COUNT;
     ad_t *t = calloc((size_t)(cap ? cap : 1), sizeof *t);
     if (!t) return err_set(e, "MemoryError", "out of memory");
-    int llama = m->cfg.arch == ARCH_LLAMA;
+    int llama = model_arch_permutes_qk(m->cfg.arch);
     for (int il = 0; il < l->n_layer; il++)
         for (int mm = 0; mm < LM_COUNT; mm++) {
             const lora_mod *md = lora_mod_at(l, il, mm);
@@ -65,7 +65,7 @@ int export_write_adapter(const model *m, const lora *l, const char *name, const 
     qsort(t, (size_t)n, sizeof *t, ad_cmp);
     gguf_w *w = gguf_w_new();
     if (!w) { free(t); return err_set(e, "MemoryError", "out of memory"); }
-    gguf_w_str(w, "general.architecture", llama ? "llama" : "qwen2");
+    gguf_w_str(w, "general.architecture", model_arch_name(m->cfg.arch));
     gguf_w_str(w, "general.type", "adapter");
     gguf_w_str(w, "general.name", name && *name ? name : "dlm adapter");
     gguf_w_u32(w, "general.file_type", 0);

@@ -108,7 +108,7 @@ static void rope_divisors(const model_config *c, float *out)
 static int build_plan(const model *m, const lora *l, plan *p, dlm_err *e)
 {
     const model_config *c = &m->cfg;
-    int llama = c->arch == ARCH_LLAMA, hs = c->head_dim;
+    int llama = model_arch_permutes_qk(c->arch), hs = c->head_dim;
     char nm[64];
     if (add_mat(p, "token_embd.weight", &m->tok_embd, 0, -1, -1, e)) return -1;
     if (!c->tied && add_mat(p, "output.weight", &m->output, 0, -1, -1, e)) return -1;
@@ -144,10 +144,24 @@ static int build_plan(const model *m, const lora *l, plan *p, dlm_err *e)
             int merged = l && lora_mod_at(l, il, mm) ? mm : -1;
             if (add_mat(p, nm, mats[mm], perm, il, merged, e)) return -1;
         }
-        snprintf(nm, sizeof nm, "blk.%d.attn_norm.weight", il);
-        if (add_vec(p, nm, w->attn_norm, c->d_model, 0, e)) return -1;
-        snprintf(nm, sizeof nm, "blk.%d.ffn_norm.weight", il);
-        if (add_vec(p, nm, w->ffn_norm, c->d_model, 0, e)) return -1;
+        if (c->post_norm) {   /* olmo2 */
+            snprintf(nm, sizeof nm, "blk.%d.post_attention_norm.weight", il);
+            if (add_vec(p, nm, w->post_attn_norm, c->d_model, 0, e)) return -1;
+            snprintf(nm, sizeof nm, "blk.%d.post_ffw_norm.weight", il);
+            if (add_vec(p, nm, w->post_ffn_norm, c->d_model, 0, e)) return -1;
+        } else {
+            snprintf(nm, sizeof nm, "blk.%d.attn_norm.weight", il);
+            if (add_vec(p, nm, w->attn_norm, c->d_model, 0, e)) return -1;
+            snprintf(nm, sizeof nm, "blk.%d.ffn_norm.weight", il);
+            if (add_vec(p, nm, w->ffn_norm, c->d_model, 0, e)) return -1;
+        }
+        if (w->q_norm) {   /* per head (qwen3) or over the whole projection (olmo2) */
+            int full = c->qk_norm == QK_NORM_FULL;
+            snprintf(nm, sizeof nm, "blk.%d.attn_q_norm.weight", il);
+            if (add_vec(p, nm, w->q_norm, full ? (int64_t)c->n_head * hs : hs, 0, e)) return -1;
+            snprintf(nm, sizeof nm, "blk.%d.attn_k_norm.weight", il);
+            if (add_vec(p, nm, w->k_norm, full ? (int64_t)c->n_kv_head * hs : hs, 0, e)) return -1;
+        }
         if (w->bq) {
             int64_t qd = (int64_t)c->n_head * hs, kd = (int64_t)c->n_kv_head * hs;
             snprintf(nm, sizeof nm, "blk.%d.attn_q.bias", il);
@@ -377,7 +391,7 @@ done:
 static void write_arch(gguf_w *w, const model *m)
 {
     const model_config *c = &m->cfg;
-    const char *a = c->arch == ARCH_LLAMA ? "llama" : "qwen2";
+    const char *a = model_arch_name(c->arch);
     char k[96];
 #define KEY(s) (snprintf(k, sizeof k, "%s.%s", a, s), k)
     gguf_w_u32(w, KEY("block_count"), (uint32_t)c->n_layer);
@@ -392,7 +406,9 @@ static void write_arch(gguf_w *w, const model *m)
         gguf_w_u32(w, KEY("attention.key_length"), (uint32_t)c->head_dim);
         gguf_w_u32(w, KEY("attention.value_length"), (uint32_t)c->head_dim);
     }
-    if (c->arch == ARCH_LLAMA) {
+    if (c->sliding_window > 0)   /* mistral: llama.cpp's llama arch ignores it; dlm reads it back */
+        gguf_w_u32(w, KEY("attention.sliding_window"), (uint32_t)c->sliding_window);
+    if (model_arch_permutes_qk(c->arch)) {   /* LlamaModel's keys (llama, smollm3) */
         gguf_w_u32(w, KEY("vocab_size"), (uint32_t)c->vocab);
         gguf_w_u32(w, KEY("rope.dimension_count"), (uint32_t)c->head_dim);
     }
@@ -429,7 +445,7 @@ int export_write_model(const model *m, const tok *t, const export_gguf_opts *o, 
 
     w = gguf_w_new();
     if (!w) { err_set(e, "MemoryError", "out of memory"); goto done; }
-    gguf_w_str(w, "general.architecture", m->cfg.arch == ARCH_LLAMA ? "llama" : "qwen2");
+    gguf_w_str(w, "general.architecture", model_arch_name(m->cfg.arch));
     gguf_w_str(w, "general.type", "model");
     gguf_w_str(w, "general.name", o->name && *o->name ? o->name : "dlm export");
     gguf_w_u32(w, "general.file_type", o->mix->ftype);

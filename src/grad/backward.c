@@ -112,35 +112,78 @@ static void layer_bwd(decoder *d, const dec_pass *p, const token_batch *b, int l
     const model_config *c = &d->m->cfg;
     const layer_weights *w = &d->m->layers[layer];
     int N = b->B * b->T, C = d->C, F = d->F, K = d->K;
+    size_t NC = (size_t)N * C;
     attn_shape as = {.B = b->B, .Tq = b->T, .Tk = b->T, .NH = c->n_head, .KVH = c->n_kv_head, .HS = c->head_dim,
-                     .q_off = 0, .kv_bstride = (int64_t)b->T * K, .seg = b->seg};
+                     .q_off = 0, .kv_bstride = (int64_t)b->T * K, .seg = b->seg, .window = c->sliding_window};
     float *dres = d->dres; /* in: dL/dx_out; out: dL/dx */
+    int post = c->post_norm;
 
-    /* MLP: x_out = h + down(silu(g)·u) */
+    /* MLP: x_out = h + down(silu(g)·u), or (post_norm) h + rmsnorm(down(·)) */
+    const float *dmo = dres;
+    if (post) {
+        PROF("bwd.rmsnorm", kern_rmsnorm_bwd(d->tmpC, G ? G->post_ffn_norm : NULL, dres, A->mo, w->post_ffn_norm,
+                                             A->rstd2, N, C));
+        dmo = d->tmpC;
+    }
     PROF("bwd.recompute", kern_swiglu_fwd(d->act, A->g, A->u, (int64_t)N * F));
-    lin_bwd(d, p, A, layer, LM_DOWN, d->act, dres, d->dact, N, lg, G ? G->w_down : NULL, NULL, 0);
+    lin_bwd(d, p, A, layer, LM_DOWN, d->act, dmo, d->dact, N, lg, G ? G->w_down : NULL, NULL, 0);
     PROF("bwd.swiglu", kern_swiglu_bwd(d->dg, d->du, d->dact, A->g, A->u, (int64_t)N * F));
-    PROF("bwd.recompute", kern_rmsnorm_apply(d->xn, A->h, w->ffn_norm, A->rstd2, N, C));
-    lin_bwd(d, p, A, layer, LM_GATE, d->xn, d->dg, d->dxn, N, lg, G ? G->w_gate : NULL, NULL, 0);
-    lin_bwd(d, p, A, layer, LM_UP, d->xn, d->du, d->dxn, N, lg, G ? G->w_up : NULL, NULL, 1);
-    PROF("bwd.rmsnorm", kern_rmsnorm_bwd_add(dres, G ? G->ffn_norm : NULL, d->dxn, A->h, w->ffn_norm, A->rstd2,
-                                             N, C));                    /* now dL/dh */
+    const float *xm = A->h;
+    if (!post) {
+        PROF("bwd.recompute", kern_rmsnorm_apply(d->xn, A->h, w->ffn_norm, A->rstd2, N, C));
+        xm = d->xn;
+    }
+    lin_bwd(d, p, A, layer, LM_GATE, xm, d->dg, d->dxn, N, lg, G ? G->w_gate : NULL, NULL, 0);
+    lin_bwd(d, p, A, layer, LM_UP, xm, d->du, d->dxn, N, lg, G ? G->w_up : NULL, NULL, 1);
+    if (post) {
+        for (size_t i = 0; i < NC; i++) dres[i] += d->dxn[i];
+    } else {
+        PROF("bwd.rmsnorm", kern_rmsnorm_bwd_add(dres, G ? G->ffn_norm : NULL, d->dxn, A->h, w->ffn_norm, A->rstd2,
+                                                 N, C));
+    }                                                                   /* now dL/dh */
 
-    /* attention: h = x + o(attn(rope(q), rope(k), v)) */
-    lin_bwd(d, p, A, layer, LM_O, A->att, dres, d->datt, N, lg, G ? G->wo : NULL, NULL, 0);
+    /* attention: h = x + o(attn(rope(q), rope(k), v)), or h = x + rmsnorm(o(·)) */
+    const float *dao = dres;
+    if (post) {
+        PROF("bwd.rmsnorm", kern_rmsnorm_bwd(d->tmpC, G ? G->post_attn_norm : NULL, dres, A->ao, w->post_attn_norm,
+                                             A->rstd1, N, C));
+        dao = d->tmpC;
+    }
+    lin_bwd(d, p, A, layer, LM_O, A->att, dao, d->datt, N, lg, G ? G->wo : NULL, NULL, 0);
     PROF("bwd.attn", kern_attn_bwd(d->dq, d->dk, d->dv, d->datt, A->att, A->lse, A->q, A->k, A->v, &as, d->attn_scratch));
-    PROF("bwd.rope", kern_rope_bwd_t(d->dq, d->rope_cs, d->rope_sn, N, c->n_head, c->head_dim);
-    kern_rope_bwd_t(d->dk, d->rope_cs, d->rope_sn, N, c->n_kv_head, c->head_dim));
-    PROF("bwd.recompute", kern_rmsnorm_apply(d->xn, x, w->attn_norm, A->rstd1, N, C));
+    if (model_layer_rope(c, layer)) {
+        PROF("bwd.rope", kern_rope_bwd_t(d->dq, d->rope_cs, d->rope_sn, N, c->n_head, c->head_dim);
+             kern_rope_bwd_t(d->dk, d->rope_cs, d->rope_sn, N, c->n_kv_head, c->head_dim));
+    }
+    const float *dq = d->dq, *dk = d->dk;
+    if (c->qk_norm) {   /* q, k = rmsnorm of the projections (per head or whole) */
+        int64_t rq, rk;
+        int nq, nk;
+        dec_qk_norm_shape(c, N, 0, &rq, &nq);
+        dec_qk_norm_shape(c, N, 1, &rk, &nk);
+        PROF("bwd.rmsnorm", kern_rmsnorm_bwd(d->dqr, G ? G->q_norm : NULL, d->dq, A->qr, w->q_norm, A->rq, rq, nq);
+             kern_rmsnorm_bwd(d->dkr, G ? G->k_norm : NULL, d->dk, A->kr, w->k_norm, A->rk, rk, nk));
+        dq = d->dqr;
+        dk = d->dkr;
+    }
+    const float *xa = x;
+    if (!post) {
+        PROF("bwd.recompute", kern_rmsnorm_apply(d->xn, x, w->attn_norm, A->rstd1, N, C));
+        xa = d->xn;
+    }
     /* The first layer's input gradient goes nowhere unless the embedding
      * (full mode) wants it. */
     float *dxn = layer > 0 || G ? d->dxn : NULL;
-    lin_bwd(d, p, A, layer, LM_Q, d->xn, d->dq, dxn, N, lg, G ? G->wq : NULL, G ? G->bq : NULL, 0);
-    lin_bwd(d, p, A, layer, LM_K, d->xn, d->dk, dxn, N, lg, G ? G->wk : NULL, G ? G->bk : NULL, 1);
-    lin_bwd(d, p, A, layer, LM_V, d->xn, d->dv, dxn, N, lg, G ? G->wv : NULL, G ? G->bv : NULL, 1);
-    if (dxn)
+    lin_bwd(d, p, A, layer, LM_Q, xa, dq, dxn, N, lg, G ? G->wq : NULL, G ? G->bq : NULL, 0);
+    lin_bwd(d, p, A, layer, LM_K, xa, dk, dxn, N, lg, G ? G->wk : NULL, G ? G->bk : NULL, 1);
+    lin_bwd(d, p, A, layer, LM_V, xa, d->dv, dxn, N, lg, G ? G->wv : NULL, G ? G->bv : NULL, 1);
+    if (!dxn) return;
+    if (post) {
+        for (size_t i = 0; i < NC; i++) dres[i] += dxn[i];
+    } else {
         PROF("bwd.rmsnorm", kern_rmsnorm_bwd_add(dres, G ? G->attn_norm : NULL, dxn, x, w->attn_norm, A->rstd1,
                                                  N, C));                /* now dL/dx */
+    }
 }
 
 static double bwd(decoder *d, const token_batch *b, float *lora_grad, const full_grads *fg, float grad_scale,

@@ -15,18 +15,24 @@ size_t full_grads_carve(const model_config *c, float *slab, full_grads *g)
     TAKE(g->tok_embd, V * C);
     for (int l = 0; l < c->n_layer; l++) {
         layer_grads *lg = g ? &g->layers[l] : NULL;
-        TAKE(lg->attn_norm, C);
+        size_t nq = c->qk_norm == QK_NORM_FULL ? Q : (size_t)c->head_dim;
+        size_t nk = c->qk_norm == QK_NORM_FULL ? K : (size_t)c->head_dim;
+        if (!c->post_norm) TAKE(lg->attn_norm, C);
         TAKE(lg->wq, Q * C);
         if (c->qkv_bias) TAKE(lg->bq, Q);
+        if (c->qk_norm) TAKE(lg->q_norm, nq);
         TAKE(lg->wk, K * C);
         if (c->qkv_bias) TAKE(lg->bk, K);
+        if (c->qk_norm) TAKE(lg->k_norm, nk);
         TAKE(lg->wv, K * C);
         if (c->qkv_bias) TAKE(lg->bv, K);
         TAKE(lg->wo, C * Q);
-        TAKE(lg->ffn_norm, C);
+        if (c->post_norm) TAKE(lg->post_attn_norm, C);
+        else TAKE(lg->ffn_norm, C);
         TAKE(lg->w_gate, F * C);
         TAKE(lg->w_up, F * C);
         TAKE(lg->w_down, C * F);
+        if (c->post_norm) TAKE(lg->post_ffn_norm, C);
     }
     TAKE(g->out_norm, C);
     if (!c->tied) TAKE(g->output, V * C);
@@ -65,6 +71,10 @@ void full_model_bind(full_model *f)
         w->bq = p->bq;
         w->bk = p->bk;
         w->bv = p->bv;
+        w->q_norm = p->q_norm;
+        w->k_norm = p->k_norm;
+        w->post_attn_norm = p->post_attn_norm;
+        w->post_ffn_norm = p->post_ffn_norm;
     }
 }
 
@@ -117,8 +127,13 @@ int full_model_from(const model *src, full_model **out, dlm_err *e)
     for (int l = 0; l < c->n_layer; l++) {
         const layer_weights *w = &src->layers[l];
         layer_grads *p = &f->p.layers[l];
-        memcpy(p->attn_norm, w->attn_norm, C * sizeof(float));
-        memcpy(p->ffn_norm, w->ffn_norm, C * sizeof(float));
+        if (c->post_norm) {
+            memcpy(p->post_attn_norm, w->post_attn_norm, C * sizeof(float));
+            memcpy(p->post_ffn_norm, w->post_ffn_norm, C * sizeof(float));
+        } else {
+            memcpy(p->attn_norm, w->attn_norm, C * sizeof(float));
+            memcpy(p->ffn_norm, w->ffn_norm, C * sizeof(float));
+        }
         copy_mat(p->wq, &w->wq);
         copy_mat(p->wk, &w->wk);
         copy_mat(p->wv, &w->wv);
@@ -130,6 +145,11 @@ int full_model_from(const model *src, full_model **out, dlm_err *e)
             memcpy(p->bq, w->bq, Q * sizeof(float));
             memcpy(p->bk, w->bk, K * sizeof(float));
             memcpy(p->bv, w->bv, K * sizeof(float));
+        }
+        if (c->qk_norm) {
+            int full = c->qk_norm == QK_NORM_FULL;
+            memcpy(p->q_norm, w->q_norm, (full ? Q : (size_t)c->head_dim) * sizeof(float));
+            memcpy(p->k_norm, w->k_norm, (full ? K : (size_t)c->head_dim) * sizeof(float));
         }
     }
     *out = f;
@@ -146,7 +166,7 @@ void full_model_free(full_model *f)
     free(f);
 }
 
-int full_tensor_max(const model_config *c) { return 3 + c->n_layer * 12; }
+int full_tensor_max(const model_config *c) { return 3 + c->n_layer * 15; }
 
 int full_tensors(const model_config *c, const full_grads *g, full_tensor *out)
 {
@@ -158,18 +178,23 @@ int full_tensors(const model_config *c, const full_grads *g, full_tensor *out)
     ADD(g->tok_embd, V, C, "model.embed_tokens.weight");
     for (int l = 0; l < c->n_layer; l++) {
         const layer_grads *p = &g->layers[l];
-        ADD(p->attn_norm, C, 1, "model.layers.%d.input_layernorm.weight", l);
+        int64_t nq = c->qk_norm == QK_NORM_FULL ? Q : c->head_dim, nk = c->qk_norm == QK_NORM_FULL ? K : c->head_dim;
+        if (p->attn_norm) ADD(p->attn_norm, C, 1, "model.layers.%d.input_layernorm.weight", l);
         ADD(p->wq, Q, C, "model.layers.%d.self_attn.q_proj.weight", l);
         if (p->bq) ADD(p->bq, Q, 1, "model.layers.%d.self_attn.q_proj.bias", l);
+        if (p->q_norm) ADD(p->q_norm, nq, 1, "model.layers.%d.self_attn.q_norm.weight", l);
         ADD(p->wk, K, C, "model.layers.%d.self_attn.k_proj.weight", l);
         if (p->bk) ADD(p->bk, K, 1, "model.layers.%d.self_attn.k_proj.bias", l);
+        if (p->k_norm) ADD(p->k_norm, nk, 1, "model.layers.%d.self_attn.k_norm.weight", l);
         ADD(p->wv, K, C, "model.layers.%d.self_attn.v_proj.weight", l);
         if (p->bv) ADD(p->bv, K, 1, "model.layers.%d.self_attn.v_proj.bias", l);
         ADD(p->wo, C, Q, "model.layers.%d.self_attn.o_proj.weight", l);
-        ADD(p->ffn_norm, C, 1, "model.layers.%d.post_attention_layernorm.weight", l);
+        if (p->ffn_norm) ADD(p->ffn_norm, C, 1, "model.layers.%d.post_attention_layernorm.weight", l);
+        if (p->post_attn_norm) ADD(p->post_attn_norm, C, 1, "model.layers.%d.post_attention_layernorm.weight", l);
         ADD(p->w_gate, F, C, "model.layers.%d.mlp.gate_proj.weight", l);
         ADD(p->w_up, F, C, "model.layers.%d.mlp.up_proj.weight", l);
         ADD(p->w_down, C, F, "model.layers.%d.mlp.down_proj.weight", l);
+        if (p->post_ffn_norm) ADD(p->post_ffn_norm, C, 1, "model.layers.%d.post_feedforward_layernorm.weight", l);
     }
     ADD(g->out_norm, C, 1, "model.norm.weight");
     if (g->output) ADD(g->output, V, C, "lm_head.weight");

@@ -13,6 +13,8 @@
  * slab is the canonical order of full_grads_carve. */
 typedef struct layer_grads {
     float *attn_norm, *wq, *wk, *wv, *wo, *bq, *bk, *bv, *ffn_norm, *w_gate, *w_up, *w_down;
+    float *q_norm, *k_norm;   /* qk_norm models only ([HS] each, or [Q] [K]) */
+    float *post_attn_norm, *post_ffn_norm; /* post_norm models (attn_norm, ffn_norm NULL then) */
 } layer_grads;
 typedef struct full_grads {
     float *tok_embd, *output, *out_norm; /* output NULL when tied */
@@ -20,8 +22,9 @@ typedef struct full_grads {
 } full_grads;
 
 /* Canonical order of every trainable tensor for full-parameter training:
- * tok_embd, then per layer attn_norm wq [bq] wk [bk] wv [bv] wo ffn_norm
- * w_gate w_up w_down, then out_norm, then output (untied only). Returns the
+ * tok_embd, then per layer attn_norm wq [bq] [q_norm] wk [bk] [k_norm] wv [bv] wo ffn_norm
+ * w_gate w_up w_down (post_norm: no attn_norm; post_attn_norm for ffn_norm;
+ * post_ffn_norm after w_down), then out_norm, then output (untied only). Returns the
  * total float count; fills g (if non-NULL) with pointers into slab. */
 size_t full_grads_carve(const model_config *c, float *slab, full_grads *g);
 

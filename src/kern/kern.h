@@ -160,6 +160,7 @@ typedef struct attn_shape {
     int q_off;
     int64_t kv_bstride;
     const int32_t *seg;
+    int window;     /* sliding window: the query at position p sees key j only if p − j < window; 0 = none */
 } attn_shape;
 size_t kern_attn_scratch(const attn_shape *s);
 void kern_attn_fwd(float *out, float *lse, const float *q, const float *k, const float *v,

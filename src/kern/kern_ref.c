@@ -107,6 +107,7 @@ static int ref_visible(const attn_shape *s, int b, int i, int j)
     int pos = s->q_off + i;
     if (j > pos) return 0;
     if (s->seg && s->seg[(int64_t)b * s->Tk + j] != s->seg[(int64_t)b * s->Tk + pos]) return 0;
+    if (s->window > 0 && pos - j >= s->window) return 0;
     return 1;
 }
 

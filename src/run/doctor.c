@@ -194,7 +194,7 @@ int doctor_plan_registry(const host_info *h, uint64_t max_memory, doctor_row *ro
             }
             have_local = 1;
         } else if (!base_arch_supported(r->architecture)) {
-            snprintf(row->note, sizeof row->note, "architecture %s is not one dlm runs (llama, qwen2)",
+            snprintf(row->note, sizeof row->note, "architecture %s is not one dlm runs (llama, mistral, qwen2, qwen3, olmo2, smollm3)",
                      r->architecture);
             continue;
         } else if (local_shape(r, &local) == 0) {

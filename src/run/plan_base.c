@@ -43,6 +43,9 @@ static int read_gguf(const char *path, plan_base *b, dlm_err *e)
     }
     if (!strcmp(arch, "llama")) c->arch = ARCH_LLAMA;
     else if (!strcmp(arch, "qwen2")) c->arch = ARCH_QWEN2;
+    else if (!strcmp(arch, "qwen3")) c->arch = ARCH_QWEN3;
+    else if (!strcmp(arch, "olmo2")) c->arch = ARCH_OLMO2;
+    else if (!strcmp(arch, "smollm3")) c->arch = ARCH_SMOLLM3;
     else {
         err_set(e, "UnsupportedArchitectureError", "%s: unsupported GGUF architecture '%s'", path, arch);
         goto out;
@@ -73,6 +76,9 @@ static int read_gguf(const char *path, plan_base *b, dlm_err *e)
     c->vocab = (int)emb->ne[1];
     c->tied = gguf_find_tensor(g, "output.weight") == NULL;
     c->qkv_bias = gguf_find_tensor(g, "blk.0.attn_q.bias") != NULL;
+    c->qk_norm = c->arch == ARCH_QWEN3 ? QK_NORM_HEAD : c->arch == ARCH_OLMO2 ? QK_NORM_FULL : 0;
+    c->post_norm = c->arch == ARCH_OLMO2;
+    c->nope_every = c->arch == ARCH_SMOLLM3 ? 4 : 0;
     finish_cfg(c);
     b->gguf = 1;
     b->meta_bytes = gguf_data_offset(g);
@@ -86,7 +92,7 @@ static int read_gguf(const char *path, plan_base *b, dlm_err *e)
         /* 1-D tensors (norms, biases, rope factors) become owned f32 */
         if (t->n_dims == 1) b->copy_bytes += (uint64_t)t->ne[0] * 4;
         /* llama.cpp permutes llama Q/K rows; the loader copies them back */
-        if (c->arch == ARCH_LLAMA && t->n_dims == 2 &&
+        if (model_arch_permutes_qk(c->arch) && t->n_dims == 2 &&
             (strstr(t->name, ".attn_q.weight") || strstr(t->name, ".attn_k.weight")))
             b->copy_bytes += t->nbytes;
     }
@@ -166,14 +172,15 @@ void plan_base_shape(const model_config *c0, dtype t, int gguf, plan_base *b)
     int64_t C = c->d_model, F = c->n_ff, V = c->vocab;
     int64_t Q = (int64_t)c->n_head * c->head_dim, K = (int64_t)c->n_kv_head * c->head_dim;
     uint64_t vb = gguf ? 4 : (t == DT_F32 ? 4 : 2); /* GGUF keeps vectors f32; HF in the model's dtype */
-    uint64_t vec = (uint64_t)(2 * C + (c->qkv_bias ? Q + 2 * K : 0));
+    uint64_t vec = (uint64_t)(2 * C + (c->qkv_bias ? Q + 2 * K : 0) +
+                              (c->qk_norm == QK_NORM_FULL ? Q + K : c->qk_norm ? 2 * c->head_dim : 0));
     uint64_t layer = mat_bytes(t, Q, C) + 2 * mat_bytes(t, K, C) + mat_bytes(t, C, Q) + 2 * mat_bytes(t, F, C) +
                      mat_bytes(t, C, F) + vec * vb;
     b->embd_bytes = mat_bytes(t, V, C);
     b->embd_row_bytes = V ? b->embd_bytes / (uint64_t)V : 0;
     b->tensor_bytes = layer * (uint64_t)c->n_layer + b->embd_bytes + (uint64_t)C * vb + (c->tied ? 0 : b->embd_bytes);
     b->copy_bytes = (vec * (uint64_t)c->n_layer + (uint64_t)C) * 4;
-    if (gguf && c->arch == ARCH_LLAMA) b->copy_bytes += (mat_bytes(t, Q, C) + mat_bytes(t, K, C)) * (uint64_t)c->n_layer;
+    if (gguf && model_arch_permutes_qk(c->arch)) b->copy_bytes += (mat_bytes(t, Q, C) + mat_bytes(t, K, C)) * (uint64_t)c->n_layer;
     /* GGUF header: the token list (≈ 8-byte length + ~7 bytes + type each)
      * and the merges dominate; safetensors headers ≈ 150 bytes a tensor */
     b->meta_bytes = gguf ? (uint64_t)V * 24 + (64u << 10) : (uint64_t)(c->n_layer * 12 + 4) * 150;

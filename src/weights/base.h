@@ -12,7 +12,8 @@
 #include "weights/registry.h"
 #include "util/err.h"
 
-/* 1 if dlm runs this HF architecture class (LlamaForCausalLM, Qwen2ForCausalLM). */
+/* 1 if dlm runs this HF architecture class (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM,
+ * Qwen3ForCausalLM, Olmo2ForCausalLM, SmolLM3ForCausalLM): the one list `dlm init`, base resolution and doctor ask. */
 int base_arch_supported(const char *hf_architecture);
 
 /* -1 with the reason (what the decoder lacks for its architecture) when ref

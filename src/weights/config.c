@@ -1,4 +1,4 @@
-/* config — HF config.json → model_config for llama and qwen2.
+/* config — HF config.json → model_config for llama (and mistral), qwen2, qwen3, olmo2 and smollm3.
  *
  * Accepts both transformers layouts: v4 (top-level rope_theta, rope_scaling,
  * torch_dtype) and v5 (rope_parameters with rope_theta inside, dtype).
@@ -157,7 +157,34 @@ static int parse_rope(const cfg_ctx *c, model_config *cfg)
     return 0;
 }
 
-static int detect_arch(const cfg_ctx *c, model_config *cfg)
+/* SmolLM3Config: no_rope_layers[i] = 1 where layer i uses RoPE, by default
+ * (i + 1) % no_rope_layer_interval != 0. dlm (like llama.cpp) runs that
+ * periodic pattern only: a list that departs from it is refused. */
+static int parse_nope(const cfg_ctx *c, model_config *cfg)
+{
+    long long every = 4;
+    if (get_int(c, c->root, "no_rope_layer_interval", &every) < 0) return -1;
+    if (every < 1 || every > 1024)
+        return err_at(c->e, KIND, c->path, 0, 0, "no_rope_layer_interval = %lld is out of range", every);
+    cfg->nope_every = (int)every;
+    const json_t *l = json_object_get(c->root, "no_rope_layers");
+    if (!l || json_is_null(l)) return 0;
+    if (!json_is_array(l) || json_array_size(l) != (size_t)cfg->n_layer)
+        return err_at(c->e, KIND, c->path, 0, 0, "\"no_rope_layers\" must list one 0/1 per layer (%d)", cfg->n_layer);
+    for (int i = 0; i < cfg->n_layer; i++) {
+        const json_t *v = json_array_get(l, (size_t)i);
+        if (!json_is_integer(v) || (json_integer_value(v) != 0 && json_integer_value(v) != 1))
+            return err_at(c->e, KIND, c->path, 0, 0, "\"no_rope_layers\"[%d] must be 0 or 1", i);
+        if ((int)json_integer_value(v) != model_layer_rope(cfg, i)) {
+            err_at(c->e, KIND, c->path, 0, 0, "\"no_rope_layers\" is not every %d-th layer without RoPE (layer %d)",
+                   cfg->nope_every, i);
+            return err_hint(c->e, "dlm and llama.cpp run SmolLM3's periodic NoPE layers only");
+        }
+    }
+    return 0;
+}
+
+static int detect_arch(const cfg_ctx *c, model_config *cfg, int *mistral)
 {
     const json_t *archs = json_object_get(c->root, "architectures");
     const char *first = NULL;
@@ -169,17 +196,28 @@ static int detect_arch(const cfg_ctx *c, model_config *cfg)
             if (!s) continue;
             if (!first) first = s;
             if (!strcmp(s, "LlamaForCausalLM")) { cfg->arch = ARCH_LLAMA; return 0; }
+            /* mistral: the llama layer (llama.cpp converts it as llama) with a sliding window */
+            if (!strcmp(s, "MistralForCausalLM")) { cfg->arch = ARCH_LLAMA; *mistral = 1; return 0; }
             if (!strcmp(s, "Qwen2ForCausalLM")) { cfg->arch = ARCH_QWEN2; return 0; }
+            if (!strcmp(s, "Qwen3ForCausalLM")) { cfg->arch = ARCH_QWEN3; return 0; }
+            if (!strcmp(s, "Olmo2ForCausalLM")) { cfg->arch = ARCH_OLMO2; return 0; }
+            if (!strcmp(s, "SmolLM3ForCausalLM")) { cfg->arch = ARCH_SMOLLM3; return 0; }
         }
     }
     const char *mt = json_string_value(json_object_get(c->root, "model_type"));
     if (!first && mt) {
         if (!strcmp(mt, "llama")) { cfg->arch = ARCH_LLAMA; return 0; }
+        if (!strcmp(mt, "mistral")) { cfg->arch = ARCH_LLAMA; *mistral = 1; return 0; }
         if (!strcmp(mt, "qwen2")) { cfg->arch = ARCH_QWEN2; return 0; }
+        if (!strcmp(mt, "qwen3")) { cfg->arch = ARCH_QWEN3; return 0; }
+        if (!strcmp(mt, "olmo2")) { cfg->arch = ARCH_OLMO2; return 0; }
+        if (!strcmp(mt, "smollm3")) { cfg->arch = ARCH_SMOLLM3; return 0; }
     }
     err_at(c->e, "UnsupportedArchitectureError", c->path, 0, 0, "unsupported architecture '%s'",
            first ? first : mt ? mt : "(none given)");
-    return err_hint(c->e, "supported: LlamaForCausalLM (model_type llama), Qwen2ForCausalLM (model_type qwen2)");
+    return err_hint(c->e, "supported: LlamaForCausalLM (model_type llama), MistralForCausalLM (mistral), "
+                          "Qwen2ForCausalLM (qwen2), Qwen3ForCausalLM (qwen3), Olmo2ForCausalLM (olmo2), "
+                          "SmolLM3ForCausalLM (smollm3)");
 }
 
 int model_config_parse(const char *json_text, size_t len, const char *path, model_config *cfg, dlm_err *e)
@@ -193,7 +231,8 @@ int model_config_parse(const char *json_text, size_t len, const char *path, mode
     cfg_ctx c = {root, path, e};
     int rc = -1;
     if (!json_is_object(root)) { err_at(e, KIND, path, 0, 0, "config is not a JSON object"); goto out; }
-    if (detect_arch(&c, cfg)) goto out;
+    int mistral = 0;
+    if (detect_arch(&c, cfg, &mistral)) goto out;
 
     if (need_dim(&c, "num_hidden_layers", 1024, &cfg->n_layer) ||
         need_dim(&c, "hidden_size", 1 << 17, &cfg->d_model) ||
@@ -219,10 +258,10 @@ int model_config_parse(const char *json_text, size_t len, const char *path, mode
         err_at(e, KIND, path, 0, 0, "head_dim %d is odd (RoPE rotates pairs)", cfg->head_dim);
         goto out;
     }
-    cfg->max_pos = cfg->arch == ARCH_QWEN2 ? 32768 : 2048;
+    cfg->max_pos = mistral ? 131072 : cfg->arch == ARCH_LLAMA || cfg->arch == ARCH_OLMO2 ? 2048 : 32768;
     if (opt_dim(&c, "max_position_embeddings", 1 << 24, &cfg->max_pos)) goto out;
 
-    double eps = 1e-6;
+    double eps = cfg->arch == ARCH_OLMO2 ? 1e-5 : 1e-6;   /* Olmo2Config vs the others' default */
     if (get_num(&c, root, "rms_norm_eps", &eps) < 0) goto out;
     if (!(eps > 0 && eps < 1)) { err_at(e, KIND, path, 0, 0, "rms_norm_eps = %g is out of range", eps); goto out; }
     cfg->rms_eps = (float)eps;
@@ -234,7 +273,7 @@ int model_config_parse(const char *json_text, size_t len, const char *path, mode
 
     const char *act = json_string_value(json_object_get(root, "hidden_act"));
     if (act && strcmp(act, "silu")) {
-        err_at(e, KIND, path, 0, 0, "hidden_act '%s' is not supported (llama and qwen2 use silu)", act);
+        err_at(e, KIND, path, 0, 0, "hidden_act '%s' is not supported (every architecture dlm runs uses silu)", act);
         goto out;
     }
     int b = 0;
@@ -246,6 +285,41 @@ int model_config_parse(const char *json_text, size_t len, const char *path, mode
             err_at(e, KIND, path, 0, 0, "use_sliding_window=true is not supported");
             goto out;
         }
+    } else if (cfg->arch == ARCH_QWEN3) {
+        /* Qwen3Attention: q_norm/k_norm (RMSNorm over head_dim) always;
+         * attention_bias would also put a bias on o_proj, which no released
+         * Qwen3 has. */
+        cfg->qk_norm = QK_NORM_HEAD;
+        if (get_bool(&c, root, "attention_bias", &b) < 0) goto out;
+        if (b) { err_at(e, KIND, path, 0, 0, "attention_bias=true is not supported for qwen3"); goto out; }
+        if (get_bool(&c, root, "use_sliding_window", &b) < 0) goto out;
+        if (b) { err_at(e, KIND, path, 0, 0, "use_sliding_window=true is not supported"); goto out; }
+    } else if (cfg->arch == ARCH_OLMO2) {
+        /* Olmo2DecoderLayer: q_norm / k_norm over the whole projection,
+         * post_attention_layernorm and post_feedforward_layernorm on each
+         * block's output, no norm before; attention_bias would bias o_proj too */
+        cfg->qk_norm = QK_NORM_FULL;
+        cfg->post_norm = 1;
+        if (get_bool(&c, root, "attention_bias", &b) < 0) goto out;
+        if (b) { err_at(e, KIND, path, 0, 0, "attention_bias=true is not supported for olmo2"); goto out; }
+    } else if (cfg->arch == ARCH_SMOLLM3) {
+        if (parse_nope(&c, cfg)) goto out;
+        if (get_bool(&c, root, "use_sliding_window", &b) < 0) goto out;
+        if (b) { err_at(e, KIND, path, 0, 0, "use_sliding_window=true is not supported"); goto out; }
+        if (get_bool(&c, root, "attention_bias", &b) < 0) goto out;
+        if (b) { err_at(e, KIND, path, 0, 0, "attention_bias=true is not supported for smollm3"); goto out; }
+        if (get_bool(&c, root, "mlp_bias", &b) < 0) goto out;
+        if (b) { err_at(e, KIND, path, 0, 0, "mlp_bias=true is not supported for smollm3"); goto out; }
+    } else if (mistral) {
+        /* MistralConfig: sliding_window 4096 when the key is absent, none when null */
+        const json_t *sw = json_object_get(root, "sliding_window");
+        long long win = sw ? 0 : 4096;
+        if (sw && get_int(&c, root, "sliding_window", &win) < 0) goto out;
+        if (win < 0 || win > (1 << 24)) {
+            err_at(e, KIND, path, 0, 0, "sliding_window = %lld is out of range", win);
+            goto out;
+        }
+        cfg->sliding_window = (int)win;
     } else {
         if (get_bool(&c, root, "attention_bias", &b) < 0) goto out;
         if (b) { err_at(e, KIND, path, 0, 0, "attention_bias=true is not supported for llama"); goto out; }

@@ -266,17 +266,25 @@ int model_build(loader *L)
 
     m->layers = model_alloc(m, (size_t)c->n_layer * sizeof *m->layers, L->e);
     if (!m->layers) return -1;
-    int permute = L->gguf && c->arch == ARCH_LLAMA;
+    int permute = L->gguf && model_arch_permutes_qk(c->arch);
     for (int il = 0; il < c->n_layer; il++) {
         layer_weights *w = &m->layers[il];
-        if (get_vec(L, T_ATTN_NORM, il, C, 1, &w->attn_norm) || get_mat(L, T_Q, il, QD, C, 1, &w->wq) ||
-            get_mat(L, T_K, il, KD, C, 1, &w->wk) || get_mat(L, T_V, il, KD, C, 1, &w->wv) ||
-            get_mat(L, T_O, il, C, QD, 1, &w->wo) || get_vec(L, T_FFN_NORM, il, C, 1, &w->ffn_norm) ||
+        if (get_mat(L, T_Q, il, QD, C, 1, &w->wq) || get_mat(L, T_K, il, KD, C, 1, &w->wk) ||
+            get_mat(L, T_V, il, KD, C, 1, &w->wv) || get_mat(L, T_O, il, C, QD, 1, &w->wo) ||
             get_mat(L, T_GATE, il, F, C, 1, &w->w_gate) || get_mat(L, T_UP, il, F, C, 1, &w->w_up) ||
             get_mat(L, T_DOWN, il, C, F, 1, &w->w_down))
             return -1;
+        if (c->post_norm ? get_vec(L, T_ATTN_POST, il, C, 1, &w->post_attn_norm) ||
+                               get_vec(L, T_FFN_POST, il, C, 1, &w->post_ffn_norm)
+                         : get_vec(L, T_ATTN_NORM, il, C, 1, &w->attn_norm) ||
+                               get_vec(L, T_FFN_NORM, il, C, 1, &w->ffn_norm))
+            return -1;
         if (c->qkv_bias && (get_vec(L, T_QB, il, QD, 1, &w->bq) || get_vec(L, T_KB, il, KD, 1, &w->bk) ||
                             get_vec(L, T_VB, il, KD, 1, &w->bv)))
+            return -1;
+        int full = c->qk_norm == QK_NORM_FULL;
+        if (c->qk_norm && (get_vec(L, T_QN, il, full ? QD : c->head_dim, 1, &w->q_norm) ||
+                           get_vec(L, T_KN, il, full ? KD : c->head_dim, 1, &w->k_norm)))
             return -1;
         if (permute) {
             if (unpermute_mat(L, &w->wq, c->n_head, c->head_dim) ||

@@ -1,4 +1,4 @@
-/* load_gguf — a llama.cpp GGUF (llama / qwen2 arch): config from the
+/* load_gguf — a llama.cpp GGUF (llama / qwen2 / qwen3 / olmo2 / smollm3 arch): config from the
  * <arch>.* keys (docs/reference/formats.md §4.4), tensors by GGUF name (§4.5). Weights stay
  * in their stored type in the mapping; load.c undoes the llama Q/K
  * permutation. */
@@ -71,11 +71,14 @@ static int read_config(gguf_file *g, model_config *c, dlm_err *e)
     if (gguf_get_str(g, id, &arch, NULL, e)) return -1;
     if (!strcmp(arch, "llama")) c->arch = ARCH_LLAMA;
     else if (!strcmp(arch, "qwen2")) c->arch = ARCH_QWEN2;
+    else if (!strcmp(arch, "qwen3")) c->arch = ARCH_QWEN3;
+    else if (!strcmp(arch, "olmo2")) c->arch = ARCH_OLMO2;
+    else if (!strcmp(arch, "smollm3")) c->arch = ARCH_SMOLLM3;
     else {
         err_at(e, "UnsupportedArchitectureError", path, 0, 0, "unsupported GGUF architecture '%s'", arch);
-        return err_hint(e, "supported: llama, qwen2");
+        return err_hint(e, "supported: llama, qwen2, qwen3, olmo2, smollm3");
     }
-    int64_t L, C, F, NH, KVH = -1, ctx, kl = -1, vl = -1, rd = -1;
+    int64_t L, C, F, NH, KVH = -1, ctx, kl = -1, vl = -1, rd = -1, sw = -1;
     double eps, theta = 10000.0;
     if (key_int(g, arch, "block_count", 1, &L, e) || key_int(g, arch, "embedding_length", 1, &C, e) ||
         key_int(g, arch, "feed_forward_length", 1, &F, e) || key_int(g, arch, "attention.head_count", 1, &NH, e) ||
@@ -86,8 +89,10 @@ static int read_config(gguf_file *g, model_config *c, dlm_err *e)
         key_num(g, arch, "rope.freq_base", 0, &theta, e) < 0 ||
         key_int(g, arch, "attention.key_length", 0, &kl, e) < 0 ||
         key_int(g, arch, "attention.value_length", 0, &vl, e) < 0 ||
-        key_int(g, arch, "rope.dimension_count", 0, &rd, e) < 0)
+        key_int(g, arch, "rope.dimension_count", 0, &rd, e) < 0 ||
+        key_int(g, arch, "attention.sliding_window", 0, &sw, e) < 0)
         return -1;
+    if (sw > 0 && sw <= (1 << 24)) c->sliding_window = (int)sw;
     if (KVH < 0) KVH = NH;
     if (as_int(L, &c->n_layer) || as_int(C, &c->d_model) || as_int(F, &c->n_ff) || as_int(NH, &c->n_head) ||
         as_int(KVH, &c->n_kv_head) || as_int(ctx, &c->max_pos) || NH < 1)
@@ -99,9 +104,9 @@ static int read_config(gguf_file *g, model_config *c, dlm_err *e)
     if (kl <= 0 && c->d_model % c->n_head)
         return err_at(e, KIND, path, 0, 0, "embedding_length %d is not a multiple of head_count %d", c->d_model,
                       c->n_head);
-    if (c->arch == ARCH_LLAMA && rd >= 0 && rd != c->head_dim)
-        return err_at(e, KIND, path, 0, 0, "llama.rope.dimension_count %lld != head dim %d (partial RoPE is not supported)",
-                      (long long)rd, c->head_dim);
+    if (rd >= 0 && rd != c->head_dim)
+        return err_at(e, KIND, path, 0, 0, "%s.rope.dimension_count %lld != head dim %d (partial RoPE is not supported)",
+                      arch, (long long)rd, c->head_dim);
     c->rms_eps = (float)eps;
     c->rope_theta = (float)theta;
 
@@ -126,6 +131,11 @@ static int read_config(gguf_file *g, model_config *c, dlm_err *e)
     /* q/k/v biases are optional for llama.cpp; present in Qwen2 files */
     c->qkv_bias = gguf_find_tensor(g, "blk.0.attn_q.bias") != NULL;
     c->tied = gguf_find_tensor(g, "output.weight") == NULL;
+    /* qwen3 / olmo2: llama.cpp always writes attn_q_norm / attn_k_norm */
+    c->qk_norm = c->arch == ARCH_QWEN3 ? QK_NORM_HEAD : c->arch == ARCH_OLMO2 ? QK_NORM_FULL : 0;
+    c->post_norm = c->arch == ARCH_OLMO2;
+    /* smollm3: llama.cpp fixes the NoPE step at 4 (no key carries it) */
+    c->nope_every = c->arch == ARCH_SMOLLM3 ? 4 : 0;
     int ft = gguf_find_key(g, "general.file_type");
     int64_t ftv;
     if (ft >= 0 && gguf_get_int(g, ft, &ftv, NULL) == 0)

@@ -1,6 +1,7 @@
 /* model — a base model in memory: its config and its weights in their
  * stored types, loaded from an HF folder (config.json + safetensors) or a
- * GGUF file. Architectures: llama and qwen2.
+ * GGUF file. Architectures: llama (and mistral), qwen2, qwen3, olmo2 and smollm3
+ * (docs/models.md).
  *
  * Conventions every consumer relies on:
  *  - Weights are in HF orientation and HF row order: W[out][in], Q/K rows in
@@ -16,7 +17,15 @@
 #include "kern/dtype.h"
 #include "util/err.h"
 
-typedef enum { ARCH_LLAMA = 0, ARCH_QWEN2 = 1 } model_arch;
+typedef enum { ARCH_LLAMA = 0, ARCH_QWEN2 = 1, ARCH_QWEN3 = 2, ARCH_OLMO2 = 3, ARCH_SMOLLM3 = 4 } model_arch;
+
+/* llama.cpp's general.architecture name of a ("llama", "qwen2", "qwen3", "olmo2", "smollm3"). */
+const char *model_arch_name(model_arch a);
+/* 1 if llama.cpp's converter permutes this arch's Q/K rows (LlamaModel and
+ * its subclasses: llama, mistral, smollm3). */
+int model_arch_permutes_qk(model_arch a);
+
+enum { QK_NORM_HEAD = 1, QK_NORM_FULL = 2 };
 
 typedef struct model_config {
     model_arch arch;
@@ -32,6 +41,10 @@ typedef struct model_config {
     float rope_theta;
     int tied;           /* lm_head shares the embedding */
     int qkv_bias;       /* q/k/v projections have biases (qwen2: always) */
+    int qk_norm;        /* RMSNorm on q and k before RoPE: QK_NORM_HEAD (qwen3) or QK_NORM_FULL (olmo2) */
+    int post_norm;      /* olmo2: no norm before attention / MLP; RMSNorm of each one's output before the residual add */
+    int sliding_window; /* mistral: a query sees the keys of the last sliding_window positions (itself included); 0 = all */
+    int nope_every;     /* smollm3: every nope_every-th layer (1-based) has no RoPE; 0 = RoPE everywhere */
     /* rope_scaling type llama3 (Llama 3.x); 0 = none */
     int rope_llama3;
     float rope_factor, rope_low_freq_factor, rope_high_freq_factor;
@@ -53,6 +66,8 @@ typedef struct layer_weights {
     float *attn_norm;           /* [C] input_layernorm */
     wmat wq, wk, wv, wo;        /* [NH*HS, C] [KVH*HS, C] [KVH*HS, C] [C, NH*HS] */
     float *bq, *bk, *bv;        /* [NH*HS] [KVH*HS] [KVH*HS], NULL without bias */
+    float *q_norm, *k_norm;     /* qk_norm: [HS] each (per head) or [NH*HS] [KVH*HS] (whole projection), else NULL */
+    float *post_attn_norm, *post_ffn_norm; /* [C] each (post_norm; attn_norm and ffn_norm are NULL then) */
     float *ffn_norm;            /* [C] post_attention_layernorm */
     wmat w_gate, w_up, w_down;  /* [F, C] [F, C] [C, F] */
 } layer_weights;
@@ -112,7 +127,13 @@ const char *model_proj_name(int p, int il, int gguf, char *buf, size_t cap);
  * take. Already-quantized weights are kept. Embeddings and the head stay. */
 int model_quantize_projections(model *m, dtype target, dlm_err *e);
 
-/* Parse an HF config.json text into cfg (llama / qwen2; v4 and v5 layouts). */
+/* 1 if layer il applies RoPE to q and k. */
+static inline int model_layer_rope(const model_config *c, int il)
+{
+    return c->nope_every <= 0 || (il + 1) % c->nope_every != 0;
+}
+
+/* Parse an HF config.json text into cfg (llama / qwen2 / qwen3; v4 and v5 layouts). */
 int model_config_parse(const char *json_text, size_t len, const char *path, model_config *cfg, dlm_err *e);
 /* Fill rope_inv_freq[HS/2] from cfg (theta, llama3 scaling). */
 void model_rope_freqs(const model_config *cfg, double *inv_freq);

@@ -1,4 +1,5 @@
-/* names — HF ↔ GGUF tensor names for llama/qwen2 (docs/reference/formats.md §4.5). */
+/* names — HF ↔ GGUF tensor names for llama/qwen2/qwen3/olmo2 (docs/reference/formats.md §4.5;
+ * qwen3's and olmo2's norms as llama.cpp's convert_hf_to_gguf names them). */
 #include "weights/model_impl.h"
 
 #include <stdio.h>
@@ -22,6 +23,13 @@ static const struct { const char *hf, *gguf; } NAMES[T_ROLE_COUNT] = {
     [T_GATE] = {"model.layers.%d.mlp.gate_proj.weight", "blk.%d.ffn_gate.weight"},
     [T_UP] = {"model.layers.%d.mlp.up_proj.weight", "blk.%d.ffn_up.weight"},
     [T_DOWN] = {"model.layers.%d.mlp.down_proj.weight", "blk.%d.ffn_down.weight"},
+    [T_QN] = {"model.layers.%d.self_attn.q_norm.weight", "blk.%d.attn_q_norm.weight"},
+    [T_KN] = {"model.layers.%d.self_attn.k_norm.weight", "blk.%d.attn_k_norm.weight"},
+    /* olmo2: the same HF name as llama's ffn_norm, llama.cpp's post-norm
+     * name; after T_FFN_NORM, so an HF name still maps to ffn_norm (the
+     * name lists are informational; the loader asks per role) */
+    [T_ATTN_POST] = {"model.layers.%d.post_attention_layernorm.weight", "blk.%d.post_attention_norm.weight"},
+    [T_FFN_POST] = {"model.layers.%d.post_feedforward_layernorm.weight", "blk.%d.post_ffw_norm.weight"},
 };
 
 const char *model_role_name(tensor_role r, int il, int gguf, char *buf, size_t cap)
@@ -71,3 +79,11 @@ static int map(const char *in, int from_gguf, char *out, size_t cap)
 
 int model_name_to_gguf(const char *hf, char *out, size_t cap) { return map(hf, 0, out, cap); }
 int model_name_to_hf(const char *gguf, char *out, size_t cap) { return map(gguf, 1, out, cap); }
+
+const char *model_arch_name(model_arch a)
+{
+    return a == ARCH_SMOLLM3 ? "smollm3" : a == ARCH_OLMO2 ? "olmo2" : a == ARCH_QWEN3 ? "qwen3" :
+           a == ARCH_QWEN2 ? "qwen2" : "llama";
+}
+
+int model_arch_permutes_qk(model_arch a) { return a == ARCH_LLAMA || a == ARCH_SMOLLM3; }

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Write a small random llama or qwen2 model in HF format (config.json,
+"""Write a small random llama, qwen2, qwen3, olmo2, mistral or smollm3 model in HF format (config.json,
 safetensors, a real byte-level BPE tokenizer.json + tokenizer_config.json
 with ChatML specials) and optionally the same model as GGUF.
 
@@ -7,7 +7,8 @@ Deterministic for a given --seed: the same arguments give the same bytes.
 numpy only (run with /usr/bin/python3). Independent of dlm's C code: the
 safetensors and GGUF files are written here from the format specs.
 
-  make_model.py --out DIR [--arch llama|qwen2] [--tied|--untied]
+  make_model.py --out DIR [--arch llama|qwen2|qwen3|olmo2|mistral|smollm3] [--tied|--untied]
+                [--sliding-window W]
                 [--dtype f32|bf16|f16] [--rope-llama3] [--layers N]
                 [--d-model C] [--heads NH] [--kv-heads KVH] [--ff F]
                 [--vocab V] [--layout v4|v5] [--shards K] [--seed S]
@@ -189,7 +190,8 @@ def write_safetensors(path, items, metadata=None):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
-    ap.add_argument("--arch", choices=["llama", "qwen2"], default="llama")
+    ap.add_argument("--arch", choices=["llama", "qwen2", "qwen3", "olmo2", "mistral", "smollm3"], default="llama")
+    ap.add_argument("--sliding-window", type=int, default=0, help="mistral: config sliding_window (0: null)")
     g = ap.add_mutually_exclusive_group()
     g.add_argument("--tied", dest="tied", action="store_true", default=True)
     g.add_argument("--untied", dest="tied", action="store_false")
@@ -213,7 +215,7 @@ def main():
 
     C, L, NH, KVH, F, V = a.d_model, a.layers, a.heads, a.kv_heads, a.ff, a.vocab
     HS = a.head_dim or C // NH
-    theta = 10000.0 if a.arch == "llama" else 1000000.0
+    theta = {"llama": 10000.0, "olmo2": 500000.0}.get(a.arch, 1000000.0)
     eps = 1e-5 if a.arch == "llama" else 1e-6
     rng = np.random.RandomState(a.seed)
     os.makedirs(a.out, exist_ok=True)
@@ -228,7 +230,8 @@ def main():
     w = {"model.embed_tokens.weight": randn(V, C, scale=0.5)}
     for il in range(L):
         p = "model.layers.%d." % il
-        w[p + "input_layernorm.weight"] = (1 + randn(C, scale=0.1))
+        if a.arch != "olmo2":   # Olmo2DecoderLayer has no input norm
+            w[p + "input_layernorm.weight"] = (1 + randn(C, scale=0.1))
         w[p + "self_attn.q_proj.weight"] = randn(NH * HS, C, scale=0.2)
         w[p + "self_attn.k_proj.weight"] = randn(KVH * HS, C, scale=0.2)
         w[p + "self_attn.v_proj.weight"] = randn(KVH * HS, C, scale=0.2)
@@ -237,10 +240,18 @@ def main():
             w[p + "self_attn.q_proj.bias"] = randn(NH * HS, scale=0.1)
             w[p + "self_attn.k_proj.bias"] = randn(KVH * HS, scale=0.1)
             w[p + "self_attn.v_proj.bias"] = randn(KVH * HS, scale=0.1)
+        if a.arch == "qwen3":   # Qwen3Attention.q_norm / k_norm: RMSNorm(head_dim)
+            w[p + "self_attn.q_norm.weight"] = (1 + randn(HS, scale=0.2))
+            w[p + "self_attn.k_norm.weight"] = (1 + randn(HS, scale=0.2))
+        if a.arch == "olmo2":   # Olmo2Attention.q_norm / k_norm: RMSNorm over the whole projection
+            w[p + "self_attn.q_norm.weight"] = (1 + randn(NH * HS, scale=0.2))
+            w[p + "self_attn.k_norm.weight"] = (1 + randn(KVH * HS, scale=0.2))
         w[p + "post_attention_layernorm.weight"] = (1 + randn(C, scale=0.1))
         w[p + "mlp.gate_proj.weight"] = randn(F, C, scale=0.2)
         w[p + "mlp.up_proj.weight"] = randn(F, C, scale=0.2)
         w[p + "mlp.down_proj.weight"] = randn(C, F, scale=0.2)
+        if a.arch == "olmo2":
+            w[p + "post_feedforward_layernorm.weight"] = (1 + randn(C, scale=0.1))
     w["model.norm.weight"] = (1 + randn(C, scale=0.1))
     if not a.tied:
         w["lm_head.weight"] = randn(V, C, scale=0.5)
@@ -273,7 +284,9 @@ def main():
 
     # config.json
     cfg = {
-        "architectures": ["LlamaForCausalLM" if a.arch == "llama" else "Qwen2ForCausalLM"],
+        "architectures": [{"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
+                           "qwen3": "Qwen3ForCausalLM", "olmo2": "Olmo2ForCausalLM",
+                           "mistral": "MistralForCausalLM", "smollm3": "SmolLM3ForCausalLM"}[a.arch]],
         "model_type": a.arch, "hidden_act": "silu", "hidden_size": C, "intermediate_size": F,
         "num_hidden_layers": L, "num_attention_heads": NH, "num_key_value_heads": KVH,
         "max_position_embeddings": a.max_pos, "rms_norm_eps": eps, "vocab_size": V,
@@ -284,6 +297,16 @@ def main():
         cfg["head_dim"] = HS
     if a.arch == "llama":
         cfg.update({"attention_bias": False, "mlp_bias": False, "pretraining_tp": 1})
+    elif a.arch == "smollm3":   # SmolLM3Config: no RoPE on every fourth layer
+        cfg.update({"attention_bias": False, "mlp_bias": False, "use_sliding_window": False, "sliding_window": None,
+                    "no_rope_layer_interval": 4, "no_rope_layers": [int((i + 1) % 4 != 0) for i in range(L)]})
+    elif a.arch == "mistral":
+        cfg.update({"sliding_window": a.sliding_window or None, "attention_dropout": 0.0})
+    elif a.arch == "olmo2":
+        cfg.update({"attention_bias": False, "attention_dropout": 0.0, "pad_token_id": bos})
+    elif a.arch == "qwen3":
+        cfg.update({"attention_bias": False, "attention_dropout": 0.0, "head_dim": HS, "use_sliding_window": False,
+                    "sliding_window": None, "max_window_layers": L})
     else:
         cfg.update({"use_sliding_window": False, "sliding_window": a.max_pos, "max_window_layers": L})
     rope = None
@@ -313,7 +336,7 @@ def main():
 
 
 def write_model_gguf(a, cfg, vals, toks, merges, bos, eos, theta, eps, HS, rope):
-    arch = a.arch
+    arch = "llama" if a.arch == "mistral" else a.arch   # convert_hf_to_gguf: MistralModel is a LlamaModel
     gt = {"f32": gw.T_F32, "f16": gw.T_F16, "bf16": gw.T_BF16, "q8_0": gw.T_Q8_0, "q4_0": gw.T_Q4_0, "q5_0": 6,
           "q4_k": gw.T_Q4_K, "q5_k": gw.T_Q5_K, "q6_k": gw.T_Q6_K}[a.gguf_type]
     ftype = {"f32": 0, "f16": 1, "bf16": 32, "q8_0": 7, "q4_0": 2, "q5_0": 8, "q4_k": 15, "q5_k": 17,
@@ -333,11 +356,13 @@ def write_model_gguf(a, cfg, vals, toks, merges, bos, eos, theta, eps, HS, rope)
         ("%s.attention.layer_norm_rms_epsilon" % arch, gw.GGUF_F32, eps),
         ("general.file_type", gw.GGUF_U32, ftype),
     ]
-    if a.head_dim:
+    if a.head_dim or arch == "qwen3":
         kvs += [("%s.attention.key_length" % arch, gw.GGUF_U32, HS),
                 ("%s.attention.value_length" % arch, gw.GGUF_U32, HS)]
-    if arch == "llama":
-        kvs += [("llama.vocab_size", gw.GGUF_U32, V), ("llama.rope.dimension_count", gw.GGUF_U32, HS)]
+    if a.arch == "mistral" and a.sliding_window:
+        kvs += [("llama.attention.sliding_window", gw.GGUF_U32, a.sliding_window)]
+    if arch in ("llama", "smollm3"):   # LlamaModel.set_gguf_parameters
+        kvs += [("%s.vocab_size" % arch, gw.GGUF_U32, V), ("%s.rope.dimension_count" % arch, gw.GGUF_U32, HS)]
     kvs += [("general.quantization_version", gw.GGUF_U32, 2)]
     types = [3 if t in SPECIALS else (5 if t.startswith("[UNUSED") else 1) for t in toks] + [3] * len(SPECIALS)
     kvs += [
@@ -359,8 +384,12 @@ def write_model_gguf(a, cfg, vals, toks, merges, bos, eos, theta, eps, HS, rope)
            "self_attn.k_proj.weight": "attn_k.weight", "self_attn.v_proj.weight": "attn_v.weight",
            "self_attn.o_proj.weight": "attn_output.weight", "self_attn.q_proj.bias": "attn_q.bias",
            "self_attn.k_proj.bias": "attn_k.bias", "self_attn.v_proj.bias": "attn_v.bias",
+           "self_attn.q_norm.weight": "attn_q_norm.weight", "self_attn.k_norm.weight": "attn_k_norm.weight",
            "post_attention_layernorm.weight": "ffn_norm.weight", "mlp.gate_proj.weight": "ffn_gate.weight",
            "mlp.up_proj.weight": "ffn_up.weight", "mlp.down_proj.weight": "ffn_down.weight"}
+    if arch == "olmo2":   # llama.cpp's OLMO2 tensors: the norms are post-norms
+        per["post_attention_layernorm.weight"] = "post_attention_norm.weight"
+        per["post_feedforward_layernorm.weight"] = "post_ffw_norm.weight"
     tensors = []
 
     def w_shape(hf):
@@ -376,7 +405,7 @@ def write_model_gguf(a, cfg, vals, toks, merges, bos, eos, theta, eps, HS, rope)
         raw = t not in (gw.T_F32, gw.T_F16, gw.T_BF16, gw.T_Q8_0)
         if raw:
             x = gw.pattern_bytes(x.shape[0], x.shape[1], t)
-        if arch == "llama" and re.search(r"(q_proj|k_proj)\.(weight|bias)$", hf):
+        if arch in ("llama", "smollm3") and re.search(r"(q_proj|k_proj)\.(weight|bias)$", hf):
             x = gw.permute_qk(x, NH if "q_proj" in hf else KVH)
         # converter rule: 1-D tensors and norms stay F32, 2-D weights take the out type
         data = x.tobytes() if raw else gw.tensor_bytes(x, t)

@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # Inference vs PyTorch (HF conventions) on small random models made by
-# make_model.py: llama and qwen2, tied and untied, QKV bias, llama3 RoPE.
+# make_model.py: llama, qwen2, qwen3 and olmo2, tied and untied, QKV bias,
+# llama3 RoPE, qwen3's per-head q/k RMSNorm with NH·HS != hidden, olmo2's
+# whole-projection q/k RMSNorm and post-norms, mistral's sliding window (8,
+# shorter than the 25-token text, so the KV-cache decode crosses it),
+# smollm3's NoPE layers (4 layers, the last without RoPE; permuted Q/K in
+# the GGUF).
 # For each: the KV-cache logits from the HF folder and from its GGUF twin
 # (llama: permuted Q/K) match torch to 1e-4 (F16/BF16 GGUFs: within their
 # rounding), and `dlm prompt --raw --temp 0` continues greedily with torch's
-# 32 tokens.
+# 32 tokens, and dlm's own F32 export of the folder loads back to the same
+# configuration and tensors.
 set -euo pipefail
 py=${DLM_PYTHON:-/usr/bin/python3}
 if ! "$py" -c 'import torch' 2>/dev/null; then
@@ -25,6 +31,8 @@ run_case() { # name make_model-args...
             "$DLM_BUILD/test_engine" > "$T/out.txt" || { cat "$T/out.txt"; exit 1; }
         cat "$T/out.txt" | head -1
     done
+    # dlm's own F32 export of the HF folder loads back to the same config and tensors
+    "$DLM_BUILD/test_export" --round-trip "$T/$name" F32 | tail -1
     got=$("$DLM" prompt --base "$T/$name" --raw --temp 0 -n 32 --json "$text" | "$py" -c 'import json,sys; print(json.load(sys.stdin)["tokens"])')
     want=$("$py" -c 'import json,sys; print(json.load(open(sys.argv[1])))' "$T/$name.ref/greedy.json")
     # a stop token may end dlm's run early: compare the common prefix and require it be whole
@@ -40,6 +48,12 @@ run_case llama-untied --arch llama --untied --rope-llama3 --seed 11
 run_case llama-tied --arch llama --tied --seed 12
 run_case qwen2-untied --arch qwen2 --untied --seed 13 --layout v5
 run_case qwen2-tied --arch qwen2 --tied --seed 14
+run_case qwen3-untied --arch qwen3 --untied --head-dim 32 --seed 17
+run_case qwen3-tied --arch qwen3 --tied --seed 18 --layout v5
+run_case olmo2-untied --arch olmo2 --untied --seed 19
+run_case olmo2-tied --arch olmo2 --tied --kv-heads 4 --seed 20 --layout v5
+run_case mistral-swa --arch mistral --untied --sliding-window 8 --seed 21
+run_case smollm3-tied --arch smollm3 --tied --layers 4 --seed 22
 # F16 / BF16 storage: the HF folder and its GGUF twin agree within rounding
 $mk --out "$T/bf" --dtype bf16 --gguf "$T/bf.gguf" --gguf-type bf16 --arch llama --vocab 400 --seed 15 >/dev/null
 "$DLM" tokenize --tokenizer "$T/bf/tokenizer.json" --json "$text" > "$T/bf.ids"

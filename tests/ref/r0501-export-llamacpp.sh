@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # r0501: dlm's GGUF exports in llama.cpp itself (npm node-llama-cpp 3.21.1,
-# CPU): a random llama (tied, llama3 RoPE) and qwen2 (untied, biases) with a
+# CPU): a random llama (tied, llama3 RoPE), qwen2 (untied, biases) and qwen3
+# (tied, per-head q/k RMSNorm), olmo2 (untied, q/k RMSNorm, post-norms) and
+# smollm3 (tied, NoPE every fourth layer) with a
 # trained adapter, every mix as base + adapter and merged. F32/F16: 32-token
 # greedy continuations identical to `dlm prompt --raw --temp 0`; every mix:
 # next-token distributions within the bound explained in

@@ -156,13 +156,84 @@ static void test_defaults(void)
     CHECK_INT(c.qkv_bias, 1);
     CHECK_INT(c.max_pos, 4096);
     CHECK_INT(c.rope_llama3, 0);
+    /* Qwen3-8B's config.json (head_dim 128 with hidden 4096 / 32 heads) */
+    CHECK_INT(parse("{\"architectures\":[\"Qwen3ForCausalLM\"],\"attention_bias\":false,\"attention_dropout\":0.0,"
+                    "\"bos_token_id\":151643,\"eos_token_id\":151645,\"head_dim\":128,\"hidden_act\":\"silu\","
+                    "\"hidden_size\":4096,\"initializer_range\":0.02,\"intermediate_size\":12288,"
+                    "\"max_position_embeddings\":40960,\"max_window_layers\":36,\"model_type\":\"qwen3\","
+                    "\"num_attention_heads\":32,\"num_hidden_layers\":36,\"num_key_value_heads\":8,"
+                    "\"rms_norm_eps\":1e-06,\"rope_scaling\":null,\"rope_theta\":1000000,\"sliding_window\":null,"
+                    "\"tie_word_embeddings\":false,\"torch_dtype\":\"bfloat16\",\"use_cache\":true,"
+                    "\"use_sliding_window\":false,\"vocab_size\":151936}", &c), 0);
+    CHECK_INT(c.arch, ARCH_QWEN3);
+    CHECK_INT(c.qk_norm, 1);
+    CHECK_INT(c.qkv_bias, 0);
+    CHECK_INT(c.head_dim, 128);
+    CHECK_INT(c.n_kv_head, 8);
+    CHECK_INT(c.tied, 0);
+    CHECK_INT(c.max_pos, 40960);
+    CHECK_STR(model_arch_name(c.arch), "qwen3");
+    /* OLMo-2-1124-7B-Instruct's config.json */
+    CHECK_INT(parse("{\"architectures\":[\"Olmo2ForCausalLM\"],\"attention_bias\":false,\"attention_dropout\":0.0,"
+                    "\"bos_token_id\":null,\"eos_token_id\":100257,\"hidden_act\":\"silu\",\"hidden_size\":4096,"
+                    "\"initializer_range\":0.02,\"intermediate_size\":11008,\"max_position_embeddings\":4096,"
+                    "\"model_type\":\"olmo2\",\"num_attention_heads\":32,\"num_hidden_layers\":32,"
+                    "\"num_key_value_heads\":32,\"pad_token_id\":100277,\"rms_norm_eps\":1e-06,\"rope_scaling\":null,"
+                    "\"rope_theta\":500000,\"tie_word_embeddings\":false,\"torch_dtype\":\"bfloat16\","
+                    "\"use_cache\":true,\"vocab_size\":100352}", &c), 0);
+    CHECK_INT(c.arch, ARCH_OLMO2);
+    CHECK_INT(c.qk_norm, QK_NORM_FULL);
+    CHECK_INT(c.post_norm, 1);
+    CHECK_INT(c.qkv_bias, 0);
+    CHECK_INT(c.head_dim, 128);
+    CHECK_INT(c.bos_id, -1);
+    CHECK_INT(c.eos_id, 100257);
+    CHECK_STR(model_arch_name(c.arch), "olmo2");
+    /* Olmo2Config's defaults differ from the others' */
+    CHECK_INT(parse("{\"model_type\":\"olmo2\",\"num_hidden_layers\":2,\"hidden_size\":64,"
+                    "\"intermediate_size\":128,\"num_attention_heads\":4,\"vocab_size\":300}", &c), 0);
+    CHECK_NEAR(c.rms_eps, 1e-5, 1e-12);
+    CHECK_INT(c.max_pos, 2048);
+    /* mistral: the llama layer with MistralConfig's sliding window (4096
+     * when absent, none when null) */
+    CHECK_INT(parse("{\"architectures\":[\"MistralForCausalLM\"],\"num_hidden_layers\":2,\"hidden_size\":64,"
+                    "\"intermediate_size\":128,\"num_attention_heads\":4,\"vocab_size\":300}", &c), 0);
+    CHECK_INT(c.arch, ARCH_LLAMA);
+    CHECK_INT(c.sliding_window, 4096);
+    CHECK_INT(c.max_pos, 131072);
+    CHECK_INT(parse("{\"model_type\":\"mistral\",\"num_hidden_layers\":2,\"hidden_size\":64,\"sliding_window\":null,"
+                    "\"intermediate_size\":128,\"num_attention_heads\":4,\"vocab_size\":300}", &c), 0);
+    CHECK_INT(c.sliding_window, 0);
+    CHECK_INT(parse("{\"model_type\":\"llama\",\"num_hidden_layers\":2,\"hidden_size\":64,\"sliding_window\":8,"
+                    "\"intermediate_size\":128,\"num_attention_heads\":4,\"vocab_size\":300}", &c), 0);
+    CHECK_INT(c.sliding_window, 0);   /* llama has no window, whatever the file says */
+    /* smollm3: no RoPE on every fourth layer, from the list or the interval */
+    CHECK_INT(parse("{\"architectures\":[\"SmolLM3ForCausalLM\"],\"num_hidden_layers\":8,\"hidden_size\":64,"
+                    "\"intermediate_size\":128,\"num_attention_heads\":4,\"vocab_size\":300,"
+                    "\"no_rope_layers\":[1,1,1,0,1,1,1,0],\"no_rope_layer_interval\":4}", &c), 0);
+    CHECK_INT(c.arch, ARCH_SMOLLM3);
+    CHECK_INT(c.nope_every, 4);
+    CHECK(model_layer_rope(&c, 0) && model_layer_rope(&c, 2) && !model_layer_rope(&c, 3) && !model_layer_rope(&c, 7));
+    CHECK_STR(model_arch_name(c.arch), "smollm3");
+    CHECK(model_arch_permutes_qk(ARCH_SMOLLM3) && model_arch_permutes_qk(ARCH_LLAMA) &&
+          !model_arch_permutes_qk(ARCH_QWEN3) && !model_arch_permutes_qk(ARCH_OLMO2));
 }
 
 #define BASE "\"model_type\":\"llama\",\"num_hidden_layers\":2,\"intermediate_size\":128,\"vocab_size\":300"
 
 static void test_refusals(void)
 {
-    refuse("{\"architectures\":[\"Qwen3ForCausalLM\"],\"model_type\":\"qwen3\"}", "'Qwen3ForCausalLM'");
+    refuse("{\"architectures\":[\"Gemma2ForCausalLM\"],\"model_type\":\"gemma2\"}", "'Gemma2ForCausalLM'");
+    refuse("{\"model_type\":\"qwen3\",\"num_hidden_layers\":2,\"intermediate_size\":128,\"vocab_size\":300,"
+           "\"hidden_size\":64,\"num_attention_heads\":4,\"attention_bias\":true}", "attention_bias=true");
+    refuse("{\"model_type\":\"mistral\",\"num_hidden_layers\":2,\"intermediate_size\":128,\"vocab_size\":300,"
+           "\"hidden_size\":64,\"num_attention_heads\":4,\"sliding_window\":-1}", "sliding_window = -1");
+    refuse("{\"model_type\":\"smollm3\",\"num_hidden_layers\":4,\"intermediate_size\":128,\"vocab_size\":300,"
+           "\"hidden_size\":64,\"num_attention_heads\":4,\"no_rope_layers\":[1,0,1,1]}", "not every 4-th layer");
+    refuse("{\"model_type\":\"smollm3\",\"num_hidden_layers\":4,\"intermediate_size\":128,\"vocab_size\":300,"
+           "\"hidden_size\":64,\"num_attention_heads\":4,\"no_rope_layers\":[1,1,1]}", "one 0/1 per layer");
+    refuse("{\"model_type\":\"olmo2\",\"num_hidden_layers\":2,\"intermediate_size\":128,\"vocab_size\":300,"
+           "\"hidden_size\":64,\"num_attention_heads\":4,\"attention_bias\":true}", "attention_bias=true");
     refuse("{\"model_type\":\"gemma2\"}", "'gemma2'");
     refuse("{}", "(none given)");
     refuse("[]", "not a JSON object");

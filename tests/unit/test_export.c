@@ -399,6 +399,11 @@ static void test_lossless_round_trip(const char *src, const char *mix)
     CHECK(a->arch == b->arch && a->n_layer == b->n_layer && a->d_model == b->d_model && a->n_ff == b->n_ff &&
           a->n_head == b->n_head && a->n_kv_head == b->n_kv_head && a->head_dim == b->head_dim &&
           a->vocab == b->vocab && a->max_pos == b->max_pos && a->tied == b->tied && a->qkv_bias == b->qkv_bias);
+    CHECK_MSG(a->qk_norm == b->qk_norm && a->post_norm == b->post_norm && a->sliding_window == b->sliding_window &&
+                  a->nope_every == b->nope_every,
+              "%s: architecture flags (qk_norm %d/%d, post_norm %d/%d, window %d/%d, nope %d/%d)", src, a->qk_norm,
+              b->qk_norm, a->post_norm, b->post_norm, a->sliding_window, b->sliding_window, a->nope_every,
+              b->nope_every);
     CHECK(a->rms_eps == b->rms_eps && a->rope_theta == b->rope_theta);
     CHECK(same_wmat(&m->tok_embd, &r->tok_embd) && same_wmat(&m->output, &r->output));
     CHECK(same_vec(m->out_norm, r->out_norm, a->d_model));
@@ -412,6 +417,12 @@ static void test_lossless_round_trip(const char *src, const char *mix)
         int qd = a->n_head * a->head_dim, kd = a->n_kv_head * a->head_dim;
         CHECK(same_vec(x->attn_norm, y->attn_norm, a->d_model) && same_vec(x->ffn_norm, y->ffn_norm, a->d_model));
         CHECK(same_vec(x->bq, y->bq, qd) && same_vec(x->bk, y->bk, kd) && same_vec(x->bv, y->bv, kd));
+        int full = a->qk_norm == QK_NORM_FULL;
+        CHECK_MSG(same_vec(x->q_norm, y->q_norm, full ? qd : a->head_dim) &&
+                      same_vec(x->k_norm, y->k_norm, full ? kd : a->head_dim) &&
+                      same_vec(x->post_attn_norm, y->post_attn_norm, a->d_model) &&
+                      same_vec(x->post_ffn_norm, y->post_ffn_norm, a->d_model),
+                  "%s layer %d norms", src, l);
     }
     const char *text = "The quick brown fox jumps over the lazy dog. 12345 <|im_start|>user\nHi<|im_end|>";
     int32_t *i1, *i2;
@@ -735,6 +746,13 @@ int main(int argc, char **argv)
     if (argc == 5 && !strcmp(argv[1], "--adapter")) return tool_adapter(argv);
     if (argc == 5 && !strcmp(argv[1], "--quantize")) return tool_quantize(argv);
     if (argc >= 5 && !strcmp(argv[1], "--logits")) return tool_logits(argc, argv);
+    if (argc == 4 && !strcmp(argv[1], "--round-trip")) {   /* tests/ref/r0402: every architecture */
+        kern_init(2);
+        test_lossless_round_trip(argv[2], argv[3]);
+        if (check_done()) return 1;
+        printf("round trip %s as %s: same config and tensors\n", argv[2], argv[3]);
+        return 0;
+    }
     kern_init(2);
     test_use_more_bits();
     test_type_rules();

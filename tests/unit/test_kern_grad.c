@@ -164,7 +164,8 @@ static double attn_loss(void *vc)
                 int pos = s->q_off + i;
                 double mx = -INFINITY, sum = 0;
                 for (int j = 0; j < s->Tk; j++) {
-                    int vis = j <= pos && (!s->seg || s->seg[b * s->Tk + j] == s->seg[b * s->Tk + pos]);
+                    int vis = j <= pos && (!s->seg || s->seg[b * s->Tk + j] == s->seg[b * s->Tk + pos]) &&
+                              (!s->window || pos - j < s->window);
                     if (!vis) { p[j] = -INFINITY; continue; }
                     double a = 0;
                     for (int d = 0; d < s->HS; d++)
@@ -189,11 +190,14 @@ static void test_attn_grad(trng *r)
     const int32_t seg[2 * 24] = {0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3,
                                  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
     /* B=2, Tq=10 queries at positions 14..23 of Tk=24 keys, GQA 4/2, segments */
-    attn_shape cases[2] = {
-        {2, 10, 24, 4, 2, 8, 14, (int64_t)26 * 2 * 8, seg},
-        {1, 24, 24, 2, 1, 16, 0, (int64_t)24 * 1 * 16, NULL},
+    /* B=2, Tq=10 … as above with a sliding window of 6, segments too */
+    attn_shape cases[4] = {
+        {2, 10, 24, 4, 2, 8, 14, (int64_t)26 * 2 * 8, seg, 0},
+        {1, 24, 24, 2, 1, 16, 0, (int64_t)24 * 1 * 16, NULL, 0},
+        {2, 10, 24, 4, 2, 8, 14, (int64_t)26 * 2 * 8, seg, 6},
+        {1, 24, 24, 2, 1, 16, 0, (int64_t)24 * 1 * 16, NULL, 5},
     };
-    for (int ci = 0; ci < 2; ci++) {
+    for (int ci = 0; ci < 4; ci++) {
         attn_shape s = cases[ci];
         size_t nq = (size_t)s.B * s.Tq * s.NH * s.HS, nkv = (size_t)s.B * s.kv_bstride;
         float *q = xmalloc(nq * 4), *k = xmalloc(nkv * 4), *v = xmalloc(nkv * 4), *R = xmalloc(nq * 4);

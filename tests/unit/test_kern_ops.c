@@ -107,7 +107,7 @@ static void test_swiglu(void)
 
 /* ---- attention ------------------------------------------------------------------- */
 
-typedef struct attn_case { int B, Tq, Tk, NH, KVH, HS, q_off, extra, use_seg; } attn_case;
+typedef struct attn_case { int B, Tq, Tk, NH, KVH, HS, q_off, extra, use_seg, window; } attn_case;
 
 typedef struct attn_bufs {
     attn_shape s;
@@ -120,7 +120,7 @@ static void attn_alloc(attn_bufs *a, const attn_case *c, trng *r)
 {
     memset(a, 0, sizeof *a);
     a->s = (attn_shape){c->B, c->Tq, c->Tk, c->NH, c->KVH, c->HS, c->q_off,
-                        (int64_t)(c->Tk + c->extra) * c->KVH * c->HS, NULL};
+                        (int64_t)(c->Tk + c->extra) * c->KVH * c->HS, NULL, 0};
     a->nq = (size_t)c->B * c->Tq * c->NH * c->HS;
     a->nkv = (size_t)c->B * a->s.kv_bstride;
     a->q = xmalloc(a->nq * 4); a->out = xmalloc(a->nq * 4); a->dout = xmalloc(a->nq * 4); a->dq = xmalloc(a->nq * 4);
@@ -141,6 +141,7 @@ static void attn_alloc(attn_bufs *a, const attn_case *c, trng *r)
         }
         a->s.seg = a->seg;
     }
+    a->s.window = c->window;
     size_t ns = kern_attn_bwd_scratch(&a->s);
     if (kern_attn_scratch(&a->s) > ns) ns = kern_attn_scratch(&a->s);
     a->scr = xmalloc(ns * 4);
@@ -153,14 +154,19 @@ static void attn_free(attn_bufs *a)
 }
 
 static const attn_case CASES[] = {
-    {1, 1, 1, 1, 1, 16, 0, 0, 0},
-    {2, 37, 37, 4, 2, 16, 0, 0, 0},
-    {1, 70, 70, 6, 2, 64, 0, 0, 0},
-    {2, 33, 33, 2, 2, 24, 0, 5, 0},      /* HS not a multiple of 16, strided kv */
-    {1, 5, 40, 4, 1, 32, 35, 3, 0},      /* q_off > 0: chunk of a longer sequence */
-    {2, 50, 50, 4, 2, 16, 0, 0, 1},      /* packed segments */
-    {1, 20, 90, 2, 1, 16, 70, 0, 1},     /* segments + q_off */
-    {1, 130, 130, 3, 3, 128, 0, 0, 0},   /* several query and key blocks */
+    {1, 1, 1, 1, 1, 16, 0, 0, 0, 0},
+    {2, 37, 37, 4, 2, 16, 0, 0, 0, 0},
+    {1, 70, 70, 6, 2, 64, 0, 0, 0, 0},
+    {2, 33, 33, 2, 2, 24, 0, 5, 0, 0},      /* HS not a multiple of 16, strided kv */
+    {1, 5, 40, 4, 1, 32, 35, 3, 0, 0},      /* q_off > 0: chunk of a longer sequence */
+    {2, 50, 50, 4, 2, 16, 0, 0, 1, 0},      /* packed segments */
+    {1, 20, 90, 2, 1, 16, 70, 0, 1, 0},     /* segments + q_off */
+    {1, 130, 130, 3, 3, 128, 0, 0, 0, 0},   /* several query and key blocks */
+    {2, 100, 100, 4, 2, 16, 0, 0, 0, 7},     /* sliding window, across key blocks */
+    {1, 70, 70, 2, 1, 64, 0, 0, 1, 20},      /* window + segments */
+    {1, 5, 90, 4, 2, 32, 85, 2, 0, 33},      /* window over a cache chunk (q_off > 0) */
+    {1, 130, 130, 3, 3, 128, 0, 0, 0, 64},   /* window of a key block's size */
+    {1, 40, 40, 2, 2, 16, 0, 0, 0, 2},       /* window 2: each query sees itself and the key before */
 };
 
 /* A scratch sized once for the largest shape serves a smaller one: with
@@ -170,8 +176,8 @@ static const attn_case CASES[] = {
 static void test_attention_scratch_shrinks(void)
 {
     trng r = {9};
-    attn_case big = {64, 512, 512, 4, 2, 16, 0, 0, 0};
-    attn_shape sb = {big.B, big.Tq, big.Tk, big.NH, big.KVH, big.HS, 0, (int64_t)big.Tk * big.KVH * big.HS, NULL};
+    attn_case big = {64, 512, 512, 4, 2, 16, 0, 0, 0, 0};
+    attn_shape sb = {big.B, big.Tq, big.Tk, big.NH, big.KVH, big.HS, 0, (int64_t)big.Tk * big.KVH * big.HS, NULL, 0};
     size_t need = kern_attn_bwd_scratch(&sb);
     attn_case small = big;
     small.B = 1;
@@ -239,7 +245,7 @@ static void test_attention_kvcache(void)
 {
     trng r = {5};
     enum { Tk = 150, NH = 4, KVH = 2, HS = 64, Tmax = 256 };
-    attn_case c = {1, Tk, Tk, NH, KVH, HS, 0, Tmax - Tk, 0};
+    attn_case c = {1, Tk, Tk, NH, KVH, HS, 0, Tmax - Tk, 0, 0};
     attn_bufs a;
     attn_alloc(&a, &c, &r);
     kern_attn_fwd(a.out, a.lse, a.q, a.k, a.v, &a.s, a.scr);
@@ -269,10 +275,10 @@ static void test_attention_decode_unit(void)
     const int tks[] = {1, 37, 64, 65, 200};
     for (int si = 0; si < 5; si++)
         for (int ti = 0; ti < 5; ti++)
-            for (int sg = 0; sg < 2; sg++) {
+            for (int sg = 0; sg < 3; sg++) {   /* 1: segments, 2: a sliding window of 13 */
                 int NH = shapes[si][0], KVH = shapes[si][1], HS = shapes[si][2], Tq = shapes[si][3];
                 int Tk = tks[ti] < Tq ? Tq : tks[ti];
-                attn_case c = {2, Tq, Tk, NH, KVH, HS, Tk - Tq, 3, sg};
+                attn_case c = {2, Tq, Tk, NH, KVH, HS, Tk - Tq, 3, sg == 1, sg == 2 ? 13 : 0};
                 attn_bufs a;
                 attn_alloc(&a, &c, &r);
                 float *o2 = xmalloc(a.nq * 4), *l2 = xmalloc((size_t)2 * NH * Tq * 4);
@@ -359,7 +365,7 @@ static void test_adamw(void)
 static void test_threads(void)
 {
     trng r = {8};
-    attn_case c = {2, 100, 100, 6, 2, 64, 0, 0, 1};
+    attn_case c = {2, 100, 100, 6, 2, 64, 0, 0, 1, 0};
     attn_bufs a;
     attn_alloc(&a, &c, &r);
     size_t nl = (size_t)c.B * c.NH * c.Tq;
@@ -480,7 +486,7 @@ static int torch_mode(const char *dir)
         char k[64], name[64];
 #define M(key) (snprintf(k, sizeof k, "attn%d_" key, ci), (int)meta(k))
 #define L(key, n) (snprintf(name, sizeof name, "attn%d_%s", ci, key), tload(name, n))
-        attn_shape s = {M("B"), M("Tq"), M("Tk"), M("NH"), M("KVH"), M("HS"), M("q_off"), 0, NULL};
+        attn_shape s = {M("B"), M("Tq"), M("Tk"), M("NH"), M("KVH"), M("HS"), M("q_off"), 0, NULL, 0};
         s.kv_bstride = (int64_t)s.Tk * s.KVH * s.HS;
         size_t nq = (size_t)s.B * s.Tq * s.NH * s.HS, nkv = (size_t)s.B * s.kv_bstride;
         size_t nl = (size_t)s.B * s.NH * s.Tq;

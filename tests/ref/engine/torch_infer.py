@@ -48,7 +48,8 @@ def load(d):
         if f.endswith('.safetensors'):
             W.update(st_read(os.path.join(d, f)))
     c = R.Cfg()
-    c.arch = 'qwen2' if 'Qwen2' in cfg['architectures'][0] else 'llama'
+    a0 = cfg['architectures'][0]
+    c.arch = 'smollm3' if 'SmolLM3' in a0 else 'mistral' if 'Mistral' in a0 else 'olmo2' if 'Olmo2' in a0 else 'qwen3' if 'Qwen3' in a0 else 'qwen2' if 'Qwen2' in a0 else 'llama'
     c.L, c.C, c.NH = cfg['num_hidden_layers'], cfg['hidden_size'], cfg['num_attention_heads']
     c.KVH = cfg.get('num_key_value_heads', c.NH)
     c.HS = cfg.get('head_dim') or c.C // c.NH
@@ -63,6 +64,13 @@ def load(d):
             sc['original_max_position_embeddings']
     c.tied = cfg.get('tie_word_embeddings', False) or 'lm_head.weight' not in W
     c.bias = c.arch == 'qwen2'
+    c.qk_norm = {'qwen3': 'head', 'olmo2': 'full'}.get(c.arch)
+    c.post_norm = c.arch == 'olmo2'
+    c.window = (cfg.get('sliding_window', 4096) or 0) if c.arch == 'mistral' else 0   # MistralConfig's default
+    c.no_rope = None
+    if c.arch == 'smollm3':   # SmolLM3Config's default pattern when the list is absent
+        iv = cfg.get('no_rope_layer_interval', 4)
+        c.no_rope = cfg.get('no_rope_layers') or [int((i + 1) % iv != 0) for i in range(c.L)]
     return c, W
 
 

@@ -1,9 +1,16 @@
 #!/usr/bin/python3
 """PyTorch reference for dlm's training engine (independent of dlm's code).
 
-Builds a small random llama or qwen2 model in Hugging Face's conventions
-(rotate-half RoPE with HF's float32 angles, repeat_kv GQA, RMSNorm, SwiGLU,
-optional QKV bias, tied or untied LM head, llama3 rope scaling), writes it as
+Builds a small random llama, qwen2 or qwen3 model in Hugging Face's
+conventions (rotate-half RoPE with HF's float32 angles, repeat_kv GQA,
+RMSNorm, SwiGLU, optional QKV bias, tied or untied LM head, llama3 rope
+scaling; qwen3: Qwen3Attention's q_norm / k_norm, an RMSNorm over head_dim
+applied to each head of q and k before RoPE; olmo2: Olmo2Attention's q_norm
+/ k_norm over the whole projection, and Olmo2DecoderLayer's norms on the
+attention and MLP outputs instead of their inputs; mistral: the llama layer
+with MistralAttention's sliding window, key j visible to query i only if
+i - j < sliding_window; smollm3: SmolLM3Attention's use_rope =
+no_rope_layers[layer], no RoPE on every fourth layer), writes it as
 an HF folder (config.json + model.safetensors), then computes with autograd:
 
   logits, the mean token cross-entropy over unmasked targets, and the
@@ -17,7 +24,7 @@ an HF folder (config.json + model.safetensors), then computes with autograd:
 Outputs (in OUT): model/ (HF folder), batch.safetensors, and per mode
 <mode>.init.safetensors (trainable tensors at init, PEFT / HF names),
 <mode>.grads.safetensors (same names), <mode>.json (loss, step losses,
-hyper-parameters). Usage: torch_ref.py --arch llama|qwen2 --out DIR
+hyper-parameters). Usage: torch_ref.py --arch llama|qwen2|qwen3|olmo2|mistral|smollm3 --out DIR
 """
 import argparse, json, math, os, struct
 import numpy as np
@@ -62,6 +69,20 @@ def make_cfg(arch):
     c.bias = arch == 'qwen2'
     c.llama3 = arch == 'llama'
     c.factor, c.lo, c.hi, c.orig = 8.0, 1.0, 4.0, 64
+    c.qk_norm = {'qwen3': 'head', 'olmo2': 'full'}.get(arch)
+    c.post_norm = arch == 'olmo2'
+    c.window = 0
+    c.no_rope = None
+    if arch == 'smollm3':   # 4 layers, so that the last one (index 3) has no RoPE
+        c.L, c.llama3, c.tied, c.theta, c.eps = 4, False, True, 2000000.0, 1e-6
+        c.no_rope = [int((i + 1) % 4 != 0) for i in range(c.L)]
+    if arch == 'mistral':   # a window shorter than the batch rows, so it masks
+        c.window, c.llama3, c.tied, c.theta, c.eps = 5, False, False, 1000000.0, 1e-5
+    if arch == 'olmo2':   # Olmo2Config: eps 1e-6 in the released models, theta 500000, untied
+        c.tied, c.bias, c.theta = False, False, 500000.0
+    if arch == 'qwen3':
+        # as the real Qwen3 checkpoints: NH*HS != hidden, untied (Qwen3-8B)
+        c.HS, c.tied, c.bias = 32, False, False
     return c
 
 
@@ -87,7 +108,8 @@ def weights_init(c, g):
     W['model.embed_tokens.weight'] = torch.randn(c.V, c.C, generator=g) * 0.5
     for l in range(c.L):
         p = f'model.layers.{l}.'
-        W[p + 'input_layernorm.weight'] = 1 + 0.1 * torch.randn(c.C, generator=g)
+        if not getattr(c, 'post_norm', False):
+            W[p + 'input_layernorm.weight'] = 1 + 0.1 * torch.randn(c.C, generator=g)
         W[p + 'self_attn.q_proj.weight'] = n(c.NH * c.HS, c.C)
         W[p + 'self_attn.k_proj.weight'] = n(c.KVH * c.HS, c.C)
         W[p + 'self_attn.v_proj.weight'] = n(c.KVH * c.HS, c.C)
@@ -96,10 +118,17 @@ def weights_init(c, g):
             W[p + 'self_attn.k_proj.bias'] = n(c.KVH * c.HS)
             W[p + 'self_attn.v_proj.bias'] = n(c.KVH * c.HS)
         W[p + 'self_attn.o_proj.weight'] = n(c.C, c.NH * c.HS)
+        qn = getattr(c, 'qk_norm', None)
+        if qn:
+            nq, nk = (c.HS, c.HS) if qn == 'head' else (c.NH * c.HS, c.KVH * c.HS)
+            W[p + 'self_attn.q_norm.weight'] = 1 + 0.2 * torch.randn(nq, generator=g)
+            W[p + 'self_attn.k_norm.weight'] = 1 + 0.2 * torch.randn(nk, generator=g)
         W[p + 'post_attention_layernorm.weight'] = 1 + 0.1 * torch.randn(c.C, generator=g)
         W[p + 'mlp.gate_proj.weight'] = n(c.F, c.C)
         W[p + 'mlp.up_proj.weight'] = n(c.F, c.C)
         W[p + 'mlp.down_proj.weight'] = n(c.C, c.F)
+        if getattr(c, 'post_norm', False):
+            W[p + 'post_feedforward_layernorm.weight'] = 1 + 0.1 * torch.randn(c.C, generator=g)
     W['model.norm.weight'] = 1 + 0.1 * torch.randn(c.C, generator=g)
     if not c.tied:
         W['lm_head.weight'] = n(c.V, c.C)
@@ -145,6 +174,9 @@ def forward(c, W, P, mode, s, tokens, pos, seg):
     cos, sin = emb.cos()[:, None], emb.sin()[:, None]            # [B,1,T,HS]
     causal = torch.tril(torch.ones(T, T, dtype=torch.bool))
     mask = causal[None] & (seg[:, :, None] == seg[:, None, :])   # [B,T,T]
+    if getattr(c, 'window', 0):   # sliding_window_overlay: kv_idx > q_idx - sliding_window
+        idx = torch.arange(T)
+        mask = mask & (idx[None, :, None] - idx[None, None, :] < c.window)
 
     def lin(x, l, blk, m):
         w = W[f'model.layers.{l}.{blk}.{m}.weight']
@@ -169,18 +201,35 @@ def forward(c, W, P, mode, s, tokens, pos, seg):
     h = W['model.embed_tokens.weight'][tokens.long()]
     for l in range(c.L):
         p = f'model.layers.{l}.'
-        x = rmsnorm(h, W[p + 'input_layernorm.weight'], c.eps)
-        q = lin(x, l, 'self_attn', 'q_proj').view(B, T, c.NH, c.HS).transpose(1, 2)
-        k = lin(x, l, 'self_attn', 'k_proj').view(B, T, c.KVH, c.HS).transpose(1, 2)
+        post = getattr(c, 'post_norm', False)
+        qn = getattr(c, 'qk_norm', None)
+        x = h if post else rmsnorm(h, W[p + 'input_layernorm.weight'], c.eps)
+        q = lin(x, l, 'self_attn', 'q_proj')
+        k = lin(x, l, 'self_attn', 'k_proj')
+        if qn == 'full':   # Olmo2Attention: q_norm(q_proj(x)) over the whole projection
+            q = rmsnorm(q, W[p + 'self_attn.q_norm.weight'], c.eps)
+            k = rmsnorm(k, W[p + 'self_attn.k_norm.weight'], c.eps)
+        q = q.view(B, T, c.NH, c.HS)
+        k = k.view(B, T, c.KVH, c.HS)
+        if qn == 'head':   # Qwen3Attention: q_norm(q_proj(x).view(...)) before RoPE
+            q = rmsnorm(q, W[p + 'self_attn.q_norm.weight'], c.eps)
+            k = rmsnorm(k, W[p + 'self_attn.k_norm.weight'], c.eps)
+        q, k = q.transpose(1, 2), k.transpose(1, 2)
         v = lin(x, l, 'self_attn', 'v_proj').view(B, T, c.KVH, c.HS).transpose(1, 2)
-        q = q * cos + rotate_half(q) * sin
-        k = k * cos + rotate_half(k) * sin
+        if not getattr(c, 'no_rope', None) or c.no_rope[l]:
+            q = q * cos + rotate_half(q) * sin
+            k = k * cos + rotate_half(k) * sin
         rep = c.NH // c.KVH
         k = k.repeat_interleave(rep, dim=1)
         v = v.repeat_interleave(rep, dim=1)
         att = (q @ k.transpose(-1, -2)) / math.sqrt(c.HS)
         att = att.masked_fill(~mask[:, None], float('-inf')).softmax(-1)
         o = (att @ v).transpose(1, 2).reshape(B, T, c.NH * c.HS)
+        if post:   # Olmo2DecoderLayer: residual + norm(block(h))
+            h = h + rmsnorm(lin(o, l, 'self_attn', 'o_proj'), W[p + 'post_attention_layernorm.weight'], c.eps)
+            a = torch.nn.functional.silu(lin(h, l, 'mlp', 'gate_proj')) * lin(h, l, 'mlp', 'up_proj')
+            h = h + rmsnorm(lin(a, l, 'mlp', 'down_proj'), W[p + 'post_feedforward_layernorm.weight'], c.eps)
+            continue
         h = h + lin(o, l, 'self_attn', 'o_proj')
         x = rmsnorm(h, W[p + 'post_attention_layernorm.weight'], c.eps)
         a = torch.nn.functional.silu(lin(x, l, 'mlp', 'gate_proj')) * lin(x, l, 'mlp', 'up_proj')
@@ -198,7 +247,7 @@ def loss_fn(logits, targets):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument('--arch', choices=['llama', 'qwen2'], required=True)
+    ap.add_argument('--arch', choices=['llama', 'qwen2', 'qwen3', 'olmo2', 'mistral', 'smollm3'], required=True)
     ap.add_argument('--out', required=True)
     ap.add_argument('--seed', type=int, default=7)
     a = ap.parse_args()
@@ -207,13 +256,19 @@ def main():
     W = weights_init(c, g)
     os.makedirs(os.path.join(a.out, 'model'), exist_ok=True)
     cfg = {
-        "architectures": ["LlamaForCausalLM" if c.arch == 'llama' else "Qwen2ForCausalLM"],
+        "architectures": [{"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
+                           "qwen3": "Qwen3ForCausalLM", "olmo2": "Olmo2ForCausalLM",
+                           "mistral": "MistralForCausalLM", "smollm3": "SmolLM3ForCausalLM"}[c.arch]],
         "model_type": c.arch, "hidden_size": c.C, "intermediate_size": c.F,
         "num_hidden_layers": c.L, "num_attention_heads": c.NH, "num_key_value_heads": c.KVH,
         "head_dim": c.HS, "vocab_size": c.V, "rms_norm_eps": c.eps, "rope_theta": c.theta,
         "tie_word_embeddings": c.tied, "max_position_embeddings": 128, "hidden_act": "silu",
         "torch_dtype": "float32", "bos_token_id": 1, "eos_token_id": 2,
     }
+    if c.window:
+        cfg["sliding_window"] = c.window
+    if c.no_rope:
+        cfg.update({"no_rope_layers": c.no_rope, "no_rope_layer_interval": 4, "use_sliding_window": False})
     if c.llama3:
         cfg["rope_scaling"] = {"rope_type": "llama3", "factor": c.factor, "low_freq_factor": c.lo,
                                "high_freq_factor": c.hi, "original_max_position_embeddings": c.orig}
