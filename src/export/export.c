@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "adapter/adapter.h"
+#include "export/admix.h"
 #include "export/ollama.h"
 #include "infer/target.h"
 #include "weights/gguf.h"
@@ -233,7 +235,7 @@ done:
 static json_t *jstr_or_null(const char *s) { return s && *s ? json_string(s) : json_null(); }
 
 static int write_export_manifest(const char *dir, const export_opts *o, const export_result *r, const infer_target *T,
-                                 const char *fp, const artifact *arts, int n_arts, dlm_err *e)
+                                 const char *fp, const artifact *arts, int n_arts, json_t *mix, dlm_err *e)
 {
     char now[32];
     time_iso_utc(time_now(), now, sizeof now);
@@ -257,6 +259,7 @@ static int write_export_manifest(const char *dir, const export_opts *o, const ex
                           r->adapter_version, "base_fingerprint", fp, "pre_tokenizer", r->pre, "tensor_types", types,
                           "reused_base", r->reused_base, "template_drift_checked", r->drift_checked, "artifacts", a);
     if (!m) return err_set(e, "MemoryError", "out of memory");
+    json_object_set(m, "adapter_mix", mix ? mix : json_null());
     char p[4200];
     int rc = path_in(p, sizeof p, dir, "export_manifest.json", e) ? -1 : json_save_file(p, m, e);
     json_decref(m);
@@ -300,6 +303,75 @@ done:
     return rc;
 }
 
+/* ---- adapter mixes ------------------------------------------------------------------------ */
+
+/* --adapter-mix: load every source (a version vNNNN of the document's
+ * adapter, or an adapter folder), combine them (admix.h), and describe
+ * the mix for export_manifest.json. */
+static int load_mix(const export_opts *o, infer_target *T, export_result *r, lora **out, json_t **mj, dlm_err *e)
+{
+    admix_spec sp;
+    if (admix_parse(o->adapter_mix, &sp, e)) return -1;
+    lora *ls[ADMIX_MAX] = {0};
+    int rc = -1;
+    json_t *srcs = json_array();
+    double *rel = NULL;
+    for (int i = 0; i < sp.n; i++) {
+        const char *s = sp.src[i];
+        char dir[4300];
+        size_t k = 1;
+        while (s[0] == 'v' && s[k] >= '0' && s[k] <= '9') k++;
+        if (s[0] == 'v' && k > 1 && !s[k]) {
+            char rel_[64];
+            snprintf(rel_, sizeof rel_, "adapter/versions/v%04d", atoi(s + 1));
+            if (store_path(T->store, rel_, dir, sizeof dir, e)) goto done;
+        } else {
+            snprintf(dir, sizeof dir, "%s", s);
+        }
+        char cfgp[4400];
+        snprintf(cfgp, sizeof cfgp, "%s/adapter_config.json", dir);
+        if (!fs_is_file(cfgp)) {
+            err_set(e, "ExportError", "--adapter-mix: '%s' is no adapter (%s is missing)", s, cfgp);
+            err_hint(e, "name a trained version of this document (dlm show %s lists them) or a PEFT adapter folder",
+                     o->doc_path);
+            goto done;
+        }
+        if (o->merged && !o->dequantize && trained_on_quantized(dir)) {
+            err_set(e, "UnsafeMergeError", "merge refused: adapter '%s' was trained on a quantized base", s);
+            err_hint(e, "--dequantize merges it into an f16 copy of the dequantized base and quantizes that");
+            goto done;
+        }
+        if (adapter_load(dir, T->m, &ls[i], e)) goto done;
+        json_array_append_new(srcs, json_pack("{s:s, s:s, s:f, s:i, s:f}", "source", s, "path", dir, "weight", sp.w[i],
+                                              "rank", ls[i]->cfg.rank, "alpha", (double)ls[i]->cfg.alpha));
+    }
+    if (admix_build(T->m, ls, sp.w, sp.n, (admix_method)o->mix_method, out, &rel, e)) goto done;
+    r->n_mix = sp.n;
+    r->mix_rank = (*out)->cfg.rank;
+    *mj = json_pack("{s:s, s:O, s:i}", "method", admix_method_name((admix_method)o->mix_method), "adapters", srcs,
+                    "rank", r->mix_rank);
+    if (rel) {
+        /* each tensor by the name llama.cpp gives its LoRA pair */
+        json_t *errs = json_object();
+        for (int il = 0; il < (*out)->n_layer; il++)
+            for (int mm = 0; mm < LM_COUNT; mm++) {
+                double v = rel[il * LM_COUNT + mm];
+                if (v < 0) continue;
+                char name[64];
+                model_proj_name(mm, il, 1, name, sizeof name);
+                json_object_set_new(errs, name, json_real(v));
+                if (v > r->mix_max_err) r->mix_max_err = v;
+            }
+        json_object_set_new(*mj, "svd_relative_frobenius_error", errs);
+    }
+    rc = 0;
+done:
+    for (int i = 0; i < sp.n; i++) lora_free(ls[i]);
+    free(rel);
+    json_decref(srcs);
+    return rc;
+}
+
 /* ---- the flow ------------------------------------------------------------------------------- */
 
 /* s without leading/trailing ASCII whitespace, in buf (cap bytes). */
@@ -314,16 +386,16 @@ static const char *trimmed(const char *s, char *buf, size_t cap)
     return buf;
 }
 
-static int preflight(const export_opts *o, infer_target *T, export_result *r, const char **go_tmpl,
+static int preflight(const export_opts *o, infer_target *T, const lora *L, export_result *r, const char **go_tmpl,
                      const char **mf_system, dlm_err *e)
 {
     const doc_frontmatter *fm = doc_fm(T->doc);
-    if (o->merged && !o->dequantize && trained_on_quantized(T->adapter_dir)) {
+    if (o->merged && !o->dequantize && !o->adapter_mix && trained_on_quantized(T->adapter_dir)) {
         err_set(e, "UnsafeMergeError", "merge refused: adapter was trained on a quantized base");
         return err_hint(e, "--dequantize merges it into an f16 copy of the dequantized base and quantizes that "
                            "(or export without --merged: the adapter then runs on the base it was trained on)");
     }
-    if (!o->merged && T->l->cfg.dora) {
+    if (!o->merged && L->cfg.dora) {
         err_set(e, "ExportError", "preflight: a DoRA adapter cannot run as a separate llama.cpp adapter");
         return err_hint(e, "export it merged: dlm export %s --merged", o->doc_path);
     }
@@ -382,7 +454,9 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
     strbuf sb = STRBUF_INIT;
     char stage[4300] = "";
     const char *wdir = r->dir;
-    if (!T.version || !T.l) {
+    json_t *mixj = NULL;
+    lora *mixed = NULL;
+    if (!o->adapter_mix && (!T.version || !T.l)) {
         err_set(e, "ExportError", "no current adapter: %s/adapter/current.txt names no trained version", T.store);
         err_hint(e, "train one first: dlm train %s", o->doc_path);
         goto done;
@@ -412,7 +486,9 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
         }
     }
     const char *go_tmpl = NULL, *mf_system = NULL;
-    if (preflight(o, &T, r, &go_tmpl, &mf_system, e)) goto done;
+    if (o->adapter_mix && load_mix(o, &T, r, &mixed, &mixj, e)) goto done;
+    const lora *L = mixed ? mixed : T.l;
+    if (preflight(o, &T, L, r, &go_tmpl, &mf_system, e)) goto done;
 
     /* where */
     if (o->out_dir) snprintf(r->dir, sizeof r->dir, "%s", o->out_dir);
@@ -478,7 +554,7 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
     } else {
         /* general.name: the registry key, or the folder / file name */
         const char *gname = T.base.entry ? T.base.entry->key : fs_basename(T.base_spec);
-        export_gguf_opts go = {.mix = mix, .merge = o->merged ? T.l : NULL, .merge_f16 = o->merged && o->dequantize,
+        export_gguf_opts go = {.mix = mix, .merge = o->merged ? L : NULL, .merge_f16 = o->merged && o->dequantize,
                                .name = gname, .pre = r->pre, .chat_template = with_tmpl, .add_bos = r->add_bos,
                                .add_eos = r->add_eos};
         log_info("export: writing %s (%s)", r->model_file, o->merged ? "adapter merged" : "base");
@@ -487,7 +563,7 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
     if (add_artifact(arts, &n_arts, wdir, r->model_file, r->reused_base ? known : NULL, e)) goto done;
     if (!o->merged) {
         char ap[4200];
-        if (path_in(ap, sizeof ap, wdir, "adapter.gguf", e) || export_write_adapter(T.m, T.l, fm->dlm_id, ap, e) ||
+        if (path_in(ap, sizeof ap, wdir, "adapter.gguf", e) || export_write_adapter(T.m, L, fm->dlm_id, ap, e) ||
             add_artifact(arts, &n_arts, wdir, "adapter.gguf", NULL, e))
             goto done;
         r->has_adapter = 1;
@@ -533,7 +609,7 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
     }
 
     /* the folder is complete (files and manifest): put it in place */
-    if (write_export_manifest(wdir, o, r, &T, fp, arts, n_arts, e)) goto done;
+    if (write_export_manifest(wdir, o, r, &T, fp, arts, n_arts, mixj, e)) goto done;
     complete = 1;
     if (stage[0]) {
         char parent[4096];
@@ -553,10 +629,10 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
     }
     if (o->target == EXPORT_TARGET_OLLAMA) {
         char bin[4096];
-        if (export_which("ollama", bin, sizeof bin)) {
+        if (!o->skip_ollama && export_which("ollama", bin, sizeof bin)) {
             if (run_ollama(bin, o->home, r->dir, o, r, e)) goto done;
             /* what ollama checked goes into the manifest */
-            if (write_export_manifest(r->dir, o, r, &T, fp, arts, n_arts, e)) goto done;
+            if (write_export_manifest(r->dir, o, r, &T, fp, arts, n_arts, mixj, e)) goto done;
         } else {
             strbuf ns = STRBUF_INIT;
             sb_puts(&ns, "cd ");
@@ -573,6 +649,8 @@ done:
     if (rc && stage[0]) fs_remove_tree(stage, NULL);
     else if (rc && created && !complete) fs_remove_tree(r->dir, NULL);
     sb_free(&sb);
+    lora_free(mixed);
+    json_decref(mixj);
     target_close(&T);
     return rc;
 }
