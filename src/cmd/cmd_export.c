@@ -12,7 +12,7 @@ static int o_merged, o_dequantize, o_no_template, o_no_smoke, o_threads, o_offli
 static const char *o_target = "ollama", *o_quant, *o_name, *o_out, *o_pre, *o_mix, *o_mix_method;
 
 static const opt OPTS[] = {
-    {"target", 0, OPT_STR, &o_target, "T", "ollama (default), gguf (files only) or llama-server"},
+    {"target", 0, OPT_STR, &o_target, "T", "ollama (default), gguf (files only), llama-server or vllm"},
     {"quant", 0, OPT_STR, &o_quant, "Q", "Q4_K_M Q5_K_M Q6_K Q8_0 Q4_0 F16 BF16 F32 (default: export.default_quant, Q4_K_M)"},
     {"merged", 0, OPT_FLAG, &o_merged, NULL, "merge the adapter into the base (one GGUF, no adapter.gguf)"},
     {"dequantize", 0, OPT_FLAG, &o_dequantize, NULL, "with --merged: allow an adapter trained on a quantized base"},
@@ -31,8 +31,8 @@ static const opt OPTS[] = {
 };
 
 const cmd_spec spec_export = {
-    "export", "PATH [--target ollama|gguf|llama-server] [--quant Q] [--merged] [--out DIR]",
-    "export the base and adapter as GGUF for llama.cpp and Ollama",
+    "export", "PATH [--target ollama|gguf|llama-server|vllm] [--quant Q] [--merged] [--adapter-mix SRC:W,...] [--out DIR]",
+    "export the base and adapter as GGUF for llama.cpp and Ollama (or HF/PEFT for vLLM)",
     "Writes <store>/exports/<QUANT>/: base.<QUANT>.gguf quantized with llama.cpp's mix\n"
     "rules, adapter.gguf (a llama.cpp LoRA), export_manifest.json, and for the ollama\n"
     "target a Modelfile (then `ollama create` when ollama is installed), for\n"
@@ -50,7 +50,7 @@ int cmd_export(int argc, char **argv, dlm_ctx *ctx)
     if (npos != 1) return cmd_usage_error(&spec_export, npos ? "too many arguments" : "export needs a PATH");
     int target = export_target_parse(o_target);
     if (target < 0)
-        return cmd_usage_error(&spec_export, "unknown export target '%s'; available targets: ollama, gguf, llama-server",
+        return cmd_usage_error(&spec_export, "unknown export target '%s'; available targets: ollama, gguf, llama-server, vllm",
                                o_target);
     if (o_quant && !export_mix_find(o_quant))
         return cmd_usage_error(&spec_export, "unknown --quant '%s' (Q4_K_M Q5_K_M Q6_K Q8_0 Q4_0 F16 BF16 F32)", o_quant);
@@ -87,12 +87,16 @@ int cmd_export(int argc, char **argv, dlm_ctx *ctx)
         if (res.n_mix && method == ADMIX_SVD)
             printf("  svd: largest relative Frobenius error of a tensor %.3g (export_manifest.json lists each)\n",
                    res.mix_max_err);
-        printf("  %s", res.model_file);
-        if (res.has_adapter) printf(", adapter.gguf");
-        printf(" (%d tensors:", res.info.n_tensors);
-        for (int t = 0; t < DT_COUNT; t++)
-            if (res.info.n_by_type[t]) printf(" %d %s", res.info.n_by_type[t], dtype_name((dtype)t));
-        printf(")\n");
+        if (target == EXPORT_TARGET_VLLM)
+            printf("  %s, vllm_launch.sh, vllm_config.json\n  run: %s/vllm_launch.sh\n", o_merged ? "model/ (HF format)" : "adapter/ (PEFT)", res.dir);
+        else {
+            printf("  %s", res.model_file);
+            if (res.has_adapter) printf(", adapter.gguf");
+            printf(" (%d tensors:", res.info.n_tensors);
+            for (int t = 0; t < DT_COUNT; t++)
+                if (res.info.n_by_type[t]) printf(" %d %s", res.info.n_by_type[t], dtype_name((dtype)t));
+            printf(")\n");
+        }
         if (res.drift_checked) printf("  template drift check: %d conversations give the same tokens\n", res.drift_checked);
         if (res.ollama_ran) {
             printf("  ollama: created %s%s%s\n", res.ollama_name, res.smoke[0] ? "; smoke: " : "", res.smoke);

@@ -14,6 +14,7 @@
 #include "adapter/adapter.h"
 #include "export/admix.h"
 #include "export/ollama.h"
+#include "export/vllm.h"
 #include "infer/target.h"
 #include "weights/gguf.h"
 #include "store/store.h"
@@ -26,16 +27,16 @@
 
 #define EXPORT_FORMAT 1         /* bump when the bytes of an exported base change */
 
-static const char *const TARGETS[] = {"ollama", "gguf", "llama-server"};
+static const char *const TARGETS[] = {"ollama", "gguf", "llama-server", "vllm"};
 
 int export_target_parse(const char *s)
 {
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         if (!strcmp(s, TARGETS[i])) return i;
     return -1;
 }
 
-const char *export_target_name(export_target t) { return (unsigned)t < 3 ? TARGETS[t] : "?"; }
+const char *export_target_name(export_target t) { return (unsigned)t < 4 ? TARGETS[t] : "?"; }
 
 /* ---- small helpers ------------------------------------------------------------------------ */
 
@@ -83,7 +84,7 @@ static int base_fingerprint(const char *model_path, const char *quant, const cha
     sha256_ctx c;
     sha256_init(&c);
     char head[512];
-    int n = snprintf(head, sizeof head, "dlm-export-base %d %s\n%s\n%s\n%d\n", EXPORT_FORMAT, DLM_VERSION, quant, pre,
+    int n = snprintf(head, sizeof head, "dlm-export-base %d %s\n%s\n%s\n%d\n", EXPORT_FORMAT, DLM_VERSION, quant, pre ? pre : "",
                      with_template);
     sha256_update(&c, head, (size_t)n);
     if (fs_is_dir(model_path)) {
@@ -250,13 +251,13 @@ static int write_export_manifest(const char *dir, const export_opts *o, const ex
                                            "size_bytes", (json_int_t)arts[i].size));
     char by[64];
     snprintf(by, sizeof by, "dlm-%s", DLM_VERSION);
-    json_t *m = json_pack("{s:s, s:s, s:b, s:b, s:o, s:s, s:s, s:n, s:s, s:o, s:o, s:i, s:s, s:s, s:o, s:b, s:i, s:o}",
+    json_t *m = json_pack("{s:s, s:s, s:b, s:b, s:o, s:s, s:s, s:n, s:s, s:o, s:o, s:i, s:s, s:o, s:o, s:b, s:i, s:o}",
                           "target", export_target_name(o->target), "quant", r->quant, "merged", o->merged,
                           "dequantized", o->dequantize, "ollama_name",
                           o->target == EXPORT_TARGET_OLLAMA ? json_string(r->ollama_name) : json_null(), "created_at",
                           now, "created_by", by, "llama_cpp_tag", "base_model", T->base_spec, "base_model_hf_id",
                           jstr_or_null(hf), "base_model_revision", jstr_or_null(rev), "adapter_version",
-                          r->adapter_version, "base_fingerprint", fp, "pre_tokenizer", r->pre, "tensor_types", types,
+                          r->adapter_version, "base_fingerprint", fp, "pre_tokenizer", jstr_or_null(r->pre), "tensor_types", types,
                           "reused_base", r->reused_base, "template_drift_checked", r->drift_checked, "artifacts", a);
     if (!m) return err_set(e, "MemoryError", "out of memory");
     json_object_set(m, "adapter_mix", mix ? mix : json_null());
@@ -372,6 +373,37 @@ done:
     return rc;
 }
 
+/* ---- vllm ---------------------------------------------------------------------------------- */
+
+static int write_vllm(const export_opts *o, const infer_target *T, const lora *L, int num_ctx, const char *wdir,
+                      artifact *arts, int *n_arts, dlm_err *e)
+{
+    const doc_frontmatter *fm = doc_fm(T->doc);
+    const reg_entry *ent = T->base.entry;
+    const char *hf = ent ? ent->hf_id : T->base.kind == BASE_HF ? T->base.hf_id : NULL;
+    const char *rev = ent ? ent->revision : T->base.kind == BASE_HF && T->base.revision[0] ? T->base.revision : NULL;
+    char abs[4096], served[64];
+    if (!hf) {
+        if (!realpath(T->model_path, abs)) snprintf(abs, sizeof abs, "%s", T->model_path);
+        hf = abs;
+        rev = NULL;
+    }
+    size_t k = 0;
+    served[k++] = 'd', served[k++] = 'l', served[k++] = 'm', served[k++] = '-';
+    for (const char *p = fm->dlm_id; *p && k < sizeof served - 1; p++) served[k++] = (char)tolower((unsigned char)*p);
+    served[k] = 0;
+    export_vllm_opts vo = {.model_ref = hf, .revision = rev, .served_name = served, .max_model_len = num_ctx,
+                           .merged = o->merged, .dlm_version = DLM_VERSION, .dlm_id = fm->dlm_id,
+                           .adapter_version = T->version};
+    adapter_meta meta = {.base_model = hf, .revision = rev};
+    char names[40][64];
+    int n;
+    if (export_vllm_write(T->m, T->model_path, L, &meta, &vo, wdir, names, 40, &n, e)) return -1;
+    for (int i = 0; i < n; i++)
+        if (add_artifact(arts, n_arts, wdir, names[i], NULL, e)) return -1;
+    return 0;
+}
+
 /* ---- the flow ------------------------------------------------------------------------------- */
 
 /* s without leading/trailing ASCII whitespace, in buf (cap bytes). */
@@ -398,6 +430,14 @@ static int preflight(const export_opts *o, infer_target *T, const lora *L, expor
     if (!o->merged && L->cfg.dora) {
         err_set(e, "ExportError", "preflight: a DoRA adapter cannot run as a separate llama.cpp adapter");
         return err_hint(e, "export it merged: dlm export %s --merged", o->doc_path);
+    }
+    if (o->target == EXPORT_TARGET_VLLM) {   /* vLLM reads the HF folder: no GGUF checks */
+        if (T->m->from_gguf || !fs_is_dir(T->model_path)) {
+            err_set(e, "ExportError", "preflight: the vllm target needs an HF-format base (a folder with config.json); "
+                                      "%s is a GGUF file", T->base_spec);
+            return err_hint(e, "use an HF id or folder as base_model, or export --target gguf / llama-server");
+        }
+        return 0;
     }
     if (export_pre_name(T->t, o->pre_tokenizer, &r->pre, e)) return -1;
     export_special_flags(T->model_path, T->t, T->m->cfg.vocab, &r->add_bos, &r->add_eos);
@@ -449,7 +489,7 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
     if (target_open(&to, &T, e)) return -1;
     int rc = -1;
     const doc_frontmatter *fm = doc_fm(T.doc);
-    artifact arts[8];
+    artifact arts[48];
     int n_arts = 0, created = 0, complete = 0;
     strbuf sb = STRBUF_INIT;
     char stage[4300] = "";
@@ -470,7 +510,7 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
         e->code = 2;
         goto done;
     }
-    r->quant = mix->name;
+    r->quant = o->target == EXPORT_TARGET_VLLM ? "HF" : mix->name;
     if (o->target == EXPORT_TARGET_OLLAMA) {
         char id[32];
         size_t k = 0;
@@ -494,7 +534,7 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
     if (o->out_dir) snprintf(r->dir, sizeof r->dir, "%s", o->out_dir);
     else {
         char rel[128];
-        snprintf(rel, sizeof rel, "exports/%s", mix->name);
+        snprintf(rel, sizeof rel, "exports/%s", o->target == EXPORT_TARGET_VLLM ? "vllm" : mix->name);
         if (store_path(T.store, rel, r->dir, sizeof r->dir, e)) goto done;
     }
     /* A store export is written into a hidden staging folder and swapped
@@ -526,11 +566,19 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
         if (fs_mkdir_p(r->dir, e)) goto done;
     }
 
-    /* the model GGUF */
     int with_tmpl = !o->no_template;
-    snprintf(r->model_file, sizeof r->model_file, "%s.%s.gguf", o->merged ? "merged" : "base", mix->name);
     char fp[65], known[65], mpath[4200];
     if (base_fingerprint(T.model_path, mix->name, r->pre, with_tmpl, fp, e)) goto done;
+    const reg_entry *ent = T.base.entry;
+    int ctxlen = ent && ent->context_length > 0 ? ent->context_length : T.m->cfg.max_pos;
+    int num_ctx = fm->training.sequence_len < ctxlen ? fm->training.sequence_len : ctxlen;
+    if (o->target == EXPORT_TARGET_VLLM) {
+        if (write_vllm(o, &T, L, num_ctx, wdir, arts, &n_arts, e)) goto done;
+        goto complete_folder;
+    }
+
+    /* the model GGUF */
+    snprintf(r->model_file, sizeof r->model_file, "%s.%s.gguf", o->merged ? "merged" : "base", mix->name);
     if (path_in(mpath, sizeof mpath, wdir, r->model_file, e)) goto done;
     int reuse = !o->merged && can_reuse(r->dir, r->model_file, fp, known);
     if (reuse && stage[0]) {   /* the unchanged base goes into the stage by a hard link: no copy, no space */
@@ -570,9 +618,6 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
     }
 
     /* target files */
-    const reg_entry *ent = T.base.entry;
-    int ctxlen = ent && ent->context_length > 0 ? ent->context_length : T.m->cfg.max_pos;
-    int num_ctx = fm->training.sequence_len < ctxlen ? fm->training.sequence_len : ctxlen;
     char from[96], adapter_ref[32] = "./adapter.gguf";
     snprintf(from, sizeof from, "./%s", r->model_file);
     if (o->target == EXPORT_TARGET_OLLAMA) {
@@ -608,6 +653,7 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
             goto done;
     }
 
+complete_folder:
     /* the folder is complete (files and manifest): put it in place */
     if (write_export_manifest(wdir, o, r, &T, fp, arts, n_arts, mixj, e)) goto done;
     complete = 1;

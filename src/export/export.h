@@ -24,9 +24,9 @@
 #include "export/export_gguf.h"
 #include "util/err.h"
 
-typedef enum { EXPORT_TARGET_OLLAMA = 0, EXPORT_TARGET_GGUF, EXPORT_TARGET_LLAMA_SERVER } export_target;
+typedef enum { EXPORT_TARGET_OLLAMA = 0, EXPORT_TARGET_GGUF, EXPORT_TARGET_LLAMA_SERVER, EXPORT_TARGET_VLLM } export_target;
 
-/* "ollama", "gguf", "llama-server" → target; -1 if unknown. */
+/* "ollama", "gguf", "llama-server", "vllm" (export/vllm.h) → target; -1 if unknown. */
 int export_target_parse(const char *s);
 const char *export_target_name(export_target t);
 
