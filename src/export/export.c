@@ -11,7 +11,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "adapter/adapter.h"
+#include "export/admix.h"
 #include "export/ollama.h"
+#include "export/vllm.h"
 #include "infer/target.h"
 #include "weights/gguf.h"
 #include "store/store.h"
@@ -24,16 +27,16 @@
 
 #define EXPORT_FORMAT 1         /* bump when the bytes of an exported base change */
 
-static const char *const TARGETS[] = {"ollama", "gguf", "llama-server"};
+static const char *const TARGETS[] = {"ollama", "gguf", "llama-server", "vllm"};
 
 int export_target_parse(const char *s)
 {
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         if (!strcmp(s, TARGETS[i])) return i;
     return -1;
 }
 
-const char *export_target_name(export_target t) { return (unsigned)t < 3 ? TARGETS[t] : "?"; }
+const char *export_target_name(export_target t) { return (unsigned)t < 4 ? TARGETS[t] : "?"; }
 
 /* ---- small helpers ------------------------------------------------------------------------ */
 
@@ -81,7 +84,7 @@ static int base_fingerprint(const char *model_path, const char *quant, const cha
     sha256_ctx c;
     sha256_init(&c);
     char head[512];
-    int n = snprintf(head, sizeof head, "dlm-export-base %d %s\n%s\n%s\n%d\n", EXPORT_FORMAT, DLM_VERSION, quant, pre,
+    int n = snprintf(head, sizeof head, "dlm-export-base %d %s\n%s\n%s\n%d\n", EXPORT_FORMAT, DLM_VERSION, quant, pre ? pre : "",
                      with_template);
     sha256_update(&c, head, (size_t)n);
     if (fs_is_dir(model_path)) {
@@ -233,7 +236,7 @@ done:
 static json_t *jstr_or_null(const char *s) { return s && *s ? json_string(s) : json_null(); }
 
 static int write_export_manifest(const char *dir, const export_opts *o, const export_result *r, const infer_target *T,
-                                 const char *fp, const artifact *arts, int n_arts, dlm_err *e)
+                                 const char *fp, const artifact *arts, int n_arts, json_t *mix, dlm_err *e)
 {
     char now[32];
     time_iso_utc(time_now(), now, sizeof now);
@@ -248,15 +251,16 @@ static int write_export_manifest(const char *dir, const export_opts *o, const ex
                                            "size_bytes", (json_int_t)arts[i].size));
     char by[64];
     snprintf(by, sizeof by, "dlm-%s", DLM_VERSION);
-    json_t *m = json_pack("{s:s, s:s, s:b, s:b, s:o, s:s, s:s, s:n, s:s, s:o, s:o, s:i, s:s, s:s, s:o, s:b, s:i, s:o}",
+    json_t *m = json_pack("{s:s, s:s, s:b, s:b, s:o, s:s, s:s, s:n, s:s, s:o, s:o, s:i, s:s, s:o, s:o, s:b, s:i, s:o}",
                           "target", export_target_name(o->target), "quant", r->quant, "merged", o->merged,
                           "dequantized", o->dequantize, "ollama_name",
                           o->target == EXPORT_TARGET_OLLAMA ? json_string(r->ollama_name) : json_null(), "created_at",
                           now, "created_by", by, "llama_cpp_tag", "base_model", T->base_spec, "base_model_hf_id",
                           jstr_or_null(hf), "base_model_revision", jstr_or_null(rev), "adapter_version",
-                          r->adapter_version, "base_fingerprint", fp, "pre_tokenizer", r->pre, "tensor_types", types,
+                          r->adapter_version, "base_fingerprint", fp, "pre_tokenizer", jstr_or_null(r->pre), "tensor_types", types,
                           "reused_base", r->reused_base, "template_drift_checked", r->drift_checked, "artifacts", a);
     if (!m) return err_set(e, "MemoryError", "out of memory");
+    json_object_set(m, "adapter_mix", mix ? mix : json_null());
     char p[4200];
     int rc = path_in(p, sizeof p, dir, "export_manifest.json", e) ? -1 : json_save_file(p, m, e);
     json_decref(m);
@@ -300,6 +304,106 @@ done:
     return rc;
 }
 
+/* ---- adapter mixes ------------------------------------------------------------------------ */
+
+/* --adapter-mix: load every source (a version vNNNN of the document's
+ * adapter, or an adapter folder), combine them (admix.h), and describe
+ * the mix for export_manifest.json. */
+static int load_mix(const export_opts *o, infer_target *T, export_result *r, lora **out, json_t **mj, dlm_err *e)
+{
+    admix_spec sp;
+    if (admix_parse(o->adapter_mix, &sp, e)) return -1;
+    lora *ls[ADMIX_MAX] = {0};
+    int rc = -1;
+    json_t *srcs = json_array();
+    double *rel = NULL;
+    for (int i = 0; i < sp.n; i++) {
+        const char *s = sp.src[i];
+        char dir[4300];
+        size_t k = 1;
+        while (s[0] == 'v' && s[k] >= '0' && s[k] <= '9') k++;
+        if (s[0] == 'v' && k > 1 && !s[k]) {
+            char rel_[64];
+            snprintf(rel_, sizeof rel_, "adapter/versions/v%04d", atoi(s + 1));
+            if (store_path(T->store, rel_, dir, sizeof dir, e)) goto done;
+        } else {
+            snprintf(dir, sizeof dir, "%s", s);
+        }
+        char cfgp[4400];
+        snprintf(cfgp, sizeof cfgp, "%s/adapter_config.json", dir);
+        if (!fs_is_file(cfgp)) {
+            err_set(e, "ExportError", "--adapter-mix: '%s' is no adapter (%s is missing)", s, cfgp);
+            err_hint(e, "name a trained version of this document (dlm show %s lists them) or a PEFT adapter folder",
+                     o->doc_path);
+            goto done;
+        }
+        if (o->merged && !o->dequantize && trained_on_quantized(dir)) {
+            err_set(e, "UnsafeMergeError", "merge refused: adapter '%s' was trained on a quantized base", s);
+            err_hint(e, "--dequantize merges it into an f16 copy of the dequantized base and quantizes that");
+            goto done;
+        }
+        if (adapter_load(dir, T->m, &ls[i], e)) goto done;
+        json_array_append_new(srcs, json_pack("{s:s, s:s, s:f, s:i, s:f}", "source", s, "path", dir, "weight", sp.w[i],
+                                              "rank", ls[i]->cfg.rank, "alpha", (double)ls[i]->cfg.alpha));
+    }
+    if (admix_build(T->m, ls, sp.w, sp.n, (admix_method)o->mix_method, out, &rel, e)) goto done;
+    r->n_mix = sp.n;
+    r->mix_rank = (*out)->cfg.rank;
+    *mj = json_pack("{s:s, s:O, s:i}", "method", admix_method_name((admix_method)o->mix_method), "adapters", srcs,
+                    "rank", r->mix_rank);
+    if (rel) {
+        /* each tensor by the name llama.cpp gives its LoRA pair */
+        json_t *errs = json_object();
+        for (int il = 0; il < (*out)->n_layer; il++)
+            for (int mm = 0; mm < LM_COUNT; mm++) {
+                double v = rel[il * LM_COUNT + mm];
+                if (v < 0) continue;
+                char name[64];
+                model_proj_name(mm, il, 1, name, sizeof name);
+                json_object_set_new(errs, name, json_real(v));
+                if (v > r->mix_max_err) r->mix_max_err = v;
+            }
+        json_object_set_new(*mj, "svd_relative_frobenius_error", errs);
+    }
+    rc = 0;
+done:
+    for (int i = 0; i < sp.n; i++) lora_free(ls[i]);
+    free(rel);
+    json_decref(srcs);
+    return rc;
+}
+
+/* ---- vllm ---------------------------------------------------------------------------------- */
+
+static int write_vllm(const export_opts *o, const infer_target *T, const lora *L, int num_ctx, const char *wdir,
+                      artifact *arts, int *n_arts, dlm_err *e)
+{
+    const doc_frontmatter *fm = doc_fm(T->doc);
+    const reg_entry *ent = T->base.entry;
+    const char *hf = ent ? ent->hf_id : T->base.kind == BASE_HF ? T->base.hf_id : NULL;
+    const char *rev = ent ? ent->revision : T->base.kind == BASE_HF && T->base.revision[0] ? T->base.revision : NULL;
+    char abs[4096], served[64];
+    if (!hf) {
+        if (!realpath(T->model_path, abs)) snprintf(abs, sizeof abs, "%s", T->model_path);
+        hf = abs;
+        rev = NULL;
+    }
+    size_t k = 0;
+    served[k++] = 'd', served[k++] = 'l', served[k++] = 'm', served[k++] = '-';
+    for (const char *p = fm->dlm_id; *p && k < sizeof served - 1; p++) served[k++] = (char)tolower((unsigned char)*p);
+    served[k] = 0;
+    export_vllm_opts vo = {.model_ref = hf, .revision = rev, .served_name = served, .max_model_len = num_ctx,
+                           .merged = o->merged, .dlm_version = DLM_VERSION, .dlm_id = fm->dlm_id,
+                           .adapter_version = T->version};
+    adapter_meta meta = {.base_model = hf, .revision = rev};
+    char names[40][64];
+    int n;
+    if (export_vllm_write(T->m, T->model_path, L, &meta, &vo, wdir, names, 40, &n, e)) return -1;
+    for (int i = 0; i < n; i++)
+        if (add_artifact(arts, n_arts, wdir, names[i], NULL, e)) return -1;
+    return 0;
+}
+
 /* ---- the flow ------------------------------------------------------------------------------- */
 
 /* s without leading/trailing ASCII whitespace, in buf (cap bytes). */
@@ -314,18 +418,26 @@ static const char *trimmed(const char *s, char *buf, size_t cap)
     return buf;
 }
 
-static int preflight(const export_opts *o, infer_target *T, export_result *r, const char **go_tmpl,
+static int preflight(const export_opts *o, infer_target *T, const lora *L, export_result *r, const char **go_tmpl,
                      const char **mf_system, dlm_err *e)
 {
     const doc_frontmatter *fm = doc_fm(T->doc);
-    if (o->merged && !o->dequantize && trained_on_quantized(T->adapter_dir)) {
+    if (o->merged && !o->dequantize && !o->adapter_mix && trained_on_quantized(T->adapter_dir)) {
         err_set(e, "UnsafeMergeError", "merge refused: adapter was trained on a quantized base");
         return err_hint(e, "--dequantize merges it into an f16 copy of the dequantized base and quantizes that "
                            "(or export without --merged: the adapter then runs on the base it was trained on)");
     }
-    if (!o->merged && T->l->cfg.dora) {
+    if (!o->merged && L->cfg.dora) {
         err_set(e, "ExportError", "preflight: a DoRA adapter cannot run as a separate llama.cpp adapter");
         return err_hint(e, "export it merged: dlm export %s --merged", o->doc_path);
+    }
+    if (o->target == EXPORT_TARGET_VLLM) {   /* vLLM reads the HF folder: no GGUF checks */
+        if (T->m->from_gguf || !fs_is_dir(T->model_path)) {
+            err_set(e, "ExportError", "preflight: the vllm target needs an HF-format base (a folder with config.json); "
+                                      "%s is a GGUF file", T->base_spec);
+            return err_hint(e, "use an HF id or folder as base_model, or export --target gguf / llama-server");
+        }
+        return 0;
     }
     if (export_pre_name(T->t, o->pre_tokenizer, &r->pre, e)) return -1;
     export_special_flags(T->model_path, T->t, T->m->cfg.vocab, &r->add_bos, &r->add_eos);
@@ -377,12 +489,14 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
     if (target_open(&to, &T, e)) return -1;
     int rc = -1;
     const doc_frontmatter *fm = doc_fm(T.doc);
-    artifact arts[8];
+    artifact arts[48];
     int n_arts = 0, created = 0, complete = 0;
     strbuf sb = STRBUF_INIT;
     char stage[4300] = "";
     const char *wdir = r->dir;
-    if (!T.version || !T.l) {
+    json_t *mixj = NULL;
+    lora *mixed = NULL;
+    if (!o->adapter_mix && (!T.version || !T.l)) {
         err_set(e, "ExportError", "no current adapter: %s/adapter/current.txt names no trained version", T.store);
         err_hint(e, "train one first: dlm train %s", o->doc_path);
         goto done;
@@ -396,7 +510,7 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
         e->code = 2;
         goto done;
     }
-    r->quant = mix->name;
+    r->quant = o->target == EXPORT_TARGET_VLLM ? "HF" : mix->name;
     if (o->target == EXPORT_TARGET_OLLAMA) {
         char id[32];
         size_t k = 0;
@@ -412,13 +526,15 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
         }
     }
     const char *go_tmpl = NULL, *mf_system = NULL;
-    if (preflight(o, &T, r, &go_tmpl, &mf_system, e)) goto done;
+    if (o->adapter_mix && load_mix(o, &T, r, &mixed, &mixj, e)) goto done;
+    const lora *L = mixed ? mixed : T.l;
+    if (preflight(o, &T, L, r, &go_tmpl, &mf_system, e)) goto done;
 
     /* where */
     if (o->out_dir) snprintf(r->dir, sizeof r->dir, "%s", o->out_dir);
     else {
         char rel[128];
-        snprintf(rel, sizeof rel, "exports/%s", mix->name);
+        snprintf(rel, sizeof rel, "exports/%s", o->target == EXPORT_TARGET_VLLM ? "vllm" : mix->name);
         if (store_path(T.store, rel, r->dir, sizeof r->dir, e)) goto done;
     }
     /* A store export is written into a hidden staging folder and swapped
@@ -450,11 +566,19 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
         if (fs_mkdir_p(r->dir, e)) goto done;
     }
 
-    /* the model GGUF */
     int with_tmpl = !o->no_template;
-    snprintf(r->model_file, sizeof r->model_file, "%s.%s.gguf", o->merged ? "merged" : "base", mix->name);
     char fp[65], known[65], mpath[4200];
     if (base_fingerprint(T.model_path, mix->name, r->pre, with_tmpl, fp, e)) goto done;
+    const reg_entry *ent = T.base.entry;
+    int ctxlen = ent && ent->context_length > 0 ? ent->context_length : T.m->cfg.max_pos;
+    int num_ctx = fm->training.sequence_len < ctxlen ? fm->training.sequence_len : ctxlen;
+    if (o->target == EXPORT_TARGET_VLLM) {
+        if (write_vllm(o, &T, L, num_ctx, wdir, arts, &n_arts, e)) goto done;
+        goto complete_folder;
+    }
+
+    /* the model GGUF */
+    snprintf(r->model_file, sizeof r->model_file, "%s.%s.gguf", o->merged ? "merged" : "base", mix->name);
     if (path_in(mpath, sizeof mpath, wdir, r->model_file, e)) goto done;
     int reuse = !o->merged && can_reuse(r->dir, r->model_file, fp, known);
     if (reuse && stage[0]) {   /* the unchanged base goes into the stage by a hard link: no copy, no space */
@@ -478,7 +602,7 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
     } else {
         /* general.name: the registry key, or the folder / file name */
         const char *gname = T.base.entry ? T.base.entry->key : fs_basename(T.base_spec);
-        export_gguf_opts go = {.mix = mix, .merge = o->merged ? T.l : NULL, .merge_f16 = o->merged && o->dequantize,
+        export_gguf_opts go = {.mix = mix, .merge = o->merged ? L : NULL, .merge_f16 = o->merged && o->dequantize,
                                .name = gname, .pre = r->pre, .chat_template = with_tmpl, .add_bos = r->add_bos,
                                .add_eos = r->add_eos};
         log_info("export: writing %s (%s)", r->model_file, o->merged ? "adapter merged" : "base");
@@ -487,16 +611,13 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
     if (add_artifact(arts, &n_arts, wdir, r->model_file, r->reused_base ? known : NULL, e)) goto done;
     if (!o->merged) {
         char ap[4200];
-        if (path_in(ap, sizeof ap, wdir, "adapter.gguf", e) || export_write_adapter(T.m, T.l, fm->dlm_id, ap, e) ||
+        if (path_in(ap, sizeof ap, wdir, "adapter.gguf", e) || export_write_adapter(T.m, L, fm->dlm_id, ap, e) ||
             add_artifact(arts, &n_arts, wdir, "adapter.gguf", NULL, e))
             goto done;
         r->has_adapter = 1;
     }
 
     /* target files */
-    const reg_entry *ent = T.base.entry;
-    int ctxlen = ent && ent->context_length > 0 ? ent->context_length : T.m->cfg.max_pos;
-    int num_ctx = fm->training.sequence_len < ctxlen ? fm->training.sequence_len : ctxlen;
     char from[96], adapter_ref[32] = "./adapter.gguf";
     snprintf(from, sizeof from, "./%s", r->model_file);
     if (o->target == EXPORT_TARGET_OLLAMA) {
@@ -532,8 +653,9 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
             goto done;
     }
 
+complete_folder:
     /* the folder is complete (files and manifest): put it in place */
-    if (write_export_manifest(wdir, o, r, &T, fp, arts, n_arts, e)) goto done;
+    if (write_export_manifest(wdir, o, r, &T, fp, arts, n_arts, mixj, e)) goto done;
     complete = 1;
     if (stage[0]) {
         char parent[4096];
@@ -553,10 +675,10 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
     }
     if (o->target == EXPORT_TARGET_OLLAMA) {
         char bin[4096];
-        if (export_which("ollama", bin, sizeof bin)) {
+        if (!o->skip_ollama && export_which("ollama", bin, sizeof bin)) {
             if (run_ollama(bin, o->home, r->dir, o, r, e)) goto done;
             /* what ollama checked goes into the manifest */
-            if (write_export_manifest(r->dir, o, r, &T, fp, arts, n_arts, e)) goto done;
+            if (write_export_manifest(r->dir, o, r, &T, fp, arts, n_arts, mixj, e)) goto done;
         } else {
             strbuf ns = STRBUF_INIT;
             sb_puts(&ns, "cd ");
@@ -573,6 +695,8 @@ done:
     if (rc && stage[0]) fs_remove_tree(stage, NULL);
     else if (rc && created && !complete) fs_remove_tree(r->dir, NULL);
     sb_free(&sb);
+    lora_free(mixed);
+    json_decref(mixj);
     target_close(&T);
     return rc;
 }

@@ -2,6 +2,8 @@
  * llama.cpp and Ollama load (docs/reference/original-spec.md §6, docs/reference/formats.md §3–§6).
  *
  *   <store>/exports/<QUANT>/     (or --out DIR)
+ *     (--adapter-mix: adapter.gguf / the merge is the mix of the listed
+ *     versions or adapter folders, export/admix.h)
  *     base.<QUANT>.gguf          the base, quantized with llama.cpp's mix
  *     adapter.gguf               the adapter (llama.cpp LoRA GGUF)
  *     merged.<QUANT>.gguf        --merged: the adapter merged in (no adapter.gguf)
@@ -22,9 +24,9 @@
 #include "export/export_gguf.h"
 #include "util/err.h"
 
-typedef enum { EXPORT_TARGET_OLLAMA = 0, EXPORT_TARGET_GGUF, EXPORT_TARGET_LLAMA_SERVER } export_target;
+typedef enum { EXPORT_TARGET_OLLAMA = 0, EXPORT_TARGET_GGUF, EXPORT_TARGET_LLAMA_SERVER, EXPORT_TARGET_VLLM } export_target;
 
-/* "ollama", "gguf", "llama-server" → target; -1 if unknown. */
+/* "ollama", "gguf", "llama-server", "vllm" (export/vllm.h) → target; -1 if unknown. */
 int export_target_parse(const char *s);
 const char *export_target_name(export_target t);
 
@@ -41,6 +43,9 @@ typedef struct export_opts {
     const char *out_dir;        /* default <store>/exports/<QUANT> */
     const char *pre_tokenizer;  /* override tokenizer.ggml.pre */
     int offline;
+    const char *adapter_mix;    /* "v0001:0.7,v0002:0.3" (versions or adapter folders); NULL: the current adapter */
+    int mix_method;             /* admix_method: ADMIX_LINEAR (exact) or ADMIX_SVD */
+    int skip_ollama;            /* write the Modelfile but never run ollama */
 } export_opts;
 
 typedef struct export_result {
@@ -54,6 +59,9 @@ typedef struct export_result {
     int add_bos, add_eos;       /* tokenizer.ggml.add_bos/eos_token written (-1: left out) */
     int drift_checked;          /* conversations the drift check compared (0 = not run) */
     export_gguf_info info;
+    int n_mix;                  /* adapters mixed (0: the current adapter) */
+    int mix_rank;               /* rank of the mixed adapter */
+    double mix_max_err;         /* svd: the largest relative Frobenius error of a tensor */
     char ollama_name[160];
     int ollama_ran;             /* ollama create ran */
     char ollama_version[64];

@@ -10,6 +10,7 @@
 //   {"id": ..., "model": PATH, "lora": PATH|null, "ids": [...], "probs": true}
 //                        the full next-token distribution after the prompt (temperature 1,
 //                        no top-k/top-p/min-p: llama.cpp's softmax of the logits)
+//   "loras": [{"path": PATH, "scale": S}, ...] in place of "lora" loads several adapters at once
 //   {"id": ..., "model": PATH, "texts": [...]}   llama.cpp's tokenization of each text,
 //                        without and with special-token parsing (no BOS added)
 // OUT.json maps id to the result ({"tokens": [...]}, {"probs": [...]},
@@ -49,6 +50,7 @@ for (const job of jobs) {
     const opts = { contextSize: 256, batchSize: 256, threads: 1, flashAttention: false,
                    experimentalKvCacheKeyType: "F32", experimentalKvCacheValueType: "F32" };
     if (job.lora) opts.lora = { adapters: [{ filePath: job.lora, scale: 1 }] };
+    if (job.loras) opts.lora = { adapters: job.loras.map((l) => ({ filePath: l.path, scale: l.scale })) };
     const ctx = await m.createContext(opts);
     const seq = ctx.getSequence();
     if (job.greedy) {
