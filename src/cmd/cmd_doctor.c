@@ -8,6 +8,7 @@
 
 #include "cmd/commands.h"
 #include "run/doctor.h"
+#include "run/dist.h"
 #include "run/probe.h"
 #include "kern/cpu.h"
 #include "store/store.h"
@@ -122,6 +123,9 @@ static void print_host(const host_info *h)
         printf(" (dlm trains on the CPU)\n");
     } else printf("gpus:    none (dlm trains on the CPU)\n");
     printf("determinism: %s (same bytes for any thread count)\n", h->determinism);
+    printf("mpi:     %s\n", dist_compiled() ? "built in: 'mpirun -np N dlm train' shares each step's micro-batches"
+                                             " (grad_accum is per rank; the plan below is one rank's)"
+                                           : "not built in ('make mpi' builds build-mpi/dlm)");
 }
 
 static void print_doc_plan(const doctor_doc *d, const char *path)

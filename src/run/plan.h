@@ -67,6 +67,7 @@ typedef struct plan_in {
     int64_t distinct_tokens;    /* token ids the dataset uses (0 = unknown: the whole embedding) */
     uint64_t budget;            /* bytes we may use (0 = unknown: everything fits) */
     int keep_best;              /* a validation split: early stopping keeps the best params */
+    int ranks;                  /* MPI ranks sharing a step (0 or 1: one process); the figure is per rank */
 } plan_in;
 
 #define PLAN_MAX_ITEMS 24

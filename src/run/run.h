@@ -62,11 +62,20 @@ typedef struct run {
     char log_path[4096], version_dir[4096];
     FILE *log;
     metrics *met;
+    /* data-parallel (run/dist.h): this rank's micro-batch gradients, one
+     * buffer each (one in all with a single process), and their
+     * (loss, tokens) pairs; lead = rank 0, the one that writes */
+    float **gpart;
+    double *gscal;
+    int n_gpart, lead;
 } run;
 
 int run_check_interrupted(run *R, dlm_err *e);
 int run_lock_facts(run *R, dlm_err *e);
 int run_start_or_resume(run *R, dlm_err *e);
+/* The micro-batches per step (all ranks together) of the newest
+ * checkpoint, 0 when none: a resume keeps them whatever the rank count. */
+int run_ckpt_grad_accum(run *R);
 int run_begin_records(run *R, dlm_err *e);
 void run_log_step(run *R, int64_t step, double loss, double grad_norm, double tps);
 void run_log_eval(run *R, int64_t step, double val);
