@@ -65,6 +65,13 @@ int dist_bcast_flag(int flag)
     return flag;
 }
 
+double dist_bcast_f64(double x)
+{
+    if (!g_on || g_size == 1) return x;
+    MPI_Bcast(&x, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    return x;
+}
+
 /* Large gradients go in pieces, each under MPI's int count. */
 #define CHUNK ((size_t)1 << 28)
 
@@ -99,6 +106,7 @@ int dist_init(int *argc, char ***argv, dlm_err *e)
 void dist_abort(int code) { (void)code; }
 void dist_finalize(void) {}
 int dist_bcast_flag(int flag) { return flag; }
+double dist_bcast_f64(double x) { return x; }
 #endif
 
 static void add_parts(float *acc, const float *const *parts, int n_parts, size_t n, double *sacc,

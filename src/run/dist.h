@@ -29,8 +29,9 @@ const char *dist_library(void);
  * `scal` (k doubles per part) is summed the same way into scal_acc. */
 int dist_allreduce_sum(float *acc, const float *const *parts, int n_parts, size_t n,
                        double *scal_acc, const double *scal, int k, dlm_err *e);
-/* Rank 0's value of flag, on every rank. */
+/* Rank 0's value of flag / x, on every rank. */
 int dist_bcast_flag(int flag);
+double dist_bcast_f64(double x);
 /* End every rank of the job now (MPI_Abort); no-op with one process. */
 void dist_abort(int code);
 /* Leave the job cleanly (MPI_Finalize); no-op when not initialised. */

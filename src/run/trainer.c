@@ -435,7 +435,9 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
         if ((step + 1) % R->eval_every == 0 || step + 1 == R->total) {
             if (R->P.data.ds->n_val) {
                 progress(R, PHASE_EVALUATING, step + 1, loss, R->last_lr, tps);
-                R->last_val = evaluate(R);
+                /* every rank holds the same weights: rank 0 evaluates, the
+                 * others take its figure (early stopping agrees) */
+                R->last_val = dist_bcast_f64(R->lead ? evaluate(R) : 0);
                 if (R->lead) run_log_eval(R, step + 1, R->last_val);
                 if (R->last_val < R->best_val) {
                     R->best_val = R->last_val;
