@@ -362,6 +362,10 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
     /* the OOM guard first: nothing of the weights is mapped, hashed or
      * allocated before the plan says the run fits */
     if (plan_memory(R, e)) goto out;
+    /* hosts may differ: every rank takes rank 0's batch shape (the bytes
+     * depend on it), each having checked that it fits its own memory */
+    R->micro_batch = R->plan.mb = dist_bcast_flag(R->micro_batch);
+    R->grad_accum = dist_bcast_flag(R->grad_accum);
     if (run_lock_facts(R, e)) goto out;   /* dlm.lock records the world size too */
     if (R->lead && dlmlock_check(R->store, o->doc_path, &R->facts, o->lock, e)) goto out;
     if (model_load(R->model_path, &R->m, e) || replan_if_needed(R, e)) goto out;

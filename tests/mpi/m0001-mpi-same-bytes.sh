@@ -4,6 +4,7 @@
 #   - `mpirun -np 2` with grad_accum 1 vs one process with grad_accum 2:
 #     identical adapter bytes (sha256sum), LoRA and DoRA; dlm.lock says
 #     world_size 2 (python3 json);
+#   - `dlm doctor --ranks 2` plans grad_accum gradient buffers per rank;
 #   - a 2-rank run whose rank 1 is killed (SIGKILL) after step 4: the job
 #     ends non-zero with an error, the checkpoint at step 4 is intact, and
 #     one process resumes it (N = 2 → 1) to the uninterrupted bytes.
@@ -90,6 +91,14 @@ assert json.load(open(sys.argv[2]))["world_size"] == 1
 PY
     echo "ok $ad: $a"
 done
+
+# doctor --ranks 2: one rank keeps each of its grad_accum micro-batch gradients
+DLM_HOME="$T/doctor" "$DLM" doctor one-lora.dlm --ranks 2 --json 2>/dev/null | python3 -c '
+import json, sys
+p = json.load(sys.stdin)["plan"]
+it = {i["name"]: i["bytes"] for i in p["items"]}
+assert p["grad_accum"] == 2 and it["micro-batch gradients"] == 2 * it["gradients"], (p["grad_accum"], it)
+' || fail "doctor --ranks 2 does not plan 2 micro-batch gradients per rank"
 
 # kill rank 1 after step 7 (a checkpoint every total/4 = 4 steps: the one at
 # step 4 must be intact), then resume on 1 process
