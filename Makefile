@@ -3,6 +3,7 @@
 #   make            release build of ./build/dlm (installs Debian deps if missing)
 #   make test       build + every test (unit, CLI end-to-end, references)
 #   make asan       ASan + UBSan build running the same tests
+#   make mpi        MPI build (build-mpi/dlm, Open MPI) + its tests (docs/mpi.md)
 #   make fuzz       libFuzzer targets, FUZZ_SECONDS each (default 60)
 #   make fuzz-long  every libFuzzer target for 10 minutes (not in CI; docs/reliability.md)
 #   make bench      benchmarks against their peers; appends bench/RESULTS.md
@@ -14,7 +15,7 @@ JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
 CTEST_ARGS ?=
 
-.PHONY: all build test asan fuzz fuzz-long bench tiny-base demo clean deps
+.PHONY: all build test asan mpi fuzz fuzz-long bench tiny-base demo clean deps
 
 all: build
 
@@ -36,6 +37,14 @@ asan: deps
 	@scripts/ref-deps.sh
 	@cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 		ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
+
+# Data-parallel training under mpirun; needs libopenmpi-dev and openmpi-bin
+# (scripts/deps.sh). Runs the MPI tests (tests/mpi) only: the rest is the
+# default build's.
+mpi: deps
+	@cmake -S . -B build-mpi -DCMAKE_BUILD_TYPE=Release -DDLM_MPI=ON >/dev/null
+	@cmake --build build-mpi -j $(JOBS)
+	@cd build-mpi && ctest --output-on-failure -R '^mpi/' $(CTEST_ARGS)
 
 fuzz: deps
 	@CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DDLM_FUZZ=ON >/dev/null

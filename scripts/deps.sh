@@ -22,6 +22,7 @@ libopenblas-dev
 python3 python3-numpy python3-torch python3-zstandard
 tmux curl chromium minisign
 golang-go
+libopenmpi-dev openmpi-bin
 "
 
 BUILD_PKGS="

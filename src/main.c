@@ -15,6 +15,7 @@
 #include "util/log.h"
 #include "util/str.h"
 #include "version.h"
+#include "run/dist.h"
 
 /* Alphabetical within each group; `dlm help` prints them in this order. */
 const cmd_entry dlm_commands[] = {
@@ -37,6 +38,7 @@ static void print_version(void)
     cpu_describe(cpu, sizeof cpu);
     printf("dlm %s (commit %s)\n", DLM_VERSION, DLM_COMMIT);
     printf("cpu: %s (dispatch level %s)\n", cpu, cpu_level_name(cpu_level()));
+    printf("mpi: %s\n", dist_compiled() ? "yes (data-parallel 'mpirun -np N dlm train'; docs/mpi.md)" : "no (build with 'make mpi')");
 }
 
 static void print_help(FILE *f)

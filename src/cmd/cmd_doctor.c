@@ -8,6 +8,7 @@
 
 #include "cmd/commands.h"
 #include "run/doctor.h"
+#include "run/dist.h"
 #include "run/probe.h"
 #include "kern/cpu.h"
 #include "store/store.h"
@@ -19,15 +20,17 @@
 
 static int o_json;
 static const char *o_max_memory;
+static int o_ranks;
 
 static const opt OPTS[] = {
     {"json", 0, OPT_FLAG, &o_json, NULL, "machine-readable output (docs/doctor.md)"},
     {"max-memory", 0, OPT_STR, &o_max_memory, "SIZE", "plan for this budget instead of the host's (e.g. 8G)"},
+    {"ranks", 0, OPT_INT, &o_ranks, "N", "the plan of one rank of 'mpirun -np N dlm train' (docs/mpi.md)"},
     {0},
 };
 
 const cmd_spec spec_doctor = {
-    "doctor", "[PATH] [--json] [--max-memory SIZE]",
+    "doctor", "[PATH] [--json] [--max-memory SIZE] [--ranks N]",
     "host capabilities and the memory plan (for a document, or every base)",
     "With PATH: the plan 'dlm train PATH' makes before it loads the weights (micro-batch,\n"
     "grad accumulation, recomputation, threads, the bytes of every buffer), whether it\n"
@@ -122,6 +125,9 @@ static void print_host(const host_info *h)
         printf(" (dlm trains on the CPU)\n");
     } else printf("gpus:    none (dlm trains on the CPU)\n");
     printf("determinism: %s (same bytes for any thread count)\n", h->determinism);
+    printf("mpi:     %s\n", dist_compiled() ? "built in: 'mpirun -np N dlm train' shares each step's micro-batches"
+                                             " (grad_accum is per rank; 'dlm doctor PATH --ranks N': one rank's plan)"
+                                           : "not built in ('make mpi' builds build-mpi/dlm)");
 }
 
 static void print_plan_items(const doctor_doc *d, const plan *p);
@@ -132,6 +138,9 @@ static void print_doc_plan(const doctor_doc *d, const char *path)
     char a[32], b[32], c[32];
     printf("\nplan for %s, phase sft (base %s%s)\n", path, d->base_spec,
            d->from_files ? "" : ", not downloaded: registry shape, bf16 as published");
+    if (d->in.ranks > 1)
+        printf("  one rank of %d (mpirun -np %d): the figures are per rank; each step takes %d micro-batches in all\n",
+               d->in.ranks, d->in.ranks, d->in.ranks * p->ga);
     if (d->from_files)
         printf("  dataset: %d train + %d validation items, %lld tokens (%lld with a loss), longest %d of"
                " sequence_len %d\n", d->n_train, d->n_val, (long long)d->tokens, (long long)d->loss_tokens, p->T,
@@ -202,6 +211,7 @@ int cmd_doctor(int argc, char **argv, dlm_ctx *ctx)
     int r = opts_parse(&spec_doctor, argc, argv, ctx, pos, &npos);
     if (r) return r == 1 ? EXIT_OK : EXIT_USAGE;
     if (npos > 1) return cmd_usage_error(&spec_doctor, "doctor takes at most one PATH");
+    if (o_ranks < 0 || o_ranks > 65536) return cmd_usage_error(&spec_doctor, "--ranks expects 1 to 65536, got %d", o_ranks);
     unsigned long long maxmem = 0;
     if (o_max_memory && (str_parse_size(o_max_memory, &maxmem) || !maxmem))
         return cmd_usage_error(&spec_doctor, "--max-memory expects a size like 8G or 512M, got '%s'", o_max_memory);
@@ -219,6 +229,10 @@ int cmd_doctor(int argc, char **argv, dlm_ctx *ctx)
             log_warn("%s:%d: %s (hint: %s)", le.file, le.line, le.msg, le.hint);
         doctor_doc d;
         if (doctor_plan_document(pos[0], ctx->home, &h, maxmem, &d, &e)) return cmd_fail(ctx, &e);
+        if (o_ranks > 1) { /* one rank of an MPI job keeps each of its micro-batches' gradients */
+            d.in.ranks = o_ranks;
+            d.fits = plan_make(&d.in, &d.p) == 0;
+        }
         if (o_json) {
             json_t *o = json_pack("{s:o, s:{s:s, s:s, s:s, s:b, s:i, s:i, s:i, s:I, s:I, s:i}, s:o, s:o}",
                                   "capabilities", host_json(&h), "document", "path", pos[0], "base", d.base_spec,

@@ -16,6 +16,7 @@
 #include "run/heartbeat.h"
 #include "run/inert.h"
 #include "run/trainer.h"
+#include "run/dist.h"
 #include "util/fs.h"
 #include "util/json.h"
 #include "util/log.h"
@@ -407,8 +408,18 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
     if (o_max_memory && str_parse_size(o_max_memory, &maxmem))
         return cmd_usage_error(&spec_train, "--max-memory expects a size like 8G or 512M, got '%s'", o_max_memory);
 
-    /* the test hooks are read here, the one place that reads the environment */
-    const char *crash = getenv("DLM_TEST_CRASH_AFTER_STEP"), *delay = getenv("DLM_TEST_STEP_DELAY_MS");
+    /* under mpirun (Open MPI or a PMI launcher): join the job; rank 0 leads */
+    if (getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK")) {
+        if (dist_init(&argc, &argv, &e)) return cmd_fail(ctx, &e);
+        atexit(dist_finalize);
+        if (dist_size() > 1 && (o_watch || o_detach))
+            return cmd_usage_error(&spec_train, "--watch and --detach run one process; under mpirun run the job in the foreground");
+    }
+    /* the test hooks are read here, the one place that reads the environment;
+     * DLM_TEST_CRASH_RANK=R limits the crash to one rank of an MPI job */
+    const char *crash = getenv("DLM_TEST_CRASH_AFTER_STEP"), *delay = getenv("DLM_TEST_STEP_DELAY_MS"),
+               *crash_rank = getenv("DLM_TEST_CRASH_RANK");
+    if (crash && crash_rank && atoi(crash_rank) != dist_rank()) crash = NULL;
     train_opts o = {.doc_path = pos[0], .home = ctx->home, .resume = o_resume, .fresh = o_fresh,
                     .max_steps = o_max_steps, .seed = o_seed, .threads = o_threads,
                     .lock = o_update ? LOCK_UPDATE : o_ignore ? LOCK_IGNORE : o_strict ? LOCK_STRICT : LOCK_DEFAULT,
@@ -507,7 +518,13 @@ again:
         close(v.notify_fd);
         v.notify_fd = -1;
     }
-    if (r) return cmd_fail(ctx, &e);
+    if (r) {
+        int code = cmd_fail(ctx, &e);
+        /* under MPI the other ranks wait for this one: end them all */
+        if (dist_size() > 1) dist_abort(code);
+        return code;
+    }
+    if (dist_rank() != 0) return res.cancelled ? EXIT_INTERRUPTED : EXIT_OK;
     if (res.no_op) return EXIT_OK;
     if (strcmp(res.phase, "sft")) {
         int pr = print_pref(&res, have_sft ? &sft_res : NULL, o_json, ctx);

@@ -18,6 +18,7 @@
 #include "weights/base.h"
 #include "adapter/adapter.h"
 #include "run/run.h"
+#include "run/dist.h"
 #include "doc/sources.h"
 #include "adapter/state.h"
 #include "tokens/tcache.h"
@@ -167,7 +168,7 @@ int run_lock_facts(run *R, dlm_err *e)
     else if (R->base.kind == BASE_HF) snprintf(R->revision, sizeof R->revision, "%s", R->base.revision[0] ? R->base.revision : "main");
     else snprintf(R->revision, sizeof R->revision, "local:%.16s", R->weights_sha);
     R->facts = (lock_facts){doc_fm(R->doc)->dlm_id, R->dlm_sha, R->base_spec, R->revision, R->weights_sha,
-                            (int64_t)R->seed, cpu_level_name(cpu_level()), "strong", R->run_id};
+                            (int64_t)R->seed, cpu_level_name(cpu_level()), "strong", R->run_id, dist_size()};
     /* A signature of everything the batches are made of. */
     sha256_ctx c;
     sha256_init(&c);
@@ -632,4 +633,18 @@ void run_free(run *R)
     if (R->lk.held) store_lock_release(&R->lk);
     doc_free(R->doc);
     free(R);
+}
+
+int run_ckpt_grad_accum(run *R)
+{
+    char path[4400], pj[4500];
+    if (!newest_ckpt(R, path, sizeof path)) return 0;
+    snprintf(pj, sizeof pj, "%s/progress.json", path);
+    dlm_err e = {0};
+    json_t *p = json_load_path(pj, 1 << 20, &e);
+    if (!p) return 0;    /* run_start_or_resume reports it */
+    long long ga = 0;
+    jget_int(p, "grad_accum", &ga);
+    json_decref(p);
+    return ga > 0 && ga <= INT32_MAX ? (int)ga : 0;
 }

@@ -132,6 +132,10 @@ void plan_compute(const plan_in *in, int mb, int ga, int recompute, plan *p)
     p->params = n;
     add(p, in->full ? "trainable weights (f32)" : "adapter weights (f32)", n * 4);
     add(p, "gradients", n * 4);
+    /* one micro-batch's gradient, summed into the step's in order; a rank
+     * of an MPI job keeps each of its micro-batches' until the chain
+     * reaches it (run/dist.h) */
+    add(p, "micro-batch gradients", n * 4 * (uint64_t)(in->ranks > 1 ? ga : 1));
     add(p, "AdamW moments", n * 8);
     if (in->keep_best) add(p, "best-checkpoint copy", n * 4);
     add(p, "checkpoint buffer", n * 4 * (in->keep_best ? 4 : 3) + 96);

@@ -70,6 +70,7 @@ typedef struct plan_in {
     int pref_pairs;             /* > 0: the preference phase over this many pairs: a pass holds a pair per
                                  * micro-batch slot (chosen + rejected rows), seq_len = the longest pair
                                  * sequence; the reference pass reuses the same buffers */
+    int ranks;                  /* MPI ranks sharing a step (0 or 1: one process); the figure is per rank */
 } plan_in;
 
 #define PLAN_MAX_ITEMS 24

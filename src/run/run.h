@@ -74,6 +74,12 @@ typedef struct run {
     int *pairs;                     /* [micro_batch] the pass's pair indices */
     double *pass_rc, *pass_rr;      /* [micro_batch] one pass's reference values */
     double rw_chosen, rw_rejected, rw_margin, rw_acc;   /* the last step's means (TRL's rewards/...) */
+    /* data-parallel (run/dist.h): this rank's micro-batch gradients, one
+     * buffer each (one in all with a single process), and their
+     * (loss, tokens) pairs; lead = rank 0, the one that writes */
+    float **gpart;
+    double *gscal;
+    int n_gpart, lead;
 } run;
 
 /* run/pref.c */
@@ -89,6 +95,9 @@ void pref_free_run(run *R);
 int run_check_interrupted(run *R, dlm_err *e);
 int run_lock_facts(run *R, dlm_err *e);
 int run_start_or_resume(run *R, dlm_err *e);
+/* The micro-batches per step (all ranks together) of the newest
+ * checkpoint, 0 when none: a resume keeps them whatever the rank count. */
+int run_ckpt_grad_accum(run *R);
 int run_begin_records(run *R, dlm_err *e);
 void run_log_step(run *R, int64_t step, double loss, double grad_norm, double tps);
 void run_log_eval(run *R, int64_t step, double val);

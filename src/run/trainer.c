@@ -13,6 +13,7 @@
 #include "tokens/replay.h"
 #include "run/plan.h"
 #include "run/probe.h"
+#include "run/dist.h"
 #include "kern/cpu.h"
 #include "kern/kern.h"
 #include "weights/base.h"
@@ -71,6 +72,14 @@ static int open_store(run *R, dlm_err *e)
 {
     const doc_frontmatter *fm = doc_fm(R->doc);
     if (store_dir(R->o->home, fm->dlm_id, R->store, sizeof R->store, e)) return -1;
+    if (!R->lead) { /* other ranks only read what rank 0 created and locked */
+        snprintf(R->manifest_path, sizeof R->manifest_path, "%s/manifest.json", R->store);
+        R->manifest = manifest_load(R->manifest_path, e);
+        if (!R->manifest) return -1;
+        R->run_id = manifest_next_run_id(R->manifest);
+        R->prev_version = store_current_version(R->store, NULL);
+        return 0;
+    }
     if (store_create_skeleton(R->store, e)) return -1;
     snprintf(R->manifest_path, sizeof R->manifest_path, "%s/manifest.json", R->store);
     if (store_lock_acquire(R->store, "train", &R->lk, e)) return -1;
@@ -122,6 +131,7 @@ static int plan_memory(run *R, dlm_err *e)
     prep_plan_inputs(&R->P, &doc_fm(R->doc)->training, R->o->threads, R->host.cores_usable,
                      R->o->max_memory ? R->o->max_memory : R->host.budget, &in);
     if (R->pref) prep_pref_plan_inputs(&R->P, R->ps, &in);
+    in.ranks = dist_size();
     R->plan_in = in;
     if (plan_make(&in, &R->plan) && !R->o->force) {
         char need[32], bud[32], rec[32];
@@ -143,7 +153,8 @@ static int plan_memory(run *R, dlm_err *e)
     }
     if (!R->plan.fits) log_warn("the memory plan does not fit (%s); --force: trying anyway", R->plan.reason);
     R->micro_batch = R->plan.mb;
-    R->grad_accum = R->plan.ga;
+    /* N ranks with grad_accum g make one step of N·g micro-batches */
+    R->grad_accum = R->plan.ga * dist_size();
     return 0;
 }
 
@@ -178,6 +189,11 @@ static int64_t step_items(run *R, int64_t step, int micro, int *items)
     return dataset_micro_items(R->P.data.ds, R->seed, (int)(step / spe), (int)(step % spe), micro, R->micro_batch, R->grad_accum, items);
 }
 
+/* One optimizer step. Each micro-batch's gradient is computed into a
+ * zeroed buffer of its own and the step gradient is 0 + g0 + g1 + ... in
+ * micro-batch order (dist_allreduce_sum), so a rank holding micro-batches
+ * [r·g, r·g+g) of N·g adds exactly what one process adds: the bytes do not
+ * depend on how many ranks share the step (docs/mpi.md). */
 static int do_step(run *R, int64_t step, double *loss, double *gnorm, int64_t *ntok, dlm_err *e)
 {
     if (R->pref) return pref_step(R, step, loss, gnorm, ntok, e);
@@ -186,22 +202,37 @@ static int do_step(run *R, int64_t step, double *loss, double *gnorm, int64_t *n
         int c = (int)step_items(R, step, mi, R->items);
         for (int i = 0; i < c; i++) total_loss += R->P.data.ds->items[R->items[i]].n_loss;
     }
-    memset(R->g, 0, R->l->n * sizeof(float));
-    double sum = 0;
-    *ntok = 0;
-    for (int mi = 0; mi < R->grad_accum && total_loss > 0; mi++) {
+    size_t n = R->l->n;
+    int per = R->grad_accum / dist_size(), m0 = dist_rank() * per, one = dist_size() == 1;
+    double acc[2] = {0, 0};
+    memset(R->g, 0, n * sizeof(float));
+    for (int k = 0; k < per && total_loss > 0; k++) {
+        int mi = m0 + k;
+        float *gm = R->gpart[one ? 0 : k];
+        double *sc = R->gscal + (one ? 0 : 2 * k);
+        memset(gm, 0, n * sizeof(float));
+        sc[0] = sc[1] = 0;
         int c = (int)step_items(R, step, mi, R->items);
-        if (c <= 0) continue;
-        token_batch b;
-        int64_t nl;
-        if (dataset_fill(R->P.data.ds, R->items, c, R->packing, R->micro_batch, R->T, R->btok, R->btgt, R->bpos, R->bseg, &b, &nl))
-            return err_set(e, "TrainError", "batch does not fit its buffers");
-        int64_t got;
-        sum += backward_step(R->dec, &b, R->g, NULL, 1.0f / (float)total_loss, R->seed,
-                       (uint64_t)step * (uint64_t)R->grad_accum + (uint64_t)mi, &got);
-        *ntok += (int64_t)b.B * b.T;
+        if (c > 0) {
+            token_batch b;
+            int64_t nl, got;
+            if (dataset_fill(R->P.data.ds, R->items, c, R->packing, R->micro_batch, R->T, R->btok, R->btgt, R->bpos, R->bseg, &b, &nl))
+                return err_set(e, "TrainError", "batch does not fit its buffers");
+            sc[0] = backward_step(R->dec, &b, gm, NULL, 1.0f / (float)total_loss, R->seed,
+                                  (uint64_t)step * (uint64_t)R->grad_accum + (uint64_t)mi, &got);
+            sc[1] = (double)b.B * b.T;
+        }
+        if (one) { /* stream: the same order without a buffer per micro-batch */
+            for (size_t i = 0; i < n; i++) R->g[i] += gm[i];
+            acc[0] += sc[0];
+            acc[1] += sc[1];
+        }
     }
-    *loss = total_loss ? sum / (double)total_loss : 0;
+    if (!one && total_loss > 0 &&
+        dist_allreduce_sum(R->g, (const float *const *)R->gpart, per, n, acc, R->gscal, 2, e))
+        return -1;
+    *ntok = (int64_t)acc[1];
+    *loss = total_loss ? acc[0] / (double)total_loss : 0;
     *gnorm = optim_clip(R->g, R->l->n, R->optim.max_grad_norm);
     double lr = optim_lr_at(&R->optim, step);
     optim_adamw_step(&R->optim, R->l->w, R->g, R->mom, R->vel, R->l->n, lr, R->t_offset + step + 1);
@@ -252,6 +283,12 @@ static int allocate(run *R, dlm_err *e)
     R->bpos = malloc(bt * sizeof(int32_t));
     R->bseg = malloc(bt * sizeof(int32_t));
     R->items = malloc((size_t)R->micro_batch * sizeof(int));
+    R->n_gpart = dist_size() == 1 ? 1 : R->grad_accum / dist_size();
+    R->gpart = calloc((size_t)R->n_gpart, sizeof(float *));
+    R->gscal = calloc((size_t)R->n_gpart * 2, sizeof(double));
+    for (int i = 0; R->gpart && i < R->n_gpart; i++)
+        if (!(R->gpart[i] = calloc(n, sizeof(float)))) return err_set(e, "OOMError", "cannot allocate the micro-batch gradients");
+    if (!R->gpart || !R->gscal) return err_set(e, "OOMError", "cannot allocate the micro-batch gradients");
     size_t ck = state_bytes(n, R->best != NULL);
     if (R->pref) {
         R->ref_c = calloc((size_t)R->ps->n_pairs, sizeof(double));
@@ -293,7 +330,11 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
     run *R = calloc(1, sizeof *R);
     if (!R) return err_set(e, "MemoryError", "out of memory");
     R->o = o;
-    R->h = h;
+    /* Under MPI rank 0 leads: it alone locks the store, talks to the user
+     * and writes checkpoints, versions, logs, metrics and dlm.lock; the
+     * other ranks compute their share of each step (docs/mpi.md). */
+    R->lead = dist_rank() == 0;
+    R->h = R->lead ? h : NULL;
     R->t0 = time_mono();
     R->P.heap0 = plan_heap_in_use();
     R->last_val = NAN;
@@ -324,7 +365,10 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
     uint64_t k1 = plan_heap_in_use();
     if (k1 > k0) R->P.heap0 += k1 - k0;
     progress(R, PHASE_LOADING, 0, NAN, 0, 0);
-    if (open_store(R, e) || run_check_interrupted(R, e)) goto out;
+    /* the others read the store after rank 0 has created and locked it */
+    if (!R->lead) (void)dist_bcast_flag(1);
+    if (open_store(R, e) || (R->lead && run_check_interrupted(R, e))) goto out;
+    if (R->lead) (void)dist_bcast_flag(1);
     if (R->defer) {
         res->no_op = res->deferred = 1;
         rc = 0;
@@ -333,6 +377,11 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
     if (load_base(R, e)) goto out;
     if (setup_adapter(R, e) || build_data(R, e)) goto out;
     R->pref = o->phase == TRAIN_PREFERENCE;
+    if (R->pref && dist_size() > 1) {
+        err_set(e, "MPIError", "the preference phase runs in one process (%d ranks were started)", dist_size());
+        err_hint(e, "train the preference phase without mpirun: dlm train %s --phase preference", o->doc_path);
+        goto out;
+    }
     if (R->pref) {
         if (pref_prepare(R, e)) goto out;
         if (R->ps->n_truncated)
@@ -354,12 +403,27 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
     /* the OOM guard first: nothing of the weights is mapped, hashed or
      * allocated before the plan says the run fits */
     if (plan_memory(R, e)) goto out;
-    if (run_lock_facts(R, e) || dlmlock_check(R->store, o->doc_path, &R->facts, o->lock, e)) goto out;
+    /* hosts may differ: every rank takes rank 0's batch shape (the bytes
+     * depend on it), each having checked that it fits its own memory */
+    R->micro_batch = R->plan.mb = dist_bcast_flag(R->micro_batch);
+    R->grad_accum = dist_bcast_flag(R->grad_accum);
+    if (run_lock_facts(R, e)) goto out;   /* dlm.lock records the world size too */
+    if (R->lead && dlmlock_check(R->store, o->doc_path, &R->facts, o->lock, e)) goto out;
     if (model_load(R->model_path, &R->m, e) || replan_if_needed(R, e)) goto out;
     if (R->P.qlora) {
         if (model_quantize_projections(R->m, DT_Q4_K, e)) goto out;
         note(R, "qlora: the base's projections are trained as Q4_K (quantized in memory; for repeated runs a Q4_K"
                 " GGUF base from 'dlm export' saves the conversion)");
+    }
+    /* A resume keeps the checkpoint's micro-batches per step, shared by
+     * however many ranks continue it (N = 2 → 1 gives the same bytes). */
+    if (o->resume) {
+        int ga = run_ckpt_grad_accum(R);
+        if (ga > 0 && ga != R->grad_accum && ga % dist_size() == 0) {
+            note(R, "resume: %d micro-batches per step as the checkpoint, %d per rank on %d rank(s)", ga,
+                 ga / dist_size(), dist_size());
+            R->grad_accum = ga;
+        }
     }
     if (allocate(R, e)) goto out;
 
@@ -399,12 +463,12 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
     /* the frozen reference, once, before the first step (a resumed run read
      * it from the checkpoint) */
     if (R->pref && pref_reference(R, e)) goto out;
-    if (run_begin_records(R, e)) goto out;
+    if (R->lead && run_begin_records(R, e)) goto out;
 
     /* a stop requested while loading: nothing new to save */
-    if (R->h && R->h->should_stop && R->h->should_stop(R->h->ctx)) {
+    if (dist_bcast_flag(R->h && R->h->should_stop && R->h->should_stop(R->h->ctx))) {
         res->cancelled = 1;
-        run_end_records(R, "cancelled");
+        if (R->lead) run_end_records(R, "cancelled");
         note(R, "cancelled before step %lld; %s", (long long)R->start_step + 1,
              R->start_step ? "the checkpoint is unchanged" : "nothing was trained");
         rc = 0;
@@ -429,13 +493,15 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
         double now = time_mono(), tps = (double)nt / (now - t_last > 1e-9 ? now - t_last : 1e-9);
         t_last = now;
         R->steps_done = step + 1;
-        run_log_step(R, step + 1, loss, gn, tps);
+        if (R->lead) run_log_step(R, step + 1, loss, gn, tps);
         progress(R, PHASE_TRAINING, step + 1, loss, R->last_lr, tps);
         if ((step + 1) % R->eval_every == 0 || step + 1 == R->total) {
             if (R->P.data.ds->n_val && !R->pref) {
                 progress(R, PHASE_EVALUATING, step + 1, loss, R->last_lr, tps);
-                R->last_val = evaluate(R);
-                run_log_eval(R, step + 1, R->last_val);
+                /* every rank holds the same weights: rank 0 evaluates, the
+                 * others take its figure (early stopping agrees) */
+                R->last_val = dist_bcast_f64(R->lead ? evaluate(R) : 0);
+                if (R->lead) run_log_eval(R, step + 1, R->last_val);
                 if (R->last_val < R->best_val) {
                     R->best_val = R->last_val;
                     R->best_step = step + 1;
@@ -449,10 +515,10 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
                 }
             }
         }
-        int stop = R->h && R->h->should_stop && R->h->should_stop(R->h->ctx);
+        int stop = dist_bcast_flag(R->h && R->h->should_stop && R->h->should_stop(R->h->ctx));
         if (step + 1 < R->total && ((step + 1) % R->save_every == 0 || stop)) {
             progress(R, PHASE_SAVING, step + 1, loss, R->last_lr, tps);
-            if (run_checkpoint(R, step + 1, e)) goto out_fail;
+            if (R->lead && run_checkpoint(R, step + 1, e)) goto out_fail;
         }
         /* Test hook: die like a killed process right after this step (and
          * its checkpoint), to prove that --resume recovers exactly. */
@@ -462,7 +528,7 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
         if (o->test_step_delay_ms > 0 && o->test_step_delay_ms <= 60000) usleep((useconds_t)o->test_step_delay_ms * 1000u);
         if (stop && step + 1 < R->total) {
             res->cancelled = 1;
-            run_end_records(R, "cancelled");
+            if (R->lead) run_end_records(R, "cancelled");
             note(R, "cancelled after step %lld/%lld; checkpoint saved: continue with 'dlm train %s --resume'",
                  (long long)(step + 1), (long long)R->total, o->doc_path);
             rc = 0;
@@ -471,8 +537,8 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
     }
     (void)tokens;
     progress(R, PHASE_SAVING, R->steps_done, R->last_loss, R->last_lr, 0);
-    if (run_commit(R, e)) goto out_fail;
-    if (R->cache) {   /* training.cache's bounds, after the run that used it */
+    if (R->lead && run_commit(R, e)) goto out_fail;
+    if (R->lead && R->cache) {   /* training.cache's bounds, after the run that used it */
         const doc_training *trc = &doc_fm(R->doc)->training;
         dlm_err pe;
         err_clear(&pe);
@@ -481,11 +547,11 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
                          &freed, &pe))
             note(R, "warning: tokenization cache not pruned: %s", pe.msg);
     }
-    run_log_memory(R);
+    if (R->lead) run_log_memory(R);
     rc = 0;
     goto out;
 out_fail:
-    run_end_records(R, "failed");
+    if (R->lead) run_end_records(R, "failed");
 out:
     if (!rc || R->version) {
         res->version = R->version;
@@ -509,6 +575,9 @@ out:
                              .err = rc ? e : NULL, .version = R->version, .steps = R->steps_done, .total = R->total};
         h->finished(h->ctx, &out);
     }
+    for (int i = 0; R->gpart && i < R->n_gpart; i++) free(R->gpart[i]);
+    free(R->gpart);
+    free(R->gscal);
     run_free(R);
     return rc;
 }

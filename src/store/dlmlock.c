@@ -23,7 +23,8 @@ int dlmlock_write(const char *store, const lock_facts *f, dlm_err *e)
                           "base_model_sha256", f->base_model_sha256, "pinned_versions", "dlm", DLM_VERSION,
                           "dlm_commit", DLM_COMMIT, "hardware_tier", "cpu", "isa_class", f->isa, "seed",
                           (json_int_t)f->seed, "determinism_flags", "determinism_class", f->determinism_class,
-                          "license_acceptance", "last_run_id", (json_int_t)f->last_run_id, "world_size", 1);
+                          "license_acceptance", "last_run_id", (json_int_t)f->last_run_id, "world_size",
+                          f->world_size > 1 ? f->world_size : 1);
     if (!o) return err_set(e, "MemoryError", "out of memory");
     int rc = json_save_file(path, o, e);
     json_decref(o);

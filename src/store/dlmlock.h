@@ -28,6 +28,7 @@ typedef struct lock_facts {
     const char *isa;                 /* kernel dispatch class, e.g. "avx512" */
     const char *determinism_class;   /* "strong" */
     int64_t last_run_id;
+    int world_size;                  /* MPI ranks that trained (0 = 1) */
 } lock_facts;
 
 /* Compare <store>/dlm.lock (if any) with facts. 0: go on (warnings were
