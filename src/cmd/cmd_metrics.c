@@ -241,7 +241,7 @@ static int cmp_row(const void *x, const void *y)
 
 static void print_rows(watch_ctx *w)
 {
-    qsort(w->rows, (size_t)w->n, sizeof *w->rows, cmp_row);
+    if (w->n > 0) qsort(w->rows, (size_t)w->n, sizeof *w->rows, cmp_row);   /* rows may be NULL when none came */
     char eta[32] = "-";
     if (isfinite(w->eta) && w->eta > 0) time_fmt_duration(w->eta, eta, sizeof eta);
     for (int i = 0; i < w->n; i++) {
