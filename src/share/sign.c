@@ -210,18 +210,19 @@ int minisign_load_pub(const char *path, minisign_pub *p, dlm_err *e)
     return r;
 }
 
-int minisign_sign(const minisign_key *k, const void *msg, size_t len, const char *tc, strbuf *out, dlm_err *e)
+/* The .minisig text for a prehashed message h (BLAKE2b-512, minisign's
+ * "ED" mode): the signature line, the trusted comment and the global
+ * signature over signature + comment. */
+static int sign_hashed(const minisign_key *k, const unsigned char h[64], const char *tc, strbuf *out, dlm_err *e)
 {
-    hash_init();
     if (strchr(tc, '\n') || strchr(tc, '\r') || strlen(tc) > MAX_TRUSTED_COMMENT)
         return err_set(e, "SignError", "the trusted comment must be one short line");
-    unsigned char h[64], sig[SIG_BYTES];
-    crypto_generichash(h, sizeof h, msg, len, NULL, 0);
+    unsigned char sig[SIG_BYTES], gsig[64];
     memcpy(sig, "ED", 2);
     memcpy(sig + 2, k->key_id, 8);
-    crypto_sign_detached(sig + 10, NULL, h, sizeof h, k->sk);
+    crypto_sign_detached(sig + 10, NULL, h, 64, k->sk);
     size_t tl = strlen(tc);
-    unsigned char *g = malloc(64 + tl + 1), gsig[64];
+    unsigned char *g = malloc(64 + tl + 1);
     if (!g) return err_set(e, "OOMError", "out of memory");
     memcpy(g, sig + 10, 64);
     memcpy(g + 64, tc, tl);
@@ -233,6 +234,14 @@ int minisign_sign(const minisign_key *k, const void *msg, size_t len, const char
     b64(gsig, sizeof gsig, l2, sizeof l2);
     sb_printf(out, "untrusted comment: signature from dlm secret key %s\n%s\ntrusted comment: %s\n%s\n", id, l1, tc, l2);
     return out->oom ? err_set(e, "OOMError", "out of memory") : 0;
+}
+
+int minisign_sign(const minisign_key *k, const void *msg, size_t len, const char *tc, strbuf *out, dlm_err *e)
+{
+    hash_init();
+    unsigned char h[64];
+    crypto_generichash(h, sizeof h, msg, len, NULL, 0);
+    return sign_hashed(k, h, tc, out, e);
 }
 
 /* Split a .minisig into its decoded parts. */
@@ -325,26 +334,9 @@ static int hash_file(const char *path, unsigned char h[64], dlm_err *e)
 int minisign_sign_file(const minisign_key *k, const char *path, const char *tc, strbuf *out, dlm_err *e)
 {
     hash_init();
-    unsigned char h[64], sig[SIG_BYTES], gsig[64];
+    unsigned char h[64];
     if (hash_file(path, h, e)) return -1;
-    if (strchr(tc, '\n') || strchr(tc, '\r') || strlen(tc) > MAX_TRUSTED_COMMENT)
-        return err_set(e, "SignError", "the trusted comment must be one short line");
-    memcpy(sig, "ED", 2);
-    memcpy(sig + 2, k->key_id, 8);
-    crypto_sign_detached(sig + 10, NULL, h, sizeof h, k->sk);
-    size_t tl = strlen(tc);
-    unsigned char *g = malloc(64 + tl + 1);
-    if (!g) return err_set(e, "OOMError", "out of memory");
-    memcpy(g, sig + 10, 64);
-    memcpy(g + 64, tc, tl);
-    crypto_sign_detached(gsig, NULL, g, 64 + tl, k->sk);
-    free(g);
-    char id[17], l1[128], l2[128];
-    minisign_id_hex(k->key_id, id);
-    b64(sig, sizeof sig, l1, sizeof l1);
-    b64(gsig, sizeof gsig, l2, sizeof l2);
-    sb_printf(out, "untrusted comment: signature from dlm secret key %s\n%s\ntrusted comment: %s\n%s\n", id, l1, tc, l2);
-    return out->oom ? err_set(e, "OOMError", "out of memory") : 0;
+    return sign_hashed(k, h, tc, out, e);
 }
 
 int minisign_verify_file(const minisign_pub *p, const char *path, const char *sig_text, dlm_err *e)
