@@ -22,7 +22,7 @@ cp a.dlm orig.dlm
 # loaded machine), writer 2 arrives meanwhile
 DLM_TEST_HOLD_LOCK_MS=8000 "$DLM" migrate a.dlm > w1.txt 2>&1 &
 bg=$!
-for _ in $(seq 100); do [ -e "$store/.lock" ] && break; sleep 0.05; done
+for _ in $(seq 600); do [ -e "$store/.lock" ] && break; sleep 0.05; done
 [ -e "$store/.lock" ] || fail "writer 1 never took the lock"
 "$DLM" show a.dlm --json | $PY -c 'import json,sys; l=json.load(sys.stdin)["store"]["lock"]; assert l and l["command"]=="migrate" and l["alive"] is True, l'
 set +e

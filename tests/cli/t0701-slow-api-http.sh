@@ -12,7 +12,7 @@ serve() {   # serve ARGS...: start the server, URL in $url
     : > url.txt
     "$DLM" api --base tiny --port 0 "$@" > url.txt 2> serve.err &
     pid=$!
-    for _ in $(seq 100); do [ -s url.txt ] && break; sleep 0.1; done
+    for _ in $(seq 600); do [ -s url.txt ] && break; sleep 0.1; done
     url=$(cat url.txt); url=${url%/}
     [ -n "$url" ] || fail "server did not start: $(cat serve.err)"
 }

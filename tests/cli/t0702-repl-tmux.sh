@@ -61,7 +61,7 @@ wait_for "[19 prompt tokens"
 grep -qxF "$(cat ref.txt)" <<< "$(pane)" || { pane >&2; fail "greedy answer differs from dlm prompt: $(cat ref.txt)"; }
 tmux send-keys -t $S "And of Germany?" Enter
 wait_for "And of Germany?"
-for _ in $(seq 100); do [ "$(pane | grep -c 'generated]')" -ge 3 ] && break; sleep 0.1; done
+for _ in $(seq 600); do [ "$(pane | grep -c 'generated]')" -ge 3 ] && break; sleep 0.1; done
 # turn 2 renders both turns and evaluates only what the cache lacks
 python3 - "$(pane | grep 'generated]' | tail -1)" <<'PY' || fail "turn 2 did not reuse the cache"
 import re, sys
@@ -86,7 +86,7 @@ wait_for "no trained version v0003"
 tmux send-keys -t $S "/nope" Enter
 wait_for "unknown command /nope"
 tmux send-keys -t $S C-d
-for _ in $(seq 50); do [ -s exit.txt ] && break; sleep 0.1; done
+for _ in $(seq 300); do [ -s exit.txt ] && break; sleep 0.1; done
 [ "$(cat exit.txt)" = "EXIT=0" ] || fail "Ctrl-D: $(cat exit.txt 2>/dev/null)"
 h="$DLM_HOME/repl_history"   # no store yet (untrained): DLM_HOME
 grep -q 'And\\040of\\040Germany?' "$h" || fail "history file: $(cat "$h" 2>/dev/null)"

@@ -50,7 +50,7 @@ openssl req -x509 -newkey rsa:2048 -nodes -keyout key.pem -out cert.pem -days 1 
     -addext subjectAltName=IP:127.0.0.1 2>/dev/null
 $PY "$DLM_SRC/tests/cli/share_server.py" cert.pem key.pem "Bearer s3cret" port.txt & srv=$!
 trap 'kill $srv 2>/dev/null; rm -rf "$T"' EXIT
-for i in $(seq 50); do [ -s port.txt ] && break; sleep 0.1; done
+for i in $(seq 600); do [ -s port.txt ] && break; sleep 0.1; done
 URL="https://127.0.0.1:$(cat port.txt)/packs/t.dlm.pack"
 export DLM_SHARE_CA_BUNDLE="$T/cert.pem"
 set +e; DLM_SHARE_AUTH="Bearer wrong" "$DLM" push t.dlm --to "$URL" 2> auth.err; rc=$?; set -e

@@ -18,7 +18,7 @@ trap 'for p in $pids; do kill $p 2>/dev/null; done; rm -rf "$T"' EXIT
 start_serve() {
     local out=$1; shift
     "$DLM" serve t.dlm --port 0 "$@" > "$out" 2> "$out.err" & pids="$pids $!"
-    for i in $(seq 100); do [ -s "$out" ] && break; sleep 0.1; done
+    for i in $(seq 600); do [ -s "$out" ] && break; sleep 0.1; done
     [ -s "$out" ] || fail "serve printed no URL: $(cat "$out.err")"
 }
 code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }

@@ -65,7 +65,7 @@ R
 $PY "$DLM_SRC/tests/cli/helpers/openai_standin.py" req.log r1.txt r2.txt > port.txt &
 srv=$!
 trap 'kill $srv 2>/dev/null; rm -rf "$T"' EXIT
-for _ in $(seq 50); do [ -s port.txt ] && break; sleep 0.1; done
+for _ in $(seq 600); do [ -s port.txt ] && break; sleep 0.1; done
 port=$(cat port.txt)
 [ -n "$port" ] || fail "the stand-in server did not start"
 URL=openai:http://127.0.0.1:$port

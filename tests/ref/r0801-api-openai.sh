@@ -27,7 +27,7 @@ N=24
 serve() {   # serve ARGS...: start the server, URL in $url
     "$DLM" api "$@" --port 0 --parallel 3 > url.txt 2> serve.err &
     pid=$!
-    for _ in $(seq 100); do [ -s url.txt ] && break; sleep 0.1; done
+    for _ in $(seq 600); do [ -s url.txt ] && break; sleep 0.1; done
     url=$(cat url.txt)
     [ -n "$url" ] || fail "server did not start: $(cat serve.err)"
 }

@@ -22,7 +22,7 @@ cd "$T"
 fail() { echo "r0802: FAILED: $*" >&2; exit 1; }
 "$DLM" api --base tiny --port 0 > url.txt 2> serve.err &
 pid=$!
-for _ in $(seq 100); do [ -s url.txt ] && break; sleep 0.1; done
+for _ in $(seq 600); do [ -s url.txt ] && break; sleep 0.1; done
 url=$(cat url.txt)
 [ -n "$url" ] || fail "server did not start: $(cat serve.err)"
 mkdir -p "$DLM_BUILD/test-artifacts"
