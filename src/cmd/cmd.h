@@ -53,8 +53,9 @@ typedef struct cmd_spec {
 
 /* Parse argv[1..argc-1] (argv[0] is the command name) into args, the
  * command's own args struct (a local, already holding its defaults): each
- * option writes the field at args + opt.off, so a second call in one
- * process (repl, tests) starts from fresh defaults. Positionals are
+ * option writes the field at args + opt.off, so a second call of a
+ * command in one process (tests/unit/test_opts.c) starts from its
+ * defaults again. Positionals are
  * stored into pos[] (capacity argc), count into *npos. Returns:
  *   0 ok, 1 help was printed (caller returns EXIT_OK), 2 usage error printed. */
 int opts_parse(const cmd_spec *spec, int argc, char **argv, dlm_ctx *ctx,
