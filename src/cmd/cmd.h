@@ -7,6 +7,7 @@
 #define DLM_CMD_H
 
 #include <signal.h>
+#include <stddef.h>
 #include "util/err.h"
 
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_INTERRUPTED = 130 };
@@ -36,7 +37,8 @@ typedef struct opt {
     const char *name;       /* long name without "--" */
     char short_name;        /* 0 = none */
     opt_type type;
-    void *dst;              /* FLAG/INT: int*; STR: const char**; DOUBLE: double*; LIST: opt_list* */
+    size_t off;             /* offsetof(<command>_args, field): FLAG/INT int, STR const char *,
+                               DOUBLE double, LIST opt_list */
     const char *metavar;    /* "N", "PATH", ... (NULL for flags) */
     const char *help;
 } opt;
@@ -49,11 +51,15 @@ typedef struct cmd_spec {
     const opt *opts;        /* terminated by {0} */
 } cmd_spec;
 
-/* Parse argv[1..argc-1] (argv[0] is the command name). Positionals are
+/* Parse argv[1..argc-1] (argv[0] is the command name) into args, the
+ * command's own args struct (a local, already holding its defaults): each
+ * option writes the field at args + opt.off, so a second call of a
+ * command in one process (tests/unit/test_opts.c) starts from its
+ * defaults again. Positionals are
  * stored into pos[] (capacity argc), count into *npos. Returns:
  *   0 ok, 1 help was printed (caller returns EXIT_OK), 2 usage error printed. */
 int opts_parse(const cmd_spec *spec, int argc, char **argv, dlm_ctx *ctx,
-               char **pos, int *npos);
+               void *args, char **pos, int *npos);
 void opts_usage(FILE *f, const cmd_spec *spec);
 
 /* Print a usage error ("dlm: error: <msg>" + hint to --help); returns 2. */

@@ -13,23 +13,25 @@
 #include "store/store.h"
 #include "util/fs.h"
 
-static const char *o_base, *o_host = "127.0.0.1", *o_api_key;
-static int o_port = 8000, o_parallel = 4, o_queue = -1, o_ctx, o_threads, o_offline, o_no_adapter, o_timeout = 60;
-static int o_max_body_kib = 1024;
+typedef struct api_args {
+    const char *base, *host, *api_key;
+    int port, parallel, queue, ctx, threads, offline, no_adapter, timeout;
+    int max_body_kib;
+} api_args;
 
 static const opt OPTS[] = {
-    {"base", 0, OPT_STR, &o_base, "BASE", "serve this base (without PATH: no document, no adapter)"},
-    {"host", 0, OPT_STR, &o_host, "ADDR", "address to bind (127.0.0.1; 0.0.0.0 or :: exposes it to the network)"},
-    {"port", 0, OPT_INT, &o_port, "N", "TCP port (8000; 0 = any free port)"},
-    {"api-key", 0, OPT_STR, &o_api_key, "KEY", "require Authorization: Bearer KEY on /v1/*"},
-    {"parallel", 0, OPT_INT, &o_parallel, "N", "requests decoded together (4)"},
-    {"queue", 0, OPT_INT, &o_queue, "N", "requests waiting beyond those, then 429 (4 x parallel)"},
-    {"ctx", 0, OPT_INT, &o_ctx, "N", "context per request in tokens (the model's, at most 4096)"},
-    {"max-body", 0, OPT_INT, &o_max_body_kib, "KIB", "largest request body in KiB, then 413 (1024)"},
-    {"timeout", 0, OPT_INT, &o_timeout, "S", "close a connection idle this many seconds (60)"},
-    {"no-adapter", 0, OPT_FLAG, &o_no_adapter, NULL, "serve only the base, even if adapters are trained"},
-    {"threads", 0, OPT_INT, &o_threads, "N", "compute threads (default: all cores)"},
-    {"offline", 0, OPT_FLAG, &o_offline, NULL, "never download the base"},
+    {"base", 0, OPT_STR, offsetof(api_args, base), "BASE", "serve this base (without PATH: no document, no adapter)"},
+    {"host", 0, OPT_STR, offsetof(api_args, host), "ADDR", "address to bind (127.0.0.1; 0.0.0.0 or :: exposes it to the network)"},
+    {"port", 0, OPT_INT, offsetof(api_args, port), "N", "TCP port (8000; 0 = any free port)"},
+    {"api-key", 0, OPT_STR, offsetof(api_args, api_key), "KEY", "require Authorization: Bearer KEY on /v1/*"},
+    {"parallel", 0, OPT_INT, offsetof(api_args, parallel), "N", "requests decoded together (4)"},
+    {"queue", 0, OPT_INT, offsetof(api_args, queue), "N", "requests waiting beyond those, then 429 (4 x parallel)"},
+    {"ctx", 0, OPT_INT, offsetof(api_args, ctx), "N", "context per request in tokens (the model's, at most 4096)"},
+    {"max-body", 0, OPT_INT, offsetof(api_args, max_body_kib), "KIB", "largest request body in KiB, then 413 (1024)"},
+    {"timeout", 0, OPT_INT, offsetof(api_args, timeout), "S", "close a connection idle this many seconds (60)"},
+    {"no-adapter", 0, OPT_FLAG, offsetof(api_args, no_adapter), NULL, "serve only the base, even if adapters are trained"},
+    {"threads", 0, OPT_INT, offsetof(api_args, threads), "N", "compute threads (default: all cores)"},
+    {"offline", 0, OPT_FLAG, offsetof(api_args, offline), NULL, "never download the base"},
     {0},
 };
 
@@ -66,24 +68,25 @@ static void doc_stem(const char *path, char *out, size_t cap)
 
 int cmd_api(int argc, char **argv, dlm_ctx *ctx)
 {
+    api_args a = {.host = "127.0.0.1", .port = 8000, .parallel = 4, .queue = -1, .timeout = 60, .max_body_kib = 1024};
     char *pos[64];
     int npos;
-    int r = opts_parse(&spec_api, argc, argv, ctx, pos, &npos);
+    int r = opts_parse(&spec_api, argc, argv, ctx, &a, pos, &npos);
     if (r) return r == 1 ? EXIT_OK : EXIT_USAGE;
     if (npos > 1) return cmd_usage_error(&spec_api, "too many arguments");
-    if (!npos && !o_base) return cmd_usage_error(&spec_api, "api needs a PATH (or --base B)");
-    if (o_parallel < 1 || o_parallel > 256) return cmd_usage_error(&spec_api, "--parallel must be 1..256");
-    if (o_queue < 0) o_queue = 4 * o_parallel;
-    if (o_port < 0 || o_port > 65535) return cmd_usage_error(&spec_api, "--port must be 0..65535");
-    if (o_max_body_kib < 1) return cmd_usage_error(&spec_api, "--max-body must be >= 1");
-    if (o_timeout < 1) return cmd_usage_error(&spec_api, "--timeout must be >= 1");
-    if (o_ctx < 0) return cmd_usage_error(&spec_api, "--ctx must be >= 1");
+    if (!npos && !a.base) return cmd_usage_error(&spec_api, "api needs a PATH (or --base B)");
+    if (a.parallel < 1 || a.parallel > 256) return cmd_usage_error(&spec_api, "--parallel must be 1..256");
+    if (a.queue < 0) a.queue = 4 * a.parallel;
+    if (a.port < 0 || a.port > 65535) return cmd_usage_error(&spec_api, "--port must be 0..65535");
+    if (a.max_body_kib < 1) return cmd_usage_error(&spec_api, "--max-body must be >= 1");
+    if (a.timeout < 1) return cmd_usage_error(&spec_api, "--timeout must be >= 1");
+    if (a.ctx < 0) return cmd_usage_error(&spec_api, "--ctx must be >= 1");
     dlm_err e;
     err_clear(&e);
     if (cmd_setup(ctx, &e)) return cmd_fail(ctx, &e);
-    kern_init(o_threads);
+    kern_init(a.threads);
     const char *doc = npos ? pos[0] : NULL;
-    target_opts to = {doc, o_base, ctx->home, !o_no_adapter, o_offline};
+    target_opts to = {doc, a.base, ctx->home, !a.no_adapter, a.offline};
     infer_target t;
     if (target_open(&to, &t, &e)) return cmd_fail(ctx, &e);
     int rc = EXIT_FAIL;
@@ -94,7 +97,7 @@ int cmd_api(int argc, char **argv, dlm_ctx *ctx)
     int nm = 0, nowned = 0;
     char stem[256];
     if (doc) doc_stem(doc, stem, sizeof stem);
-    if (doc && !t.l && !o_no_adapter)
+    if (doc && !t.l && !a.no_adapter)
         fprintf(stderr, "note: no trained adapter yet; answering with the base\n");
     if (doc && t.l) {
         snprintf(ids[nm], sizeof ids[nm], "%s", stem);
@@ -123,7 +126,7 @@ int cmd_api(int argc, char **argv, dlm_ctx *ctx)
     snprintf(ids[nm], sizeof ids[nm], "%s", t.base.entry ? t.base_spec : fs_basename(t.base_spec));
     models[nm] = (api_model){ids[nm], NULL};
     nm++;
-    int n_ctx = o_ctx ? o_ctx : (t.m->cfg.max_pos < 4096 ? t.m->cfg.max_pos : 4096);
+    int n_ctx = a.ctx ? a.ctx : (t.m->cfg.max_pos < 4096 ? t.m->cfg.max_pos : 4096);
     if (n_ctx > t.m->cfg.max_pos) n_ctx = t.m->cfg.max_pos;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -132,14 +135,14 @@ int cmd_api(int argc, char **argv, dlm_ctx *ctx)
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
     api_opts ao = {
-        .host = o_host,
-        .port = o_port,
-        .api_key = o_api_key,
-        .parallel = o_parallel,
-        .queue = o_queue,
-        .max_body = (size_t)o_max_body_kib * 1024,
+        .host = a.host,
+        .port = a.port,
+        .api_key = a.api_key,
+        .parallel = a.parallel,
+        .queue = a.queue,
+        .max_body = (size_t)a.max_body_kib * 1024,
         .n_ctx = n_ctx,
-        .timeout_s = o_timeout,
+        .timeout_s = a.timeout,
         .m = t.m,
         .t = t.t,
         .dialect = t.dialect,

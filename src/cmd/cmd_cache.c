@@ -19,13 +19,15 @@
 #include "util/str.h"
 #include "util/timeutil.h"
 
-static int o_json, o_force;
-static const char *o_older;
+typedef struct cache_args {
+    int json, force;
+    const char *older;
+} cache_args;
 
 static const opt OPTS[] = {
-    {"json", 0, OPT_FLAG, &o_json, NULL, "show: machine-readable output"},
-    {"older-than", 0, OPT_STR, &o_older, "DUR", "prune: entries unused this long (30d, 12h, 45m, 10s)"},
-    {"force", 0, OPT_FLAG, &o_force, NULL, "clear: do not ask"},
+    {"json", 0, OPT_FLAG, offsetof(cache_args, json), NULL, "show: machine-readable output"},
+    {"older-than", 0, OPT_STR, offsetof(cache_args, older), "DUR", "prune: entries unused this long (30d, 12h, 45m, 10s)"},
+    {"force", 0, OPT_FLAG, offsetof(cache_args, force), NULL, "clear: do not ask"},
     {0},
 };
 
@@ -55,20 +57,21 @@ static double parse_dur(const char *s)
 
 int cmd_cache(int argc, char **argv, dlm_ctx *ctx)
 {
+    cache_args a = {0};
     char *pos[64];
     int npos;
     if (argc > 64) return cmd_usage_error(&spec_cache, "too many arguments");
-    int r = opts_parse(&spec_cache, argc, argv, ctx, pos, &npos);
+    int r = opts_parse(&spec_cache, argc, argv, ctx, &a, pos, &npos);
     if (r) return r == 1 ? EXIT_OK : EXIT_USAGE;
     if (npos != 2) return cmd_usage_error(&spec_cache, "cache needs a subcommand (show, prune, clear) and a PATH");
     const char *sub = pos[0];
     if (strcmp(sub, "show") && strcmp(sub, "prune") && strcmp(sub, "clear"))
         return cmd_usage_error(&spec_cache, "unknown subcommand '%s' (show, prune, clear)", sub);
     double older = -1;
-    if (o_older && (strcmp(sub, "prune") || (older = parse_dur(o_older)) < 0))
+    if (a.older && (strcmp(sub, "prune") || (older = parse_dur(a.older)) < 0))
         return cmd_usage_error(&spec_cache, strcmp(sub, "prune") ? "--older-than is for prune"
                                                                  : "--older-than expects 30d, 12h, 45m or 10s, got '%s'",
-                               o_older);
+                               a.older);
     dlm_err e;
     err_clear(&e);
     if (cmd_setup(ctx, &e)) return cmd_fail(ctx, &e);
@@ -85,7 +88,7 @@ int cmd_cache(int argc, char **argv, dlm_ctx *ctx)
         tcache_stats st;
         if (tcache_stat(store, &st, &e)) return cmd_fail(ctx, &e);
         double now = (double)time(NULL);
-        if (o_json) {
+        if (a.json) {
             json_t *o = json_pack("{s:s, s:I, s:I, s:o, s:o, s:{s:b, s:I, s:I}}", "path",
                                   store, "entries", (json_int_t)st.entries, "bytes", (json_int_t)st.bytes,
                                   "oldest_age_s", st.entries ? json_real(now - st.oldest) : json_null(), "newest_age_s",
@@ -119,7 +122,7 @@ int cmd_cache(int argc, char **argv, dlm_ctx *ctx)
                str_human_size((unsigned long long)freed, hs, sizeof hs));
         return EXIT_OK;
     }
-    if (!o_force) {
+    if (!a.force) {
         if (!isatty(0)) {
             err_set(&e, NULL, "clear needs confirmation");
             err_hint(&e, "pass --force to clear without asking");

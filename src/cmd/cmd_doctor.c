@@ -18,14 +18,16 @@
 #include "util/str.h"
 #include "version.h"
 
-static int o_json;
-static const char *o_max_memory;
-static int o_ranks;
+typedef struct doctor_args {
+    int json;
+    const char *max_memory;
+    int ranks;
+} doctor_args;
 
 static const opt OPTS[] = {
-    {"json", 0, OPT_FLAG, &o_json, NULL, "machine-readable output (docs/doctor.md)"},
-    {"max-memory", 0, OPT_STR, &o_max_memory, "SIZE", "plan for this budget instead of the host's (e.g. 8G)"},
-    {"ranks", 0, OPT_INT, &o_ranks, "N", "the plan of one rank of 'mpirun -np N dlm train' (docs/mpi.md)"},
+    {"json", 0, OPT_FLAG, offsetof(doctor_args, json), NULL, "machine-readable output (docs/doctor.md)"},
+    {"max-memory", 0, OPT_STR, offsetof(doctor_args, max_memory), "SIZE", "plan for this budget instead of the host's (e.g. 8G)"},
+    {"ranks", 0, OPT_INT, offsetof(doctor_args, ranks), "N", "the plan of one rank of 'mpirun -np N dlm train' (docs/mpi.md)"},
     {0},
 };
 
@@ -206,15 +208,16 @@ static void print_rows(const doctor_row *rows, int n, uint64_t budget)
 
 int cmd_doctor(int argc, char **argv, dlm_ctx *ctx)
 {
+    doctor_args a = {0};
     char *pos[64];
     int npos;
-    int r = opts_parse(&spec_doctor, argc, argv, ctx, pos, &npos);
+    int r = opts_parse(&spec_doctor, argc, argv, ctx, &a, pos, &npos);
     if (r) return r == 1 ? EXIT_OK : EXIT_USAGE;
     if (npos > 1) return cmd_usage_error(&spec_doctor, "doctor takes at most one PATH");
-    if (o_ranks < 0 || o_ranks > 65536) return cmd_usage_error(&spec_doctor, "--ranks expects 1 to 65536, got %d", o_ranks);
+    if (a.ranks < 0 || a.ranks > 65536) return cmd_usage_error(&spec_doctor, "--ranks expects 1 to 65536, got %d", a.ranks);
     unsigned long long maxmem = 0;
-    if (o_max_memory && (str_parse_size(o_max_memory, &maxmem) || !maxmem))
-        return cmd_usage_error(&spec_doctor, "--max-memory expects a size like 8G or 512M, got '%s'", o_max_memory);
+    if (a.max_memory && (str_parse_size(a.max_memory, &maxmem) || !maxmem))
+        return cmd_usage_error(&spec_doctor, "--max-memory expects a size like 8G or 512M, got '%s'", a.max_memory);
     dlm_err e;
     err_clear(&e);
     if (cmd_setup(ctx, &e)) return cmd_fail(ctx, &e);
@@ -229,11 +232,11 @@ int cmd_doctor(int argc, char **argv, dlm_ctx *ctx)
             log_warn("%s:%d: %s (hint: %s)", le.file, le.line, le.msg, le.hint);
         doctor_doc d;
         if (doctor_plan_document(pos[0], ctx->home, &h, maxmem, &d, &e)) return cmd_fail(ctx, &e);
-        if (o_ranks > 1) { /* one rank of an MPI job keeps each of its micro-batches' gradients */
-            d.in.ranks = o_ranks;
+        if (a.ranks > 1) { /* one rank of an MPI job keeps each of its micro-batches' gradients */
+            d.in.ranks = a.ranks;
             d.fits = plan_make(&d.in, &d.p) == 0;
         }
-        if (o_json) {
+        if (a.json) {
             json_t *o = json_pack("{s:o, s:{s:s, s:s, s:s, s:b, s:i, s:i, s:i, s:I, s:I, s:i}, s:o, s:o}",
                                   "capabilities", host_json(&h), "document", "path", pos[0], "base", d.base_spec,
                                   "model_path", d.model_path, "planned_from_files", d.from_files, "sequence_len",
@@ -255,7 +258,7 @@ int cmd_doctor(int argc, char **argv, dlm_ctx *ctx)
     }
     doctor_row rows[64];
     int n = doctor_plan_registry(&h, maxmem, rows, 64);
-    if (o_json) {
+    if (a.json) {
         json_t *arr = json_array();
         for (int i = 0; i < n; i++) {
             const doctor_row *rw = &rows[i];

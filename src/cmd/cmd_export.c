@@ -8,25 +8,27 @@
 #include "export/export.h"
 #include "kern/kern.h"
 
-static int o_merged, o_dequantize, o_no_template, o_no_smoke, o_threads, o_offline, o_accept, o_skip_ollama;
-static const char *o_target = "ollama", *o_quant, *o_name, *o_out, *o_pre, *o_mix, *o_mix_method;
+typedef struct export_args {
+    int merged, dequantize, no_template, no_smoke, threads, offline, accept, skip_ollama;
+    const char *target, *quant, *name, *out, *pre, *mix, *mix_method;
+} export_args;
 
 static const opt OPTS[] = {
-    {"target", 0, OPT_STR, &o_target, "T", "ollama (default), gguf (files only), llama-server or vllm"},
-    {"quant", 0, OPT_STR, &o_quant, "Q", "Q4_K_M Q5_K_M Q6_K Q8_0 Q4_0 F16 BF16 F32 (default: export.default_quant, Q4_K_M)"},
-    {"merged", 0, OPT_FLAG, &o_merged, NULL, "merge the adapter into the base (one GGUF, no adapter.gguf)"},
-    {"dequantize", 0, OPT_FLAG, &o_dequantize, NULL, "with --merged: allow an adapter trained on a quantized base"},
-    {"name", 0, OPT_STR, &o_name, "NAME", "Ollama model name (default dlm-<id>:v<NNNN>)"},
-    {"out", 0, OPT_STR, &o_out, "DIR", "write here instead of <store>/exports/<QUANT>"},
-    {"no-template", 0, OPT_FLAG, &o_no_template, NULL, "no TEMPLATE / chat template (and no drift check)"},
-    {"no-smoke", 0, OPT_FLAG, &o_no_smoke, NULL, "skip the one-line smoke prompt after ollama create"},
-    {"skip-ollama", 0, OPT_FLAG, &o_skip_ollama, NULL, "write the Modelfile but do not run ollama create"},
-    {"adapter-mix", 0, OPT_STR, &o_mix, "SRC:W,...", "export a weighted mix of adapters (versions vNNNN or adapter folders)"},
-    {"adapter-mix-method", 0, OPT_STR, &o_mix_method, "M", "linear (exact, rank Σr; default) or svd (rank max r)"},
-    {"pre-tokenizer", 0, OPT_STR, &o_pre, "NAME", "tokenizer.ggml.pre when dlm cannot name it (gpt-2 llama-bpe qwen2 smollm)"},
-    {"threads", 0, OPT_INT, &o_threads, "N", "threads for quantizing (default: all cores)"},
-    {"offline", 0, OPT_FLAG, &o_offline, NULL, "never download the base"},
-    {"i-accept-license", 0, OPT_FLAG, &o_accept, NULL, "accept a gated base's license for this run"},
+    {"target", 0, OPT_STR, offsetof(export_args, target), "T", "ollama (default), gguf (files only), llama-server or vllm"},
+    {"quant", 0, OPT_STR, offsetof(export_args, quant), "Q", "Q4_K_M Q5_K_M Q6_K Q8_0 Q4_0 F16 BF16 F32 (default: export.default_quant, Q4_K_M)"},
+    {"merged", 0, OPT_FLAG, offsetof(export_args, merged), NULL, "merge the adapter into the base (one GGUF, no adapter.gguf)"},
+    {"dequantize", 0, OPT_FLAG, offsetof(export_args, dequantize), NULL, "with --merged: allow an adapter trained on a quantized base"},
+    {"name", 0, OPT_STR, offsetof(export_args, name), "NAME", "Ollama model name (default dlm-<id>:v<NNNN>)"},
+    {"out", 0, OPT_STR, offsetof(export_args, out), "DIR", "write here instead of <store>/exports/<QUANT>"},
+    {"no-template", 0, OPT_FLAG, offsetof(export_args, no_template), NULL, "no TEMPLATE / chat template (and no drift check)"},
+    {"no-smoke", 0, OPT_FLAG, offsetof(export_args, no_smoke), NULL, "skip the one-line smoke prompt after ollama create"},
+    {"skip-ollama", 0, OPT_FLAG, offsetof(export_args, skip_ollama), NULL, "write the Modelfile but do not run ollama create"},
+    {"adapter-mix", 0, OPT_STR, offsetof(export_args, mix), "SRC:W,...", "export a weighted mix of adapters (versions vNNNN or adapter folders)"},
+    {"adapter-mix-method", 0, OPT_STR, offsetof(export_args, mix_method), "M", "linear (exact, rank Σr; default) or svd (rank max r)"},
+    {"pre-tokenizer", 0, OPT_STR, offsetof(export_args, pre), "NAME", "tokenizer.ggml.pre when dlm cannot name it (gpt-2 llama-bpe qwen2 smollm)"},
+    {"threads", 0, OPT_INT, offsetof(export_args, threads), "N", "threads for quantizing (default: all cores)"},
+    {"offline", 0, OPT_FLAG, offsetof(export_args, offline), NULL, "never download the base"},
+    {"i-accept-license", 0, OPT_FLAG, offsetof(export_args, accept), NULL, "accept a gated base's license for this run"},
     {0},
 };
 
@@ -43,52 +45,53 @@ const cmd_spec spec_export = {
 
 int cmd_export(int argc, char **argv, dlm_ctx *ctx)
 {
+    export_args a = {.target = "ollama"};
     char *pos[64];
     int npos;
-    int r = opts_parse(&spec_export, argc, argv, ctx, pos, &npos);
+    int r = opts_parse(&spec_export, argc, argv, ctx, &a, pos, &npos);
     if (r) return r == 1 ? EXIT_OK : EXIT_USAGE;
     if (npos != 1) return cmd_usage_error(&spec_export, npos ? "too many arguments" : "export needs a PATH");
-    int target = export_target_parse(o_target);
+    int target = export_target_parse(a.target);
     if (target < 0)
         return cmd_usage_error(&spec_export, "unknown export target '%s'; available targets: ollama, gguf, llama-server, vllm",
-                               o_target);
-    if (o_quant && !export_mix_find(o_quant))
-        return cmd_usage_error(&spec_export, "unknown --quant '%s' (Q4_K_M Q5_K_M Q6_K Q8_0 Q4_0 F16 BF16 F32)", o_quant);
-    if (o_dequantize && !o_merged) return cmd_usage_error(&spec_export, "--dequantize only applies with --merged");
+                               a.target);
+    if (a.quant && !export_mix_find(a.quant))
+        return cmd_usage_error(&spec_export, "unknown --quant '%s' (Q4_K_M Q5_K_M Q6_K Q8_0 Q4_0 F16 BF16 F32)", a.quant);
+    if (a.dequantize && !a.merged) return cmd_usage_error(&spec_export, "--dequantize only applies with --merged");
     int method = ADMIX_LINEAR;
-    if (o_mix_method) {
-        if (!o_mix) return cmd_usage_error(&spec_export, "--adapter-mix-method only applies with --adapter-mix");
-        if ((method = admix_method_parse(o_mix_method)) < 0)
-            return cmd_usage_error(&spec_export, "unknown --adapter-mix-method '%s' (linear or svd)", o_mix_method);
+    if (a.mix_method) {
+        if (!a.mix) return cmd_usage_error(&spec_export, "--adapter-mix-method only applies with --adapter-mix");
+        if ((method = admix_method_parse(a.mix_method)) < 0)
+            return cmd_usage_error(&spec_export, "unknown --adapter-mix-method '%s' (linear or svd)", a.mix_method);
     }
-    if (o_skip_ollama && target != EXPORT_TARGET_OLLAMA)
+    if (a.skip_ollama && target != EXPORT_TARGET_OLLAMA)
         return cmd_usage_error(&spec_export, "--skip-ollama applies to --target ollama");
-    if (o_name && target != EXPORT_TARGET_OLLAMA) return cmd_usage_error(&spec_export, "--name applies to --target ollama");
+    if (a.name && target != EXPORT_TARGET_OLLAMA) return cmd_usage_error(&spec_export, "--name applies to --target ollama");
     dlm_err e;
     err_clear(&e);
     if (cmd_setup(ctx, &e)) return cmd_fail(ctx, &e);
-    if (cmd_check_license(ctx, pos[0], NULL, o_accept, 0, &e)) return cmd_fail(ctx, &e);
-    kern_init(o_threads);
-    export_opts o = {.doc_path = pos[0], .home = ctx->home, .target = (export_target)target, .quant = o_quant,
-                     .merged = o_merged, .dequantize = o_dequantize, .no_template = o_no_template,
-                     .no_smoke = o_no_smoke, .name = o_name, .out_dir = o_out, .pre_tokenizer = o_pre,
-                     .offline = o_offline, .adapter_mix = o_mix, .mix_method = method,
-                     .skip_ollama = o_skip_ollama};
+    if (cmd_check_license(ctx, pos[0], NULL, a.accept, 0, &e)) return cmd_fail(ctx, &e);
+    kern_init(a.threads);
+    export_opts o = {.doc_path = pos[0], .home = ctx->home, .target = (export_target)target, .quant = a.quant,
+                     .merged = a.merged, .dequantize = a.dequantize, .no_template = a.no_template,
+                     .no_smoke = a.no_smoke, .name = a.name, .out_dir = a.out, .pre_tokenizer = a.pre,
+                     .offline = a.offline, .adapter_mix = a.mix, .mix_method = method,
+                     .skip_ollama = a.skip_ollama};
     export_result res;
     if (export_run(&o, &res, &e)) return cmd_fail(ctx, &e);
     if (!ctx->quiet) {
         if (res.n_mix)
             printf("exported %s (a %s mix of %d adapters, rank %d, %s%s) to %s\n", res.quant,
                    admix_method_name((admix_method)method), res.n_mix, res.mix_rank,
-                   o_merged ? "merged" : "base + adapter", res.reused_base ? ", base reused" : "", res.dir);
+                   a.merged ? "merged" : "base + adapter", res.reused_base ? ", base reused" : "", res.dir);
         else
             printf("exported %s (adapter v%04d, %s%s) to %s\n", res.quant, res.adapter_version,
-                   o_merged ? "merged" : "base + adapter", res.reused_base ? ", base reused" : "", res.dir);
+                   a.merged ? "merged" : "base + adapter", res.reused_base ? ", base reused" : "", res.dir);
         if (res.n_mix && method == ADMIX_SVD)
             printf("  svd: largest relative Frobenius error of a tensor %.3g (export_manifest.json lists each)\n",
                    res.mix_max_err);
         if (target == EXPORT_TARGET_VLLM)
-            printf("  %s, vllm_launch.sh, vllm_config.json\n  run: %s/vllm_launch.sh\n", o_merged ? "model/ (HF format)" : "adapter/ (PEFT)", res.dir);
+            printf("  %s, vllm_launch.sh, vllm_config.json\n  run: %s/vllm_launch.sh\n", a.merged ? "model/ (HF format)" : "adapter/ (PEFT)", res.dir);
         else {
             printf("  %s", res.model_file);
             if (res.has_adapter) printf(", adapter.gguf");
@@ -101,7 +104,7 @@ int cmd_export(int argc, char **argv, dlm_ctx *ctx)
         if (res.ollama_ran) {
             printf("  ollama: created %s%s%s\n", res.ollama_name, res.smoke[0] ? "; smoke: " : "", res.smoke);
         } else if (res.next_steps[0]) {
-            printf("  %s; to load it run:\n    %s\n", o_skip_ollama ? "ollama skipped (--skip-ollama)" : "ollama is not installed", res.next_steps);
+            printf("  %s; to load it run:\n    %s\n", a.skip_ollama ? "ollama skipped (--skip-ollama)" : "ollama is not installed", res.next_steps);
         }
         if (target == EXPORT_TARGET_LLAMA_SERVER) printf("  run: %s/llama-server_launch.sh\n", res.dir);
     }

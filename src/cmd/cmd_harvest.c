@@ -14,19 +14,21 @@
 #include "doc/grow.h"
 #include "util/json.h"
 
-static const char *o_report, *o_tag = "auto-harvest";
-static int o_apply, o_strict, o_lax, o_revert, o_json;
-static double o_min_conf = 0.0;
+typedef struct harvest_args {
+    const char *report, *tag;
+    int apply, strict, lax, revert, json;
+    double min_conf;
+} harvest_args;
 
 static const opt OPTS[] = {
-    {"sway-json", 0, OPT_STR, &o_report, "REPORT", "the sway JSON report to harvest from"},
-    {"apply", 0, OPT_FLAG, &o_apply, NULL, "write the sections (default: show the plan only)"},
-    {"tag", 0, OPT_STR, &o_tag, "TAG", "marker source prefix: source=\"TAG/<probe name>\" (default auto-harvest)"},
-    {"min-confidence", 0, OPT_DOUBLE, &o_min_conf, "C", "skip probes whose evidence.confidence is below C (0..1, default 0)"},
-    {"strict", 0, OPT_FLAG, &o_strict, NULL, "a failing probe without prompt + reference is an error (default)"},
-    {"lax", 0, OPT_FLAG, &o_lax, NULL, "skip failing probes without prompt + reference"},
-    {"revert", 0, OPT_FLAG, &o_revert, NULL, "remove every auto-harvested section instead"},
-    {"json", 0, OPT_FLAG, &o_json, NULL, "print the plan as JSON"},
+    {"sway-json", 0, OPT_STR, offsetof(harvest_args, report), "REPORT", "the sway JSON report to harvest from"},
+    {"apply", 0, OPT_FLAG, offsetof(harvest_args, apply), NULL, "write the sections (default: show the plan only)"},
+    {"tag", 0, OPT_STR, offsetof(harvest_args, tag), "TAG", "marker source prefix: source=\"TAG/<probe name>\" (default auto-harvest)"},
+    {"min-confidence", 0, OPT_DOUBLE, offsetof(harvest_args, min_conf), "C", "skip probes whose evidence.confidence is below C (0..1, default 0)"},
+    {"strict", 0, OPT_FLAG, offsetof(harvest_args, strict), NULL, "a failing probe without prompt + reference is an error (default)"},
+    {"lax", 0, OPT_FLAG, offsetof(harvest_args, lax), NULL, "skip failing probes without prompt + reference"},
+    {"revert", 0, OPT_FLAG, offsetof(harvest_args, revert), NULL, "remove every auto-harvested section instead"},
+    {"json", 0, OPT_FLAG, offsetof(harvest_args, json), NULL, "print the plan as JSON"},
     {0},
 };
 
@@ -58,7 +60,7 @@ static char *dup_strip(const char *s)
 }
 
 /* The failing probes of the report, filtered (strict/lax, confidence). */
-static int read_report(const char *path, cand **out, int *n, dlm_err *e)
+static int read_report(const harvest_args *a, const char *path, cand **out, int *n, dlm_err *e)
 {
     *out = NULL;
     *n = 0;
@@ -89,13 +91,13 @@ static int read_report(const char *path, cand **out, int *n, dlm_err *e)
         const char *name = jget_str(p, "name");
         if (!name || !*name) name = "<unnamed>";
         json_t *ev = json_object_get(p, "evidence");
-        const char *q = ev ? jget_str(ev, "prompt") : NULL, *a = ev ? jget_str(ev, "reference") : NULL;
-        char *qs = q ? dup_strip(q) : NULL, *as = a ? dup_strip(a) : NULL;
+        const char *q = ev ? jget_str(ev, "prompt") : NULL, *ref = ev ? jget_str(ev, "reference") : NULL;
+        char *qs = q ? dup_strip(q) : NULL, *as = ref ? dup_strip(ref) : NULL;
         if (!qs || !*qs || !as || !*as) {
             const char *missing = !qs || !*qs ? "prompt" : "reference";
             free(qs);
             free(as);
-            if (o_lax) {
+            if (a->lax) {
                 fprintf(stderr, "dlm: warning: probe '%s' (probes[%zu]) failed but has no evidence.prompt/reference: skipped\n",
                         name, i);
                 continue;
@@ -110,7 +112,7 @@ static int read_report(const char *path, cand **out, int *n, dlm_err *e)
         if (json_is_number(cj)) c = json_number_value(cj);
         if (!isfinite(c)) c = 1.0;
         c = c < 0 ? 0 : c > 1 ? 1 : c;
-        if (c < o_min_conf) {
+        if (c < a->min_conf) {
             free(qs);
             free(as);
             continue;
@@ -150,27 +152,28 @@ static int pick_auto_harvest(const doc_section *s) { return s->auto_harvest; }
 
 int cmd_harvest(int argc, char **argv, dlm_ctx *ctx)
 {
+    harvest_args a = {.tag = "auto-harvest", .min_conf = 0.0};
     char *pos[64];
     int npos;
     if (argc > 64) return cmd_usage_error(&spec_harvest, "too many arguments");
-    int r = opts_parse(&spec_harvest, argc, argv, ctx, pos, &npos);
+    int r = opts_parse(&spec_harvest, argc, argv, ctx, &a, pos, &npos);
     if (r) return r == 1 ? EXIT_OK : EXIT_USAGE;
     if (npos != 1) return cmd_usage_error(&spec_harvest, "harvest needs one PATH (a .dlm file)");
-    if (o_strict && o_lax) return cmd_usage_error(&spec_harvest, "--strict and --lax are mutually exclusive");
-    if (!(o_min_conf >= 0 && o_min_conf <= 1)) return cmd_usage_error(&spec_harvest, "--min-confidence must be 0..1");
-    if (o_revert && (o_report || o_apply)) return cmd_usage_error(&spec_harvest, "--revert takes no --sway-json or --apply");
-    if (strchr(o_tag, '"') || strchr(o_tag, '\n')) return cmd_usage_error(&spec_harvest, "--tag cannot contain '\"' or newlines");
+    if (a.strict && a.lax) return cmd_usage_error(&spec_harvest, "--strict and --lax are mutually exclusive");
+    if (!(a.min_conf >= 0 && a.min_conf <= 1)) return cmd_usage_error(&spec_harvest, "--min-confidence must be 0..1");
+    if (a.revert && (a.report || a.apply)) return cmd_usage_error(&spec_harvest, "--revert takes no --sway-json or --apply");
+    if (strchr(a.tag, '"') || strchr(a.tag, '\n')) return cmd_usage_error(&spec_harvest, "--tag cannot contain '\"' or newlines");
     dlm_err e;
     err_clear(&e);
     if (cmd_setup(ctx, &e)) return cmd_fail(ctx, &e);
-    if (o_revert) return grow_cmd_revert(ctx, pos[0], "harvest", "auto-harvested", pick_auto_harvest);
-    if (!o_report) return cmd_usage_error(&spec_harvest, "harvest needs --sway-json REPORT (or --revert)");
+    if (a.revert) return grow_cmd_revert(ctx, pos[0], "harvest", "auto-harvested", pick_auto_harvest);
+    if (!a.report) return cmd_usage_error(&spec_harvest, "harvest needs --sway-json REPORT (or --revert)");
 
     dlm_doc *d = doc_load(pos[0], &e);
     if (!d) return cmd_fail(ctx, &e);
     cand *c;
     int n;
-    if (read_report(o_report, &c, &n, &e)) {
+    if (read_report(&a, a.report, &c, &n, &e)) {
         free_cands(c, n);
         doc_free(d);
         return cmd_fail(ctx, &e);
@@ -184,9 +187,9 @@ int cmd_harvest(int argc, char **argv, dlm_ctx *ctx)
         for (int j = 0; !dup && j < i; j++)
             dup = !c[j].skip && !strcmp(c[j].prompt, c[i].prompt) && !strcmp(c[j].reference, c[i].reference);
         if (dup) { c[i].skip = 1; continue; }
-        size_t sl = strlen(o_tag) + strlen(c[i].name) + 2;
+        size_t sl = strlen(a.tag) + strlen(c[i].name) + 2;
         c[i].source = malloc(sl);
-        snprintf(c[i].source, sl, "%s%s%s", o_tag, *o_tag ? "/" : "", c[i].name);
+        snprintf(c[i].source, sl, "%s%s%s", a.tag, *a.tag ? "/" : "", c[i].name);
         for (char *p = c[i].source; *p; p++)
             if (*p == '"' || *p == '\n') *p = '\'';   /* a marker value cannot hold these */
         if (doc_grow_qa_content(&bodies[nadd], c[i].prompt, c[i].reference, 1, &e)) {
@@ -205,13 +208,13 @@ int cmd_harvest(int argc, char **argv, dlm_ctx *ctx)
     }
     int nskip = 0;
     for (int i = 0; i < n; i++) nskip += c[i].skip;
-    if (o_json) {
+    if (a.json) {
         json_t *add = json_array(), *skip = json_array();
         for (int i = 0; i < n; i++)
             json_array_append_new(c[i].skip ? skip : add,
                                   json_pack("{s:s, s:s, s:s, s:f}", "probe", c[i].name, "prompt", c[i].prompt,
                                             "reference", c[i].reference, "confidence", c[i].confidence));
-        json_t *o = json_pack("{s:o, s:o, s:b}", "additions", add, "skipped", skip, "applied", o_apply && nadd);
+        json_t *o = json_pack("{s:o, s:o, s:b}", "additions", add, "skipped", skip, "applied", a.apply && nadd);
         strbuf sb = STRBUF_INIT;
         json_write(&sb, o, JW_SORT);
         printf("%s\n", sb_str(&sb));
@@ -220,19 +223,19 @@ int cmd_harvest(int argc, char **argv, dlm_ctx *ctx)
     } else {
         printf("harvest plan: %d add, %d skip\n", nadd, nskip);
         for (int i = 0; i < n; i++) {
-            char q[100], a[100];
+            char q[100], ref[100];
             first_line(c[i].prompt, q, sizeof q);
-            first_line(c[i].reference, a, sizeof a);
+            first_line(c[i].reference, ref, sizeof ref);
             if (c[i].skip) printf("- %s: already in the document\n", c[i].name);
-            else printf("+ ::instruction:: probe=%s confidence=%.2f\n  Q: %s\n  A: %s\n", c[i].name, c[i].confidence, q, a);
+            else printf("+ ::instruction:: probe=%s confidence=%.2f\n  Q: %s\n  A: %s\n", c[i].name, c[i].confidence, q, ref);
         }
     }
     if (!nadd) {
-        if (!o_json) printf("harvest: nothing to harvest from %s\n", o_report);
+        if (!a.json) printf("harvest: nothing to harvest from %s\n", a.report);
         rc = EXIT_USAGE;
         goto done;
     }
-    if (o_apply) {
+    if (a.apply) {
         strbuf sb = STRBUF_INIT;
         if (doc_grow_append(d, secs, nadd, &sb, &e) || doc_grow_write(pos[0], &sb, &e)) {
             sb_free(&sb);
@@ -240,9 +243,9 @@ int cmd_harvest(int argc, char **argv, dlm_ctx *ctx)
             goto done;
         }
         sb_free(&sb);
-        if (!o_json) printf("harvest: added %d section%s to %s (dlm harvest %s --revert removes them)\n", nadd,
+        if (!a.json) printf("harvest: added %d section%s to %s (dlm harvest %s --revert removes them)\n", nadd,
                             nadd == 1 ? "" : "s", pos[0], pos[0]);
-    } else if (!o_json) {
+    } else if (!a.json) {
         printf("dry run: --apply writes them\n");
     }
 done:

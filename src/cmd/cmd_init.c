@@ -15,16 +15,18 @@
 #include "util/timeutil.h"
 #include "util/ulid.h"
 
-static const char *o_base = "tiny", *o_template = NULL;
-static int o_force, o_list, o_json, o_accept;
+typedef struct init_args {
+    const char *base, *template;
+    int force, list, json, accept;
+} init_args;
 
 static const opt init_opts[] = {
-    {"base", 0, OPT_STR, &o_base, "KEY", "base model: registry key, hf:org/name[@rev], a path, or tiny (default)"},
-    {"template", 0, OPT_STR, &o_template, "NAME", "start from this template (default: default)"},
-    {"force", 0, OPT_FLAG, &o_force, NULL, "overwrite an existing file at PATH"},
-    {"i-accept-license", 0, OPT_FLAG, &o_accept, NULL, "accept a gated base's license (recorded in the manifest)"},
-    {"list-templates", 0, OPT_FLAG, &o_list, NULL, "list the templates and exit (same as dlm templates list)"},
-    {"json", 0, OPT_FLAG, &o_json, NULL, "with --list-templates: print JSON"},
+    {"base", 0, OPT_STR, offsetof(init_args, base), "KEY", "base model: registry key, hf:org/name[@rev], a path, or tiny (default)"},
+    {"template", 0, OPT_STR, offsetof(init_args, template), "NAME", "start from this template (default: default)"},
+    {"force", 0, OPT_FLAG, offsetof(init_args, force), NULL, "overwrite an existing file at PATH"},
+    {"i-accept-license", 0, OPT_FLAG, offsetof(init_args, accept), NULL, "accept a gated base's license (recorded in the manifest)"},
+    {"list-templates", 0, OPT_FLAG, offsetof(init_args, list), NULL, "list the templates and exit (same as dlm templates list)"},
+    {"json", 0, OPT_FLAG, offsetof(init_args, json), NULL, "with --list-templates: print JSON"},
     {0},
 };
 
@@ -42,12 +44,12 @@ const cmd_spec spec_init = {
     init_opts,
 };
 
-static int list_templates(const dlm_ctx *ctx)
+static int list_templates(const dlm_ctx *ctx, const init_args *a)
 {
     dlm_err e;
     doc_template_set set;
     if (doc_templates_load(&set, &e)) return cmd_fail(ctx, &e);
-    if (o_json) {
+    if (a->json) {
         json_t *arr = json_array();
         for (int i = 0; i < set.n; i++)
             json_array_append_new(arr, json_pack("{s:s, s:s}", "name", set.v[i].name, "summary", set.v[i].summary));
@@ -76,32 +78,33 @@ static int abs_path(const char *path, char *out, size_t cap, dlm_err *e)
 
 int cmd_init(int argc, char **argv, dlm_ctx *ctx)
 {
+    init_args a = {.base = "tiny"};
     char *pos[64];
     int npos = 0;
     if (argc > 64) return cmd_usage_error(&spec_init, "too many arguments");
-    int r = opts_parse(&spec_init, argc, argv, ctx, pos, &npos);
+    int r = opts_parse(&spec_init, argc, argv, ctx, &a, pos, &npos);
     if (r == 1) return EXIT_OK;
     if (r) return EXIT_USAGE;
     dlm_err e;
     err_clear(&e);
     if (cmd_setup(ctx, &e)) return cmd_fail(ctx, &e);
-    if (o_list) return list_templates(ctx);
+    if (a.list) return list_templates(ctx, &a);
     if (npos != 1) return cmd_usage_error(&spec_init, "init takes exactly one PATH (the .dlm file to create)");
     const char *path = pos[0];
 
-    if (fs_exists(path) && !o_force) {
+    if (fs_exists(path) && !a.force) {
         err_set(&e, NULL, "%s already exists", path);
         err_hint(&e, "re-run with --force to overwrite it");
         return cmd_fail(ctx, &e);
     }
     base_ref base;
-    if (registry_parse_base(o_base, &base, &e) || registry_check_trainable(&base, &e) ||
-        base_check_runnable(&base, &e) || registry_check_license(&base, o_accept, &e))
+    if (registry_parse_base(a.base, &base, &e) || registry_check_trainable(&base, &e) ||
+        base_check_runnable(&base, &e) || registry_check_license(&base, a.accept, &e))
         return cmd_fail(ctx, &e);
 
     doc_template_set set;
     if (doc_templates_load(&set, &e)) return cmd_fail(ctx, &e);
-    const char *tname = o_template ? o_template : "default";
+    const char *tname = a.template ? a.template : "default";
     const doc_template *t = doc_templates_find(&set, tname);
     if (!t) {
         strbuf names = STRBUF_INIT;

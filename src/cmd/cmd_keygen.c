@@ -6,10 +6,12 @@
 #include "share/sign.h"
 #include "util/fs.h"
 
-static const char *o_dir;
+typedef struct keygen_args {
+    const char *dir;
+} keygen_args;
 
 static const opt OPTS[] = {
-    {"dir", 0, OPT_STR, &o_dir, "DIR", "write the keys here (default: the dlm home)"},
+    {"dir", 0, OPT_STR, offsetof(keygen_args, dir), "DIR", "write the keys here (default: the dlm home)"},
     {0},
 };
 
@@ -24,15 +26,16 @@ const cmd_spec spec_keygen = {
 
 int cmd_keygen(int argc, char **argv, dlm_ctx *ctx)
 {
+    keygen_args a = {0};
     char *pos[64];
     int npos;
-    int r = opts_parse(&spec_keygen, argc, argv, ctx, pos, &npos);
+    int r = opts_parse(&spec_keygen, argc, argv, ctx, &a, pos, &npos);
     if (r) return r == 1 ? EXIT_OK : EXIT_USAGE;
     if (npos) return cmd_usage_error(&spec_keygen, "keygen takes no arguments");
     dlm_err e;
     err_clear(&e);
     if (cmd_setup(ctx, &e)) return cmd_fail(ctx, &e);
-    const char *dir = o_dir ? o_dir : ctx->home;
+    const char *dir = a.dir ? a.dir : ctx->home;
     char sk[4200], pk[4200];
     snprintf(sk, sizeof sk, "%s/minisign.key", dir);
     snprintf(pk, sizeof pk, "%s/minisign.pub", dir);

@@ -17,11 +17,13 @@
 #include "util/json.h"
 #include "util/str.h"
 
-static int o_follow, o_jsonl;
+typedef struct logs_args {
+    int follow, jsonl;
+} logs_args;
 
 static const opt OPTS[] = {
-    {"follow", 'f', OPT_FLAG, &o_follow, NULL, "keep printing new lines until the run is no longer running"},
-    {"jsonl", 0, OPT_FLAG, &o_jsonl, NULL, "the machine log (one JSON object per line) as written"},
+    {"follow", 'f', OPT_FLAG, offsetof(logs_args, follow), NULL, "keep printing new lines until the run is no longer running"},
+    {"jsonl", 0, OPT_FLAG, offsetof(logs_args, jsonl), NULL, "the machine log (one JSON object per line) as written"},
     {0},
 };
 
@@ -153,9 +155,10 @@ static size_t pump(const char *path, off_t *off, int jsonl_render)
 
 int cmd_logs(int argc, char **argv, dlm_ctx *ctx)
 {
+    logs_args a = {0};
     char *pos[64];
     int npos;
-    int r = opts_parse(&spec_logs, argc, argv, ctx, pos, &npos);
+    int r = opts_parse(&spec_logs, argc, argv, ctx, &a, pos, &npos);
     if (r) return r == 1 ? EXIT_OK : EXIT_USAGE;
     if (npos != 1) return cmd_usage_error(&spec_logs, "logs needs exactly one PATH (a .dlm file)");
     dlm_err e;
@@ -166,7 +169,7 @@ int cmd_logs(int argc, char **argv, dlm_ctx *ctx)
     if (hb_read(store, &rep, &e)) return cmd_fail(ctx, &e);
     char path[4200];
     int render_jsonl = 1;
-    if (!o_jsonl && rep.console[0] && fs_is_file(rep.console)) {
+    if (!a.jsonl && rep.console[0] && fs_is_file(rep.console)) {
         snprintf(path, sizeof path, "%s", rep.console);
         render_jsonl = 0;
     } else if (rep.log[0] && fs_is_file(rep.log)) {
@@ -175,7 +178,7 @@ int cmd_logs(int argc, char **argv, dlm_ctx *ctx)
         /* it ended before it opened a log (a refusal, a bad base): the exit record says why */
         printf("run %lld %s (exit %d): %s\n", (long long)rep.run_id, rep.status, rep.exit_code, rep.message);
         return EXIT_OK;
-    } else if (rep.state == RUN_RUNNING && o_follow) {
+    } else if (rep.state == RUN_RUNNING && a.follow) {
         path[0] = 0; /* the run has not opened its log yet: wait for it below */
     } else if (rep.state == RUN_NONE && newest_jsonl(store, path, sizeof path) == 0) {
         /* a run from before run records existed */
@@ -184,10 +187,10 @@ int cmd_logs(int argc, char **argv, dlm_ctx *ctx)
         err_hint(&e, "train with 'dlm train %s' (or --detach)", pos[0]);
         return cmd_fail(ctx, &e);
     }
-    if (o_jsonl) render_jsonl = 0;
+    if (a.jsonl) render_jsonl = 0;
     off_t off = 0;
     if (path[0]) pump(path, &off, render_jsonl);
-    if (!o_follow) return EXIT_OK;
+    if (!a.follow) return EXIT_OK;
     int linger = 0;
     for (;;) {
         run_report now;

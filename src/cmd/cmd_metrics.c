@@ -19,21 +19,23 @@
 #include "util/json.h"
 #include "util/timeutil.h"
 
-static int o_json, o_csv, o_run, o_evals, o_runs, o_limit;
-static const char *o_phase, *o_since;
-static double o_poll = 1.0;
+typedef struct metrics_args {
+    int json, csv, run, evals, runs, limit;
+    const char *phase, *since;
+    double poll;
+} metrics_args;
 
 static const opt OPTS[] = {
-    {"json", 0, OPT_FLAG, &o_json, NULL, "one JSON array of row objects"},
-    {"csv", 0, OPT_FLAG, &o_csv, NULL, "CSV with a header line"},
-    {"run", 0, OPT_INT, &o_run, "N", "only run N (default: every run)"},
-    {"run-id", 0, OPT_INT, &o_run, "N", "same as --run (the original's name)"},
-    {"evals", 0, OPT_FLAG, &o_evals, NULL, "validation losses instead of steps"},
-    {"runs", 0, OPT_FLAG, &o_runs, NULL, "one row per run (status, times, version)"},
-    {"phase", 0, OPT_STR, &o_phase, "PHASE", "only runs of this phase: sft, dpo, orpo, cpt"},
-    {"since", 0, OPT_STR, &o_since, "AGE", "only rows from the last AGE: 30m, 24h, 7d, 10s"},
-    {"limit", 0, OPT_INT, &o_limit, "N", "only the last N rows (default: all)"},
-    {"poll-seconds", 0, OPT_DOUBLE, &o_poll, "S", "watch: seconds between polls (default 1.0)"},
+    {"json", 0, OPT_FLAG, offsetof(metrics_args, json), NULL, "one JSON array of row objects"},
+    {"csv", 0, OPT_FLAG, offsetof(metrics_args, csv), NULL, "CSV with a header line"},
+    {"run", 0, OPT_INT, offsetof(metrics_args, run), "N", "only run N (default: every run)"},
+    {"run-id", 0, OPT_INT, offsetof(metrics_args, run), "N", "same as --run (the original's name)"},
+    {"evals", 0, OPT_FLAG, offsetof(metrics_args, evals), NULL, "validation losses instead of steps"},
+    {"runs", 0, OPT_FLAG, offsetof(metrics_args, runs), NULL, "one row per run (status, times, version)"},
+    {"phase", 0, OPT_STR, offsetof(metrics_args, phase), "PHASE", "only runs of this phase: sft, dpo, orpo, cpt"},
+    {"since", 0, OPT_STR, offsetof(metrics_args, since), "AGE", "only rows from the last AGE: 30m, 24h, 7d, 10s"},
+    {"limit", 0, OPT_INT, offsetof(metrics_args, limit), "N", "only the last N rows (default: all)"},
+    {"poll-seconds", 0, OPT_DOUBLE, offsetof(metrics_args, poll), "S", "watch: seconds between polls (default 1.0)"},
     {0},
 };
 
@@ -151,16 +153,16 @@ static double parse_age(const char *s)
     }
 }
 
-static int show(dlm_ctx *ctx, const char *path)
+static int show(dlm_ctx *ctx, const metrics_args *a, const char *path)
 {
     dlm_err e;
     err_clear(&e);
-    metrics_filter f = {.run_id = o_run, .phase = o_phase, .limit = o_limit};
+    metrics_filter f = {.run_id = a->run, .phase = a->phase, .limit = a->limit};
     char since[32];
-    if (o_since) {
-        double age = parse_age(o_since);
+    if (a->since) {
+        double age = parse_age(a->since);
         if (age < 0) {
-            fprintf(stderr, "dlm: error: --since '%s' is not an age\nhint: a number and a unit: 30m, 24h, 7d, 10s\n", o_since);
+            fprintf(stderr, "dlm: error: --since '%s' is not an age\nhint: a number and a unit: 30m, 24h, 7d, 10s\n", a->since);
             return EXIT_USAGE;
         }
         time_iso_utc(time_now() - age, since, sizeof since);
@@ -168,22 +170,22 @@ static int show(dlm_ctx *ctx, const char *path)
     }
     char store[4096];
     if (cmd_doc_store(ctx, path, store, sizeof store, &e)) return cmd_fail(ctx, &e);
-    if (o_phase && strcmp(o_phase, "sft") && strcmp(o_phase, "dpo") && strcmp(o_phase, "orpo") && strcmp(o_phase, "cpt"))
-        return cmd_usage_error(&spec_metrics, "--phase expects sft, dpo, orpo or cpt, got '%s'", o_phase);
-    out_ctx o = {.mode = o_json ? 1 : o_csv ? 2 : 0, .arr = o_csv ? NULL : json_array()};
-    if (metrics_query(store, o_runs ? "runs" : o_evals ? "evals" : "steps", &f, on_row, &o, &e)) {
+    if (a->phase && strcmp(a->phase, "sft") && strcmp(a->phase, "dpo") && strcmp(a->phase, "orpo") && strcmp(a->phase, "cpt"))
+        return cmd_usage_error(&spec_metrics, "--phase expects sft, dpo, orpo or cpt, got '%s'", a->phase);
+    out_ctx o = {.mode = a->json ? 1 : a->csv ? 2 : 0, .arr = a->csv ? NULL : json_array()};
+    if (metrics_query(store, a->runs ? "runs" : a->evals ? "evals" : "steps", &f, on_row, &o, &e)) {
         json_decref(o.arr);
         err_hint(&e, "train first: dlm train %s", path);
         return cmd_fail(ctx, &e);
     }
-    if (o_json) {
+    if (a->json) {
         strbuf sb = STRBUF_INIT;
         json_write(&sb, o.arr, JW_COMPACT);
         printf("%s\n", sb_str(&sb));
         sb_free(&sb);
-    } else if (!o_csv) {
+    } else if (!a->csv) {
         if (o.rows) print_table(&o);
-        else fprintf(stderr, "no rows%s\n", o_run || o_phase || o_since ? " match the filters" : "");
+        else fprintf(stderr, "no rows%s\n", a->run || a->phase || a->since ? " match the filters" : "");
     }
     json_decref(o.arr);
     return EXIT_OK;
@@ -256,9 +258,9 @@ static void print_rows(watch_ctx *w)
     w->n = 0;
 }
 
-static int watch(dlm_ctx *ctx, const char *path)
+static int watch(dlm_ctx *ctx, const metrics_args *a, const char *path)
 {
-    if (!(o_poll >= 0.05 && o_poll <= 3600)) return cmd_usage_error(&spec_metrics, "--poll-seconds must be 0.05..3600");
+    if (!(a->poll >= 0.05 && a->poll <= 3600)) return cmd_usage_error(&spec_metrics, "--poll-seconds must be 0.05..3600");
     dlm_err e;
     err_clear(&e);
     char store[4096];
@@ -273,7 +275,7 @@ static int watch(dlm_ctx *ctx, const char *path)
     }
     int64_t run = rep.run_id;
     watch_ctx w = {.total = rep.total, .eta = rep.eta};
-    printf("watching run %lld of %s (every %gs; Ctrl-C stops watching, not the run)\n", (long long)run, path, o_poll);
+    printf("watching run %lld of %s (every %gs; Ctrl-C stops watching, not the run)\n", (long long)run, path, a->poll);
     printf("%15s  %-9s  %-10s  %-8s  %-9s  %s\n", "step/total", "loss", "lr", "tok/s", "val_loss", "ETA");
     fflush(stdout);
     for (;;) {
@@ -291,7 +293,7 @@ static int watch(dlm_ctx *ctx, const char *path)
         print_rows(&w);
         fflush(stdout);
         if (!running) break;
-        usleep((useconds_t)(o_poll * 1e6));
+        usleep((useconds_t)(a->poll * 1e6));
         if (hb_read(store, &rep, &e)) return cmd_fail(ctx, &e);
     }
     free(w.rows);
@@ -307,10 +309,11 @@ static int watch(dlm_ctx *ctx, const char *path)
 
 int cmd_metrics(int argc, char **argv, dlm_ctx *ctx)
 {
+    metrics_args a = {.poll = 1.0};
     char *pos[64];
     int npos;
     if (argc > 64) return cmd_usage_error(&spec_metrics, "too many arguments");
-    int r = opts_parse(&spec_metrics, argc, argv, ctx, pos, &npos);
+    int r = opts_parse(&spec_metrics, argc, argv, ctx, &a, pos, &npos);
     if (r) return r == 1 ? EXIT_OK : EXIT_USAGE;
     const char *sub = "show";
     if (npos == 2 && (!strcmp(pos[0], "show") || !strcmp(pos[0], "watch"))) {
@@ -319,8 +322,8 @@ int cmd_metrics(int argc, char **argv, dlm_ctx *ctx)
         npos = 1;
     }
     if (npos != 1) return cmd_usage_error(&spec_metrics, "metrics needs one PATH (a .dlm file), after show or watch");
-    if (o_json && o_csv) return cmd_usage_error(&spec_metrics, "--json and --csv are mutually exclusive");
-    if (o_evals && o_runs) return cmd_usage_error(&spec_metrics, "--evals and --runs are mutually exclusive");
-    if (o_limit < 0) return cmd_usage_error(&spec_metrics, "--limit must be >= 1");
-    return !strcmp(sub, "watch") ? watch(ctx, pos[0]) : show(ctx, pos[0]);
+    if (a.json && a.csv) return cmd_usage_error(&spec_metrics, "--json and --csv are mutually exclusive");
+    if (a.evals && a.runs) return cmd_usage_error(&spec_metrics, "--evals and --runs are mutually exclusive");
+    if (a.limit < 0) return cmd_usage_error(&spec_metrics, "--limit must be >= 1");
+    return !strcmp(sub, "watch") ? watch(ctx, &a, pos[0]) : show(ctx, &a, pos[0]);
 }

@@ -8,11 +8,13 @@
 #include "store/store.h"
 #include "util/fs.h"
 
-static int o_dry, o_no_backup;
+typedef struct migrate_args {
+    int dry, no_backup;
+} migrate_args;
 
 static const opt migrate_opts[] = {
-    {"dry-run", 0, OPT_FLAG, &o_dry, NULL, "show what would change; write nothing"},
-    {"no-backup", 0, OPT_FLAG, &o_no_backup, NULL, "do not keep the original as PATH.bak"},
+    {"dry-run", 0, OPT_FLAG, offsetof(migrate_args, dry), NULL, "show what would change; write nothing"},
+    {"no-backup", 0, OPT_FLAG, offsetof(migrate_args, no_backup), NULL, "do not keep the original as PATH.bak"},
     {0},
 };
 
@@ -34,10 +36,11 @@ static void print_chain(FILE *f, int from)
 
 int cmd_migrate(int argc, char **argv, dlm_ctx *ctx)
 {
+    migrate_args a = {0};
     char *pos[64];
     int npos = 0;
     if (argc > 64) return cmd_usage_error(&spec_migrate, "too many arguments");
-    int r = opts_parse(&spec_migrate, argc, argv, ctx, pos, &npos);
+    int r = opts_parse(&spec_migrate, argc, argv, ctx, &a, pos, &npos);
     if (r == 1) return EXIT_OK;
     if (r) return EXIT_USAGE;
     dlm_err e;
@@ -47,7 +50,7 @@ int cmd_migrate(int argc, char **argv, dlm_ctx *ctx)
     const char *path = pos[0];
 
     doc_migration m;
-    if (o_dry) {
+    if (a.dry) {
         if (doc_migrate_file(path, &m, &e)) return cmd_fail(ctx, &e);
         if (!m.applied) {
             printf("migrate: %s already at v%d (no migrations needed).\n", path, DOC_SCHEMA_VERSION);
@@ -85,14 +88,14 @@ int cmd_migrate(int argc, char **argv, dlm_ctx *ctx)
     }
     char bak[4200];
     rc = 0;
-    if (!o_no_backup) {
+    if (!a.no_backup) {
         if (snprintf(bak, sizeof bak, "%s.bak", path) >= (int)sizeof bak) rc = err_set(&e, NULL, "path too long");
         else rc = fs_copy_file(path, bak, &e);
     }
     if (!rc) rc = fs_write_atomic(path, m.text, m.text_len, 0644, &e);
     store_lock_release(&lk);
     if (rc) { doc_migration_free(&m); return cmd_fail(ctx, &e); }
-    if (!o_no_backup) printf("backup:  %s\n", bak);
+    if (!a.no_backup) printf("backup:  %s\n", bak);
     fputs(sb_str(&m.notes), stdout);
     printf("migrated: %s ", path);
     print_chain(stdout, m.from_version);

@@ -9,16 +9,18 @@
 #include "util/str.h"
 #include "util/timeutil.h"
 
-static int o_exports, o_base, o_logs, o_sign;
-static const char *o_out, *o_licensee;
+typedef struct pack_args {
+    int exports, base, logs, sign;
+    const char *out, *licensee;
+} pack_args;
 
 static const opt OPTS[] = {
-    {"out", 'o', OPT_STR, &o_out, "FILE", "write the pack here (default: <PATH>.pack next to the document)"},
-    {"include-exports", 0, OPT_FLAG, &o_exports, NULL, "also pack store/exports/ (GGUF files)"},
-    {"include-base", 0, OPT_FLAG, &o_base, NULL, "also pack store/cache/ (needs --i-am-the-licensee)"},
-    {"include-logs", 0, OPT_FLAG, &o_logs, NULL, "also pack store/logs/"},
-    {"i-am-the-licensee", 0, OPT_STR, &o_licensee, "URL", "the base licence you accepted (for --include-base)"},
-    {"sign", 0, OPT_FLAG, &o_sign, NULL, "sign provenance.json with <home>/minisign.key (see dlm keygen)"},
+    {"out", 'o', OPT_STR, offsetof(pack_args, out), "FILE", "write the pack here (default: <PATH>.pack next to the document)"},
+    {"include-exports", 0, OPT_FLAG, offsetof(pack_args, exports), NULL, "also pack store/exports/ (GGUF files)"},
+    {"include-base", 0, OPT_FLAG, offsetof(pack_args, base), NULL, "also pack store/cache/ (needs --i-am-the-licensee)"},
+    {"include-logs", 0, OPT_FLAG, offsetof(pack_args, logs), NULL, "also pack store/logs/"},
+    {"i-am-the-licensee", 0, OPT_STR, offsetof(pack_args, licensee), "URL", "the base licence you accepted (for --include-base)"},
+    {"sign", 0, OPT_FLAG, offsetof(pack_args, sign), NULL, "sign provenance.json with <home>/minisign.key (see dlm keygen)"},
     {0},
 };
 
@@ -46,28 +48,29 @@ int cmd_load_signer(const dlm_ctx *ctx, minisign_key *k, dlm_err *e)
 
 int cmd_pack(int argc, char **argv, dlm_ctx *ctx)
 {
+    pack_args a = {0};
     char *pos[64];
     int npos;
-    int r = opts_parse(&spec_pack, argc, argv, ctx, pos, &npos);
+    int r = opts_parse(&spec_pack, argc, argv, ctx, &a, pos, &npos);
     if (r) return r == 1 ? EXIT_OK : EXIT_USAGE;
     if (npos != 1) return cmd_usage_error(&spec_pack, npos ? "too many arguments" : "pack needs a PATH");
-    if (o_licensee && !o_base) return cmd_usage_error(&spec_pack, "--i-am-the-licensee only applies with --include-base");
+    if (a.licensee && !a.base) return cmd_usage_error(&spec_pack, "--i-am-the-licensee only applies with --include-base");
     dlm_err e;
     err_clear(&e);
     if (cmd_setup(ctx, &e)) return cmd_fail(ctx, &e);
     minisign_key k;
-    if (o_sign && cmd_load_signer(ctx, &k, &e)) return cmd_fail(ctx, &e);
-    pack_opts o = {.doc_path = pos[0], .home = ctx->home, .out = o_out, .include_exports = o_exports,
-                   .include_base = o_base, .include_logs = o_logs, .licensee_url = o_licensee,
-                   .signer = o_sign ? &k : NULL, .now = time_now()};
+    if (a.sign && cmd_load_signer(ctx, &k, &e)) return cmd_fail(ctx, &e);
+    pack_opts o = {.doc_path = pos[0], .home = ctx->home, .out = a.out, .include_exports = a.exports,
+                   .include_base = a.base, .include_logs = a.logs, .licensee_url = a.licensee,
+                   .signer = a.sign ? &k : NULL, .now = time_now()};
     pack_result res;
     int rc = pack_write(&o, &res, &e);
     memset(&k, 0, sizeof k);
     if (rc) return cmd_fail(ctx, &e);
     if (!ctx->quiet) {
-        char a[32], b[32];
+        char hin[32], hout[32];
         printf("packed %s (adapter v%04d, %d files, %s → %s%s) to %s\n", res.dlm_id, res.adapter_version, res.n_files,
-               str_human_size(res.bytes_in, a, sizeof a), str_human_size(res.bytes_out, b, sizeof b),
+               str_human_size(res.bytes_in, hin, sizeof hin), str_human_size(res.bytes_out, hout, sizeof hout),
                res.signed_ ? ", signed" : "", res.path);
     }
     return EXIT_OK;

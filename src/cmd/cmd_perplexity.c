@@ -12,16 +12,18 @@
 #include "util/fs.h"
 #include "util/json.h"
 
-static int o_json, o_no_adapter, o_ctx, o_threads, o_offline;
-static const char *o_base;
+typedef struct perplexity_args {
+    int json, no_adapter, ctx, threads, offline;
+    const char *base;
+} perplexity_args;
 
 static const opt OPTS[] = {
-    {"base", 0, OPT_STR, &o_base, "BASE", "score with this base (no document)"},
-    {"json", 0, OPT_FLAG, &o_json, NULL, "{tokens, nll_mean, ppl, token_nll} on stdout"},
-    {"no-adapter", 0, OPT_FLAG, &o_no_adapter, NULL, "the base alone"},
-    {"ctx", 0, OPT_INT, &o_ctx, "N", "window length (default: the model's context, at most 2048)"},
-    {"threads", 0, OPT_INT, &o_threads, "N", "compute threads"},
-    {"offline", 0, OPT_FLAG, &o_offline, NULL, "never download the base"},
+    {"base", 0, OPT_STR, offsetof(perplexity_args, base), "BASE", "score with this base (no document)"},
+    {"json", 0, OPT_FLAG, offsetof(perplexity_args, json), NULL, "{tokens, nll_mean, ppl, token_nll} on stdout"},
+    {"no-adapter", 0, OPT_FLAG, offsetof(perplexity_args, no_adapter), NULL, "the base alone"},
+    {"ctx", 0, OPT_INT, offsetof(perplexity_args, ctx), "N", "window length (default: the model's context, at most 2048)"},
+    {"threads", 0, OPT_INT, offsetof(perplexity_args, threads), "N", "compute threads"},
+    {"offline", 0, OPT_FLAG, offsetof(perplexity_args, offline), NULL, "never download the base"},
     {0},
 };
 
@@ -36,23 +38,24 @@ const cmd_spec spec_perplexity = {
 
 int cmd_perplexity(int argc, char **argv, dlm_ctx *ctx)
 {
+    perplexity_args a = {0};
     char *pos[64];
     int npos;
-    int r = opts_parse(&spec_perplexity, argc, argv, ctx, pos, &npos);
+    int r = opts_parse(&spec_perplexity, argc, argv, ctx, &a, pos, &npos);
     if (r) return r == 1 ? EXIT_OK : EXIT_USAGE;
     dlm_err e;
     err_clear(&e);
     if (cmd_setup(ctx, &e)) return cmd_fail(ctx, &e);
     const char *doc = NULL, *file;
-    if (o_base && npos == 1) file = pos[0];
+    if (a.base && npos == 1) file = pos[0];
     else if (npos == 2) { doc = pos[0]; file = pos[1]; }
     else return cmd_usage_error(&spec_perplexity, "give (--base B | PATH) and one FILE");
     char *text;
     size_t len;
     if (fs_read_all(file, (size_t)1 << 30, &text, &len, &e)) return cmd_fail(ctx, &e);
-    kern_init(o_threads);
-    target_opts to = {.doc_path = doc, .base = o_base, .home = ctx->home, .use_adapter = !o_no_adapter,
-                      .offline = o_offline};
+    kern_init(a.threads);
+    target_opts to = {.doc_path = doc, .base = a.base, .home = ctx->home, .use_adapter = !a.no_adapter,
+                      .offline = a.offline};
     infer_target t;
     if (target_open(&to, &t, &e)) { free(text); return cmd_fail(ctx, &e); }
     int rc = EXIT_FAIL;
@@ -61,7 +64,7 @@ int cmd_perplexity(int argc, char **argv, dlm_ctx *ctx)
     float *logits = NULL, *nll = NULL;
     if (tok_encode_append(t.t, text, len, TOK_PARSE_SPECIAL | TOK_ADD_SPECIAL, &ids, &e)) goto done;
     if (ids.n < 2) { err_set(&e, NULL, "'%s' has fewer than 2 tokens: nothing to score", file); goto done; }
-    int W = o_ctx > 0 ? o_ctx : (t.m->cfg.max_pos > 0 && t.m->cfg.max_pos < 2048 ? t.m->cfg.max_pos : 2048);
+    int W = a.ctx > 0 ? a.ctx : (t.m->cfg.max_pos > 0 && t.m->cfg.max_pos < 2048 ? t.m->cfg.max_pos : 2048);
     if (W < 2) W = 2;
     int V = t.m->cfg.vocab;
     if (session_create(t.m, t.l, W, 256, &s, &e)) goto done;
@@ -86,7 +89,7 @@ int cmd_perplexity(int argc, char **argv, dlm_ctx *ctx)
         }
     }
     double mean = sum / (double)scored;
-    if (o_json) {
+    if (a.json) {
         json_t *arr = json_array();
         for (size_t i = 0; i < scored; i++) json_array_append_new(arr, json_real(nll[i]));
         json_t *j = json_pack("{s:I, s:f, s:f, s:o}", "tokens", (json_int_t)scored, "nll_mean", mean, "ppl", exp(mean),

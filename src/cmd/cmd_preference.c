@@ -29,24 +29,26 @@
 #include "util/json.h"
 #include "util/timeutil.h"
 
-static const char *o_judge = "ref", *o_adapter;
-static int o_samples = 4, o_max_pairs, o_max_new = 256, o_seed = 42, o_apply, o_json, o_threads;
-static double o_temp = 0.7, o_top_p = 1.0, o_threshold = NAN, o_timeout = 30;
+typedef struct preference_args {
+    const char *judge, *adapter;
+    int samples, max_pairs, max_new, seed, apply, json, threads;
+    double temp, top_p, threshold, timeout;
+} preference_args;
 
 static const opt OPTS[] = {
-    {"samples", 0, OPT_INT, &o_samples, "N", "answers sampled per question (>= 2, default 4)"},
-    {"judge", 0, OPT_STR, &o_judge, "J", "cli:CMD (stdin {prompt, candidate}, stdout {score}) or ref (default)"},
-    {"threshold", 0, OPT_DOUBLE, &o_threshold, "M", "smallest score margin kept (default 0.1)"},
-    {"max-pairs", 0, OPT_INT, &o_max_pairs, "N", "mine at most N triples (default: no limit)"},
-    {"max-new-tokens", 0, OPT_INT, &o_max_new, "N", "answer length limit (default 256)"},
-    {"temp", 0, OPT_DOUBLE, &o_temp, "T", "sampling temperature (default 0.7)"},
-    {"top-p", 0, OPT_DOUBLE, &o_top_p, "P", "top-p (default 1 = off)"},
-    {"seed", 0, OPT_INT, &o_seed, "N", "sampling seed (default 42)"},
-    {"timeout", 0, OPT_DOUBLE, &o_timeout, "S", "cli judge: seconds per call (default 30)"},
-    {"threads", 0, OPT_INT, &o_threads, "N", "compute threads (default: all cores)"},
-    {"adapter", 0, OPT_STR, &o_adapter, "NAME", "a named adapter (training.adapters; not supported yet)"},
-    {"apply", 0, OPT_FLAG, &o_apply, NULL, "write the triples into the document now"},
-    {"json", 0, OPT_FLAG, &o_json, NULL, "JSON output"},
+    {"samples", 0, OPT_INT, offsetof(preference_args, samples), "N", "answers sampled per question (>= 2, default 4)"},
+    {"judge", 0, OPT_STR, offsetof(preference_args, judge), "J", "cli:CMD (stdin {prompt, candidate}, stdout {score}) or ref (default)"},
+    {"threshold", 0, OPT_DOUBLE, offsetof(preference_args, threshold), "M", "smallest score margin kept (default 0.1)"},
+    {"max-pairs", 0, OPT_INT, offsetof(preference_args, max_pairs), "N", "mine at most N triples (default: no limit)"},
+    {"max-new-tokens", 0, OPT_INT, offsetof(preference_args, max_new), "N", "answer length limit (default 256)"},
+    {"temp", 0, OPT_DOUBLE, offsetof(preference_args, temp), "T", "sampling temperature (default 0.7)"},
+    {"top-p", 0, OPT_DOUBLE, offsetof(preference_args, top_p), "P", "top-p (default 1 = off)"},
+    {"seed", 0, OPT_INT, offsetof(preference_args, seed), "N", "sampling seed (default 42)"},
+    {"timeout", 0, OPT_DOUBLE, offsetof(preference_args, timeout), "S", "cli judge: seconds per call (default 30)"},
+    {"threads", 0, OPT_INT, offsetof(preference_args, threads), "N", "compute threads (default: all cores)"},
+    {"adapter", 0, OPT_STR, offsetof(preference_args, adapter), "NAME", "a named adapter (training.adapters; not supported yet)"},
+    {"apply", 0, OPT_FLAG, offsetof(preference_args, apply), NULL, "write the triples into the document now"},
+    {"json", 0, OPT_FLAG, offsetof(preference_args, json), NULL, "JSON output"},
     {0},
 };
 
@@ -126,16 +128,16 @@ static int64_t last_run_id(const char *store, dlm_err *e)
 
 typedef struct mine_stats { int prompts, dup_prompts, no_variety, too_similar, below, present, capped; } mine_stats;
 
-static int cmd_mine(dlm_ctx *ctx, const char *path)
+static int cmd_mine(dlm_ctx *ctx, const preference_args *a, const char *path)
 {
-    if (o_samples < 2 || o_samples > 64) return cmd_usage_error(&spec_preference, "--samples must be 2..64");
-    if (o_max_pairs < 0) return cmd_usage_error(&spec_preference, "--max-pairs must be >= 1");
-    if (o_max_new < 1) return cmd_usage_error(&spec_preference, "--max-new-tokens must be >= 1");
-    if (!(o_temp >= 0 && o_temp <= 5)) return cmd_usage_error(&spec_preference, "--temp must be 0..5");
-    if (!(o_top_p > 0 && o_top_p <= 1)) return cmd_usage_error(&spec_preference, "--top-p must be in (0, 1]");
-    if (!isnan(o_threshold) && o_threshold < 0) return cmd_usage_error(&spec_preference, "--threshold must be >= 0");
-    if (o_adapter) return cmd_usage_error(&spec_preference, "--adapter: named adapters are not supported yet; mine the document's adapter");
-    if (strchr(o_judge, '"') || strchr(o_judge, '\n'))
+    if (a->samples < 2 || a->samples > 64) return cmd_usage_error(&spec_preference, "--samples must be 2..64");
+    if (a->max_pairs < 0) return cmd_usage_error(&spec_preference, "--max-pairs must be >= 1");
+    if (a->max_new < 1) return cmd_usage_error(&spec_preference, "--max-new-tokens must be >= 1");
+    if (!(a->temp >= 0 && a->temp <= 5)) return cmd_usage_error(&spec_preference, "--temp must be 0..5");
+    if (!(a->top_p > 0 && a->top_p <= 1)) return cmd_usage_error(&spec_preference, "--top-p must be in (0, 1]");
+    if (!isnan(a->threshold) && a->threshold < 0) return cmd_usage_error(&spec_preference, "--threshold must be >= 0");
+    if (a->adapter) return cmd_usage_error(&spec_preference, "--adapter: named adapters are not supported yet; mine the document's adapter");
+    if (strchr(a->judge, '"') || strchr(a->judge, '\n'))
         return cmd_usage_error(&spec_preference, "--judge cannot contain '\"' or newlines (it is written into the marker)");
     dlm_err e;
     err_clear(&e);
@@ -151,19 +153,19 @@ static int cmd_mine(dlm_ctx *ctx, const char *path)
     }
     dlm_doc *d = doc_load(path, &e);
     if (!d) return cmd_fail(ctx, &e);
-    kern_init(o_threads);
+    kern_init(a->threads);
     judge *jg = NULL;
     teacher *t = NULL;
-    teacher_opts to = {.spec = "self", .doc_path = path, .home = ctx->home, .temp = o_temp, .top_p = o_top_p,
-                       .max_new_tokens = o_max_new, .seed = (uint64_t)o_seed};
+    teacher_opts to = {.spec = "self", .doc_path = path, .home = ctx->home, .temp = a->temp, .top_p = a->top_p,
+                       .max_new_tokens = a->max_new, .seed = (uint64_t)a->seed};
     json_t *items = json_array();
     mine_stats st = {0};
     int rc = EXIT_FAIL;
-    char **cand = calloc((size_t)o_samples, sizeof *cand);
-    double *score = calloc((size_t)o_samples, sizeof *score);
+    char **cand = calloc((size_t)a->samples, sizeof *cand);
+    double *score = calloc((size_t)a->samples, sizeof *score);
     if (!cand || !score) { err_set(&e, "MemoryError", "out of memory"); goto fail; }
-    if (judge_open(o_judge, o_timeout, &jg, &e) || teacher_open(&to, &t, &e)) goto fail;
-    double th = isnan(o_threshold) ? judge_default_threshold(jg) : o_threshold;
+    if (judge_open(a->judge, a->timeout, &jg, &e) || teacher_open(&to, &t, &e)) goto fail;
+    double th = isnan(a->threshold) ? judge_default_threshold(jg) : a->threshold;
     char now[32];
     time_iso_utc(time_now(), now, sizeof now);
     strcat(now, "Z");
@@ -181,11 +183,11 @@ static int cmd_mine(dlm_ctx *ctx, const char *path)
                     if ((i2 < i || k2 < k) && !strcmp(s2->pairs[k2].question, q)) seen = 1;
             }
             if (seen) { st.dup_prompts++; continue; }
-            if (o_max_pairs && (int)json_array_size(items) >= o_max_pairs) { st.capped++; stop = 1; break; }
+            if (a->max_pairs && (int)json_array_size(items) >= a->max_pairs) { st.capped++; stop = 1; break; }
             st.prompts++;
-            if (!ctx->quiet) fprintf(stderr, "mine: %.60s (%d samples)...\n", q, o_samples);
+            if (!ctx->quiet) fprintf(stderr, "mine: %.60s (%d samples)...\n", q, a->samples);
             int nc = 0;
-            for (int sidx = 0; sidx < o_samples; sidx++) {
+            for (int sidx = 0; sidx < a->samples; sidx++) {
                 char *r;
                 if (teacher_ask(t, "", q, sidx, &r, &e)) goto fail;
                 /* unique, non-empty, stripped */
@@ -206,12 +208,12 @@ static int cmd_mine(dlm_ctx *ctx, const char *path)
             int bc = -1, br = -1;
             double bm = -INFINITY;
             int any = 0;
-            for (int a = 0; a < nc; a++)
-                for (int b = a + 1; b < nc; b++) {
-                    if (synth_ratio(cand[a], cand[b]) > 0.95) continue;
+            for (int x = 0; x < nc; x++)
+                for (int y = x + 1; y < nc; y++) {
+                    if (synth_ratio(cand[x], cand[y]) > 0.95) continue;
                     any = 1;
-                    if (score[a] == score[b]) continue;
-                    int c = score[a] > score[b] ? a : b, r = c == a ? b : a;
+                    if (score[x] == score[y]) continue;
+                    int c = score[x] > score[y] ? x : y, r = c == x ? y : x;
                     if (score[c] - score[r] > bm) { bm = score[c] - score[r]; bc = c; br = r; }
                 }
             if (!any || bc < 0) { st.too_similar++; goto next; }
@@ -234,10 +236,10 @@ static int cmd_mine(dlm_ctx *ctx, const char *path)
         }
     }
     int n = (int)json_array_size(items);
-    if (o_json) {
+    if (a->json) {
         json_t *o = json_pack("{s:O, s:i, s:i, s:i, s:i, s:i, s:s}", "triples", items, "prompts", st.prompts,
                               "insufficient_variety", st.no_variety, "too_similar", st.too_similar, "below_threshold",
-                              st.below, "already_present", st.present, "mode", o_apply ? "applied" : "staged");
+                              st.below, "already_present", st.present, "mode", a->apply ? "applied" : "staged");
         print_json(o);
         json_decref(o);
     } else {
@@ -259,14 +261,14 @@ static int cmd_mine(dlm_ctx *ctx, const char *path)
         }
     }
     if (!n) {
-        if (!o_json) printf("preference mine: nothing to add\n");
+        if (!a->json) printf("preference mine: nothing to add\n");
         rc = EXIT_USAGE;
         goto out;
     }
-    if (o_apply) {
+    if (a->apply) {
         int w;
         if (write_items(path, items, &w, &e)) goto fail;
-        if (!o_json) printf("preference: wrote %d auto-mined section%s to %s (dlm preference revert %s removes them)\n",
+        if (!a->json) printf("preference: wrote %d auto-mined section%s to %s (dlm preference revert %s removes them)\n",
                             w, w == 1 ? "" : "s", path, path);
     } else {
         json_t *old = doc_grow_pending_load(pend, "preference", &e);
@@ -278,7 +280,7 @@ static int cmd_mine(dlm_ctx *ctx, const char *path)
         json_decref(all);
         json_decref(old);
         if (r) goto fail;
-        if (!o_json) printf("preference: staged %d triple%s in %s (%d pending); dlm preference apply %s writes them\n",
+        if (!a->json) printf("preference: staged %d triple%s in %s (%d pending); dlm preference apply %s writes them\n",
                             n, n == 1 ? "" : "s", pend, total, path);
     }
     rc = EXIT_OK;
@@ -295,7 +297,7 @@ out:
     return rc;
 }
 
-static int cmd_list(dlm_ctx *ctx, const char *path)
+static int cmd_list(dlm_ctx *ctx, const preference_args *a, const char *path)
 {
     dlm_err e;
     err_clear(&e);
@@ -316,7 +318,7 @@ static int cmd_list(dlm_ctx *ctx, const char *path)
                                                  s->judge_score_chosen, "judge_score_rejected", s->judge_score_rejected,
                                                  "mined_at", s->mined_at, "mined_run_id", (json_int_t)s->mined_run_id));
     }
-    if (o_json) {
+    if (a->json) {
         json_t *o = json_pack("{s:o, s:o}", "pending", items, "written", written);
         print_json(o);
         json_decref(o);
@@ -343,16 +345,18 @@ static int cmd_list(dlm_ctx *ctx, const char *path)
 
 int cmd_preference(int argc, char **argv, dlm_ctx *ctx)
 {
+    preference_args a = {.judge = "ref", .samples = 4, .max_new = 256, .seed = 42,
+                         .temp = 0.7, .top_p = 1.0, .threshold = NAN, .timeout = 30};
     char *pos[64];
     int npos;
     if (argc > 64) return cmd_usage_error(&spec_preference, "too many arguments");
-    int r = opts_parse(&spec_preference, argc, argv, ctx, pos, &npos);
+    int r = opts_parse(&spec_preference, argc, argv, ctx, &a, pos, &npos);
     if (r) return r == 1 ? EXIT_OK : EXIT_USAGE;
     if (npos != 2) return cmd_usage_error(&spec_preference, "preference takes a subcommand (mine, apply, revert, list) and a PATH");
     const char *sub = pos[0], *path = pos[1];
-    if (!strcmp(sub, "mine")) return cmd_mine(ctx, path);
+    if (!strcmp(sub, "mine")) return cmd_mine(ctx, &a, path);
     if (!strcmp(sub, "apply")) return grow_cmd_apply(ctx, path, "preference", "auto-mined", write_items);
     if (!strcmp(sub, "revert")) return grow_cmd_revert(ctx, path, "preference", "auto-mined", pick_auto_mined);
-    if (!strcmp(sub, "list")) return cmd_list(ctx, path);
+    if (!strcmp(sub, "list")) return cmd_list(ctx, &a, path);
     return cmd_usage_error(&spec_preference, "unknown preference subcommand '%s' (mine, apply, revert, list)", sub);
 }

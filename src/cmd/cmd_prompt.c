@@ -14,25 +14,27 @@
 #include "util/json.h"
 #include "util/str.h"
 
-static int o_max_tokens = 256, o_top_k, o_seed = 42, o_raw, o_no_adapter, o_json, o_threads, o_offline, o_accept;
-static double o_temp = NAN, o_top_p = 1.0, o_min_p = 0.0, o_repeat = 1.0;
-static const char *o_base;
+typedef struct prompt_args {
+    int max_tokens, top_k, seed, raw, no_adapter, json, threads, offline, accept;
+    double temp, top_p, min_p, repeat;
+    const char *base;
+} prompt_args;
 
 static const opt OPTS[] = {
-    {"base", 0, OPT_STR, &o_base, "BASE", "use this base (without PATH: no document, no adapter)"},
-    {"max-tokens", 'n', OPT_INT, &o_max_tokens, "N", "tokens to generate (256)"},
-    {"temp", 't', OPT_DOUBLE, &o_temp, "T", "temperature; 0 = greedy (default 0.7)"},
-    {"top-p", 0, OPT_DOUBLE, &o_top_p, "P", "nucleus sampling (1 = off)"},
-    {"top-k", 0, OPT_INT, &o_top_k, "K", "top-k sampling (0 = off)"},
-    {"min-p", 0, OPT_DOUBLE, &o_min_p, "P", "min-p sampling (0 = off)"},
-    {"repeat-penalty", 0, OPT_DOUBLE, &o_repeat, "R", "repetition penalty (1 = off)"},
-    {"seed", 0, OPT_INT, &o_seed, "N", "sampling seed (42)"},
-    {"raw", 0, OPT_FLAG, &o_raw, NULL, "continue the text as is, no chat template"},
-    {"no-adapter", 0, OPT_FLAG, &o_no_adapter, NULL, "the base alone, even if an adapter is trained"},
-    {"threads", 0, OPT_INT, &o_threads, "N", "compute threads (default: all cores)"},
-    {"offline", 0, OPT_FLAG, &o_offline, NULL, "never download the base"},
-    {"i-accept-license", 0, OPT_FLAG, &o_accept, NULL, "accept a gated base's license for this run"},
-    {"json", 0, OPT_FLAG, &o_json, NULL, "print {text, tokens, prompt_tokens, stop} as JSON instead of streaming"},
+    {"base", 0, OPT_STR, offsetof(prompt_args, base), "BASE", "use this base (without PATH: no document, no adapter)"},
+    {"max-tokens", 'n', OPT_INT, offsetof(prompt_args, max_tokens), "N", "tokens to generate (256)"},
+    {"temp", 't', OPT_DOUBLE, offsetof(prompt_args, temp), "T", "temperature; 0 = greedy (default 0.7)"},
+    {"top-p", 0, OPT_DOUBLE, offsetof(prompt_args, top_p), "P", "nucleus sampling (1 = off)"},
+    {"top-k", 0, OPT_INT, offsetof(prompt_args, top_k), "K", "top-k sampling (0 = off)"},
+    {"min-p", 0, OPT_DOUBLE, offsetof(prompt_args, min_p), "P", "min-p sampling (0 = off)"},
+    {"repeat-penalty", 0, OPT_DOUBLE, offsetof(prompt_args, repeat), "R", "repetition penalty (1 = off)"},
+    {"seed", 0, OPT_INT, offsetof(prompt_args, seed), "N", "sampling seed (42)"},
+    {"raw", 0, OPT_FLAG, offsetof(prompt_args, raw), NULL, "continue the text as is, no chat template"},
+    {"no-adapter", 0, OPT_FLAG, offsetof(prompt_args, no_adapter), NULL, "the base alone, even if an adapter is trained"},
+    {"threads", 0, OPT_INT, offsetof(prompt_args, threads), "N", "compute threads (default: all cores)"},
+    {"offline", 0, OPT_FLAG, offsetof(prompt_args, offline), NULL, "never download the base"},
+    {"i-accept-license", 0, OPT_FLAG, offsetof(prompt_args, accept), NULL, "accept a gated base's license for this run"},
+    {"json", 0, OPT_FLAG, offsetof(prompt_args, json), NULL, "print {text, tokens, prompt_tokens, stop} as JSON instead of streaming"},
     {0},
 };
 
@@ -66,15 +68,16 @@ static char *read_stdin(void)
 
 int cmd_prompt(int argc, char **argv, dlm_ctx *ctx)
 {
+    prompt_args a = {.max_tokens = 256, .seed = 42, .temp = NAN, .top_p = 1.0, .min_p = 0.0, .repeat = 1.0};
     char *pos[64];
     int npos;
-    int r = opts_parse(&spec_prompt, argc, argv, ctx, pos, &npos);
+    int r = opts_parse(&spec_prompt, argc, argv, ctx, &a, pos, &npos);
     if (r) return r == 1 ? EXIT_OK : EXIT_USAGE;
     dlm_err e;
     err_clear(&e);
     if (cmd_setup(ctx, &e)) return cmd_fail(ctx, &e);
     const char *doc = NULL, *query = NULL;
-    if (o_base) {
+    if (a.base) {
         /* --base B [QUERY]  or  --base B PATH QUERY */
         if (npos == 2) { doc = pos[0]; query = pos[1]; }
         else if (npos == 1) query = pos[0];
@@ -85,26 +88,26 @@ int cmd_prompt(int argc, char **argv, dlm_ctx *ctx)
         if (npos == 2) query = pos[1];
         if (npos > 2) return cmd_usage_error(&spec_prompt, "too many arguments (quote the query)");
     }
-    if (o_max_tokens < 1) return cmd_usage_error(&spec_prompt, "--max-tokens must be >= 1");
+    if (a.max_tokens < 1) return cmd_usage_error(&spec_prompt, "--max-tokens must be >= 1");
     char *owned = NULL;
     if (!query || !strcmp(query, "-")) {
         owned = read_stdin();
         query = owned;
         if (!query || !*query) { free(owned); return cmd_usage_error(&spec_prompt, "empty query"); }
     }
-    if (cmd_check_license(ctx, doc, o_base, o_accept, 0, &e)) { free(owned); return cmd_fail(ctx, &e); }
-    kern_init(o_threads);
-    target_opts to = {.doc_path = doc, .base = o_base, .home = ctx->home, .use_adapter = !o_no_adapter,
-                      .offline = o_offline};
+    if (cmd_check_license(ctx, doc, a.base, a.accept, 0, &e)) { free(owned); return cmd_fail(ctx, &e); }
+    kern_init(a.threads);
+    target_opts to = {.doc_path = doc, .base = a.base, .home = ctx->home, .use_adapter = !a.no_adapter,
+                      .offline = a.offline};
     infer_target t;
     if (target_open(&to, &t, &e)) { free(owned); return cmd_fail(ctx, &e); }
-    if (doc && !t.l && !o_no_adapter) fprintf(stderr, "note: no trained adapter yet; answering with the base\n");
+    if (doc && !t.l && !a.no_adapter) fprintf(stderr, "note: no trained adapter yet; answering with the base\n");
     int rc = EXIT_FAIL;
     strbuf text = STRBUF_INIT;
     tok_ids ids = {0};
     session *s = NULL;
     int32_t *out = NULL;
-    if (o_raw) {
+    if (a.raw) {
         if (tok_encode_append(t.t, query, strlen(query), TOK_PARSE_SPECIAL | TOK_ADD_SPECIAL, &ids, &e)) goto done;
     } else {
         if (!t.dialect) {
@@ -118,7 +121,7 @@ int cmd_prompt(int argc, char **argv, dlm_ctx *ctx)
             goto done;
     }
     int ctxlen = t.m->cfg.max_pos > 0 ? t.m->cfg.max_pos : 4096;
-    int want = (int)ids.n + o_max_tokens;
+    int want = (int)ids.n + a.max_tokens;
     if (want < ctxlen) ctxlen = want;
     if ((int)ids.n >= ctxlen) {
         err_set(&e, "PromptError", "the prompt has %zu tokens; the model's context is %d", ids.n, ctxlen);
@@ -128,25 +131,25 @@ int cmd_prompt(int argc, char **argv, dlm_ctx *ctx)
     int32_t stops[32];
     gen_opts go;
     sample_defaults(&go.sp);
-    go.sp.temp = isnan(o_temp) ? 0.7f : (float)o_temp;
-    go.sp.top_k = o_top_k;
-    go.sp.top_p = (float)o_top_p;
-    go.sp.min_p = (float)o_min_p;
-    go.sp.repeat_penalty = (float)o_repeat;
-    go.sp.seed = (uint64_t)o_seed;
-    go.max_tokens = o_max_tokens;
-    go.n_stops = gen_stop_ids(t.t, o_raw || !t.dialect ? NULL : t.dialect->stops, stops, 32);
+    go.sp.temp = isnan(a.temp) ? 0.7f : (float)a.temp;
+    go.sp.top_k = a.top_k;
+    go.sp.top_p = (float)a.top_p;
+    go.sp.min_p = (float)a.min_p;
+    go.sp.repeat_penalty = (float)a.repeat;
+    go.sp.seed = (uint64_t)a.seed;
+    go.max_tokens = a.max_tokens;
+    go.n_stops = gen_stop_ids(t.t, a.raw || !t.dialect ? NULL : t.dialect->stops, stops, 32);
     go.stops = stops;
-    go.emit = o_json ? NULL : emit;
+    go.emit = a.json ? NULL : emit;
     go.emit_ctx = NULL;
     go.cancel = &g_cancel;
     signal(SIGINT, on_int);
-    out = malloc((size_t)o_max_tokens * sizeof(int32_t));
+    out = malloc((size_t)a.max_tokens * sizeof(int32_t));
     int nout;
     int32_t stop;
     if (!out) { err_set(&e, "MemoryError", "out of memory"); goto done; }
     if (generate(s, t.t, ids.v, (int)ids.n, &go, out, &nout, &stop, &e)) goto done;
-    if (o_json) {
+    if (a.json) {
         strbuf dec = STRBUF_INIT;
         tok_decode(t.t, out, (size_t)nout, 1, &dec);
         json_t *arr = json_array(), *pa = json_array();

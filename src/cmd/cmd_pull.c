@@ -6,12 +6,14 @@
 #include "cmd/commands.h"
 #include "share/transfer.h"
 
-static int o_force;
-static const char *o_out = ".";
+typedef struct pull_args {
+    int force;
+    const char *out;
+} pull_args;
 
 static const opt OPTS[] = {
-    {"out", 'o', OPT_STR, &o_out, "DIR", "where the .dlm goes (default: the current folder)"},
-    {"force", 0, OPT_FLAG, &o_force, NULL, "replace an existing store (and document)"},
+    {"out", 'o', OPT_STR, offsetof(pull_args, out), "DIR", "where the .dlm goes (default: the current folder)"},
+    {"force", 0, OPT_FLAG, offsetof(pull_args, force), NULL, "replace an existing store (and document)"},
     {0},
 };
 
@@ -28,9 +30,10 @@ const cmd_spec spec_pull = {
 
 int cmd_pull(int argc, char **argv, dlm_ctx *ctx)
 {
+    pull_args a = {.out = "."};
     char *pos[64];
     int npos;
-    int r = opts_parse(&spec_pull, argc, argv, ctx, pos, &npos);
+    int r = opts_parse(&spec_pull, argc, argv, ctx, &a, pos, &npos);
     if (r) return r == 1 ? EXIT_OK : EXIT_USAGE;
     if (npos != 1) return cmd_usage_error(&spec_pull, npos ? "too many arguments" : "pull needs a SOURCE");
     dlm_err e;
@@ -38,7 +41,7 @@ int cmd_pull(int argc, char **argv, dlm_ctx *ctx)
     if (cmd_setup(ctx, &e)) return cmd_fail(ctx, &e);
     char keys[4200];
     snprintf(keys, sizeof keys, "%s/trusted-keys", ctx->home);
-    pull_opts o = {.source = pos[0], .home = ctx->home, .out_dir = o_out, .force = o_force, .trusted_dir = keys,
+    pull_opts o = {.source = pos[0], .home = ctx->home, .out_dir = a.out, .force = a.force, .trusted_dir = keys,
                    .http = {.ca_file = getenv("DLM_SHARE_CA_BUNDLE"), .auth = getenv("DLM_SHARE_AUTH")}};
     cmd_pack_limits(&o.limits);
     pull_result res;

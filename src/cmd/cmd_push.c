@@ -8,16 +8,18 @@
 #include "share/transfer.h"
 #include "util/timeutil.h"
 
-static int o_sign, o_exports, o_base, o_logs;
-static const char *o_to, *o_licensee;
+typedef struct push_args {
+    int sign, exports, base, logs;
+    const char *to, *licensee;
+} push_args;
 
 static const opt OPTS[] = {
-    {"to", 0, OPT_STR, &o_to, "DEST", "a folder or https://URL (required)"},
-    {"sign", 0, OPT_FLAG, &o_sign, NULL, "sign with <home>/minisign.key: provenance and a .minisig of the pack"},
-    {"include-exports", 0, OPT_FLAG, &o_exports, NULL, "as dlm pack"},
-    {"include-base", 0, OPT_FLAG, &o_base, NULL, "as dlm pack"},
-    {"include-logs", 0, OPT_FLAG, &o_logs, NULL, "as dlm pack"},
-    {"i-am-the-licensee", 0, OPT_STR, &o_licensee, "URL", "as dlm pack"},
+    {"to", 0, OPT_STR, offsetof(push_args, to), "DEST", "a folder or https://URL (required)"},
+    {"sign", 0, OPT_FLAG, offsetof(push_args, sign), NULL, "sign with <home>/minisign.key: provenance and a .minisig of the pack"},
+    {"include-exports", 0, OPT_FLAG, offsetof(push_args, exports), NULL, "as dlm pack"},
+    {"include-base", 0, OPT_FLAG, offsetof(push_args, base), NULL, "as dlm pack"},
+    {"include-logs", 0, OPT_FLAG, offsetof(push_args, logs), NULL, "as dlm pack"},
+    {"i-am-the-licensee", 0, OPT_STR, offsetof(push_args, licensee), "URL", "as dlm pack"},
     {0},
 };
 
@@ -32,19 +34,20 @@ const cmd_spec spec_push = {
 
 int cmd_push(int argc, char **argv, dlm_ctx *ctx)
 {
+    push_args a = {0};
     char *pos[64];
     int npos;
-    int r = opts_parse(&spec_push, argc, argv, ctx, pos, &npos);
+    int r = opts_parse(&spec_push, argc, argv, ctx, &a, pos, &npos);
     if (r) return r == 1 ? EXIT_OK : EXIT_USAGE;
     if (npos != 1) return cmd_usage_error(&spec_push, npos ? "too many arguments" : "push needs a PATH or PACK");
-    if (!o_to) return cmd_usage_error(&spec_push, "push needs --to DEST");
+    if (!a.to) return cmd_usage_error(&spec_push, "push needs --to DEST");
     dlm_err e;
     err_clear(&e);
     if (cmd_setup(ctx, &e)) return cmd_fail(ctx, &e);
     minisign_key k;
-    if (o_sign && cmd_load_signer(ctx, &k, &e)) return cmd_fail(ctx, &e);
-    push_opts o = {.path = pos[0], .to = o_to, .home = ctx->home, .include_exports = o_exports, .include_base = o_base,
-                   .include_logs = o_logs, .licensee_url = o_licensee, .signer = o_sign ? &k : NULL,
+    if (a.sign && cmd_load_signer(ctx, &k, &e)) return cmd_fail(ctx, &e);
+    push_opts o = {.path = pos[0], .to = a.to, .home = ctx->home, .include_exports = a.exports, .include_base = a.base,
+                   .include_logs = a.logs, .licensee_url = a.licensee, .signer = a.sign ? &k : NULL,
                    .now = time_now(),
                    .http = {.ca_file = getenv("DLM_SHARE_CA_BUNDLE"), .auth = getenv("DLM_SHARE_AUTH")}};
     cmd_pack_limits(&o.limits);

@@ -23,19 +23,21 @@
 #include "util/json.h"
 #include "util/str.h"
 
-static const char *o_base, *o_adapter;
-static int o_max_tokens = 256, o_seed = 42, o_threads, o_offline, o_ctx;
-static double o_temp = 0.7;
+typedef struct repl_args {
+    const char *base, *adapter;
+    int max_tokens, seed, threads, offline, ctx;
+    double temp;
+} repl_args;
 
 static const opt OPTS[] = {
-    {"adapter", 0, OPT_STR, &o_adapter, "NAME", "current (default), base (no adapter) or a version vNNNN"},
-    {"base", 0, OPT_STR, &o_base, "BASE", "use this base (without PATH: no document, no adapter)"},
-    {"max-tokens", 'n', OPT_INT, &o_max_tokens, "N", "tokens per answer (256)"},
-    {"temp", 't', OPT_DOUBLE, &o_temp, "T", "temperature; 0 = greedy (0.7)"},
-    {"seed", 0, OPT_INT, &o_seed, "N", "sampling seed (42)"},
-    {"ctx", 0, OPT_INT, &o_ctx, "N", "context in tokens (the model's, at most 4096)"},
-    {"threads", 0, OPT_INT, &o_threads, "N", "compute threads (default: all cores)"},
-    {"offline", 0, OPT_FLAG, &o_offline, NULL, "never download the base"},
+    {"adapter", 0, OPT_STR, offsetof(repl_args, adapter), "NAME", "current (default), base (no adapter) or a version vNNNN"},
+    {"base", 0, OPT_STR, offsetof(repl_args, base), "BASE", "use this base (without PATH: no document, no adapter)"},
+    {"max-tokens", 'n', OPT_INT, offsetof(repl_args, max_tokens), "N", "tokens per answer (256)"},
+    {"temp", 't', OPT_DOUBLE, offsetof(repl_args, temp), "T", "temperature; 0 = greedy (0.7)"},
+    {"seed", 0, OPT_INT, offsetof(repl_args, seed), "N", "sampling seed (42)"},
+    {"ctx", 0, OPT_INT, offsetof(repl_args, ctx), "N", "context in tokens (the model's, at most 4096)"},
+    {"threads", 0, OPT_INT, offsetof(repl_args, threads), "N", "compute threads (default: all cores)"},
+    {"offline", 0, OPT_FLAG, offsetof(repl_args, offline), NULL, "never download the base"},
     {0},
 };
 
@@ -307,23 +309,24 @@ static int command(repl *r, char *line)
 
 int cmd_repl(int argc, char **argv, dlm_ctx *ctx)
 {
+    repl_args a = {.max_tokens = 256, .seed = 42, .temp = 0.7};
     char *pos[64];
     int npos;
-    int rc0 = opts_parse(&spec_repl, argc, argv, ctx, pos, &npos);
+    int rc0 = opts_parse(&spec_repl, argc, argv, ctx, &a, pos, &npos);
     if (rc0) return rc0 == 1 ? EXIT_OK : EXIT_USAGE;
     if (npos > 1) return cmd_usage_error(&spec_repl, "too many arguments");
-    if (!npos && !o_base) return cmd_usage_error(&spec_repl, "repl needs a PATH (or --base B)");
-    if (o_max_tokens < 1) return cmd_usage_error(&spec_repl, "--max-tokens must be >= 1");
-    if (o_temp < 0) return cmd_usage_error(&spec_repl, "--temp must be >= 0");
+    if (!npos && !a.base) return cmd_usage_error(&spec_repl, "repl needs a PATH (or --base B)");
+    if (a.max_tokens < 1) return cmd_usage_error(&spec_repl, "--max-tokens must be >= 1");
+    if (a.temp < 0) return cmd_usage_error(&spec_repl, "--temp must be >= 0");
     dlm_err e;
     err_clear(&e);
     if (cmd_setup(ctx, &e)) return cmd_fail(ctx, &e);
-    kern_init(o_threads);
+    kern_init(a.threads);
     repl R;
     memset(&R, 0, sizeof R);
     repl *r = &R;
     const char *doc = npos ? pos[0] : NULL;
-    target_opts to = {doc, o_base, ctx->home, 1, o_offline};
+    target_opts to = {doc, a.base, ctx->home, 1, a.offline};
     if (target_open(&to, &r->t, &e)) return cmd_fail(ctx, &e);
     int rc = EXIT_FAIL;
     char hist[4200] = "";
@@ -333,17 +336,17 @@ int cmd_repl(int argc, char **argv, dlm_ctx *ctx)
         goto done;
     }
     if (doc && !r->t.l) fprintf(stderr, "note: no trained adapter yet; answering with the base\n");
-    r->n_ctx = o_ctx > 0 ? o_ctx : r->t.m->cfg.max_pos < 4096 ? r->t.m->cfg.max_pos : 4096;
+    r->n_ctx = a.ctx > 0 ? a.ctx : r->t.m->cfg.max_pos < 4096 ? r->t.m->cfg.max_pos : 4096;
     if (r->n_ctx > r->t.m->cfg.max_pos) r->n_ctx = r->t.m->cfg.max_pos;
     r->cached = malloc((size_t)r->n_ctx * sizeof(int32_t));
     if (!r->cached) { err_set(&e, "MemoryError", "out of memory"); goto done; }
     sample_defaults(&r->sp);
-    r->sp.temp = (float)o_temp;
-    r->sp.seed = (uint64_t)o_seed;
-    r->max_tokens = o_max_tokens;
+    r->sp.temp = (float)a.temp;
+    r->sp.seed = (uint64_t)a.seed;
+    r->max_tokens = a.max_tokens;
     r->stream = isatty(STDOUT_FILENO);
     r->verbose = ctx->verbose;
-    if (use_adapter(r, o_adapter ? o_adapter : r->t.l ? "current" : "base", &e)) goto done;
+    if (use_adapter(r, a.adapter ? a.adapter : r->t.l ? "current" : "base", &e)) goto done;
 
     /* line history: in the document's store once it has one (training
      * makes it), else in DLM_HOME */

@@ -12,16 +12,18 @@
 #include "util/fs.h"
 #include "util/timeutil.h"
 
-static int o_port = 7337, o_public, o_i_know, o_conc = 4, o_rate = 30;
-static double o_ttl = 15;
+typedef struct serve_args {
+    int port, public, i_know, conc, rate;
+    double ttl;
+} serve_args;
 
 static const opt OPTS[] = {
-    {"port", 0, OPT_INT, &o_port, "N", "TCP port (7337; 0 = any free port)"},
-    {"public", 0, OPT_FLAG, &o_public, NULL, "listen on all interfaces (with --i-know-this-is-public)"},
-    {"i-know-this-is-public", 0, OPT_FLAG, &o_i_know, NULL, "confirm --public"},
-    {"max-concurrency", 0, OPT_INT, &o_conc, "N", "downloads at once per token (4)"},
-    {"rate-limit", 0, OPT_INT, &o_rate, "N", "requests per minute per token (30)"},
-    {"token-ttl-minutes", 0, OPT_DOUBLE, &o_ttl, "M", "token lifetime in minutes (15)"},
+    {"port", 0, OPT_INT, offsetof(serve_args, port), "N", "TCP port (7337; 0 = any free port)"},
+    {"public", 0, OPT_FLAG, offsetof(serve_args, public), NULL, "listen on all interfaces (with --i-know-this-is-public)"},
+    {"i-know-this-is-public", 0, OPT_FLAG, offsetof(serve_args, i_know), NULL, "confirm --public"},
+    {"max-concurrency", 0, OPT_INT, offsetof(serve_args, conc), "N", "downloads at once per token (4)"},
+    {"rate-limit", 0, OPT_INT, offsetof(serve_args, rate), "N", "requests per minute per token (30)"},
+    {"token-ttl-minutes", 0, OPT_DOUBLE, offsetof(serve_args, ttl), "M", "token lifetime in minutes (15)"},
     {0},
 };
 
@@ -37,15 +39,16 @@ const cmd_spec spec_serve = {
 
 int cmd_serve(int argc, char **argv, dlm_ctx *ctx)
 {
+    serve_args a = {.port = 7337, .conc = 4, .rate = 30, .ttl = 15};
     char *pos[64];
     int npos;
-    int r = opts_parse(&spec_serve, argc, argv, ctx, pos, &npos);
+    int r = opts_parse(&spec_serve, argc, argv, ctx, &a, pos, &npos);
     if (r) return r == 1 ? EXIT_OK : EXIT_USAGE;
     if (npos != 1) return cmd_usage_error(&spec_serve, npos ? "too many arguments" : "serve needs a PATH");
-    if (o_public && !o_i_know)
+    if (a.public && !a.i_know)
         return cmd_usage_error(&spec_serve, "--public listens on every interface; add --i-know-this-is-public");
-    if (o_port < 0 || o_port > 65535) return cmd_usage_error(&spec_serve, "--port must be 0..65535");
-    if (o_conc < 1 || o_rate < 1 || !(o_ttl > 0))
+    if (a.port < 0 || a.port > 65535) return cmd_usage_error(&spec_serve, "--port must be 0..65535");
+    if (a.conc < 1 || a.rate < 1 || !(a.ttl > 0))
         return cmd_usage_error(&spec_serve, "--max-concurrency, --rate-limit and --token-ttl-minutes must be positive");
     dlm_err e;
     err_clear(&e);
@@ -70,16 +73,16 @@ int cmd_serve(int argc, char **argv, dlm_ctx *ctx)
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
-    peer_opts o = {.pack_path = pack, .dlm_id = pr.dlm_id, .bind = o_public ? "0.0.0.0" : "127.0.0.1",
-                   .port = o_port, .max_concurrency = o_conc, .rate_limit = o_rate, .ttl_s = o_ttl * 60};
+    peer_opts o = {.pack_path = pack, .dlm_id = pr.dlm_id, .bind = a.public ? "0.0.0.0" : "127.0.0.1",
+                   .port = a.port, .max_concurrency = a.conc, .rate_limit = a.rate, .ttl_s = a.ttl * 60};
     if (!(s = peer_start(&o, &e))) goto out;
     char host[256] = "127.0.0.1", tok[PEER_TOKEN_CHARS];
-    if (o_public && gethostname(host, sizeof host)) snprintf(host, sizeof host, "0.0.0.0");
+    if (a.public && gethostname(host, sizeof host)) snprintf(host, sizeof host, "0.0.0.0");
     peer_issue(s, tok, sizeof tok);
     printf("peer://%s:%d/%s?token=%s\n", host, peer_port(s), pr.dlm_id, tok);
     if (!ctx->quiet)
         fprintf(stderr, "serving %s (adapter v%04d, %llu bytes) on %s:%d; token valid %g min; Ctrl-C stops\n",
-                pr.dlm_id, pr.adapter_version, (unsigned long long)pr.bytes_out, o.bind, peer_port(s), o_ttl);
+                pr.dlm_id, pr.adapter_version, (unsigned long long)pr.bytes_out, o.bind, peer_port(s), a.ttl);
     fflush(stdout);
     int sig = 0;
     sigwait(&set, &sig);

@@ -14,12 +14,14 @@
 #include "util/str.h"
 #include "util/timeutil.h"
 
-static int o_json, o_sources;
+typedef struct show_args {
+    int json, sources;
+} show_args;
 static const char *g_home;
 
 static const opt show_opts[] = {
-    {"json", 0, OPT_FLAG, &o_json, NULL, "machine-readable output (docs/show-json.md)"},
-    {"sources", 0, OPT_FLAG, &o_sources, NULL, "list every file of training.sources with its verdict (docs/sources.md)"},
+    {"json", 0, OPT_FLAG, offsetof(show_args, json), NULL, "machine-readable output (docs/show-json.md)"},
+    {"sources", 0, OPT_FLAG, offsetof(show_args, sources), NULL, "list every file of training.sources with its verdict (docs/sources.md)"},
     {0},
 };
 
@@ -251,10 +253,11 @@ static void print_human(const dlm_doc *d, const json_t *fm, const json_t *st)
 
 int cmd_show(int argc, char **argv, dlm_ctx *ctx)
 {
+    show_args a = {0};
     char *pos[64];
     int npos = 0;
     if (argc > 64) return cmd_usage_error(&spec_show, "too many arguments");
-    int r = opts_parse(&spec_show, argc, argv, ctx, pos, &npos);
+    int r = opts_parse(&spec_show, argc, argv, ctx, &a, pos, &npos);
     if (r == 1) return EXIT_OK;
     if (r) return EXIT_USAGE;
     dlm_err e;
@@ -262,7 +265,7 @@ int cmd_show(int argc, char **argv, dlm_ctx *ctx)
     if (cmd_setup(ctx, &e)) return cmd_fail(ctx, &e);
     if (npos != 1) return cmd_usage_error(&spec_show, "show takes exactly one PATH");
     g_home = ctx->home;
-    if (o_sources) return srcview_print(pos[0], o_json, &e) ? cmd_fail(ctx, &e) : EXIT_OK;
+    if (a.sources) return srcview_print(pos[0], a.json, &e) ? cmd_fail(ctx, &e) : EXIT_OK;
     dlm_doc *d = doc_load(pos[0], &e);
     if (!d) return cmd_fail(ctx, &e);
     int failed;
@@ -273,7 +276,7 @@ int cmd_show(int argc, char **argv, dlm_ctx *ctx)
         return cmd_fail(ctx, &e);
     }
     json_t *fm = doc_frontmatter_json(d);
-    if (o_json) {
+    if (a.json) {
         json_t *secs = json_array();
         for (int i = 0; i < doc_nsections(d); i++) json_array_append_new(secs, section_json(doc_section_at(d, i)));
         json_t *o = json_object();

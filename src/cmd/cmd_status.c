@@ -16,13 +16,15 @@
 #include "util/str.h"
 #include "util/timeutil.h"
 
-static int o_json, o_watch;
-static double o_interval = 2.0;
+typedef struct status_args {
+    int json, watch;
+    double interval;
+} status_args;
 
 static const opt OPTS[] = {
-    {"json", 0, OPT_FLAG, &o_json, NULL, "machine-readable output (docs/runs.md); one line per change with --watch"},
-    {"watch", 0, OPT_FLAG, &o_watch, NULL, "keep reporting until the run is no longer running"},
-    {"interval", 0, OPT_DOUBLE, &o_interval, "S", "seconds between looks with --watch (default 2)"},
+    {"json", 0, OPT_FLAG, offsetof(status_args, json), NULL, "machine-readable output (docs/runs.md); one line per change with --watch"},
+    {"watch", 0, OPT_FLAG, offsetof(status_args, watch), NULL, "keep reporting until the run is no longer running"},
+    {"interval", 0, OPT_DOUBLE, offsetof(status_args, interval), "S", "seconds between looks with --watch (default 2)"},
     {0},
 };
 
@@ -173,12 +175,13 @@ static void print_text(const run_report *r, const char *path, const char *store)
 
 int cmd_status(int argc, char **argv, dlm_ctx *ctx)
 {
+    status_args a = {.interval = 2.0};
     char *pos[64];
     int npos;
-    int r = opts_parse(&spec_status, argc, argv, ctx, pos, &npos);
+    int r = opts_parse(&spec_status, argc, argv, ctx, &a, pos, &npos);
     if (r) return r == 1 ? EXIT_OK : EXIT_USAGE;
     if (npos != 1) return cmd_usage_error(&spec_status, "status needs exactly one PATH (a .dlm file)");
-    if (!(o_interval >= 0.1 && o_interval <= 3600)) return cmd_usage_error(&spec_status, "--interval must be 0.1..3600");
+    if (!(a.interval >= 0.1 && a.interval <= 3600)) return cmd_usage_error(&spec_status, "--interval must be 0.1..3600");
     dlm_err e;
     err_clear(&e);
     char store[4096];
@@ -191,24 +194,24 @@ int cmd_status(int argc, char **argv, dlm_ctx *ctx)
         if (hb_read(store, &rep, &e)) return cmd_fail(ctx, &e);
         int changed = first || rep.state != last.state || rep.step != last.step || strcmp(rep.phase, last.phase) ||
                       rep.stopping != last.stopping;
-        if (!o_watch || changed || (tty && !o_json)) {
-            if (o_json) {
+        if (!a.watch || changed || (tty && !a.json)) {
+            if (a.json) {
                 json_t *j = report_json(&rep, store);
                 strbuf sb = STRBUF_INIT;
-                json_write(&sb, j, JW_SORT | (o_watch ? JW_COMPACT : 0));
+                json_write(&sb, j, JW_SORT | (a.watch ? JW_COMPACT : 0));
                 printf("%s\n", sb_str(&sb));
                 sb_free(&sb);
                 json_decref(j);
             } else {
-                if (o_watch && tty) printf("\033[H\033[J");
+                if (a.watch && tty) printf("\033[H\033[J");
                 else if (!first) printf("\n");
                 print_text(&rep, pos[0], store);
             }
             fflush(stdout);
         }
         last = rep;
-        if (!o_watch || rep.state != RUN_RUNNING) break;
-        usleep((useconds_t)(o_interval * 1e6));
+        if (!a.watch || rep.state != RUN_RUNNING) break;
+        usleep((useconds_t)(a.interval * 1e6));
     }
     return EXIT_OK;
 }

@@ -28,28 +28,30 @@
 #include "util/json.h"
 #include "util/timeutil.h"
 
-static const char *o_teacher = "self", *o_strategy = "extraction", *o_filter = "dedup-only", *o_judge, *o_model;
-static int o_per_section = 3, o_max_pairs, o_max_new = 512, o_seed = 42, o_apply, o_dry, o_json, o_threads;
-static double o_temp = 0.0, o_top_p = 1.0, o_threshold = NAN, o_timeout = 300;
+typedef struct synth_args {
+    const char *teacher, *strategy, *filter, *judge, *model;
+    int per_section, max_pairs, max_new, seed, apply, dry, json, threads;
+    double temp, top_p, threshold, timeout;
+} synth_args;
 
 static const opt OPTS[] = {
-    {"teacher", 0, OPT_STR, &o_teacher, "T", "self (the document's adapter), openai:URL or cli:CMD (default self)"},
-    {"per-section", 0, OPT_INT, &o_per_section, "N", "pairs asked for per prose section and strategy (default 3)"},
-    {"strategy", 0, OPT_STR, &o_strategy, "S", "extraction, expansion or both (default extraction)"},
-    {"filter", 0, OPT_STR, &o_filter, "F", "dedup-only (default), none, or judge (with --judge)"},
-    {"judge", 0, OPT_STR, &o_judge, "cli:CMD", "--filter judge: the judge program (see dlm help preference)"},
-    {"threshold", 0, OPT_DOUBLE, &o_threshold, "M", "--filter judge: keep answers scoring M above an empty one (default 0.1)"},
-    {"max-pairs", 0, OPT_INT, &o_max_pairs, "N", "keep at most N pairs in all (default: no limit)"},
-    {"max-new-tokens", 0, OPT_INT, &o_max_new, "N", "reply length limit per request (default 512)"},
-    {"temp", 0, OPT_DOUBLE, &o_temp, "T", "teacher temperature (default 0.0)"},
-    {"top-p", 0, OPT_DOUBLE, &o_top_p, "P", "teacher top-p (default 1 = off)"},
-    {"seed", 0, OPT_INT, &o_seed, "N", "sampling seed (default 42)"},
-    {"model", 0, OPT_STR, &o_model, "NAME", "openai: the model name sent (default \"default\")"},
-    {"timeout", 0, OPT_DOUBLE, &o_timeout, "S", "openai/cli: seconds per request (default 300)"},
-    {"threads", 0, OPT_INT, &o_threads, "N", "self: compute threads (default: all cores)"},
-    {"apply", 0, OPT_FLAG, &o_apply, NULL, "write the sections into the document now"},
-    {"dry-run", 0, OPT_FLAG, &o_dry, NULL, "show what would be generated; stage nothing"},
-    {"json", 0, OPT_FLAG, &o_json, NULL, "list / instructions: JSON output"},
+    {"teacher", 0, OPT_STR, offsetof(synth_args, teacher), "T", "self (the document's adapter), openai:URL or cli:CMD (default self)"},
+    {"per-section", 0, OPT_INT, offsetof(synth_args, per_section), "N", "pairs asked for per prose section and strategy (default 3)"},
+    {"strategy", 0, OPT_STR, offsetof(synth_args, strategy), "S", "extraction, expansion or both (default extraction)"},
+    {"filter", 0, OPT_STR, offsetof(synth_args, filter), "F", "dedup-only (default), none, or judge (with --judge)"},
+    {"judge", 0, OPT_STR, offsetof(synth_args, judge), "cli:CMD", "--filter judge: the judge program (see dlm help preference)"},
+    {"threshold", 0, OPT_DOUBLE, offsetof(synth_args, threshold), "M", "--filter judge: keep answers scoring M above an empty one (default 0.1)"},
+    {"max-pairs", 0, OPT_INT, offsetof(synth_args, max_pairs), "N", "keep at most N pairs in all (default: no limit)"},
+    {"max-new-tokens", 0, OPT_INT, offsetof(synth_args, max_new), "N", "reply length limit per request (default 512)"},
+    {"temp", 0, OPT_DOUBLE, offsetof(synth_args, temp), "T", "teacher temperature (default 0.0)"},
+    {"top-p", 0, OPT_DOUBLE, offsetof(synth_args, top_p), "P", "teacher top-p (default 1 = off)"},
+    {"seed", 0, OPT_INT, offsetof(synth_args, seed), "N", "sampling seed (default 42)"},
+    {"model", 0, OPT_STR, offsetof(synth_args, model), "NAME", "openai: the model name sent (default \"default\")"},
+    {"timeout", 0, OPT_DOUBLE, offsetof(synth_args, timeout), "S", "openai/cli: seconds per request (default 300)"},
+    {"threads", 0, OPT_INT, offsetof(synth_args, threads), "N", "self: compute threads (default: all cores)"},
+    {"apply", 0, OPT_FLAG, offsetof(synth_args, apply), NULL, "write the sections into the document now"},
+    {"dry-run", 0, OPT_FLAG, offsetof(synth_args, dry), NULL, "show what would be generated; stage nothing"},
+    {"json", 0, OPT_FLAG, offsetof(synth_args, json), NULL, "list / instructions: JSON output"},
     {0},
 };
 
@@ -133,50 +135,50 @@ typedef struct plan {
     int generated, rejected, dups, judged_out, capped, requests, no_json;
 } plan;
 
-static int keep_pair(plan *p, const dlm_doc *d, const char *q, const char *a, judge *jg, dlm_err *e)
+static int keep_pair(const synth_args *a, plan *p, const dlm_doc *d, const char *q, const char *ans, judge *jg, dlm_err *e)
 {
     strbuf tmp = STRBUF_INIT;
     dlm_err ve;
-    int ok = !doc_grow_qa_content(&tmp, q, a, 0, &ve);
+    int ok = !doc_grow_qa_content(&tmp, q, ans, 0, &ve);
     sb_free(&tmp);
     if (!ok) { p->rejected++; return 0; }
-    if (strcmp(o_filter, "none")) {
+    if (strcmp(a->filter, "none")) {
         for (int i = 0; i < doc_nsections(d); i++) {
             const doc_section *s = doc_section_at(d, i);
             if (s->type != DOC_INSTRUCTION) continue;
             for (int k = 0; k < s->n_pairs; k++)
-                if (synth_is_near_dup(q, a, s->pairs[k].question, s->pairs[k].answer)) { p->dups++; return 0; }
+                if (synth_is_near_dup(q, ans, s->pairs[k].question, s->pairs[k].answer)) { p->dups++; return 0; }
         }
         size_t i;
         json_t *it;
         json_array_foreach(p->items, i, it)
-            if (synth_is_near_dup(q, a, jget_str(it, "question"), jget_str(it, "answer"))) { p->dups++; return 0; }
+            if (synth_is_near_dup(q, ans, jget_str(it, "question"), jget_str(it, "answer"))) { p->dups++; return 0; }
     }
     if (jg) {
         double with, without;
-        if (judge_score(jg, q, a, NULL, &with, e) || judge_score(jg, q, "", NULL, &without, e)) return -1;
-        double th = isnan(o_threshold) ? judge_default_threshold(jg) : o_threshold;
+        if (judge_score(jg, q, ans, NULL, &with, e) || judge_score(jg, q, "", NULL, &without, e)) return -1;
+        double th = isnan(a->threshold) ? judge_default_threshold(jg) : a->threshold;
         if (with - without < th) { p->judged_out++; return 0; }
     }
     return 1;
 }
 
-static int cmd_instructions(dlm_ctx *ctx, const char *path)
+static int cmd_instructions(dlm_ctx *ctx, const synth_args *a, const char *path)
 {
-    int both = !strcmp(o_strategy, "both");
-    if (!both && strcmp(o_strategy, "extraction") && strcmp(o_strategy, "expansion"))
+    int both = !strcmp(a->strategy, "both");
+    if (!both && strcmp(a->strategy, "extraction") && strcmp(a->strategy, "expansion"))
         return cmd_usage_error(&spec_synth, "--strategy must be extraction, expansion or both");
-    if (strcmp(o_filter, "dedup-only") && strcmp(o_filter, "none") && strcmp(o_filter, "judge"))
+    if (strcmp(a->filter, "dedup-only") && strcmp(a->filter, "none") && strcmp(a->filter, "judge"))
         return cmd_usage_error(&spec_synth, "--filter must be dedup-only, none or judge");
-    if (!strcmp(o_filter, "judge") != !!o_judge)
+    if (!strcmp(a->filter, "judge") != !!a->judge)
         return cmd_usage_error(&spec_synth, "--filter judge and --judge cli:CMD go together");
-    if (o_per_section < 1 || o_per_section > 100) return cmd_usage_error(&spec_synth, "--per-section must be 1..100");
-    if (o_max_pairs < 0) return cmd_usage_error(&spec_synth, "--max-pairs must be >= 1");
-    if (o_max_new < 1) return cmd_usage_error(&spec_synth, "--max-new-tokens must be >= 1");
-    if (!(o_temp >= 0 && o_temp <= 5)) return cmd_usage_error(&spec_synth, "--temp must be 0..5");
-    if (!(o_top_p > 0 && o_top_p <= 1)) return cmd_usage_error(&spec_synth, "--top-p must be in (0, 1]");
-    if (o_apply && o_dry) return cmd_usage_error(&spec_synth, "--apply and --dry-run are mutually exclusive");
-    if (strchr(o_teacher, '"') || strchr(o_teacher, '\n'))
+    if (a->per_section < 1 || a->per_section > 100) return cmd_usage_error(&spec_synth, "--per-section must be 1..100");
+    if (a->max_pairs < 0) return cmd_usage_error(&spec_synth, "--max-pairs must be >= 1");
+    if (a->max_new < 1) return cmd_usage_error(&spec_synth, "--max-new-tokens must be >= 1");
+    if (!(a->temp >= 0 && a->temp <= 5)) return cmd_usage_error(&spec_synth, "--temp must be 0..5");
+    if (!(a->top_p > 0 && a->top_p <= 1)) return cmd_usage_error(&spec_synth, "--top-p must be in (0, 1]");
+    if (a->apply && a->dry) return cmd_usage_error(&spec_synth, "--apply and --dry-run are mutually exclusive");
+    if (strchr(a->teacher, '"') || strchr(a->teacher, '\n'))
         return cmd_usage_error(&spec_synth, "--teacher cannot contain '\"' or newlines (it is written into the marker)");
     dlm_err e;
     err_clear(&e);
@@ -185,19 +187,19 @@ static int cmd_instructions(dlm_ctx *ctx, const char *path)
     grow_pending_path(store, "synth", pend, sizeof pend);
     dlm_doc *d = doc_load(path, &e);
     if (!d) return cmd_fail(ctx, &e);
-    kern_init(o_threads);
-    teacher_opts to = {.spec = o_teacher, .doc_path = path, .home = ctx->home, .model = o_model,
-                       .api_key = getenv("OPENAI_API_KEY"), .temp = o_temp, .top_p = o_top_p,
-                       .max_new_tokens = o_max_new, .seed = (uint64_t)o_seed, .timeout_s = o_timeout};
+    kern_init(a->threads);
+    teacher_opts to = {.spec = a->teacher, .doc_path = path, .home = ctx->home, .model = a->model,
+                       .api_key = getenv("OPENAI_API_KEY"), .temp = a->temp, .top_p = a->top_p,
+                       .max_new_tokens = a->max_new, .seed = (uint64_t)a->seed, .timeout_s = a->timeout};
     teacher *t = NULL;
     judge *jg = NULL;
     plan p = {.items = json_array()};
     int rc = EXIT_FAIL;
-    if (teacher_open(&to, &t, &e) || (o_judge && judge_open(o_judge, 30, &jg, &e))) goto fail;
+    if (teacher_open(&to, &t, &e) || (a->judge && judge_open(a->judge, 30, &jg, &e))) goto fail;
     char now[32];
     time_iso_utc(time_now(), now, sizeof now);
     strcat(now, "Z");
-    const char *strategies[2] = {both ? "extraction" : o_strategy, "expansion"};
+    const char *strategies[2] = {both ? "extraction" : a->strategy, "expansion"};
     int done = 0;
     for (int i = 0; i < doc_nsections(d) && !done; i++) {
         const doc_section *s = doc_section_at(d, i);
@@ -208,7 +210,7 @@ static int cmd_instructions(dlm_ctx *ctx, const char *path)
         for (int si = 0; si < (both ? 2 : 1) && !done; si++) {
             strbuf user = STRBUF_INIT;
             sb_printf(&user, "%s %d question/answer pairs %s.\n\nReturn only a JSON list.\n\nText:\n%.*s",
-                      "Write", o_per_section,
+                      "Write", a->per_section,
                       !strcmp(strategies[si], "extraction") ? "whose answers the text below states directly"
                                                             : "that expand on the text below without contradicting it",
                       (int)s->content_len, s->content);
@@ -231,12 +233,12 @@ static int cmd_instructions(dlm_ctx *ctx, const char *path)
             p.rejected += nrej;
             int kept = 0;
             for (int k = 0; k < np; k++) {
-                int keep = keep_pair(&p, d, pairs[k].question, pairs[k].answer, jg, &e);
+                int keep = keep_pair(a, &p, d, pairs[k].question, pairs[k].answer, jg, &e);
                 if (keep < 0) { synth_pairs_free(pairs, np); goto fail; }
                 if (!keep) continue;
                 /* limits count kept pairs: a duplicate does not use up a place */
-                if (kept >= o_per_section) { p.capped++; continue; }
-                if (o_max_pairs && (int)json_array_size(p.items) >= o_max_pairs) { p.capped++; done = 1; continue; }
+                if (kept >= a->per_section) { p.capped++; continue; }
+                if (a->max_pairs && (int)json_array_size(p.items) >= a->max_pairs) { p.capped++; done = 1; continue; }
                 kept++;
                 json_array_append_new(p.items, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "question", pairs[k].question,
                                                          "answer", pairs[k].answer, "synth_teacher", teacher_name(t),
@@ -247,11 +249,11 @@ static int cmd_instructions(dlm_ctx *ctx, const char *path)
         }
     }
     int n = (int)json_array_size(p.items);
-    if (o_json) {
+    if (a->json) {
         json_t *o = json_pack("{s:O, s:i, s:i, s:i, s:i, s:i, s:i, s:s}", "pairs", p.items, "generated", p.generated,
                               "rejected", p.rejected, "duplicates", p.dups, "judged_out", p.judged_out, "capped",
                               p.capped, "requests", p.requests, "mode",
-                              o_dry ? "dry-run" : o_apply ? "applied" : "staged");
+                              a->dry ? "dry-run" : a->apply ? "applied" : "staged");
         print_json(o);
         json_decref(o);
     } else {
@@ -263,23 +265,23 @@ static int cmd_instructions(dlm_ctx *ctx, const char *path)
         size_t i;
         json_t *it;
         json_array_foreach(p.items, i, it) {
-            char q[100], a[100];
+            char q[100], ans[100];
             first_line(jget_str(it, "question"), q, sizeof q);
-            first_line(jget_str(it, "answer"), a, sizeof a);
-            printf("+ [%s from %s]\n  Q: %s\n  A: %s\n", jget_str(it, "synth_strategy"), jget_str(it, "source_section_id"), q, a);
+            first_line(jget_str(it, "answer"), ans, sizeof ans);
+            printf("+ [%s from %s]\n  Q: %s\n  A: %s\n", jget_str(it, "synth_strategy"), jget_str(it, "source_section_id"), q, ans);
         }
     }
     if (!n) {
-        if (!o_json) printf("synth: nothing new to add\n");
+        if (!a->json) printf("synth: nothing new to add\n");
         rc = EXIT_USAGE;
         goto out;
     }
-    if (o_dry) {
-        if (!o_json) printf("dry run: nothing staged\n");
-    } else if (o_apply) {
+    if (a->dry) {
+        if (!a->json) printf("dry run: nothing staged\n");
+    } else if (a->apply) {
         int w;
         if (write_items(path, p.items, &w, &e)) goto fail;
-        if (!o_json) printf("synth: wrote %d auto-synth section%s to %s (dlm synth revert %s removes them)\n", w,
+        if (!a->json) printf("synth: wrote %d auto-synth section%s to %s (dlm synth revert %s removes them)\n", w,
                             w == 1 ? "" : "s", path, path);
     } else {
         /* Staging adds to what is already pending. */
@@ -292,7 +294,7 @@ static int cmd_instructions(dlm_ctx *ctx, const char *path)
         json_decref(all);
         json_decref(old);
         if (r) goto fail;
-        if (!o_json) printf("synth: staged %d pair%s in %s (%d pending); dlm synth apply %s writes them\n", n,
+        if (!a->json) printf("synth: staged %d pair%s in %s (%d pending); dlm synth apply %s writes them\n", n,
                             n == 1 ? "" : "s", pend, total, path);
     }
     rc = EXIT_OK;
@@ -307,7 +309,7 @@ out:
     return rc;
 }
 
-static int cmd_list(dlm_ctx *ctx, const char *path)
+static int cmd_list(dlm_ctx *ctx, const synth_args *a, const char *path)
 {
     dlm_err e;
     err_clear(&e);
@@ -328,7 +330,7 @@ static int cmd_list(dlm_ctx *ctx, const char *path)
                                                  s->synth_strategy, "synth_at", s->synth_at, "source_section_id",
                                                  s->source_section_id, "pairs", s->n_pairs));
     }
-    if (o_json) {
+    if (a->json) {
         json_t *o = json_pack("{s:O, s:o}", "pending", items ? items : json_array(), "written", written);
         if (!items) json_decref(json_object_get(o, "pending"));
         print_json(o);
@@ -355,17 +357,19 @@ static int cmd_list(dlm_ctx *ctx, const char *path)
 
 int cmd_synth(int argc, char **argv, dlm_ctx *ctx)
 {
+    synth_args a = {.teacher = "self", .strategy = "extraction", .filter = "dedup-only", .per_section = 3, .max_new = 512,
+                    .seed = 42, .temp = 0.0, .top_p = 1.0, .threshold = NAN, .timeout = 300};
     char *pos[64];
     int npos;
     if (argc > 64) return cmd_usage_error(&spec_synth, "too many arguments");
-    int r = opts_parse(&spec_synth, argc, argv, ctx, pos, &npos);
+    int r = opts_parse(&spec_synth, argc, argv, ctx, &a, pos, &npos);
     if (r) return r == 1 ? EXIT_OK : EXIT_USAGE;
     if (npos != 2) return cmd_usage_error(&spec_synth, "synth takes a subcommand (instructions, apply, revert, list) and a PATH");
     const char *sub = pos[0], *path = pos[1];
-    if (!strcmp(sub, "instructions")) return cmd_instructions(ctx, path);
+    if (!strcmp(sub, "instructions")) return cmd_instructions(ctx, &a, path);
     if (!strcmp(sub, "apply")) return grow_cmd_apply(ctx, path, "synth", "auto-synth", write_items);
     if (!strcmp(sub, "revert")) return grow_cmd_revert(ctx, path, "synth", "auto-synth", pick_auto_synth);
-    if (!strcmp(sub, "list")) return cmd_list(ctx, path);
+    if (!strcmp(sub, "list")) return cmd_list(ctx, &a, path);
     if (!strcmp(sub, "preferences"))
         return cmd_usage_error(&spec_synth, "synth preferences is dlm preference mine");
     return cmd_usage_error(&spec_synth, "unknown synth subcommand '%s' (instructions, apply, revert, list)", sub);

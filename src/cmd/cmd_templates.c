@@ -8,12 +8,14 @@
 #include "doc/templates.h"
 #include "util/json.h"
 
-static int o_json, o_refresh, o_unsigned;
+typedef struct templates_args {
+    int json, refresh, accept_unsigned;
+} templates_args;
 
 static const opt OPTS[] = {
-    {"json", 0, OPT_FLAG, &o_json, NULL, "one JSON object: {source, templates: [meta, ...]}"},
-    {"refresh", 0, OPT_FLAG, &o_refresh, NULL, "accepted for the original's CLI; the gallery is local, nothing to fetch"},
-    {"accept-unsigned", 0, OPT_FLAG, &o_unsigned, NULL, "accepted for the original's CLI; no effect"},
+    {"json", 0, OPT_FLAG, offsetof(templates_args, json), NULL, "one JSON object: {source, templates: [meta, ...]}"},
+    {"refresh", 0, OPT_FLAG, offsetof(templates_args, refresh), NULL, "accepted for the original's CLI; the gallery is local, nothing to fetch"},
+    {"accept-unsigned", 0, OPT_FLAG, offsetof(templates_args, accept_unsigned), NULL, "accepted for the original's CLI; no effect"},
     {0},
 };
 
@@ -31,10 +33,11 @@ const cmd_spec spec_templates = {
 
 int cmd_templates(int argc, char **argv, dlm_ctx *ctx)
 {
+    templates_args a = {0};
     char *pos[64];
     int npos;
     if (argc > 64) return cmd_usage_error(&spec_templates, "too many arguments");
-    int r = opts_parse(&spec_templates, argc, argv, ctx, pos, &npos);
+    int r = opts_parse(&spec_templates, argc, argv, ctx, &a, pos, &npos);
     if (r) return r == 1 ? EXIT_OK : EXIT_USAGE;
     if (npos != 1 || strcmp(pos[0], "list"))
         return cmd_usage_error(&spec_templates, "templates takes one subcommand: list");
@@ -43,7 +46,7 @@ int cmd_templates(int argc, char **argv, dlm_ctx *ctx)
     if (cmd_setup(ctx, &e)) return cmd_fail(ctx, &e);
     doc_template_set set;
     if (doc_templates_load(&set, &e)) return cmd_fail(ctx, &e);
-    if (o_json) {
+    if (a.json) {
         json_t *arr = json_array();
         for (int i = 0; i < set.n; i++) {
             json_t *m = json_loads(set.v[i].meta, 0, NULL);

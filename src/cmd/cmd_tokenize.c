@@ -15,19 +15,21 @@
 #include "util/str.h"
 #include "util/timeutil.h"
 
-static const char *opt_base, *opt_tokenizer;
-static int opt_json, opt_lines, opt_no_special, opt_add_special, opt_decode, opt_skip_special, opt_time;
+typedef struct tokenize_args {
+    const char *base, *tokenizer;
+    int json, lines, no_special, add_special, decode, skip_special, time;
+} tokenize_args;
 
 static const opt tokenize_opts[] = {
-    {"base", 0, OPT_STR, &opt_base, "B", "tokenizer of a base: registry key, hf:org/name, path, tiny"},
-    {"tokenizer", 't', OPT_STR, &opt_tokenizer, "FILE", "a tokenizer.json (or a .gguf)"},
-    {"json", 0, OPT_FLAG, &opt_json, NULL, "print a JSON array (with -v: ids and token strings)"},
-    {"lines", 0, OPT_FLAG, &opt_lines, NULL, "each input line separately; one JSON array per line"},
-    {"no-special", 0, OPT_FLAG, &opt_no_special, NULL, "special-token strings in the text stay text"},
-    {"add-special", 0, OPT_FLAG, &opt_add_special, NULL, "add BOS/EOS as the tokenizer's post-processor does"},
-    {"decode", 0, OPT_FLAG, &opt_decode, NULL, "input is ids (space-separated or a JSON array); print the text"},
-    {"skip-special", 0, OPT_FLAG, &opt_skip_special, NULL, "with --decode: leave special tokens out"},
-    {"time", 0, OPT_FLAG, &opt_time, NULL, "print load and encode time and MB/s to stderr"},
+    {"base", 0, OPT_STR, offsetof(tokenize_args, base), "B", "tokenizer of a base: registry key, hf:org/name, path, tiny"},
+    {"tokenizer", 't', OPT_STR, offsetof(tokenize_args, tokenizer), "FILE", "a tokenizer.json (or a .gguf)"},
+    {"json", 0, OPT_FLAG, offsetof(tokenize_args, json), NULL, "print a JSON array (with -v: ids and token strings)"},
+    {"lines", 0, OPT_FLAG, offsetof(tokenize_args, lines), NULL, "each input line separately; one JSON array per line"},
+    {"no-special", 0, OPT_FLAG, offsetof(tokenize_args, no_special), NULL, "special-token strings in the text stay text"},
+    {"add-special", 0, OPT_FLAG, offsetof(tokenize_args, add_special), NULL, "add BOS/EOS as the tokenizer's post-processor does"},
+    {"decode", 0, OPT_FLAG, offsetof(tokenize_args, decode), NULL, "input is ids (space-separated or a JSON array); print the text"},
+    {"skip-special", 0, OPT_FLAG, offsetof(tokenize_args, skip_special), NULL, "with --decode: leave special tokens out"},
+    {"time", 0, OPT_FLAG, offsetof(tokenize_args, time), NULL, "print load and encode time and MB/s to stderr"},
     {0, 0, OPT_END, 0, 0, 0},
 };
 
@@ -146,11 +148,12 @@ static int parse_ids(const char *s, size_t n, tok_ids *ids)
     return 0;
 }
 
-static int decode_one(const tok *t, const char *s, size_t n, tok_ids *ids, strbuf *o, int as_json, dlm_err *e)
+static int decode_one(const tok *t, const char *s, size_t n, tok_ids *ids, strbuf *o, int as_json, int skip_special,
+                      dlm_err *e)
 {
     if (parse_ids(s, n, ids)) return err_set(e, NULL, "--decode expects token ids, got \"%.40s\"", s);
     strbuf text = STRBUF_INIT;
-    if (tok_decode(t, ids->v, ids->n, opt_skip_special, &text)) {
+    if (tok_decode(t, ids->v, ids->n, skip_special, &text)) {
         sb_free(&text);
         return err_set(e, NULL, "token id out of range (vocabulary size %zu)", tok_vocab_size(t));
     }
@@ -165,12 +168,11 @@ static int decode_one(const tok *t, const char *s, size_t n, tok_ids *ids, strbu
 
 int cmd_tokenize(int argc, char **argv, dlm_ctx *ctx)
 {
-    opt_base = opt_tokenizer = NULL;
-    opt_json = opt_lines = opt_no_special = opt_add_special = opt_decode = opt_skip_special = opt_time = 0;
+    tokenize_args a = {0};
     char **pos = calloc((size_t)argc + 1, sizeof *pos);
     int npos = 0;
     if (!pos) return EXIT_FAIL;
-    int rc = opts_parse(&spec_tokenize, argc, argv, ctx, pos, &npos);
+    int rc = opts_parse(&spec_tokenize, argc, argv, ctx, &a, pos, &npos);
     if (rc) {
         free(pos);
         return rc == 1 ? EXIT_OK : EXIT_USAGE;
@@ -181,13 +183,13 @@ int cmd_tokenize(int argc, char **argv, dlm_ctx *ctx)
         free(pos);
         return cmd_fail(ctx, &e);
     }
-    const char *src = opt_tokenizer;
+    const char *src = a.tokenizer;
     int pi = 0;
-    if (opt_base && opt_tokenizer) {
+    if (a.base && a.tokenizer) {
         free(pos);
         return cmd_usage_error(&spec_tokenize, "--base and --tokenizer are mutually exclusive");
     }
-    if (!src && !opt_base) {
+    if (!src && !a.base) {
         if (npos < 1) {
             free(pos);
             return cmd_usage_error(&spec_tokenize, "which tokenizer? give --tokenizer FILE or an HF model folder");
@@ -203,7 +205,7 @@ int cmd_tokenize(int argc, char **argv, dlm_ctx *ctx)
 
     double t0 = time_mono();
     tok *t;
-    if (opt_base ? open_base(opt_base, &t, &e) : open_tokenizer(src, &t, &e)) return cmd_fail(ctx, &e);
+    if (a.base ? open_base(a.base, &t, &e) : open_tokenizer(src, &t, &e)) return cmd_fail(ctx, &e);
     double t_load = time_mono() - t0;
 
     strbuf in = STRBUF_INIT;
@@ -216,20 +218,20 @@ int cmd_tokenize(int argc, char **argv, dlm_ctx *ctx)
         }
     } else sb_puts(&in, text_arg);
 
-    int flags = (opt_no_special ? 0 : TOK_PARSE_SPECIAL) | (opt_add_special ? TOK_ADD_SPECIAL : 0);
+    int flags = (a.no_special ? 0 : TOK_PARSE_SPECIAL) | (a.add_special ? TOK_ADD_SPECIAL : 0);
     tok_ids ids = {0, 0, 0};
     strbuf o = STRBUF_INIT;
     const char *s = sb_str(&in);
     size_t n = in.len, ntok = 0;
     rc = 0;
     double t1 = time_mono(), t_enc = 0;
-    if (opt_lines) {
+    if (a.lines) {
         size_t i = 0, lineno = 0;
         while (i < n && !rc) {
             lineno++;
             const char *nl = memchr(s + i, '\n', n - i);
             size_t end = nl ? (size_t)(nl - s) : n;
-            if (opt_decode) rc = decode_one(t, s + i, end - i, &ids, &o, 1, &e);
+            if (a.decode) rc = decode_one(t, s + i, end - i, &ids, &o, 1, a.skip_special, &e);
             else {
                 ids.n = 0;
                 double te = time_mono();
@@ -246,25 +248,25 @@ int cmd_tokenize(int argc, char **argv, dlm_ctx *ctx)
             if (rc) err_prefix(&e, "line %zu", lineno);
             i = end + 1;
         }
-    } else if (opt_decode) {
-        rc = decode_one(t, s, n, &ids, &o, 0, &e);
+    } else if (a.decode) {
+        rc = decode_one(t, s, n, &ids, &o, 0, a.skip_special, &e);
     } else {
         double te = time_mono();
         rc = tok_encode_append(t, s, n, flags, &ids, &e);
         t_enc += time_mono() - te;
         ntok = ids.n;
         if (!rc) {
-            if (opt_json && ctx->verbose) put_verbose_json(&o, t, ids.v, ids.n);
-            else if (opt_json) put_ids_json(&o, ids.v, ids.n);
+            if (a.json && ctx->verbose) put_verbose_json(&o, t, ids.v, ids.n);
+            else if (a.json) put_ids_json(&o, ids.v, ids.n);
             else put_ids(&o, ids.v, ids.n, ' ');
             sb_putc(&o, '\n');
         }
     }
-    if (opt_decode) t_enc = time_mono() - t1;
+    if (a.decode) t_enc = time_mono() - t1;
     if (!rc) fwrite(o.buf ? o.buf : "", 1, o.len, stdout);
-    if (!rc && opt_time)
+    if (!rc && a.time)
         fprintf(stderr, "tokenize: load %.3f s; %s %zu bytes -> %zu tokens in %.3f s (%.2f MB/s)\n", t_load,
-                opt_decode ? "decoded" : "encoded", n, ntok, t_enc, t_enc > 0 ? n / t_enc / 1e6 : 0.0);
+                a.decode ? "decoded" : "encoded", n, ntok, t_enc, t_enc > 0 ? n / t_enc / 1e6 : 0.0);
     sb_free(&o);
     sb_free(&in);
     tok_ids_free(&ids);

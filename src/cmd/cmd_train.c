@@ -23,44 +23,46 @@
 #include "util/str.h"
 #include "util/timeutil.h"
 
-static int o_no_mined, o_no_cache;
-static int o_resume, o_fresh, o_max_steps, o_seed = -1, o_threads, o_update, o_ignore, o_strict, o_no_replay,
-           o_force, o_json, o_offline, o_detach, o_dry_run, o_watch, o_watch_max_steps = 100, o_watch_debounce_ms = 400, o_recursive, o_no_recursive, o_rescaffold, o_accept;
-static const char *o_max_memory, *o_base, *o_name, *o_policy, *o_phase;
-static opt_list o_include, o_exclude;
+typedef struct train_args {
+    int no_mined, no_cache;
+    int resume, fresh, max_steps, seed, threads, update, ignore, strict, no_replay,
+        force, json, offline, detach, dry_run, watch, watch_max_steps, watch_debounce_ms, recursive, no_recursive, rescaffold, accept;
+    const char *max_memory, *base, *name, *policy, *phase;
+    opt_list include, exclude;
+} train_args;
 
 static const opt OPTS[] = {
-    {"phase", 0, OPT_STR, &o_phase, "sft|preference|all",
+    {"phase", 0, OPT_STR, offsetof(train_args, phase), "sft|preference|all",
      "sft, the preference phase (DPO/ORPO on ::preference:: sections), or both (default all)"},
-    {"resume", 0, OPT_FLAG, &o_resume, NULL, "continue the interrupted run (or the current version) exactly"},
-    {"fresh", 0, OPT_FLAG, &o_fresh, NULL, "start a new adapter from the base (drops a leftover checkpoint)"},
-    {"max-steps", 0, OPT_INT, &o_max_steps, "N", "stop after N optimizer steps"},
-    {"seed", 0, OPT_INT, &o_seed, "N", "override training.seed"},
-    {"threads", 0, OPT_INT, &o_threads, "N", "compute threads (default: training.threads or all cores)"},
-    {"base", 0, OPT_STR, &o_base, "BASE", "override base_model for this run"},
-    {"no-replay", 0, OPT_FLAG, &o_no_replay, NULL, "train on the current document only"},
-    {"no-cache", 0, OPT_FLAG, &o_no_cache, NULL, "tokenize every section (do not read or write training.cache)"},
-    {"no-mined", 0, OPT_FLAG, &o_no_mined, NULL, "leave out auto-mined preference sections (dlm preference mine)"},
-    {"max-memory", 0, OPT_STR, &o_max_memory, "SIZE", "memory budget, e.g. 8G (default: available RAM)"},
-    {"force", 0, OPT_FLAG, &o_force, NULL, "train even when the memory plan does not fit"},
-    {"update-lock", 0, OPT_FLAG, &o_update, NULL, "skip the dlm.lock check and rewrite it"},
-    {"ignore-lock", 0, OPT_FLAG, &o_ignore, NULL, "skip the dlm.lock check, do not write it"},
-    {"strict-lock", 0, OPT_FLAG, &o_strict, NULL, "lock warnings become errors"},
-    {"offline", 0, OPT_FLAG, &o_offline, NULL, "never download the base"},
-    {"i-accept-license", 0, OPT_FLAG, &o_accept, NULL, "accept a gated base's license (recorded in the store)"},
-    {"json", 0, OPT_FLAG, &o_json, NULL, "print the result as JSON on stdout"},
-    {"detach", 0, OPT_FLAG, &o_detach, NULL, "run in the background (own session, log in the store); see 'dlm status'"},
-    {"watch", 0, OPT_FLAG, &o_watch, NULL, "after the run, retrain (resume mode) whenever an edit adds new sections"},
-    {"watch-max-steps", 0, OPT_INT, &o_watch_max_steps, "N", "--watch: steps per retrain (default 100)"},
-    {"watch-debounce-ms", 0, OPT_INT, &o_watch_debounce_ms, "MS", "--watch: quiet time before a retrain (default 400)"},
-    {"dry-run", 0, OPT_FLAG, &o_dry_run, NULL, "list what training.sources would train (every file, its verdict) and stop"},
-    {"include", 0, OPT_LIST, &o_include, "GLOB", "DIR mode, first run: files to train on (repeatable)"},
-    {"exclude", 0, OPT_LIST, &o_exclude, "GLOB", "DIR mode, first run: files to leave out (repeatable)"},
-    {"recursive", 'r', OPT_FLAG, &o_recursive, NULL, "DIR mode: default include is every file below DIR (default)"},
-    {"no-recursive", 'R', OPT_FLAG, &o_no_recursive, NULL, "DIR mode: default include is DIR's own files only"},
-    {"name", 0, OPT_STR, &o_name, "NAME", "DIR mode: the document DIR/.dlm/NAME.dlm (default corpus)"},
-    {"policy", 0, OPT_STR, &o_policy, "POLICY", "DIR mode, first run: sources_policy strict (default) or permissive"},
-    {"rescaffold", 0, OPT_FLAG, &o_rescaffold, NULL, "DIR mode: rewrite DIR/.dlm/NAME.dlm from the flags (same dlm_id)"},
+    {"resume", 0, OPT_FLAG, offsetof(train_args, resume), NULL, "continue the interrupted run (or the current version) exactly"},
+    {"fresh", 0, OPT_FLAG, offsetof(train_args, fresh), NULL, "start a new adapter from the base (drops a leftover checkpoint)"},
+    {"max-steps", 0, OPT_INT, offsetof(train_args, max_steps), "N", "stop after N optimizer steps"},
+    {"seed", 0, OPT_INT, offsetof(train_args, seed), "N", "override training.seed"},
+    {"threads", 0, OPT_INT, offsetof(train_args, threads), "N", "compute threads (default: training.threads or all cores)"},
+    {"base", 0, OPT_STR, offsetof(train_args, base), "BASE", "override base_model for this run"},
+    {"no-replay", 0, OPT_FLAG, offsetof(train_args, no_replay), NULL, "train on the current document only"},
+    {"no-cache", 0, OPT_FLAG, offsetof(train_args, no_cache), NULL, "tokenize every section (do not read or write training.cache)"},
+    {"no-mined", 0, OPT_FLAG, offsetof(train_args, no_mined), NULL, "leave out auto-mined preference sections (dlm preference mine)"},
+    {"max-memory", 0, OPT_STR, offsetof(train_args, max_memory), "SIZE", "memory budget, e.g. 8G (default: available RAM)"},
+    {"force", 0, OPT_FLAG, offsetof(train_args, force), NULL, "train even when the memory plan does not fit"},
+    {"update-lock", 0, OPT_FLAG, offsetof(train_args, update), NULL, "skip the dlm.lock check and rewrite it"},
+    {"ignore-lock", 0, OPT_FLAG, offsetof(train_args, ignore), NULL, "skip the dlm.lock check, do not write it"},
+    {"strict-lock", 0, OPT_FLAG, offsetof(train_args, strict), NULL, "lock warnings become errors"},
+    {"offline", 0, OPT_FLAG, offsetof(train_args, offline), NULL, "never download the base"},
+    {"i-accept-license", 0, OPT_FLAG, offsetof(train_args, accept), NULL, "accept a gated base's license (recorded in the store)"},
+    {"json", 0, OPT_FLAG, offsetof(train_args, json), NULL, "print the result as JSON on stdout"},
+    {"detach", 0, OPT_FLAG, offsetof(train_args, detach), NULL, "run in the background (own session, log in the store); see 'dlm status'"},
+    {"watch", 0, OPT_FLAG, offsetof(train_args, watch), NULL, "after the run, retrain (resume mode) whenever an edit adds new sections"},
+    {"watch-max-steps", 0, OPT_INT, offsetof(train_args, watch_max_steps), "N", "--watch: steps per retrain (default 100)"},
+    {"watch-debounce-ms", 0, OPT_INT, offsetof(train_args, watch_debounce_ms), "MS", "--watch: quiet time before a retrain (default 400)"},
+    {"dry-run", 0, OPT_FLAG, offsetof(train_args, dry_run), NULL, "list what training.sources would train (every file, its verdict) and stop"},
+    {"include", 0, OPT_LIST, offsetof(train_args, include), "GLOB", "DIR mode, first run: files to train on (repeatable)"},
+    {"exclude", 0, OPT_LIST, offsetof(train_args, exclude), "GLOB", "DIR mode, first run: files to leave out (repeatable)"},
+    {"recursive", 'r', OPT_FLAG, offsetof(train_args, recursive), NULL, "DIR mode: default include is every file below DIR (default)"},
+    {"no-recursive", 'R', OPT_FLAG, offsetof(train_args, no_recursive), NULL, "DIR mode: default include is DIR's own files only"},
+    {"name", 0, OPT_STR, offsetof(train_args, name), "NAME", "DIR mode: the document DIR/.dlm/NAME.dlm (default corpus)"},
+    {"policy", 0, OPT_STR, offsetof(train_args, policy), "POLICY", "DIR mode, first run: sources_policy strict (default) or permissive"},
+    {"rescaffold", 0, OPT_FLAG, offsetof(train_args, rescaffold), NULL, "DIR mode: rewrite DIR/.dlm/NAME.dlm from the flags (same dlm_id)"},
     {0},
 };
 
@@ -107,6 +109,7 @@ typedef struct view {
     hb_opts hbo;
     int stop_seen;
     int notify_fd;          /* --detach: tells the waiting parent that the run started, -1 none */
+    int resume;             /* --resume: a died run's checkpoint is resumed, not kept aside */
 } view;
 
 static void clear_line(view *v)
@@ -192,7 +195,7 @@ static void on_started(void *ctx, const char *store, int64_t run_id)
     if (!hb_read(store, &prev, &e) && prev.state == RUN_DIED) {
         char ck[4400];
         int64_t cs = hb_newest_checkpoint(store, ck, sizeof ck);
-        if (cs && o_resume)
+        if (cs && v->resume)
             log_warn("the previous run (run %lld, PID %ld) died at step %lld/%lld; resuming from its checkpoint at step %lld (%s)",
                      (long long)prev.run_id, prev.pid, (long long)prev.step, (long long)prev.total, (long long)cs, ck);
         else if (cs)
@@ -356,48 +359,50 @@ static int print_pref(const train_result *res, const train_result *sft, int json
 
 int cmd_train(int argc, char **argv, dlm_ctx *ctx)
 {
+    train_args a = {.seed = -1, .watch_max_steps = 100, .watch_debounce_ms = 400};
     char *pos[64];
     int npos;
-    int r = opts_parse(&spec_train, argc, argv, ctx, pos, &npos);
+    int r = opts_parse(&spec_train, argc, argv, ctx, &a, pos, &npos);
     if (r) return r == 1 ? EXIT_OK : EXIT_USAGE;
     if (npos != 1) return cmd_usage_error(&spec_train, "train needs exactly one PATH (a .dlm file or a directory)");
-    if (o_recursive && o_no_recursive) return cmd_usage_error(&spec_train, "-r/--recursive and -R/--no-recursive are mutually exclusive");
-    if (o_policy && strcmp(o_policy, "strict") && strcmp(o_policy, "permissive"))
-        return cmd_usage_error(&spec_train, "--policy expects strict or permissive, got '%s'", o_policy);
-    if (o_resume && o_fresh) return cmd_usage_error(&spec_train, "--resume and --fresh are mutually exclusive");
-    if (o_update + o_ignore + o_strict > 1)
+    if (a.recursive && a.no_recursive) return cmd_usage_error(&spec_train, "-r/--recursive and -R/--no-recursive are mutually exclusive");
+    if (a.policy && strcmp(a.policy, "strict") && strcmp(a.policy, "permissive"))
+        return cmd_usage_error(&spec_train, "--policy expects strict or permissive, got '%s'", a.policy);
+    if (a.resume && a.fresh) return cmd_usage_error(&spec_train, "--resume and --fresh are mutually exclusive");
+    if (a.update + a.ignore + a.strict > 1)
         return cmd_usage_error(&spec_train, "--strict-lock / --update-lock / --ignore-lock are mutually exclusive");
-    if (o_max_steps < 0 || o_threads < 0) return cmd_usage_error(&spec_train, "--max-steps and --threads must be >= 0");
-    if (o_watch && (o_detach || o_dry_run)) return cmd_usage_error(&spec_train, "--watch runs in the foreground, without --detach/--dry-run");
-    if (o_watch_max_steps < 1 || o_watch_debounce_ms < 0)
+    if (a.max_steps < 0 || a.threads < 0) return cmd_usage_error(&spec_train, "--max-steps and --threads must be >= 0");
+    if (a.watch && (a.detach || a.dry_run)) return cmd_usage_error(&spec_train, "--watch runs in the foreground, without --detach/--dry-run");
+    if (a.watch_max_steps < 1 || a.watch_debounce_ms < 0)
         return cmd_usage_error(&spec_train, "--watch-max-steps must be >= 1 and --watch-debounce-ms >= 0");
     int ph_sft = 1, ph_pref = 1;
-    if (o_phase && !strcmp(o_phase, "sft")) ph_pref = 0;
-    else if (o_phase && !strcmp(o_phase, "preference")) ph_sft = 0;
-    else if (o_phase && strcmp(o_phase, "all"))
-        return cmd_usage_error(&spec_train, "--phase expects sft, preference or all, got '%s'", o_phase);
+    if (a.phase && !strcmp(a.phase, "sft")) ph_pref = 0;
+    else if (a.phase && !strcmp(a.phase, "preference")) ph_sft = 0;
+    else if (a.phase && strcmp(a.phase, "all"))
+        return cmd_usage_error(&spec_train, "--phase expects sft, preference or all, got '%s'", a.phase);
     dlm_err e;
     err_clear(&e);
     if (cmd_setup(ctx, &e)) return cmd_fail(ctx, &e);
     /* DIR mode: find or write DIR/.dlm/<name>.dlm, then train it */
     char scaffold_path[4400];
-    const char *base_override = o_base;
+    const char *base_override = a.base;
     if (fs_is_dir(pos[0])) {
-        scaffold_opts so = {o_base, o_name, &o_include, &o_exclude, !o_no_recursive,
-                            !o_policy || !strcmp(o_policy, "strict"), o_rescaffold};
+        scaffold_opts so = {.base = a.base, .name = a.name, .include = &a.include, .exclude = &a.exclude,
+                            .recursive = !a.no_recursive, .policy_strict = !a.policy || !strcmp(a.policy, "strict"),
+                            .rescaffold = a.rescaffold};
         int made;
         if (scaffold_train_target(pos[0], &so, scaffold_path, sizeof scaffold_path, &made, &e)) return cmd_fail(ctx, &e);
-        if (!made && (o_include.n || o_exclude.n || o_policy || o_recursive || o_no_recursive || o_base))
+        if (!made && (a.include.n || a.exclude.n || a.policy || a.recursive || a.no_recursive || a.base))
             log_warn("%s exists: --base/--include/--exclude/--policy/-r/-R apply to a new scaffold only; "
                      "pass --rescaffold to rewrite it", scaffold_path);
         if (!ctx->quiet) fprintf(stderr, "%s %s\n", made ? "scaffolded" : "using", scaffold_path);
         pos[0] = scaffold_path;
         base_override = NULL;     /* the scaffold carries the base */
-    } else if (o_include.n || o_exclude.n || o_name || o_policy || o_rescaffold || o_recursive || o_no_recursive) {
+    } else if (a.include.n || a.exclude.n || a.name || a.policy || a.rescaffold || a.recursive || a.no_recursive) {
         return cmd_usage_error(&spec_train, "--include/--exclude/--name/--policy/--rescaffold/-r/-R need a DIR");
     }
-    if (o_dry_run) return srcview_print(pos[0], o_json, &e) ? cmd_fail(ctx, &e) : EXIT_OK;
-    if (cmd_check_license(ctx, pos[0], o_base, o_accept, 1, &e)) return cmd_fail(ctx, &e);
+    if (a.dry_run) return srcview_print(pos[0], a.json, &e) ? cmd_fail(ctx, &e) : EXIT_OK;
+    if (cmd_check_license(ctx, pos[0], a.base, a.accept, 1, &e)) return cmd_fail(ctx, &e);
     {   /* keys the document sets that dlm does not act on yet: said, not ignored */
         dlm_doc *nd = doc_load(pos[0], &e);
         if (!nd) return cmd_fail(ctx, &e);
@@ -405,14 +410,14 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
         doc_free(nd);
     }
     unsigned long long maxmem = 0;
-    if (o_max_memory && str_parse_size(o_max_memory, &maxmem))
-        return cmd_usage_error(&spec_train, "--max-memory expects a size like 8G or 512M, got '%s'", o_max_memory);
+    if (a.max_memory && str_parse_size(a.max_memory, &maxmem))
+        return cmd_usage_error(&spec_train, "--max-memory expects a size like 8G or 512M, got '%s'", a.max_memory);
 
     /* under mpirun (Open MPI or a PMI launcher): join the job; rank 0 leads */
     if (getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK")) {
         if (dist_init(&argc, &argv, &e)) return cmd_fail(ctx, &e);
         atexit(dist_finalize);
-        if (dist_size() > 1 && (o_watch || o_detach))
+        if (dist_size() > 1 && (a.watch || a.detach))
             return cmd_usage_error(&spec_train, "--watch and --detach run one process; under mpirun run the job in the foreground");
     }
     /* the test hooks are read here, the one place that reads the environment;
@@ -420,21 +425,22 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
     const char *crash = getenv("DLM_TEST_CRASH_AFTER_STEP"), *delay = getenv("DLM_TEST_STEP_DELAY_MS"),
                *crash_rank = getenv("DLM_TEST_CRASH_RANK");
     if (crash && crash_rank && atoi(crash_rank) != dist_rank()) crash = NULL;
-    train_opts o = {.doc_path = pos[0], .home = ctx->home, .resume = o_resume, .fresh = o_fresh,
-                    .max_steps = o_max_steps, .seed = o_seed, .threads = o_threads,
-                    .lock = o_update ? LOCK_UPDATE : o_ignore ? LOCK_IGNORE : o_strict ? LOCK_STRICT : LOCK_DEFAULT,
-                    .no_replay = o_no_replay, .max_memory = maxmem, .force = o_force, .base_override = base_override,
-                    .offline = o_offline, .test_crash_after_step = crash ? atoll(crash) : 0,
-                    .test_step_delay_ms = delay ? atoi(delay) : 0, .no_mined = o_no_mined, .no_cache = o_no_cache};
+    train_opts o = {.doc_path = pos[0], .home = ctx->home, .resume = a.resume, .fresh = a.fresh,
+                    .max_steps = a.max_steps, .seed = a.seed, .threads = a.threads,
+                    .lock = a.update ? LOCK_UPDATE : a.ignore ? LOCK_IGNORE : a.strict ? LOCK_STRICT : LOCK_DEFAULT,
+                    .no_replay = a.no_replay, .max_memory = maxmem, .force = a.force, .base_override = base_override,
+                    .offline = a.offline, .test_crash_after_step = crash ? atoll(crash) : 0,
+                    .test_step_delay_ms = delay ? atoi(delay) : 0, .no_mined = a.no_mined, .no_cache = a.no_cache};
     view v;
     memset(&v, 0, sizeof v);
     v.tty = isatty(2);
     v.quiet = ctx->quiet;
     v.notify_fd = -1;
+    v.resume = a.resume;
     char abs_doc[4096], console[4400];
     if (!realpath(pos[0], abs_doc)) snprintf(abs_doc, sizeof abs_doc, "%s", pos[0]);
     v.hbo.doc_path = abs_doc;
-    if (o_detach) {
+    if (a.detach) {
         int dr = detach(pos[0], ctx, &v, console, sizeof console);
         if (dr >= 0) return dr;
     }
@@ -447,7 +453,7 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
     sigaction(SIGTERM, &sa, NULL);
     /* the terminal going away stops a foreground run like Ctrl-C (step,
      * checkpoint, cancelled); a detached run ignores SIGHUP */
-    if (!o_detach) sigaction(SIGHUP, &sa, NULL);
+    if (!a.detach) sigaction(SIGHUP, &sa, NULL);
     /* --phase all: does the document want the preference phase? */
     int both = ph_sft && ph_pref, pref_wanted = !both;
     if (both) {
@@ -455,7 +461,7 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
         if (!d) return cmd_fail(ctx, &e);
         int triples = 0;
         for (int i = 0; i < doc_nsections(d); i++)
-            if (doc_section_at(d, i)->type == DOC_PREFERENCE && !(o_no_mined && doc_section_at(d, i)->auto_mined))
+            if (doc_section_at(d, i)->type == DOC_PREFERENCE && !(a.no_mined && doc_section_at(d, i)->auto_mined))
                 triples += doc_section_at(d, i)->n_triples;
         const doc_training *tr = &doc_fm(d)->training;
         /* enabled: as written, else on when the document has preference sections (spec §3.1 step 5) */
@@ -485,7 +491,7 @@ again:
             fprintf(stderr, "note: the checkpoint belongs to the preference phase; continue it with 'dlm train %s"
                             " --phase preference --resume'\n", pos[0]);
         if (!r && ph_pref && !res.cancelled) {
-            if (have_sft && !ctx->quiet && !o_json)
+            if (have_sft && !ctx->quiet && !a.json)
                 fprintf(stderr, "sft: v%04d (%lld steps); next: the preference phase\n", res.version,
                         (long long)res.steps);
             /* the preference phase starts from what SFT just committed;
@@ -517,6 +523,7 @@ again:
         if (write(v.notify_fd, line, strlen(line)) < 0) { /* the parent is gone */ }
         close(v.notify_fd);
         v.notify_fd = -1;
+    v.resume = a.resume;
     }
     if (r) {
         int code = cmd_fail(ctx, &e);
@@ -527,15 +534,15 @@ again:
     if (dist_rank() != 0) return res.cancelled ? EXIT_INTERRUPTED : EXIT_OK;
     if (res.no_op) return EXIT_OK;
     if (strcmp(res.phase, "sft")) {
-        int pr = print_pref(&res, have_sft ? &sft_res : NULL, o_json, ctx);
-        if (pr != EXIT_OK || !o_watch) return pr;
+        int pr = print_pref(&res, have_sft ? &sft_res : NULL, a.json, ctx);
+        if (pr != EXIT_OK || !a.watch) return pr;
         goto watch;
     }
     if (res.cancelled) return EXIT_INTERRUPTED;
     char dur[32], val[48] = "";
     time_fmt_duration(res.seconds, dur, sizeof dur);
     if (isfinite(res.val_loss)) snprintf(val, sizeof val, " (val %.3f)", res.val_loss);
-    if (o_json) {
+    if (a.json) {
         json_t *j = json_pack("{s:i, s:I, s:f, s:f, s:o, s:f, s:s, s:s, s:b}", "version", res.version, "steps",
                               (json_int_t)res.steps, "first_loss", res.first_loss, "final_loss", res.final_loss,
                               "val_loss", isfinite(res.val_loss) ? json_real(res.val_loss) : json_null(), "seconds",
@@ -556,13 +563,13 @@ again:
                  " (training.num_epochs), a higher training.learning_rate, or more Q&A pairs in the document",
                  res.first_loss, res.final_loss);
 watch:
-    if (o_watch) {
+    if (a.watch) {
         /* --watch: wait for a debounced edit; retrain from the current
          * version (resume mode, bounded) only when it adds section ids the
          * store has not trained on; Ctrl-C between runs ends cleanly */
         if (!cycle && !ctx->quiet) fprintf(stderr, "watching %s (Ctrl-C stops)\n", pos[0]);
         for (;;) {
-            int w = watch_wait(pos[0], o_watch_debounce_ms, &g_stop, &e);
+            int w = watch_wait(pos[0], a.watch_debounce_ms, &g_stop, &e);
             if (w < 0) return cmd_fail(ctx, &e);
             if (w == 0) return EXIT_OK;
             int n_new, n_total;
@@ -575,10 +582,10 @@ watch:
                 if (!ctx->quiet) fprintf(stderr, "no new sections; not retraining\n");
                 continue;
             }
-            if (!ctx->quiet) fprintf(stderr, "%d new section(s): retraining (resume mode, <= %d steps)\n", n_new, o_watch_max_steps);
+            if (!ctx->quiet) fprintf(stderr, "%d new section(s): retraining (resume mode, <= %d steps)\n", n_new, a.watch_max_steps);
             o.resume = 1;
             o.fresh = 0;
-            o.max_steps = o_watch_max_steps;
+            o.max_steps = a.watch_max_steps;
             cycle++;
             goto again;
         }

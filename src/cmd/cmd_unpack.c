@@ -6,12 +6,14 @@
 #include "cmd/commands.h"
 #include "share/pack.h"
 
-static int o_force;
-static const char *o_out;
+typedef struct unpack_args {
+    int force;
+    const char *out;
+} unpack_args;
 
 static const opt OPTS[] = {
-    {"force", 0, OPT_FLAG, &o_force, NULL, "replace an existing store (and document) of the same dlm_id"},
-    {"out", 'o', OPT_STR, &o_out, "DIR", "where the .dlm goes (default: the pack's folder)"},
+    {"force", 0, OPT_FLAG, offsetof(unpack_args, force), NULL, "replace an existing store (and document) of the same dlm_id"},
+    {"out", 'o', OPT_STR, offsetof(unpack_args, out), "DIR", "where the .dlm goes (default: the pack's folder)"},
     {0},
 };
 
@@ -39,15 +41,16 @@ void cmd_pack_limits(pack_limits *l)
 
 int cmd_unpack(int argc, char **argv, dlm_ctx *ctx)
 {
+    unpack_args a = {0};
     char *pos[64];
     int npos;
-    int r = opts_parse(&spec_unpack, argc, argv, ctx, pos, &npos);
+    int r = opts_parse(&spec_unpack, argc, argv, ctx, &a, pos, &npos);
     if (r) return r == 1 ? EXIT_OK : EXIT_USAGE;
     if (npos != 1) return cmd_usage_error(&spec_unpack, npos ? "too many arguments" : "unpack needs a PACK");
     dlm_err e;
     err_clear(&e);
     if (cmd_setup(ctx, &e)) return cmd_fail(ctx, &e);
-    unpack_opts o = {.pack_path = pos[0], .home = ctx->home, .out_dir = o_out, .force = o_force};
+    unpack_opts o = {.pack_path = pos[0], .home = ctx->home, .out_dir = a.out, .force = a.force};
     cmd_pack_limits(&o.limits);
     unpack_result res;
     if (unpack_run(&o, &res, &e)) return cmd_fail(ctx, &e);

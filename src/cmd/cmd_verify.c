@@ -6,12 +6,14 @@
 #include "cmd/commands.h"
 #include "share/provenance.h"
 
-static int o_tofu;
-static const char *o_keys;
+typedef struct verify_args {
+    int tofu;
+    const char *keys;
+} verify_args;
 
 static const opt OPTS[] = {
-    {"trust-on-first-use", 0, OPT_FLAG, &o_tofu, NULL, "record an unknown signer's key as trusted"},
-    {"trusted-keys-dir", 0, OPT_STR, &o_keys, "DIR", "trusted keys (default: <home>/trusted-keys)"},
+    {"trust-on-first-use", 0, OPT_FLAG, offsetof(verify_args, tofu), NULL, "record an unknown signer's key as trusted"},
+    {"trusted-keys-dir", 0, OPT_STR, offsetof(verify_args, keys), "DIR", "trusted keys (default: <home>/trusted-keys)"},
     {0},
 };
 
@@ -26,9 +28,10 @@ const cmd_spec spec_verify = {
 
 int cmd_verify(int argc, char **argv, dlm_ctx *ctx)
 {
+    verify_args a = {0};
     char *pos[64];
     int npos;
-    int r = opts_parse(&spec_verify, argc, argv, ctx, pos, &npos);
+    int r = opts_parse(&spec_verify, argc, argv, ctx, &a, pos, &npos);
     if (r) return r == 1 ? EXIT_OK : EXIT_USAGE;
     if (npos != 1) return cmd_usage_error(&spec_verify, npos ? "too many arguments" : "verify needs a PACK");
     dlm_err e;
@@ -36,7 +39,7 @@ int cmd_verify(int argc, char **argv, dlm_ctx *ctx)
     if (cmd_setup(ctx, &e)) return cmd_fail(ctx, &e);
     char keys[4200];
     snprintf(keys, sizeof keys, "%s/trusted-keys", ctx->home);
-    verify_opts o = {.pack_path = pos[0], .trusted_dir = o_keys ? o_keys : keys, .trust_on_first_use = o_tofu};
+    verify_opts o = {.pack_path = pos[0], .trusted_dir = a.keys ? a.keys : keys, .trust_on_first_use = a.tofu};
     cmd_pack_limits(&o.limits);
     verify_result res;
     int v = verify_pack(&o, &res, &e);

@@ -59,13 +59,14 @@ void opts_usage(FILE *f, const cmd_spec *spec)
     if (spec->details) fprintf(f, "\n%s\n", spec->details);
 }
 
-static int set_value(const cmd_spec *spec, const opt *o, const char *flag, const char *val)
+static int set_value(const cmd_spec *spec, const opt *o, void *args, const char *flag, const char *val)
 {
+    char *dst = (char *)args + o->off;
     char *end;
     switch (o->type) {
-    case OPT_STR: *(const char **)o->dst = val; return 0;
+    case OPT_STR: *(const char **)dst = val; return 0;
     case OPT_LIST: {
-        opt_list *l = o->dst;
+        opt_list *l = (opt_list *)dst;
         if (l->n >= OPT_LIST_MAX) return cmd_usage_error(spec, "option '%s' given more than %d times", flag, OPT_LIST_MAX);
         l->v[l->n++] = val;
         return 0;
@@ -75,7 +76,7 @@ static int set_value(const cmd_spec *spec, const opt *o, const char *flag, const
         long long v = strtoll(val, &end, 10);
         if (errno || end == val || *end || v < INT_MIN || v > INT_MAX)
             return cmd_usage_error(spec, "option '%s' expects an integer, got '%s'", flag, val);
-        *(int *)o->dst = (int)v;
+        *(int *)dst = (int)v;
         return 0;
     }
     case OPT_DOUBLE: {
@@ -83,14 +84,14 @@ static int set_value(const cmd_spec *spec, const opt *o, const char *flag, const
         double v = strtod(val, &end);
         if (errno || end == val || *end)
             return cmd_usage_error(spec, "option '%s' expects a number, got '%s'", flag, val);
-        *(double *)o->dst = v;
+        *(double *)dst = v;
         return 0;
     }
     default: return 0;
     }
 }
 
-int opts_parse(const cmd_spec *spec, int argc, char **argv, dlm_ctx *ctx, char **pos, int *npos)
+int opts_parse(const cmd_spec *spec, int argc, char **argv, dlm_ctx *ctx, void *args, char **pos, int *npos)
 {
     int only_pos = 0;
     *npos = 0;
@@ -135,7 +136,7 @@ int opts_parse(const cmd_spec *spec, int argc, char **argv, dlm_ctx *ctx, char *
         }
         if (o->type == OPT_FLAG) {
             if (inline_val) return cmd_usage_error(spec, "option '--%s' takes no value", o->name);
-            *(int *)o->dst = 1;
+            *(int *)((char *)args + o->off) = 1;
             continue;
         }
         const char *val = inline_val;
@@ -144,7 +145,7 @@ int opts_parse(const cmd_spec *spec, int argc, char **argv, dlm_ctx *ctx, char *
                                                       o->metavar ? o->metavar : "VALUE");
             val = argv[++i];
         }
-        if (set_value(spec, o, a, val)) return EXIT_USAGE;
+        if (set_value(spec, o, args, a, val)) return EXIT_USAGE;
     }
     return 0;
 }
