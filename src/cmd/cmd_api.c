@@ -83,7 +83,7 @@ int cmd_api(int argc, char **argv, dlm_ctx *ctx)
     if (cmd_setup(ctx, &e)) return cmd_fail(ctx, &e);
     kern_init(o_threads);
     const char *doc = npos ? pos[0] : NULL;
-    target_opts to = {doc, o_base, ctx->home, !o_no_adapter, o_offline};
+    target_opts to = {doc, o_base, ctx->home, !o_no_adapter, o_offline, NULL};
     infer_target t;
     if (target_open(&to, &t, &e)) return cmd_fail(ctx, &e);
     int rc = EXIT_FAIL;

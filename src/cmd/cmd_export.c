@@ -9,7 +9,7 @@
 #include "kern/kern.h"
 
 static int o_merged, o_dequantize, o_no_template, o_no_smoke, o_threads, o_offline, o_accept, o_skip_ollama;
-static const char *o_target = "ollama", *o_quant, *o_name, *o_out, *o_pre, *o_mix, *o_mix_method;
+static const char *o_target = "ollama", *o_quant, *o_name, *o_out, *o_pre, *o_mix, *o_mix_method, *o_adapter;
 
 static const opt OPTS[] = {
     {"target", 0, OPT_STR, &o_target, "T", "ollama (default), gguf (files only), llama-server or vllm"},
@@ -21,7 +21,8 @@ static const opt OPTS[] = {
     {"no-template", 0, OPT_FLAG, &o_no_template, NULL, "no TEMPLATE / chat template (and no drift check)"},
     {"no-smoke", 0, OPT_FLAG, &o_no_smoke, NULL, "skip the one-line smoke prompt after ollama create"},
     {"skip-ollama", 0, OPT_FLAG, &o_skip_ollama, NULL, "write the Modelfile but do not run ollama create"},
-    {"adapter-mix", 0, OPT_STR, &o_mix, "SRC:W,...", "export a weighted mix of adapters (versions vNNNN or adapter folders)"},
+    {"adapter", 0, OPT_STR, &o_adapter, "NAME", "export this adapter of training.adapters (its current version)"},
+    {"adapter-mix", 0, OPT_STR, &o_mix, "SRC:W,...", "export a weighted mix of adapters (names, versions vNNNN or folders)"},
     {"adapter-mix-method", 0, OPT_STR, &o_mix_method, "M", "linear (exact, rank Σr; default) or svd (rank max r)"},
     {"pre-tokenizer", 0, OPT_STR, &o_pre, "NAME", "tokenizer.ggml.pre when dlm cannot name it (gpt-2 llama-bpe qwen2 smollm)"},
     {"threads", 0, OPT_INT, &o_threads, "N", "threads for quantizing (default: all cores)"},
@@ -31,7 +32,7 @@ static const opt OPTS[] = {
 };
 
 const cmd_spec spec_export = {
-    "export", "PATH [--target ollama|gguf|llama-server|vllm] [--quant Q] [--merged] [--adapter-mix SRC:W,...] [--out DIR]",
+    "export", "PATH [--target ollama|gguf|llama-server|vllm] [--quant Q] [--merged] [--adapter NAME | --adapter-mix SRC:W,...] [--out DIR]",
     "export the base and adapter as GGUF for llama.cpp and Ollama (or HF/PEFT for vLLM)",
     "Writes <store>/exports/<QUANT>/: base.<QUANT>.gguf quantized with llama.cpp's mix\n"
     "rules, adapter.gguf (a llama.cpp LoRA), export_manifest.json, and for the ollama\n"
@@ -55,6 +56,7 @@ int cmd_export(int argc, char **argv, dlm_ctx *ctx)
     if (o_quant && !export_mix_find(o_quant))
         return cmd_usage_error(&spec_export, "unknown --quant '%s' (Q4_K_M Q5_K_M Q6_K Q8_0 Q4_0 F16 BF16 F32)", o_quant);
     if (o_dequantize && !o_merged) return cmd_usage_error(&spec_export, "--dequantize only applies with --merged");
+    if (o_adapter && o_mix) return cmd_usage_error(&spec_export, "--adapter and --adapter-mix are mutually exclusive");
     int method = ADMIX_LINEAR;
     if (o_mix_method) {
         if (!o_mix) return cmd_usage_error(&spec_export, "--adapter-mix-method only applies with --adapter-mix");
@@ -72,7 +74,7 @@ int cmd_export(int argc, char **argv, dlm_ctx *ctx)
     export_opts o = {.doc_path = pos[0], .home = ctx->home, .target = (export_target)target, .quant = o_quant,
                      .merged = o_merged, .dequantize = o_dequantize, .no_template = o_no_template,
                      .no_smoke = o_no_smoke, .name = o_name, .out_dir = o_out, .pre_tokenizer = o_pre,
-                     .offline = o_offline, .adapter_mix = o_mix, .mix_method = method,
+                     .offline = o_offline, .adapter_mix = o_mix, .adapter = o_adapter, .mix_method = method,
                      .skip_ollama = o_skip_ollama};
     export_result res;
     if (export_run(&o, &res, &e)) return cmd_fail(ctx, &e);

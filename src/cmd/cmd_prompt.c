@@ -7,7 +7,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "adapter/adapter.h"
 #include "cmd/commands.h"
+#include "export/admix.h"
+#include "store/store.h"
 #include "infer/generate.h"
 #include "infer/target.h"
 #include "kern/kern.h"
@@ -16,7 +19,7 @@
 
 static int o_max_tokens = 256, o_top_k, o_seed = 42, o_raw, o_no_adapter, o_json, o_threads, o_offline, o_accept;
 static double o_temp = NAN, o_top_p = 1.0, o_min_p = 0.0, o_repeat = 1.0;
-static const char *o_base;
+static const char *o_base, *o_adapter, *o_mix;
 
 static const opt OPTS[] = {
     {"base", 0, OPT_STR, &o_base, "BASE", "use this base (without PATH: no document, no adapter)"},
@@ -28,6 +31,8 @@ static const opt OPTS[] = {
     {"repeat-penalty", 0, OPT_DOUBLE, &o_repeat, "R", "repetition penalty (1 = off)"},
     {"seed", 0, OPT_INT, &o_seed, "N", "sampling seed (42)"},
     {"raw", 0, OPT_FLAG, &o_raw, NULL, "continue the text as is, no chat template"},
+    {"adapter", 0, OPT_STR, &o_adapter, "NAME", "one adapter of training.adapters (default: all, equal weights)"},
+    {"adapter-mix", 0, OPT_STR, &o_mix, "NAME:W,...", "named adapters with these weights (Σ wᵢ·sᵢ·BᵢAᵢ)"},
     {"no-adapter", 0, OPT_FLAG, &o_no_adapter, NULL, "the base alone, even if an adapter is trained"},
     {"threads", 0, OPT_INT, &o_threads, "N", "compute threads (default: all cores)"},
     {"offline", 0, OPT_FLAG, &o_offline, NULL, "never download the base"},
@@ -43,6 +48,56 @@ const cmd_spec spec_prompt = {
     "system_prompt; '-' or no QUERY reads it from stdin. --raw continues plain text.",
     OPTS,
 };
+
+/* A document with training.adapters and no --adapter: the adapters mixed
+ * as Σ wᵢ·sᵢ·BᵢAᵢ (export/admix.h's exact linear stacking), with the
+ * --adapter-mix weights or equal ones over every trained adapter. Adapters
+ * without a trained version are left out of the equal mix (said on stderr). */
+static int named_mix(infer_target *t, const char *mix, lora **out, int *n_used, dlm_err *e)
+{
+    const doc_training *tr = &doc_fm(t->doc)->training;
+    admix_spec sp;
+    memset(&sp, 0, sizeof sp);
+    if (mix) {
+        if (admix_parse(mix, &sp, e)) return -1;
+        for (int i = 0; i < sp.n; i++)
+            if (doc_adapter_index(doc_fm(t->doc), sp.src[i]) < 0)
+                return doc_scope_adapter(t->doc, sp.src[i], e);   /* its UnknownAdapterError */
+    } else {
+        for (int i = 0; i < tr->n_adapters; i++) {
+            int v = store_current_version_of(t->store, tr->adapters[i].name, NULL);
+            if (v <= 0) {
+                fprintf(stderr, "note: adapter %s has no trained version; left out\n", tr->adapters[i].name);
+                continue;
+            }
+            if (sp.n == ADMIX_MAX) return err_set(e, "PromptError", "more than %d trained adapters: use --adapter-mix", ADMIX_MAX);
+            snprintf(sp.src[sp.n++], sizeof sp.src[0], "%s", tr->adapters[i].name);
+        }
+        for (int i = 0; i < sp.n; i++) sp.w[i] = 1.0 / sp.n;
+    }
+    *n_used = sp.n;
+    if (!sp.n) return 0;
+    lora *ls[ADMIX_MAX] = {0};
+    int rc = -1;
+    for (int i = 0; i < sp.n; i++) {
+        char ad[4200], dir[4300], vn[16];
+        int v = store_current_version_of(t->store, sp.src[i], e);
+        if (v < 0) goto done;
+        if (!v) {
+            err_set(e, "PromptError", "adapter %s has no trained version", sp.src[i]);
+            err_hint(e, "train it: dlm train %s --adapter %s", doc_path(t->doc), sp.src[i]);
+            goto done;
+        }
+        store_version_name(v, vn, sizeof vn);
+        if (store_adapter_dir(t->store, sp.src[i], ad, sizeof ad, e)) goto done;
+        snprintf(dir, sizeof dir, "%s/versions/%s", ad, vn);
+        if (adapter_load(dir, t->m, &ls[i], e)) goto done;
+    }
+    rc = admix_build(t->m, ls, sp.w, sp.n, ADMIX_LINEAR, out, NULL, e);
+done:
+    for (int i = 0; i < sp.n; i++) lora_free(ls[i]);
+    return rc;
+}
 
 static volatile int g_cancel;
 static void on_int(int sig) { (void)sig; g_cancel = 1; }
@@ -94,12 +149,38 @@ int cmd_prompt(int argc, char **argv, dlm_ctx *ctx)
     }
     if (cmd_check_license(ctx, doc, o_base, o_accept, 0, &e)) { free(owned); return cmd_fail(ctx, &e); }
     kern_init(o_threads);
+    if ((o_adapter || o_mix) && (o_no_adapter || !doc)) {
+        free(owned);
+        return cmd_usage_error(&spec_prompt, "--adapter/--adapter-mix need a document and no --no-adapter");
+    }
+    if (o_adapter && o_mix) {
+        free(owned);
+        return cmd_usage_error(&spec_prompt, "--adapter and --adapter-mix are mutually exclusive");
+    }
     target_opts to = {.doc_path = doc, .base = o_base, .home = ctx->home, .use_adapter = !o_no_adapter,
-                      .offline = o_offline};
+                      .offline = o_offline, .adapter = o_adapter};
     infer_target t;
     if (target_open(&to, &t, &e)) { free(owned); return cmd_fail(ctx, &e); }
+    lora *mixed = NULL;
+    int rc = EXIT_FAIL, n_mixed = 0;
+    if (o_mix && !t.named) {
+        err_set(&e, "UnknownAdapterError", "%s declares no training.adapters; --adapter-mix names them", doc);
+        err_hint(&e, "mix versions into a file with 'dlm export --adapter-mix'");
+        e.code = EXIT_USAGE;
+        target_close(&t);
+        free(owned);
+        return cmd_fail(ctx, &e);
+    }
+    if (doc && t.named && !t.adapter_name && !o_no_adapter) {
+        if (named_mix(&t, o_mix, &mixed, &n_mixed, &e)) {
+            target_close(&t);
+            free(owned);
+            return cmd_fail(ctx, &e);
+        }
+        lora_free(t.l);
+        t.l = mixed;   /* owned by t from here: target_close frees it */
+    }
     if (doc && !t.l && !o_no_adapter) fprintf(stderr, "note: no trained adapter yet; answering with the base\n");
-    int rc = EXIT_FAIL;
     strbuf text = STRBUF_INIT;
     tok_ids ids = {0};
     session *s = NULL;

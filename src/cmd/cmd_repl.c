@@ -323,7 +323,7 @@ int cmd_repl(int argc, char **argv, dlm_ctx *ctx)
     memset(&R, 0, sizeof R);
     repl *r = &R;
     const char *doc = npos ? pos[0] : NULL;
-    target_opts to = {doc, o_base, ctx->home, 1, o_offline};
+    target_opts to = {doc, o_base, ctx->home, 1, o_offline, NULL};
     if (target_open(&to, &r->t, &e)) return cmd_fail(ctx, &e);
     int rc = EXIT_FAIL;
     char hist[4200] = "";

@@ -26,12 +26,13 @@
 static int o_no_mined, o_no_cache;
 static int o_resume, o_fresh, o_max_steps, o_seed = -1, o_threads, o_update, o_ignore, o_strict, o_no_replay,
            o_force, o_json, o_offline, o_detach, o_dry_run, o_watch, o_watch_max_steps = 100, o_watch_debounce_ms = 400, o_recursive, o_no_recursive, o_rescaffold, o_accept;
-static const char *o_max_memory, *o_base, *o_name, *o_policy, *o_phase;
+static const char *o_max_memory, *o_base, *o_name, *o_policy, *o_phase, *o_adapter;
 static opt_list o_include, o_exclude;
 
 static const opt OPTS[] = {
     {"phase", 0, OPT_STR, &o_phase, "sft|preference|all",
      "sft, the preference phase (DPO/ORPO on ::preference:: sections), or both (default all)"},
+    {"adapter", 0, OPT_STR, &o_adapter, "NAME", "train only this adapter of training.adapters (default: all, in order)"},
     {"resume", 0, OPT_FLAG, &o_resume, NULL, "continue the interrupted run (or the current version) exactly"},
     {"fresh", 0, OPT_FLAG, &o_fresh, NULL, "start a new adapter from the base (drops a leftover checkpoint)"},
     {"max-steps", 0, OPT_INT, &o_max_steps, "N", "stop after N optimizer steps"},
@@ -65,7 +66,7 @@ static const opt OPTS[] = {
 };
 
 const cmd_spec spec_train = {
-    "train", "PATH|DIR [--phase sft|preference|all] [--resume | --fresh] [--max-steps N] [--seed N] [--threads N] [--max-memory SIZE] [--detach] [--dry-run]",
+    "train", "PATH|DIR [--adapter NAME] [--phase sft|preference|all] [--resume | --fresh] [--max-steps N] [--seed N] [--threads N] [--max-memory SIZE] [--detach] [--dry-run]",
     "train a LoRA adapter on the document and commit it as the next version",
     "Each run trains on every prose and Q&A section plus a replay sample of sections\n"
     "earlier versions saw, checkpoints every training.save_steps, and commits\n"
@@ -81,9 +82,15 @@ const cmd_spec spec_train = {
     "every file with its verdict (docs/sources.md).\n"
     "--phase all (the default) trains SFT, then, when the document has preference\n"
     "sections and training.preference.enabled is not false, the preference phase\n"
-    "(DPO or ORPO, training.preference) as a second version; see docs/training.md.",
+    "(DPO or ORPO, training.preference) as a second version; see docs/training.md.\n"
+    "A document that declares training.adapters trains each named adapter on the\n"
+    "sections routed to it, in declaration order, into adapter/<name>/versions/vNNNN;\n"
+    "--adapter NAME trains one (docs/adapters.md).",
     OPTS,
 };
+
+/* named adapters one `dlm train` trains (a document with more is refused) */
+#define MAX_NAMED 256
 
 static volatile sig_atomic_t g_stop;
 static void on_signal(int sig)
@@ -398,11 +405,32 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
     }
     if (o_dry_run) return srcview_print(pos[0], o_json, &e) ? cmd_fail(ctx, &e) : EXIT_OK;
     if (cmd_check_license(ctx, pos[0], o_base, o_accept, 1, &e)) return cmd_fail(ctx, &e);
+    /* the adapters this command trains: the document's one, or the named
+     * ones of training.adapters in declaration order (--adapter: one) */
+    static char names[MAX_NAMED][33];
+    int n_names = 0;
     {   /* keys the document sets that dlm does not act on yet: said, not ignored */
         dlm_doc *nd = doc_load(pos[0], &e);
         if (!nd) return cmd_fail(ctx, &e);
         run_inert_notes(&doc_fm(nd)->training, inert_note, NULL);
+        const doc_training *tr = &doc_fm(nd)->training;
+        if (o_adapter && doc_adapter_index(doc_fm(nd), o_adapter) < 0) {
+            dlm_doc *tmp = nd;
+            nd = NULL;
+            doc_scope_adapter(tmp, o_adapter, &e);   /* only for its UnknownAdapterError */
+            doc_free(tmp);
+            return cmd_fail(ctx, &e);
+        }
+        for (int i = 0; tr->adapters && i < tr->n_adapters && n_names < MAX_NAMED; i++)
+            if (!o_adapter || !strcmp(o_adapter, tr->adapters[i].name))
+                snprintf(names[n_names++], sizeof names[0], "%s", tr->adapters[i].name);
+        int too_many = tr->n_adapters > MAX_NAMED;
         doc_free(nd);
+        if (too_many) {
+            err_set(&e, "SchemaValidationError", "%s declares more than %d adapters", pos[0], MAX_NAMED);
+            return cmd_fail(ctx, &e);
+        }
+        if (n_names > 1 && o_watch) return cmd_usage_error(&spec_train, "--watch trains one adapter: add --adapter NAME");
     }
     unsigned long long maxmem = 0;
     if (o_max_memory && str_parse_size(o_max_memory, &maxmem))
@@ -449,13 +477,22 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
      * checkpoint, cancelled); a detached run ignores SIGHUP */
     if (!o_detach) sigaction(SIGHUP, &sa, NULL);
     /* --phase all: does the document want the preference phase? */
-    int both = ph_sft && ph_pref, pref_wanted = !both;
+    int both = ph_sft && ph_pref, pref_wanted = !both, ph_pref0 = ph_pref, ai = 0;
+    train_result res, sft_res;
+    int have_sft = 0, cycle = 0;
+next_adapter:
+    o.adapter = n_names ? names[ai] : NULL;
+    o.resume = o_resume;   /* the preference phase of the previous adapter cleared them */
+    o.fresh = o_fresh;
+    ph_pref = ph_pref0;
+    if (n_names > 1 && !ctx->quiet && !o_json) fprintf(stderr, "adapter %s (%d/%d)\n", names[ai], ai + 1, n_names);
     if (both) {
         dlm_doc *d = doc_load(pos[0], &e);
         if (!d) return cmd_fail(ctx, &e);
         int triples = 0;
         for (int i = 0; i < doc_nsections(d); i++)
-            if (doc_section_at(d, i)->type == DOC_PREFERENCE && !(o_no_mined && doc_section_at(d, i)->auto_mined))
+            if (doc_section_at(d, i)->type == DOC_PREFERENCE && !(o_no_mined && doc_section_at(d, i)->auto_mined) &&
+                (!o.adapter || doc_section_routes_to(doc_fm(d), doc_section_at(d, i), o.adapter)))
                 triples += doc_section_at(d, i)->n_triples;
         const doc_training *tr = &doc_fm(d)->training;
         /* enabled: as written, else on when the document has preference sections (spec §3.1 step 5) */
@@ -468,8 +505,6 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
         doc_free(d);
         if (!pref_wanted) ph_pref = 0;
     }
-    train_result res, sft_res;
-    int have_sft = 0, cycle = 0;
     memset(&sft_res, 0, sizeof sft_res);
     o.phase_all = both;
 again:
@@ -525,10 +560,12 @@ again:
         return code;
     }
     if (dist_rank() != 0) return res.cancelled ? EXIT_INTERRUPTED : EXIT_OK;
-    if (res.no_op) return EXIT_OK;
+    if (res.no_op) goto adapter_done;
     if (strcmp(res.phase, "sft")) {
+        if (o.adapter && !o_json) printf("adapter %s: ", o.adapter);
         int pr = print_pref(&res, have_sft ? &sft_res : NULL, o_json, ctx);
-        if (pr != EXIT_OK || !o_watch) return pr;
+        if (pr != EXIT_OK) return pr;
+        if (!o_watch) goto adapter_done;
         goto watch;
     }
     if (res.cancelled) return EXIT_INTERRUPTED;
@@ -541,12 +578,14 @@ again:
                               "val_loss", isfinite(res.val_loss) ? json_real(res.val_loss) : json_null(), "seconds",
                               res.seconds, "adapter_dir", res.version_dir, "log", res.log_path, "early_stopped",
                               res.early_stopped);
+        if (o.adapter) json_object_set_new(j, "adapter", json_string(o.adapter));
         strbuf sb = STRBUF_INIT;
         json_write(&sb, j, JW_SORT);
         printf("%s\n", sb_str(&sb));
         sb_free(&sb);
         json_decref(j);
     } else {
+        if (o.adapter) printf("adapter %s: ", o.adapter);
         printf("trained v%04d: %lld steps, loss %.3f → %.3f%s, %s\n", res.version, (long long)res.steps,
                res.first_loss, res.final_loss, val, dur);
         if (!ctx->quiet) fprintf(stderr, "adapter: %s\nlog: %s\n", res.version_dir, res.log_path);
@@ -555,6 +594,13 @@ again:
         log_warn("the loss fell less than 5%% (%.3f → %.3f): the adapter learned little. Try more epochs"
                  " (training.num_epochs), a higher training.learning_rate, or more Q&A pairs in the document",
                  res.first_loss, res.final_loss);
+adapter_done:
+    /* the next named adapter: same flags, its own tree (a --resume
+     * continues each adapter's own checkpoint or version) */
+    if (ai + 1 < n_names) {
+        ai++;
+        goto next_adapter;
+    }
 watch:
     if (o_watch) {
         /* --watch: wait for a debounced edit; retrain from the current
