@@ -252,6 +252,7 @@ static int reparse(dlm_doc *d, const char *text, size_t len, dlm_err *e)
 int doc_append_section(dlm_doc *d, const doc_section *tmpl, dlm_err *e)
 {
     if ((unsigned)tmpl->type > DOC_AUDIO) return err_set(e, "ValueError", "unknown section type");
+    if (doc_check_route(d->path, &d->fm, tmpl, e)) return -1;   /* before the write-back parse wraps it */
     if (d->n == d->cap) {
         int cap = d->cap ? d->cap * 2 : 8;
         doc_section *ns = realloc(d->sections, (size_t)cap * sizeof *ns);

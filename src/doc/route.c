@@ -57,9 +57,14 @@ int doc_check_route(const char *path, const doc_frontmatter *fm, const doc_secti
     if (!t->adapters || !s->adapter || doc_adapter_index(fm, s->adapter) >= 0) return 0;
     strbuf decl = STRBUF_INIT;
     declared_list(t, &decl);
-    err_at(e, "UnknownAdapterError", path, s->line, 1,
-           "section at line %d routes to adapter '#%s' which is not declared in training.adapters (declared: %s)",
-           s->line, s->adapter, sb_str(&decl));
+    if (s->line > 0)
+        err_at(e, "UnknownAdapterError", path, s->line, 1,
+               "section at line %d routes to adapter '#%s' which is not declared in training.adapters (declared: %s)",
+               s->line, s->adapter, sb_str(&decl));
+    else   /* a section being appended has no line yet */
+        err_at(e, "UnknownAdapterError", path, 0, 0,
+               "the new section routes to adapter '#%s' which is not declared in training.adapters (declared: %s)",
+               s->adapter, sb_str(&decl));
     err_hint(e, "declare '%s' under training.adapters, or change the fence suffix to one of %s", s->adapter,
              sb_str(&decl));
     sb_free(&decl);
