@@ -4,7 +4,8 @@
 #   the uninterrupted run, in that adapter's tree, the other's untouched;
 #   --adapter of an undeclared name and an undeclared `#name` suffix stop
 #   with UnknownAdapterError (the suffix at its file:line);
-#   prompt --adapter and export --adapter by name.
+#   prompt --adapter and export --adapter by name; show/doctor (--json) list
+#   the adapters with their routed sections and versions.
 set -euo pipefail
 . "$DLM_SRC/tests/cli/lib.sh"
 S="$DLM_HOME/store/$ID"
@@ -98,4 +99,15 @@ set -e
 "$DLM" export doc.dlm --target gguf --quant F32 --adapter sql -q >/dev/null
 python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); assert m["adapter_name"]=="sql" and m["adapter_version"]==1, m' \
     "$S/exports/sql/F32/export_manifest.json"
+# show / doctor list the adapters, their routed sections and versions
+"$DLM" show doc.dlm --json | python3 -c '
+import json, sys
+a = json.load(sys.stdin)["adapters"]
+assert [(x["name"], x["lora_r"], x["sections"], x["current_version"], x["versions"]) for x in a] == \
+    [("tone", 4, 3, 2, [1, 2]), ("sql", 8, 2, 1, [1])], a'
+"$DLM" show doc.dlm | grep -q "^  tone .*current v0002 (2 versions on disk)" || fail "show does not list tone"
+"$DLM" doctor doc.dlm --json | python3 -c '
+import json, sys
+a = json.load(sys.stdin)["document"]["adapters"]
+assert [x["name"] for x in a] == ["tone", "sql"], a'
 echo ok
