@@ -10,16 +10,18 @@
 #include "adapter/adapter.h"
 #include "cmd/commands.h"
 #include "export/admix.h"
+#include "run/gate_run.h"
 #include "store/store.h"
 #include "infer/generate.h"
 #include "infer/target.h"
 #include "kern/kern.h"
+#include "util/fs.h"
 #include "util/json.h"
 #include "util/str.h"
 
 static int o_max_tokens = 256, o_top_k, o_seed = 42, o_raw, o_no_adapter, o_json, o_threads, o_offline, o_accept;
 static double o_temp = NAN, o_top_p = 1.0, o_min_p = 0.0, o_repeat = 1.0;
-static const char *o_base, *o_adapter, *o_mix;
+static const char *o_base, *o_adapter, *o_mix, *o_gate;
 
 static const opt OPTS[] = {
     {"base", 0, OPT_STR, &o_base, "BASE", "use this base (without PATH: no document, no adapter)"},
@@ -33,6 +35,7 @@ static const opt OPTS[] = {
     {"raw", 0, OPT_FLAG, &o_raw, NULL, "continue the text as is, no chat template"},
     {"adapter", 0, OPT_STR, &o_adapter, "NAME", "one adapter of training.adapters (default: all, equal weights)"},
     {"adapter-mix", 0, OPT_STR, &o_mix, "NAME:W,...", "named adapters with these weights (Σ wᵢ·sᵢ·BᵢAᵢ)"},
+    {"gate", 0, OPT_STR, &o_gate, "auto|off", "training.gate: weights from the trained gate (auto, default) or equal (off)"},
     {"no-adapter", 0, OPT_FLAG, &o_no_adapter, NULL, "the base alone, even if an adapter is trained"},
     {"threads", 0, OPT_INT, &o_threads, "N", "compute threads (default: all cores)"},
     {"offline", 0, OPT_FLAG, &o_offline, NULL, "never download the base"},
@@ -53,7 +56,8 @@ const cmd_spec spec_prompt = {
  * as Σ wᵢ·sᵢ·BᵢAᵢ (export/admix.h's exact linear stacking), with the
  * --adapter-mix weights or equal ones over every trained adapter. Adapters
  * without a trained version are left out of the equal mix (said on stderr). */
-static int named_mix(infer_target *t, const char *mix, lora **out, int *n_used, dlm_err *e)
+static int named_mix(infer_target *t, const char *mix, const char *query, int gate_auto, lora **out, int *n_used,
+                     admix_spec *used, dlm_err *e)
 {
     const doc_training *tr = &doc_fm(t->doc)->training;
     admix_spec sp;
@@ -63,6 +67,17 @@ static int named_mix(infer_target *t, const char *mix, lora **out, int *n_used, 
         for (int i = 0; i < sp.n; i++)
             if (doc_adapter_index(doc_fm(t->doc), sp.src[i]) < 0)
                 return doc_scope_adapter(t->doc, sp.src[i], e);   /* its UnknownAdapterError */
+    } else if (gate_auto) {
+        /* the trained gate's weights for this prompt (or its uniform mode) */
+        const char *names[GATE_MAX];
+        int trained;
+        if (tr->n_adapters > ADMIX_MAX) return err_set(e, "PromptError", "more than %d adapters: use --adapter-mix", ADMIX_MAX);
+        for (int i = 0; i < tr->n_adapters; i++) {
+            names[i] = tr->adapters[i].name;
+            snprintf(sp.src[i], sizeof sp.src[0], "%s", names[i]);
+        }
+        sp.n = tr->n_adapters;
+        if (gate_weights(t, query, names, sp.n, sp.w, &trained, e)) return -1;
     } else {
         for (int i = 0; i < tr->n_adapters; i++) {
             int v = store_current_version_of(t->store, tr->adapters[i].name, NULL);
@@ -76,6 +91,7 @@ static int named_mix(infer_target *t, const char *mix, lora **out, int *n_used, 
         for (int i = 0; i < sp.n; i++) sp.w[i] = 1.0 / sp.n;
     }
     *n_used = sp.n;
+    *used = sp;
     if (!sp.n) return 0;
     lora *ls[ADMIX_MAX] = {0};
     int rc = -1;
@@ -171,14 +187,42 @@ int cmd_prompt(int argc, char **argv, dlm_ctx *ctx)
         free(owned);
         return cmd_fail(ctx, &e);
     }
+    int gate_auto = 0;
+    admix_spec used;
+    memset(&used, 0, sizeof used);
+    if (o_gate) {
+        if (strcmp(o_gate, "auto") && strcmp(o_gate, "off")) {
+            target_close(&t);
+            free(owned);
+            return cmd_usage_error(&spec_prompt, "--gate expects auto or off, got '%s'", o_gate);
+        }
+        if (!t.named || !doc_fm(t.doc)->training.gate.enabled || o_adapter || o_mix || o_no_adapter) {
+            target_close(&t);
+            free(owned);
+            return cmd_usage_error(&spec_prompt, "--gate applies to a document with training.gate enabled, without"
+                                                 " --adapter/--adapter-mix/--no-adapter");
+        }
+    }
+    if (doc && t.named && !t.adapter_name && !o_no_adapter && !o_mix && doc_fm(t.doc)->training.gate.enabled &&
+        (!o_gate || !strcmp(o_gate, "auto"))) {
+        char gp[4400];
+        snprintf(gp, sizeof gp, "%s/adapter/_gate/gate_config.json", t.store);
+        gate_auto = fs_is_file(gp);
+        if (!gate_auto) fprintf(stderr, "note: no gate trained yet ('dlm train %s' trains it); equal weights\n", doc);
+    }
     if (doc && t.named && !t.adapter_name && !o_no_adapter) {
-        if (named_mix(&t, o_mix, &mixed, &n_mixed, &e)) {
+        if (named_mix(&t, o_mix, query, gate_auto, &mixed, &n_mixed, &used, &e)) {
             target_close(&t);
             free(owned);
             return cmd_fail(ctx, &e);
         }
         lora_free(t.l);
         t.l = mixed;   /* owned by t from here: target_close frees it */
+        if (!ctx->quiet && used.n) {
+            fprintf(stderr, "%s:", gate_auto ? "gate" : "mix");
+            for (int i = 0; i < used.n; i++) fprintf(stderr, "%s %s %.3f", i ? "," : "", used.src[i], used.w[i]);
+            fprintf(stderr, "\n");
+        }
     }
     if (doc && !t.l && !o_no_adapter) fprintf(stderr, "note: no trained adapter yet; answering with the base\n");
     strbuf text = STRBUF_INIT;
@@ -235,6 +279,12 @@ int cmd_prompt(int argc, char **argv, dlm_ctx *ctx)
         for (size_t i = 0; i < ids.n; i++) json_array_append_new(pa, json_integer(ids.v[i]));
         json_t *j = json_pack("{s:s, s:o, s:o, s:o, s:i}", "text", sb_str(&dec), "tokens", arr, "prompt_tokens", pa,
                               "stop", stop >= 0 ? json_integer(stop) : json_null(), "adapter_version", t.version);
+        if (used.n) {
+            json_t *aw = json_object();
+            for (int i = 0; i < used.n; i++) json_object_set_new(aw, used.src[i], json_real(used.w[i]));
+            json_object_set_new(j, "adapter_weights", aw);
+            json_object_set_new(j, "gate", json_string(gate_auto ? "auto" : "off"));
+        }
         strbuf js = STRBUF_INIT;
         json_write(&js, j, JW_SORT);
         printf("%s\n", sb_str(&js));

@@ -13,6 +13,7 @@
 #include "cmd/commands.h"
 #include "doc/doc.h"
 #include "store/store.h"
+#include "run/gate_run.h"
 #include "run/heartbeat.h"
 #include "run/inert.h"
 #include "run/trainer.h"
@@ -408,7 +409,7 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
     /* the adapters this command trains: the document's one, or the named
      * ones of training.adapters in declaration order (--adapter: one) */
     static char names[MAX_NAMED][33];
-    int n_names = 0;
+    int n_names = 0, gate_enabled = 0;
     {   /* keys the document sets that dlm does not act on yet: said, not ignored */
         dlm_doc *nd = doc_load(pos[0], &e);
         if (!nd) return cmd_fail(ctx, &e);
@@ -425,6 +426,7 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
             if (!o_adapter || !strcmp(o_adapter, tr->adapters[i].name))
                 snprintf(names[n_names++], sizeof names[0], "%s", tr->adapters[i].name);
         int too_many = tr->n_adapters > MAX_NAMED;
+        gate_enabled = tr->gate.enabled;
         doc_free(nd);
         if (too_many) {
             err_set(&e, "SchemaValidationError", "%s declares more than %d adapters", pos[0], MAX_NAMED);
@@ -600,6 +602,21 @@ adapter_done:
     if (ai + 1 < n_names) {
         ai++;
         goto next_adapter;
+    }
+    /* training.gate: after every adapter of the document, the router
+     * (src/run/gate_run.h); it depends on the document and the base only */
+    if (n_names > 1 && !o_adapter && gate_enabled && !res.cancelled && !cycle) {
+        gate_run_result gr;
+        if (gate_run(pos[0], ctx->home, o_offline, &gr, &e)) return cmd_fail(ctx, &e);
+        if (!ctx->quiet && !o_json) {
+            fprintf(stderr, "gate: %s, %d prompt(s) (", gr.trained ? "trained" : "uniform (cold start)", gr.n_samples);
+            for (int k = 0; k < n_names; k++) fprintf(stderr, "%s%s %d", k ? ", " : "", names[k], gr.per_adapter[k]);
+            if (gr.trained) fprintf(stderr, "); loss %.4f, entropy %.4f\n", gr.tr.final_loss, gr.tr.final_entropy);
+            else fprintf(stderr, "; training.gate.cold_start_floor not reached)\n");
+        }
+        if (o_json)
+            printf("{\"gate\": {\"mode\": \"%s\", \"samples\": %d, \"dir\": \"%s\"}}\n", gr.trained ? "trained" : "uniform",
+                   gr.n_samples, gr.dir);
     }
 watch:
     if (o_watch) {
