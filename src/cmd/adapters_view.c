@@ -40,7 +40,30 @@ json_t *adapters_view_json(const dlm_doc *d, const char *home)
     return arr;
 }
 
-void adapters_view_print(const json_t *arr)
+json_t *adapters_view_gate_json(const dlm_doc *d, const char *home)
+{
+    const doc_frontmatter *fm = doc_fm(d);
+    const doc_training *t = &fm->training;
+    if (!t->adapters) return json_null();
+    const char *mode = "off";
+    char store[4096], p[4200];
+    dlm_err e;
+    json_t *cfg = NULL;
+    if (t->gate.enabled) {
+        mode = "not trained";
+        if (home && !store_dir(home, fm->dlm_id, store, sizeof store, &e)) {
+            snprintf(p, sizeof p, "%s/adapter/_gate/gate_config.json", store);
+            if (fs_is_file(p) && (cfg = json_load_path(p, 1 << 20, &e)) && jget_str(cfg, "mode")) mode = jget_str(cfg, "mode");
+        }
+    }
+    json_t *o = json_pack("{s:b, s:s, s:i, s:i, s:f, s:i, s:f}", "enabled", t->gate.enabled, "mode", mode,
+                          "hidden_proj_dim", t->gate.hidden_proj_dim, "steps", t->gate.steps, "lr", t->gate.lr,
+                          "cold_start_floor", t->gate.cold_start_floor, "entropy_lambda", t->gate.entropy_lambda);
+    json_decref(cfg);
+    return o;
+}
+
+void adapters_view_print(const json_t *arr, const json_t *gate)
 {
     if (!json_is_array(arr)) return;
     printf("\nnamed adapters (training.adapters; docs/adapters.md):\n");
@@ -57,4 +80,7 @@ void adapters_view_print(const json_t *arr)
                (long long)json_integer_value(json_object_get(a, "sections")), cv, json_array_size(vs),
                json_array_size(vs) == 1 ? "" : "s", i == 0 ? " [default for unsuffixed Q/A]" : "");
     }
+    if (json_is_object(gate))
+        printf("  gate             %s (%s)\n", json_is_true(json_object_get(gate, "enabled")) ? "enabled" : "off",
+               json_string_value(json_object_get(gate, "mode")));
 }

@@ -71,7 +71,9 @@ int ctx_resolve_home(dlm_ctx *ctx, dlm_err *e);
 /* src/cmd/adapters_view.c: the document's named adapters with their store
  * versions (JSON array; null without training.adapters), and as lines. */
 json_t *adapters_view_json(const dlm_doc *d, const char *home);
-void adapters_view_print(const json_t *adapters);
+/* training.gate: {enabled, mode: off|not trained|trained|uniform, ...}; null without adapters. */
+json_t *adapters_view_gate_json(const dlm_doc *d, const char *home);
+void adapters_view_print(const json_t *adapters, const json_t *gate);
 int srcview_print(const char *doc_path, int as_json, dlm_err *e);
 
 /* scaffold.c: `dlm train DIR` — the path of DIR/.dlm/<name>.dlm, reused or

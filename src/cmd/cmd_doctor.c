@@ -245,6 +245,8 @@ int cmd_doctor(int argc, char **argv, dlm_ctx *ctx)
                 dlm_doc *nd = doc_load(pos[0], &e);
                 json_object_set_new(json_object_get(o, "document"), "adapters",
                                     nd ? adapters_view_json(nd, ctx->home) : json_null());
+                json_object_set_new(json_object_get(o, "document"), "gate",
+                                    nd ? adapters_view_gate_json(nd, ctx->home) : json_null());
                 doc_free(nd);
             }
             if (d.pref_planned) {
@@ -258,8 +260,9 @@ int cmd_doctor(int argc, char **argv, dlm_ctx *ctx)
             print_doc_plan(&d, pos[0]);
             dlm_doc *nd = doc_load(pos[0], &e);
             if (nd) {
-                json_t *av = adapters_view_json(nd, ctx->home);
-                adapters_view_print(av);
+                json_t *av = adapters_view_json(nd, ctx->home), *gv = adapters_view_gate_json(nd, ctx->home);
+                adapters_view_print(av, gv);
+                json_decref(gv);
                 if (json_is_array(av))
                     printf("  (the plan above covers every section with the default LoRA shape; each adapter trains its"
                            " own share)\n");

@@ -614,9 +614,15 @@ adapter_done:
             if (gr.trained) fprintf(stderr, "); loss %.4f, entropy %.4f\n", gr.tr.final_loss, gr.tr.final_entropy);
             else fprintf(stderr, "; training.gate.cold_start_floor not reached)\n");
         }
-        if (o_json)
-            printf("{\"gate\": {\"mode\": \"%s\", \"samples\": %d, \"dir\": \"%s\"}}\n", gr.trained ? "trained" : "uniform",
-                   gr.n_samples, gr.dir);
+        if (o_json) {
+            json_t *j = json_pack("{s:{s:s, s:i, s:s}}", "gate", "mode", gr.trained ? "trained" : "uniform", "samples",
+                                  gr.n_samples, "dir", gr.dir);
+            strbuf sb = STRBUF_INIT;
+            json_write(&sb, j, JW_SORT);
+            printf("%s\n", sb_str(&sb));
+            sb_free(&sb);
+            json_decref(j);
+        }
     }
 watch:
     if (o_watch) {

@@ -6,7 +6,7 @@
 #   and 2 threads; held-out prompts of each style are routed to their adapter
 #   (`dlm prompt --json` adapter_weights); --gate off gives equal weights;
 #   a cold start (cold_start_floor above the prompts) writes mode "uniform";
-#   --gate without a gate is a usage error.
+#   --gate without a gate is a usage error; show/doctor report the gate mode.
 set -euo pipefail
 . "$DLM_SRC/tests/cli/lib.sh"
 S="$DLM_HOME/store/$ID"
@@ -40,6 +40,12 @@ c = json.load(open(sys.argv[1]))
 assert c == {"input_dim": 256, "hidden_proj_dim": 64, "adapter_names": ["sql", "tone"], "mode": "trained",
              "entropy_lambda": 0.01}, c
 PY
+"$DLM" show doc.dlm --json | /usr/bin/python3 -c '
+import json, sys
+g = json.load(sys.stdin)["gate"]; assert g["enabled"] is True and g["mode"] == "trained", g'
+"$DLM" doctor doc.dlm --json | /usr/bin/python3 -c '
+import json, sys
+g = json.load(sys.stdin)["document"]["gate"]; assert g["mode"] == "trained", g'
 g1=$(sha256sum "$S/adapter/_gate/gate.safetensors" | cut -c1-64)
 "$DLM" train doc.dlm --max-steps 2 --threads 1 -q >/dev/null
 [ "$(sha256sum "$S/adapter/_gate/gate.safetensors" | cut -c1-64)" = "$g1" ] || fail "gate bytes differ for 1 vs 2 threads"
@@ -64,6 +70,7 @@ out=$("$DLM" train cold.dlm --max-steps 1 2>&1)
 grep -q "gate: uniform (cold start)" <<<"$out" || fail "no cold start: $out"
 grep -q '"mode": "uniform"' "$S/adapter/_gate/gate_config.json" || fail "gate_config.json is not uniform"
 [ ! -e "$S/adapter/_gate/gate.safetensors" ] || fail "a uniform gate left gate.safetensors"
+"$DLM" show cold.dlm | grep -q "^  gate  *enabled (uniform)" || fail "show does not say the gate is uniform"
 "$DLM" prompt cold.dlm "List all users." --temp 0 -n 1 --json 2>/dev/null | /usr/bin/python3 -c '
 import json, sys
 j = json.load(sys.stdin); assert j["adapter_weights"] == {"sql": 0.5, "tone": 0.5} and j["gate"] == "auto", j'
