@@ -5,7 +5,8 @@
 #   --adapter of an undeclared name and an undeclared `#name` suffix stop
 #   with UnknownAdapterError (the suffix at its file:line);
 #   prompt --adapter and export --adapter by name; show/doctor (--json) list
-#   the adapters with their routed sections and versions.
+#   the adapters with their routed sections and versions; the preference
+#   phase trains only the adapter its sections route to.
 set -euo pipefail
 . "$DLM_SRC/tests/cli/lib.sh"
 S="$DLM_HOME/store/$ID"
@@ -110,4 +111,37 @@ assert [(x["name"], x["lora_r"], x["sections"], x["current_version"], x["version
 import json, sys
 a = json.load(sys.stdin)["document"]["adapters"]
 assert [x["name"] for x in a] == ["tone", "sql"], a'
+# the preference phase follows the routing: only the adapter a
+# ::preference#sql:: section routes to gets a DPO version
+cat > pref.dlm <<DOC
+---
+dlm_id: 01JD0000000000000000000PRF
+dlm_version: 15
+base_model: tiny
+training:
+  sequence_len: 64
+  micro_batch_size: 2
+  grad_accum: 1
+  adapters: {tone: {lora_r: 4}, sql: {lora_r: 4}}
+---
+Shared prose.
+
+::instruction#sql::
+### Q
+List all users.
+### A
+SELECT * FROM users;
+
+::preference#sql::
+### Prompt
+Count users.
+### Chosen
+SELECT COUNT(*) FROM users;
+### Rejected
+count them yourself
+DOC
+out=$("$DLM" train pref.dlm --max-steps 1 2>&1)
+P="$DLM_HOME/store/01JD0000000000000000000PRF/adapter"
+grep -q "adapter sql: trained v0001 (sft: .*and v0002 (dpo" <<<"$out" || fail "sql preference phase: $out"
+[ -d "$P/sql/versions/v0002" ] && [ ! -e "$P/tone/versions/v0002" ] || fail "preference versions: $(ls "$P"/*/versions)"
 echo ok
