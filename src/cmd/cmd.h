@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stddef.h>
 #include "util/err.h"
+#include "doc/doc.h"
 
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_INTERRUPTED = 130 };
 
@@ -73,6 +74,12 @@ int ctx_resolve_home(dlm_ctx *ctx, dlm_err *e);
 
 /* srcview.c: the per-file verdicts of a document's training.sources (text
  * or JSON on stdout), for `show --sources` and `train --dry-run`. */
+/* src/cmd/adapters_view.c: the document's named adapters with their store
+ * versions (JSON array; null without training.adapters), and as lines. */
+json_t *adapters_view_json(const dlm_doc *d, const char *home);
+/* training.gate: {enabled, mode: off|not trained|trained|uniform, ...}; null without adapters. */
+json_t *adapters_view_gate_json(const dlm_doc *d, const char *home);
+void adapters_view_print(const json_t *adapters, const json_t *gate);
 int srcview_print(const char *doc_path, int as_json, dlm_err *e);
 
 /* scaffold.c: `dlm train DIR` — the path of DIR/.dlm/<name>.dlm, reused or

@@ -86,7 +86,7 @@ int cmd_api(int argc, char **argv, dlm_ctx *ctx)
     if (cmd_setup(ctx, &e)) return cmd_fail(ctx, &e);
     kern_init(a.threads);
     const char *doc = npos ? pos[0] : NULL;
-    target_opts to = {doc, a.base, ctx->home, !a.no_adapter, a.offline};
+    target_opts to = {.doc_path = doc, .base = a.base, .home = ctx->home, .use_adapter = !a.no_adapter, .offline = a.offline};
     infer_target t;
     if (target_open(&to, &t, &e)) return cmd_fail(ctx, &e);
     int rc = EXIT_FAIL;

@@ -244,6 +244,14 @@ int cmd_doctor(int argc, char **argv, dlm_ctx *ctx)
                                   (json_int_t)d.tokens, "loss_tokens", (json_int_t)d.loss_tokens, "replay_sections",
                                   d.replay_sections, "plan", plan_json(&d.p, &d.in), "plan_error",
                                   d.fits ? json_null() : json_string(d.p.reason));
+            {
+                dlm_doc *nd = doc_load(pos[0], &e);
+                json_object_set_new(json_object_get(o, "document"), "adapters",
+                                    nd ? adapters_view_json(nd, ctx->home) : json_null());
+                json_object_set_new(json_object_get(o, "document"), "gate",
+                                    nd ? adapters_view_gate_json(nd, ctx->home) : json_null());
+                doc_free(nd);
+            }
             if (d.pref_planned) {
                 json_object_set_new(o, "preference_plan", plan_json(&d.pref_p, &d.pref_in));
                 json_object_set_new(o, "preference", json_pack("{s:s, s:i, s:b}", "method", d.pref_method, "pairs",
@@ -253,6 +261,17 @@ int cmd_doctor(int argc, char **argv, dlm_ctx *ctx)
         } else {
             print_host(&h);
             print_doc_plan(&d, pos[0]);
+            dlm_doc *nd = doc_load(pos[0], &e);
+            if (nd) {
+                json_t *av = adapters_view_json(nd, ctx->home), *gv = adapters_view_gate_json(nd, ctx->home);
+                adapters_view_print(av, gv);
+                json_decref(gv);
+                if (json_is_array(av))
+                    printf("  (the plan above covers every section with the default LoRA shape; each adapter trains its"
+                           " own share)\n");
+                json_decref(av);
+            }
+            doc_free(nd);
         }
         return EXIT_OK;
     }

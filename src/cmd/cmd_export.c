@@ -10,7 +10,7 @@
 
 typedef struct export_args {
     int merged, dequantize, no_template, no_smoke, threads, offline, accept, skip_ollama;
-    const char *target, *quant, *name, *out, *pre, *mix, *mix_method;
+    const char *target, *quant, *name, *out, *pre, *mix, *mix_method, *adapter;
 } export_args;
 
 static const opt OPTS[] = {
@@ -23,7 +23,8 @@ static const opt OPTS[] = {
     {"no-template", 0, OPT_FLAG, offsetof(export_args, no_template), NULL, "no TEMPLATE / chat template (and no drift check)"},
     {"no-smoke", 0, OPT_FLAG, offsetof(export_args, no_smoke), NULL, "skip the one-line smoke prompt after ollama create"},
     {"skip-ollama", 0, OPT_FLAG, offsetof(export_args, skip_ollama), NULL, "write the Modelfile but do not run ollama create"},
-    {"adapter-mix", 0, OPT_STR, offsetof(export_args, mix), "SRC:W,...", "export a weighted mix of adapters (versions vNNNN or adapter folders)"},
+    {"adapter", 0, OPT_STR, offsetof(export_args, adapter), "NAME", "export this adapter of training.adapters (its current version)"},
+    {"adapter-mix", 0, OPT_STR, offsetof(export_args, mix), "SRC:W,...", "export a weighted mix of adapters (names, versions vNNNN or folders)"},
     {"adapter-mix-method", 0, OPT_STR, offsetof(export_args, mix_method), "M", "linear (exact, rank Σr; default) or svd (rank max r)"},
     {"pre-tokenizer", 0, OPT_STR, offsetof(export_args, pre), "NAME", "tokenizer.ggml.pre when dlm cannot name it (gpt-2 llama-bpe qwen2 smollm)"},
     {"threads", 0, OPT_INT, offsetof(export_args, threads), "N", "threads for quantizing (default: all cores)"},
@@ -33,7 +34,7 @@ static const opt OPTS[] = {
 };
 
 const cmd_spec spec_export = {
-    "export", "PATH [--target ollama|gguf|llama-server|vllm] [--quant Q] [--merged] [--adapter-mix SRC:W,...] [--out DIR]",
+    "export", "PATH [--target ollama|gguf|llama-server|vllm] [--quant Q] [--merged] [--adapter NAME | --adapter-mix SRC:W,...] [--out DIR]",
     "export the base and adapter as GGUF for llama.cpp and Ollama (or HF/PEFT for vLLM)",
     "Writes <store>/exports/<QUANT>/: base.<QUANT>.gguf quantized with llama.cpp's mix\n"
     "rules, adapter.gguf (a llama.cpp LoRA), export_manifest.json, and for the ollama\n"
@@ -58,6 +59,7 @@ int cmd_export(int argc, char **argv, dlm_ctx *ctx)
     if (a.quant && !export_mix_find(a.quant))
         return cmd_usage_error(&spec_export, "unknown --quant '%s' (Q4_K_M Q5_K_M Q6_K Q8_0 Q4_0 F16 BF16 F32)", a.quant);
     if (a.dequantize && !a.merged) return cmd_usage_error(&spec_export, "--dequantize only applies with --merged");
+    if (a.adapter && a.mix) return cmd_usage_error(&spec_export, "--adapter and --adapter-mix are mutually exclusive");
     int method = ADMIX_LINEAR;
     if (a.mix_method) {
         if (!a.mix) return cmd_usage_error(&spec_export, "--adapter-mix-method only applies with --adapter-mix");
@@ -75,7 +77,7 @@ int cmd_export(int argc, char **argv, dlm_ctx *ctx)
     export_opts o = {.doc_path = pos[0], .home = ctx->home, .target = (export_target)target, .quant = a.quant,
                      .merged = a.merged, .dequantize = a.dequantize, .no_template = a.no_template,
                      .no_smoke = a.no_smoke, .name = a.name, .out_dir = a.out, .pre_tokenizer = a.pre,
-                     .offline = a.offline, .adapter_mix = a.mix, .mix_method = method,
+                     .offline = a.offline, .adapter_mix = a.mix, .adapter = a.adapter, .mix_method = method,
                      .skip_ollama = a.skip_ollama};
     export_result res;
     if (export_run(&o, &res, &e)) return cmd_fail(ctx, &e);

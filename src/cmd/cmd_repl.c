@@ -326,7 +326,7 @@ int cmd_repl(int argc, char **argv, dlm_ctx *ctx)
     memset(&R, 0, sizeof R);
     repl *r = &R;
     const char *doc = npos ? pos[0] : NULL;
-    target_opts to = {doc, a.base, ctx->home, 1, a.offline};
+    target_opts to = {.doc_path = doc, .base = a.base, .home = ctx->home, .use_adapter = 1, .offline = a.offline};
     if (target_open(&to, &r->t, &e)) return cmd_fail(ctx, &e);
     int rc = EXIT_FAIL;
     char hist[4200] = "";

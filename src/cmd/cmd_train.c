@@ -13,6 +13,7 @@
 #include "cmd/commands.h"
 #include "doc/doc.h"
 #include "store/store.h"
+#include "run/gate_run.h"
 #include "run/heartbeat.h"
 #include "run/inert.h"
 #include "run/trainer.h"
@@ -24,16 +25,15 @@
 #include "util/timeutil.h"
 
 typedef struct train_args {
-    int no_mined, no_cache;
-    int resume, fresh, max_steps, seed, threads, update, ignore, strict, no_replay,
-        force, json, offline, detach, dry_run, watch, watch_max_steps, watch_debounce_ms, recursive, no_recursive, rescaffold, accept;
-    const char *max_memory, *base, *name, *policy, *phase;
+    int no_mined, no_cache, resume, fresh, max_steps, seed, threads, update, ignore, strict, no_replay, force, json, offline, detach, dry_run, watch, watch_max_steps, watch_debounce_ms, recursive, no_recursive, rescaffold, accept;
+    const char *max_memory, *base, *name, *policy, *phase, *adapter;
     opt_list include, exclude;
 } train_args;
 
 static const opt OPTS[] = {
     {"phase", 0, OPT_STR, offsetof(train_args, phase), "sft|preference|all",
      "sft, the preference phase (DPO/ORPO on ::preference:: sections), or both (default all)"},
+    {"adapter", 0, OPT_STR, offsetof(train_args, adapter), "NAME", "train only this adapter of training.adapters (default: all, in order)"},
     {"resume", 0, OPT_FLAG, offsetof(train_args, resume), NULL, "continue the interrupted run (or the current version) exactly"},
     {"fresh", 0, OPT_FLAG, offsetof(train_args, fresh), NULL, "start a new adapter from the base (drops a leftover checkpoint)"},
     {"max-steps", 0, OPT_INT, offsetof(train_args, max_steps), "N", "stop after N optimizer steps"},
@@ -67,7 +67,7 @@ static const opt OPTS[] = {
 };
 
 const cmd_spec spec_train = {
-    "train", "PATH|DIR [--phase sft|preference|all] [--resume | --fresh] [--max-steps N] [--seed N] [--threads N] [--max-memory SIZE] [--detach] [--dry-run]",
+    "train", "PATH|DIR [--adapter NAME] [--phase sft|preference|all] [--resume | --fresh] [--max-steps N] [--seed N] [--threads N] [--max-memory SIZE] [--detach] [--dry-run]",
     "train a LoRA adapter on the document and commit it as the next version",
     "Each run trains on every prose and Q&A section plus a replay sample of sections\n"
     "earlier versions saw, checkpoints every training.save_steps, and commits\n"
@@ -83,9 +83,15 @@ const cmd_spec spec_train = {
     "every file with its verdict (docs/sources.md).\n"
     "--phase all (the default) trains SFT, then, when the document has preference\n"
     "sections and training.preference.enabled is not false, the preference phase\n"
-    "(DPO or ORPO, training.preference) as a second version; see docs/training.md.",
+    "(DPO or ORPO, training.preference) as a second version; see docs/training.md.\n"
+    "A document that declares training.adapters trains each named adapter on the\n"
+    "sections routed to it, in declaration order, into adapter/<name>/versions/vNNNN;\n"
+    "--adapter NAME trains one (docs/adapters.md).",
     OPTS,
 };
+
+/* named adapters one `dlm train` trains (a document with more is refused) */
+#define MAX_NAMED 256
 
 static volatile sig_atomic_t g_stop;
 static void on_signal(int sig)
@@ -403,11 +409,33 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
     }
     if (a.dry_run) return srcview_print(pos[0], a.json, &e) ? cmd_fail(ctx, &e) : EXIT_OK;
     if (cmd_check_license(ctx, pos[0], a.base, a.accept, 1, &e)) return cmd_fail(ctx, &e);
+    /* the adapters this command trains: the document's one, or the named
+     * ones of training.adapters in declaration order (--adapter: one) */
+    static char names[MAX_NAMED][33];
+    int n_names = 0, gate_enabled = 0;
     {   /* keys the document sets that dlm does not act on yet: said, not ignored */
         dlm_doc *nd = doc_load(pos[0], &e);
         if (!nd) return cmd_fail(ctx, &e);
         run_inert_notes(&doc_fm(nd)->training, inert_note, NULL);
+        const doc_training *tr = &doc_fm(nd)->training;
+        if (a.adapter && doc_adapter_index(doc_fm(nd), a.adapter) < 0) {
+            dlm_doc *tmp = nd;
+            nd = NULL;
+            doc_scope_adapter(tmp, a.adapter, &e);   /* only for its UnknownAdapterError */
+            doc_free(tmp);
+            return cmd_fail(ctx, &e);
+        }
+        for (int i = 0; tr->adapters && i < tr->n_adapters && n_names < MAX_NAMED; i++)
+            if (!a.adapter || !strcmp(a.adapter, tr->adapters[i].name))
+                snprintf(names[n_names++], sizeof names[0], "%s", tr->adapters[i].name);
+        int too_many = tr->n_adapters > MAX_NAMED;
+        gate_enabled = tr->gate.enabled;
         doc_free(nd);
+        if (too_many) {
+            err_set(&e, "SchemaValidationError", "%s declares more than %d adapters", pos[0], MAX_NAMED);
+            return cmd_fail(ctx, &e);
+        }
+        if (n_names > 1 && a.watch) return cmd_usage_error(&spec_train, "--watch trains one adapter: add --adapter NAME");
     }
     unsigned long long maxmem = 0;
     if (a.max_memory && str_parse_size(a.max_memory, &maxmem))
@@ -455,13 +483,22 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
      * checkpoint, cancelled); a detached run ignores SIGHUP */
     if (!a.detach) sigaction(SIGHUP, &sa, NULL);
     /* --phase all: does the document want the preference phase? */
-    int both = ph_sft && ph_pref, pref_wanted = !both;
+    int both = ph_sft && ph_pref, pref_wanted = !both, ph_pref0 = ph_pref, ai = 0;
+    train_result res, sft_res;
+    int have_sft = 0, cycle = 0;
+next_adapter:
+    o.adapter = n_names ? names[ai] : NULL;
+    o.resume = a.resume;   /* the preference phase of the previous adapter cleared them */
+    o.fresh = a.fresh;
+    ph_pref = ph_pref0;
+    if (n_names > 1 && !ctx->quiet && !a.json) fprintf(stderr, "adapter %s (%d/%d)\n", names[ai], ai + 1, n_names);
     if (both) {
         dlm_doc *d = doc_load(pos[0], &e);
         if (!d) return cmd_fail(ctx, &e);
         int triples = 0;
         for (int i = 0; i < doc_nsections(d); i++)
-            if (doc_section_at(d, i)->type == DOC_PREFERENCE && !(a.no_mined && doc_section_at(d, i)->auto_mined))
+            if (doc_section_at(d, i)->type == DOC_PREFERENCE && !(a.no_mined && doc_section_at(d, i)->auto_mined) &&
+                (!o.adapter || doc_section_routes_to(doc_fm(d), doc_section_at(d, i), o.adapter)))
                 triples += doc_section_at(d, i)->n_triples;
         const doc_training *tr = &doc_fm(d)->training;
         /* enabled: as written, else on when the document has preference sections (spec §3.1 step 5) */
@@ -474,8 +511,6 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
         doc_free(d);
         if (!pref_wanted) ph_pref = 0;
     }
-    train_result res, sft_res;
-    int have_sft = 0, cycle = 0;
     memset(&sft_res, 0, sizeof sft_res);
     o.phase_all = both;
 again:
@@ -523,7 +558,6 @@ again:
         if (write(v.notify_fd, line, strlen(line)) < 0) { /* the parent is gone */ }
         close(v.notify_fd);
         v.notify_fd = -1;
-    v.resume = a.resume;
     }
     if (r) {
         int code = cmd_fail(ctx, &e);
@@ -532,10 +566,12 @@ again:
         return code;
     }
     if (dist_rank() != 0) return res.cancelled ? EXIT_INTERRUPTED : EXIT_OK;
-    if (res.no_op) return EXIT_OK;
+    if (res.no_op) goto adapter_done;
     if (strcmp(res.phase, "sft")) {
+        if (o.adapter && !a.json) printf("adapter %s: ", o.adapter);
         int pr = print_pref(&res, have_sft ? &sft_res : NULL, a.json, ctx);
-        if (pr != EXIT_OK || !a.watch) return pr;
+        if (pr != EXIT_OK) return pr;
+        if (!a.watch) goto adapter_done;
         goto watch;
     }
     if (res.cancelled) return EXIT_INTERRUPTED;
@@ -548,12 +584,14 @@ again:
                               "val_loss", isfinite(res.val_loss) ? json_real(res.val_loss) : json_null(), "seconds",
                               res.seconds, "adapter_dir", res.version_dir, "log", res.log_path, "early_stopped",
                               res.early_stopped);
+        if (o.adapter) json_object_set_new(j, "adapter", json_string(o.adapter));
         strbuf sb = STRBUF_INIT;
         json_write(&sb, j, JW_SORT);
         printf("%s\n", sb_str(&sb));
         sb_free(&sb);
         json_decref(j);
     } else {
+        if (o.adapter) printf("adapter %s: ", o.adapter);
         printf("trained v%04d: %lld steps, loss %.3f → %.3f%s, %s\n", res.version, (long long)res.steps,
                res.first_loss, res.final_loss, val, dur);
         if (!ctx->quiet) fprintf(stderr, "adapter: %s\nlog: %s\n", res.version_dir, res.log_path);
@@ -562,6 +600,34 @@ again:
         log_warn("the loss fell less than 5%% (%.3f → %.3f): the adapter learned little. Try more epochs"
                  " (training.num_epochs), a higher training.learning_rate, or more Q&A pairs in the document",
                  res.first_loss, res.final_loss);
+adapter_done:
+    /* the next named adapter: same flags, its own tree (a --resume
+     * continues each adapter's own checkpoint or version) */
+    if (ai + 1 < n_names) {
+        ai++;
+        goto next_adapter;
+    }
+    /* training.gate: after every adapter of the document, the router
+     * (src/run/gate_run.h); it depends on the document and the base only */
+    if (n_names > 1 && !a.adapter && gate_enabled && !res.cancelled && !cycle) {
+        gate_run_result gr;
+        if (gate_run(pos[0], ctx->home, a.offline, &gr, &e)) return cmd_fail(ctx, &e);
+        if (!ctx->quiet && !a.json) {
+            fprintf(stderr, "gate: %s, %d prompt(s) (", gr.trained ? "trained" : "uniform (cold start)", gr.n_samples);
+            for (int k = 0; k < n_names; k++) fprintf(stderr, "%s%s %d", k ? ", " : "", names[k], gr.per_adapter[k]);
+            if (gr.trained) fprintf(stderr, "); loss %.4f, entropy %.4f\n", gr.tr.final_loss, gr.tr.final_entropy);
+            else fprintf(stderr, "; training.gate.cold_start_floor not reached)\n");
+        }
+        if (a.json) {
+            json_t *j = json_pack("{s:{s:s, s:i, s:s}}", "gate", "mode", gr.trained ? "trained" : "uniform", "samples",
+                                  gr.n_samples, "dir", gr.dir);
+            strbuf sb = STRBUF_INIT;
+            json_write(&sb, j, JW_SORT);
+            printf("%s\n", sb_str(&sb));
+            sb_free(&sb);
+            json_decref(j);
+        }
+    }
 watch:
     if (a.watch) {
         /* --watch: wait for a debounced edit; retrain from the current

@@ -61,6 +61,9 @@ double decoder_loss(decoder *d, const token_batch *b, float *nll, float *logits_
  * cache. logits receives [V] for the last token, or [n, V] when all_logits.
  * The caller keeps n_past (decoder/session.c). */
 void decoder_eval(decoder *d, const int32_t *tokens, int n, int n_past, float *logits, int all_logits);
+/* After decoder_eval: the final norm's output (HF's last_hidden_state) of
+ * the n tokens evaluated, [n, d_model]; valid until the next call. */
+const float *decoder_hidden(const decoder *d);
 /* Several sequences in one pass: group g's rows tokens[row0, row0+n) are
  * positions n_past.. of sequence seq (distinct seqs, rows in order, at most
  * B·T rows in all). The projections, the MLP and the head run once over

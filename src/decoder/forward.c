@@ -611,6 +611,8 @@ void decoder_eval(decoder *d, const int32_t *tokens, int n, int n_past, float *l
     decoder_eval_groups(d, tokens, &g, 1, logits, all_logits);
 }
 
+const float *decoder_hidden(const decoder *d) { return d->xnf; }
+
 void decoder_cache_copy_from(decoder *dst, int dst_seq, const decoder *src, int src_seq, int n)
 {
     size_t K = (size_t)dst->K, L = (size_t)dst->m->cfg.n_layer;

@@ -9,7 +9,7 @@
 
 struct session {
     decoder *d;
-    int n_ctx, n_batch, n_past, vocab;
+    int n_ctx, n_batch, n_past, vocab, d_model;
 };
 
 static decoder_opts session_opts(int n_ctx, int n_batch)
@@ -39,6 +39,7 @@ int session_create(const model *m, const lora *l, int n_ctx, int n_batch, sessio
     s->n_ctx = n_ctx;
     s->n_batch = n_batch;
     s->vocab = m->cfg.vocab;
+    s->d_model = m->cfg.d_model;
     *out = s;
     return 0;
 }
@@ -74,6 +75,31 @@ int session_eval(session *s, const int32_t *tokens, int n, float *logits, int al
         done += b;
     }
     return 0;
+}
+
+int session_embed_mean(session *s, const int32_t *tokens, int n, float *out, dlm_err *e)
+{
+    session_reset(s);
+    int C = s->d_model;
+    float *lg = malloc((size_t)s->vocab * sizeof(float));
+    double *acc = calloc((size_t)C, sizeof(double));
+    int rc = -1;
+    if (!lg || !acc) { err_set(e, "MemoryError", "out of memory"); goto done; }
+    for (int done = 0; done < n;) {
+        int b = n - done < s->n_batch ? n - done : s->n_batch;
+        if (session_eval(s, tokens + done, b, lg, 0, e)) goto done;
+        const float *h = decoder_hidden(s->d);
+        for (int i = 0; i < b; i++)
+            for (int c = 0; c < C; c++) acc[c] += h[(size_t)i * C + c];
+        done += b;
+    }
+    for (int c = 0; c < C; c++) out[c] = (float)(acc[c] / n);
+    rc = 0;
+done:
+    free(lg);
+    free(acc);
+    session_reset(s);
+    return rc;
 }
 
 int session_copy_prefix(session *dst, const session *src, int n)

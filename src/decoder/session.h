@@ -37,6 +37,10 @@ int session_vocab(const session *s);   /* logits per position */
 int session_copy_prefix(session *dst, const session *src, int n);
 
 int session_eval(session *s, const int32_t *tokens, int n, float *logits, int all_logits, dlm_err *e);
+/* Reset, run tokens[0..n) and write the mean over the tokens of the final
+ * norm's output (HF last_hidden_state mean-pooled) into out[d_model]: the
+ * prompt embedding the adapter gate routes on (src/adapter/gate.h). */
+int session_embed_mean(session *s, const int32_t *tokens, int n, float *out, dlm_err *e);
 
 /* dst's first n positions (n <= src's n_past) become src's, and dst's
  * n_past = n; dst == src keeps a prefix. Same model and n_ctx required.

@@ -105,6 +105,7 @@ void doc_free(dlm_doc *d)
     free(d->sections);
     src_report_free(d->sources);
     free(d->sources);
+    free(d->scoped);
     free(d);
 }
 
@@ -144,6 +145,15 @@ static int parse_text(dlm_doc *d, dlm_err *e)
         return -1;
     }
     d->cap = d->n;
+    /* §3.9: a suffix naming an undeclared adapter stops here, at its line */
+    if (doc_check_routes(d, e)) {
+        for (int i = 0; i < d->n; i++) doc_section_clear(&d->sections[i]);
+        free(d->sections);
+        d->sections = NULL;
+        d->n = d->cap = 0;
+        doc_fm_free(&d->fm);
+        return -1;
+    }
     return 0;
 }
 
@@ -242,6 +252,7 @@ static int reparse(dlm_doc *d, const char *text, size_t len, dlm_err *e)
 int doc_append_section(dlm_doc *d, const doc_section *tmpl, dlm_err *e)
 {
     if ((unsigned)tmpl->type > DOC_AUDIO) return err_set(e, "ValueError", "unknown section type");
+    if (doc_check_route(d->path, &d->fm, tmpl, e)) return -1;   /* before the write-back parse wraps it */
     if (d->n == d->cap) {
         int cap = d->cap ? d->cap * 2 : 8;
         doc_section *ns = realloc(d->sections, (size_t)cap * sizeof *ns);

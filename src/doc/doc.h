@@ -279,6 +279,23 @@ int doc_expand_sources(dlm_doc *d, dlm_err *e);
 struct src_report;
 const struct src_report *doc_sources_report(const dlm_doc *d);
 
+/* ---- named adapters (docs/reference/original-spec.md §3.9, src/doc/route.c) -- */
+
+/* Index of name in training.adapters (declaration order), -1 when absent. */
+int doc_adapter_index(const doc_frontmatter *fm, const char *name);
+/* 1 when section s trains adapter `name`: prose without suffix → every
+ * adapter, instruction/preference without suffix → the first declared, a
+ * `#name` suffix → that one. Without training.adapters every section trains
+ * the one flat adapter (1 for any name). */
+int doc_section_routes_to(const doc_frontmatter *fm, const doc_section *s, const char *name);
+/* Keep only the sections routed to `name` and put its AdapterConfig
+ * (adapter, lora_r, lora_alpha, lora_dropout, target_modules,
+ * learning_rate) into the flat training fields. In memory only: such a
+ * document refuses doc_write. UnknownAdapterError when not declared. */
+int doc_scope_adapter(dlm_doc *d, const char *name, dlm_err *e);
+/* The adapter doc_scope_adapter scoped d to, or NULL. */
+const char *doc_scoped_adapter(const dlm_doc *d);
+
 /* ---- editing and writing ---------------------------------------------------
  * An untouched document serialises to its normalised text byte for byte.
  * After edits the body is regenerated so that every kept section keeps its

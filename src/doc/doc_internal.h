@@ -18,6 +18,7 @@ struct dlm_doc {
     int n, cap;
     int dirty;
     struct src_report *sources;  /* doc_expand_sources ran (sources.c) */
+    char *scoped;           /* doc_scope_adapter's name (route.c), NULL when not scoped */
 };
 
 /* text.c */
@@ -52,6 +53,11 @@ void doc_section_clear(doc_section *s);
 /* Parse a section's Q/A or preference body into s (content + content_line
  * must be set). */
 int doc_parse_pairs(const char *path, doc_section *s, dlm_err *e);
+
+/* route.c: UnknownAdapterError for a section whose `#name` suffix
+ * training.adapters does not declare (a no-op without adapters). */
+int doc_check_route(const char *path, const doc_frontmatter *fm, const doc_section *s, dlm_err *e);
+int doc_check_routes(const dlm_doc *d, dlm_err *e);
 
 /* Body text of the sections, regenerated (see doc.h "editing"). */
 int doc_emit_body(const doc_section *secs, int n, strbuf *out, dlm_err *e);

@@ -115,6 +115,8 @@ static int same_section(const doc_section *a, const doc_section *b)
 
 int doc_serialize(const dlm_doc *d, strbuf *out, dlm_err *e)
 {
+    if (d->scoped)   /* doc_scope_adapter dropped the other adapters' sections */
+        return err_set(e, "DocError", "%s: a document scoped to adapter '%s' cannot be written", d->path, d->scoped);
     /* sections synthesized from training.sources live in memory only */
     for (int i = 0; i < d->n; i++)
         if (d->sections[i].source_file)

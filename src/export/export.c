@@ -261,6 +261,7 @@ static int write_export_manifest(const char *dir, const export_opts *o, const ex
                           "reused_base", r->reused_base, "template_drift_checked", r->drift_checked, "artifacts", a);
     if (!m) return err_set(e, "MemoryError", "out of memory");
     json_object_set(m, "adapter_mix", mix ? mix : json_null());
+    json_object_set_new(m, "adapter_name", T->adapter_name ? json_string(T->adapter_name) : json_null());
     char p[4200];
     int rc = path_in(p, sizeof p, dir, "export_manifest.json", e) ? -1 : json_save_file(p, m, e);
     json_decref(m);
@@ -294,6 +295,7 @@ static int record_in_store(const infer_target *T, const export_opts *o, const ex
                           jstr_or_null(artifact_sha(arts, n_arts, mf)), "adapter_gguf_sha256",
                           jstr_or_null(artifact_sha(arts, n_arts, "adapter.gguf")), "smoke_output_first_line",
                           jstr_or_null(r->smoke), "adapter_name");
+    if (x && T->adapter_name) json_object_set_new(x, "adapter_name", json_string(T->adapter_name));
     if (!x) { err_set(e, "MemoryError", "out of memory"); goto done; }
     rc = manifest_add_export(m, x, e);
     json_decref(x);
@@ -322,7 +324,20 @@ static int load_mix(const export_opts *o, infer_target *T, export_result *r, lor
         char dir[4300];
         size_t k = 1;
         while (s[0] == 'v' && s[k] >= '0' && s[k] <= '9') k++;
-        if (s[0] == 'v' && k > 1 && !s[k]) {
+        if (doc_adapter_index(doc_fm(T->doc), s) >= 0) {
+            /* a named adapter of training.adapters: its current version */
+            char ad[4200], vn[16];
+            int v = store_current_version_of(T->store, s, e);
+            if (v < 0) goto done;
+            if (v == 0) {
+                err_set(e, "ExportError", "--adapter-mix: adapter '%s' has no trained version", s);
+                err_hint(e, "train it first: dlm train %s --adapter %s", o->doc_path, s);
+                goto done;
+            }
+            store_version_name(v, vn, sizeof vn);
+            if (store_adapter_dir(T->store, s, ad, sizeof ad, e)) goto done;
+            snprintf(dir, sizeof dir, "%s/versions/%s", ad, vn);
+        } else if (s[0] == 'v' && k > 1 && !s[k]) {
             char rel_[64];
             snprintf(rel_, sizeof rel_, "adapter/versions/v%04d", atoi(s + 1));
             if (store_path(T->store, rel_, dir, sizeof dir, e)) goto done;
@@ -485,7 +500,8 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
     memset(r, 0, sizeof *r);
     if (!o->doc_path) return err_set(e, "ExportError", "export needs a document");
     infer_target T;
-    target_opts to = {.doc_path = o->doc_path, .home = o->home, .use_adapter = 1, .offline = o->offline};
+    target_opts to = {.doc_path = o->doc_path, .home = o->home, .use_adapter = 1, .offline = o->offline,
+                      .adapter = o->adapter};
     if (target_open(&to, &T, e)) return -1;
     int rc = -1;
     const doc_frontmatter *fm = doc_fm(T.doc);
@@ -496,8 +512,15 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
     const char *wdir = r->dir;
     json_t *mixj = NULL;
     lora *mixed = NULL;
+    if (!o->adapter_mix && T.named && !T.adapter_name) {
+        err_set(e, "ExportError", "%s declares named adapters: say which to export", o->doc_path);
+        err_hint(e, "--adapter NAME exports one; --adapter-mix a:0.5,b:0.5 exports a weighted mix");
+        e->code = 2;
+        goto done;
+    }
     if (!o->adapter_mix && (!T.version || !T.l)) {
-        err_set(e, "ExportError", "no current adapter: %s/adapter/current.txt names no trained version", T.store);
+        err_set(e, "ExportError", "no current adapter: %s/adapter%s%s/current.txt names no trained version", T.store,
+                T.adapter_name ? "/" : "", T.adapter_name ? T.adapter_name : "");
         err_hint(e, "train one first: dlm train %s", o->doc_path);
         goto done;
     }
@@ -517,6 +540,8 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
         for (; fm->dlm_id[k] && k < sizeof id - 1; k++) id[k] = (char)tolower((unsigned char)fm->dlm_id[k]);
         id[k] = 0;
         if (o->name) snprintf(r->ollama_name, sizeof r->ollama_name, "%s", o->name);
+        else if (T.adapter_name)   /* one model per named adapter */
+            snprintf(r->ollama_name, sizeof r->ollama_name, "dlm-%s-%s:v%04d", id, T.adapter_name, T.version);
         else snprintf(r->ollama_name, sizeof r->ollama_name, "dlm-%s:v%04d", id, T.version);
         if (!export_ollama_name_ok(r->ollama_name)) {
             err_set(e, "ExportError", "'%s' is not a valid Ollama model name", r->ollama_name);
@@ -534,7 +559,9 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
     if (o->out_dir) snprintf(r->dir, sizeof r->dir, "%s", o->out_dir);
     else {
         char rel[128];
-        snprintf(rel, sizeof rel, "exports/%s", o->target == EXPORT_TARGET_VLLM ? "vllm" : mix->name);
+        /* a named adapter exports beside the others: exports/<name>/<QUANT> */
+        snprintf(rel, sizeof rel, "exports/%s%s%s", T.adapter_name ? T.adapter_name : "", T.adapter_name ? "/" : "",
+                 o->target == EXPORT_TARGET_VLLM ? "vllm" : mix->name);
         if (store_path(T.store, rel, r->dir, sizeof r->dir, e)) goto done;
     }
     /* A store export is written into a hidden staging folder and swapped

@@ -43,7 +43,9 @@ typedef struct export_opts {
     const char *out_dir;        /* default <store>/exports/<QUANT> */
     const char *pre_tokenizer;  /* override tokenizer.ggml.pre */
     int offline;
-    const char *adapter_mix;    /* "v0001:0.7,v0002:0.3" (versions or adapter folders); NULL: the current adapter */
+    const char *adapter_mix;    /* "v0001:0.7,v0002:0.3" (versions, named adapters of training.adapters or
+                                 * adapter folders); NULL: the current adapter */
+    const char *adapter;        /* --adapter NAME: that named adapter's current version */
     int mix_method;             /* admix_method: ADMIX_LINEAR (exact) or ADMIX_SVD */
     int skip_ollama;            /* write the Modelfile but never run ollama */
 } export_opts;

@@ -30,14 +30,27 @@ int target_open(const target_opts *o, infer_target *t, dlm_err *e)
     if (base_resolve(spec, &ho, &t->base, t->model_path, sizeof t->model_path, e)) goto fail;
     if (model_load(t->model_path, &t->m, e) || tok_load_for_model(t->model_path, &t->t, e)) goto fail;
     t->dialect = chat_dialect_resolve(t->t, t->base.entry);
-    if (t->doc && o->use_adapter && store_exists(t->store)) {
-        int v = store_current_version(t->store, NULL);
+    if (t->doc) {
+        const doc_frontmatter *fm = doc_fm(t->doc);
+        t->named = fm->training.adapters != NULL;
+        /* --adapter names one of training.adapters (spec §5); the scope
+         * call gives the UnknownAdapterError with the declared names */
+        if (o->adapter && doc_adapter_index(fm, o->adapter) < 0) {
+            (void)doc_scope_adapter(t->doc, o->adapter, e);
+            goto fail;
+        }
+        if (o->adapter) t->adapter_name = fm->training.adapters[doc_adapter_index(fm, o->adapter)].name;
+    }
+    if (t->doc && o->use_adapter && store_exists(t->store) && (!t->named || t->adapter_name)) {
+        int v = store_current_version_of(t->store, t->adapter_name, e);
+        if (v < 0) goto fail;
         if (v > 0) {
-            char vn[16];
+            char vn[16], ad[4200];
             store_version_name(v, vn, sizeof vn);
-            snprintf(t->adapter_dir, sizeof t->adapter_dir, "%s/adapter/versions/%s", t->store, vn);
+            if (store_adapter_dir(t->store, t->adapter_name, ad, sizeof ad, e)) goto fail;
+            snprintf(t->adapter_dir, sizeof t->adapter_dir, "%s/versions/%s", ad, vn);
             if (adapter_load(t->adapter_dir, t->m, &t->l, e)) {
-                err_prefix(e, "adapter %s", vn);
+                err_prefix(e, "adapter %s%s%s", t->adapter_name ? t->adapter_name : "", t->adapter_name ? " " : "", vn);
                 goto fail;
             }
             t->version = v;

@@ -22,6 +22,8 @@ typedef struct infer_target {
     tok *t;
     lora *l;                      /* NULL: no adapter (none trained, or --no-adapter) */
     int version;                  /* adapter version in use, 0 = none */
+    const char *adapter_name;     /* the named adapter loaded (target_opts.adapter), NULL flat */
+    int named;                    /* the document declares training.adapters */
     char adapter_dir[4200];
     const chat_dialect *dialect;  /* NULL when the base has no chat template */
     const char *system_prompt;    /* the document's, or NULL */
@@ -33,6 +35,8 @@ typedef struct target_opts {
     const char *home;
     int use_adapter;              /* 0 = --no-adapter */
     int offline;
+    const char *adapter;          /* --adapter NAME: that adapter of training.adapters (its current.txt);
+                                   * NULL on a document with named adapters loads none (the caller mixes) */
 } target_opts;
 
 int target_open(const target_opts *o, infer_target *t, dlm_err *e);

@@ -238,7 +238,7 @@ int teacher_open(const teacher_opts *o, teacher **out, dlm_err *e)
     if (!strcmp(o->spec, "self")) {
         t->kind = T_SELF;
         if (!o->doc_path) { teacher_close(t); return err_set(e, "TeacherError", "teacher self needs a document"); }
-        target_opts to = {o->doc_path, NULL, o->home, 1, 1};
+        target_opts to = {o->doc_path, NULL, o->home, 1, 1, NULL};
         if (target_open(&to, &t->tg, e)) { teacher_close(t); return -1; }
         t->tg_open = 1;
         if (!t->tg.l) {

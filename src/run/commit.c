@@ -1,6 +1,6 @@
 /* commit — checkpoints, resume, the version commit and the run's records.
  *
- * Checkpoints live in <store>/adapter/checkpoints/step-NNNNNN/ (the last two
+ * Checkpoints live in <store>/adapter[/<name>]/checkpoints/step-NNNNNN/ (the last two
  * are kept): training_state.bin (+ .sha256) and progress.json, which pins
  * what a bit-exact continuation needs to be the same (seed, batch shape,
  * total steps, a signature of the dataset). A version is written into a
@@ -31,7 +31,7 @@
 
 static void ckpt_dir(const run *R, char *out, size_t cap)
 {
-    snprintf(out, cap, "%s/adapter/checkpoints", R->store);
+    snprintf(out, cap, "%s/checkpoints", R->adir);
 }
 
 /* Newest checkpoint step (0 none); name into out. */
@@ -285,14 +285,14 @@ int run_start_or_resume(run *R, dlm_err *e)
         /* no preference checkpoint: the phase starts from the current version */
         return pref_init_policy(R, e);
     } else {
-        int v = store_current_version(R->store, NULL);
+        int v = store_current_version_of(R->store, R->aname, NULL);
         if (v <= 0) {
             err_set(e, "ResumeError", "nothing to resume: no checkpoint and no trained version");
             return err_hint(e, "train first with 'dlm train %s'", R->o->doc_path);
         }
         char vn[16];
         store_version_name(v, vn, sizeof vn);
-        snprintf(sp, sizeof sp, "%s/adapter/versions/%s/training_state.bin", R->store, vn);
+        snprintf(sp, sizeof sp, "%s/versions/%s/training_state.bin", R->adir, vn);
     }
     if (state_load(sp, &st, e)) return step ? corrupt_ckpt(R, path, e) : -1;
     if (st.n != R->l->n) {
@@ -489,12 +489,12 @@ int run_commit(run *R, dlm_err *e)
         memcpy(R->l->w, R->best, R->l->n * sizeof(float));
         R->last_val = R->best_val;
     }
-    int v = store_next_version(R->store, e);
+    int v = store_next_version_of(R->store, R->aname, e);
     if (v <= 0) return -1;
     char vdir[4200], tmp[4400], vn[16];
     store_version_name(v, vn, sizeof vn);
-    snprintf(vdir, sizeof vdir, "%s/adapter/versions/%s", R->store, vn);
-    snprintf(tmp, sizeof tmp, "%s/adapter/versions/.%s.tmp-%d", R->store, vn, (int)getpid());
+    snprintf(vdir, sizeof vdir, "%s/versions/%s", R->adir, vn);
+    snprintf(tmp, sizeof tmp, "%s/versions/.%s.tmp-%d", R->adir, vn, (int)getpid());
     fs_remove_tree(tmp, NULL);
     if (fs_mkdir_p(tmp, e)) return -1;
     if (write_version(R, tmp, e)) {
@@ -508,7 +508,7 @@ int run_commit(run *R, dlm_err *e)
         return -1;
     }
     char vparent[4200];
-    snprintf(vparent, sizeof vparent, "%s/adapter/versions", R->store);
+    snprintf(vparent, sizeof vparent, "%s/versions", R->adir);
     fs_fsync_dir(vparent, NULL);
     if (!lora_all_finite(R->l)) {
         char rej[4300];
@@ -521,7 +521,7 @@ int run_commit(run *R, dlm_err *e)
         err_set(e, "NaNWeightsError", "the trained adapter has non-finite weights; kept for inspection at %s", rej);
         return err_hint(e, "lower training.learning_rate; the previous version stays current");
     }
-    if (store_set_current(R->store, v, e)) return -1;
+    if (store_set_current_of(R->store, R->aname, v, e)) return -1;
     R->version = v;
     snprintf(R->version_dir, sizeof R->version_dir, "%s", vdir);
     /* From here the version is committed: the records below must not undo it. */
@@ -541,18 +541,25 @@ int run_commit(run *R, dlm_err *e)
                             "steps", (json_int_t)R->steps_done, "final_train_loss", R->last_loss, "final_val_loss",
                             isfinite(val) ? json_real(val) : json_null(), "status", "completed", "pinned_versions",
                             "summary_path", sum_rel, "adapter_name", "weight_distribution");
+    if (rec && R->aname) json_object_set_new(rec, "adapter_name", json_string(R->aname));
     json_t *m = R->manifest;
     if (manifest_add_run(m, rec, &e2)) log_warn("manifest: %s", e2.msg);
     json_decref(rec);
-    json_object_set_new(m, "adapter_version", json_integer(v));
-    snprintf(p, sizeof p, "%s/adapter_model.safetensors", vdir);
-    if (!sha256_file_hex(p, sha, NULL)) json_object_set_new(m, "adapter_sha256", json_string(sha));
-    snprintf(p, sizeof p, "%s/adapter_config.json", vdir);
-    if (!sha256_file_hex(p, csha, NULL)) json_object_set_new(m, "adapter_config_sha256", json_string(csha));
+    /* the top-level adapter_* fields describe the flat adapter; a named
+     * adapter's version is in its run record and its current.txt */
+    if (!R->aname) {
+        json_object_set_new(m, "adapter_version", json_integer(v));
+        snprintf(p, sizeof p, "%s/adapter_model.safetensors", vdir);
+        if (!sha256_file_hex(p, sha, NULL)) json_object_set_new(m, "adapter_sha256", json_string(sha));
+        snprintf(p, sizeof p, "%s/adapter_config.json", vdir);
+        if (!sha256_file_hex(p, csha, NULL)) json_object_set_new(m, "adapter_config_sha256", json_string(csha));
+    }
     json_object_set_new(m, "base_model", json_string(R->base_spec));
     json_object_set_new(m, "base_model_revision", json_string(R->revision));
     json_object_set_new(m, "base_model_sha256", json_string(R->weights_sha));
-    json_t *ch = json_object();
+    /* a named adapter trained a share of the sections: the others' stay */
+    json_t *old = R->aname ? json_object_get(m, "content_hashes") : NULL;
+    json_t *ch = json_is_object(old) ? json_deep_copy(old) : json_object();
     for (int i = 0; i < doc_nsections(R->doc); i++) {
         const char *id = doc_section_at(R->doc, i)->id;
         json_object_set_new(ch, id, json_string(id));
@@ -563,7 +570,7 @@ int run_commit(run *R, dlm_err *e)
     if (manifest_save(R->manifest_path, m, &e2)) log_warn("manifest not saved: %s", e2.msg);
     if (R->o->lock != LOCK_IGNORE) {
         R->facts.last_run_id = R->run_id;
-        if (dlmlock_write(R->store, &R->facts, &e2)) log_warn("dlm.lock not written: %s", e2.msg);
+        if (dlmlock_write(R->rdir, &R->facts, &e2)) log_warn("dlm.lock not written: %s", e2.msg);
     }
     json_t *sum = json_pack("{s:I, s:i, s:s, s:I, s:I, s:f, s:f, s:o, s:f, s:i, s:i, s:i, s:I, s:i, s:i, s:b}",
                             "run_id", (json_int_t)R->run_id, "adapter_version", v, "version_dir", vdir, "steps",

@@ -67,7 +67,7 @@ int pref_init_policy(run *R, dlm_err *e)
     if (R->prev_version <= 0) return 0;
     char vdir[4400], vn[16];
     store_version_name(R->prev_version, vn, sizeof vn);
-    snprintf(vdir, sizeof vdir, "%s/adapter/versions/%s", R->store, vn);
+    snprintf(vdir, sizeof vdir, "%s/versions/%s", R->adir, vn);
     lora *prev = NULL;
     if (adapter_load(vdir, R->m, &prev, e)) return -1;
     if (prev->n != R->l->n) {

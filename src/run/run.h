@@ -34,6 +34,11 @@ typedef struct run {
     uint64_t seed;
     int packing;
     char store[4096], manifest_path[4200];
+    /* the adapter's tree: <store>/adapter, or <store>/adapter/<name> for a
+     * named adapter (versions/, checkpoints/, current.txt); rdir holds its
+     * replay/ and dlm.lock: the store itself when flat, adir when named */
+    const char *aname;              /* train_opts.adapter: NULL flat */
+    char adir[4200], rdir[4200];
     store_lock lk;
     json_t *manifest;
     int64_t run_id;

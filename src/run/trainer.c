@@ -72,15 +72,18 @@ static int open_store(run *R, dlm_err *e)
 {
     const doc_frontmatter *fm = doc_fm(R->doc);
     if (store_dir(R->o->home, fm->dlm_id, R->store, sizeof R->store, e)) return -1;
+    if (store_adapter_dir(R->store, R->aname, R->adir, sizeof R->adir, e)) return -1;
+    snprintf(R->rdir, sizeof R->rdir, "%s", R->aname ? R->adir : R->store);
     if (!R->lead) { /* other ranks only read what rank 0 created and locked */
         snprintf(R->manifest_path, sizeof R->manifest_path, "%s/manifest.json", R->store);
         R->manifest = manifest_load(R->manifest_path, e);
         if (!R->manifest) return -1;
         R->run_id = manifest_next_run_id(R->manifest);
-        R->prev_version = store_current_version(R->store, NULL);
+        R->prev_version = store_current_version_of(R->store, R->aname, NULL);
         return 0;
     }
     if (store_create_skeleton(R->store, e)) return -1;
+    if (R->aname && fs_mkdir_p(R->adir, e)) return -1;
     snprintf(R->manifest_path, sizeof R->manifest_path, "%s/manifest.json", R->store);
     if (store_lock_acquire(R->store, "train", &R->lk, e)) return -1;
     if (fs_exists(R->manifest_path)) {
@@ -94,7 +97,7 @@ static int open_store(run *R, dlm_err *e)
         if (!R->manifest || manifest_save(R->manifest_path, R->manifest, e)) return -1;
     }
     R->run_id = manifest_next_run_id(R->manifest);
-    R->prev_version = store_current_version(R->store, NULL);
+    R->prev_version = store_current_version_of(R->store, R->aname, NULL);
     if (R->h && R->h->started) R->h->started(R->h->ctx, R->store, R->run_id);
     R->started = 1;
     return 0;
@@ -117,7 +120,7 @@ static int build_data(run *R, dlm_err *e)
          * a hit gives exactly what tokenizing gives */
         if (tok_source_sha256(R->model_path, R->tok_sha, e) || tcache_open(R->store, &R->cache, e)) return -1;
     }
-    pipeline_in in = {.cache = R->cache, .tok_sha256 = R->tok_sha, .doc = R->doc, .store = R->store, .manifest = R->manifest, .seed = R->seed,
+    pipeline_in in = {.cache = R->cache, .tok_sha256 = R->tok_sha, .doc = R->doc, .store = R->store, .replay_store = R->rdir, .manifest = R->manifest, .seed = R->seed,
                       .no_replay = R->o->no_replay, .prev_version = R->prev_version, .run_id = R->run_id,
                       .no_mined = R->o->no_mined};
     return prep_data(&R->P, &in, e);
@@ -260,9 +263,16 @@ static int setup_adapter(run *R, dlm_err *e)
 {
     const doc_training *tr = &doc_fm(R->doc)->training;
     if (prep_adapter(&R->P, tr, e)) return -1;
-    if (tr->n_adapters > 0)
-        note(R, "note: training.adapters is set; dlm trains one adapter over all sections (named adapters are not"
-                " routed yet)");
+    /* without training.adapters a `#name` suffix has no adapter of its own:
+     * the section trains the one adapter, as in the original's dlm train */
+    for (int i = 0; !tr->adapters && i < doc_nsections(R->doc); i++) {
+        const doc_section *s = doc_section_at(R->doc, i);
+        if (s->adapter) {
+            note(R, "note: %s:%d: the suffix '#%s' names no adapter (training.adapters is not declared); the section"
+                    " trains the document's one adapter", R->o->doc_path, s->line, s->adapter);
+            break;
+        }
+    }
     return 0;
 }
 
@@ -342,6 +352,17 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
     R->doc = doc_load(o->doc_path, e);
     if (!R->doc) goto out;
     if (doc_expand_sources(R->doc, e)) goto out;   /* training.sources → prose sections (doc/sources.h) */
+    /* named adapters (§3.9): this run sees only the sections routed to its
+     * adapter, with that adapter's LoRA config (doc/route.c) */
+    if (o->adapter || doc_fm(R->doc)->training.adapters) {
+        if (!o->adapter) {
+            err_set(e, "UnknownAdapterError", "%s declares training.adapters: name the adapter to train", o->doc_path);
+            err_hint(e, "dlm train %s trains every adapter in order; --adapter NAME trains one", o->doc_path);
+            goto out;
+        }
+        if (doc_scope_adapter(R->doc, o->adapter, e)) goto out;
+        R->aname = o->adapter;
+    }
     const doc_frontmatter *fm = doc_fm(R->doc);
     const doc_training *tr = &fm->training;
     R->base_spec = o->base_override ? o->base_override : fm->base_model;
@@ -408,7 +429,7 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
     R->micro_batch = R->plan.mb = dist_bcast_flag(R->micro_batch);
     R->grad_accum = dist_bcast_flag(R->grad_accum);
     if (run_lock_facts(R, e)) goto out;   /* dlm.lock records the world size too */
-    if (R->lead && dlmlock_check(R->store, o->doc_path, &R->facts, o->lock, e)) goto out;
+    if (R->lead && dlmlock_check(R->rdir, o->doc_path, &R->facts, o->lock, e)) goto out;
     if (model_load(R->model_path, &R->m, e) || replan_if_needed(R, e)) goto out;
     if (R->P.qlora) {
         if (model_quantize_projections(R->m, DT_Q4_K, e)) goto out;

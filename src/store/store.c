@@ -66,11 +66,38 @@ static int cmp_int(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-int store_versions(const char *store, int **out, dlm_err *e)
+/* "adapter" or "adapter/<name>", relative to the store; the name was
+ * checked against the grammar ^[a-z][a-z0-9_]{0,31}$ by the caller's
+ * document, checked again here because it names a directory. */
+static int tree_rel(const char *name, char *out, size_t cap, dlm_err *e)
+{
+    if (!name) {
+        snprintf(out, cap, "adapter");
+        return 0;
+    }
+    size_t n = strlen(name);
+    int ok = n >= 1 && n <= 32 && name[0] >= 'a' && name[0] <= 'z';
+    for (size_t i = 1; ok && i < n; i++)
+        ok = (name[i] >= 'a' && name[i] <= 'z') || (name[i] >= '0' && name[i] <= '9') || name[i] == '_';
+    if (!ok) return err_set(e, "UnknownAdapterError", "'%s' is not a valid adapter name", name);
+    snprintf(out, cap, "adapter/%s", name);
+    return 0;
+}
+
+int store_adapter_dir(const char *store, const char *name, char *out, size_t cap, dlm_err *e)
+{
+    char rel[64];
+    if (tree_rel(name, rel, sizeof rel, e)) return -1;
+    if (!fs_join(out, cap, store, rel)) return err_set(e, NULL, "store path too long");
+    return 0;
+}
+
+int store_versions_of(const char *store, const char *name, int **out, dlm_err *e)
 {
     *out = NULL;
-    char p[4200];
-    if (!fs_join(p, sizeof p, store, "adapter/versions")) return err_set(e, NULL, "store path too long");
+    char t[4200], p[4300];
+    if (store_adapter_dir(store, name, t, sizeof t, e)) return -1;
+    if (!fs_join(p, sizeof p, t, "versions")) return err_set(e, NULL, "store path too long");
     if (!fs_is_dir(p)) return 0;
     char **names;
     int n = fs_list_dir(p, &names, e);
@@ -88,43 +115,51 @@ int store_versions(const char *store, int **out, dlm_err *e)
     return k;
 }
 
-int store_next_version(const char *store, dlm_err *e)
+int store_next_version_of(const char *store, const char *name, dlm_err *e)
 {
     int *v;
-    int n = store_versions(store, &v, e);
+    int n = store_versions_of(store, name, &v, e);
     if (n < 0) return -1;
     int next = n ? v[n - 1] + 1 : 1;
     free(v);
     return next;
 }
 
-int store_current_version(const char *store, dlm_err *e)
+int store_current_version_of(const char *store, const char *name, dlm_err *e)
 {
-    char p[4200];
-    if (!fs_join(p, sizeof p, store, "adapter/current.txt")) return err_set(e, NULL, "store path too long");
+    char rel[64], pre[80], p[4200];
+    if (tree_rel(name, rel, sizeof rel, e)) return -1;
+    snprintf(pre, sizeof pre, "%s/current.txt", rel);
+    if (!fs_join(p, sizeof p, store, pre)) return err_set(e, NULL, "store path too long");
     if (!fs_is_file(p)) return 0;
     char *buf;
     size_t len;
     if (fs_read_all(p, 4096, &buf, &len, e)) return -1;
     while (len && (buf[len - 1] == '\n' || buf[len - 1] == ' ' || buf[len - 1] == '\r')) buf[--len] = 0;
-    const char *pre = "adapter/versions/";
+    snprintf(pre, sizeof pre, "%s/versions/", rel);
     int v = -1;
     if (!strncmp(buf, pre, strlen(pre))) v = parse_vname(buf + strlen(pre));
     free(buf);
-    if (v < 1) return err_at(e, "ManifestCorruptError", p, 0, 0, "does not name adapter/versions/vNNNN");
+    if (v < 1) return err_at(e, "ManifestCorruptError", p, 0, 0, "does not name %svNNNN", pre);
     return v;
 }
 
-int store_set_current(const char *store, int v, dlm_err *e)
+int store_set_current_of(const char *store, const char *name, int v, dlm_err *e)
 {
-    char p[4200], vdir[4200], body[64], name[16];
-    store_version_name(v, name, sizeof name);
-    snprintf(body, sizeof body, "adapter/versions/%s\n", name);
-    if (!fs_join(p, sizeof p, store, "adapter/current.txt")) return err_set(e, NULL, "store path too long");
-    snprintf(vdir, sizeof vdir, "%s/adapter/versions/%s", store, name);
-    if (!fs_is_dir(vdir)) return err_set(e, NULL, "no adapter version %s in %s", name, store);
+    char rel[64], p[4200], vdir[4300], body[160], vn[16];
+    if (tree_rel(name, rel, sizeof rel, e)) return -1;
+    store_version_name(v, vn, sizeof vn);
+    snprintf(body, sizeof body, "%s/versions/%s\n", rel, vn);
+    snprintf(vdir, sizeof vdir, "%s/%s/versions/%s", store, rel, vn);
+    if (!fs_is_dir(vdir)) return err_set(e, NULL, "no adapter version %s in %s/%s", vn, store, rel);
+    snprintf(p, sizeof p, "%s/%s/current.txt", store, rel);
     return fs_write_atomic(p, body, strlen(body), 0644, e);
 }
+
+int store_versions(const char *store, int **out, dlm_err *e) { return store_versions_of(store, NULL, out, e); }
+int store_next_version(const char *store, dlm_err *e) { return store_next_version_of(store, NULL, e); }
+int store_current_version(const char *store, dlm_err *e) { return store_current_version_of(store, NULL, e); }
+int store_set_current(const char *store, int v, dlm_err *e) { return store_set_current_of(store, NULL, v, e); }
 
 uint64_t store_size(const char *store)
 {

@@ -124,6 +124,16 @@ int store_set_current(const char *store, int v, dlm_err *e);
 /* "v0003" into out (cap >= 16). */
 void store_version_name(int v, char *out, size_t cap);
 
+/* Named adapters (training.adapters, docs/reference/original-spec.md §3.9):
+ * the same under adapter/<name>/ — versions/vNNNN, current.txt
+ * ("adapter/<name>/versions/v0001\n"), checkpoints/, replay/, dlm.lock.
+ * name NULL = the flat tree adapter/ (the calls above). */
+int store_adapter_dir(const char *store, const char *name, char *out, size_t cap, dlm_err *e);
+int store_versions_of(const char *store, const char *name, int **out, dlm_err *e);
+int store_next_version_of(const char *store, const char *name, dlm_err *e);
+int store_current_version_of(const char *store, const char *name, dlm_err *e);
+int store_set_current_of(const char *store, const char *name, int v, dlm_err *e);
+
 /* Bytes of every regular file in the store. */
 uint64_t store_size(const char *store);
 

@@ -35,7 +35,7 @@ int pipeline_build(const pipeline_in *in, pipeline *out, dlm_err *e)
         return err_hint(e, "use a base with a ChatML or Llama-3 chat template, or write the Q/A as prose");
     }
     if (!out->dialect) out->dialect = chat_dialect_find("chatml");
-    if (replay_open(in->store, &out->rp, e)) return -1;
+    if (replay_open(in->replay_store ? in->replay_store : in->store, &out->rp, e)) return -1;
     if (!in->no_replay && tr->replay.enabled && replay_count(out->rp) > 0) {
         int *idx = NULL;
         int k = replay_sample(out->rp, (const char *const *)out->cur_ids, n, out->n_new,

@@ -32,6 +32,8 @@ const chat_dialect *chat_dialect_resolve(const tok *t, const reg_entry *entry);
 typedef struct pipeline_in {
     const dlm_doc *doc;
     const char *store;              /* the document's store folder (may not exist yet) */
+    const char *replay_store;       /* the folder whose replay/ holds the corpus (NULL = store; a named
+                                     * adapter's tree keeps its own) */
     const json_t *manifest;         /* its manifest (content_hashes: sections already trained), or NULL */
     tok *tok;
     const chat_dialect *dialect;    /* chat_dialect_resolve's answer */

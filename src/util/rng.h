@@ -17,6 +17,7 @@ enum {
     RNG_SAMPLE = 4,       /* token sampling at inference */
     RNG_REPLAY = 5,       /* replay sampling */
     RNG_WEIGHT_INIT = 6,  /* full-model init (embedded base) */
+    RNG_GATE = 7,         /* adapter gate: step 0 init (index = element), step 1+e batch order of pass e */
 };
 
 /* Four 32-bit words for (seed, purpose, step, index). */
