@@ -20,7 +20,11 @@ int run_inert_notes(const doc_training *t, inert_note_fn fn, void *ctx)
     if (t->cpt.schedule != d.cpt.schedule || t->cpt.embed_warmup_steps != d.cpt.embed_warmup_steps)
         NOTE("training.cpt: the continued-pretraining schedule is not implemented yet; prose trains as plain "
              "language modelling");
-    if (t->gate.enabled != d.gate.enabled)
+    /* any gate key, not only enabled: hidden_proj_dim, steps, lr, ... set
+     * without enabled would otherwise be accepted and ignored */
+    if (t->gate.enabled != d.gate.enabled || t->gate.hidden_proj_dim != d.gate.hidden_proj_dim ||
+        t->gate.steps != d.gate.steps || t->gate.cold_start_floor != d.gate.cold_start_floor ||
+        t->gate.lr != d.gate.lr || t->gate.entropy_lambda != d.gate.entropy_lambda)
         NOTE("training.gate: the adapter gate is not implemented yet; no gate is trained");
     if (t->audio.auto_resample != d.audio.auto_resample)
         NOTE("training.audio: audio sections are not trained (dlm trains text bases only)");
