@@ -17,7 +17,7 @@ typedef struct pack_args {
 static const opt OPTS[] = {
     {"out", 'o', OPT_STR, offsetof(pack_args, out), "FILE", "write the pack here (default: <PATH>.pack next to the document)"},
     {"include-exports", 0, OPT_FLAG, offsetof(pack_args, exports), NULL, "also pack store/exports/ (GGUF files)"},
-    {"include-base", 0, OPT_FLAG, offsetof(pack_args, base), NULL, "also pack store/cache/ (needs --i-am-the-licensee)"},
+    {"include-base", 0, OPT_FLAG, offsetof(pack_args, base), NULL, "also pack the base's HF snapshot as base/ (and store/cache/); a base the registry does not call redistributable needs --i-am-the-licensee"},
     {"include-logs", 0, OPT_FLAG, offsetof(pack_args, logs), NULL, "also pack store/logs/"},
     {"i-am-the-licensee", 0, OPT_STR, offsetof(pack_args, licensee), "URL", "the base licence you accepted (for --include-base)"},
     {"sign", 0, OPT_FLAG, offsetof(pack_args, sign), NULL, "sign provenance.json with <home>/minisign.key (see dlm keygen)"},
@@ -25,11 +25,13 @@ static const opt OPTS[] = {
 };
 
 const cmd_spec spec_pack = {
-    "pack", "PATH [--out FILE] [--sign] [--include-exports] [--include-logs]",
+    "pack", "PATH [--out FILE] [--sign] [--include-exports] [--include-logs] [--include-base [--i-am-the-licensee URL]]",
     "pack a document and its store into one .dlm.pack file",
     "A tar stream compressed with zstd (level 10): the .dlm, the store (without\n"
     "exports/, cache/, logs/ unless asked), PACK_HEADER.json, manifest.json,\n"
     "CHECKSUMS.sha256 and provenance.json. The same store packs to the same bytes.\n"
+    "--include-base adds the base's files from the HF cache (config.json, tokenizer\n"
+    "files, safetensors) under base/, which unpack installs into the HF cache.\n"
     "Taken under the store lock. See docs/share.md.",
     OPTS,
 };

@@ -12,7 +12,7 @@ typedef struct unpack_args {
 } unpack_args;
 
 static const opt OPTS[] = {
-    {"force", 0, OPT_FLAG, offsetof(unpack_args, force), NULL, "replace an existing store (and document) of the same dlm_id"},
+    {"force", 0, OPT_FLAG, offsetof(unpack_args, force), NULL, "replace an existing store (and document) of the same dlm_id, and base files in the HF cache that differ"},
     {"out", 'o', OPT_STR, offsetof(unpack_args, out), "DIR", "where the .dlm goes (default: the pack's folder)"},
     {0},
 };
@@ -23,7 +23,9 @@ const cmd_spec spec_unpack = {
     "Bounded: absolute paths, '..', links, devices, duplicate or oversized members,\n"
     "compression bombs and truncated streams are refused, and every checksum is\n"
     "verified, before anything is installed. With --force the old store is moved\n"
-    "aside and put back if the install fails. See docs/share.md.",
+    "aside and put back if the install fails. A pack made with --include-base puts\n"
+    "its base into the HF cache first (a differing file there is refused without\n"
+    "--force). See docs/share.md.",
     OPTS,
 };
 
@@ -57,5 +59,11 @@ int cmd_unpack(int argc, char **argv, dlm_ctx *ctx)
     if (!ctx->quiet)
         printf("unpacked %s (adapter v%04d, %d files%s): store %s, document %s\n", res.dlm_id, res.adapter_version,
                res.n_files, res.replaced ? ", replaced the old store" : "", res.store, res.doc_path);
+    if (!ctx->quiet && res.base_files)
+        printf("installed the base %s (%d files) into the HF cache %s\n", res.base_repo, res.base_files,
+               res.base_cache);
+    if (res.base_replaced)
+        fprintf(stderr, "warning: --force replaced %d differing file%s of the base %s in the HF cache %s\n",
+                res.base_replaced, res.base_replaced == 1 ? "" : "s", res.base_repo, res.base_cache);
     return EXIT_OK;
 }

@@ -237,6 +237,14 @@ typedef struct doc_frontmatter {
 /* Defaults of every field (what an empty `training:` means). */
 void doc_training_defaults(doc_training *t);
 
+/* Every key the frontmatter schema accepts, from its field tables
+ * (src/doc/schema.c), dotted: "training.cpt.schedule"; a named adapter's
+ * keys as "training.adapters.*.lora_r", a source's as
+ * "training.sources[].path"; objects ("training.cpt") are listed too. fn is
+ * called once per key; returns the count. */
+typedef void (*doc_schema_key_fn)(void *ctx, const char *key);
+int doc_schema_keys(doc_schema_key_fn fn, void *ctx);
+
 /* ---- the document handle ------------------------------------------------- */
 
 typedef struct dlm_doc dlm_doc;

@@ -13,6 +13,7 @@
 #include "doc/doc_internal.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -912,4 +913,40 @@ int doc_schema_validate(const char *path, const ynode *root, doc_frontmatter *fm
     }
     sb_free(&v->msg);
     return 0;
+}
+
+/* ---- the key list ------------------------------------------------------------ */
+
+/* Where each object's field table sits in the frontmatter: doc_schema_keys
+ * walks these tables, so a key added to one is listed (and
+ * tests/cli/t0807-slow-schema-keys.sh fails until it has a case). */
+static const struct {
+    const char *prefix;
+    const char *const *fields;
+} SCHEMA_OBJECTS[] = {
+    {"", TOP_FIELDS},
+    {"training.", TRAINING_FIELDS},
+    {"training.preference.", PREF_FIELDS},
+    {"training.preference.hyperparams.", HYPER_FIELDS},
+    {"training.cpt.", CPT_FIELDS},
+    {"training.gate.", GATE_FIELDS},
+    {"training.cache.", CACHE_FIELDS},
+    {"training.audio.", AUDIO_FIELDS},
+    {"training.replay.", REPLAY_FIELDS},
+    {"training.adapters.*.", ADAPTER_FIELDS},
+    {"training.sources[].", SOURCE_FIELDS},
+    {"export.", EXPORT_FIELDS},
+};
+
+int doc_schema_keys(doc_schema_key_fn fn, void *ctx)
+{
+    char key[256];
+    int n = 0;
+    for (size_t i = 0; i < sizeof SCHEMA_OBJECTS / sizeof SCHEMA_OBJECTS[0]; i++)
+        for (const char *const *f = SCHEMA_OBJECTS[i].fields; *f; f++) {
+            snprintf(key, sizeof key, "%s%s", SCHEMA_OBJECTS[i].prefix, *f);
+            fn(ctx, key);
+            n++;
+        }
+    return n;
 }

@@ -20,6 +20,13 @@ int run_inert_notes(const doc_training *t, inert_note_fn fn, void *ctx)
     if (t->cpt.schedule != d.cpt.schedule || t->cpt.embed_warmup_steps != d.cpt.embed_warmup_steps)
         NOTE("training.cpt: the continued-pretraining schedule is not implemented yet; prose trains as plain "
              "language modelling");
+    /* gate keys set while the gate is off would otherwise be accepted and
+     * ignored (hidden_proj_dim, steps, lr, ...) */
+    if (!t->gate.enabled &&
+        (t->gate.hidden_proj_dim != d.gate.hidden_proj_dim || t->gate.steps != d.gate.steps ||
+         t->gate.cold_start_floor != d.gate.cold_start_floor || t->gate.lr != d.gate.lr ||
+         t->gate.entropy_lambda != d.gate.entropy_lambda))
+        NOTE("training.gate: keys are set but training.gate.enabled is false; no gate is trained");
     if (t->audio.auto_resample != d.audio.auto_resample)
         NOTE("training.audio: audio sections are not trained (dlm trains text bases only)");
 #undef NOTE

@@ -61,6 +61,7 @@ typedef struct run {
     optim_config optim;
     int64_t total, start_step, steps_done, t_offset, save_every, eval_every, best_step;
     double first_loss, last_loss, last_val, best_val, last_lr;
+    int64_t step_rows;             /* sequences (packed rows) in this rank's micro-batches of the step: the log's "rows" */
     int bad_evals, early, resumed;
     int defer;                      /* --phase all --resume: the checkpoint is the preference phase's */
     lock_facts facts;

@@ -201,6 +201,7 @@ static int do_step(run *R, int64_t step, double *loss, double *gnorm, int64_t *n
 {
     if (R->pref) return pref_step(R, step, loss, gnorm, ntok, e);
     int64_t total_loss = 0;
+    R->step_rows = 0;
     for (int mi = 0; mi < R->grad_accum; mi++) {
         int c = (int)step_items(R, step, mi, R->items);
         for (int i = 0; i < c; i++) total_loss += R->P.data.ds->items[R->items[i]].n_loss;
@@ -221,6 +222,7 @@ static int do_step(run *R, int64_t step, double *loss, double *gnorm, int64_t *n
             int64_t nl, got;
             if (dataset_fill(R->P.data.ds, R->items, c, R->packing, R->micro_batch, R->T, R->btok, R->btgt, R->bpos, R->bseg, &b, &nl))
                 return err_set(e, "TrainError", "batch does not fit its buffers");
+            R->step_rows += b.B;
             sc[0] = backward_step(R->dec, &b, gm, NULL, 1.0f / (float)total_loss, R->seed,
                                   (uint64_t)step * (uint64_t)R->grad_accum + (uint64_t)mi, &got);
             sc[1] = (double)b.B * b.T;

@@ -11,6 +11,11 @@
  *     manifest.json      dlm_id, base, adapter_version, entries, content_sha256
  *     provenance.json    adapter_sha256, base_revision, ..., signature
  *     store/...          the store minus exports/ cache/ logs/ run/ .lock
+ *     base/<file>        --include-base: the base's HF snapshot files
+ *                        (config.json, tokenizer files, safetensors);
+ *                        manifest.json "base" says repo, revision, commit,
+ *                        per file blob/size/sha256, and the optional files
+ *                        the base lacks ("absent")
  *
  * The writer is deterministic: the same store packs to the same bytes
  * (created_at is the store manifest's updated_at, not the clock), unless
@@ -123,13 +128,19 @@ typedef struct unpack_result {
     int adapter_version;
     int n_files;
     int replaced;                  /* an existing store was replaced (--force) */
+    int base_files;                /* files of the pack's base now in the HF cache */
+    int base_replaced;             /* of them, differing files --force replaced */
+    char base_repo[256];
+    char base_cache[4096];
 } unpack_result;
 
 /* Read (bounded, verified) into a staging folder next to the stores, then
  * install it as <home>/store/<dlm_id> with one rename (--force: the old
  * store is moved to <store>.old-<pid> first and put back on any failure),
- * then copy the .dlm to out_dir. Nothing is installed unless every check
- * passed. */
+ * then copy the .dlm to out_dir. A pack made with --include-base also
+ * puts its base into the HF cache (hub_install_snapshot: a differing file
+ * there is BaseConflictError unless force) before the store. Nothing is
+ * installed unless every check passed. */
 int unpack_run(const unpack_opts *o, unpack_result *res, dlm_err *e);
 
 /* The member-name rule both sides keep: NULL when name (a relpath, one

@@ -157,7 +157,9 @@ const char *pack_check_name(const char *name, int is_dir, char *out, size_t cap)
     }
     static const char *const top_files[] = {"PACK_HEADER.json", "manifest.json", "CHECKSUMS.sha256", "provenance.json"};
     if (!strchr(out, '/')) {
-        if (is_dir) return strcmp(out, "dlm") && strcmp(out, "store") ? "unexpected top-level folder" : NULL;
+        if (is_dir)
+            return strcmp(out, "dlm") && strcmp(out, "store") && strcmp(out, "base") ? "unexpected top-level folder"
+                                                                                      : NULL;
         for (size_t i = 0; i < sizeof top_files / sizeof *top_files; i++)
             if (!strcmp(out, top_files[i])) return NULL;
         return "unexpected top-level file";
@@ -167,7 +169,12 @@ const char *pack_check_name(const char *name, int is_dir, char *out, size_t cap)
         return NULL;
     }
     if (!strncmp(out, "store/", 6)) return NULL;
-    return "member outside dlm/ and store/";
+    if (!strncmp(out, "base/", 5)) {
+        /* --include-base: the base's snapshot files, flat (pack_write.c add_base) */
+        if (is_dir || strchr(out + 5, '/')) return "base/ holds only the base's files, no folders";
+        return NULL;
+    }
+    return "member outside dlm/, store/ and base/";
 }
 
 /* ---- reading -------------------------------------------------------------------------- */
@@ -342,6 +349,45 @@ static json_t *meta_json(reader *rd, int i, const char *what, dlm_err *e)
     return j;
 }
 
+/* manifest.json's "base" (pack_write.c add_base) and the base/ members
+ * agree: each listed file is a member of that size and sha256, and each
+ * base/ member is listed. Where unpack puts them (repo, commit, blob names)
+ * is checked by hub_install_snapshot. */
+static int check_base(const pack_contents *c, const char *what, dlm_err *e)
+{
+    json_t *b = json_object_get(c->manifest, "base");
+    int nmem = 0;
+    for (int i = 0; i < c->n; i++) nmem += !c->m[i].is_dir && !strncmp(c->m[i].name, "base/", 5);
+    if (!b || json_is_null(b)) {
+        if (nmem) return err_at(e, "PackIntegrityError", what, 0, 0, "base/ files but no \"base\" in manifest.json");
+        return 0;
+    }
+    json_t *files = json_object_get(b, "files"), *absent = json_object_get(b, "absent"), *v;
+    const char *k;
+    if (!json_is_object(b) || strcmp(jget_str(b, "kind") ? jget_str(b, "kind") : "", "hf") || !jget_str(b, "repo") ||
+        !jget_str(b, "commit") || !json_is_object(files) || !json_is_array(absent))
+        return err_at(e, "PackIntegrityError", what, 0, 0, "manifest.json: \"base\" is malformed");
+    size_t ai;
+    json_array_foreach(absent, ai, v) if (!json_is_string(v))
+        return err_at(e, "PackIntegrityError", what, 0, 0, "manifest.json: base.absent holds a non-string");
+    if ((int)json_object_size(files) != nmem)
+        return err_at(e, "PackIntegrityError", what, 0, 0, "manifest.json: base.files lists %d files, base/ holds %d",
+                      (int)json_object_size(files), nmem);
+    json_object_foreach(files, k, v) {
+        char rel[400];
+        long long sz = -1;
+        if (strlen(k) > 255 || !json_is_object(v) || !jget_str(v, "blob") || !jget_str(v, "sha256") ||
+            jget_int(v, "size", &sz))
+            return err_at(e, "PackIntegrityError", what, 0, 0, "manifest.json: base.files entry is malformed");
+        snprintf(rel, sizeof rel, "base/%s", k);
+        const pack_member *m = pack_find(c, rel);
+        if (!m || m->is_dir || (uint64_t)sz != m->size || strcmp(jget_str(v, "sha256"), m->sha256))
+            return err_at(e, "PackIntegrityError", what, 0, 0, "manifest.json: base file %s does not match %s", k,
+                          m ? "its member" : "any member");
+    }
+    return 0;
+}
+
 /* Every check after the stream was read in full. */
 static int check_contents(reader *rd, const char *what, dlm_err *e)
 {
@@ -415,7 +461,8 @@ static int check_contents(reader *rd, const char *what, dlm_err *e)
     int ncontent = 0, ndoc = 0;
     for (int i = 0; i < c->n; i++) {
         const pack_member *m = &c->m[i];
-        if (m->is_dir || (strncmp(m->name, "dlm/", 4) && strncmp(m->name, "store/", 6))) continue;
+        if (m->is_dir || (strncmp(m->name, "dlm/", 4) && strncmp(m->name, "store/", 6) && strncmp(m->name, "base/", 5)))
+            continue;
         json_t *sz = json_object_get(ent, m->name);
         if (!json_is_integer(sz) || (uint64_t)json_integer_value(sz) != m->size)
             return err_at(e, "PackIntegrityError", what, 0, 0, "manifest.json: entry for %s is missing or has the wrong size",
@@ -444,6 +491,7 @@ static int check_contents(reader *rd, const char *what, dlm_err *e)
         return err_at(e, "PackIntegrityError", what, 0, 0, "the pack must hold exactly one dlm/*.dlm (it holds %d)", ndoc);
     if (!pack_find(c, "store/manifest.json"))
         return err_at(e, "PackIntegrityError", what, 0, 0, "the pack holds no store/manifest.json");
+    if (check_base(c, what, e)) return -1;
     if (rd->meta[3] && !(c->provenance = meta_json(rd, 3, what, e))) return -1;
     if (rd->meta[4]) {
         char v[64];

@@ -21,6 +21,7 @@
 #include "util/str.h"
 #include "util/timeutil.h"
 #include "version.h"
+#include "weights/hub.h"
 #include "weights/registry.h"
 
 #define MAX_DOC_BYTES (64u << 20)
@@ -149,6 +150,66 @@ static int json_bytes(const json_t *v, strbuf *sb, dlm_err *e)
     return 0;
 }
 
+/* --include-base: the files of the document's base as base/<name>, and
+ * manifest.json's "base" object that says where unpack puts them: the HF
+ * cache snapshot (repo, revision, commit; per file its blob name, size and
+ * sha256; the optional files it lacks). The embedded base travels with the
+ * program, so it adds nothing; a local path cannot be installed on another
+ * machine at the same place, so it is refused. */
+static int add_base(const char *spec, items *l, json_t **out, dlm_err *e)
+{
+    base_ref ref;
+    if (registry_parse_base(spec, &ref, e)) return -1;
+    if (ref.kind == BASE_TINY) return 0;
+    if (ref.kind == BASE_PATH) {
+        err_set(e, "BaseNotPackableError", "--include-base: the base '%s' is a local path, which unpack could not "
+                "install where the document looks for it on another machine", spec);
+        return err_hint(e, "packs carry hub bases (a registry key or hf:org/name); pack without --include-base and "
+                           "hand over the model folder or .gguf separately");
+    }
+    const char *repo = ref.kind == BASE_REGISTRY ? ref.entry->hf_id : ref.hf_id;
+    const char *rev = ref.kind == BASE_REGISTRY ? ref.entry->revision : ref.revision[0] ? ref.revision : "main";
+    hub_opts ho;
+    char snap[4700];
+    if (hub_opts_init(&ho, e)) return -1;
+    ho.offline = 1;            /* pack what is here; never download */
+    if (hub_snapshot(&ho, repo, rev, snap, sizeof snap, e)) {
+        err_prefix(e, "--include-base");
+        return -1;
+    }
+    hub_file *f = NULL;
+    char(*ab)[256] = NULL;
+    int nf = 0, nab = 0, rc = -1;
+    if (hub_snapshot_files(snap, &f, &nf, &ab, &nab, e)) return -1;
+    json_t *files = json_object(), *absent = json_array();
+    *out = json_pack("{s:s, s:s, s:s, s:s, s:o, s:o}", "kind", "hf", "repo", repo, "revision", rev, "commit",
+                     fs_basename(snap), "files", files, "absent", absent);
+    if (!*out) { err_set(e, "OOMError", "out of memory"); goto done; }
+    for (int i = 0; i < nab; i++) json_array_append_new(absent, json_string(ab[i]));
+    for (int i = 0; i < nf; i++) {
+        char name[400];
+        struct stat st;
+        snprintf(name, sizeof name, "base/%s", f[i].name);
+        if (stat(f[i].path, &st) || !S_ISREG(st.st_mode)) { err_sys(e, "cannot stat %s", f[i].path); goto done; }
+        item *it = items_add(l, name, e);
+        if (!it || !(it->disk = strdup(f[i].path))) { err_set(e, "OOMError", "out of memory"); goto done; }
+        it->size = (uint64_t)st.st_size;
+        if (sha256_file_hex(f[i].path, it->sha, e)) goto done;
+        json_object_set_new(files, f[i].name,
+                            json_pack("{s:s, s:I, s:s}", "blob", f[i].blob, "size", (json_int_t)it->size, "sha256",
+                                      it->sha));
+    }
+    rc = 0;
+done:
+    free(f);
+    free(ab);
+    if (rc) {
+        json_decref(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
 static const char *content_type(const pack_opts *o)
 {
     if (o->include_base && o->include_exports) return "full";
@@ -234,6 +295,8 @@ int pack_write(const pack_opts *o, pack_result *res, dlm_err *e)
     if (!d) return -1;
     char id[27];
     snprintf(id, sizeof id, "%s", doc_fm(d)->dlm_id);
+    char base_spec[4200];
+    snprintf(base_spec, sizeof base_spec, "%s", doc_fm(d)->base_model ? doc_fm(d)->base_model : "");
     doc_free(d);
     char *docbytes = NULL;
     size_t doclen = 0;
@@ -241,7 +304,7 @@ int pack_write(const pack_opts *o, pack_result *res, dlm_err *e)
 
     char store[4096], mpath[4200];
     items l = {0};
-    json_t *man = NULL, *pm = NULL, *prov = NULL, *hdr = NULL;
+    json_t *man = NULL, *pm = NULL, *prov = NULL, *hdr = NULL, *base_obj = NULL;
     strbuf sb = STRBUF_INIT;
     store_lock lk = {0};
     int rc = -1;
@@ -256,9 +319,7 @@ int pack_write(const pack_opts *o, pack_result *res, dlm_err *e)
     if (!(man = manifest_load(mpath, e))) goto out;
     if (o->include_base && !o->licensee_url) {
         /* The registry says which bases may be passed on; a base it does
-         * not know (a local folder, an hf: id) is treated as not. What
-         * --include-base adds is store/cache (base weights themselves live
-         * in the shared HF cache). */
+         * not know (a local folder, an hf: id) is treated as not. */
         const char *bm = jget_str(man, "base_model");
         const reg_entry *re = bm ? registry_lookup(bm) : NULL;
         if (!re || !re->redistributable) {
@@ -269,6 +330,7 @@ int pack_write(const pack_opts *o, pack_result *res, dlm_err *e)
         }
     }
     if (walk(store, "", o, &l, e)) goto out;
+    if (o->include_base && add_base(base_spec, &l, &base_obj, e)) goto out;
 
     /* the document and the top-level folders */
     char docrel[1200];
@@ -285,6 +347,10 @@ int pack_write(const pack_opts *o, pack_result *res, dlm_err *e)
     it->is_dir = 1;
     if (!(it = items_add(&l, "store", e))) goto out;
     it->is_dir = 1;
+    if (base_obj) {
+        if (!(it = items_add(&l, "base", e))) goto out;
+        it->is_dir = 1;
+    }
     if (!(it = items_add(&l, docrel, e))) goto out;
     it->mem = docbytes;
     docbytes = NULL;
@@ -354,11 +420,12 @@ int pack_write(const pack_opts *o, pack_result *res, dlm_err *e)
     hex_encode(ch, 32, res->content_sha256);
     json_t *jv;
     const char *bm = jget_str(man, "base_model");
-    pm = json_pack("{s:s, s:o, s:o, s:o, s:i, s:o, s:s}", "dlm_id", id, "base_model",
+    pm = json_pack("{s:s, s:o, s:o, s:o, s:i, s:o, s:s, s:o*}", "dlm_id", id, "base_model",
                    bm ? json_string(bm) : json_null(), "base_model_revision",
                    base_rev ? json_string(base_rev) : json_null(), "base_model_sha256",
                    (jv = json_object_get(man, "base_model_sha256")) ? json_deep_copy(jv) : json_null(),
-                   "adapter_version", cur, "entries", entries, "content_sha256", res->content_sha256);
+                   "adapter_version", cur, "entries", entries, "content_sha256", res->content_sha256, "base", base_obj);
+    base_obj = NULL;
     if (!pm) { err_set(e, "OOMError", "out of memory"); goto out; }
 
     /* PACK_HEADER.json: created_at is the store's last change, so that
@@ -399,6 +466,7 @@ int pack_write(const pack_opts *o, pack_result *res, dlm_err *e)
     res->bytes_out = (uint64_t)fs_file_size(res->path);
     rc = 0;
 out:
+    json_decref(base_obj);
     if (lk.held) store_lock_release(&lk);
     json_decref(man);
     json_decref(pm);

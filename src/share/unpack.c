@@ -12,6 +12,7 @@
 #include "util/fs.h"
 #include "util/hash.h"
 #include "util/json.h"
+#include "weights/hub.h"
 
 #define MAX_DOC_BYTES (64u << 20)
 
@@ -22,6 +23,47 @@ static int same_file(const char *a, const char *b)
     dlm_err e;
     err_clear(&e);
     return !sha256_file_hex(a, ha, &e) && !sha256_file_hex(b, hb, &e) && !strcmp(ha, hb);
+}
+
+/* The pack's base (manifest.json "base", checked against the base/ members
+ * by pack_read) as a hub_install from the staging folder. */
+static int base_install(const pack_contents *c, const char *staging, int force, int check_only, unpack_result *res,
+                        dlm_err *e)
+{
+    json_t *b = json_object_get(c->manifest, "base");
+    if (!json_is_object(b)) return 0;
+    json_t *files = json_object_get(b, "files"), *absent = json_object_get(b, "absent"), *v;
+    size_t nf = json_object_size(files), na = json_array_size(absent), i = 0;
+    hub_file *f = calloc(nf ? nf : 1, sizeof *f);
+    char(*ab)[256] = calloc(na ? na : 1, sizeof *ab);
+    int rc = -1, replaced = 0;
+    const char *k;
+    if (!f || !ab) { err_set(e, "OOMError", "out of memory"); goto out; }
+    json_object_foreach(files, k, v) {
+        snprintf(f[i].name, sizeof f[i].name, "%s", k);
+        snprintf(f[i].blob, sizeof f[i].blob, "%s", jget_str(v, "blob"));
+        snprintf(f[i].sha256, sizeof f[i].sha256, "%s", jget_str(v, "sha256"));
+        snprintf(f[i].path, sizeof f[i].path, "%s/base/%s", staging, k);
+        i++;
+    }
+    json_array_foreach(absent, i, v) snprintf(ab[i], sizeof *ab, "%s", json_string_value(v));
+    hub_opts ho;
+    if (hub_opts_init(&ho, e)) goto out;
+    hub_install in = {.repo = jget_str(b, "repo"), .rev = jget_str(b, "revision"), .commit = jget_str(b, "commit"),
+                      .files = f, .n = (int)nf, .absent = (const char(*)[256])ab, .nabsent = (int)na, .force = force};
+    if (hub_install_snapshot(&ho, &in, check_only, &replaced, e)) {
+        err_prefix(e, "the pack's base %s", in.repo);
+        goto out;
+    }
+    res->base_files = (int)nf;
+    res->base_replaced = replaced;
+    snprintf(res->base_repo, sizeof res->base_repo, "%s", in.repo);
+    snprintf(res->base_cache, sizeof res->base_cache, "%s", ho.cache);
+    rc = 0;
+out:
+    free(f);
+    free(ab);
+    return rc;
 }
 
 int unpack_run(const unpack_opts *o, unpack_result *res, dlm_err *e)
@@ -83,7 +125,11 @@ int unpack_run(const unpack_opts *o, unpack_result *res, dlm_err *e)
             goto out;
         }
     }
+    if (base_install(c, staging, o->force, 1, res, e)) goto out;
     if (fs_mkdir_p(outdir, e) || store_create_skeleton(sstore, e)) goto out;
+
+    /* the base first: a store is only installed once what it runs on is */
+    if (base_install(c, staging, o->force, 0, res, e)) goto out;
 
     /* install: old store aside, new one in, document copied */
     if (fs_exists(target)) {

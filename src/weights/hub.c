@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "util/fs.h"
+#include "util/hash.h"
 #include "util/json.h"
 #include "util/log.h"
 
@@ -99,7 +100,7 @@ static int valid_path(const char *p, size_t maxlen)
 int hub_valid_rev(const char *rev) { return valid_path(rev, 255); }
 int hub_valid_filename(const char *f) { return valid_path(f, 1024); }
 
-static int is_commit(const char *s)
+int hub_is_commit(const char *s)
 {
     if (strlen(s) != 40) return 0;
     for (int i = 0; i < 40; i++)
@@ -129,7 +130,7 @@ static int read_ref(const char *rdir, const char *rev, char commit[64])
     snprintf(p, sizeof p, "%s/refs/%s", rdir, rev);
     if (!fs_is_file(p) || fs_read_all(p, 4096, &txt, &len, NULL)) return 1;
     while (len && isspace((unsigned char)txt[len - 1])) txt[--len] = 0;
-    int ok = is_commit(txt);
+    int ok = hub_is_commit(txt);
     if (ok) snprintf(commit, 64, "%s", txt);
     free(txt);
     return ok ? 0 : 1;
@@ -220,7 +221,7 @@ int hub_resolve_file(const hub_opts *o, const char *repo, const char *rev, const
     if (!hub_valid_rev(rev)) return err_set(e, KIND, "invalid revision '%s'", rev);
     if (!hub_valid_filename(file)) return err_set(e, KIND, "invalid file name '%s'", file);
 
-    int have_commit = is_commit(rev) ? (snprintf(commit, sizeof commit, "%s", rev), 1) : read_ref(rdir, rev, commit) == 0;
+    int have_commit = hub_is_commit(rev) ? (snprintf(commit, sizeof commit, "%s", rev), 1) : read_ref(rdir, rev, commit) == 0;
     int cached = 0, missing = 0;
     if (have_commit) {
         snprintf(ptr, sizeof ptr, "%s/snapshots/%s/%s", rdir, commit, file);
@@ -228,7 +229,7 @@ int hub_resolve_file(const hub_opts *o, const char *repo, const char *rev, const
         cached = fs_is_file(ptr);
         missing = !cached && fs_exists(nx);
     }
-    if ((is_commit(rev) || o->offline) && (cached || missing)) {
+    if ((hub_is_commit(rev) || o->offline) && (cached || missing)) {
         if (cached) return done(out, cap, ptr, e);
         err_set(e, "EntryNotFoundError", "%s@%s has no file '%s'", repo, rev, file);
         return HUB_NOT_FOUND;
@@ -240,7 +241,7 @@ int hub_resolve_file(const hub_opts *o, const char *repo, const char *rev, const
     err_clear(&he);
     int r = hub_http_head(o, repo, rev, file, &meta, &he);
     if (r == HUB_NOT_FOUND) {
-        if (is_commit(meta.commit)) mark_missing(rdir, meta.commit, file);
+        if (hub_is_commit(meta.commit)) mark_missing(rdir, meta.commit, file);
         *e = he;
         return HUB_NOT_FOUND;
     }
@@ -253,11 +254,11 @@ int hub_resolve_file(const hub_opts *o, const char *repo, const char *rev, const
         *e = he;
         return -1;
     }
-    if (!is_commit(meta.commit)) {
+    if (!hub_is_commit(meta.commit)) {
         if (have_commit) snprintf(meta.commit, sizeof meta.commit, "%s", commit);
         else return err_set(e, KIND, "%s: the server sent no commit hash (X-Repo-Commit) for '%s'", repo, file);
     }
-    if (!is_commit(rev) && write_ref(rdir, rev, meta.commit, e)) return -1;
+    if (!hub_is_commit(rev) && write_ref(rdir, rev, meta.commit, e)) return -1;
     snprintf(ptr, sizeof ptr, "%s/snapshots/%s/%s", rdir, meta.commit, file);
 
     char blob[4700], inc[4800];
@@ -282,6 +283,11 @@ int hub_resolve_file(const hub_opts *o, const char *repo, const char *rev, const
 
 /* ---- whole model ------------------------------------------------------------------- */
 
+/* Beside config.json, what hub_snapshot takes from a snapshot (and what a
+ * pack's base carries): required, then optional files. */
+static const char *const REQ[] = {"tokenizer.json", "tokenizer_config.json"};
+static const char *const OPT[] = {"generation_config.json", "special_tokens_map.json", "chat_template.jinja"};
+
 static int need(const hub_opts *o, const char *repo, const char *rev, const char *file, int required, char *path,
                 size_t cap, dlm_err *e)
 {
@@ -302,9 +308,7 @@ int hub_snapshot(const hub_opts *o, const char *repo, const char *rev, char *out
     char dir[4600];
     fs_dirname(dir, sizeof dir, p);
     snprintf(commit, sizeof commit, "%s", fs_basename(dir));
-    if (!is_commit(commit)) return err_set(e, KIND, "unexpected cache layout at '%s'", p);
-    static const char *const REQ[] = {"tokenizer.json", "tokenizer_config.json"};
-    static const char *const OPT[] = {"generation_config.json", "special_tokens_map.json", "chat_template.jinja"};
+    if (!hub_is_commit(commit)) return err_set(e, KIND, "unexpected cache layout at '%s'", p);
     for (size_t i = 0; i < sizeof REQ / sizeof REQ[0]; i++)
         if (need(o, repo, commit, REQ[i], 1, p, sizeof p, e)) return -1;
     for (size_t i = 0; i < sizeof OPT / sizeof OPT[0]; i++)
@@ -338,4 +342,185 @@ int hub_snapshot(const hub_opts *o, const char *repo, const char *rev, char *out
         if (rc) return -1;
     }
     return done(out_dir, cap, dir, e);
+}
+
+/* ---- a snapshot carried in a pack ------------------------------------------------ */
+
+static int valid_blob(const char *b)
+{
+    size_t n = strlen(b);
+    if (n == 0 || n > 128 || b[0] == '.') return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!name_char((unsigned char)b[i])) return 0;
+    return 1;
+}
+
+static int add_file(hub_file **v, int *n, int *cap, const char *snapdir, const char *name, dlm_err *e)
+{
+    for (int i = 0; i < *n; i++)
+        if (!strcmp((*v)[i].name, name)) return 0;
+    if (*n == *cap) {
+        int nc = *cap ? *cap * 2 : 16;
+        hub_file *nv = realloc(*v, (size_t)nc * sizeof *nv);
+        if (!nv) return err_set(e, "OOMError", "out of memory");
+        *v = nv;
+        *cap = nc;
+    }
+    hub_file *f = &(*v)[(*n)++];
+    memset(f, 0, sizeof *f);
+    snprintf(f->name, sizeof f->name, "%s", name);
+    snprintf(f->path, sizeof f->path, "%s/%s", snapdir, name);
+    char target[4096];
+    ssize_t len = readlink(f->path, target, sizeof target - 1);
+    if (len > 0) {
+        /* ../../blobs/<etag>: keep the etag, so the cache installed from a
+         * pack has the layout huggingface_hub would have made */
+        target[len] = 0;
+        const char *b = fs_basename(target);
+        if (strstr(target, "blobs/") && valid_blob(b)) snprintf(f->blob, sizeof f->blob, "%s", b);
+    }
+    return 0;
+}
+
+int hub_snapshot_files(const char *snapdir, hub_file **files, int *n, char (**absent)[256], int *nabsent,
+                       dlm_err *e)
+{
+    hub_file *v = NULL;
+    int nv = 0, cap = 0, rc = -1;
+    char(*ab)[256] = calloc(sizeof OPT / sizeof OPT[0] + 1, sizeof *ab);
+    int nab = 0;
+    char p[4800];
+    json_t *ix = NULL;
+    if (!ab) return err_set(e, "OOMError", "out of memory");
+    const char *req[1 + sizeof REQ / sizeof REQ[0]] = {"config.json"};
+    for (size_t i = 0; i < sizeof REQ / sizeof REQ[0]; i++) req[i + 1] = REQ[i];
+    for (size_t i = 0; i < sizeof req / sizeof req[0]; i++) {
+        snprintf(p, sizeof p, "%s/%s", snapdir, req[i]);
+        if (!fs_is_file(p)) { err_set(e, "EntryNotFoundError", "the base snapshot %s has no %s", snapdir, req[i]); goto out; }
+        if (add_file(&v, &nv, &cap, snapdir, req[i], e)) goto out;
+    }
+    for (size_t i = 0; i < sizeof OPT / sizeof OPT[0]; i++) {
+        snprintf(p, sizeof p, "%s/%s", snapdir, OPT[i]);
+        if (fs_is_file(p)) {
+            if (add_file(&v, &nv, &cap, snapdir, OPT[i], e)) goto out;
+        } else snprintf(ab[nab++], sizeof *ab, "%s", OPT[i]);
+    }
+    snprintf(p, sizeof p, "%s/model.safetensors", snapdir);
+    if (fs_is_file(p)) {
+        if (add_file(&v, &nv, &cap, snapdir, "model.safetensors", e)) goto out;
+    } else {
+        /* sharded: hub_snapshot asks for model.safetensors first, so an
+         * offline cache must say that it does not exist */
+        snprintf(ab[nab++], sizeof *ab, "model.safetensors");
+        snprintf(p, sizeof p, "%s/model.safetensors.index.json", snapdir);
+        if (!(ix = json_load_path(p, 64u << 20, e))) goto out;
+        if (add_file(&v, &nv, &cap, snapdir, "model.safetensors.index.json", e)) goto out;
+        json_t *wm = json_object_get(ix, "weight_map"), *jv;
+        const char *k;
+        if (!json_is_object(wm)) { err_at(e, KIND, p, 0, 0, "missing \"weight_map\""); goto out; }
+        json_object_foreach(wm, k, jv) {
+            const char *s = json_string_value(jv);
+            if (!s || strchr(s, '/') || !hub_valid_filename(s)) {
+                err_at(e, KIND, p, 0, 0, "weight_map entry '%s' is not a shard file name", k);
+                goto out;
+            }
+            if (add_file(&v, &nv, &cap, snapdir, s, e)) goto out;
+        }
+    }
+    for (int i = 0; i < nv; i++)
+        if (!fs_is_file(v[i].path)) { err_set(e, "EntryNotFoundError", "the base snapshot lacks %s", v[i].path); goto out; }
+    rc = 0;
+out:
+    json_decref(ix);
+    if (rc) {
+        free(v);
+        free(ab);
+        return -1;
+    }
+    *files = v;
+    *n = nv;
+    *absent = ab;
+    *nabsent = nab;
+    return 0;
+}
+
+/* 1 when the file at path holds the bytes whose sha256 is hex. */
+static int same_bytes(const char *path, const char *hex)
+{
+    char h[65];
+    return !sha256_file_hex(path, h, NULL) && !strcmp(h, hex);
+}
+
+static int conflict(const hub_install *in, int *replaced, dlm_err *e, const char *fmt, const char *a, const char *b)
+{
+    if (in->force) {
+        (*replaced)++;
+        return 0;
+    }
+    err_set(e, "BaseConflictError", fmt, a, b);
+    return err_hint(e, "pass --force to replace it (other documents on this base share the HF cache), or unpack "
+                       "with another cache (HF_HUB_CACHE=DIR)");
+}
+
+int hub_install_snapshot(const hub_opts *o, const hub_install *in, int check_only, int *replaced, dlm_err *e)
+{
+    int dummy = 0;
+    if (!replaced) replaced = &dummy;
+    *replaced = 0;
+    char rdir[4400], b[4700], p[4700], old[64];
+    if (!hub_is_commit(in->commit)) return err_set(e, KIND, "the base's commit '%s' is not a 40-hex hash", in->commit);
+    if (in->rev && *in->rev && !hub_is_commit(in->rev) && !hub_valid_rev(in->rev))
+        return err_set(e, KIND, "invalid revision '%s'", in->rev);
+    if (hub_repo_dir(o, in->repo, rdir, sizeof rdir, e)) return -1;
+    for (int i = 0; i < in->n; i++) {
+        const hub_file *f = &in->files[i];
+        if (strchr(f->name, '/') || !hub_valid_filename(f->name)) return err_set(e, KIND, "invalid file name '%s'", f->name);
+        if (f->blob[0] && !valid_blob(f->blob)) return err_set(e, KIND, "invalid blob name '%s'", f->blob);
+        if (strlen(f->sha256) != 64 || !valid_blob(f->sha256)) return err_set(e, KIND, "no sha256 for '%s'", f->name);
+    }
+    for (int i = 0; i < in->nabsent; i++)
+        if (strchr(in->absent[i], '/') || !hub_valid_filename(in->absent[i]))
+            return err_set(e, KIND, "invalid file name '%s'", in->absent[i]);
+
+    for (int i = 0; i < in->n; i++) {
+        const hub_file *f = &in->files[i];
+        const char *blob = f->blob[0] ? f->blob : f->sha256;
+        snprintf(b, sizeof b, "%s/blobs/%s", rdir, blob);
+        snprintf(p, sizeof p, "%s/snapshots/%s/%s", rdir, in->commit, f->name);
+        int have_b = fs_exists(b), bad_b = have_b && !same_bytes(b, f->sha256);
+        int have_p = fs_is_file(p), bad_p = have_p && !same_bytes(p, f->sha256);
+        if ((bad_b || bad_p) &&
+            conflict(in, replaced, e, "%s already holds other bytes than the pack's base file %s", bad_b ? b : p,
+                     f->name))
+            return -1;
+        if (check_only) continue;
+        if (!have_b || bad_b) {
+            if (mkdirs_for(b, e)) return -1;
+            int lk = lock_blob(o, rdir, blob, e);
+            if (lk < 0) return -1;
+            int r = fs_copy_file(f->path, b, e);
+            close(lk);
+            if (r) return -1;
+        }
+        if ((!have_p || bad_p) && link_snapshot(rdir, in->commit, f->name, blob, e)) return -1;
+    }
+    for (int i = 0; i < in->nabsent; i++) {
+        snprintf(p, sizeof p, "%s/snapshots/%s/%s", rdir, in->commit, in->absent[i]);
+        struct stat st;
+        if (lstat(p, &st) == 0) {
+            if (conflict(in, replaced, e, "%s exists, but the pack's base has no %s", p, in->absent[i])) return -1;
+            if (!check_only && unlink(p)) return err_sys(e, "cannot remove %s", p);
+        }
+        if (!check_only && mark_missing(rdir, in->commit, in->absent[i]))
+            return err_set(e, KIND, "cannot mark %s missing in %s", in->absent[i], rdir);
+    }
+    if (in->rev && *in->rev && !hub_is_commit(in->rev)) {
+        if (read_ref(rdir, in->rev, old) == 0 && strcmp(old, in->commit)) {
+            snprintf(p, sizeof p, "%s/refs/%s", rdir, in->rev);
+            if (conflict(in, replaced, e, "%s points at another commit than the pack's base (%s)", p, in->commit))
+                return -1;
+        }
+        if (!check_only && write_ref(rdir, in->rev, in->commit, e)) return -1;
+    }
+    return 0;
 }

@@ -80,6 +80,45 @@ int hub_resolve_file(const hub_opts *o, const char *repo, const char *rev, const
  * snapshots/<commit>. */
 int hub_snapshot(const hub_opts *o, const char *repo, const char *rev, char *out_dir, size_t cap, dlm_err *e);
 
+/* ---- a snapshot carried in a pack (share/pack_write.c, share/unpack.c) ------------ */
+
+/* 1 for a 40-hex lowercase commit hash. */
+int hub_is_commit(const char *s);
+
+typedef struct hub_file {
+    char name[256];         /* file name in the snapshot (no '/') */
+    char blob[160];         /* its blob (the etag); "" = the snapshot holds a plain file */
+    char path[4700];        /* the local file (snapshot entry, or install source) */
+    char sha256[65];        /* install: the bytes' hash, checked against what is there */
+} hub_file;
+
+/* The files hub_snapshot reads from the cached snapshot folder snapdir
+ * (config.json, the tokenizer files, the weights: model.safetensors or the
+ * index and its shards), each with its blob name; *absent lists the
+ * optional ones the snapshot does not have. Free both with free(). */
+int hub_snapshot_files(const char *snapdir, hub_file **files, int *n, char (**absent)[256], int *nabsent,
+                       dlm_err *e);
+
+typedef struct hub_install {
+    const char *repo;
+    const char *rev;        /* the ref to point at commit ("main"), or NULL/"" when the base names a commit */
+    const char *commit;     /* 40 hex */
+    const hub_file *files;  /* path = source file; blob "" = name it by sha256 */
+    int n;
+    const char (*absent)[256]; /* marked .no_exist/<commit>/<name> */
+    int nabsent;
+    int force;              /* replace what differs (counted in *replaced) instead of refusing */
+} hub_install;
+
+/* Put a snapshot into the cache so that hub_snapshot finds it offline:
+ * blobs/<blob> (temp file, fsync, rename), snapshots/<commit>/<name>
+ * links, .no_exist markers, refs/<rev>. A file already there with the same
+ * bytes is kept; one that differs (a blob, a snapshot entry, an optional
+ * file the base lacks, a ref at another commit) is BaseConflictError,
+ * unless in->force, which replaces it and counts it. With check_only
+ * nothing is written: the conflicts are only found. */
+int hub_install_snapshot(const hub_opts *o, const hub_install *in, int check_only, int *replaced, dlm_err *e);
+
 /* ---- internals shared with hub_http.c ---------------------------------------- */
 typedef struct hub_meta {
     char commit[64];        /* X-Repo-Commit */

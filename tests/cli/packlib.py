@@ -4,7 +4,7 @@ Debian's python3-zstandard, independently of dlm's writer; and hostile
 variants of a pack for the unpack refusal tests.
 
   packlib.py make DOC STORE OUT        a pack of DOC and the store folder STORE
-  packlib.py hostile KIND IN OUT       IN with one defect (see HOSTILE)
+  packlib.py hostile KIND IN OUT       IN with one defect (see hostile())
   packlib.py payload PACK OUT_PAYLOAD OUT_SIG   provenance's signed bytes and signature
   packlib.py tamper-prov PACK OUT FIELD VALUE   change a provenance field, fix checksums
   packlib.py swap-adapter PACK OUT              other adapter bytes, checksums fixed
@@ -35,7 +35,7 @@ def read(path):
 def fix(members):
     """Recompute manifest entries/content_sha256 and CHECKSUMS.sha256."""
     files = {m.name: d for m, d in members if m.isfile()}
-    content = sorted(n for n in files if n.startswith(("dlm/", "store/")))
+    content = sorted(n for n in files if n.startswith(("dlm/", "store/", "base/")))
     man = json.loads(files["manifest.json"])
     man["entries"] = {n: len(files[n]) for n in content}
     h = hashlib.sha256()
@@ -148,6 +148,20 @@ def hostile(kind, src, out):
         ms = fix(ms)
     elif kind == "nodoc":
         ms = fix([x for x in ms if not x[0].name.startswith("dlm/")])
+    elif kind.startswith("base-"):
+        # --include-base packs (t0806): a base/ member manifest.json does not
+        # list; a blob name or a repo id that would leave the HF cache folder
+        man = json.loads([d for m, d in ms if m.name == "manifest.json"][0])
+        if kind == "base-unlisted":
+            ms.append((info("base/evil.bin", b"x"), b"x"))
+        elif kind == "base-blob":
+            f = man["base"]["files"]["config.json"]; f["blob"] = "../../../../evil"
+        elif kind == "base-repo":
+            man["base"]["repo"] = "../../evil"
+        else:
+            raise SystemExit("unknown kind " + kind)
+        ms = [(m, dumps(man) if m.name == "manifest.json" else d) for m, d in ms]
+        ms = fix(ms)
     elif kind == "notzstd":
         write(out, ms, compress=False)
         return

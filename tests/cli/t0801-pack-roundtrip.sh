@@ -39,16 +39,22 @@ wait $held
 cmp held.pack t.dlm.pack || fail "the pack made under the lock differs"
 
 # --include-*: a base the registry does not call redistributable needs
-# --i-am-the-licensee; the flags add their folders and set the header
+# --i-am-the-licensee; a local-path base (this fixture) cannot be installed
+# on another machine, so --include-base refuses it (hub bases: t0806); the
+# flags add their folders and set the header
 set +e; "$DLM" -v pack t.dlm --include-base --out b.pack 2> base.txt; rc=$?; set -e
 [ $rc = 1 ] && grep -q "BaseLicenseRefusedError: .*does not allow redistribution" base.txt || fail "base: $(cat base.txt)"
-"$DLM" pack t.dlm --include-logs --include-exports --include-base --i-am-the-licensee https://example.com/lic \
-    --out full.pack -q
+set +e; "$DLM" -v pack t.dlm --include-base --i-am-the-licensee https://example.com/lic --out b.pack 2> base.txt; rc=$?
+set -e
+[ $rc = 1 ] && grep -q "BaseNotPackableError: .*is a local path" base.txt && grep -q "^hint: " base.txt \
+    || fail "path base: $(cat base.txt)"
+[ ! -e b.pack ] || fail "a refused --include-base left a pack"
+"$DLM" pack t.dlm --include-logs --include-exports --out full.pack -q
 tar --zstd -tf full.pack > full.txt
 grep -q '^store/logs/train-' full.txt || fail "--include-logs did not pack logs/"
-grep -q '^store/cache/' full.txt || fail "--include-base did not pack cache/"
+! grep -q '^store/cache/' full.txt || fail "cache/ packed without --include-base"
 tar --zstd -xOf full.pack PACK_HEADER.json > hdr.json
-grep -q '"content_type": "full"' hdr.json && grep -q '"licensee_acceptance_url": "https://example.com/lic"' hdr.json \
+grep -q '"content_type": "no-base"' hdr.json && grep -q '"licensee_acceptance_url": null' hdr.json \
     || fail "header: $(cat hdr.json)"
 
 # GNU tar (Debian) lists and extracts it
