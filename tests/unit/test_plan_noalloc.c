@@ -160,7 +160,7 @@ static void run(int recompute, int threads)
                 dataset_fill(ds, ds->val + i, c, 1, mb, T, bt_tok, bt_tgt, bt_pos, bt_seg, &b, &nl);
                 decoder_loss(f, &b, NULL, NULL, &got);
             }
-            train_state s = {(uint64_t)step + 1, 12, 0, 7, n, INFINITY, 0, 0, loss, l->w, mo, ve, NULL};
+            train_state s = {(uint64_t)step + 1, 12, 0, 7, n, INFINITY, 0, 0, loss, l->w, mo, ve, NULL, .optim_kind = STATE_OPTIM_ADAMW};
             CHECK(state_save_buf(ckpath, &s, &ck, &e) == 0);
         }
     }
