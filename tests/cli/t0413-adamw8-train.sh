@@ -3,7 +3,8 @@
 # and 2 give the same adapter and training_state.bin bytes; a run killed
 # (SIGKILL) after a checkpoint and resumed gives the uninterrupted bytes; a
 # resume after switching to adamw_torch is refused and names both
-# optimizers; training_run.json records the optimizer; the checkpoint is
+# optimizers (for a checkpoint and for a committed version's state);
+# training_run.json records the optimizer; the checkpoint is
 # training_state.bin version 2; `dlm doctor --json` plans the 8-bit moments
 # at under a third of adamw_torch's 8 bytes per parameter.
 set -euo pipefail
@@ -63,6 +64,17 @@ echo "$out" | grep -q "hint: set training.optimizer back to adamw_bnb_8bit" || f
 doc d.dlm adamw_bnb_8bit
 "$DLM" train d.dlm --max-steps 8 --resume -q >/dev/null
 [ "$a" = "$(sha v0003)" ] || fail "the resumed run differs from the uninterrupted one"
+
+# no checkpoint left: --resume continues the committed version's state,
+# and that too is refused for the other optimizer
+doc d.dlm adamw_torch
+set +e
+out=$("$DLM" train d.dlm --max-steps 8 --resume 2>&1)
+rc=$?
+set -e
+[ $rc -ne 0 ] || fail "continuing an 8-bit version with adamw_torch was accepted"
+echo "$out" | grep -q "v0003/training_state.bin holds 8-bit AdamW moments" || fail "version continuation: $out"
+doc d.dlm adamw_bnb_8bit
 
 # the plan: 8-bit moments well under adamw_torch's
 moments() { "$DLM" doctor d.dlm --json | python3 -c '
