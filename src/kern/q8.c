@@ -72,12 +72,11 @@ uint8_t kern_q8_encode(const float *map, int is_signed, float x)
 {
     if (!(x > map[0])) return 0;              /* also NaN */
     if (x >= map[255]) return 255;
-    int lo = 0, hi = 255;                     /* map[lo] < x < map[hi] or equal at lo */
-    while (hi - lo > 1) {
-        int mid = (lo + hi) >> 1;
-        if (map[mid] <= x) lo = mid;
-        else hi = mid;
-    }
+    /* the last code <= x, in 8 fixed steps without a data-dependent branch
+     * (the compiler makes each a conditional move): map[lo] <= x < map[lo + 1] */
+    int lo = 0;
+    for (int step = 128; step > 0; step >>= 1) lo += map[lo + step] <= x ? step : 0;
+    int hi = lo + 1;
     int c = ((double)map[hi] - (double)x < (double)x - (double)map[lo]) ? hi : lo;
     if (is_signed && x < 0.0f && map[c] >= 0.0f) c--;
     return (uint8_t)c;
