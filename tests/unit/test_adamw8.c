@@ -318,6 +318,11 @@ static int run_ref(const char *dir)
         kern_adamw32_bnb(sp, sg + (t - 1) * ns, sm, sv, (int64_t)ns, &s);
     }
     check_tensor("32-bit tensor params", sp, sp_e, ns, 1e-6);
+    free(ms); free(mu);
+    free(p); free(g); free(ep); free(e1); free(e2); free(ea1); free(ea2);
+    free(c1); free(c2); free(a1); free(a2);
+    free(sp); free(sg); free(sp_e); free(sm); free(sv);
+    kern_init(1);
     return check_done();
 }
 
