@@ -214,11 +214,12 @@ void kern_adamw(float *p, const float *g, float *m, float *v, int64_t n,
 
 /* ---- 8-bit AdamW (Dettmers et al., arXiv 2110.02861; bitsandbytes) ---------
  * Block-wise dynamic quantization: a tensor is cut into blocks of
- * KERN_Q8_BLOCK values from its start (paper §2, B = 2048); a block keeps
+ * KERN_Q8_BLOCK values from its start (the paper's B = 2048); a block keeps
  * absmax = max|x| (f32) and one code per value, the index of the value of
- * the dynamic map nearest to x/absmax (a block of zeros: absmax 0 and the
- * code of 0). kern_q8_map(1) is the signed map (first moment), (0) the
- * unsigned one (second moment): 256 ascending floats in [−1, 1] / [0, 1].
+ * the dynamic map nearest to x/absmax (the paper's N_b = max|T_b|,
+ * T^Q = argmin_j |Q_j − T/N_b|; a block of zeros: absmax 0, the code of 0).
+ * kern_q8_map(1) is the signed map (first moment), (0) the unsigned one
+ * (second moment): 256 ascending floats in [−1, 1] / [0, 1].
  *
  * kern_adamw8, per block, as bitsandbytes' blockwise 2-state kernel:
  *   m = map1[c1]·absmax1;  v = map2[c2]·absmax2         (dequantize)

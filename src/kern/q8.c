@@ -9,7 +9,7 @@
 #include <stdlib.h>
 
 /* ---- the dynamic (tree) map -------------------------------------------------
- * Paper §2 "Dynamic Tree Quantization" and bitsandbytes'
+ * The paper's dynamic (tree) quantization and bitsandbytes'
  * functional.create_dynamic_map(signed, max_exponent_bits=7, total_bits=8):
  * for exponent i = 0..6 the fraction bits cover the linear grid of
  * linspace(0.1, 1, F_i) and each code is the midpoint of two neighbours,
@@ -62,8 +62,9 @@ const float *kern_q8_map(int is_signed)
 
 uint8_t kern_q8_zero_code(int is_signed) { return is_signed ? 127 : 0; }
 
-/* Nearest code by binary search (paper §2: "find the closest 8-bit value
- * via binary search"); an exact tie goes to the lower code. The distances
+/* The nearest code: the paper's T^Q = argmin_j |Q_j − T/N| (bitsandbytes'
+ * kernel finds it by binary search over the sorted map, as here); an exact
+ * tie goes to the lower code. The distances
  * are taken in double, where the difference of two floats of similar
  * magnitude is exact. First moment only: a negative value never lands on
  * the code 0 (bitsandbytes' kernel keeps the sign of state1 through

@@ -36,25 +36,25 @@ DOC
 V="$DLM_HOME/store/$ID/adapter/versions"
 sha() { cat "$V/$1/adapter_model.safetensors" "$V/$1/training_state.bin" | sha256sum | cut -c1-64; }
 doc d.dlm adamw_bnb_8bit
-"$DLM" train d.dlm --max-steps 8 --threads 2 -q >/dev/null
+"$DLM" train d.dlm --max-steps 6 --threads 2 -q >/dev/null
 a=$(sha v0001)
-"$DLM" train d.dlm --max-steps 8 --threads 1 -q >/dev/null
+"$DLM" train d.dlm --max-steps 6 --threads 1 -q >/dev/null
 [ "$a" = "$(sha v0002)" ] || fail "threads 1 vs 2 changed the adapter or its 8-bit state"
 grep -q '"optimizer": *"adamw_bnb_8bit"' "$V/v0001/training_run.json" || fail "training_run.json has no optimizer"
 ver=$(od -An -tu4 -j8 -N4 "$V/v0001/training_state.bin" | tr -d ' ')
 [ "$ver" = 2 ] || fail "training_state.bin is version $ver, not 2 (8-bit state)"
 
-# killed after step 4 (checkpoints every 2 steps of 8)
+# killed after step 3 (a checkpoint after every step of 6)
 set +e
-DLM_TEST_CRASH_AFTER_STEP=4 "$DLM" train d.dlm --max-steps 8 -q >/dev/null 2>&1
+DLM_TEST_CRASH_AFTER_STEP=3 "$DLM" train d.dlm --max-steps 6 -q >/dev/null 2>&1
 rc=$?
 set -e
 [ $rc -ne 0 ] || fail "the crash hook did not kill the run"
-ls "$DLM_HOME/store/$ID/adapter/checkpoints" | grep -q step-000004 || fail "no checkpoint at step 4"
+ls "$DLM_HOME/store/$ID/adapter/checkpoints" | grep -q step-000003 || fail "no checkpoint at step 3"
 # another optimizer cannot continue the 8-bit moments
 doc d.dlm adamw_torch
 set +e
-out=$("$DLM" train d.dlm --max-steps 8 --resume 2>&1)
+out=$("$DLM" train d.dlm --max-steps 6 --resume 2>&1)
 rc=$?
 set -e
 [ $rc -ne 0 ] || fail "a resume with adamw_torch over 8-bit moments was accepted"
@@ -62,14 +62,14 @@ echo "$out" | grep -q "ResumeIntegrityError: .*holds 8-bit AdamW moments .*train
     fail "the refusal does not name both optimizers: $out"
 echo "$out" | grep -q "hint: set training.optimizer back to adamw_bnb_8bit" || fail "no hint: $out"
 doc d.dlm adamw_bnb_8bit
-"$DLM" train d.dlm --max-steps 8 --resume -q >/dev/null
+"$DLM" train d.dlm --max-steps 6 --resume -q >/dev/null
 [ "$a" = "$(sha v0003)" ] || fail "the resumed run differs from the uninterrupted one"
 
 # no checkpoint left: --resume continues the committed version's state,
 # and that too is refused for the other optimizer
 doc d.dlm adamw_torch
 set +e
-out=$("$DLM" train d.dlm --max-steps 8 --resume 2>&1)
+out=$("$DLM" train d.dlm --max-steps 6 --resume 2>&1)
 rc=$?
 set -e
 [ $rc -ne 0 ] || fail "continuing an 8-bit version with adamw_torch was accepted"

@@ -10,15 +10,15 @@ writes DIR/*.bin (raw little-endian arrays) and DIR/meta.txt; dlm's
 `test_adamw8 --ref DIR` runs its kernels on the same inputs and compares
 (tests/ref/r0406-adamw8-ref.sh).
 
-Paper, section 2:
+From the paper ("Background" and "8-bit optimizers"):
   * dynamic tree quantization: a sign bit (signed map only), a run of zero
     bits giving the decimal exponent (10^0 .. 10^-6), an indicator bit,
     then linear fraction bits; with 8 bits and up to 7 exponent bits the
     fraction of exponent e has (signed) 2^e or (unsigned: the sign bit is a
     fraction bit too) 2^(e+1) intervals of [0.1, 1]; a code is the middle of
     its interval.  0 and 1 complete the 256 values.
-  * block-wise quantization: blocks of B = 2048 values, each normalized by
-    its own absmax, each value mapped to the nearest code (binary search).
+  * block-wise quantization: blocks of B = 2048 values, N_b = max|T_b|,
+    each value stored as argmin_j |Q_j - T/N_b| (the nearest code).
   * 8-bit optimizer: dequantize the state, do the 32-bit update, quantize the
     new state; the first Adam state uses the signed map, the second the
     unsigned one.
