@@ -34,6 +34,13 @@ static void put_f32s(strbuf *b, const float *p, uint64_t n)
 
 size_t state_bytes(uint64_t n, int has_best) { return 96 + (size_t)n * 4 * (has_best ? 4 : 3); }
 
+size_t state_size(const train_state *s)
+{
+    if (s->optim_kind != STATE_OPTIM_ADAMW8) return state_bytes(s->n, s->best != NULL);
+    return 96 + 24 + (size_t)s->n * 4 * (s->best ? 2 : 1) + (size_t)s->n8 * 2 + (size_t)s->nblk * 8 +
+           (size_t)s->n32 * 8;
+}
+
 int state_save(const char *path, const train_state *s, dlm_err *e)
 {
     strbuf b = STRBUF_INIT;
@@ -46,12 +53,13 @@ int state_save_buf(const char *path, const train_state *s, strbuf *bp, dlm_err *
 {
     strbuf b = *bp;
     sb_reset(&b);
-    if (sb_reserve(&b, state_bytes(s->n, s->best != NULL))) {
+    int k8 = s->optim_kind == STATE_OPTIM_ADAMW8;
+    if (sb_reserve(&b, state_size(s))) {
         *bp = b;
         return err_set(e, "MemoryError", "out of memory saving training state");
     }
     sb_append(&b, MAGIC, 8);
-    put_u32(&b, 1);
+    put_u32(&b, k8 ? 2 : 1);
     put_u32(&b, s->best ? 1u : 0u);
     put_u64(&b, s->step);
     put_u64(&b, s->total_steps);
@@ -61,11 +69,24 @@ int state_save_buf(const char *path, const train_state *s, strbuf *bp, dlm_err *
     put_f64(&b, s->best_val);
     put_u64(&b, s->best_step);
     put_u32(&b, s->bad_evals);
-    put_u32(&b, 0);
+    put_u32(&b, k8 ? STATE_OPTIM_ADAMW8 : 0);
     put_f64(&b, s->last_loss);
-    put_f32s(&b, s->params, s->n);
-    put_f32s(&b, s->m, s->n);
-    put_f32s(&b, s->v, s->n);
+    if (k8) {
+        put_u64(&b, s->n8);
+        put_u64(&b, s->nblk);
+        put_u64(&b, s->n32);
+        put_f32s(&b, s->params, s->n);
+        sb_append(&b, s->c1, (size_t)s->n8);
+        sb_append(&b, s->c2, (size_t)s->n8);
+        put_f32s(&b, s->a1, s->nblk);
+        put_f32s(&b, s->a2, s->nblk);
+        put_f32s(&b, s->m, s->n32);
+        put_f32s(&b, s->v, s->n32);
+    } else {
+        put_f32s(&b, s->params, s->n);
+        put_f32s(&b, s->m, s->n);
+        put_f32s(&b, s->v, s->n);
+    }
     if (s->best) put_f32s(&b, s->best, s->n);
     *bp = b;
     if (b.oom) return err_set(e, "MemoryError", "out of memory saving training state");
@@ -132,7 +153,7 @@ int state_load(const char *path, train_state *s, dlm_err *e)
     char magic[8];
     uint32_t version, flags, reserved;
     if (get(&r, magic, 8) || memcmp(magic, MAGIC, 8)) goto bad;
-    if (get_u32(&r, &version) || version != 1) {
+    if (get_u32(&r, &version) || (version != 1 && version != 2)) {
         free(buf);
         return err_set(e, "ResumeIntegrityError", "training_state.bin version %u is not supported", version);
     }
@@ -141,21 +162,48 @@ int state_load(const char *path, train_state *s, dlm_err *e)
         get_f64(&r, &s->best_val) || get_u64(&r, &s->best_step) || get_u32(&r, &s->bad_evals) ||
         get_u32(&r, &reserved) || get_f64(&r, &s->last_loss))
         goto bad;
-    size_t arrays = (flags & 1) ? 4 : 3;
-    if (s->n > r.left / 4 / arrays || r.left != s->n * 4 * arrays) goto bad;
-    size_t bytes = (size_t)s->n * 4;
+    if (version == 2) {
+        if (reserved != STATE_OPTIM_ADAMW8 || get_u64(&r, &s->n8) || get_u64(&r, &s->nblk) || get_u64(&r, &s->n32))
+            goto bad;
+        s->optim_kind = STATE_OPTIM_ADAMW8;
+        /* never trust a count: each is bounded by what is left before any
+         * product is formed */
+        if (s->n > r.left / 4 || s->n8 > r.left || s->nblk > r.left / 8 || s->n32 > r.left / 8 ||
+            s->n8 + s->n32 != s->n || s->nblk < (s->n8 + 2047) / 2048 || s->nblk > s->n8)
+            goto bad;
+        size_t want = (size_t)s->n * 4 * ((flags & 1) ? 2 : 1) + (size_t)s->n8 * 2 + (size_t)s->nblk * 8 +
+                      (size_t)s->n32 * 8;
+        if (r.left != want) goto bad;
+    } else {
+        size_t arrays = (flags & 1) ? 4 : 3;
+        if (s->n > r.left / 4 / arrays || r.left != s->n * 4 * arrays) goto bad;
+    }
+    size_t bytes = (size_t)s->n * 4, mv = s->optim_kind ? (size_t)s->n32 * 4 : bytes;
     s->params = malloc(bytes ? bytes : 1);
-    s->m = malloc(bytes ? bytes : 1);
-    s->v = malloc(bytes ? bytes : 1);
+    s->m = malloc(mv ? mv : 1);
+    s->v = malloc(mv ? mv : 1);
     s->best = (flags & 1) ? malloc(bytes ? bytes : 1) : NULL;
-    if (!s->params || !s->m || !s->v || ((flags & 1) && !s->best)) {
+    if (s->optim_kind) {
+        s->c1 = malloc(s->n8 ? s->n8 : 1);
+        s->c2 = malloc(s->n8 ? s->n8 : 1);
+        s->a1 = malloc(s->nblk ? s->nblk * 4 : 1);
+        s->a2 = malloc(s->nblk ? s->nblk * 4 : 1);
+    }
+    if (!s->params || !s->m || !s->v || ((flags & 1) && !s->best) ||
+        (s->optim_kind && (!s->c1 || !s->c2 || !s->a1 || !s->a2))) {
         free(buf);
         state_free(s);
         return err_set(e, "MemoryError", "out of memory loading training state");
     }
     get(&r, s->params, bytes);
-    get(&r, s->m, bytes);
-    get(&r, s->v, bytes);
+    if (s->optim_kind) {
+        get(&r, s->c1, s->n8);
+        get(&r, s->c2, s->n8);
+        get(&r, s->a1, s->nblk * 4);
+        get(&r, s->a2, s->nblk * 4);
+    }
+    get(&r, s->m, mv);
+    get(&r, s->v, mv);
     if (s->best) get(&r, s->best, bytes);
     free(buf);
     return 0;
@@ -171,5 +219,10 @@ void state_free(train_state *s)
     free(s->m);
     free(s->v);
     free(s->best);
-    s->params = s->m = s->v = s->best = NULL;
+    free(s->c1);
+    free(s->c2);
+    free(s->a1);
+    free(s->a2);
+    s->params = s->m = s->v = s->best = s->a1 = s->a2 = NULL;
+    s->c1 = s->c2 = NULL;
 }

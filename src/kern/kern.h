@@ -212,4 +212,43 @@ void kern_dropout_apply(float *dst, const float *src, const uint8_t *keep, int64
 void kern_adamw(float *p, const float *g, float *m, float *v, int64_t n,
                 double lr, double b1, double b2, double eps, double wd, int64_t t);
 
+/* ---- 8-bit AdamW (Dettmers et al., arXiv 2110.02861; bitsandbytes) ---------
+ * Block-wise dynamic quantization: a tensor is cut into blocks of
+ * KERN_Q8_BLOCK values from its start (the paper's B = 2048); a block keeps
+ * absmax = max|x| (f32) and one code per value, the index of the value of
+ * the dynamic map nearest to x/absmax (the paper's N_b = max|T_b|,
+ * T^Q = argmin_j |Q_j − T/N_b|; a block of zeros: absmax 0, the code of 0).
+ * kern_q8_map(1) is the signed map (first moment), (0) the unsigned one
+ * (second moment): 256 ascending floats in [−1, 1] / [0, 1].
+ *
+ * kern_adamw8, per block, as bitsandbytes' blockwise 2-state kernel:
+ *   m = map1[c1]·absmax1;  v = map2[c2]·absmax2         (dequantize)
+ *   m = m·b1 + (1−b1)·g;   v = v·b2 + ((1−b2)·g)·g       (f32)
+ *   absmax1 = max|m|, absmax2 = max|v| over the block
+ *   p = p + step_size·(m / (sqrt(v) + eps·c2));  p = p·(1 − lr·wd)
+ *   c1, c2 = nearest codes of m/absmax1, v/absmax2        (requantize)
+ * with c1 = 1 − b1^t, c2 = sqrt(1 − b2^t), step_size = −lr·c2/c1 (scalars in
+ * double, rounded to f32 once: kern_adamw_bnb_scalars). The update uses the
+ * f32 moments of this step; quantization error enters from the next one.
+ * Weight decay comes after the update, as in bitsandbytes (torch.AdamW
+ * decays first). kern_adamw32_bnb is the same update with f32 moments: the
+ * tensors bitsandbytes keeps in 32 bits (fewer than 4096 values).
+ * Blocks are independent, so the bytes do not depend on the thread count. */
+#define KERN_Q8_BLOCK 2048
+typedef struct kern_adamw_bnb {
+    float b1, omb1, b2, omb2, step_size, eps_c2, decay;
+} kern_adamw_bnb;
+void kern_adamw_bnb_scalars(kern_adamw_bnb *s, double lr, double b1, double b2, double eps, double wd, int64_t t);
+const float *kern_q8_map(int is_signed);
+uint8_t kern_q8_zero_code(int is_signed);
+/* nearest code of x (already divided by absmax); ties to the lower code;
+ * signed: a negative x never takes the code of 0 (it takes the next lower) */
+uint8_t kern_q8_encode(const float *map, int is_signed, float x);
+/* absmax[ceil(n / KERN_Q8_BLOCK)] */
+void kern_q8_quantize(uint8_t *codes, float *absmax, const float *x, int64_t n, int is_signed);
+void kern_q8_dequantize(float *x, const uint8_t *codes, const float *absmax, int64_t n, int is_signed);
+void kern_adamw8(float *p, const float *g, uint8_t *c1, uint8_t *c2, float *absmax1, float *absmax2, int64_t n,
+                 const kern_adamw_bnb *s);
+void kern_adamw32_bnb(float *p, const float *g, float *m, float *v, int64_t n, const kern_adamw_bnb *s);
+
 #endif

@@ -279,4 +279,10 @@ double kern_xent_ref(float *dlogits, float *nll, const float *logits, const int3
 double kern_head_xent_ref(float *dx, float *nll, const float *x, const wmat *W, const int32_t *targets,
                           int64_t N, float grad_scale);
 
+/* kern_adamw8 one value at a time: linear search for the nearest code
+ * (the distance to every code, the first of equal ones), no threads. */
+void kern_adamw8_ref(float *p, const float *g, uint8_t *c1, uint8_t *c2, float *absmax1, float *absmax2, int64_t n,
+                     const kern_adamw_bnb *s);
+uint8_t kern_q8_encode_ref(const float *map, int is_signed, float x);
+
 #endif

@@ -247,3 +247,48 @@ double kern_head_xent_ref(float *dx, float *nll, const float *x, const wmat *W, 
     free(lg);
     return tot;
 }
+
+/* ---- 8-bit AdamW ------------------------------------------------------------ */
+
+uint8_t kern_q8_encode_ref(const float *map, int is_signed, float x)
+{
+    int best = 0;
+    double bd = INFINITY;
+    for (int c = 0; c < 256; c++) {
+        double d = fabs((double)x - (double)map[c]);
+        if (d < bd) { bd = d; best = c; }
+    }
+    if (is_signed && x < 0.0f && map[best] >= 0.0f) best--;
+    return (uint8_t)best;
+}
+
+void kern_adamw8_ref(float *p, const float *g, uint8_t *c1, uint8_t *c2, float *absmax1, float *absmax2, int64_t n,
+                     const kern_adamw_bnb *s)
+{
+    const float *q1 = kern_q8_map(1), *q2 = kern_q8_map(0);
+    float *m = malloc((size_t)(n > 0 ? n : 1) * sizeof(float)), *v = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+    if (!m || !v) { free(m); free(v); return; }
+    int64_t nb = (n + KERN_Q8_BLOCK - 1) / KERN_Q8_BLOCK;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t b = i / KERN_Q8_BLOCK;
+        m[i] = q1[c1[i]] * absmax1[b] * s->b1 + s->omb1 * g[i];
+        v[i] = q2[c2[i]] * absmax2[b] * s->b2 + s->omb2 * g[i] * g[i];
+        p[i] = (p[i] + s->step_size * (m[i] / (sqrtf(v[i]) + s->eps_c2))) * s->decay;
+    }
+    for (int64_t b = 0; b < nb; b++) {
+        int64_t o = b * KERN_Q8_BLOCK, e = o + KERN_Q8_BLOCK < n ? o + KERN_Q8_BLOCK : n;
+        float a1 = 0, a2 = 0;
+        for (int64_t i = o; i < e; i++) {
+            if (fabsf(m[i]) > a1) a1 = fabsf(m[i]);
+            if (fabsf(v[i]) > a2) a2 = fabsf(v[i]);
+        }
+        absmax1[b] = a1;
+        absmax2[b] = a2;
+        for (int64_t i = o; i < e; i++) {
+            c1[i] = a1 > 0 ? kern_q8_encode_ref(q1, 1, m[i] / a1) : 127;
+            c2[i] = a2 > 0 ? kern_q8_encode_ref(q2, 0, v[i] / a2) : 0;
+        }
+    }
+    free(m);
+    free(v);
+}

@@ -301,9 +301,11 @@ int run_start_or_resume(run *R, dlm_err *e)
                 (unsigned long long)st.n, R->l->n);
         return err_hint(e, "the adapter settings changed; start over with 'dlm train %s --fresh'", R->o->doc_path);
     }
+    if (run_optim_restore(R, &st, sp, e)) {
+        state_free(&st);
+        return -1;
+    }
     memcpy(R->l->w, st.params, st.n * 4);
-    memcpy(R->mom, st.m, st.n * 4);
-    memcpy(R->vel, st.v, st.n * 4);
     R->resumed = 1;
     if (step) {
         R->start_step = (int64_t)st.step;
@@ -398,9 +400,11 @@ void run_log_eval(run *R, int64_t step, double val)
 
 static train_state make_state(run *R, int64_t step)
 {
-    train_state s = {(uint64_t)step, (uint64_t)R->total, (uint64_t)step * (uint64_t)R->grad_accum, R->seed, R->l->n,
-                     R->best_val, (uint64_t)R->best_step, (uint32_t)R->bad_evals, R->last_loss,
-                     R->l->w, R->mom, R->vel, R->best};
+    train_state s = {.step = (uint64_t)step, .total_steps = (uint64_t)R->total,
+                     .micro = (uint64_t)step * (uint64_t)R->grad_accum, .seed = R->seed, .n = R->l->n,
+                     .best_val = R->best_val, .best_step = (uint64_t)R->best_step, .bad_evals = (uint32_t)R->bad_evals,
+                     .last_loss = R->last_loss, .params = R->l->w, .best = R->best};
+    run_optim_fill_state(R, &s);   /* the moments: 32-bit or 8-bit (run/optstate.c) */
     return s;
 }
 
@@ -472,6 +476,8 @@ static int write_version(run *R, const char *tmp, dlm_err *e)
                            "recompute", R->plan.recompute, "train_items", (json_int_t)R->P.data.ds->n_train,
                            "train_loss_tokens", (json_int_t)R->P.data.ds->train_loss_tokens, "replay_sections", R->P.data.n_replay,
                            "new_sections", R->P.data.n_new, "frontmatter", cfg ? cfg : json_null());
+    /* the optimizer the moments were kept with (run/optstate.c) */
+    json_object_set_new(tr, "optimizer", json_string(doc_optimizer_names[doc_fm(R->doc)->training.optimizer]));
     /* what training.sources contributed: per-directive counts, each kept file's path, size, sha256 */
     const src_report *srcs = doc_sources_report(R->doc);
     if (srcs) json_object_set_new(tr, "sources", src_report_json(srcs, 2));
@@ -630,6 +636,7 @@ void run_free(run *R)
     free(R->g);
     free(R->mom);
     free(R->vel);
+    run_optim_free(R);
     free(R->best);
     free(R->btok);
     free(R->btgt);

@@ -41,6 +41,7 @@ static void fill_common(doctor_doc *o, const doc_training *tr, const host_info *
     in->recompute = tr->recompute == DOC_RECOMPUTE_ON ? 1 : tr->recompute == DOC_RECOMPUTE_OFF ? 0 : -1;
     in->threads = plan_threads((int)tr->threads, h->cores_usable);
     in->cores = h->cores_usable;
+    in->optim8 = tr->optimizer == DOC_OPT_ADAMW_BNB_8BIT || tr->optimizer == DOC_OPT_PAGED_ADAMW_8BIT;
     o->budget = max_memory ? max_memory : h->budget;
     o->budget_from = max_memory ? "--max-memory" : h->budget_from;
     in->budget = o->budget;

@@ -11,9 +11,11 @@ int run_inert_notes(const doc_training *t, inert_note_fn fn, void *ctx)
     int n = 0;
     char buf[512];
 #define NOTE(...) do { snprintf(buf, sizeof buf, __VA_ARGS__); fn(ctx, buf); n++; } while (0)
-    if (t->optimizer != d.optimizer)
-        NOTE("training.optimizer: %s is not implemented yet; dlm trains with adamw_torch (32-bit moments, %s more "
-             "optimizer memory than 8-bit)", doc_optimizer_names[t->optimizer], "4x");
+    /* adamw_bnb_8bit trains as written (grad/optim8.h); paged_adamw_8bit
+     * is the same optimizer, and what "paged" adds does not exist here */
+    if (t->optimizer == DOC_OPT_PAGED_ADAMW_8BIT)
+        NOTE("training.optimizer: paged_adamw_8bit trains as adamw_bnb_8bit (the same 8-bit block-wise AdamW): "
+             "paging moves optimizer state between GPU and host memory, and dlm trains on the CPU");
     if (t->precision != d.precision)
         NOTE("training.precision: %s is not used yet; dlm trains LoRA weights in fp32 on the CPU",
              doc_precision_names[t->precision]);

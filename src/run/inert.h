@@ -9,8 +9,9 @@
 
 typedef void (*inert_note_fn)(void *ctx, const char *note);
 /* Call fn once per key of t that differs from its default and that the
- * trainer does not honour; returns the count. (training.adapters has its
- * own note in the trainer.) */
+ * trainer does not honour, or honours differently from what it names
+ * (paged_adamw_8bit trains as adamw_bnb_8bit); returns the count.
+ * (training.adapters has its own note in the trainer.) */
 int run_inert_notes(const doc_training *t, inert_note_fn fn, void *ctx);
 
 #endif

@@ -3,6 +3,7 @@
  * moments, batch and checkpoint buffers), the model loader (mapped weights
  * and copies); tests/unit/test_plan.c checks them against those owners. */
 #include "run/plan.h"
+#include "grad/optim8.h"
 
 #include <malloc.h>
 #include <stdio.h>
@@ -136,9 +137,19 @@ void plan_compute(const plan_in *in, int mb, int ga, int recompute, plan *p)
      * of an MPI job keeps each of its micro-batches' until the chain
      * reaches it (run/dist.h) */
     add(p, "micro-batch gradients", n * 4 * (uint64_t)(in->ranks > 1 ? ga : 1));
-    add(p, "AdamW moments", n * 8);
-    if (in->keep_best) add(p, "best-checkpoint copy", n * 4);
-    add(p, "checkpoint buffer", n * 4 * (in->keep_best ? 4 : 3) + 96);
+    if (in->optim8 && !in->full) {
+        /* the state optim8_create allocates and training_state.bin v2 holds (adapter/state.h) */
+        optim8_counts k;
+        optim8_plan_counts(c, &in->lora, &k);
+        uint64_t os = optim8_state_bytes(&k);
+        add(p, "AdamW moments (8-bit codes + block scales)", os);
+        if (in->keep_best) add(p, "best-checkpoint copy", n * 4);
+        add(p, "checkpoint buffer", n * 4 * (in->keep_best ? 2 : 1) + os + 96 + 24);
+    } else {
+        add(p, "AdamW moments", n * 8);
+        if (in->keep_best) add(p, "best-checkpoint copy", n * 4);
+        add(p, "checkpoint buffer", n * 4 * (in->keep_best ? 4 : 3) + 96);
+    }
     int rows = in->pref_pairs > 0 ? 2 * mb : mb;
     decoder_opts o = {.B = rows, .T = in->seq_len, .recompute = recompute, .full = in->full};
     decoder_parts fp;

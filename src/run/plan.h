@@ -14,7 +14,10 @@
  *   tokenizer, dataset, records   heap measured by the caller (mallinfo2
  *                  deltas) or estimated from the vocabulary
  *   adapter, gradients, AdamW m and v, best-checkpoint copy, checkpoint
- *                  serialisation buffer   4 bytes per parameter each
+ *                  serialisation buffer   4 bytes per parameter each; the
+ *                  8-bit optimizers: m and v take 2 bytes per value of a
+ *                  tensor of >= 4096 values plus 8 per block of 2048, and
+ *                  8 bytes per value of the smaller tensors (grad/optim8.h)
  *   activations    decoder_plan_parts: exactly what decoder_create allocates, by
  *                  purpose from fb's own carving (what the forward keeps,
  *                  attention scratch, LM-head buffers, backward scratch)
@@ -71,6 +74,8 @@ typedef struct plan_in {
                                  * micro-batch slot (chosen + rejected rows), seq_len = the longest pair
                                  * sequence; the reference pass reuses the same buffers */
     int ranks;                  /* MPI ranks sharing a step (0 or 1: one process); the figure is per rank */
+    int optim8;                 /* training.optimizer adamw_bnb_8bit / paged_adamw_8bit: 8-bit block-wise
+                                 * moments (grad/optim8.h) instead of 8 bytes per parameter */
 } plan_in;
 
 #define PLAN_MAX_ITEMS 24

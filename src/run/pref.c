@@ -174,7 +174,7 @@ int pref_step(run *R, int64_t step, double *loss, double *gnorm, int64_t *ntok, 
     R->rw_acc = pc.st.acc / npairs;
     *gnorm = optim_clip(R->g, R->l->n, R->optim.max_grad_norm);
     double lr = optim_lr_at(&R->optim, step);
-    optim_adamw_step(&R->optim, R->l->w, R->g, R->mom, R->vel, R->l->n, lr, R->t_offset + step + 1);
+    run_optim_step(R, lr, R->t_offset + step + 1);
     R->last_lr = lr;
     return 0;
 }

@@ -72,6 +72,7 @@ void prep_plan_inputs(const prep *P, const doc_training *tr, int threads, int co
         in->base.wtype = DT_Q4_K;
     }
     in->lora = P->lora;
+    in->optim8 = tr->optimizer == DOC_OPT_ADAMW_BNB_8BIT || tr->optimizer == DOC_OPT_PAGED_ADAMW_8BIT;
     in->seq_len = ds->max_len > 0 ? ds->max_len : 1;
     in->mb = (int)tr->micro_batch_size;
     in->ga = (int)tr->grad_accum;

@@ -48,7 +48,8 @@ typedef struct run {
     prep P;                         /* tokenizer, base shape, dialect, adapter config, data (run/prepare.h) */
     model *m;
     lora *l;
-    float *g, *mom, *vel, *best;    /* gradients, AdamW moments, best weights (adapter layout) */
+    float *g, *mom, *vel, *best;    /* gradients, AdamW moments (32-bit only), best weights (adapter layout) */
+    struct optim8 *o8;              /* the 8-bit AdamW state (training.optimizer adamw_bnb_8bit/paged_adamw_8bit) */
     plan plan;
     plan_in plan_in;                /* what the plan was made from (replan after load) */
     host_info host;
@@ -97,6 +98,18 @@ int pref_step(run *R, int64_t step, double *loss, double *gnorm, int64_t *ntok, 
 int pref_save_ref(const run *R, const char *dir, dlm_err *e);
 int pref_load_ref(run *R, const char *dir, dlm_err *e);
 void pref_free_run(run *R);
+
+/* run/optstate.c: the optimizer of training.optimizer (32-bit or 8-bit
+ * AdamW), its buffers, step and checkpoint state */
+struct train_state;
+int run_optim_is8(const doc_training *tr);
+int run_optim_create(run *R, dlm_err *e);
+void run_optim_step(run *R, double lr, int64_t t);
+void run_optim_fill_state(const run *R, struct train_state *s);
+/* Refuses a state of the other kind (ResumeIntegrityError naming both). */
+int run_optim_restore(run *R, const struct train_state *st, const char *path, dlm_err *e);
+size_t run_optim_state_bytes(const run *R);   /* the whole training_state.bin */
+void run_optim_free(run *R);
 
 int run_check_interrupted(run *R, dlm_err *e);
 int run_lock_facts(run *R, dlm_err *e);

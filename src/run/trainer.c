@@ -240,7 +240,7 @@ static int do_step(run *R, int64_t step, double *loss, double *gnorm, int64_t *n
     *loss = total_loss ? acc[0] / (double)total_loss : 0;
     *gnorm = optim_clip(R->g, R->l->n, R->optim.max_grad_norm);
     double lr = optim_lr_at(&R->optim, step);
-    optim_adamw_step(&R->optim, R->l->w, R->g, R->mom, R->vel, R->l->n, lr, R->t_offset + step + 1);
+    run_optim_step(R, lr, R->t_offset + step + 1);   /* training.optimizer: 32- or 8-bit AdamW (run/optstate.c) */
     R->last_lr = lr;
     return 0;
 }
@@ -283,8 +283,7 @@ static int allocate(run *R, dlm_err *e)
     if (lora_create(&R->m->cfg, &R->P.lora, &R->l, e)) return -1;
     size_t n = R->l->n;
     R->g = calloc(n, sizeof(float));
-    R->mom = calloc(n, sizeof(float));
-    R->vel = calloc(n, sizeof(float));
+    if (run_optim_create(R, e)) return -1;   /* the moments of training.optimizer (run/optstate.c) */
     R->best = R->P.data.ds->n_val && !R->pref ? calloc(n, sizeof(float)) : NULL;
     R->T = R->pref ? R->ps->max_len : R->P.data.ds->max_len;
     /* a preference pass holds a pair per micro-batch slot: chosen and rejected rows */
@@ -301,7 +300,7 @@ static int allocate(run *R, dlm_err *e)
     for (int i = 0; R->gpart && i < R->n_gpart; i++)
         if (!(R->gpart[i] = calloc(n, sizeof(float)))) return err_set(e, "OOMError", "cannot allocate the micro-batch gradients");
     if (!R->gpart || !R->gscal) return err_set(e, "OOMError", "cannot allocate the micro-batch gradients");
-    size_t ck = state_bytes(n, R->best != NULL);
+    size_t ck = run_optim_state_bytes(R);
     if (R->pref) {
         R->ref_c = calloc((size_t)R->ps->n_pairs, sizeof(double));
         R->ref_r = calloc((size_t)R->ps->n_pairs, sizeof(double));
@@ -313,15 +312,13 @@ static int allocate(run *R, dlm_err *e)
         if (!R->ref_c || !R->ref_r || !R->nll || !R->scale || !R->pairs || !R->pass_rc || !R->pass_rr)
             return err_set(e, "OOMError", "cannot allocate the preference buffers");
     }
-    if (!R->g || !R->mom || !R->vel || (R->P.data.ds->n_val && !R->pref && !R->best) || !R->btok || !R->btgt || !R->bpos ||
+    if (!R->g || (R->P.data.ds->n_val && !R->pref && !R->best) || !R->btok || !R->btgt || !R->bpos ||
         !R->bseg || !R->items || sb_reserve(&R->ckbuf, ck))
         return err_set(e, "OOMError", "cannot allocate the adapter's training buffers (%zu MiB)", (n * 16 + ck) >> 20);
     /* Touch every page now: with overcommit, memory is really taken on
      * first write, and that must happen before step 1, not halfway through
      * a checkpoint. */
     memset(R->g, 0, n * sizeof(float));
-    memset(R->mom, 0, n * sizeof(float));
-    memset(R->vel, 0, n * sizeof(float));
     if (R->best) memset(R->best, 0, n * sizeof(float));
     memset(R->ckbuf.buf, 0, ck);
     memset(R->btok, 0, bt * sizeof(int32_t));

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # No frontmatter key is silently ignored: each key that dlm parses but does
 # not act on yet gives a note when a document sets it (train prints it and
-# still trains), and galore_adamw* is refused at parse time with file:line
-# and the reason.
+# still trains), paged_adamw_8bit says that it trains as adamw_bnb_8bit, and
+# galore_adamw* is refused at parse time with file:line and the reason.
 set -euo pipefail
 . "$DLM_SRC/tests/cli/lib.sh"
 doc() { # doc FILE 'YAML lines under training:'
@@ -24,8 +24,13 @@ check() { # check 'YAML' KEY
     echo "$out" | grep -q "^dlm: warning: note: training.$2: " || fail "no note for training.$2: $out"
     echo "$out" | grep -q "^trained v" || fail "train with $2 did not train: $out"
 }
-check "  optimizer: adamw_bnb_8bit" optimizer
 check "  optimizer: paged_adamw_8bit" optimizer
+echo "$out" | grep -q "note: training.optimizer: paged_adamw_8bit trains as adamw_bnb_8bit .*dlm trains on the CPU" ||
+    fail "paged_adamw_8bit: the note does not say why paging is not used: $out"
+# adamw_bnb_8bit acts (8-bit moments, tests/cli/t0413): no note
+doc k.dlm "  optimizer: adamw_bnb_8bit"
+out=$("$DLM" train k.dlm --max-steps 1 2>&1) || fail "train with adamw_bnb_8bit: $out"
+echo "$out" | grep -q "note: training" && fail "adamw_bnb_8bit got a note: $out"
 check "  precision: bf16" precision
 check "  cpt:
     schedule: dapt" cpt

@@ -19,7 +19,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     dlm_err e;
     if (state_load(p, &s, &e) == 0) {
         volatile float sum = 0;
-        if (s.n) sum += s.params[s.n - 1] + s.m[s.n - 1] + s.v[s.n - 1] + (s.best ? s.best[s.n - 1] : 0);
+        uint64_t nm = s.optim_kind ? s.n32 : s.n;   /* 8-bit state: m, v hold the 32-bit tensors only */
+        if (s.n) sum += s.params[s.n - 1] + (s.best ? s.best[s.n - 1] : 0);
+        if (nm) sum += s.m[nm - 1] + s.v[nm - 1];
+        if (s.optim_kind && s.n8) sum += s.c1[s.n8 - 1] + s.c2[s.n8 - 1] + s.a1[s.nblk - 1] + s.a2[s.nblk - 1];
         (void)sum;
         state_free(&s);
     }

@@ -5,7 +5,8 @@
  * preallocated checkpoint buffer, the heartbeat), and counts allocations
  * over several steps of exactly what the trainer's loop does: batch
  * selection and fill, forward + backward with and without recomputation,
- * clipping, AdamW, evaluation, checkpoint serialisation and write, the
+ * clipping, AdamW (32-bit, and the 8-bit optimizer of grad/optim8.h in
+ * the recomputation variant), evaluation, checkpoint serialisation and write, the
  * heartbeat rewrite. The count must be zero. A positive control proves the
  * counter sees allocations made inside shared libraries too.
  *
@@ -27,6 +28,7 @@
 #include "tokens/tok_gguf.h"
 #include "decoder/decoder.h"
 #include "grad/backward.h"
+#include "grad/optim8.h"
 #include "run/heartbeat.h"
 #include "decoder/lora.h"
 #include "grad/optim.h"
@@ -109,7 +111,15 @@ static void run(int recompute, int threads)
     int32_t *bt_tok = malloc(bt * 4), *bt_tgt = malloc(bt * 4), *bt_pos = malloc(bt * 4), *bt_seg = malloc(bt * 4);
     int *items = malloc(mb * sizeof(int));
     strbuf ck = STRBUF_INIT;
-    CHECK(sb_reserve(&ck, state_bytes(n, 0)) == 0);
+    /* the recomputation variant trains with the 8-bit optimizer */
+    optim8 *o8 = NULL;
+    if (recompute) CHECK(optim8_create(l, &o8, &e) == 0);
+    train_state s8 = {.n = n, .optim_kind = o8 ? STATE_OPTIM_ADAMW8 : STATE_OPTIM_ADAMW};
+    if (o8) {
+        s8.n8 = o8->k.n8, s8.nblk = o8->k.nblk, s8.n32 = o8->k.n32;
+        s8.c1 = o8->c1, s8.c2 = o8->c2, s8.a1 = o8->a1, s8.a2 = o8->a2, s8.m = o8->m, s8.v = o8->v;
+    }
+    CHECK(sb_reserve(&ck, state_size(&s8)) == 0);
     decoder_opts fo = {.B = mb, .T = T, .recompute = recompute};
     decoder *f = NULL;
     CHECK(decoder_create(m, l, &fo, &f, &e) == 0);
@@ -148,7 +158,8 @@ static void run(int recompute, int threads)
         if (step == 0) first = loss;
         last = loss;
         optim_clip(g, n, oc.max_grad_norm);
-        optim_adamw_step(&oc, l->w, g, mo, ve, n, optim_lr_at(&oc, step), step + 1);
+        if (o8) optim8_step(o8, &oc, l->w, g, optim_lr_at(&oc, step), step + 1);
+        else optim_adamw_step(&oc, l->w, g, mo, ve, n, optim_lr_at(&oc, step), step + 1);
         train_progress p = {PHASE_TRAINING, step + 1, 12, loss, NAN, 1e-3, 100, 1, 2, 0, 1, "x.jsonl", "sft", NAN, NAN};
         hb_update(hb, &p);
         if (step % 4 == 3) {
@@ -160,7 +171,12 @@ static void run(int recompute, int threads)
                 dataset_fill(ds, ds->val + i, c, 1, mb, T, bt_tok, bt_tgt, bt_pos, bt_seg, &b, &nl);
                 decoder_loss(f, &b, NULL, NULL, &got);
             }
-            train_state s = {(uint64_t)step + 1, 12, 0, 7, n, INFINITY, 0, 0, loss, l->w, mo, ve, NULL};
+            train_state s = {(uint64_t)step + 1, 12, 0, 7, n, INFINITY, 0, 0, loss, l->w, mo, ve, NULL, .optim_kind = STATE_OPTIM_ADAMW};
+            if (o8) {
+                s8.step = (uint64_t)step + 1, s8.total_steps = 12, s8.seed = 7, s8.best_val = INFINITY;
+                s8.last_loss = loss, s8.params = l->w;
+                s = s8;
+            }
             CHECK(state_save_buf(ckpath, &s, &ck, &e) == 0);
         }
     }
@@ -191,6 +207,7 @@ static void run(int recompute, int threads)
     decoder_free(f);
     free(g);
     free(mo);
+    optim8_free(o8);
     free(ve);
     free(bt_tok);
     free(bt_tgt);
