@@ -8,9 +8,10 @@
 #include "tokens/chat.h"
 #include "tokens/jinja.h"
 
-enum { STYLE_CHATML = 1, STYLE_QWEN3, STYLE_LLAMA3, STYLE_LLAMA3_NODATE, STYLE_LLAMA3_NODATE_ALWAYS };
+enum { STYLE_CHATML = 1, STYLE_QWEN3, STYLE_LLAMA3, STYLE_LLAMA3_NODATE, STYLE_LLAMA3_NODATE_ALWAYS, STYLE_GEMMA };
 
 static const char *const STOPS_CHATML[] = {"<|im_end|>", "<|endoftext|>", "<|im_start|>", NULL};
+static const char *const STOPS_GEMMA[] = {"<end_of_turn>", "<eos>", "<start_of_turn>", NULL};
 static const char *const STOPS_LLAMA3[] = {"<|eot_id|>", "<|end_of_text|>", "<|start_header_id|>", "<|eom_id|>", NULL};
 
 /* Ollama Go templates: chatml from docs/reference/original-spec.md §6.2, llama3 from docs/reference/formats.md §5.3. */
@@ -26,6 +27,7 @@ static const chat_dialect DIALECTS[] = {
     {"llama3", "llama3", NULL, STOPS_LLAMA3, 0.9, STYLE_LLAMA3},
     {"llama3-nodate", "llama3", NULL, STOPS_LLAMA3, 0.9, STYLE_LLAMA3_NODATE},
     {"llama3-nodate-always", "llama3", NULL, STOPS_LLAMA3, 0.9, STYLE_LLAMA3_NODATE_ALWAYS},
+    {"gemma2", "gemma", NULL, STOPS_GEMMA, 0.9, STYLE_GEMMA},
 };
 #define N_DIALECTS (sizeof DIALECTS / sizeof DIALECTS[0])
 
@@ -48,6 +50,7 @@ const chat_dialect *chat_dialect_detect(const char *j)
         if (strstr(j, "add_generation_prompt")) return chat_dialect_find("llama3-nodate");
         return chat_dialect_find("llama3-nodate-always");
     }
+    if (strstr(j, "<start_of_turn>")) return chat_dialect_find("gemma2");
     if (strstr(j, "<|im_start|>")) {
         if (strstr(j, SYS_SMOLLM2)) return chat_dialect_find("chatml-smollm2");
         if (strstr(j, SYS_QWEN25)) return chat_dialect_find("chatml-qwen2.5");
@@ -235,6 +238,38 @@ static void render_llama3(render *r, const chat_dialect *d, const chat_msg *m, s
     if (gen || d->style == STYLE_LLAMA3_NODATE_ALWAYS) sb_puts(r->out, "<|start_header_id|>assistant<|end_header_id|>\n\n");
 }
 
+/* Gemma 2 (google/gemma-2-2b-it's chat_template): "<bos>", then per message
+ * "<start_of_turn>" + (assistant: "model") + "\n" + content|trim +
+ * "<end_of_turn>\n"; the generation prompt "<start_of_turn>model\n". The
+ * template has no system role (it raises); a system prompt is carried as
+ * Gemma 3's template carries it, the system text + "\n\n" before the
+ * first user message's text in its turn (tests/ref/r0408 renders both
+ * templates). */
+static void render_gemma(render *r, const chat_msg *m, size_t n, const size_t *idx, int gen)
+{
+    sb_puts(r->out, "<bos>");
+    const char *sys = NULL;
+    size_t first = 0;
+    if (n && !strcmp(m[0].role, "system")) {
+        sys = m[0].content;
+        first = 1;
+    }
+    for (size_t i = first; i < n; i++) {
+        const char *role = !strcmp(m[i].role, "assistant") ? "model" : m[i].role;
+        sb_printf(r->out, "<start_of_turn>%s\n", role);
+        if (sys && i == first) sb_printf(r->out, "%s\n\n", sys);
+        size_t a = 0, b = strlen(m[i].content);
+        trim(m[i].content, &a, &b);
+        size_t start = r->out->len;
+        sb_append(r->out, m[i].content + a, b - a);
+        size_t end = r->out->len;
+        sb_puts(r->out, "<end_of_turn>");
+        if (!strcmp(m[i].role, "assistant")) span_add(r, idx[i], start, end, r->out->len);
+        sb_putc(r->out, '\n');
+    }
+    if (gen) sb_puts(r->out, "<start_of_turn>model\n");
+}
+
 int chat_render(const chat_dialect *d, const char *system_prompt, const chat_msg *msgs, size_t n,
                 int add_generation_prompt, strbuf *out, chat_span *spans, size_t *n_spans, dlm_err *e)
 {
@@ -281,6 +316,9 @@ int chat_render(const chat_dialect *d, const char *system_prompt, const chat_msg
     case STYLE_QWEN3:
         render_qwen3(&r, m, total, idx);
         if (add_generation_prompt) sb_puts(out, "<|im_start|>assistant\n");
+        break;
+    case STYLE_GEMMA:
+        render_gemma(&r, m, total, idx, add_generation_prompt);
         break;
     default:
         render_llama3(&r, d, m, total, idx, add_generation_prompt);
