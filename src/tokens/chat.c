@@ -8,10 +8,13 @@
 #include "tokens/chat.h"
 #include "tokens/jinja.h"
 
-enum { STYLE_CHATML = 1, STYLE_QWEN3, STYLE_LLAMA3, STYLE_LLAMA3_NODATE, STYLE_LLAMA3_NODATE_ALWAYS, STYLE_GEMMA };
+enum { STYLE_CHATML = 1, STYLE_QWEN3, STYLE_LLAMA3, STYLE_LLAMA3_NODATE, STYLE_LLAMA3_NODATE_ALWAYS, STYLE_GEMMA, STYLE_PHI3,
+       STYLE_PHI4MINI };
 
 static const char *const STOPS_CHATML[] = {"<|im_end|>", "<|endoftext|>", "<|im_start|>", NULL};
 static const char *const STOPS_GEMMA[] = {"<end_of_turn>", "<eos>", "<start_of_turn>", NULL};
+static const char *const STOPS_PHI[] = {"<|end|>", "<|endoftext|>", "<|user|>", "<|assistant|>", "<|system|>", NULL};
+static const char PHI4MINI_SYSTEM[] = "Your name is Phi, an AI math expert developed by Microsoft.";
 static const char *const STOPS_LLAMA3[] = {"<|eot_id|>", "<|end_of_text|>", "<|start_header_id|>", "<|eom_id|>", NULL};
 
 /* Ollama Go templates: chatml from docs/reference/original-spec.md §6.2, llama3 from docs/reference/formats.md §5.3. */
@@ -28,6 +31,8 @@ static const chat_dialect DIALECTS[] = {
     {"llama3-nodate", "llama3", NULL, STOPS_LLAMA3, 0.9, STYLE_LLAMA3_NODATE},
     {"llama3-nodate-always", "llama3", NULL, STOPS_LLAMA3, 0.9, STYLE_LLAMA3_NODATE_ALWAYS},
     {"gemma2", "gemma", NULL, STOPS_GEMMA, 0.9, STYLE_GEMMA},
+    {"phi3", "phi3", NULL, STOPS_PHI, 0.9, STYLE_PHI3},
+    {"phi4mini", "phi3", NULL, STOPS_PHI, 0.9, STYLE_PHI4MINI},
 };
 #define N_DIALECTS (sizeof DIALECTS / sizeof DIALECTS[0])
 
@@ -51,6 +56,8 @@ const chat_dialect *chat_dialect_detect(const char *j)
         return chat_dialect_find("llama3-nodate-always");
     }
     if (strstr(j, "<start_of_turn>")) return chat_dialect_find("gemma2");
+    if (strstr(j, "<|end|>") && strstr(j, PHI4MINI_SYSTEM)) return chat_dialect_find("phi4mini");
+    if (strstr(j, "<|end|>") && strstr(j, "<|user|>\n")) return chat_dialect_find("phi3");
     if (strstr(j, "<|im_start|>")) {
         if (strstr(j, SYS_SMOLLM2)) return chat_dialect_find("chatml-smollm2");
         if (strstr(j, SYS_QWEN25)) return chat_dialect_find("chatml-qwen2.5");
@@ -270,6 +277,36 @@ static void render_gemma(render *r, const chat_msg *m, size_t n, const size_t *i
     if (gen) sb_puts(r->out, "<start_of_turn>model\n");
 }
 
+/* Phi-3 / Phi-3.5 (microsoft/Phi-3.5-mini-instruct's chat_template):
+ * "<|role|>\n" + content + "<|end|>\n" per message (a system message only
+ * when its content is not empty; no trimming), then "<|assistant|>\n" as
+ * the generation prompt or else the eos token "<|endoftext|>". Phi-4-mini-
+ * reasoning (the original's reference template, quoted in tests/ref/r0409):
+ * "<|system|>" + its fixed preamble + " " + each system message + "<|end|>",
+ * then "<|role|>" + content + "<|end|>" with no newlines, then
+ * "<|assistant|>" or "<|endoftext|>". */
+static void render_phi(render *r, const chat_msg *m, size_t n, const size_t *idx, int gen, int phi4)
+{
+    if (phi4) {
+        sb_printf(r->out, "<|system|>%s", PHI4MINI_SYSTEM);
+        for (size_t i = 0; i < n; i++)
+            if (!strcmp(m[i].role, "system")) sb_printf(r->out, " %s", m[i].content);
+        sb_puts(r->out, "<|end|>");
+    }
+    for (size_t i = 0; i < n; i++) {
+        int sys = !strcmp(m[i].role, "system");
+        if (sys && (phi4 || !*m[i].content)) continue;
+        sb_printf(r->out, phi4 ? "<|%s|>" : "<|%s|>\n", m[i].role);
+        size_t start = r->out->len;
+        sb_puts(r->out, m[i].content);
+        size_t end = r->out->len;
+        sb_puts(r->out, "<|end|>");
+        if (!strcmp(m[i].role, "assistant")) span_add(r, idx[i], start, end, r->out->len);
+        if (!phi4) sb_putc(r->out, '\n');
+    }
+    sb_puts(r->out, gen ? (phi4 ? "<|assistant|>" : "<|assistant|>\n") : "<|endoftext|>");
+}
+
 int chat_render(const chat_dialect *d, const char *system_prompt, const chat_msg *msgs, size_t n,
                 int add_generation_prompt, strbuf *out, chat_span *spans, size_t *n_spans, dlm_err *e)
 {
@@ -316,6 +353,10 @@ int chat_render(const chat_dialect *d, const char *system_prompt, const chat_msg
     case STYLE_QWEN3:
         render_qwen3(&r, m, total, idx);
         if (add_generation_prompt) sb_puts(out, "<|im_start|>assistant\n");
+        break;
+    case STYLE_PHI3:
+    case STYLE_PHI4MINI:
+        render_phi(&r, m, total, idx, add_generation_prompt, d->style == STYLE_PHI4MINI);
         break;
     case STYLE_GEMMA:
         render_gemma(&r, m, total, idx, add_generation_prompt);
