@@ -5,6 +5,7 @@
 #define DLM_DECODER_IMPL_H
 
 #include "decoder/decoder.h"
+#include "kern/kern.h"
 
 /* Opt-in per-phase timing for bench/train (compile with -DDECODER_PROFILE;
  * decoder_profile_dump prints seconds per phase). Off in every normal build. */
@@ -30,6 +31,7 @@ typedef struct layer_acts {
     float *rq, *rk;           /* qk_norm: [N·NH] [N·KVH] their rstd (per head; whole projection: [N] each) */
     float *ao, *mo;           /* post_norm: [N,C] each, o_proj and down_proj outputs before their norm
                                * (rstd1 / rstd2 then hold those norms' rstd) */
+    float *rstd3, *rstd4;     /* sandwich (gemma2): [N] each, the post norms' rstd (rstd1, rstd2: the pre norms') */
     float *att, *lse;         /* [N,Q] [B,NH,T] (lse: training only) */
     float *h, *rstd2;         /* [N,C] [N] */
     float *g, *u;             /* [N,F] ×2 */
@@ -48,7 +50,8 @@ struct decoder {
     float *rstdf, *xnf;       /* [N] [N,C] */
     float *xn, *act;          /* [N,C] [N,F]: a layer's normalised input, silu(g)·u */
     float *rope_cs, *rope_sn; /* [N, HS/2]: RoPE cos/sin of this batch's positions */
-    float *logits;            /* [chunk, V] (full mode) */
+    float *logits;            /* [chunk, V] (full mode, or a final soft cap) */
+    float *logits_cap;        /* [chunk, V] final_softcap: the capped logits (logits then holds their gradient) */
     float *head_scratch;      /* kern_head_xent scratch (LoRA mode: fused head) */
     float *xsel, *dsel;       /* [sel, C] */
     int32_t *rows, *tsel;     /* [N] rows with a target, [sel] their targets */
@@ -89,6 +92,11 @@ void dec_dropout_apply(float *dst, const float *src, int64_t n, float p, const u
 /* One decoder layer: x [N,C] → xout [N,C] (may be the same buffer), keeping
  * its activations in A. */
 void dec_layer_fwd(decoder *d, const dec_pass *p, int layer, layer_acts *A, const float *x, float *xout);
+/* The attention of layer il for the pass (training: within each sequence;
+ * inference: each group's rows append k, v to its cache and attend over it). */
+void dec_attend(decoder *d, const dec_pass *p, int layer, layer_acts *A);
+/* The attention shape of a training pass over layer il (also the backward's). */
+attn_shape dec_train_attn(const model_config *c, int layer, int B, int T, int K, const int32_t *seg);
 /* The q (kv = 0) or k (kv = 1) norm of a qk_norm model as rows × n. */
 void dec_qk_norm_shape(const model_config *c, int N, int kv, int64_t *rows, int *n);
 /* Embedding, RoPE table from b->pos, every layer, the final norm (into xnf). */

@@ -85,19 +85,21 @@ static int auto_chunk(const model_config *c, int N)
 
 /* The attention of a training pass: B sequences attending within
  * themselves (segments confine packed rows). */
-static attn_shape train_attn(const model_config *c, int B, int T, int K, const int32_t *seg)
+attn_shape dec_train_attn(const model_config *c, int layer, int B, int T, int K, const int32_t *seg)
 {
     return (attn_shape){.B = B, .Tq = T, .Tk = T, .NH = c->n_head, .KVH = c->n_kv_head, .HS = c->head_dim,
-                        .q_off = 0, .kv_bstride = (int64_t)T * K, .seg = seg, .window = c->sliding_window};
+                        .q_off = 0, .kv_bstride = (int64_t)T * K, .seg = seg, .window = model_layer_window(c, layer),
+                        .scale = c->attn_scale, .softcap = c->attn_softcap};
 }
 
 /* The attention of an inference pass: n new rows at positions
  * n_past..n_past+n-1 attending over the whole cache. */
-static attn_shape cache_attn(const model_config *c, int n, int n_past, int n_ctx, int K)
+static attn_shape cache_attn(const model_config *c, int layer, int n, int n_past, int n_ctx, int K)
 {
     return (attn_shape){.B = 1, .Tq = n, .Tk = n_past + n, .NH = c->n_head, .KVH = c->n_kv_head,
                         .HS = c->head_dim, .q_off = n_past, .kv_bstride = (int64_t)n_ctx * K, .seg = NULL,
-                        .window = c->sliding_window};
+                        .window = model_layer_window(c, layer), .scale = c->attn_scale,
+                        .softcap = c->attn_softcap};
 }
 
 /* marks (optional) get the carver's offset at the end of each group:
@@ -135,6 +137,10 @@ static void carve_all(decoder *d, carver *cv, const model_config *c, const lora_
             A->ao = CARVE_F(cv, (size_t)N * C);
             A->mo = CARVE_F(cv, (size_t)N * C);
         }
+        if (c->sandwich) {
+            A->rstd3 = CARVE_F(cv, N);
+            A->rstd4 = CARVE_F(cv, N);
+        }
         A->att = CARVE_F(cv, (size_t)N * Q);
         A->lse = kv ? NULL : CARVE_F(cv, (size_t)B * c->n_head * T);
         A->h = CARVE_F(cv, (size_t)N * C);
@@ -161,8 +167,9 @@ static void carve_all(decoder *d, carver *cv, const model_config *c, const lora_
         /* LoRA / plain forward: the fused head (no logits buffer, all rows
          * at once); full mode needs the logits for the output-weight
          * gradient. */
-        if (d->o.full) d->logits = CARVE_F(cv, (size_t)d->chunk * d->V);
+        if (d->o.full || c->final_softcap > 0) d->logits = CARVE_F(cv, (size_t)d->chunk * d->V);
         else d->head_scratch = CARVE_F(cv, kern_head_xent_scratch(N, C));
+        if (c->final_softcap > 0) d->logits_cap = CARVE_F(cv, (size_t)d->chunk * d->V);
         d->xsel = CARVE_F(cv, (size_t)d->sel * C);
         d->dsel = CARVE_F(cv, (size_t)d->sel * C);
         d->nsel = CARVE_F(cv, d->sel);
@@ -190,11 +197,11 @@ static void carve_all(decoder *d, carver *cv, const model_config *c, const lora_
     }
     if (marks) marks[3] = cv->off;
     if (kv) {
-        attn_shape as = cache_attn(c, N, 0, d->o.n_ctx, K);
+        attn_shape as = cache_attn(c, 0, N, 0, d->o.n_ctx, K);
         as.Tk = d->o.n_ctx;
         d->attn_scratch = CARVE_F(cv, kern_attn_scratch(&as));
     } else {
-        attn_shape as = train_attn(c, B, T, K, NULL);
+        attn_shape as = dec_train_attn(c, 0, B, T, K, NULL);
         size_t sc = kern_attn_scratch(&as), sb = kern_attn_bwd_scratch(&as);
         d->attn_scratch = CARVE_F(cv, sc > sb ? sc : sb);
     }
@@ -240,7 +247,7 @@ static void init_dims(decoder *d, const model_config *c, const lora_config *lc, 
     d->maxI = d->maxO = mi;  /* inputs and outputs: C, Q, K, F — the same set */
     d->n_acts = o->recompute || o->n_ctx > 0 ? 1 : c->n_layer;
     d->chunk = o->logit_rows > 0 ? (o->logit_rows < d->N ? o->logit_rows : d->N) : auto_chunk(c, d->N);
-    d->sel = o->full ? d->chunk : d->N;
+    d->sel = o->full || c->final_softcap > 0 ? d->chunk : d->N;   /* a soft cap needs the logits */
 }
 
 size_t decoder_plan_parts(const model_config *c, const lora_config *lc, const decoder_opts *o, decoder_parts *parts)
@@ -421,6 +428,9 @@ static void embed(decoder *d, const int32_t *tokens, int N, float *X0)
         if (t < 0 || t >= d->V) t = 0; /* ids are validated by the data layer and session_eval */
         kern_dequant_row(E->type, (const char *)E->data + (size_t)t * E->row_bytes, X0 + (size_t)n * d->C, d->C);
     }
+    float sc = d->m->cfg.embd_scale;   /* gemma2: × √hidden */
+    if (sc > 0)
+        for (size_t i = 0; i < (size_t)N * d->C; i++) X0[i] *= sc;
 }
 
 /* q, k = RMSNorm of each head (qwen3) or of the whole projection (olmo2):
@@ -432,11 +442,70 @@ void dec_qk_norm_shape(const model_config *c, int N, int kv, int64_t *rows, int 
     else { *rows = (int64_t)N * heads; *n = c->head_dim; }
 }
 
-void dec_layer_fwd(decoder *d, const dec_pass *p, int layer, layer_acts *A, const float *x, float *xout)
+void dec_attend(decoder *d, const dec_pass *p, int layer, layer_acts *A)
+{
+    const model_config *c = &d->m->cfg;
+    int K = d->K;
+    if (d->o.n_ctx > 0) {
+        /* inference: each sequence's rows append their k, v to its cache
+         * and attend over all of it */
+        for (int gi = 0; gi < p->n_groups; gi++) {
+            const dec_group *g = &p->groups[gi];
+            size_t at = ((size_t)g->seq * c->n_layer + layer) * d->o.n_ctx * K;
+            float *kc = d->kcache + at, *vc = d->vcache + at;
+            memcpy(kc + (size_t)g->n_past * K, A->k + (size_t)g->row0 * K, (size_t)g->n * K * sizeof(float));
+            memcpy(vc + (size_t)g->n_past * K, A->v + (size_t)g->row0 * K, (size_t)g->n * K * sizeof(float));
+            attn_shape as = cache_attn(c, layer, g->n, g->n_past, d->o.n_ctx, K);
+            kern_attn_fwd(A->att + (size_t)g->row0 * d->Q, NULL, A->q + (size_t)g->row0 * d->Q, kc, vc, &as,
+                          d->attn_scratch);
+        }
+    } else {
+        attn_shape as = dec_train_attn(c, layer, p->B, p->T, K, p->seg);
+        PROF("fwd.attn", kern_attn_fwd(A->att, A->lse, A->q, A->k, A->v, &as, d->attn_scratch));
+    }
+}
+
+/* gemma2 (Gemma2DecoderLayer), RMSNorm weights held as (1 + w):
+ *   xn1 = rmsnorm(x) ; q,k,v = lin(xn1) ; rope ; att = capped attn (window on even layers)
+ *   h   = x + rmsnorm(lin_o(att))
+ *   xn2 = rmsnorm(h) ; g,u = lin(xn2) ; act = gelu_tanh(g)·u
+ *   x'  = h + rmsnorm(lin_down(act))
+ * rstd1, rstd2 keep the pre norms', rstd3, rstd4 the post norms' rstd;
+ * grad/backward.c's gemma2_layer_bwd walks it back. */
+static void gemma2_layer_fwd(decoder *d, const dec_pass *p, int layer, layer_acts *A, const float *x, float *xout)
 {
     const model_config *c = &d->m->cfg;
     const layer_weights *w = &d->m->layers[layer];
-    int N = p->B * p->T, C = d->C, K = d->K;
+    int N = p->B * p->T, C = d->C;
+    size_t NC = (size_t)N * C;
+    PROF("fwd.rmsnorm", kern_rmsnorm_fwd(d->xn, A->rstd1, x, w->attn_norm, N, C, c->rms_eps));
+    lin_fwd(d, p, A, layer, LM_Q, d->xn, A->q, N, 0);
+    lin_fwd(d, p, A, layer, LM_K, d->xn, A->k, N, 0);
+    lin_fwd(d, p, A, layer, LM_V, d->xn, A->v, N, 0);
+    PROF("fwd.rope", kern_rope_fwd_t(A->q, d->rope_cs, d->rope_sn, N, c->n_head, c->head_dim);
+         kern_rope_fwd_t(A->k, d->rope_cs, d->rope_sn, N, c->n_kv_head, c->head_dim));
+    dec_attend(d, p, layer, A);
+    lin_fwd(d, p, A, layer, LM_O, A->att, A->ao, N, 0);
+    PROF("fwd.rmsnorm", kern_rmsnorm_fwd(d->xn, A->rstd3, A->ao, w->post_attn_norm, N, C, c->rms_eps));
+    for (size_t i = 0; i < NC; i++) A->h[i] = x[i] + d->xn[i];
+    PROF("fwd.rmsnorm", kern_rmsnorm_fwd(d->xn, A->rstd2, A->h, w->ffn_norm, N, C, c->rms_eps));
+    lin_fwd(d, p, A, layer, LM_GATE, d->xn, A->g, N, 0);
+    lin_fwd(d, p, A, layer, LM_UP, d->xn, A->u, N, 0);
+    PROF("fwd.geglu", kern_geglu_fwd(d->act, A->g, A->u, (int64_t)N * d->F));
+    lin_fwd(d, p, A, layer, LM_DOWN, d->act, A->mo, N, 0);
+    PROF("fwd.rmsnorm", kern_rmsnorm_fwd(d->xn, A->rstd4, A->mo, w->post_ffn_norm, N, C, c->rms_eps));
+    for (size_t i = 0; i < NC; i++) xout[i] = A->h[i] + d->xn[i];
+}
+
+void dec_layer_fwd(decoder *d, const dec_pass *p, int layer, layer_acts *A, const float *x, float *xout)
+{
+    if (d->m->cfg.sandwich) {
+        gemma2_layer_fwd(d, p, layer, A, x, xout);
+        return;
+    }
+    const model_config *c = &d->m->cfg;
+    const layer_weights *w = &d->m->layers[layer];
+    int N = p->B * p->T, C = d->C;
     /* the attention's input: rmsnorm(x), or x itself (post_norm) */
     const float *xa = x;
     if (!c->post_norm) {
@@ -459,23 +528,7 @@ void dec_layer_fwd(decoder *d, const dec_pass *p, int layer, layer_acts *A, cons
         PROF("fwd.rope", kern_rope_fwd_t(A->q, d->rope_cs, d->rope_sn, N, c->n_head, c->head_dim);
              kern_rope_fwd_t(A->k, d->rope_cs, d->rope_sn, N, c->n_kv_head, c->head_dim));
     }
-    if (d->o.n_ctx > 0) {
-        /* inference: each sequence's rows append their k, v to its cache
-         * and attend over all of it */
-        for (int gi = 0; gi < p->n_groups; gi++) {
-            const dec_group *g = &p->groups[gi];
-            size_t at = ((size_t)g->seq * c->n_layer + layer) * d->o.n_ctx * K;
-            float *kc = d->kcache + at, *vc = d->vcache + at;
-            memcpy(kc + (size_t)g->n_past * K, A->k + (size_t)g->row0 * K, (size_t)g->n * K * sizeof(float));
-            memcpy(vc + (size_t)g->n_past * K, A->v + (size_t)g->row0 * K, (size_t)g->n * K * sizeof(float));
-            attn_shape as = cache_attn(c, g->n, g->n_past, d->o.n_ctx, K);
-            kern_attn_fwd(A->att + (size_t)g->row0 * d->Q, NULL, A->q + (size_t)g->row0 * d->Q, kc, vc, &as,
-                          d->attn_scratch);
-        }
-    } else {
-        attn_shape as = train_attn(c, p->B, p->T, K, p->seg);
-        PROF("fwd.attn", kern_attn_fwd(A->att, A->lse, A->q, A->k, A->v, &as, d->attn_scratch));
-    }
+    dec_attend(d, p, layer, A);
     size_t NC = (size_t)N * C;
     const float *xm = d->xn;   /* the MLP's input */
     if (c->post_norm) {
@@ -536,7 +589,21 @@ double dec_head_loss(decoder *d, const token_batch *b, int want_grad, float grad
             memcpy(d->xsel + (size_t)i * C, d->xnf + (size_t)n * C, (size_t)C * sizeof(float));
             d->tsel[i] = b->targets[n];
         }
-        if (!d->o.full) {
+        float cap = d->m->cfg.final_softcap;
+        if (cap > 0) {
+            /* gemma2: logits = cap·tanh(z/cap); the gradient of z is the
+             * capped logits' gradient × (1 − tanh²) */
+            PROF("head.matmul", kern_matmul(d->logits_cap, d->xsel, Wo, NULL, cn, 0));
+            kern_softcap(d->logits_cap, (int64_t)cn * d->V, cap);
+            PROF("head.xent", total += kern_xent(want_grad ? d->logits : NULL, d->nsel, d->logits_cap, d->tsel, cn,
+                                                 d->V, grad_scale));
+            if (want_grad) {
+                kern_softcap_bwd(d->logits, d->logits_cap, (int64_t)cn * d->V, cap);
+                memset(d->dsel, 0, (size_t)cn * C * sizeof(float));
+                PROF("head.dx", kern_matmul_dx(d->dsel, d->logits, Wo, cn));
+                if (dWout) kern_sgemm(1, 0, d->V, C, cn, 1.0f, d->logits, d->V, d->xsel, C, 1.0f, dWout, C);
+            }
+        } else if (!d->o.full) {
             PROF("head.fused", total += kern_head_xent(want_grad ? d->dsel : NULL, d->nsel, d->xsel, Wo, d->tsel,
                                                        cn, grad_scale, d->head_scratch));
         } else {
@@ -570,6 +637,7 @@ double decoder_loss(decoder *d, const token_batch *b, float *nll, float *logits_
             int cn = N - r0 < d->chunk ? N - r0 : d->chunk;
             kern_matmul(logits_out + (size_t)r0 * d->V, d->xnf + (size_t)r0 * d->C, &d->m->output, NULL, cn, 0);
         }
+        if (d->m->cfg.final_softcap > 0) kern_softcap(logits_out, (int64_t)N * d->V, d->m->cfg.final_softcap);
     }
     return dec_head_loss(d, b, 0, 0.0f, NULL, nll, n_loss);
 }
@@ -603,6 +671,8 @@ void decoder_eval_groups(decoder *d, const int32_t *tokens, const dec_group *gro
                    (size_t)C * sizeof(float));
         kern_matmul(logits, d->xn, &m->output, NULL, n_groups, 0);
     }
+    if (c->final_softcap > 0)   /* gemma2 */
+        kern_softcap(logits, (int64_t)(all_logits ? N : n_groups) * d->V, c->final_softcap);
 }
 
 void decoder_eval(decoder *d, const int32_t *tokens, int n, int n_past, float *logits, int all_logits)

@@ -479,6 +479,12 @@ static int preflight(const export_opts *o, infer_target *T, const lora *L, expor
             return err_hint(e, "--no-template leaves TEMPLATE out (Ollama then guesses one from the GGUF)");
         }
         *go_tmpl = export_ollama_template(T->dialect);
+        if (!*go_tmpl) {
+            /* gemma2: its system prompt rides in the first user turn, which
+             * the Go subset Ollama templates use cannot single out */
+            err_set(e, "ExportError", "preflight: dlm has no Ollama TEMPLATE for the %s dialect yet", T->dialect->name);
+            return err_hint(e, "--no-template leaves TEMPLATE out (Ollama then guesses one from the GGUF)");
+        }
         if (!*mf_system) *mf_system = T->dialect->default_system;
         /* Llama 3 templates |trim the system prompt; Go cannot, so SYSTEM
          * carries it trimmed (a YAML block scalar ends with a newline) */

@@ -144,7 +144,13 @@ static int build_plan(const model *m, const lora *l, plan *p, dlm_err *e)
             int merged = l && lora_mod_at(l, il, mm) ? mm : -1;
             if (add_mat(p, nm, mats[mm], perm, il, merged, e)) return -1;
         }
-        if (c->post_norm) {   /* olmo2 */
+        if (c->sandwich) {   /* gemma2: the pre norms too (held as 1 + w, as llama.cpp stores them) */
+            snprintf(nm, sizeof nm, "blk.%d.attn_norm.weight", il);
+            if (add_vec(p, nm, w->attn_norm, c->d_model, 0, e)) return -1;
+            snprintf(nm, sizeof nm, "blk.%d.ffn_norm.weight", il);
+            if (add_vec(p, nm, w->ffn_norm, c->d_model, 0, e)) return -1;
+        }
+        if (c->post_norm) {   /* olmo2, gemma2 */
             snprintf(nm, sizeof nm, "blk.%d.post_attention_norm.weight", il);
             if (add_vec(p, nm, w->post_attn_norm, c->d_model, 0, e)) return -1;
             snprintf(nm, sizeof nm, "blk.%d.post_ffw_norm.weight", il);
@@ -388,6 +394,18 @@ done:
     return rc;
 }
 
+/* No GGUF key carries gemma2's query_pre_attn_scalar: llama.cpp derives the
+ * scale from the shape (weights/load_gguf.c's gemma2_config), so a model
+ * whose config says otherwise would run differently there. */
+static int gemma2_check_scale(const model_config *c, dlm_err *e)
+{
+    float want = c->n_layer == 46 ? 1.0f / sqrtf((float)(c->d_model / c->n_head)) : 1.0f / sqrtf((float)c->head_dim);
+    if (fabsf(c->attn_scale - want) <= 1e-6f * want) return 0;
+    err_set(e, "ExportError", "this gemma2's query scale 1/%.6g is not the 1/%.6g llama.cpp derives from its shape",
+            1.0 / ((double)c->attn_scale * c->attn_scale), 1.0 / ((double)want * want));
+    return err_hint(e, "query_pre_attn_scalar must equal head_dim (n_embd / n_head for a 46-layer model) for a GGUF");
+}
+
 static void write_arch(gguf_w *w, const model *m)
 {
     const model_config *c = &m->cfg;
@@ -402,12 +420,16 @@ static void write_arch(gguf_w *w, const model *m)
     gguf_w_u32(w, KEY("attention.head_count_kv"), (uint32_t)c->n_kv_head);
     gguf_w_f32(w, KEY("rope.freq_base"), c->rope_theta);
     gguf_w_f32(w, KEY("attention.layer_norm_rms_epsilon"), c->rms_eps);
-    if (c->head_dim * c->n_head != c->d_model) {
+    if (c->head_dim * c->n_head != c->d_model || c->arch == ARCH_GEMMA2) {
         gguf_w_u32(w, KEY("attention.key_length"), (uint32_t)c->head_dim);
         gguf_w_u32(w, KEY("attention.value_length"), (uint32_t)c->head_dim);
     }
     if (c->sliding_window > 0)   /* mistral: llama.cpp's llama arch ignores it; dlm reads it back */
         gguf_w_u32(w, KEY("attention.sliding_window"), (uint32_t)c->sliding_window);
+    if (c->arch == ARCH_GEMMA2) {   /* Gemma2Model's keys; llama.cpp defaults the caps to off without them */
+        gguf_w_f32(w, KEY("attn_logit_softcapping"), c->attn_softcap);
+        gguf_w_f32(w, KEY("final_logit_softcapping"), c->final_softcap);
+    }
     if (model_arch_permutes_qk(c->arch)) {   /* LlamaModel's keys (llama, smollm3) */
         gguf_w_u32(w, KEY("vocab_size"), (uint32_t)c->vocab);
         gguf_w_u32(w, KEY("rope.dimension_count"), (uint32_t)c->head_dim);
@@ -429,6 +451,7 @@ int export_write_model(const model *m, const tok *t, const export_gguf_opts *o, 
         err_set(e, "ExportError", "the adapter has %d layers, the base %d", o->merge->n_layer, m->cfg.n_layer);
         goto done;
     }
+    if (m->cfg.arch == ARCH_GEMMA2 && gemma2_check_scale(&m->cfg, e)) goto done;
     if (build_plan(m, o->merge, &p, e)) goto done;
     qsort(p.t, (size_t)p.n, sizeof *p.t, plan_cmp);
     export_qstate qs = {.has_output = !m->cfg.tied, .n_layer = m->cfg.n_layer};

@@ -106,15 +106,56 @@ static void lin_bwd(decoder *d, const dec_pass *p, layer_acts *A, int layer, int
 
 /* ---- backward ----------------------------------------------------------- */
 
+/* gemma2: decoder/forward.c's gemma2_layer_fwd in reverse. */
+static void gemma2_layer_bwd(decoder *d, const dec_pass *p, const token_batch *b, int layer, layer_acts *A,
+                             const float *x, float *lg, layer_grads *G)
+{
+    const model_config *c = &d->m->cfg;
+    const layer_weights *w = &d->m->layers[layer];
+    int N = b->B * b->T, C = d->C, F = d->F;
+    attn_shape as = dec_train_attn(c, layer, b->B, b->T, d->K, b->seg);
+    float *dres = d->dres; /* in: dL/dx_out; out: dL/dx */
+
+    /* x_out = h + rmsnorm(down(gelu_tanh(g)·u)) */
+    PROF("bwd.rmsnorm", kern_rmsnorm_bwd(d->tmpC, G ? G->post_ffn_norm : NULL, dres, A->mo, w->post_ffn_norm,
+                                         A->rstd4, N, C));
+    PROF("bwd.recompute", kern_geglu_fwd(d->act, A->g, A->u, (int64_t)N * F));
+    lin_bwd(d, p, A, layer, LM_DOWN, d->act, d->tmpC, d->dact, N, lg, G ? G->w_down : NULL, NULL, 0);
+    PROF("bwd.geglu", kern_geglu_bwd(d->dg, d->du, d->dact, A->g, A->u, (int64_t)N * F));
+    PROF("bwd.recompute", kern_rmsnorm_apply(d->xn, A->h, w->ffn_norm, A->rstd2, N, C));
+    lin_bwd(d, p, A, layer, LM_GATE, d->xn, d->dg, d->dxn, N, lg, G ? G->w_gate : NULL, NULL, 0);
+    lin_bwd(d, p, A, layer, LM_UP, d->xn, d->du, d->dxn, N, lg, G ? G->w_up : NULL, NULL, 1);
+    PROF("bwd.rmsnorm", kern_rmsnorm_bwd_add(dres, G ? G->ffn_norm : NULL, d->dxn, A->h, w->ffn_norm, A->rstd2, N,
+                                             C));                       /* now dL/dh */
+
+    /* h = x + rmsnorm(o(attn(rope(q), rope(k), v))) */
+    PROF("bwd.rmsnorm", kern_rmsnorm_bwd(d->tmpC, G ? G->post_attn_norm : NULL, dres, A->ao, w->post_attn_norm,
+                                         A->rstd3, N, C));
+    lin_bwd(d, p, A, layer, LM_O, A->att, d->tmpC, d->datt, N, lg, G ? G->wo : NULL, NULL, 0);
+    PROF("bwd.attn", kern_attn_bwd(d->dq, d->dk, d->dv, d->datt, A->att, A->lse, A->q, A->k, A->v, &as, d->attn_scratch));
+    PROF("bwd.rope", kern_rope_bwd_t(d->dq, d->rope_cs, d->rope_sn, N, c->n_head, c->head_dim);
+         kern_rope_bwd_t(d->dk, d->rope_cs, d->rope_sn, N, c->n_kv_head, c->head_dim));
+    PROF("bwd.recompute", kern_rmsnorm_apply(d->xn, x, w->attn_norm, A->rstd1, N, C));
+    float *dxn = layer > 0 || G ? d->dxn : NULL;
+    lin_bwd(d, p, A, layer, LM_Q, d->xn, d->dq, dxn, N, lg, G ? G->wq : NULL, NULL, 0);
+    lin_bwd(d, p, A, layer, LM_K, d->xn, d->dk, dxn, N, lg, G ? G->wk : NULL, NULL, 1);
+    lin_bwd(d, p, A, layer, LM_V, d->xn, d->dv, dxn, N, lg, G ? G->wv : NULL, NULL, 1);
+    if (!dxn) return;
+    PROF("bwd.rmsnorm", kern_rmsnorm_bwd_add(dres, G ? G->attn_norm : NULL, dxn, x, w->attn_norm, A->rstd1, N, C));
+}
+
 static void layer_bwd(decoder *d, const dec_pass *p, const token_batch *b, int layer, layer_acts *A,
                       const float *x, float *lg, layer_grads *G)
 {
+    if (d->m->cfg.sandwich) {
+        gemma2_layer_bwd(d, p, b, layer, A, x, lg, G);
+        return;
+    }
     const model_config *c = &d->m->cfg;
     const layer_weights *w = &d->m->layers[layer];
     int N = b->B * b->T, C = d->C, F = d->F, K = d->K;
     size_t NC = (size_t)N * C;
-    attn_shape as = {.B = b->B, .Tq = b->T, .Tk = b->T, .NH = c->n_head, .KVH = c->n_kv_head, .HS = c->head_dim,
-                     .q_off = 0, .kv_bstride = (int64_t)b->T * K, .seg = b->seg, .window = c->sliding_window};
+    attn_shape as = dec_train_attn(c, layer, b->B, b->T, K, b->seg);
     float *dres = d->dres; /* in: dL/dx_out; out: dL/dx */
     int post = c->post_norm;
 
@@ -214,11 +255,12 @@ static double bwd(decoder *d, const token_batch *b, float *lora_grad, const full
             dec_layer_fwd(d, &p, layer, A, x, d->tmpC /* output unused */);
         layer_bwd(d, &p, b, layer, A, x, lora_grad, fg ? &fg->layers[layer] : NULL);
     }
-    if (fg) { /* embedding rows: sequential scatter-add, fixed order */
+    if (fg) { /* embedding rows: sequential scatter-add, fixed order (gemma2: × its scale) */
+        float sc = c->embd_scale > 0 ? c->embd_scale : 1.0f;
         for (int n = 0; n < N; n++) {
             float *dst = fg->tok_embd + (size_t)b->tokens[n] * C;
             const float *src = d->dres + (size_t)n * C;
-            for (int i = 0; i < C; i++) dst[i] += src[i];
+            for (int i = 0; i < C; i++) dst[i] += src[i] * sc;
         }
     }
     return loss;

@@ -17,7 +17,7 @@ size_t full_grads_carve(const model_config *c, float *slab, full_grads *g)
         layer_grads *lg = g ? &g->layers[l] : NULL;
         size_t nq = c->qk_norm == QK_NORM_FULL ? Q : (size_t)c->head_dim;
         size_t nk = c->qk_norm == QK_NORM_FULL ? K : (size_t)c->head_dim;
-        if (!c->post_norm) TAKE(lg->attn_norm, C);
+        if (!c->post_norm || c->sandwich) TAKE(lg->attn_norm, C);
         TAKE(lg->wq, Q * C);
         if (c->qkv_bias) TAKE(lg->bq, Q);
         if (c->qk_norm) TAKE(lg->q_norm, nq);
@@ -28,7 +28,7 @@ size_t full_grads_carve(const model_config *c, float *slab, full_grads *g)
         if (c->qkv_bias) TAKE(lg->bv, K);
         TAKE(lg->wo, C * Q);
         if (c->post_norm) TAKE(lg->post_attn_norm, C);
-        else TAKE(lg->ffn_norm, C);
+        if (!c->post_norm || c->sandwich) TAKE(lg->ffn_norm, C);   /* gemma2: pre_feedforward_layernorm */
         TAKE(lg->w_gate, F * C);
         TAKE(lg->w_up, F * C);
         TAKE(lg->w_down, C * F);
@@ -130,7 +130,8 @@ int full_model_from(const model *src, full_model **out, dlm_err *e)
         if (c->post_norm) {
             memcpy(p->post_attn_norm, w->post_attn_norm, C * sizeof(float));
             memcpy(p->post_ffn_norm, w->post_ffn_norm, C * sizeof(float));
-        } else {
+        }
+        if (!c->post_norm || c->sandwich) {
             memcpy(p->attn_norm, w->attn_norm, C * sizeof(float));
             memcpy(p->ffn_norm, w->ffn_norm, C * sizeof(float));
         }
@@ -189,8 +190,9 @@ int full_tensors(const model_config *c, const full_grads *g, full_tensor *out)
         ADD(p->wv, K, C, "model.layers.%d.self_attn.v_proj.weight", l);
         if (p->bv) ADD(p->bv, K, 1, "model.layers.%d.self_attn.v_proj.bias", l);
         ADD(p->wo, C, Q, "model.layers.%d.self_attn.o_proj.weight", l);
-        if (p->ffn_norm) ADD(p->ffn_norm, C, 1, "model.layers.%d.post_attention_layernorm.weight", l);
+        if (p->ffn_norm && !c->sandwich) ADD(p->ffn_norm, C, 1, "model.layers.%d.post_attention_layernorm.weight", l);
         if (p->post_attn_norm) ADD(p->post_attn_norm, C, 1, "model.layers.%d.post_attention_layernorm.weight", l);
+        if (p->ffn_norm && c->sandwich) ADD(p->ffn_norm, C, 1, "model.layers.%d.pre_feedforward_layernorm.weight", l);
         ADD(p->w_gate, F, C, "model.layers.%d.mlp.gate_proj.weight", l);
         ADD(p->w_up, F, C, "model.layers.%d.mlp.up_proj.weight", l);
         ADD(p->w_down, C, F, "model.layers.%d.mlp.down_proj.weight", l);

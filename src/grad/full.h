@@ -24,7 +24,7 @@ typedef struct full_grads {
 /* Canonical order of every trainable tensor for full-parameter training:
  * tok_embd, then per layer attn_norm wq [bq] [q_norm] wk [bk] [k_norm] wv [bv] wo ffn_norm
  * w_gate w_up w_down (post_norm: no attn_norm; post_attn_norm for ffn_norm;
- * post_ffn_norm after w_down), then out_norm, then output (untied only). Returns the
+ * post_ffn_norm after w_down; sandwich (gemma2): attn_norm, and ffn_norm after post_attn_norm), then out_norm, then output (untied only). Returns the
  * total float count; fills g (if non-NULL) with pointers into slab. */
 size_t full_grads_carve(const model_config *c, float *slab, full_grads *g);
 

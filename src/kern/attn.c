@@ -129,6 +129,10 @@ void kern_attn_fwd(float *out, float *lse, const float *q, const float *k, const
             memset(out, 0, (size_t)s->B * s->Tq * s->NH * s->HS * sizeof(float));
         return;
     }
+    if (s->softcap > 0 || s->scale > 0) {   /* gemma2 */
+        kern_attn_cap_fwd(out, lse, q, k, v, s);
+        return;
+    }
     J.out = out;
     J.lse = lse;
     J.q = q;
@@ -173,6 +177,10 @@ void kern_attn_bwd(float *dq, float *dk, float *dv, const float *dout, const flo
 {
     attn_job J;
     if (job_init(&J, s)) return;
+    if (s->softcap > 0 || s->scale > 0) {   /* gemma2 */
+        kern_attn_cap_bwd(dq, dk, dv, dout, out, lse, q, k, v, s);
+        return;
+    }
     kern_ensure_init();
     dsum_job dj = {scratch, dout, out, s->NH, s->HS, s->Tq};
     kern_parallel_for((int64_t)s->B * s->Tq, dsum_rows, &dj);

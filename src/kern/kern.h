@@ -133,6 +133,13 @@ void kern_rope_bwd_t(float *dx, const float *cs, const float *sn, int64_t N, int
 /* h[n] = silu(g[n]) · u[n] */
 void kern_swiglu_fwd(float *h, const float *g, const float *u, int64_t n);
 void kern_swiglu_bwd(float *dg, float *du, const float *dh, const float *g, const float *u, int64_t n);
+/* h[n] = gelu_tanh(g[n]) · u[n] (gemma2's GeGLU; gelu.c) */
+void kern_geglu_fwd(float *h, const float *g, const float *u, int64_t n);
+void kern_geglu_bwd(float *dg, float *du, const float *dh, const float *g, const float *u, int64_t n);
+/* x = cap·tanh(x/cap) in place; the backward scales dx by 1 − (y/cap)²,
+ * y the capped values (gemma2's logit soft cap). */
+void kern_softcap(float *x, int64_t n, float cap);
+void kern_softcap_bwd(float *dx, const float *y, int64_t n, float cap);
 
 /* ---- attention --------------------------------------------------------------
  * Causal GQA attention, softmax(q·kᵀ/sqrt(HS) + mask)·v, query head h uses
@@ -161,7 +168,14 @@ typedef struct attn_shape {
     int64_t kv_bstride;
     const int32_t *seg;
     int window;     /* sliding window: the query at position p sees key j only if p − j < window; 0 = none */
+    /* gemma2: scores = softcap·tanh(scale·q·k / softcap); with either set
+     * kern_attn_fwd/bwd run the plain-loop kern_attn_cap_* (attn_cap.c) */
+    float scale;    /* 0 = 1/√HS */
+    float softcap;  /* 0 = none */
 } attn_shape;
+void kern_attn_cap_fwd(float *out, float *lse, const float *q, const float *k, const float *v, const attn_shape *s);
+void kern_attn_cap_bwd(float *dq, float *dk, float *dv, const float *dout, const float *out, const float *lse,
+                       const float *q, const float *k, const float *v, const attn_shape *s);
 size_t kern_attn_scratch(const attn_shape *s);
 void kern_attn_fwd(float *out, float *lse, const float *q, const float *k, const float *v,
                    const attn_shape *s, float *scratch);

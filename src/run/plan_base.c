@@ -46,6 +46,7 @@ static int read_gguf(const char *path, plan_base *b, dlm_err *e)
     else if (!strcmp(arch, "qwen3")) c->arch = ARCH_QWEN3;
     else if (!strcmp(arch, "olmo2")) c->arch = ARCH_OLMO2;
     else if (!strcmp(arch, "smollm3")) c->arch = ARCH_SMOLLM3;
+    else if (!strcmp(arch, "gemma2")) c->arch = ARCH_GEMMA2;
     else {
         err_set(e, "UnsupportedArchitectureError", "%s: unsupported GGUF architecture '%s'", path, arch);
         goto out;
@@ -80,6 +81,7 @@ static int read_gguf(const char *path, plan_base *b, dlm_err *e)
     c->post_norm = c->arch == ARCH_OLMO2;
     c->nope_every = c->arch == ARCH_SMOLLM3 ? 4 : 0;
     finish_cfg(c);
+    if (c->arch == ARCH_GEMMA2) model_config_gemma2(c);   /* the plan needs the shape's buffers only */
     b->gguf = 1;
     b->meta_bytes = gguf_data_offset(g);
     b->embd_bytes = emb->nbytes;

@@ -31,6 +31,8 @@ static const shape_row SHAPES[] = {
     {"qwen3-8b", ARCH_QWEN3, 36, 4096, 12288, 32, 8, 128, 151936, 0, 40960},
     {"smollm3-3b", ARCH_SMOLLM3, 36, 2048, 11008, 16, 4, 128, 128256, 1, 65536},
     {"olmo-2-7b-instruct", ARCH_OLMO2, 32, 4096, 11008, 32, 32, 128, 100352, 0, 4096},
+    {"gemma-2-2b-it", ARCH_GEMMA2, 26, 2304, 9216, 8, 4, 256, 256000, 1, 8192},
+    {"gemma-2-9b-it", ARCH_GEMMA2, 42, 3584, 14336, 16, 8, 256, 256000, 1, 8192},
     {"llama-3.2-1b", ARCH_LLAMA, 16, 2048, 8192, 32, 8, 64, 128256, 1, 131072},
     {"llama-3.2-3b", ARCH_LLAMA, 28, 3072, 8192, 24, 8, 128, 128256, 1, 131072},
     {"llama-3.3-8b-instruct", ARCH_LLAMA, 32, 4096, 14336, 32, 8, 128, 128256, 0, 131072},
@@ -58,6 +60,10 @@ int doctor_known_shape(const char *key, model_config *c)
         c->nope_every = s->arch == ARCH_SMOLLM3 ? 4 : 0;
         c->rms_eps = s->arch == ARCH_LLAMA ? 1e-5f : 1e-6f;
         c->rope_theta = s->arch == ARCH_LLAMA || s->arch == ARCH_OLMO2 ? 500000.0f : 1000000.0f;
+        if (s->arch == ARCH_GEMMA2) {
+            model_config_gemma2(c);
+            c->rope_theta = 10000.0f;
+        }
         c->bos_id = c->eos_id = -1;
         return 0;
     }
@@ -69,6 +75,7 @@ uint64_t doctor_shape_params(const model_config *c)
     uint64_t C = (uint64_t)c->d_model, F = (uint64_t)c->n_ff, V = (uint64_t)c->vocab;
     uint64_t Q = (uint64_t)c->n_head * c->head_dim, K = (uint64_t)c->n_kv_head * c->head_dim;
     uint64_t layer = Q * C + 2 * K * C + C * Q + 3 * F * C + 2 * C + (c->qkv_bias ? Q + 2 * K : 0) +
-                     (c->qk_norm == QK_NORM_FULL ? Q + K : c->qk_norm ? 2 * (uint64_t)c->head_dim : 0);
+                     (c->qk_norm == QK_NORM_FULL ? Q + K : c->qk_norm ? 2 * (uint64_t)c->head_dim : 0) +
+                     (c->sandwich ? 2 * C : 0);
     return layer * (uint64_t)c->n_layer + V * C * (c->tied ? 1 : 2) + C;
 }

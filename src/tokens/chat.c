@@ -8,9 +8,13 @@
 #include "tokens/chat.h"
 #include "tokens/jinja.h"
 
-enum { STYLE_CHATML = 1, STYLE_QWEN3, STYLE_LLAMA3, STYLE_LLAMA3_NODATE, STYLE_LLAMA3_NODATE_ALWAYS };
+enum { STYLE_CHATML = 1, STYLE_QWEN3, STYLE_LLAMA3, STYLE_LLAMA3_NODATE, STYLE_LLAMA3_NODATE_ALWAYS, STYLE_GEMMA, STYLE_PHI3,
+       STYLE_PHI4MINI };
 
 static const char *const STOPS_CHATML[] = {"<|im_end|>", "<|endoftext|>", "<|im_start|>", NULL};
+static const char *const STOPS_GEMMA[] = {"<end_of_turn>", "<eos>", "<start_of_turn>", NULL};
+static const char *const STOPS_PHI[] = {"<|end|>", "<|endoftext|>", "<|user|>", "<|assistant|>", "<|system|>", NULL};
+static const char PHI4MINI_SYSTEM[] = "Your name is Phi, an AI math expert developed by Microsoft.";
 static const char *const STOPS_LLAMA3[] = {"<|eot_id|>", "<|end_of_text|>", "<|start_header_id|>", "<|eom_id|>", NULL};
 
 /* Ollama Go templates: chatml from docs/reference/original-spec.md §6.2, llama3 from docs/reference/formats.md §5.3. */
@@ -26,6 +30,9 @@ static const chat_dialect DIALECTS[] = {
     {"llama3", "llama3", NULL, STOPS_LLAMA3, 0.9, STYLE_LLAMA3},
     {"llama3-nodate", "llama3", NULL, STOPS_LLAMA3, 0.9, STYLE_LLAMA3_NODATE},
     {"llama3-nodate-always", "llama3", NULL, STOPS_LLAMA3, 0.9, STYLE_LLAMA3_NODATE_ALWAYS},
+    {"gemma2", "gemma", NULL, STOPS_GEMMA, 0.9, STYLE_GEMMA},
+    {"phi3", "phi3", NULL, STOPS_PHI, 0.9, STYLE_PHI3},
+    {"phi4mini", "phi3", NULL, STOPS_PHI, 0.9, STYLE_PHI4MINI},
 };
 #define N_DIALECTS (sizeof DIALECTS / sizeof DIALECTS[0])
 
@@ -48,6 +55,9 @@ const chat_dialect *chat_dialect_detect(const char *j)
         if (strstr(j, "add_generation_prompt")) return chat_dialect_find("llama3-nodate");
         return chat_dialect_find("llama3-nodate-always");
     }
+    if (strstr(j, "<start_of_turn>")) return chat_dialect_find("gemma2");
+    if (strstr(j, "<|end|>") && strstr(j, PHI4MINI_SYSTEM)) return chat_dialect_find("phi4mini");
+    if (strstr(j, "<|end|>") && strstr(j, "<|user|>\n")) return chat_dialect_find("phi3");
     if (strstr(j, "<|im_start|>")) {
         if (strstr(j, SYS_SMOLLM2)) return chat_dialect_find("chatml-smollm2");
         if (strstr(j, SYS_QWEN25)) return chat_dialect_find("chatml-qwen2.5");
@@ -235,6 +245,68 @@ static void render_llama3(render *r, const chat_dialect *d, const chat_msg *m, s
     if (gen || d->style == STYLE_LLAMA3_NODATE_ALWAYS) sb_puts(r->out, "<|start_header_id|>assistant<|end_header_id|>\n\n");
 }
 
+/* Gemma 2 (google/gemma-2-2b-it's chat_template): "<bos>", then per message
+ * "<start_of_turn>" + (assistant: "model") + "\n" + content|trim +
+ * "<end_of_turn>\n"; the generation prompt "<start_of_turn>model\n". The
+ * template has no system role (it raises); a system prompt is carried as
+ * Gemma 3's template carries it, the system text + "\n\n" before the
+ * first user message's text in its turn (tests/ref/r0408 renders both
+ * templates). */
+static void render_gemma(render *r, const chat_msg *m, size_t n, const size_t *idx, int gen)
+{
+    sb_puts(r->out, "<bos>");
+    const char *sys = NULL;
+    size_t first = 0;
+    if (n && !strcmp(m[0].role, "system")) {
+        sys = m[0].content;
+        first = 1;
+    }
+    for (size_t i = first; i < n; i++) {
+        const char *role = !strcmp(m[i].role, "assistant") ? "model" : m[i].role;
+        sb_printf(r->out, "<start_of_turn>%s\n", role);
+        if (sys && i == first) sb_printf(r->out, "%s\n\n", sys);
+        size_t a = 0, b = strlen(m[i].content);
+        trim(m[i].content, &a, &b);
+        size_t start = r->out->len;
+        sb_append(r->out, m[i].content + a, b - a);
+        size_t end = r->out->len;
+        sb_puts(r->out, "<end_of_turn>");
+        if (!strcmp(m[i].role, "assistant")) span_add(r, idx[i], start, end, r->out->len);
+        sb_putc(r->out, '\n');
+    }
+    if (gen) sb_puts(r->out, "<start_of_turn>model\n");
+}
+
+/* Phi-3 / Phi-3.5 (microsoft/Phi-3.5-mini-instruct's chat_template):
+ * "<|role|>\n" + content + "<|end|>\n" per message (a system message only
+ * when its content is not empty; no trimming), then "<|assistant|>\n" as
+ * the generation prompt or else the eos token "<|endoftext|>". Phi-4-mini-
+ * reasoning (the original's reference template, quoted in tests/ref/r0409):
+ * "<|system|>" + its fixed preamble + " " + each system message + "<|end|>",
+ * then "<|role|>" + content + "<|end|>" with no newlines, then
+ * "<|assistant|>" or "<|endoftext|>". */
+static void render_phi(render *r, const chat_msg *m, size_t n, const size_t *idx, int gen, int phi4)
+{
+    if (phi4) {
+        sb_printf(r->out, "<|system|>%s", PHI4MINI_SYSTEM);
+        for (size_t i = 0; i < n; i++)
+            if (!strcmp(m[i].role, "system")) sb_printf(r->out, " %s", m[i].content);
+        sb_puts(r->out, "<|end|>");
+    }
+    for (size_t i = 0; i < n; i++) {
+        int sys = !strcmp(m[i].role, "system");
+        if (sys && (phi4 || !*m[i].content)) continue;
+        sb_printf(r->out, phi4 ? "<|%s|>" : "<|%s|>\n", m[i].role);
+        size_t start = r->out->len;
+        sb_puts(r->out, m[i].content);
+        size_t end = r->out->len;
+        sb_puts(r->out, "<|end|>");
+        if (!strcmp(m[i].role, "assistant")) span_add(r, idx[i], start, end, r->out->len);
+        if (!phi4) sb_putc(r->out, '\n');
+    }
+    sb_puts(r->out, gen ? (phi4 ? "<|assistant|>" : "<|assistant|>\n") : "<|endoftext|>");
+}
+
 int chat_render(const chat_dialect *d, const char *system_prompt, const chat_msg *msgs, size_t n,
                 int add_generation_prompt, strbuf *out, chat_span *spans, size_t *n_spans, dlm_err *e)
 {
@@ -281,6 +353,13 @@ int chat_render(const chat_dialect *d, const char *system_prompt, const chat_msg
     case STYLE_QWEN3:
         render_qwen3(&r, m, total, idx);
         if (add_generation_prompt) sb_puts(out, "<|im_start|>assistant\n");
+        break;
+    case STYLE_PHI3:
+    case STYLE_PHI4MINI:
+        render_phi(&r, m, total, idx, add_generation_prompt, d->style == STYLE_PHI4MINI);
+        break;
+    case STYLE_GEMMA:
+        render_gemma(&r, m, total, idx, add_generation_prompt);
         break;
     default:
         render_llama3(&r, d, m, total, idx, add_generation_prompt);

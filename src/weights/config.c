@@ -1,4 +1,4 @@
-/* config — HF config.json → model_config for llama (and mistral), qwen2, qwen3, olmo2 and smollm3.
+/* config — HF config.json → model_config for llama (and mistral), qwen2, qwen3, olmo2, smollm3 and gemma2.
  *
  * Accepts both transformers layouts: v4 (top-level rope_theta, rope_scaling,
  * torch_dtype) and v5 (rope_parameters with rope_theta inside, dtype).
@@ -184,6 +184,66 @@ static int parse_nope(const cfg_ctx *c, model_config *cfg)
     return 0;
 }
 
+/* Gemma2Config: the fields past the llama ones, with its defaults. */
+static int parse_gemma2(const cfg_ctx *c, model_config *cfg)
+{
+    const json_t *root = c->root;
+    const char *act = json_string_value(json_object_get(root, "hidden_activation"));
+    if (!act) act = json_string_value(json_object_get(root, "hidden_act"));
+    if (act && strcmp(act, "gelu_pytorch_tanh")) {
+        err_at(c->e, KIND, c->path, 0, 0, "hidden_activation '%s' is not supported for gemma2", act);
+        return err_hint(c->e, "Gemma 2 uses gelu_pytorch_tanh");
+    }
+    int b = 0;
+    if (get_bool(c, root, "attention_bias", &b) < 0) return -1;
+    if (b) return err_at(c->e, KIND, c->path, 0, 0, "attention_bias=true is not supported for gemma2");
+    double qpas = 256, acap = 50.0, fcap = 30.0;
+    if (get_num(c, root, "query_pre_attn_scalar", &qpas) < 0) return -1;
+    if (!(qpas > 0 && qpas < 1e9))
+        return err_at(c->e, KIND, c->path, 0, 0, "query_pre_attn_scalar = %g is out of range", qpas);
+    /* null turns a cap off (Gemma2Attention tests `is not None`) */
+    const json_t *j = json_object_get(root, "attn_logit_softcapping");
+    if (j && json_is_null(j)) acap = 0;
+    else if (get_num(c, root, "attn_logit_softcapping", &acap) < 0) return -1;
+    j = json_object_get(root, "final_logit_softcapping");
+    if (j && json_is_null(j)) fcap = 0;
+    else if (get_num(c, root, "final_logit_softcapping", &fcap) < 0) return -1;
+    if (!(acap >= 0 && acap < 1e6) || !(fcap >= 0 && fcap < 1e6))
+        return err_at(c->e, KIND, c->path, 0, 0, "a logit soft-capping value is out of range");
+    long long win = 4096;
+    j = json_object_get(root, "sliding_window");
+    if (j && json_is_null(j)) win = 0;
+    else if (get_int(c, root, "sliding_window", &win) < 0) return -1;
+    if (win < 0 || win > (1 << 24))
+        return err_at(c->e, KIND, c->path, 0, 0, "sliding_window = %lld is out of range", win);
+    /* layer_types (transformers >= 4.53): dlm and llama.cpp run the
+     * alternation Gemma2Config writes by default, sliding on even layers */
+    const json_t *lt = json_object_get(root, "layer_types");
+    if (lt && !json_is_null(lt)) {
+        if (!json_is_array(lt) || json_array_size(lt) != (size_t)cfg->n_layer)
+            return err_at(c->e, KIND, c->path, 0, 0, "\"layer_types\" must name one type per layer (%d)",
+                          cfg->n_layer);
+        for (int i = 0; i < cfg->n_layer; i++) {
+            const char *t = json_string_value(json_array_get(lt, (size_t)i));
+            const char *want = i % 2 ? "full_attention" : "sliding_attention";
+            if (!t || strcmp(t, want)) {
+                err_at(c->e, KIND, c->path, 0, 0, "\"layer_types\"[%d] is not '%s'", i, want);
+                return err_hint(c->e, "dlm and llama.cpp run Gemma 2's alternating sliding/full layers only");
+            }
+        }
+    }
+    cfg->sandwich = 1;
+    cfg->post_norm = 1;
+    cfg->act_gelu = 1;
+    cfg->embd_scale = sqrtf((float)cfg->d_model);
+    cfg->attn_scale = (float)(1.0 / sqrt(qpas));
+    cfg->attn_softcap = (float)acap;
+    cfg->final_softcap = (float)fcap;
+    cfg->sliding_window = (int)win;
+    cfg->swa_even = 1;
+    return 0;
+}
+
 static int detect_arch(const cfg_ctx *c, model_config *cfg, int *mistral)
 {
     const json_t *archs = json_object_get(c->root, "architectures");
@@ -202,6 +262,7 @@ static int detect_arch(const cfg_ctx *c, model_config *cfg, int *mistral)
             if (!strcmp(s, "Qwen3ForCausalLM")) { cfg->arch = ARCH_QWEN3; return 0; }
             if (!strcmp(s, "Olmo2ForCausalLM")) { cfg->arch = ARCH_OLMO2; return 0; }
             if (!strcmp(s, "SmolLM3ForCausalLM")) { cfg->arch = ARCH_SMOLLM3; return 0; }
+            if (!strcmp(s, "Gemma2ForCausalLM")) { cfg->arch = ARCH_GEMMA2; return 0; }
         }
     }
     const char *mt = json_string_value(json_object_get(c->root, "model_type"));
@@ -212,12 +273,13 @@ static int detect_arch(const cfg_ctx *c, model_config *cfg, int *mistral)
         if (!strcmp(mt, "qwen3")) { cfg->arch = ARCH_QWEN3; return 0; }
         if (!strcmp(mt, "olmo2")) { cfg->arch = ARCH_OLMO2; return 0; }
         if (!strcmp(mt, "smollm3")) { cfg->arch = ARCH_SMOLLM3; return 0; }
+        if (!strcmp(mt, "gemma2")) { cfg->arch = ARCH_GEMMA2; return 0; }
     }
     err_at(c->e, "UnsupportedArchitectureError", c->path, 0, 0, "unsupported architecture '%s'",
            first ? first : mt ? mt : "(none given)");
     return err_hint(c->e, "supported: LlamaForCausalLM (model_type llama), MistralForCausalLM (mistral), "
                           "Qwen2ForCausalLM (qwen2), Qwen3ForCausalLM (qwen3), Olmo2ForCausalLM (olmo2), "
-                          "SmolLM3ForCausalLM (smollm3)");
+                          "SmolLM3ForCausalLM (smollm3), Gemma2ForCausalLM (gemma2)");
 }
 
 int model_config_parse(const char *json_text, size_t len, const char *path, model_config *cfg, dlm_err *e)
@@ -258,7 +320,7 @@ int model_config_parse(const char *json_text, size_t len, const char *path, mode
         err_at(e, KIND, path, 0, 0, "head_dim %d is odd (RoPE rotates pairs)", cfg->head_dim);
         goto out;
     }
-    cfg->max_pos = mistral ? 131072 : cfg->arch == ARCH_LLAMA || cfg->arch == ARCH_OLMO2 ? 2048 : 32768;
+    cfg->max_pos = mistral ? 131072 : cfg->arch == ARCH_GEMMA2 ? 8192 : cfg->arch == ARCH_LLAMA || cfg->arch == ARCH_OLMO2 ? 2048 : 32768;
     if (opt_dim(&c, "max_position_embeddings", 1 << 24, &cfg->max_pos)) goto out;
 
     double eps = cfg->arch == ARCH_OLMO2 ? 1e-5 : 1e-6;   /* Olmo2Config vs the others' default */
@@ -267,12 +329,12 @@ int model_config_parse(const char *json_text, size_t len, const char *path, mode
     cfg->rms_eps = (float)eps;
     if (parse_rope(&c, cfg)) goto out;
 
-    int tied = 0;
+    int tied = cfg->arch == ARCH_GEMMA2;   /* Gemma2Config ties by default */
     if (get_bool(&c, root, "tie_word_embeddings", &tied) < 0) goto out;
     cfg->tied = tied;
 
     const char *act = json_string_value(json_object_get(root, "hidden_act"));
-    if (act && strcmp(act, "silu")) {
+    if (act && strcmp(act, "silu") && cfg->arch != ARCH_GEMMA2) {
         err_at(e, KIND, path, 0, 0, "hidden_act '%s' is not supported (every architecture dlm runs uses silu)", act);
         goto out;
     }
@@ -310,6 +372,8 @@ int model_config_parse(const char *json_text, size_t len, const char *path, mode
         if (b) { err_at(e, KIND, path, 0, 0, "attention_bias=true is not supported for smollm3"); goto out; }
         if (get_bool(&c, root, "mlp_bias", &b) < 0) goto out;
         if (b) { err_at(e, KIND, path, 0, 0, "mlp_bias=true is not supported for smollm3"); goto out; }
+    } else if (cfg->arch == ARCH_GEMMA2) {
+        if (parse_gemma2(&c, cfg)) goto out;
     } else if (mistral) {
         /* MistralConfig: sliding_window 4096 when the key is absent, none when null */
         const json_t *sw = json_object_get(root, "sliding_window");
@@ -336,6 +400,20 @@ int model_config_parse(const char *json_text, size_t len, const char *path, mode
 out:
     json_decref(root);
     return rc;
+}
+
+void model_config_gemma2(model_config *c)
+{
+    c->sandwich = c->post_norm = 1;
+    c->act_gelu = 1;
+    c->tied = 1;
+    c->embd_scale = sqrtf((float)c->d_model);
+    c->attn_scale = c->n_layer == 46 && c->n_head > 0 ? 1.0f / sqrtf((float)(c->d_model / c->n_head))
+                                                      : 1.0f / sqrtf((float)c->head_dim);
+    c->attn_softcap = 50.0f;
+    c->final_softcap = 30.0f;
+    c->sliding_window = 4096;
+    c->swa_even = 1;
 }
 
 /* inv_freq[i] = 1 / theta^(2i/HS), then llama3's per-frequency divisor

@@ -4,6 +4,7 @@
  * permutation. */
 #include "weights/model_impl.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -63,6 +64,35 @@ static int as_int(int64_t v, int *out)
     return 0;
 }
 
+/* gemma2 as llama.cpp's llama_model_gemma2 reads it (src/models/gemma2.cpp
+ * of node-llama-cpp 3.21.1's bundle): window 4096 unless the key says,
+ * sliding on even layers (sliding_window_pattern 2), the caps from their
+ * keys (absent: off), and the query scale llama.cpp derives, since no key
+ * carries query_pre_attn_scalar: 1/√(n_embd/n_head) for the 46-layer 27B,
+ * 1/√head_dim otherwise. */
+static int gemma2_config(gguf_file *g, const char *arch, model_config *c, dlm_err *e)
+{
+    int64_t sw = 4096, pat = 2;
+    double acap = 0, fcap = 0;
+    if (key_int(g, arch, "attention.sliding_window", 0, &sw, e) < 0 ||
+        key_int(g, arch, "attention.sliding_window_pattern", 0, &pat, e) < 0 ||
+        key_num(g, arch, "attn_logit_softcapping", 0, &acap, e) < 0 ||
+        key_num(g, arch, "final_logit_softcapping", 0, &fcap, e) < 0)
+        return -1;
+    if (pat != 2)
+        return err_at(e, KIND, gguf_path(g), 0, 0, "%s.attention.sliding_window_pattern = %lld is not supported", arch,
+                      (long long)pat);
+    if (sw < 0 || sw > (1 << 24) || !(acap >= 0 && acap < 1e6) || !(fcap >= 0 && fcap < 1e6))
+        return err_at(e, KIND, gguf_path(g), 0, 0, "gemma2 hyperparameters out of range");
+    int tied = c->tied;
+    model_config_gemma2(c);
+    c->tied = tied;
+    c->sliding_window = (int)sw;
+    c->attn_softcap = (float)acap;
+    c->final_softcap = (float)fcap;
+    return 0;
+}
+
 static int read_config(gguf_file *g, model_config *c, dlm_err *e)
 {
     const char *path = gguf_path(g), *arch;
@@ -74,9 +104,10 @@ static int read_config(gguf_file *g, model_config *c, dlm_err *e)
     else if (!strcmp(arch, "qwen3")) c->arch = ARCH_QWEN3;
     else if (!strcmp(arch, "olmo2")) c->arch = ARCH_OLMO2;
     else if (!strcmp(arch, "smollm3")) c->arch = ARCH_SMOLLM3;
+    else if (!strcmp(arch, "gemma2")) c->arch = ARCH_GEMMA2;
     else {
         err_at(e, "UnsupportedArchitectureError", path, 0, 0, "unsupported GGUF architecture '%s'", arch);
-        return err_hint(e, "supported: llama, qwen2, qwen3, olmo2, smollm3");
+        return err_hint(e, "supported: llama, qwen2, qwen3, olmo2, smollm3, gemma2");
     }
     int64_t L, C, F, NH, KVH = -1, ctx, kl = -1, vl = -1, rd = -1, sw = -1;
     double eps, theta = 10000.0;
@@ -136,6 +167,7 @@ static int read_config(gguf_file *g, model_config *c, dlm_err *e)
     c->post_norm = c->arch == ARCH_OLMO2;
     /* smollm3: llama.cpp fixes the NoPE step at 4 (no key carries it) */
     c->nope_every = c->arch == ARCH_SMOLLM3 ? 4 : 0;
+    if (c->arch == ARCH_GEMMA2 && gemma2_config(g, arch, c, e)) return -1;
     int ft = gguf_find_key(g, "general.file_type");
     int64_t ftv;
     if (ft >= 0 && gguf_get_int(g, ft, &ftv, NULL) == 0)

@@ -1,7 +1,7 @@
 /* model — a base model in memory: its config and its weights in their
  * stored types, loaded from an HF folder (config.json + safetensors) or a
- * GGUF file. Architectures: llama (and mistral), qwen2, qwen3, olmo2 and smollm3
- * (docs/models.md).
+ * GGUF file. Architectures: llama (and mistral), qwen2, qwen3, olmo2, smollm3
+ * and gemma2 (docs/models.md).
  *
  * Conventions every consumer relies on:
  *  - Weights are in HF orientation and HF row order: W[out][in], Q/K rows in
@@ -17,9 +17,10 @@
 #include "kern/dtype.h"
 #include "util/err.h"
 
-typedef enum { ARCH_LLAMA = 0, ARCH_QWEN2 = 1, ARCH_QWEN3 = 2, ARCH_OLMO2 = 3, ARCH_SMOLLM3 = 4 } model_arch;
+typedef enum { ARCH_LLAMA = 0, ARCH_QWEN2 = 1, ARCH_QWEN3 = 2, ARCH_OLMO2 = 3, ARCH_SMOLLM3 = 4,
+               ARCH_GEMMA2 = 5 } model_arch;
 
-/* llama.cpp's general.architecture name of a ("llama", "qwen2", "qwen3", "olmo2", "smollm3"). */
+/* llama.cpp's general.architecture name of a ("llama", "qwen2", "qwen3", "olmo2", "smollm3", "gemma2"). */
 const char *model_arch_name(model_arch a);
 /* 1 if llama.cpp's converter permutes this arch's Q/K rows (LlamaModel and
  * its subclasses: llama, mistral, smollm3). */
@@ -45,6 +46,19 @@ typedef struct model_config {
     int post_norm;      /* olmo2: no norm before attention / MLP; RMSNorm of each one's output before the residual add */
     int sliding_window; /* mistral: a query sees the keys of the last sliding_window positions (itself included); 0 = all */
     int nope_every;     /* smollm3: every nope_every-th layer (1-based) has no RoPE; 0 = RoPE everywhere */
+    /* gemma2 (Gemma2DecoderLayer): RMSNorm before AND after attention and
+     * MLP (sandwich; post_norm is set too), GeGLU with tanh-GELU, the
+     * embedding scaled by √hidden, soft-capped attention and final logits,
+     * the query scale from query_pre_attn_scalar, the sliding window on
+     * even layers only. Norm weights are held as llama.cpp stores them,
+     * (1 + w): the HF loader adds the 1. */
+    int sandwich;
+    int act_gelu;        /* act = gelu_tanh(g)·u instead of silu(g)·u */
+    float embd_scale;    /* embeddings × embd_scale; 0 = none */
+    float attn_softcap;  /* scores = cap·tanh(scores/cap); 0 = none */
+    float final_softcap; /* logits = cap·tanh(logits/cap); 0 = none */
+    float attn_scale;    /* scores = q·k·attn_scale; 0 = 1/√head_dim */
+    int swa_even;        /* sliding_window applies to even layers only */
     /* rope_scaling type llama3 (Llama 3.x); 0 = none */
     int rope_llama3;
     float rope_factor, rope_low_freq_factor, rope_high_freq_factor;
@@ -132,6 +146,18 @@ static inline int model_layer_rope(const model_config *c, int il)
 {
     return c->nope_every <= 0 || (il + 1) % c->nope_every != 0;
 }
+
+/* The sliding window of layer il (0 = none). */
+static inline int model_layer_window(const model_config *c, int il)
+{
+    return c->swa_even && il % 2 ? 0 : c->sliding_window;
+}
+
+/* gemma2's settings beyond the shape, as Gemma2Config's defaults and
+ * llama.cpp set them: sandwich norms, GeGLU, √hidden embedding scale, the
+ * caps 50 / 30, window 4096 on even layers, the query scale llama.cpp
+ * derives (1/√head_dim; 1/√(hidden/heads) for the 46-layer 27B). */
+void model_config_gemma2(model_config *c);
 
 /* Parse an HF config.json text into cfg (llama / qwen2 / qwen3; v4 and v5 layouts). */
 int model_config_parse(const char *json_text, size_t len, const char *path, model_config *cfg, dlm_err *e);

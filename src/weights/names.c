@@ -30,6 +30,9 @@ static const struct { const char *hf, *gguf; } NAMES[T_ROLE_COUNT] = {
      * name lists are informational; the loader asks per role) */
     [T_ATTN_POST] = {"model.layers.%d.post_attention_layernorm.weight", "blk.%d.post_attention_norm.weight"},
     [T_FFN_POST] = {"model.layers.%d.post_feedforward_layernorm.weight", "blk.%d.post_ffw_norm.weight"},
+    /* gemma2: the norm before the MLP (llama.cpp's ffn_norm; its
+     * post_attention_layernorm is T_ATTN_POST) */
+    [T_FFN_PRE] = {"model.layers.%d.pre_feedforward_layernorm.weight", "blk.%d.ffn_norm.weight"},
 };
 
 const char *model_role_name(tensor_role r, int il, int gguf, char *buf, size_t cap)
@@ -82,7 +85,7 @@ int model_name_to_hf(const char *gguf, char *out, size_t cap) { return map(gguf,
 
 const char *model_arch_name(model_arch a)
 {
-    return a == ARCH_SMOLLM3 ? "smollm3" : a == ARCH_OLMO2 ? "olmo2" : a == ARCH_QWEN3 ? "qwen3" :
+    return a == ARCH_GEMMA2 ? "gemma2" : a == ARCH_SMOLLM3 ? "smollm3" : a == ARCH_OLMO2 ? "olmo2" : a == ARCH_QWEN3 ? "qwen3" :
            a == ARCH_QWEN2 ? "qwen2" : "llama";
 }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Write a small random llama, qwen2, qwen3, olmo2, mistral or smollm3 model in HF format (config.json,
+"""Write a small random llama, qwen2, qwen3, olmo2, mistral, smollm3 or gemma2 model in HF format (config.json,
 safetensors, a real byte-level BPE tokenizer.json + tokenizer_config.json
 with ChatML specials) and optionally the same model as GGUF.
 
@@ -7,8 +7,8 @@ Deterministic for a given --seed: the same arguments give the same bytes.
 numpy only (run with /usr/bin/python3). Independent of dlm's C code: the
 safetensors and GGUF files are written here from the format specs.
 
-  make_model.py --out DIR [--arch llama|qwen2|qwen3|olmo2|mistral|smollm3] [--tied|--untied]
-                [--sliding-window W]
+  make_model.py --out DIR [--arch llama|qwen2|qwen3|olmo2|mistral|smollm3|gemma2] [--tied|--untied]
+                [--sliding-window W] [--attn-softcap X --final-softcap Y --qpas S (gemma2)]
                 [--dtype f32|bf16|f16] [--rope-llama3] [--layers N]
                 [--d-model C] [--heads NH] [--kv-heads KVH] [--ff F]
                 [--vocab V] [--layout v4|v5] [--shards K] [--seed S]
@@ -190,8 +190,13 @@ def write_safetensors(path, items, metadata=None):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
-    ap.add_argument("--arch", choices=["llama", "qwen2", "qwen3", "olmo2", "mistral", "smollm3"], default="llama")
-    ap.add_argument("--sliding-window", type=int, default=0, help="mistral: config sliding_window (0: null)")
+    ap.add_argument("--arch", choices=["llama", "qwen2", "qwen3", "olmo2", "mistral", "smollm3", "gemma2"],
+                    default="llama")
+    ap.add_argument("--sliding-window", type=int, default=0,
+                    help="mistral, gemma2 (even layers): config sliding_window (0: null)")
+    ap.add_argument("--attn-softcap", type=float, default=50.0, help="gemma2: attn_logit_softcapping")
+    ap.add_argument("--final-softcap", type=float, default=30.0, help="gemma2: final_logit_softcapping")
+    ap.add_argument("--qpas", type=float, default=0, help="gemma2: query_pre_attn_scalar (0: head_dim)")
     g = ap.add_mutually_exclusive_group()
     g.add_argument("--tied", dest="tied", action="store_true", default=True)
     g.add_argument("--untied", dest="tied", action="store_false")
@@ -215,7 +220,9 @@ def main():
 
     C, L, NH, KVH, F, V = a.d_model, a.layers, a.heads, a.kv_heads, a.ff, a.vocab
     HS = a.head_dim or C // NH
-    theta = {"llama": 10000.0, "olmo2": 500000.0}.get(a.arch, 1000000.0)
+    theta = {"llama": 10000.0, "olmo2": 500000.0, "gemma2": 10000.0}.get(a.arch, 1000000.0)
+    if a.arch == "gemma2" and not a.tied:
+        raise SystemExit("make_model: Gemma 2 ties its LM head to the embedding (llama.cpp has no output.weight)")
     eps = 1e-5 if a.arch == "llama" else 1e-6
     rng = np.random.RandomState(a.seed)
     os.makedirs(a.out, exist_ok=True)
@@ -230,7 +237,9 @@ def main():
     w = {"model.embed_tokens.weight": randn(V, C, scale=0.5)}
     for il in range(L):
         p = "model.layers.%d." % il
-        if a.arch != "olmo2":   # Olmo2DecoderLayer has no input norm
+        if a.arch == "gemma2":   # Gemma2RMSNorm scales by (1 + w): weights near 0
+            w[p + "input_layernorm.weight"] = randn(C, scale=0.1)
+        elif a.arch != "olmo2":   # Olmo2DecoderLayer has no input norm
             w[p + "input_layernorm.weight"] = (1 + randn(C, scale=0.1))
         w[p + "self_attn.q_proj.weight"] = randn(NH * HS, C, scale=0.2)
         w[p + "self_attn.k_proj.weight"] = randn(KVH * HS, C, scale=0.2)
@@ -247,12 +256,16 @@ def main():
             w[p + "self_attn.q_norm.weight"] = (1 + randn(NH * HS, scale=0.2))
             w[p + "self_attn.k_norm.weight"] = (1 + randn(KVH * HS, scale=0.2))
         w[p + "post_attention_layernorm.weight"] = (1 + randn(C, scale=0.1))
+        if a.arch == "gemma2":
+            w[p + "post_attention_layernorm.weight"] -= 1
+            w[p + "pre_feedforward_layernorm.weight"] = randn(C, scale=0.1)
+            w[p + "post_feedforward_layernorm.weight"] = randn(C, scale=0.1)
         w[p + "mlp.gate_proj.weight"] = randn(F, C, scale=0.2)
         w[p + "mlp.up_proj.weight"] = randn(F, C, scale=0.2)
         w[p + "mlp.down_proj.weight"] = randn(C, F, scale=0.2)
         if a.arch == "olmo2":
             w[p + "post_feedforward_layernorm.weight"] = (1 + randn(C, scale=0.1))
-    w["model.norm.weight"] = (1 + randn(C, scale=0.1))
+    w["model.norm.weight"] = (1 + randn(C, scale=0.1)) - (1 if a.arch == "gemma2" else 0)
     if not a.tied:
         w["lm_head.weight"] = randn(V, C, scale=0.5)
 
@@ -286,7 +299,8 @@ def main():
     cfg = {
         "architectures": [{"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
                            "qwen3": "Qwen3ForCausalLM", "olmo2": "Olmo2ForCausalLM",
-                           "mistral": "MistralForCausalLM", "smollm3": "SmolLM3ForCausalLM"}[a.arch]],
+                           "mistral": "MistralForCausalLM", "smollm3": "SmolLM3ForCausalLM",
+                           "gemma2": "Gemma2ForCausalLM"}[a.arch]],
         "model_type": a.arch, "hidden_act": "silu", "hidden_size": C, "intermediate_size": F,
         "num_hidden_layers": L, "num_attention_heads": NH, "num_key_value_heads": KVH,
         "max_position_embeddings": a.max_pos, "rms_norm_eps": eps, "vocab_size": V,
@@ -302,6 +316,11 @@ def main():
                     "no_rope_layer_interval": 4, "no_rope_layers": [int((i + 1) % 4 != 0) for i in range(L)]})
     elif a.arch == "mistral":
         cfg.update({"sliding_window": a.sliding_window or None, "attention_dropout": 0.0})
+    elif a.arch == "gemma2":   # Gemma2Config's fields
+        cfg.update({"hidden_act": "gelu_pytorch_tanh", "hidden_activation": "gelu_pytorch_tanh", "head_dim": HS,
+                    "query_pre_attn_scalar": a.qpas or HS, "attn_logit_softcapping": a.attn_softcap,
+                    "final_logit_softcapping": a.final_softcap, "sliding_window": a.sliding_window or 4096,
+                    "attention_bias": False, "attention_dropout": 0.0, "pad_token_id": bos})
     elif a.arch == "olmo2":
         cfg.update({"attention_bias": False, "attention_dropout": 0.0, "pad_token_id": bos})
     elif a.arch == "qwen3":
@@ -356,9 +375,13 @@ def write_model_gguf(a, cfg, vals, toks, merges, bos, eos, theta, eps, HS, rope)
         ("%s.attention.layer_norm_rms_epsilon" % arch, gw.GGUF_F32, eps),
         ("general.file_type", gw.GGUF_U32, ftype),
     ]
-    if a.head_dim or arch == "qwen3":
+    if a.head_dim or arch in ("qwen3", "gemma2"):
         kvs += [("%s.attention.key_length" % arch, gw.GGUF_U32, HS),
                 ("%s.attention.value_length" % arch, gw.GGUF_U32, HS)]
+    if arch == "gemma2":   # Gemma2Model.set_gguf_parameters
+        kvs += [("gemma2.attn_logit_softcapping", gw.GGUF_F32, a.attn_softcap),
+                ("gemma2.final_logit_softcapping", gw.GGUF_F32, a.final_softcap),
+                ("gemma2.attention.sliding_window", gw.GGUF_U32, a.sliding_window or 4096)]
     if a.arch == "mistral" and a.sliding_window:
         kvs += [("llama.attention.sliding_window", gw.GGUF_U32, a.sliding_window)]
     if arch in ("llama", "smollm3"):   # LlamaModel.set_gguf_parameters
@@ -390,6 +413,10 @@ def write_model_gguf(a, cfg, vals, toks, merges, bos, eos, theta, eps, HS, rope)
     if arch == "olmo2":   # llama.cpp's OLMO2 tensors: the norms are post-norms
         per["post_attention_layernorm.weight"] = "post_attention_norm.weight"
         per["post_feedforward_layernorm.weight"] = "post_ffw_norm.weight"
+    if arch == "gemma2":   # llama.cpp's GEMMA2 tensors
+        per["post_attention_layernorm.weight"] = "post_attention_norm.weight"
+        per["pre_feedforward_layernorm.weight"] = "ffn_norm.weight"
+        per["post_feedforward_layernorm.weight"] = "post_ffw_norm.weight"
     tensors = []
 
     def w_shape(hf):
@@ -401,6 +428,8 @@ def write_model_gguf(a, cfg, vals, toks, merges, bos, eos, theta, eps, HS, rope)
         else:
             m = re.match(r"model\.layers\.(\d+)\.(.*)$", hf)
             name = "blk.%s.%s" % (m.group(1), per[m.group(2)])
+        if arch == "gemma2" and hf.endswith("norm.weight"):   # Gemma2Model.modify_tensors: norms + 1
+            x = x + 1
         t = gt if x.ndim == 2 else gw.T_F32
         raw = t not in (gw.T_F32, gw.T_F16, gw.T_BF16, gw.T_Q8_0)
         if raw:
