@@ -5,6 +5,10 @@ time. Counts errors, and measures total generated tokens/s, time to first
 token (TTFT) and per-token latency (gaps between content chunks).
 
 usage: load.py URL [--clients 16] [--requests 8] [--max-tokens 32] [--model ID]
+                   [--endpoint chat|completions]
+Generated tokens are the server's usage.completion_tokens (stream_options
+include_usage); a server that sends no usage has its content chunks counted
+instead ("usage_missing" says how many requests that was).
 Prints one JSON object. Standard library only."""
 import argparse, http.client, json, statistics, sys, threading, time, urllib.parse
 
@@ -20,14 +24,20 @@ def pct(xs, p):
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
 
 
-def one(u, model, q, max_tokens, timeout):
+def one(u, model, q, max_tokens, timeout, endpoint):
     c = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
-    body = {"messages": [{"role": "user", "content": q}], "stream": True, "max_tokens": max_tokens,
-            "temperature": 0.8, "seed": 1, "stream_options": {"include_usage": True}}
+    body = {"stream": True, "max_tokens": max_tokens, "temperature": 0.8, "seed": 1,
+            "stream_options": {"include_usage": True}}
+    if endpoint == "chat":
+        body["messages"] = [{"role": "user", "content": q}]
+        path = "/v1/chat/completions"
+    else:
+        body["prompt"] = q
+        path = "/v1/completions"
     if model:
         body["model"] = model
     t0 = time.monotonic()
-    c.request("POST", "/v1/chat/completions", json.dumps(body), {"Content-Type": "application/json"})
+    c.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
     r = c.getresponse()
     if r.status != 200:
         raise RuntimeError(f"HTTP {r.status}: {r.read()[:200]!r}")
@@ -49,7 +59,8 @@ def one(u, model, q, max_tokens, timeout):
             if j.get("usage"):
                 usage = j["usage"]
             for ch in j.get("choices", []):
-                if ch["delta"].get("content"):
+                text = ch["delta"].get("content") if "delta" in ch else ch.get("text")
+                if text:
                     now = time.monotonic()
                     if first is None:
                         first = now - t0
@@ -58,7 +69,9 @@ def one(u, model, q, max_tokens, timeout):
     if not done:
         raise RuntimeError("stream ended without [DONE]")
     gaps = [b - a for a, b in zip(stamps, stamps[1:])]
-    return first, gaps, (usage or {}).get("completion_tokens", 0)
+    if usage is None:
+        return first, gaps, len(stamps), 1
+    return first, gaps, usage.get("completion_tokens", 0), 0
 
 
 def main():
@@ -69,16 +82,19 @@ def main():
     ap.add_argument("--max-tokens", type=int, default=32)
     ap.add_argument("--model")
     ap.add_argument("--timeout", type=float, default=120)
+    ap.add_argument("--endpoint", choices=["chat", "completions"], default="chat")
     a = ap.parse_args()
     u = urllib.parse.urlparse(a.url)
-    ttft, gaps, errors, tokens = [], [], [], [0]
+    ttft, gaps, errors, tokens, no_usage = [], [], [], [0], [0]
     lock = threading.Lock()
 
     def client(k):
         for i in range(a.requests):
             try:
-                f, g, n = one(u, a.model, QUESTIONS[(k + i) % len(QUESTIONS)], a.max_tokens, a.timeout)
+                f, g, n, nu = one(u, a.model, QUESTIONS[(k + i) % len(QUESTIONS)], a.max_tokens, a.timeout,
+                                  a.endpoint)
                 with lock:
+                    no_usage[0] += nu
                     if f is not None:
                         ttft.append(f)
                     gaps.extend(g)
@@ -98,6 +114,7 @@ def main():
     print(json.dumps({
         "clients": a.clients, "requests": a.clients * a.requests, "errors": len(errors),
         "error_samples": errors[:3], "wall_s": round(wall, 2), "completion_tokens": tokens[0],
+        "usage_missing": no_usage[0],
         "tokens_per_s": round(tokens[0] / wall, 1),
         "ttft_ms_p50": ms(pct(ttft, 50)), "ttft_ms_p99": ms(pct(ttft, 99)),
         "token_ms_p50": ms(pct(gaps, 50)), "token_ms_p99": ms(pct(gaps, 99)),

@@ -352,22 +352,26 @@ const float *dec_mod_bias(const layer_weights *w, int m)
 }
 
 /* y[N,O] (+)= x[N,I]·Wᵀ + b, plus the adapter of (layer, m) if any; acc
- * adds onto y (a residual stream; O = C then). A one-row inference step
- * takes kern_matvec, which on quantized weights computes with int8
- * activations as llama.cpp does (training never does). */
+ * adds onto y (a residual stream; O = C then). An inference step whose
+ * rows are all decode steps (one row per sequence: one session's token, or
+ * a kv pool step of several sequences) takes kern_matvec_n, which reads
+ * the weight once for all rows, gives each row kern_matvec's bits (so a
+ * sequence decodes the same alone or batched), and on quantized weights
+ * computes with int8 activations as llama.cpp does (training never does). */
 static void lin_fwd(decoder *d, const dec_pass *p, layer_acts *A, int layer, int m, const float *x, float *y, int N,
                     int acc)
 {
     const wmat *W = lora_base_weight(d->m, layer, m);
     const float *bias = dec_mod_bias(&d->m->layers[layer], m);
     const lora_mod *md = d->l ? lora_mod_at(d->l, layer, m) : NULL;
-    int vec = d->o.n_ctx > 0 && N == 1;   /* one row in all: a decode step of one sequence */
+    /* one row per group: decode steps only (groups never share rows) */
+    int vec = d->o.n_ctx > 0 && N == p->n_groups && N <= KERN_MATVEC_MAX_N;
     if (acc && ((md && d->l->cfg.dora) || vec)) {  /* DoRA reads the bare product back; matvec has no acc */
         lin_fwd(d, p, A, layer, m, x, d->tmpC, N, 0);
         for (size_t i = 0; i < (size_t)N * W->rows; i++) y[i] += d->tmpC[i];
         return;
     }
-    if (vec) kern_matvec(y, x, W, bias);
+    if (vec) kern_matvec_n(y, x, W, bias, N);
     else if (!md || d->l->cfg.dora) PROF("fwd.matmul", kern_matmul(y, x, W, bias, N, acc));
     if (!md) return;
     const lora *l = d->l;
@@ -665,11 +669,12 @@ void decoder_eval_groups(decoder *d, const int32_t *tokens, const dec_group *gro
     } else if (n_groups == 1) {
         kern_matvec(logits, d->xnf + (size_t)(groups[0].row0 + groups[0].n - 1) * C, &m->output, NULL);
     } else {
-        /* each sequence's last row, gathered, through one GEMM */
+        /* each sequence's last row, gathered, through one pass over the
+         * head (each row as kern_matvec would give it alone) */
         for (int gi = 0; gi < n_groups; gi++)
             memcpy(d->xn + (size_t)gi * C, d->xnf + (size_t)(groups[gi].row0 + groups[gi].n - 1) * C,
                    (size_t)C * sizeof(float));
-        kern_matmul(logits, d->xn, &m->output, NULL, n_groups, 0);
+        kern_matvec_n(logits, d->xn, &m->output, NULL, n_groups);
     }
     if (c->final_softcap > 0)   /* gemma2 */
         kern_softcap(logits, (int64_t)(all_logits ? N : n_groups) * d->V, c->final_softcap);

@@ -17,7 +17,9 @@ void sample_defaults(sample_params *p)
     p->seed = 42;
 }
 
-size_t sample_scratch_bytes(int V) { return (size_t)V * (sizeof(int32_t) + sizeof(float)); }
+/* ids [V], prob [V] (the sort keys until the sort is done), and the radix
+ * sort's second buffers for ids and keys [V] each */
+size_t sample_scratch_bytes(int V) { return (size_t)V * 2 * (sizeof(int32_t) + sizeof(float)); }
 
 static int32_t argmax(const float *x, int V)
 {
@@ -27,16 +29,41 @@ static int32_t argmax(const float *x, int V)
     return best;
 }
 
-/* Sort ids by logit descending; ties by id ascending (a total order, so the
- * result never depends on the sort algorithm). */
-static int cmp_desc(const void *a, const void *b, void *keys)
+/* A logit as an unsigned key whose ascending order is the logits'
+ * descending order; -0 and +0 are one key (they compare equal). */
+static uint32_t desc_key(float f)
 {
-    int32_t i = *(const int32_t *)a, j = *(const int32_t *)b;
-    const float *k = keys;
-    float x = k[i], y = k[j];
-    if (x > y) return -1;
-    if (x < y) return 1;
-    return (i > j) - (i < j);
+    uint32_t u;
+    if (f == 0.0f) f = 0.0f;
+    memcpy(&u, &f, sizeof u);
+    u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);   /* ascending with f */
+    return ~u;
+}
+
+/* ids[0..V) = 0..V-1 sorted by logit descending, ties by id ascending (a
+ * total order, so the result never depends on the algorithm): a stable
+ * LSD radix sort, 4 passes of 8 bits, over ids that start in ascending
+ * order. O(V) — a comparison sort of the vocabulary per token cost as much
+ * as a small model's whole decode step, once per sequence of a batch. */
+static void sort_desc(int32_t *ids, uint32_t *key, int32_t *ids2, uint32_t *key2, const float *logits, int V)
+{
+    for (int i = 0; i < V; i++) {
+        ids[i] = i;
+        key[i] = desc_key(logits[i]);
+    }
+    for (int shift = 0; shift < 32; shift += 8) {
+        size_t cnt[257] = {0};
+        for (int i = 0; i < V; i++) cnt[((key[i] >> shift) & 0xFF) + 1]++;
+        if (cnt[((key[0] >> shift) & 0xFF) + 1] == (size_t)V) continue;   /* one bucket: order unchanged */
+        for (int b = 0; b < 256; b++) cnt[b + 1] += cnt[b];
+        for (int i = 0; i < V; i++) {
+            size_t at = cnt[(key[i] >> shift) & 0xFF]++;
+            ids2[at] = ids[i];
+            key2[at] = key[i];
+        }
+        memcpy(ids, ids2, (size_t)V * sizeof *ids);
+        memcpy(key, key2, (size_t)V * sizeof *key);
+    }
 }
 
 int32_t sample_next(const sample_params *p, float *logits, int V, const int32_t *history, int n_hist,
@@ -61,10 +88,7 @@ int32_t sample_next(const sample_params *p, float *logits, int V, const int32_t 
     float *prob = (float *)(ids + V);
     for (int i = 0; i < V; i++) logits[i] /= p->temp;
     int n = V;
-    for (int i = 0; i < V; i++) ids[i] = i;
-    /* Partial work only when a cutoff needs order; a full sort of 150k ids
-     * per token is affordable next to the forward pass. */
-    qsort_r(ids, (size_t)V, sizeof *ids, cmp_desc, logits);
+    sort_desc(ids, (uint32_t *)prob, ids + 2 * V, (uint32_t *)(ids + 3 * V), logits, V);
     if (p->top_k > 0 && p->top_k < n) n = p->top_k;
     double mx = logits[ids[0]], sum = 0;
     for (int i = 0; i < n; i++) {

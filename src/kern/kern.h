@@ -73,6 +73,13 @@ void kern_matmul(float *y, const float *x, const wmat *W, const float *bias,
  * kern_set_int8_decode(0) (the command layer's DLM_DECODE=f32) forces
  * kern_matmul. */
 void kern_matvec(float *y, const float *x, const wmat *W, const float *bias);
+/* N decode steps at once (N rows of x, each a different sequence's one
+ * new token; inference only): y[N,O] = x[N,I]·Wᵀ (+ bias) where row n of
+ * y has exactly the bits kern_matvec gives for row n of x alone, while the
+ * weight is read once for all N rows. N > KERN_MATVEC_MAX_N: kern_matmul.
+ * Same scratch rule as kern_matvec. */
+#define KERN_MATVEC_MAX_N 16
+void kern_matvec_n(float *y, const float *x, const wmat *W, const float *bias, int64_t N);
 /* Whether one-row products on quantized weights use the integer dots (on,
  * the default, where the CPU has them) or the float path. */
 void kern_set_int8_decode(int on);

@@ -7,6 +7,8 @@
  * GEMM (which would compute a whole 12-row micro-tile per row). The switch
  * depends on N only, never on the thread count. */
 #define GEMV_MAX_N 4
+/* kern_matvec_n's most rows (dots[] on the stack of gemv_range). */
+#define GEMV_BATCH_MAX KERN_MATVEC_MAX_N
 
 typedef struct gemv_job {
     float *y;
@@ -16,7 +18,7 @@ typedef struct gemv_job {
     int64_t N;
     int accumulate;
     const kern_isa *isa;
-    const kern_q8x *xq;     /* kern_matvec's int8 x (N = 1), or NULL */
+    const kern_q8x *xq;     /* kern_matvec's int8 x, one per row of x (N of them), or NULL */
 } gemv_job;
 
 /* y[n, o] for o in [o0, o1): one weight row at a time. */
@@ -25,12 +27,13 @@ static void gemv_range(void *ctx, int64_t o0, int64_t o1)
     const gemv_job *j = ctx;
     const int64_t O = j->W->rows, I = j->W->cols;
     float *row = kern_scratch();
-    float dots[GEMV_MAX_N];
+    float dots[GEMV_BATCH_MAX];
     for (int64_t o = o0; o < o1; o++) {
         const uint8_t *src = (const uint8_t *)j->W->data + (size_t)o * j->W->row_bytes;
         const float *w = (const float *)src;
-        if (j->xq) {                        /* kern_matvec: integer dots */
-            j->y[o] = (j->bias ? j->bias[o] : 0.f) + qx_dot(j->xq, src);
+        if (j->xq) {                        /* kern_matvec: integer dots, row by row of x */
+            for (int64_t n = 0; n < j->N; n++)
+                j->y[n * O + o] = (j->bias ? j->bias[o] : 0.f) + qx_dot(&j->xq[n], src);
             continue;
         }
         /* one row of x (decoding): dequantize in registers, same bits */
@@ -104,6 +107,48 @@ void kern_matvec(float *y, const float *x, const wmat *W, const float *bias)
         }
     }
     kern_matmul(y, x, W, bias, 1, 0);
+}
+
+/* N rows of x that are N sequences' decode steps: the weight row is read
+ * (and dequantized) once for all of them, and each row of y gets exactly
+ * the bits kern_matvec gives that row alone — dot_rows computes each row
+ * of x with its own accumulators in a fixed order, and the fused
+ * dequant-dot is bit-identical to dequant + dot_rows (kern_impl.h). The
+ * kv pool's batched decode thus equals one session's decode per sequence
+ * while reading the weights once per step instead of once per sequence. */
+void kern_matvec_n(float *y, const float *x, const wmat *W, const float *bias, int64_t N)
+{
+    const int64_t O = W->rows, I = W->cols;
+    if (N == 1) {
+        kern_matvec(y, x, W, bias);
+        return;
+    }
+    if (N <= 0 || O <= 0 || !wmat_ok(W)) return;
+    kern_ensure_init();
+    if (N > GEMV_BATCH_MAX || (size_t)I * 4 > KERN_SCRATCH_BYTES) {
+        kern_matmul(y, x, W, bias, N, 0);
+        return;
+    }
+    const kern_isa *isa = kern_isa_get();
+    if (g_int8_decode && qx_supported(W->type) && (size_t)N * qx_bytes(I) <= KERN_SCRATCH_BYTES) {
+        /* as kern_matvec: every row rounded to int8 in the caller's
+         * scratch (qx_bytes is a multiple of 64: each copy stays aligned);
+         * a row that cannot be (NaN, Inf) sends all of them the float way */
+        kern_q8x q[GEMV_BATCH_MAX];
+        char *buf = kern_scratch();
+        int ok = 1;
+        for (int64_t n = 0; n < N && ok; n++)
+            ok = qx_quantize(&q[n], buf + (size_t)n * qx_bytes(I), W->type, x + n * I, I);
+        if (ok) {
+            gemv_job j = {y, x, W, bias, N, 0, isa, q};
+            if (O * I < (1 << 15)) gemv_range(&j, 0, O);
+            else kern_parallel_for(O, gemv_range, &j);
+            return;
+        }
+    }
+    gemv_job j = {y, x, W, bias, N, 0, isa, NULL};
+    if (O * I < (1 << 15)) gemv_range(&j, 0, O);
+    else kern_parallel_for(O, gemv_range, &j);
 }
 
 void kern_matmul_dx_to(float *dx, const float *dy, const wmat *W, int64_t N, int accumulate)

@@ -354,7 +354,7 @@ int run_begin_records(run *R, dlm_err *e)
     return metrics_run_start(R->met, R->run_id, R->started_at, 0, pref_phase_name(R), (int64_t)R->seed, e);
 }
 
-void run_log_step(run *R, int64_t step, double loss, double gn, double tps)
+void run_log_step(run *R, int64_t step, double loss, double gn, double tps, double step_s)
 {
     char now[24];
     time_iso_utc(time_now(), now, sizeof now);
@@ -378,8 +378,8 @@ void run_log_step(run *R, int64_t step, double loss, double gn, double tps)
             snprintf(rw, sizeof rw, "\"rows\":%lld,", (long long)R->step_rows);
         }
         fprintf(R->log, "{\"type\":\"step\",\"step\":%lld,\"total\":%lld,\"loss\":%s,\"grad_norm\":%s,\"lr\":%s,"
-                        "%s\"tokens_per_sec\":%.1f,\"at\":\"%s\"}\n",
-                (long long)step, (long long)R->total, l, g, r, rw, tps, now);
+                        "%s\"tokens_per_sec\":%.1f,\"step_s\":%.4f,\"at\":\"%s\"}\n",
+                (long long)step, (long long)R->total, l, g, r, rw, tps, step_s, now);
         fflush(R->log);
     }
     metrics_step(R->met, R->run_id, step, loss, R->last_lr, gn, tps, now);

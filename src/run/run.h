@@ -118,7 +118,7 @@ int run_start_or_resume(run *R, dlm_err *e);
  * checkpoint, 0 when none: a resume keeps them whatever the rank count. */
 int run_ckpt_grad_accum(run *R);
 int run_begin_records(run *R, dlm_err *e);
-void run_log_step(run *R, int64_t step, double loss, double grad_norm, double tps);
+void run_log_step(run *R, int64_t step, double loss, double grad_norm, double tps, double step_s);
 void run_log_eval(run *R, int64_t step, double val);
 int run_checkpoint(run *R, int64_t step, dlm_err *e);
 int run_commit(run *R, dlm_err *e);

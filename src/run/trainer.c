@@ -510,10 +510,10 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
         if (step == R->start_step) R->first_loss = loss;
         R->last_loss = loss;
         tokens += nt;
-        double now = time_mono(), tps = (double)nt / (now - t_last > 1e-9 ? now - t_last : 1e-9);
+        double now = time_mono(), dt = now - t_last > 1e-9 ? now - t_last : 1e-9, tps = (double)nt / dt;
         t_last = now;
         R->steps_done = step + 1;
-        if (R->lead) run_log_step(R, step + 1, loss, gn, tps);
+        if (R->lead) run_log_step(R, step + 1, loss, gn, tps, dt);
         progress(R, PHASE_TRAINING, step + 1, loss, R->last_lr, tps);
         if ((step + 1) % R->eval_every == 0 || step + 1 == R->total) {
             if (R->P.data.ds->n_val && !R->pref) {

@@ -1,10 +1,14 @@
 /* kv_pool: several sequences in one step give each the logits a lone
- * session gives (to rounding: the pool's rows go through one GEMM, packed
- * into passes differently from the session's, and its head multiplies the
- * gathered last rows where a session takes kern_matvec); a copied or
+ * session gives (to rounding when prompts share a pass: the pool's rows go
+ * through one GEMM, packed into passes differently from the session's); a copied or
  * truncated prefix continues as if the prefix had been evaluated in place
- * (what the server's prefix reuse relies on). */
+ * (what the server's prefix reuse relies on). A decode step of several
+ * sequences (one new token each: the server's steady state) gives each
+ * sequence exactly the bits a lone session's decode step gives it
+ * (kern_matvec_n: the batch reads the weights once, each row computed as
+ * kern_matvec computes it alone), also past kern_matmul's 4-row switch. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 #include "decoder/kvpool.h"
@@ -68,6 +72,42 @@ int main(void)
     CHECK(kv_pool_eval(p, 1, &one, tk, &big, lg, &e) == -1);
     CHECK_INT(kv_pool_n_past(p, 1), 10);
     kv_pool_free(p);
+
+    /* decode steps: 6 sequences, prompts fed one by one (as the session,
+     * so the caches hold the same bits), then two steps of all six */
+    enum { NS = 6 };
+    float *want = malloc((size_t)NS * 2 * V * sizeof(float)), *got = malloc((size_t)NS * V * sizeof(float));
+    int plen[NS];
+    const int32_t *pr[NS];
+    int32_t nx[NS][2];
+    for (int k = 0; k < NS; k++) {
+        pr[k] = k % 2 ? B + k / 2 : A + k;
+        plen[k] = (k % 2 ? 7 : 10) - k / 2 - (k % 2 ? 0 : k / 2);
+        nx[k][0] = (int32_t)(100 + 37 * k);
+        nx[k][1] = (int32_t)(2000 + 11 * k);
+        session_reset(s);
+        CHECK(session_eval(s, pr[k], plen[k], lg, 0, &e) == 0);
+        CHECK(session_eval(s, &nx[k][0], 1, want + (size_t)(2 * k) * V, 0, &e) == 0);
+        CHECK(session_eval(s, &nx[k][1], 1, want + (size_t)(2 * k + 1) * V, 0, &e) == 0);
+    }
+    CHECK_MSG(kv_pool_create(m, NULL, NS, 64, 16, &p, &e) == 0, "%s", e.msg);
+    for (int k = 0; k < NS; k++) CHECK(kv_pool_eval(p, 1, &k, &pr[k], &plen[k], lg, &e) == 0);
+    int sq[NS], ones[NS];
+    const int32_t *tx[NS];
+    for (int step = 0; step < 2; step++) {
+        for (int k = 0; k < NS; k++) {
+            sq[k] = NS - 1 - k;     /* any order of slots */
+            ones[k] = 1;
+            tx[k] = &nx[sq[k]][step];
+        }
+        CHECK(kv_pool_eval(p, NS, sq, tx, ones, got, &e) == 0);
+        for (int k = 0; k < NS; k++)
+            CHECK_MSG(!memcmp(got + (size_t)k * V, want + (size_t)(2 * sq[k] + step) * V, (size_t)V * sizeof(float)),
+                      "decode step %d, sequence %d: batched logits differ from the lone session's", step, sq[k]);
+    }
+    kv_pool_free(p);
+    free(want);
+    free(got);
     session_free(s);
     model_free(m);
     free(ra);

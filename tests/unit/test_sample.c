@@ -6,11 +6,51 @@
 #include <stdlib.h>
 #include <string.h>
 #include "infer/sample.h"
+#include "util/rng.h"
+
+/* The draw as the spec orders it, with a comparison sort: ids by logit
+ * descending, ties by id ascending; softmax over the top_k in double; walk
+ * the cumulative sum to the seeded uniform. sample_next (radix sort) must
+ * pick the same token. */
+static const float *g_keys;
+static int cmp_ref(const void *a, const void *b)
+{
+    int32_t i = *(const int32_t *)a, j = *(const int32_t *)b;
+    float x = g_keys[i], y = g_keys[j];
+    if (x > y) return -1;
+    if (x < y) return 1;
+    return (i > j) - (i < j);
+}
+
+static int32_t ref_pick(const sample_params *p, const float *src, int V, uint64_t step)
+{
+    float *lg = malloc((size_t)V * sizeof *lg), *prob = malloc((size_t)V * sizeof *prob);
+    int32_t *ids = malloc((size_t)V * sizeof *ids);
+    for (int i = 0; i < V; i++) {
+        lg[i] = src[i] / p->temp;
+        ids[i] = i;
+    }
+    g_keys = lg;
+    qsort(ids, (size_t)V, sizeof *ids, cmp_ref);
+    int n = p->top_k > 0 && p->top_k < V ? p->top_k : V;
+    double mx = lg[ids[0]], sum = 0;
+    for (int i = 0; i < n; i++) sum += prob[i] = (float)exp((double)lg[ids[i]] - mx);
+    double tot = 0;
+    for (int i = 0; i < n; i++) tot += prob[i] = (float)(prob[i] / sum);
+    double u = rng_uniform_d(p->seed, RNG_SAMPLE, step, 0) * tot, acc = 0;
+    int32_t r = ids[n - 1];
+    for (int i = 0; i < n; i++)
+        if (u < (acc += prob[i])) { r = ids[i]; break; }
+    free(lg);
+    free(prob);
+    free(ids);
+    return r;
+}
 
 static int32_t pick(const sample_params *p, const float *src, int V, const int32_t *h, int nh, uint64_t step)
 {
     float lg[16];
-    static char scratch[16 * 8];
+    static char scratch[16 * 16];   /* sample_scratch_bytes(16) */
     memcpy(lg, src, (size_t)V * sizeof(float));
     return sample_next(p, lg, V, h, nh, step, scratch);
 }
@@ -62,5 +102,35 @@ int main(void)
     int low = 0;
     for (int s = 0; s < 2000; s++) low += pick(&p, L, 6, NULL, 0, (uint64_t)s) == 4;
     CHECK(low < 3);
+
+    /* a vocabulary with many ties, both zeros, and flat and peaked regions:
+     * the sampler's order (radix sort) is the comparison sort's */
+    enum { BV = 5003 };
+    float *big = malloc(BV * sizeof *big);
+    char *bs = malloc(sample_scratch_bytes(BV));
+    float *work = malloc(BV * sizeof *work);
+    uint64_t x = 88172645463325252ull;
+    for (int i = 0; i < BV; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        int r = (int)(x % 1000);
+        big[i] = r < 300 ? (float)(r % 7) - 3.0f : r < 320 ? (r % 2 ? -0.0f : 0.0f) : r < 330 ? -1e30f
+                 : (float)((double)(x >> 11) / 9007199254740992.0 * 8.0 - 4.0);
+    }
+    int bad = 0;
+    for (int t = 0; t < 3; t++) {
+        sample_params q;
+        sample_defaults(&q);
+        q.temp = t == 0 ? 1.0f : t == 1 ? 0.3f : 0.8f;
+        q.top_k = t == 2 ? 40 : 0;
+        q.seed = 5 + (uint64_t)t;
+        for (uint64_t st = 0; st < 300; st++) {
+            memcpy(work, big, BV * sizeof *work);
+            bad += sample_next(&q, work, BV, NULL, 0, st, bs) != ref_pick(&q, big, BV, st);
+        }
+    }
+    CHECK_MSG(bad == 0, "%d of 900 draws differ from the comparison-sort reference", bad);
+    free(big);
+    free(bs);
+    free(work);
     return check_done();
 }
