@@ -11,7 +11,8 @@
 int base_arch_supported(const char *a)
 {
     return a && (!strcmp(a, "LlamaForCausalLM") || !strcmp(a, "MistralForCausalLM") || !strcmp(a, "Qwen2ForCausalLM") ||
-                 !strcmp(a, "Qwen3ForCausalLM") || !strcmp(a, "Olmo2ForCausalLM") || !strcmp(a, "SmolLM3ForCausalLM"));
+                 !strcmp(a, "Qwen3ForCausalLM") || !strcmp(a, "Olmo2ForCausalLM") || !strcmp(a, "SmolLM3ForCausalLM") ||
+                 !strcmp(a, "MixtralForCausalLM"));
 }
 
 static char g_tiny[4096];
@@ -24,7 +25,6 @@ static const struct { const char *arch, *missing; } ARCH_GAPS[] = {
     {"Gemma2ForCausalLM", "scaled embeddings, (1 + w) RMSNorm, GeGLU, logit soft-capping and sliding-window layers"},
     {"Phi3ForCausalLM", "fused qkv_proj / gate_up_proj and LongRoPE"},
     {"Mistral3ForConditionalGeneration", "a vision encoder (dlm trains text bases only)"},
-    {"MixtralForCausalLM", "the sparse mixture-of-experts layer (router, top-2 of 8 experts)"},
 };
 
 int base_check_runnable(const base_ref *ref, dlm_err *e)
@@ -39,7 +39,7 @@ int base_check_runnable(const base_ref *ref, dlm_err *e)
     else
         err_set(e, "UnsupportedArchitectureError", "base '%s' (%s, %s) is not supported", ref->entry->key,
                 ref->entry->hf_id, a ? a : "unknown architecture");
-    return err_hint(e, "dlm runs llama, mistral, qwen2, qwen3, olmo2 and smollm3 architectures, e.g. smollm2-135m, "
+    return err_hint(e, "dlm runs llama, mistral, mixtral, qwen2, qwen3, olmo2 and smollm3 architectures, e.g. smollm2-135m, "
                        "qwen2.5-0.5b, qwen3-1.7b, llama-3.2-1b (dlm init --base KEY)");
 }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Write a small random llama, qwen2, qwen3, olmo2, mistral or smollm3 model in HF format (config.json,
+"""Write a small random llama, qwen2, qwen3, olmo2, mistral, smollm3 or mixtral model in HF format (config.json,
 safetensors, a real byte-level BPE tokenizer.json + tokenizer_config.json
 with ChatML specials) and optionally the same model as GGUF.
 
@@ -7,7 +7,8 @@ Deterministic for a given --seed: the same arguments give the same bytes.
 numpy only (run with /usr/bin/python3). Independent of dlm's C code: the
 safetensors and GGUF files are written here from the format specs.
 
-  make_model.py --out DIR [--arch llama|qwen2|qwen3|olmo2|mistral|smollm3] [--tied|--untied]
+  make_model.py --out DIR [--arch llama|qwen2|qwen3|olmo2|mistral|smollm3|mixtral] [--tied|--untied]
+                [--experts E --experts-used K]
                 [--sliding-window W]
                 [--dtype f32|bf16|f16] [--rope-llama3] [--layers N]
                 [--d-model C] [--heads NH] [--kv-heads KVH] [--ff F]
@@ -191,7 +192,10 @@ def write_safetensors(path, items, metadata=None):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
-    ap.add_argument("--arch", choices=["llama", "qwen2", "qwen3", "olmo2", "mistral", "smollm3"], default="llama")
+    ap.add_argument("--arch", choices=["llama", "qwen2", "qwen3", "olmo2", "mistral", "smollm3", "mixtral"],
+                    default="llama")
+    ap.add_argument("--experts", type=int, default=4, help="mixtral: num_local_experts")
+    ap.add_argument("--experts-used", type=int, default=2, help="mixtral: num_experts_per_tok")
     ap.add_argument("--sliding-window", type=int, default=0, help="mistral: config sliding_window (0: null)")
     g = ap.add_mutually_exclusive_group()
     g.add_argument("--tied", dest="tied", action="store_true", default=True)
@@ -271,9 +275,17 @@ def main():
             w[p + "self_attn.q_norm.weight"] = (1 + randn(NH * HS, scale=0.2))
             w[p + "self_attn.k_norm.weight"] = (1 + randn(KVH * HS, scale=0.2))
         w[p + "post_attention_layernorm.weight"] = (1 + randn(C, scale=0.1))
-        w[p + "mlp.gate_proj.weight"] = randn(F, C, scale=0.2)
-        w[p + "mlp.up_proj.weight"] = randn(F, C, scale=0.2)
-        w[p + "mlp.down_proj.weight"] = randn(C, F, scale=0.2)
+        if a.arch == "mixtral":   # MixtralSparseMoeBlock: gate (router) and experts.E.w1/w3/w2
+            w[p + "block_sparse_moe.gate.weight"] = randn(a.experts, C, scale=0.5)
+            for x in range(a.experts):
+                q = p + "block_sparse_moe.experts.%d." % x
+                w[q + "w1.weight"] = randn(F, C, scale=0.2)
+                w[q + "w3.weight"] = randn(F, C, scale=0.2)
+                w[q + "w2.weight"] = randn(C, F, scale=0.2)
+        else:
+            w[p + "mlp.gate_proj.weight"] = randn(F, C, scale=0.2)
+            w[p + "mlp.up_proj.weight"] = randn(F, C, scale=0.2)
+            w[p + "mlp.down_proj.weight"] = randn(C, F, scale=0.2)
         if a.arch == "olmo2":
             w[p + "post_feedforward_layernorm.weight"] = (1 + randn(C, scale=0.1))
     w["model.norm.weight"] = (1 + randn(C, scale=0.1))
@@ -310,7 +322,8 @@ def main():
     cfg = {
         "architectures": [{"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
                            "qwen3": "Qwen3ForCausalLM", "olmo2": "Olmo2ForCausalLM",
-                           "mistral": "MistralForCausalLM", "smollm3": "SmolLM3ForCausalLM"}[a.arch]],
+                           "mistral": "MistralForCausalLM", "smollm3": "SmolLM3ForCausalLM",
+                           "mixtral": "MixtralForCausalLM"}[a.arch]],
         "model_type": a.arch, "hidden_act": "silu", "hidden_size": C, "intermediate_size": F,
         "num_hidden_layers": L, "num_attention_heads": NH, "num_key_value_heads": KVH,
         "max_position_embeddings": a.max_pos, "rms_norm_eps": eps, "vocab_size": V,
@@ -326,6 +339,10 @@ def main():
                     "no_rope_layer_interval": 4, "no_rope_layers": [int((i + 1) % 4 != 0) for i in range(L)]})
     elif a.arch == "mistral":
         cfg.update({"sliding_window": a.sliding_window or None, "attention_dropout": 0.0})
+    elif a.arch == "mixtral":   # MixtralConfig
+        cfg.update({"sliding_window": a.sliding_window or None, "attention_dropout": 0.0,
+                    "num_local_experts": a.experts, "num_experts_per_tok": a.experts_used,
+                    "output_router_logits": False, "router_aux_loss_coef": 0.02, "router_jitter_noise": 0.0})
     elif a.arch == "olmo2":
         cfg.update({"attention_bias": False, "attention_dropout": 0.0, "pad_token_id": bos})
     elif a.arch == "qwen3":
@@ -355,6 +372,8 @@ def main():
     with open(os.path.join(a.out, "generation_config.json"), "w") as f:
         json.dump({"bos_token_id": bos, "eos_token_id": eos, "transformers_version": "4.45.0"}, f, indent=2)
 
+    if a.gguf and a.arch == "mixtral":
+        sys.exit("make_model.py: --gguf is not written for mixtral")
     if a.gguf:
         write_model_gguf(a, cfg, vals, toks, merges, bos, eos, theta, eps, HS, rope)
 
