@@ -439,10 +439,6 @@ static int preflight(const export_opts *o, infer_target *T, const lora *L, expor
         }
         return 0;
     }
-    if (T->m->cfg.n_expert) {   /* mixtral: llama.cpp's ffn_*_exps tensors are not written yet */
-        err_set(e, "ExportError", "preflight: GGUF export of a sparse-MoE (mixtral) base is not implemented yet");
-        return err_hint(e, "dlm export %s --target vllm writes the PEFT adapter for the HF base", o->doc_path);
-    }
     if (export_pre_name(T->t, o->pre_tokenizer, &r->pre, e)) return -1;
     export_special_flags(T->model_path, T->t, T->m->cfg.vocab, &r->add_bos, &r->add_eos);
     const reg_entry *ent = T->base.entry;
