@@ -1,14 +1,27 @@
 /* test_arch_moe — mixtral's configuration and plan, values from
  * transformers' MixtralConfig (models/mixtral/configuration_mixtral.py) and
  * Mixtral-8x7B's published config.json; the block's numbers against PyTorch
- * are in tests/ref/r0411. */
+ * are in tests/ref/r0411 (slow); here, so that the sanitizer runs cover
+ * decoder/moe.c and grad/moe.c, a tiny random mixtral written as an HF
+ * folder: LoRA gradients on the attention against central finite
+ * differences of the loss, and the KV-cache session against the training
+ * forward's logits. */
 #include "check.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "decoder/decoder.h"
+#include "decoder/lora.h"
+#include "decoder/session.h"
+#include "grad/backward.h"
 #include "run/doctor.h"
 #include "run/plan.h"
+#include "util/fs.h"
+#include "util/rng.h"
 #include "weights/model.h"
+#include "weights/safetensors.h"
 
 static int parse(const char *json, model_config *c, dlm_err *e)
 {
@@ -17,6 +30,140 @@ static int parse(const char *json, model_config *c, dlm_err *e)
 
 #define BASE "\"hidden_size\":64,\"intermediate_size\":96,\"num_hidden_layers\":2,\"num_attention_heads\":4," \
              "\"num_key_value_heads\":2,\"vocab_size\":400"
+
+
+/* A tiny mixtral HF folder: C 16, F 24, 2 layers, 4 heads / 2 kv, 4 experts, top 2, V 40. */
+enum { TC = 16, TF = 24, TL = 2, TE = 4, TV = 40 };
+static const char *write_tiny(void)
+{
+    const char *dir = check_tmpdir("moe");
+    char p[4096];
+    dlm_err e;
+    snprintf(p, sizeof p, "%s/config.json", dir);
+    const char *cfg = "{\"architectures\":[\"MixtralForCausalLM\"],\"hidden_size\":16,\"intermediate_size\":24,"
+                      "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"vocab_size\":40,"
+                      "\"num_local_experts\":4,\"num_experts_per_tok\":2,\"rms_norm_eps\":1e-5,\"rope_theta\":10000,"
+                      "\"max_position_embeddings\":64,\"tie_word_embeddings\":false,\"hidden_act\":\"silu\"}";
+    if (fs_write_atomic(p, cfg, strlen(cfg), 0644, &e)) { fprintf(stderr, "%s\n", e.msg); exit(1); }
+    static char names[64][96];
+    static float data[64][TV * TC];
+    st_out t[64];
+    int n = 0;
+#define T2(nm, r, c, sc, norm) do { snprintf(names[n], 96, "%s", nm); \
+        for (int i = 0; i < (r) * (c); i++) data[n][i] = (norm) + (sc) * rng_normal(5, 1, (uint64_t)n, (uint64_t)i); \
+        t[n] = (st_out){names[n], ST_F32, (c) ? 2 : 1, {(r), (c)}, data[n]}; n++; } while (0)
+    char nm[96];
+    T2("model.embed_tokens.weight", TV, TC, 0.5f, 0.0f);
+    T2("lm_head.weight", TV, TC, 0.3f, 0.0f);
+    for (int l = 0; l < TL; l++) {
+        const char *pj[4] = {"q_proj", "k_proj", "v_proj", "o_proj"};
+        int rows[4] = {16, 8, 8, 16}, cols[4] = {16, 16, 16, 16};
+        for (int k = 0; k < 4; k++) {
+            snprintf(nm, sizeof nm, "model.layers.%d.self_attn.%s.weight", l, pj[k]);
+            T2(nm, rows[k], cols[k], 0.25f, 0.0f);
+        }
+        snprintf(nm, sizeof nm, "model.layers.%d.input_layernorm.weight", l);
+        T2(nm, TC, 1, 0.1f, 1.0f);
+        snprintf(nm, sizeof nm, "model.layers.%d.post_attention_layernorm.weight", l);
+        T2(nm, TC, 1, 0.1f, 1.0f);
+        snprintf(nm, sizeof nm, "model.layers.%d.block_sparse_moe.gate.weight", l);
+        T2(nm, TE, TC, 0.5f, 0.0f);
+        for (int x = 0; x < TE; x++) {
+            snprintf(nm, sizeof nm, "model.layers.%d.block_sparse_moe.experts.%d.w1.weight", l, x);
+            T2(nm, TF, TC, 0.25f, 0.0f);
+            snprintf(nm, sizeof nm, "model.layers.%d.block_sparse_moe.experts.%d.w3.weight", l, x);
+            T2(nm, TF, TC, 0.25f, 0.0f);
+            snprintf(nm, sizeof nm, "model.layers.%d.block_sparse_moe.experts.%d.w2.weight", l, x);
+            T2(nm, TC, TF, 0.25f, 0.0f);
+        }
+    }
+    T2("model.norm.weight", TC, 1, 0.1f, 1.0f);
+#undef T2
+    for (int i = 0; i < n; i++)
+        if (t[i].shape[1] == 1) t[i].ndim = 1;
+    snprintf(p, sizeof p, "%s/model.safetensors", dir);
+    if (st_write(p, t, n, NULL, &e)) { fprintf(stderr, "%s\n", e.msg); exit(1); }
+    return dir;
+}
+
+static double loss_at(const model *m, const lora *l, const token_batch *b)
+{
+    decoder_opts o = {.B = b->B, .T = b->T};
+    decoder *f;
+    dlm_err e;
+    if (decoder_create(m, l, &o, &f, &e)) { fprintf(stderr, "%s\n", e.msg); exit(1); }
+    int64_t n;
+    double s = decoder_loss(f, b, NULL, NULL, &n);
+    decoder_free(f);
+    return s / (double)n;
+}
+
+static void test_tiny(void)
+{
+    dlm_err e;
+    model *m;
+    if (model_load(write_tiny(), &m, &e)) { CHECK_MSG(0, "%s", e.msg); return; }
+    CHECK_INT(m->cfg.n_expert, TE);
+    enum { B = 2, T = 8 };
+    int32_t tok[B * T], tgt[B * T], pos[B * T], seg[B * T];
+    for (int i = 0; i < B * T; i++) {
+        tok[i] = (int32_t)(rng_u64(3, 9, 0, (uint64_t)i) % TV);
+        tgt[i] = i % 5 == 2 ? -1 : (int32_t)(rng_u64(3, 9, 1, (uint64_t)i) % TV);
+        pos[i] = i % T;
+        seg[i] = 0;
+    }
+    token_batch b = {B, T, tok, tgt, pos, seg};
+    /* LoRA on q, k, v, o with B != 0, so dA and dB are both non-trivial */
+    lora_config lc = {4, 8.0f, 0.0f, 0xFu, 0};
+    lora *l;
+    if (lora_create(&m->cfg, &lc, &l, &e) || lora_init(l, m, 4, &e)) { CHECK_MSG(0, "%s", e.msg); model_free(m); return; }
+    for (size_t i = 0; i < l->n; i++)
+        if (l->w[i] == 0) l->w[i] = 0.1f * rng_normal(4, 2, 0, i);
+    decoder_opts o = {.B = B, .T = T};
+    decoder *f;
+    CHECK_INT(decoder_create(m, l, &o, &f, &e), 0);
+    float *g = calloc(l->n, sizeof *g);
+    int64_t nl = 0;
+    for (int i = 0; i < B * T; i++) nl += tgt[i] >= 0;
+    backward_step(f, &b, g, NULL, 1.0f / (float)nl, 0, 0, &nl);
+    /* the training forward's logits, row 1, for the session below */
+    float *lg = calloc((size_t)B * T * TV, sizeof *lg);
+    decoder_loss(f, &b, NULL, lg, &nl);
+    decoder_free(f);
+    /* central differences in f32 on 16 parameters (h small enough that no
+     * routing choice flips: a flip would show as a jump far off the slope) */
+    int bad = 0;
+    for (int k = 0; k < 16; k++) {
+        size_t i = (size_t)(rng_u64(6, 3, 0, (uint64_t)k) % l->n);
+        float save = l->w[i], h = 1e-2f * (fabsf(save) > 0.1f ? fabsf(save) : 0.1f);
+        l->w[i] = save + h;
+        double lp = loss_at(m, l, &b);
+        l->w[i] = save - h;
+        double lm = loss_at(m, l, &b);
+        l->w[i] = save;
+        double fd = (lp - lm) / (2.0 * (double)h);
+        if (fabs(fd - g[i]) > 2e-3 + 3e-2 * fabs(fd)) {
+            bad++;
+            fprintf(stderr, "FD param %zu: fd %.6g backward %.6g\n", i, fd, (double)g[i]);
+        }
+    }
+    CHECK_MSG(bad == 0, "%d finite-difference mismatches through the MoE block", bad);
+    /* KV cache: row 1 fed in two chunks, then the last tokens one by one */
+    session *s;
+    CHECK_INT(session_create(m, l, T, 4, &s, &e), 0);
+    float *out = calloc((size_t)T * TV, sizeof *out);
+    CHECK_INT(session_eval(s, tok + T, 3, out, 1, &e), 0);
+    for (int i = 3; i < T; i++) CHECK_INT(session_eval(s, tok + T + i, 1, out + (size_t)i * TV, 1, &e), 0);
+    double mx = 0;
+    for (int i = 0; i < T * TV; i++) mx = fmax(mx, fabs(out[i] - lg[(size_t)T * TV + i]));
+    CHECK_MSG(mx < 1e-4, "KV-cache logits differ from the training forward by %.3g", mx);
+    session_free(s);
+    free(out);
+    free(lg);
+    free(g);
+    lora_free(l);
+    model_free(m);
+}
 
 int main(void)
 {
@@ -68,5 +215,6 @@ int main(void)
     size_t moe = decoder_plan_bytes(&c, &lc, &o), dns = decoder_plan_bytes(&dense, &lc, &o);
     size_t gu = (size_t)64 * 14336 * sizeof(float); /* one [N, F] buffer */
     CHECK_MSG(moe > dns + 2 * 32 * gu && moe < dns + 8 * 32 * gu, "moe %zu dense %zu", moe, dns);
+    test_tiny();
     return check_done();
 }
