@@ -32,21 +32,21 @@ static int parse(const char *json, model_config *c, dlm_err *e)
              "\"num_key_value_heads\":2,\"vocab_size\":400"
 
 
-/* A tiny mixtral HF folder: C 16, F 24, 2 layers, 4 heads / 2 kv, 4 experts, top 2, V 40. */
-enum { TC = 16, TF = 24, TL = 2, TE = 4, TV = 40 };
+/* A tiny mixtral HF folder: C 32, F 64 (whole Q8_0 blocks), 2 layers, 4 heads / 2 kv, 4 experts, top 2, V 40. */
+enum { TC = 32, TF = 64, TL = 2, TE = 4, TV = 40 };
 static const char *write_tiny(void)
 {
     const char *dir = check_tmpdir("moe");
     char p[4096];
     dlm_err e;
     snprintf(p, sizeof p, "%s/config.json", dir);
-    const char *cfg = "{\"architectures\":[\"MixtralForCausalLM\"],\"hidden_size\":16,\"intermediate_size\":24,"
+    const char *cfg = "{\"architectures\":[\"MixtralForCausalLM\"],\"hidden_size\":32,\"intermediate_size\":64,"
                       "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"vocab_size\":40,"
                       "\"num_local_experts\":4,\"num_experts_per_tok\":2,\"rms_norm_eps\":1e-5,\"rope_theta\":10000,"
                       "\"max_position_embeddings\":64,\"tie_word_embeddings\":false,\"hidden_act\":\"silu\"}";
     if (fs_write_atomic(p, cfg, strlen(cfg), 0644, &e)) { fprintf(stderr, "%s\n", e.msg); exit(1); }
     static char names[64][96];
-    static float data[64][TV * TC];
+    static float data[64][TF * TC];
     st_out t[64];
     int n = 0;
 #define T2(nm, r, c, sc, norm) do { snprintf(names[n], 96, "%s", nm); \
@@ -57,7 +57,7 @@ static const char *write_tiny(void)
     T2("lm_head.weight", TV, TC, 0.3f, 0.0f);
     for (int l = 0; l < TL; l++) {
         const char *pj[4] = {"q_proj", "k_proj", "v_proj", "o_proj"};
-        int rows[4] = {16, 8, 8, 16}, cols[4] = {16, 16, 16, 16};
+        int rows[4] = {TC, TC / 2, TC / 2, TC}, cols[4] = {TC, TC, TC, TC};
         for (int k = 0; k < 4; k++) {
             snprintf(nm, sizeof nm, "model.layers.%d.self_attn.%s.weight", l, pj[k]);
             T2(nm, rows[k], cols[k], 0.25f, 0.0f);
@@ -158,6 +158,14 @@ static void test_tiny(void)
     for (int i = 0; i < T * TV; i++) mx = fmax(mx, fabs(out[i] - lg[(size_t)T * TV + i]));
     CHECK_MSG(mx < 1e-4, "KV-cache logits differ from the training forward by %.3g", mx);
     session_free(s);
+    /* QLoRA: the experts re-stored as Q8_0 (the router kept); the loss
+     * moves by Q8_0's rounding only */
+    double l0 = loss_at(m, l, &b);
+    CHECK_INT(model_quantize_projections(m, DT_Q8_0, &e), 0);
+    CHECK_INT(m->layers[0].exp_down[TE - 1].type, DT_Q8_0);
+    CHECK_INT(m->layers[0].moe_router.type, DT_F32);
+    double l1 = loss_at(m, l, &b);
+    CHECK_MSG(fabs(l1 - l0) < 2e-2 * fabs(l0) && l1 != l0, "Q8_0 experts: loss %.6f vs %.6f", l1, l0);
     free(out);
     free(lg);
     free(g);
