@@ -35,6 +35,13 @@ typedef struct layer_acts {
     float *att, *lse;         /* [N,Q] [B,NH,T] (lse: training only) */
     float *h, *rstd2;         /* [N,C] [N] */
     float *g, *u;             /* [N,F] ×2 */
+    /* mixtral (decoder/moe.c): the router's logits and choice; g and u
+     * then hold the N·k routed rows, grouped by expert */
+    float *moe_logits;        /* [N,E] */
+    int32_t *moe_sel;         /* [N,k] the chosen experts */
+    float *moe_w;             /* [N,k] their weights */
+    int32_t *moe_idx;         /* [N·k] n·k + j of each routed row, expert-major */
+    int32_t *moe_first;       /* [E+1] each expert's first routed row */
     float *U[LM_COUNT];       /* [N,r] LoRA x·Aᵀ per targeted module */
     uint8_t *keep[LM_COUNT];  /* [N·I bits] LoRA dropout masks (dropout > 0) */
 } layer_acts;
@@ -61,6 +68,11 @@ struct decoder {
      * accumulating projection, also used by inference) */
     float *dres, *dxn, *tmpC, *datt, *dq, *dk, *dv, *dact, *dg, *du;
     float *dqr, *dkr;         /* qk_norm: gradients before the per-head norm */
+    /* mixtral: one expert's gathered rows and outputs [N,C] each, fill
+     * counters [E]; backward: the routed rows' output gradient [N,C], the
+     * router logits' gradient [N,E], the weights' gradient [N·k] */
+    float *moe_x, *moe_y, *moe_dy, *moe_dlog, *moe_dw;
+    int32_t *moe_fill;
     float *tmpI, *tmpO, *tmpO2, *dU, *xd;
     float *attn_scratch;
     /* DoRA per (layer, module): g = mag/‖W+sBA‖ and the norm, [out] each */
@@ -101,6 +113,13 @@ attn_shape dec_train_attn(const model_config *c, int layer, int B, int T, int K,
 void dec_qk_norm_shape(const model_config *c, int N, int kv, int64_t *rows, int *n);
 /* Embedding, RoPE table from b->pos, every layer, the final norm (into xnf). */
 void dec_forward_layers(decoder *d, const dec_pass *p, const token_batch *b);
+/* mixtral: out[N,C] += the sparse MoE block of x (decoder/moe.c). */
+void dec_moe_fwd(decoder *d, layer_acts *A, int layer, const float *x, float *out, int N);
+/* Rows of the layer's MLP activations (g, u, act): N, or N·k routed rows. */
+static inline size_t dec_ffn_rows(const model_config *c, int N)
+{
+    return (size_t)N * (size_t)(c->n_expert ? c->n_expert_used : 1);
+}
 /* LM head + cross-entropy over the rows that have a target. With
  * want_grad, writes dL/dxnf into d->dxn (zero for rows without loss) and,
  * in full mode, the output-weight gradient into dWout. */

@@ -145,8 +145,16 @@ static void carve_all(decoder *d, carver *cv, const model_config *c, const lora_
         A->lse = kv ? NULL : CARVE_F(cv, (size_t)B * c->n_head * T);
         A->h = CARVE_F(cv, (size_t)N * C);
         A->rstd2 = CARVE_F(cv, N);
-        A->g = CARVE_F(cv, (size_t)N * F);
-        A->u = CARVE_F(cv, (size_t)N * F);
+        A->g = CARVE_F(cv, dec_ffn_rows(c, N) * F);
+        A->u = CARVE_F(cv, dec_ffn_rows(c, N) * F);
+        if (c->n_expert) {   /* mixtral: the router's choice */
+            size_t Nk = dec_ffn_rows(c, N);
+            A->moe_logits = CARVE_F(cv, (size_t)N * c->n_expert);
+            A->moe_sel = (int32_t *)carve(cv, Nk * sizeof(int32_t));
+            A->moe_w = CARVE_F(cv, Nk);
+            A->moe_idx = (int32_t *)carve(cv, Nk * sizeof(int32_t));
+            A->moe_first = (int32_t *)carve(cv, (size_t)(c->n_expert + 1) * sizeof(int32_t));
+        }
         for (int m = 0; m < LM_COUNT; m++) {
             int on = lc && (lc->targets >> m & 1);
             A->U[m] = on ? CARVE_F(cv, (size_t)N * r) : NULL;
@@ -159,7 +167,12 @@ static void carve_all(decoder *d, carver *cv, const model_config *c, const lora_
     d->rstdf = CARVE_F(cv, N);
     d->xnf = CARVE_F(cv, (size_t)N * C);
     d->xn = CARVE_F(cv, (size_t)N * C);
-    d->act = CARVE_F(cv, (size_t)N * F);
+    d->act = CARVE_F(cv, dec_ffn_rows(c, N) * F);
+    if (c->n_expert) {
+        d->moe_x = CARVE_F(cv, (size_t)N * C);
+        d->moe_y = CARVE_F(cv, (size_t)N * C);
+        d->moe_fill = (int32_t *)carve(cv, (size_t)c->n_expert * sizeof(int32_t));
+    }
     d->rope_cs = CARVE_F(cv, (size_t)N * (c->head_dim / 2));
     d->rope_sn = CARVE_F(cv, (size_t)N * (c->head_dim / 2));
     if (marks) marks[1] = cv->off;
@@ -187,9 +200,14 @@ static void carve_all(decoder *d, carver *cv, const model_config *c, const lora_
         d->dq = CARVE_F(cv, (size_t)N * Q);
         d->dk = CARVE_F(cv, (size_t)N * K);
         d->dv = CARVE_F(cv, (size_t)N * K);
-        d->dact = CARVE_F(cv, (size_t)N * F);
-        d->dg = CARVE_F(cv, (size_t)N * F);
-        d->du = CARVE_F(cv, (size_t)N * F);
+        d->dact = CARVE_F(cv, dec_ffn_rows(c, N) * F);
+        d->dg = CARVE_F(cv, dec_ffn_rows(c, N) * F);
+        d->du = CARVE_F(cv, dec_ffn_rows(c, N) * F);
+        if (c->n_expert) {
+            d->moe_dy = CARVE_F(cv, (size_t)N * C);
+            d->moe_dlog = CARVE_F(cv, (size_t)N * c->n_expert);
+            d->moe_dw = CARVE_F(cv, dec_ffn_rows(c, N));
+        }
         if (c->qk_norm) {
             d->dqr = CARVE_F(cv, (size_t)N * Q);
             d->dkr = CARVE_F(cv, (size_t)N * K);
@@ -283,6 +301,11 @@ int decoder_create(const model *m, const lora *l, const decoder_opts *o, decoder
     if (o->B < 1 || o->T < 1) return err_set(e, "TrainError", "bad micro-batch shape %dx%d", o->B, o->T);
     if (o->n_ctx > 0 && (o->B != 1 || o->full || o->recompute))
         return err_set(e, "TrainError", "an inference decoder takes one sequence and no training options");
+    if (c->n_expert && (o->full || (lc && (lc->targets >> LM_GATE & 7)))) {
+        err_set(e, "TrainError", "mixtral: %s", o->full ? "full-parameter training is not supported"
+                                                          : "LoRA on the experts (gate_proj, up_proj, down_proj) is not supported");
+        return err_hint(e, "train a LoRA adapter on the attention: target_modules [q_proj, k_proj, v_proj, o_proj]");
+    }
     if (o->full) {
         /* Full training writes the weights: every matrix must be plain f32. */
         if (m->tok_embd.type != DT_F32 || m->output.type != DT_F32)
@@ -546,6 +569,11 @@ void dec_layer_fwd(decoder *d, const dec_pass *p, int layer, layer_acts *A, cons
         PROF("fwd.resid", memcpy(A->h, x, NC * sizeof(float)));
         lin_fwd(d, p, A, layer, LM_O, A->att, A->h, N, 1);
         PROF("fwd.rmsnorm", kern_rmsnorm_fwd(d->xn, A->rstd2, A->h, w->ffn_norm, N, C, c->rms_eps));
+    }
+    if (c->n_expert) {   /* mixtral: x' = h + MoE(xn2) (decoder/moe.c) */
+        PROF("fwd.resid", memcpy(xout, A->h, NC * sizeof(float)));
+        dec_moe_fwd(d, A, layer, xm, xout, N);
+        return;
     }
     lin_fwd(d, p, A, layer, LM_GATE, xm, A->g, N, 0);
     lin_fwd(d, p, A, layer, LM_UP, xm, A->u, N, 0);

@@ -22,17 +22,18 @@
 #include "util/json.h"
 #include "util/str.h"
 
-enum { SRC_MAT, SRC_VEC, SRC_RAW };
+enum { SRC_MAT, SRC_VEC, SRC_RAW, SRC_EXPS };
 
 typedef struct plan_t {
     char name[64];
     int kind;
-    const wmat *w;          /* SRC_MAT */
+    const wmat *w;          /* SRC_MAT; SRC_EXPS: the first expert's */
+    const wmat *exps;       /* SRC_EXPS: [ne[2]] experts' matrices, stacked into one 3-D tensor */
     const float *v;         /* SRC_VEC: [n] */
     const void *raw;        /* SRC_RAW: F32 bytes */
     int64_t n;              /* SRC_VEC/RAW elements */
     int n_dims;
-    int64_t ne[2];
+    int64_t ne[3];
     int perm_hs;            /* > 0: llama Q/K row permutation with this head size */
     int layer, mod;         /* merged LoRA module, mod = -1 for none */
     dtype type;
@@ -105,6 +106,32 @@ static void rope_divisors(const model_config *c, float *out)
     }
 }
 
+/* mixtral: the router as blk.N.ffn_gate_inp and each projection's experts
+ * as one 3-D tensor ne {cols, rows, E} (llama.cpp's ffn_gate_exps /
+ * ffn_up_exps / ffn_down_exps; convert_hf_to_gguf stacks experts.X.w1 /
+ * w3 / w2 the same way). */
+static int add_moe(plan *p, const model_config *c, const layer_weights *w, int il, dlm_err *e)
+{
+    char nm[64];
+    snprintf(nm, sizeof nm, "blk.%d.ffn_gate_inp.weight", il);
+    if (add_mat(p, nm, &w->moe_router, 0, il, -1, e)) return -1;
+    static const char *const NAMES[3] = {"gate", "up", "down"};
+    const wmat *ex[3] = {w->exp_gate, w->exp_up, w->exp_down};
+    for (int k = 0; k < 3; k++) {
+        snprintf(nm, sizeof nm, "blk.%d.ffn_%s_exps.weight", il, NAMES[k]);
+        for (int x = 1; x < c->n_expert; x++)
+            if (ex[k][x].type != ex[k][0].type)
+                return err_set(e, "ExportError", "the experts of layer %d store %s in different types", il, NAMES[k]);
+        if (add_mat(p, nm, &ex[k][0], 0, il, -1, e)) return -1;
+        plan_t *t = &p->t[p->n - 1];
+        t->kind = SRC_EXPS;
+        t->exps = ex[k];
+        t->n_dims = 3;
+        t->ne[2] = c->n_expert;
+    }
+    return 0;
+}
+
 static int build_plan(const model *m, const lora *l, plan *p, dlm_err *e)
 {
     const model_config *c = &m->cfg;
@@ -138,7 +165,8 @@ static int build_plan(const model *m, const lora *l, plan *p, dlm_err *e)
     for (int il = 0; il < c->n_layer; il++) {
         const layer_weights *w = &m->layers[il];
         const wmat *mats[LM_COUNT] = {&w->wq, &w->wk, &w->wv, &w->wo, &w->w_gate, &w->w_up, &w->w_down};
-        for (int mm = 0; mm < LM_COUNT; mm++) {
+        if (c->n_expert && add_moe(p, c, w, il, e)) return -1;
+        for (int mm = 0; mm < (c->n_expert ? LM_GATE : LM_COUNT); mm++) {
             model_proj_name(mm, il, 1, nm, sizeof nm);
             int perm = llama && (mm == LM_Q || mm == LM_K) ? hs : 0;
             int merged = l && lora_mod_at(l, il, mm) ? mm : -1;
@@ -208,7 +236,7 @@ static void fill_rows(void *vctx, int64_t r0, int64_t r1)
     fill_ctx *F = vctx;
     const plan_t *x = F->cur;
     const wmat *W = x->w;
-    int64_t cols = W->cols;
+    int64_t cols = W->cols, rows = x->ne[1];
     const lora_mod *md = x->mod >= 0 ? lora_mod_at(F->l, x->layer, x->mod) : NULL;
     int copy = !md && W->type == x->type;
     float *row = NULL;
@@ -218,6 +246,10 @@ static void fill_rows(void *vctx, int64_t r0, int64_t r1)
     }
     for (int64_t r = r0; r < r1; r++) {
         int64_t h = x->perm_hs ? gguf_qk_hf_row(r, x->perm_hs) : r;
+        if (x->exps) {   /* a stacked expert tensor: row r of expert r / rows */
+            W = &x->exps[r / rows];
+            h = r % rows;
+        }
         const uint8_t *src = (const uint8_t *)W->data + (size_t)h * W->row_bytes;
         uint8_t *out = F->dst + (size_t)r * F->dst_row;
         if (copy) {
@@ -261,14 +293,15 @@ static int fill(void *vctx, int index, void *dst, size_t nbytes, dlm_err *e)
 {
     fill_ctx *F = vctx;
     const plan_t *x = &F->p->t[index];
-    if (x->kind == SRC_MAT) {
+    if (x->kind == SRC_MAT || x->kind == SRC_EXPS) {
+        int64_t rows = x->ne[1] * (x->kind == SRC_EXPS ? x->ne[2] : 1);
         F->cur = x;
         F->dst = dst;
         F->dst_row = dtype_row_bytes(x->type, x->ne[0]);
         F->bad = 0;
-        if (F->dst_row * (size_t)x->ne[1] != nbytes)
+        if (F->dst_row * (size_t)rows != nbytes)
             return err_set(e, "ExportError", "tensor '%s': size mismatch", x->name);
-        kern_parallel_for(x->ne[1], fill_rows, F);
+        kern_parallel_for(rows, fill_rows, F);
         if (F->bad == 1) return err_set(e, "MemoryError", "out of memory converting '%s'", x->name);
         if (F->bad == 2) {
             err_set(e, "ExportError", "merging the adapter into '%s' gives a non-finite weight (row %lld)", x->name,
@@ -333,6 +366,49 @@ static void strarr_free(strarr *a)
     free(a->len);
 }
 
+/* A SentencePiece-style vocabulary as llama.cpp's `llama` vocabulary, the
+ * keys convert_hf_to_gguf.py writes for one (_set_vocab_sentencepiece /
+ * _set_vocab_llama_hf in its conversion/base.py): model "llama", pre
+ * "default", tokens, scores (tok_spm_scores: the order HF merges in),
+ * token types with <0xNN> as BYTE, add_space_prefix; no merges. */
+static int write_spm_vocab(gguf_w *w, const tok *t, strarr *toks, const int32_t *types, size_t V, dlm_err *e)
+{
+    float *scores = malloc(V * sizeof *scores);
+    if (!scores || tok_spm_scores(t, scores, V)) {
+        free(scores);
+        return err_set(e, "MemoryError", "out of memory");
+    }
+    gguf_w_str(w, "tokenizer.ggml.model", "llama");
+    gguf_w_str(w, "tokenizer.ggml.pre", "default");
+    int rc = strarr_write(w, "tokenizer.ggml.tokens", toks);
+    if (!rc) {
+        gguf_w_arr_f32(w, "tokenizer.ggml.scores", scores, V);
+        gguf_w_arr_i32(w, "tokenizer.ggml.token_type", types, V);
+        gguf_w_bool(w, "tokenizer.ggml.add_space_prefix", tok_add_space_prefix(t));
+    }
+    free(scores);
+    return rc ? err_set(e, "MemoryError", "out of memory") : 0;
+}
+
+/* A byte-level BPE vocabulary as llama.cpp's `gpt2` vocabulary (merges as "a b"). */
+static int write_bpe_vocab(gguf_w *w, const tok *t, const export_gguf_opts *o, strarr *toks, strarr *merges,
+                           const int32_t *types, size_t V, dlm_err *e)
+{
+    strbuf mb = STRBUF_INIT;
+    for (size_t i = 0; i < tok_n_merges(t); i++) {
+        if (tok_merge_str(t, i, &mb)) break;
+        strarr_push(merges, mb.buf, mb.len);
+    }
+    sb_free(&mb);
+    if (merges->n != tok_n_merges(t)) return err_set(e, "MemoryError", "out of memory");
+    gguf_w_str(w, "tokenizer.ggml.model", "gpt2");
+    gguf_w_str(w, "tokenizer.ggml.pre", o->pre);
+    if (strarr_write(w, "tokenizer.ggml.tokens", toks)) return err_set(e, "MemoryError", "out of memory");
+    gguf_w_arr_i32(w, "tokenizer.ggml.token_type", types, V);
+    if (merges->n && strarr_write(w, "tokenizer.ggml.merges", merges)) return err_set(e, "MemoryError", "out of memory");
+    return 0;
+}
+
 /* tokenizer.* keys (docs/reference/formats.md §4.4). The token list has exactly one entry
  * per embedding row: ids the tokenizer lacks become "[PAD<id>]" UNUSED, as
  * the converter writes them. */
@@ -360,21 +436,9 @@ static int write_tokenizer(gguf_w *w, const model *m, const tok *t, const export
         int ty = i < nt ? tok_token_type(t, (int32_t)i) : TOK_TYPE_UNUSED;
         types[i] = ty == TOK_TYPE_UNDEFINED ? TOK_TYPE_UNUSED : ty;
     }
-    strbuf mb = STRBUF_INIT;
-    for (size_t i = 0; i < tok_n_merges(t); i++) {
-        if (tok_merge_str(t, i, &mb)) break;
-        strarr_push(&merges, mb.buf, mb.len);
-    }
-    sb_free(&mb);
-    if (merges.n != tok_n_merges(t)) { err_set(e, "MemoryError", "out of memory"); goto done; }
-    gguf_w_str(w, "tokenizer.ggml.model", "gpt2");
-    gguf_w_str(w, "tokenizer.ggml.pre", o->pre);
-    if (strarr_write(w, "tokenizer.ggml.tokens", &toks)) { err_set(e, "MemoryError", "out of memory"); goto done; }
-    gguf_w_arr_i32(w, "tokenizer.ggml.token_type", types, V);
-    if (merges.n && strarr_write(w, "tokenizer.ggml.merges", &merges)) {
-        err_set(e, "MemoryError", "out of memory");
-        goto done;
-    }
+    if (tok_is_spm(t)) {
+        if (write_spm_vocab(w, t, &toks, types, V, e)) goto done;
+    } else if (write_bpe_vocab(w, t, o, &toks, &merges, types, V, e)) goto done;
     /* special ids: the tokenizer's own, then config.json's (converter order) */
     int32_t bos = tok_bos(t) >= 0 ? tok_bos(t) : m->cfg.bos_id, eos = tok_eos(t) >= 0 ? tok_eos(t) : m->cfg.eos_id;
     int32_t ids[4] = {bos, eos, tok_unk(t), tok_pad(t)};
@@ -430,6 +494,10 @@ static void write_arch(gguf_w *w, const model *m)
         gguf_w_f32(w, KEY("attn_logit_softcapping"), c->attn_softcap);
         gguf_w_f32(w, KEY("final_logit_softcapping"), c->final_softcap);
     }
+    if (c->n_expert) {   /* mixtral: llama with experts (convert_hf_to_gguf's MixtralModel keys) */
+        gguf_w_u32(w, KEY("expert_count"), (uint32_t)c->n_expert);
+        gguf_w_u32(w, KEY("expert_used_count"), (uint32_t)c->n_expert_used);
+    }
     if (model_arch_permutes_qk(c->arch)) {   /* LlamaModel's keys (llama, smollm3) */
         gguf_w_u32(w, KEY("vocab_size"), (uint32_t)c->vocab);
         gguf_w_u32(w, KEY("rope.dimension_count"), (uint32_t)c->head_dim);
@@ -460,7 +528,7 @@ int export_write_model(const model *m, const tok *t, const export_gguf_opts *o, 
     for (int i = 0; i < p.n; i++) {
         plan_t *x = &p.t[i];
         x->type = export_tensor_type(o->mix, &qs, x->name, x->ne[0], x->n_dims);
-        if (x->kind == SRC_MAT && x->mod < 0 && x->type == x->w->type) info->n_copied++;
+        if ((x->kind == SRC_MAT || x->kind == SRC_EXPS) && x->mod < 0 && x->type == x->w->type) info->n_copied++;
         info->n_by_type[x->type]++;
     }
     info->n_fallback = qs.n_fallback;
@@ -500,6 +568,16 @@ int export_pre_name(const tok *t, const char *override, const char **out, dlm_er
             if (!strcmp(override, KNOWN[i])) { *out = KNOWN[i]; return 0; }
         err_set(e, "ExportError", "--pre-tokenizer '%s' is not one of gpt-2, llama-bpe, qwen2, smollm", override);
         return -1;
+    }
+    if (tok_is_spm(t)) {
+        /* a `llama` vocabulary: llama.cpp splits no pre-tokens, "default" is its name */
+        if (override && strcmp(override, "default")) {
+            err_set(e, "ExportError", "--pre-tokenizer '%s' does not apply: the base's vocabulary is SentencePiece-style "
+                                      "(exported as llama.cpp's `llama` vocabulary)", override);
+            return err_hint(e, "leave --pre-tokenizer out for this base");
+        }
+        *out = "default";
+        return 0;
     }
     const char *name;
     dlm_err te;
@@ -544,4 +622,9 @@ void export_special_flags(const char *model_path, const tok *t, int vocab, int *
     if (vocab == 49152) *add_bos = 0; /* convert_hf_to_gguf's SmolLM2 rule */
 }
 
-int export_llama_add_bos(int add_bos, const char *pre) { return add_bos >= 0 ? add_bos : !strcmp(pre, "llama-bpe"); }
+/* llama.cpp's defaults when the GGUF does not say: BOS for llama-bpe and
+ * for `llama` (SPM) vocabularies (llama-vocab.cpp, LLAMA_VOCAB_TYPE_SPM) */
+int export_llama_add_bos(int add_bos, const char *pre)
+{
+    return add_bos >= 0 ? add_bos : !strcmp(pre, "llama-bpe") || !strcmp(pre, "default");
+}

@@ -20,6 +20,13 @@
 static const char GO_CHATML[] = "{{- range .Messages }}<|im_start|>{{ .Role }}\n{{ .Content }}<|im_end|>\n"
                                 "{{ end }}<|im_start|>assistant\n";
 
+/* Qwen3 with thinking off (the qwen3 dialect): the generation prompt ends
+ * in the empty think block its template adds for enable_thinking=false.
+ * Earlier assistant turns carry no think block in either (the template
+ * drops them before the last user turn). */
+static const char GO_QWEN3[] = "{{- range .Messages }}<|im_start|>{{ .Role }}\n{{ .Content }}<|im_end|>\n"
+                               "{{ end }}<|im_start|>assistant\n<think>\n\n</think>\n\n";
+
 /* Llama 3.1/3.2: the Jinja template always opens with a system header that
  * carries the knowledge/today dates (pinned by dlm's dialect), then the
  * first system message's text; later turns are plain headers. BOS comes
@@ -40,6 +47,7 @@ static const char GO_LLAMA3_NODATE[] = "{{- range .Messages }}<|start_header_id|
 const char *export_ollama_template(const chat_dialect *d)
 {
     if (!d) return NULL;
+    if (!strcmp(d->name, "qwen3")) return GO_QWEN3;
     if (!strcmp(d->family, "chatml")) return GO_CHATML;
     if (!strcmp(d->name, "llama3")) return GO_LLAMA3;
     if (!strcmp(d->family, "llama3")) return GO_LLAMA3_NODATE;
@@ -182,7 +190,9 @@ static int render_base(const chat_dialect *d, const tok *t, const char *system_p
     if (tmpl) {
         const char *bos = tok_bos(t) >= 0 ? tok_token_str(t, tok_bos(t), NULL) : "";
         const char *eos = tok_eos(t) >= 0 ? tok_token_str(t, tok_eos(t), NULL) : "";
-        json_t *extra = json_pack("{s:s}", "date_string", "26 Jul 2024");
+        json_t *extra = json_pack("{s:s}", "date_string", "26 Jul 2024"), *dv = chat_dialect_vars(d);
+        if (dv) json_object_update(extra, dv);
+        json_decref(dv);
         size_t len0 = out->len;
         dlm_err je;
         int rc = chat_render_template(tmpl, system_prompt, m, n, 1, bos, eos, extra, out, &je);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "decoder/decoder_impl.h"
+#include "grad/moe.h"
 #include "kern/kern.h"
 
 static void colsum_add(float *db, const float *dy, int64_t N, int O)
@@ -159,6 +160,13 @@ static void layer_bwd(decoder *d, const dec_pass *p, const token_batch *b, int l
     float *dres = d->dres; /* in: dL/dx_out; out: dL/dx */
     int post = c->post_norm;
 
+    if (c->n_expert) {
+        /* mixtral: x_out = h + MoE(rmsnorm(h)) (grad/moe.c); then the attention */
+        grad_moe_bwd(d, A, layer, dres, d->dxn, N);
+        PROF("bwd.rmsnorm", kern_rmsnorm_bwd_add(dres, G ? G->ffn_norm : NULL, d->dxn, A->h, w->ffn_norm, A->rstd2,
+                                                 N, C));
+        goto attention;
+    }
     /* MLP: x_out = h + down(silu(g)·u), or (post_norm) h + rmsnorm(down(·)) */
     const float *dmo = dres;
     if (post) {
@@ -183,6 +191,7 @@ static void layer_bwd(decoder *d, const dec_pass *p, const token_batch *b, int l
                                                  N, C));
     }                                                                   /* now dL/dh */
 
+attention:;
     /* attention: h = x + o(attn(rope(q), rope(k), v)), or h = x + rmsnorm(o(·)) */
     const float *dao = dres;
     if (post) {

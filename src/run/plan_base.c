@@ -133,7 +133,8 @@ static int read_hf(const char *dir, plan_base *b, dlm_err *e)
             b->embd_bytes = t->nbytes;
             b->embd_row_bytes = t->ndim == 2 && t->shape[0] > 0 ? t->nbytes / (uint64_t)t->shape[0] : 0;
         }
-        if (!strcmp(t->name, "model.layers.0.mlp.up_proj.weight"))
+        if (!strcmp(t->name, "model.layers.0.mlp.up_proj.weight") ||
+            !strcmp(t->name, "model.layers.0.block_sparse_moe.experts.0.w3.weight"))
             b->wtype = t->dtype == ST_BF16 ? DT_BF16 : t->dtype == ST_F16 ? DT_F16 : t->dtype == ST_F32 ? DT_F32 : -1;
     }
     b->meta_bytes = files > b->tensor_bytes ? files - b->tensor_bytes : 0;
@@ -176,8 +177,12 @@ void plan_base_shape(const model_config *c0, dtype t, int gguf, plan_base *b)
     uint64_t vb = gguf ? 4 : (t == DT_F32 ? 4 : 2); /* GGUF keeps vectors f32; HF in the model's dtype */
     uint64_t vec = (uint64_t)(2 * C + (c->qkv_bias ? Q + 2 * K : 0) +
                               (c->qk_norm == QK_NORM_FULL ? Q + K : c->qk_norm ? 2 * c->head_dim : 0));
-    uint64_t layer = mat_bytes(t, Q, C) + 2 * mat_bytes(t, K, C) + mat_bytes(t, C, Q) + 2 * mat_bytes(t, F, C) +
-                     mat_bytes(t, C, F) + vec * vb;
+    /* mixtral: every expert's three matrices and the router are resident
+     * (only the active experts' activations count, decoder_plan_parts) */
+    uint64_t E = c->n_expert ? (uint64_t)c->n_expert : 1;
+    uint64_t layer = mat_bytes(t, Q, C) + 2 * mat_bytes(t, K, C) + mat_bytes(t, C, Q) +
+                     E * (2 * mat_bytes(t, F, C) + mat_bytes(t, C, F)) + vec * vb +
+                     (c->n_expert ? mat_bytes(t, c->n_expert, C) : 0);
     b->embd_bytes = mat_bytes(t, V, C);
     b->embd_row_bytes = V ? b->embd_bytes / (uint64_t)V : 0;
     b->tensor_bytes = layer * (uint64_t)c->n_layer + b->embd_bytes + (uint64_t)C * vb + (c->tied ? 0 : b->embd_bytes);

@@ -36,6 +36,14 @@ static const shape_row SHAPES[] = {
     {"llama-3.2-1b", ARCH_LLAMA, 16, 2048, 8192, 32, 8, 64, 128256, 1, 131072},
     {"llama-3.2-3b", ARCH_LLAMA, 28, 3072, 8192, 24, 8, 128, 128256, 1, 131072},
     {"llama-3.3-8b-instruct", ARCH_LLAMA, 32, 4096, 14336, 32, 8, 128, 128256, 0, 131072},
+    {"mixtral-8x7b-instruct", ARCH_LLAMA, 32, 4096, 14336, 32, 8, 128, 32000, 0, 32768},
+};
+
+/* Sparse-MoE rows (mixtral: llama's layer with experts): experts and the
+ * top-k each token uses, from the same config.json (num_local_experts,
+ * num_experts_per_tok). */
+static const struct { const char *key; int E, k; } MOE_SHAPES[] = {
+    {"mixtral-8x7b-instruct", 8, 2},
 };
 
 int doctor_known_shape(const char *key, model_config *c)
@@ -65,6 +73,12 @@ int doctor_known_shape(const char *key, model_config *c)
             c->rope_theta = 10000.0f;
         }
         c->bos_id = c->eos_id = -1;
+        for (size_t j = 0; j < sizeof MOE_SHAPES / sizeof MOE_SHAPES[0]; j++)
+            if (!strcmp(MOE_SHAPES[j].key, key)) {
+                c->n_expert = MOE_SHAPES[j].E;
+                c->n_expert_used = MOE_SHAPES[j].k;
+                c->rope_theta = 1000000.0f;   /* MixtralConfig */
+            }
         return 0;
     }
     return -1;
@@ -74,7 +88,8 @@ uint64_t doctor_shape_params(const model_config *c)
 {
     uint64_t C = (uint64_t)c->d_model, F = (uint64_t)c->n_ff, V = (uint64_t)c->vocab;
     uint64_t Q = (uint64_t)c->n_head * c->head_dim, K = (uint64_t)c->n_kv_head * c->head_dim;
-    uint64_t layer = Q * C + 2 * K * C + C * Q + 3 * F * C + 2 * C + (c->qkv_bias ? Q + 2 * K : 0) +
+    uint64_t E = c->n_expert ? (uint64_t)c->n_expert : 1, router = c->n_expert ? (uint64_t)c->n_expert * C : 0;
+    uint64_t layer = Q * C + 2 * K * C + C * Q + E * 3 * F * C + router + 2 * C + (c->qkv_bias ? Q + 2 * K : 0) +
                      (c->qk_norm == QK_NORM_FULL ? Q + K : c->qk_norm ? 2 * (uint64_t)c->head_dim : 0) +
                      (c->sandwich ? 2 * C : 0);
     return layer * (uint64_t)c->n_layer + V * C * (c->tied ? 1 : 2) + C;

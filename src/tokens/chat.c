@@ -9,7 +9,7 @@
 #include "tokens/jinja.h"
 
 enum { STYLE_CHATML = 1, STYLE_QWEN3, STYLE_LLAMA3, STYLE_LLAMA3_NODATE, STYLE_LLAMA3_NODATE_ALWAYS, STYLE_GEMMA, STYLE_PHI3,
-       STYLE_PHI4MINI };
+       STYLE_PHI4MINI, STYLE_QWEN3_THINKING };
 
 static const char *const STOPS_CHATML[] = {"<|im_end|>", "<|endoftext|>", "<|im_start|>", NULL};
 static const char *const STOPS_GEMMA[] = {"<end_of_turn>", "<eos>", "<start_of_turn>", NULL};
@@ -27,6 +27,8 @@ static const chat_dialect DIALECTS[] = {
     {"chatml-smollm2", "chatml", SYS_SMOLLM2, STOPS_CHATML, 0.9, STYLE_CHATML},
     {"chatml-qwen2.5", "chatml", SYS_QWEN25, STOPS_CHATML, 0.9, STYLE_CHATML},
     {"qwen3", "chatml", NULL, STOPS_CHATML, 0.9, STYLE_QWEN3},
+    /* top_p 0.95: the original's reasoning profile (docs/reference/original-spec.md) */
+    {"qwen3thinking", "chatml", NULL, STOPS_CHATML, 0.95, STYLE_QWEN3_THINKING},
     {"llama3", "llama3", NULL, STOPS_LLAMA3, 0.9, STYLE_LLAMA3},
     {"llama3-nodate", "llama3", NULL, STOPS_LLAMA3, 0.9, STYLE_LLAMA3_NODATE},
     {"llama3-nodate-always", "llama3", NULL, STOPS_LLAMA3, 0.9, STYLE_LLAMA3_NODATE_ALWAYS},
@@ -45,6 +47,22 @@ const chat_dialect *chat_dialect_find(const char *name)
     for (size_t i = 0; name && i < N_DIALECTS; i++)
         if (!strcmp(DIALECTS[i].name, name)) return &DIALECTS[i];
     return NULL;
+}
+
+json_t *chat_dialect_vars(const chat_dialect *d)
+{
+    /* Qwen3's template: `enable_thinking is defined and enable_thinking is
+     * false` adds the empty think block to the generation prompt */
+    if (d && (d->style == STYLE_QWEN3 || d->style == STYLE_QWEN3_THINKING))
+        return json_pack("{s:b}", "enable_thinking", d->style == STYLE_QWEN3_THINKING);
+    return NULL;
+}
+
+const chat_dialect *chat_dialect_refine(const chat_dialect *detected, const char *named)
+{
+    const chat_dialect *n = chat_dialect_find(named);
+    if (detected && n && detected->style == STYLE_QWEN3 && n->style == STYLE_QWEN3_THINKING) return n;
+    return detected;
 }
 
 const chat_dialect *chat_dialect_detect(const char *j)
@@ -351,8 +369,12 @@ int chat_render(const chat_dialect *d, const char *system_prompt, const chat_msg
         if (add_generation_prompt) sb_puts(out, "<|im_start|>assistant\n");
         break;
     case STYLE_QWEN3:
+    case STYLE_QWEN3_THINKING:
         render_qwen3(&r, m, total, idx);
         if (add_generation_prompt) sb_puts(out, "<|im_start|>assistant\n");
+        /* thinking off: the answer follows an empty think block, as every
+         * final answer in training does (render_qwen3) */
+        if (add_generation_prompt && d->style == STYLE_QWEN3) sb_puts(out, "<think>\n\n</think>\n\n");
         break;
     case STYLE_PHI3:
     case STYLE_PHI4MINI:

@@ -10,9 +10,14 @@
  *                    Hugging Face" when the conversation has no system message
  *   chatml-qwen2.5   chatml + "You are Qwen, created by Alibaba Cloud. You are a helpful
  *                    assistant." when it has none
- *   qwen3            Qwen3's chatml: an empty <think>\n\n</think>\n\n block opens the final
- *                    assistant answer after the last user turn; <think> parts of earlier
- *                    answers are dropped
+ *   qwen3            Qwen3's template with enable_thinking=false: an empty
+ *                    <think>\n\n</think>\n\n block opens the final assistant answer after
+ *                    the last user turn and the generation prompt (so a prompt continues
+ *                    where a trained answer starts); <think> parts of answers before the
+ *                    last user turn are dropped, later ones kept
+ *   qwen3thinking    the same template with enable_thinking=true: the generation prompt is
+ *                    a bare assistant header and the model writes its own <think> block
+ *                    (the registry's qwen3-1.7b-thinking row)
  *   llama3           Llama 3.1/3.2: BOS, a system header that always carries
  *                    "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024"
  *                    (the date is pinned so prompts do not change with the day), contents trimmed
@@ -52,6 +57,14 @@ const chat_dialect *chat_dialect_find(const char *name);       /* NULL if unknow
 /* Pick the dialect a base's Jinja chat_template text implements; NULL when
  * it looks like none of them. */
 const chat_dialect *chat_dialect_detect(const char *jinja);
+
+/* The Jinja variables a dialect stands for beyond the conversation (Qwen3:
+ * enable_thinking), as a new JSON object, or NULL when none. Rendering the
+ * base's own template with them gives what the dialect renders. */
+json_t *chat_dialect_vars(const chat_dialect *d);
+/* A registry row may name a variant of the dialect the template was
+ * detected as (qwen3 -> qwen3thinking); otherwise the detected one stands. */
+const chat_dialect *chat_dialect_refine(const chat_dialect *detected, const char *named);
 
 /* Where an assistant message landed in the rendered string: its content is
  * out[start, end); the turn (content + end-of-turn token, the training

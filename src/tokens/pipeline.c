@@ -9,6 +9,7 @@ const chat_dialect *chat_dialect_resolve(const tok *t, const reg_entry *entry)
     const char *tmpl = tok_chat_template(t);
     const chat_dialect *d = tmpl ? chat_dialect_detect(tmpl) : NULL;
     if (!d && entry && entry->dialect) d = chat_dialect_find(entry->dialect);
+    else if (entry && entry->dialect) d = chat_dialect_refine(d, entry->dialect);
     return d;
 }
 

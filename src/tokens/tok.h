@@ -150,6 +150,15 @@ size_t tok_n_merges(const tok *t);
  * converter does), into out (replaced). */
 int tok_merge_str(const tok *t, size_t i, strbuf *out);
 
+/* SentencePiece-style vocabulary (tok_spm.c): exported as llama.cpp's
+ * `llama` vocabulary (tokenizer.ggml.scores, no merges). */
+int tok_is_spm(const tok *t);
+/* llama.cpp's add_space_prefix: a "▁" goes before the text. */
+int tok_add_space_prefix(const tok *t);
+/* The score llama.cpp's SPM tokenizer merges by, for ids 0..n-1 (0 past the
+ * vocabulary): the GGUF's own, or derived from the merge ranks; -1 out of memory. */
+int tok_spm_scores(const tok *t, float *out, size_t n);
+
 /* llama.cpp tokenizer.ggml.pre name of this pipeline ("smollm", "qwen2",
  * "llama-bpe", "gpt2"); -1 with a clear error when it is none of them. */
 int tok_pre_name(const tok *t, const char **name, dlm_err *e);

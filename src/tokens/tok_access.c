@@ -90,3 +90,63 @@ int tok_merge_str(const tok *t, size_t i, strbuf *out)
     }
     return out->oom ? -1 : 0;
 }
+
+/* ---- SentencePiece-style vocabularies as llama.cpp's `llama` GGUF vocabulary ---------------- */
+
+int tok_is_spm(const tok *t) { return t->spm; }
+
+int tok_add_space_prefix(const tok *t)
+{
+    if (t->spm_scores) return t->add_space_prefix;
+    /* tokenizer.json: a Prepend("▁") normalizer (Llama 2, Mistral v0.1) or a
+     * Metaspace pre-tokenizer that prepends (Mistral v0.3, Phi-3) */
+    for (int i = 0; i < t->n_norm; i++)
+        if (t->norm[i] == TOK_NORM_PREPEND) return 1;
+    for (int i = 0; i < t->n_pt; i++)
+        if (t->pt[i].kind == PT_METASPACE && t->pt[i].prepend_scheme != MS_NEVER) return 1;
+    return 0;
+}
+
+/* llama.cpp's SPM tokenizer merges the adjacent pair whose concatenation is
+ * the token with the highest score (llm_tokenizer_spm in its
+ * src/llama-vocab.cpp); HF's BPE merges the pair of lowest rank. Transformers'
+ * LlamaConverter wrote the merges of a SentencePiece model in the order of
+ * the merged piece's score, so -rank of the first merge that produces a
+ * token gives the same order back (llama.cpp's own converter writes -1000
+ * for every token of a tokenizer.json, gguf-py vocab.py LlamaHfVocab: with
+ * all scores equal its tokenizer merges leftmost-first, not in HF's
+ * order; tests/ref/r0410 checks these scores on a real vocabulary). Pieces no
+ * merge produces: 0 for one char, byte pieces and added tokens (never
+ * merged), below every merge for longer ones. */
+int tok_spm_scores(const tok *t, float *out, size_t n)
+{
+    if (t->spm_scores) {
+        for (size_t i = 0; i < n; i++) out[i] = i < t->n_ids && t->scores ? t->scores[i] : 0.0f;
+        return 0;
+    }
+    uint32_t *best = malloc((t->n_ids ? t->n_ids : 1) * sizeof *best);
+    if (!best) return -1;
+    for (size_t i = 0; i < t->n_ids; i++) best[i] = UINT32_MAX;
+    for (size_t r = 0; r < t->n_merges; r++) {
+        uint64_t key = (((uint64_t)(uint32_t)t->merges[r][0] << 32) | (uint32_t)t->merges[r][1]) + 1;
+        for (uint32_t h = (uint32_t)(key * 0x9E3779B97F4A7C15ull >> 32) & t->mmask;; h = (h + 1) & t->mmask) {
+            const tok_merge_ent *en = &t->mtab[h];
+            if (en->key == 0) break;
+            if (en->key != key) continue;
+            /* a repeated pair counts at its later rank, as HF keeps it */
+            if (en->rank == r && en->id >= 0 && (size_t)en->id < t->n_ids && r < best[en->id]) best[en->id] = (uint32_t)r;
+            break;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (i >= t->n_ids) { out[i] = 0.0f; continue; }
+        if (best[i] != UINT32_MAX) { out[i] = -(float)best[i]; continue; }
+        size_t len = 0;
+        const char *s = tok_strtab_get(&t->str, (int32_t)i, &len);
+        uint32_t cp;
+        int one_char = s && len && tok_utf8_dec((const unsigned char *)s, len, &cp) == len;
+        out[i] = !s || one_char || t->type[i] != TOK_TYPE_NORMAL ? 0.0f : -(float)t->n_merges - 1.0f;
+    }
+    free(best);
+    return 0;
+}

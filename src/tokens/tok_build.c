@@ -172,8 +172,8 @@ int tok_pre_name(const tok *t, const char **name, dlm_err *e)
 {
     *name = NULL;
     if (t->spm) {
-        err_set(e, TERR, "exporting a SentencePiece-style vocabulary to GGUF is not supported yet");
-        return err_hint(e, "dlm exports byte-level BPE vocabularies (tokenizer.ggml.model gpt2); see docs/tokenizer.md");
+        err_set(e, TERR, "a SentencePiece-style vocabulary has no byte-level pre-tokenizer name");
+        return err_hint(e, "it is exported as llama.cpp's `llama` vocabulary (tokenizer.ggml.pre \"default\"); see docs/tokenizer.md");
     }
     if (t->pre_name[0]) {
         *name = t->pre_name;

@@ -533,6 +533,18 @@ static int merges_build(tok *t, const tok_pair_ref *mg, size_t nm, const char *n
     return 0;
 }
 
+/* "<0xNN>": a byte piece, typed BYTE as llama.cpp's converter types it
+ * (gguf-py vocab.py, LlamaHfVocab.get_token_type) */
+static int is_byte_piece(const tok *t, int32_t id)
+{
+    size_t n;
+    const char *s = tok_strtab_get(&t->str, id, &n);
+    if (!s || n != 6 || memcmp(s, "<0x", 3) || s[5] != '>') return 0;
+    for (int k = 3; k < 5; k++)
+        if (!((s[k] >= '0' && s[k] <= '9') || (s[k] >= 'A' && s[k] <= 'F') || (s[k] >= 'a' && s[k] <= 'f'))) return 0;
+    return 1;
+}
+
 int tok_finish(tok *t, const tok_pair_ref *mg, size_t nm, const char *name, dlm_err *e)
 {
     size_t nv = 0;
@@ -614,7 +626,7 @@ int tok_finish(tok *t, const tok_pair_ref *mg, size_t nm, const char *name, dlm_
                 const tok_added *ad = &t->added[a];
                 t->type[i] = (ad->special || looks_special(t->added_text + ad->off, ad->len)) ? TOK_TYPE_CONTROL
                                                                                                : TOK_TYPE_USER_DEFINED;
-            } else if (t->in_vocab[i]) t->type[i] = TOK_TYPE_NORMAL;
+            } else if (t->in_vocab[i]) t->type[i] = t->spm && is_byte_piece(t, (int32_t)i) ? TOK_TYPE_BYTE : TOK_TYPE_NORMAL;
             else t->type[i] = TOK_TYPE_UNUSED;
         }
     }

@@ -258,6 +258,8 @@ static int detect_arch(const cfg_ctx *c, model_config *cfg, int *mistral)
             if (!strcmp(s, "LlamaForCausalLM")) { cfg->arch = ARCH_LLAMA; return 0; }
             /* mistral: the llama layer (llama.cpp converts it as llama) with a sliding window */
             if (!strcmp(s, "MistralForCausalLM")) { cfg->arch = ARCH_LLAMA; *mistral = 1; return 0; }
+            /* mixtral: mistral's layer with a sparse MoE block (llama.cpp: llama with experts) */
+            if (!strcmp(s, "MixtralForCausalLM")) { cfg->arch = ARCH_LLAMA; *mistral = 2; return 0; }
             if (!strcmp(s, "Qwen2ForCausalLM")) { cfg->arch = ARCH_QWEN2; return 0; }
             if (!strcmp(s, "Qwen3ForCausalLM")) { cfg->arch = ARCH_QWEN3; return 0; }
             if (!strcmp(s, "Olmo2ForCausalLM")) { cfg->arch = ARCH_OLMO2; return 0; }
@@ -269,6 +271,7 @@ static int detect_arch(const cfg_ctx *c, model_config *cfg, int *mistral)
     if (!first && mt) {
         if (!strcmp(mt, "llama")) { cfg->arch = ARCH_LLAMA; return 0; }
         if (!strcmp(mt, "mistral")) { cfg->arch = ARCH_LLAMA; *mistral = 1; return 0; }
+        if (!strcmp(mt, "mixtral")) { cfg->arch = ARCH_LLAMA; *mistral = 2; return 0; }
         if (!strcmp(mt, "qwen2")) { cfg->arch = ARCH_QWEN2; return 0; }
         if (!strcmp(mt, "qwen3")) { cfg->arch = ARCH_QWEN3; return 0; }
         if (!strcmp(mt, "olmo2")) { cfg->arch = ARCH_OLMO2; return 0; }
@@ -278,8 +281,39 @@ static int detect_arch(const cfg_ctx *c, model_config *cfg, int *mistral)
     err_at(c->e, "UnsupportedArchitectureError", c->path, 0, 0, "unsupported architecture '%s'",
            first ? first : mt ? mt : "(none given)");
     return err_hint(c->e, "supported: LlamaForCausalLM (model_type llama), MistralForCausalLM (mistral), "
+                          "MixtralForCausalLM (mixtral), "
                           "Qwen2ForCausalLM (qwen2), Qwen3ForCausalLM (qwen3), Olmo2ForCausalLM (olmo2), "
                           "SmolLM3ForCausalLM (smollm3), Gemma2ForCausalLM (gemma2)");
+}
+
+/* MixtralConfig (transformers models/mixtral/configuration_mixtral.py):
+ * num_local_experts (8), num_experts_per_tok (2), rope_theta 1e6 when
+ * absent (max_position_embeddings 4096·32 as MistralConfig's). router_jitter_noise
+ * (training-time input noise) is refused rather than ignored; the router's
+ * auxiliary load-balancing loss only changes the router, which dlm does
+ * not train. */
+static int parse_moe(const cfg_ctx *c, model_config *cfg)
+{
+    cfg->n_expert = 8;
+    cfg->n_expert_used = 2;
+    if (opt_dim(c, "num_local_experts", 256, &cfg->n_expert) || opt_dim(c, "num_experts_per_tok", 256, &cfg->n_expert_used))
+        return -1;
+    if (cfg->n_expert_used > cfg->n_expert)
+        return err_at(c->e, KIND, c->path, 0, 0, "num_experts_per_tok %d is more than num_local_experts %d",
+                      cfg->n_expert_used, cfg->n_expert);
+    if (cfg->n_expert_used > MODEL_MAX_EXPERT_USED)
+        return err_at(c->e, KIND, c->path, 0, 0, "num_experts_per_tok %d is more than dlm supports (%d)",
+                      cfg->n_expert_used, MODEL_MAX_EXPERT_USED);
+    double jit = 0;
+    if (get_num(c, c->root, "router_jitter_noise", &jit) < 0) return -1;
+    if (jit != 0) {
+        err_at(c->e, KIND, c->path, 0, 0, "router_jitter_noise = %g is not supported", jit);
+        return err_hint(c->e, "dlm trains Mixtral's attention adapters with the router as released (0)");
+    }
+    const json_t *rp = json_object_get(c->root, "rope_parameters");
+    if (!json_object_get(c->root, "rope_theta") && !(json_is_object(rp) && json_object_get(rp, "rope_theta")))
+        cfg->rope_theta = 1e6f;
+    return 0;
 }
 
 int model_config_parse(const char *json_text, size_t len, const char *path, model_config *cfg, dlm_err *e)
@@ -323,11 +357,13 @@ int model_config_parse(const char *json_text, size_t len, const char *path, mode
     cfg->max_pos = mistral ? 131072 : cfg->arch == ARCH_GEMMA2 ? 8192 : cfg->arch == ARCH_LLAMA || cfg->arch == ARCH_OLMO2 ? 2048 : 32768;
     if (opt_dim(&c, "max_position_embeddings", 1 << 24, &cfg->max_pos)) goto out;
 
-    double eps = cfg->arch == ARCH_OLMO2 ? 1e-5 : 1e-6;   /* Olmo2Config vs the others' default */
+    /* Olmo2Config and MixtralConfig vs the others' default */
+    double eps = cfg->arch == ARCH_OLMO2 || mistral == 2 ? 1e-5 : 1e-6;
     if (get_num(&c, root, "rms_norm_eps", &eps) < 0) goto out;
     if (!(eps > 0 && eps < 1)) { err_at(e, KIND, path, 0, 0, "rms_norm_eps = %g is out of range", eps); goto out; }
     cfg->rms_eps = (float)eps;
     if (parse_rope(&c, cfg)) goto out;
+    if (mistral == 2 && parse_moe(&c, cfg)) goto out;
 
     int tied = cfg->arch == ARCH_GEMMA2;   /* Gemma2Config ties by default */
     if (get_bool(&c, root, "tie_word_embeddings", &tied) < 0) goto out;
@@ -375,9 +411,10 @@ int model_config_parse(const char *json_text, size_t len, const char *path, mode
     } else if (cfg->arch == ARCH_GEMMA2) {
         if (parse_gemma2(&c, cfg)) goto out;
     } else if (mistral) {
-        /* MistralConfig: sliding_window 4096 when the key is absent, none when null */
+        /* MistralConfig: sliding_window 4096 when the key is absent, none
+         * when null; MixtralConfig: none either way */
         const json_t *sw = json_object_get(root, "sliding_window");
-        long long win = sw ? 0 : 4096;
+        long long win = sw || mistral == 2 ? 0 : 4096;
         if (sw && get_int(&c, root, "sliding_window", &win) < 0) goto out;
         if (win < 0 || win > (1 << 24)) {
             err_at(e, KIND, path, 0, 0, "sliding_window = %lld is out of range", win);

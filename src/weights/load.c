@@ -190,6 +190,82 @@ static int get_mat(loader *L, tensor_role r, int il, int64_t rows, int64_t cols,
     return 0;
 }
 
+/* ---- mixtral: the router and the experts --------------------------------------------
+ * HF: model.layers.N.block_sparse_moe.gate.weight [E, C] and
+ * block_sparse_moe.experts.X.w1 / w3 / w2.weight ([F, C] [F, C] [C, F]:
+ * gate, up, down); GGUF (llama.cpp's llama arch with experts):
+ * blk.N.ffn_gate_inp.weight ne {C, E} and one 3-D tensor per projection,
+ * ffn_gate_exps / ffn_up_exps ne {C, F, E}, ffn_down_exps ne {F, C, E},
+ * whose E slices are the experts' matrices. */
+static int moe_tensor(loader *L, const char *name, int nd, const int64_t *want, src_tensor *t)
+{
+    int f = L->find(L->ctx, name, t);
+    if (f < 0) return -1;
+    if (f == 1) {
+        err_at(L->e, KIND, L->path, 0, 0, "missing tensor '%s'", name);
+        return err_hint(L->e, "the weights do not match the model's configuration (num_local_experts)");
+    }
+    if (!supported(L, t->type)) return type_error(L, name, t);
+    int ok = t->n_dims == nd;
+    for (int i = 0; ok && i < nd; i++) ok = t->ne[i] == want[i];
+    return ok ? 0 : shape_error(L, name, t, nd, want);
+}
+
+static int moe_mat(loader *L, const char *name, const src_tensor *t, const void *data, int64_t rows, int64_t cols,
+                   wmat *w)
+{
+    w->type = (dtype)t->type;
+    w->rows = rows;
+    w->cols = cols;
+    w->row_bytes = dtype_row_bytes(w->type, cols);
+    int64_t want[2] = {cols, rows};
+    if (!w->row_bytes) return shape_error(L, name, t, 2, want);
+    w->data = data;
+    size_t need = w->type == DT_F32 ? 4 : 2, bytes = (size_t)rows * w->row_bytes;
+    if ((uintptr_t)data % need) {
+        void *p = model_alloc(L->m, bytes, L->e);
+        if (!p) return -1;
+        memcpy(p, data, bytes);
+        w->data = p;
+    }
+    return 0;
+}
+
+static int get_moe(loader *L, int il, layer_weights *w)
+{
+    const model_config *c = &L->m->cfg;
+    int64_t C = c->d_model, F = c->n_ff, E = c->n_expert;
+    w->exp_gate = model_alloc(L->m, (size_t)E * sizeof(wmat), L->e);
+    w->exp_up = model_alloc(L->m, (size_t)E * sizeof(wmat), L->e);
+    w->exp_down = model_alloc(L->m, (size_t)E * sizeof(wmat), L->e);
+    if (!w->exp_gate || !w->exp_up || !w->exp_down) return -1;
+    char name[256];
+    src_tensor t;
+    int64_t rw[2] = {C, E};
+    snprintf(name, sizeof name, L->gguf ? "blk.%d.ffn_gate_inp.weight" : "model.layers.%d.block_sparse_moe.gate.weight", il);
+    if (moe_tensor(L, name, 2, rw, &t) || moe_mat(L, name, &t, t.data, E, C, &w->moe_router)) return -1;
+    static const char *const HF[3] = {"w1", "w3", "w2"}, *const GG[3] = {"gate", "up", "down"};
+    wmat *dst[3] = {w->exp_gate, w->exp_up, w->exp_down};
+    for (int k = 0; k < 3; k++) {
+        int64_t rows = k == 2 ? C : F, cols = k == 2 ? F : C;
+        if (L->gguf) {
+            snprintf(name, sizeof name, "blk.%d.ffn_%s_exps.weight", il, GG[k]);
+            int64_t want[3] = {cols, rows, E};
+            if (moe_tensor(L, name, 3, want, &t)) return -1;
+            size_t rb = dtype_row_bytes((dtype)t.type, cols);
+            for (int64_t x = 0; x < E; x++)
+                if (moe_mat(L, name, &t, (const char *)t.data + (size_t)x * rows * rb, rows, cols, &dst[k][x])) return -1;
+        } else {
+            for (int64_t x = 0; x < E; x++) {
+                snprintf(name, sizeof name, "model.layers.%d.block_sparse_moe.experts.%d.%s.weight", il, (int)x, HF[k]);
+                int64_t want[2] = {cols, rows};
+                if (moe_tensor(L, name, 2, want, &t) || moe_mat(L, name, &t, t.data, rows, cols, &dst[k][x])) return -1;
+            }
+        }
+    }
+    return 0;
+}
+
 /* A [n] float vector (norm weight, bias, rope factors) as owned f32. */
 static int get_vec(loader *L, tensor_role r, int il, int64_t n, int required, float **out)
 {
@@ -272,9 +348,11 @@ int model_build(loader *L)
     for (int il = 0; il < c->n_layer; il++) {
         layer_weights *w = &m->layers[il];
         if (get_mat(L, T_Q, il, QD, C, 1, &w->wq) || get_mat(L, T_K, il, KD, C, 1, &w->wk) ||
-            get_mat(L, T_V, il, KD, C, 1, &w->wv) || get_mat(L, T_O, il, C, QD, 1, &w->wo) ||
-            get_mat(L, T_GATE, il, F, C, 1, &w->w_gate) || get_mat(L, T_UP, il, F, C, 1, &w->w_up) ||
-            get_mat(L, T_DOWN, il, C, F, 1, &w->w_down))
+            get_mat(L, T_V, il, KD, C, 1, &w->wv) || get_mat(L, T_O, il, C, QD, 1, &w->wo))
+            return -1;
+        if (c->n_expert ? get_moe(L, il, w)
+                        : get_mat(L, T_GATE, il, F, C, 1, &w->w_gate) || get_mat(L, T_UP, il, F, C, 1, &w->w_up) ||
+                              get_mat(L, T_DOWN, il, C, F, 1, &w->w_down))
             return -1;
         if (c->sandwich && (get_vec(L, T_ATTN_NORM, il, C, 1, &w->attn_norm) ||
                             get_vec(L, L->gguf ? T_FFN_NORM : T_FFN_PRE, il, C, 1, &w->ffn_norm)))

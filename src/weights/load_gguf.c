@@ -124,6 +124,17 @@ static int read_config(gguf_file *g, model_config *c, dlm_err *e)
         key_int(g, arch, "attention.sliding_window", 0, &sw, e) < 0)
         return -1;
     if (sw > 0 && sw <= (1 << 24)) c->sliding_window = (int)sw;
+    /* mixtral: llama.cpp's llama arch with experts */
+    int64_t ne = 0, nu = 0;
+    if (key_int(g, arch, "expert_count", 0, &ne, e) < 0 || key_int(g, arch, "expert_used_count", 0, &nu, e) < 0)
+        return -1;
+    if (ne > 0) {
+        if (c->arch != ARCH_LLAMA || ne > 256 || nu < 1 || nu > ne || nu > MODEL_MAX_EXPERT_USED)
+            return err_at(e, KIND, path, 0, 0, "%s.expert_count %lld / expert_used_count %lld are not supported", arch,
+                          (long long)ne, (long long)nu);
+        c->n_expert = (int)ne;
+        c->n_expert_used = (int)nu;
+    }
     if (KVH < 0) KVH = NH;
     if (as_int(L, &c->n_layer) || as_int(C, &c->d_model) || as_int(F, &c->n_ff) || as_int(NH, &c->n_head) ||
         as_int(KVH, &c->n_kv_head) || as_int(ctx, &c->max_pos) || NH < 1)

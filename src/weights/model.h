@@ -27,6 +27,7 @@ const char *model_arch_name(model_arch a);
 int model_arch_permutes_qk(model_arch a);
 
 enum { QK_NORM_HEAD = 1, QK_NORM_FULL = 2 };
+enum { MODEL_MAX_EXPERT_USED = 8 };
 
 typedef struct model_config {
     model_arch arch;
@@ -59,6 +60,8 @@ typedef struct model_config {
     float final_softcap; /* logits = cap·tanh(logits/cap); 0 = none */
     float attn_scale;    /* scores = q·k·attn_scale; 0 = 1/√head_dim */
     int swa_even;        /* sliding_window applies to even layers only */
+    int n_expert;       /* mixtral: experts per layer (sparse MoE in place of the MLP); 0 = dense MLP */
+    int n_expert_used;  /* mixtral: experts each token goes through (top-k of the router) */
     /* rope_scaling type llama3 (Llama 3.x); 0 = none */
     int rope_llama3;
     float rope_factor, rope_low_freq_factor, rope_high_freq_factor;
@@ -83,7 +86,12 @@ typedef struct layer_weights {
     float *q_norm, *k_norm;     /* qk_norm: [HS] each (per head) or [NH*HS] [KVH*HS] (whole projection), else NULL */
     float *post_attn_norm, *post_ffn_norm; /* [C] each (post_norm; attn_norm and ffn_norm are NULL then) */
     float *ffn_norm;            /* [C] post_attention_layernorm */
-    wmat w_gate, w_up, w_down;  /* [F, C] [F, C] [C, F] */
+    wmat w_gate, w_up, w_down;  /* [F, C] [F, C] [C, F] (dense MLP) */
+    /* mixtral (n_expert > 0): the router and each expert's SwiGLU MLP
+     * (HF block_sparse_moe.gate / experts.E.w1 w3 w2; GGUF ffn_gate_inp and
+     * the 3-D ffn_gate_exps / ffn_up_exps / ffn_down_exps) */
+    wmat moe_router;            /* [E, C] */
+    wmat *exp_gate, *exp_up, *exp_down; /* [E] each: [F, C] [F, C] [C, F] */
 } layer_weights;
 
 typedef struct model {

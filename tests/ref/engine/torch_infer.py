@@ -49,7 +49,7 @@ def load(d):
             W.update(st_read(os.path.join(d, f)))
     c = R.Cfg()
     a0 = cfg['architectures'][0]
-    c.arch = 'smollm3' if 'SmolLM3' in a0 else 'mistral' if 'Mistral' in a0 else 'olmo2' if 'Olmo2' in a0 else 'qwen3' if 'Qwen3' in a0 else 'qwen2' if 'Qwen2' in a0 else 'llama'
+    c.arch = 'smollm3' if 'SmolLM3' in a0 else 'mixtral' if 'Mixtral' in a0 else 'mistral' if 'Mistral' in a0 else 'olmo2' if 'Olmo2' in a0 else 'qwen3' if 'Qwen3' in a0 else 'qwen2' if 'Qwen2' in a0 else 'llama'
     c.L, c.C, c.NH = cfg['num_hidden_layers'], cfg['hidden_size'], cfg['num_attention_heads']
     c.KVH = cfg.get('num_key_value_heads', c.NH)
     c.HS = cfg.get('head_dim') or c.C // c.NH
@@ -67,6 +67,10 @@ def load(d):
     c.qk_norm = {'qwen3': 'head', 'olmo2': 'full'}.get(c.arch)
     c.post_norm = c.arch == 'olmo2'
     c.window = (cfg.get('sliding_window', 4096) or 0) if c.arch == 'mistral' else 0   # MistralConfig's default
+    c.E, c.K = 0, 0
+    if c.arch == 'mixtral':   # MixtralConfig: no window by default, 8 experts, top 2
+        c.window = cfg.get('sliding_window') or 0
+        c.E, c.K = cfg.get('num_local_experts', 8), cfg.get('num_experts_per_tok', 2)
     c.no_rope = None
     if c.arch == 'smollm3':   # SmolLM3Config's default pattern when the list is absent
         iv = cfg.get('no_rope_layer_interval', 4)

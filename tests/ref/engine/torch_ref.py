@@ -10,7 +10,9 @@ applied to each head of q and k before RoPE; olmo2: Olmo2Attention's q_norm
 attention and MLP outputs instead of their inputs; mistral: the llama layer
 with MistralAttention's sliding window, key j visible to query i only if
 i - j < sliding_window; smollm3: SmolLM3Attention's use_rope =
-no_rope_layers[layer], no RoPE on every fourth layer), writes it as
+no_rope_layers[layer], no RoPE on every fourth layer; mixtral:
+MixtralSparseMoeBlock in place of the MLP, 4 experts, top 2, LoRA on the
+attention only), writes it as
 an HF folder (config.json + model.safetensors), then computes with autograd:
 
   logits, the mean token cross-entropy over unmasked targets, and the
@@ -80,6 +82,9 @@ def make_cfg(arch):
         c.window, c.llama3, c.tied, c.theta, c.eps = 5, False, False, 1000000.0, 1e-5
     if arch == 'olmo2':   # Olmo2Config: eps 1e-6 in the released models, theta 500000, untied
         c.tied, c.bias, c.theta = False, False, 500000.0
+    c.E = 0
+    if arch == 'mixtral':   # MistralAttention (no window here) + a sparse MoE block of 4 experts, top 2
+        c.llama3, c.tied, c.theta, c.eps, c.E, c.K = False, False, 1000000.0, 1e-5, 4, 2
     if arch == 'qwen3':
         # as the real Qwen3 checkpoints: NH*HS != hidden, untied (Qwen3-8B)
         c.HS, c.tied, c.bias = 32, False, False
@@ -124,9 +129,16 @@ def weights_init(c, g):
             W[p + 'self_attn.q_norm.weight'] = 1 + 0.2 * torch.randn(nq, generator=g)
             W[p + 'self_attn.k_norm.weight'] = 1 + 0.2 * torch.randn(nk, generator=g)
         W[p + 'post_attention_layernorm.weight'] = 1 + 0.1 * torch.randn(c.C, generator=g)
-        W[p + 'mlp.gate_proj.weight'] = n(c.F, c.C)
-        W[p + 'mlp.up_proj.weight'] = n(c.F, c.C)
-        W[p + 'mlp.down_proj.weight'] = n(c.C, c.F)
+        if c.E:   # MixtralSparseMoeBlock: gate (router, [E, C]), experts.X.w1 / w3 [F, C], w2 [C, F]
+            W[p + 'block_sparse_moe.gate.weight'] = torch.randn(c.E, c.C, generator=g) * 0.5
+            for x in range(c.E):
+                W[p + f'block_sparse_moe.experts.{x}.w1.weight'] = n(c.F, c.C)
+                W[p + f'block_sparse_moe.experts.{x}.w3.weight'] = n(c.F, c.C)
+                W[p + f'block_sparse_moe.experts.{x}.w2.weight'] = n(c.C, c.F)
+        else:
+            W[p + 'mlp.gate_proj.weight'] = n(c.F, c.C)
+            W[p + 'mlp.up_proj.weight'] = n(c.F, c.C)
+            W[p + 'mlp.down_proj.weight'] = n(c.C, c.F)
         if getattr(c, 'post_norm', False):
             W[p + 'post_feedforward_layernorm.weight'] = 1 + 0.1 * torch.randn(c.C, generator=g)
     W['model.norm.weight'] = 1 + 0.1 * torch.randn(c.C, generator=g)
@@ -142,7 +154,7 @@ MODS = [('self_attn', 'q_proj'), ('self_attn', 'k_proj'), ('self_attn', 'v_proj'
 def lora_init(c, W, g, r, dora):
     P = {}
     for l in range(c.L):
-        for blk, m in MODS:
+        for blk, m in (MODS[:4] if c.E else MODS):   # mixtral: LoRA on the attention only
             w = W[f'model.layers.{l}.{blk}.{m}.weight']
             out, inn = w.shape
             pre = f'base_model.model.model.layers.{l}.{blk}.{m}.'
@@ -232,11 +244,40 @@ def forward(c, W, P, mode, s, tokens, pos, seg):
             continue
         h = h + lin(o, l, 'self_attn', 'o_proj')
         x = rmsnorm(h, W[p + 'post_attention_layernorm.weight'], c.eps)
+        if c.E:
+            h = h + moe_block(c, W, p, x)
+            continue
         a = torch.nn.functional.silu(lin(x, l, 'mlp', 'gate_proj')) * lin(x, l, 'mlp', 'up_proj')
         h = h + lin(a, l, 'mlp', 'down_proj')
     x = rmsnorm(h, W['model.norm.weight'], c.eps)
     head = W['model.embed_tokens.weight'] if c.tied else W['lm_head.weight']
     return x @ head.T
+
+
+def moe_block(c, W, p, x):
+    """MixtralSparseMoeBlock.forward as transformers writes it
+    (models/mixtral/modeling_mixtral.py): router logits, softmax in float,
+    top-k, the chosen weights renormalised to sum 1, each expert's
+    w2(silu(w1(x)) * w3(x)) scaled by its weight and index_add-ed into the
+    output expert by expert."""
+    B, T, C = x.shape
+    hs = x.reshape(-1, C)
+    router_logits = hs @ W[p + 'block_sparse_moe.gate.weight'].T
+    routing_weights = torch.softmax(router_logits, dim=1, dtype=torch.float)
+    routing_weights, selected_experts = torch.topk(routing_weights, c.K, dim=-1)
+    routing_weights = routing_weights / routing_weights.sum(dim=-1, keepdim=True)
+    final = torch.zeros_like(hs)
+    expert_mask = torch.nn.functional.one_hot(selected_experts, num_classes=c.E).permute(2, 1, 0)
+    for x_ in range(c.E):
+        idx, top_x = torch.where(expert_mask[x_])
+        if top_x.numel() == 0:
+            continue
+        cur = hs[None, top_x].reshape(-1, C)
+        q = p + f'block_sparse_moe.experts.{x_}.'
+        y = (torch.nn.functional.silu(cur @ W[q + 'w1.weight'].T) * (cur @ W[q + 'w3.weight'].T)) @ W[q + 'w2.weight'].T
+        y = y * routing_weights[top_x, idx, None]
+        final = final.index_add(0, top_x, y.to(hs.dtype))
+    return final.reshape(B, T, C)
 
 
 def loss_fn(logits, targets):
@@ -247,7 +288,8 @@ def loss_fn(logits, targets):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument('--arch', choices=['llama', 'qwen2', 'qwen3', 'olmo2', 'mistral', 'smollm3'], required=True)
+    ap.add_argument('--arch', choices=['llama', 'qwen2', 'qwen3', 'olmo2', 'mistral', 'smollm3', 'mixtral'],
+                    required=True)
     ap.add_argument('--out', required=True)
     ap.add_argument('--seed', type=int, default=7)
     a = ap.parse_args()
@@ -258,7 +300,8 @@ def main():
     cfg = {
         "architectures": [{"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
                            "qwen3": "Qwen3ForCausalLM", "olmo2": "Olmo2ForCausalLM",
-                           "mistral": "MistralForCausalLM", "smollm3": "SmolLM3ForCausalLM"}[c.arch]],
+                           "mistral": "MistralForCausalLM", "smollm3": "SmolLM3ForCausalLM",
+                           "mixtral": "MixtralForCausalLM"}[c.arch]],
         "model_type": c.arch, "hidden_size": c.C, "intermediate_size": c.F,
         "num_hidden_layers": c.L, "num_attention_heads": c.NH, "num_key_value_heads": c.KVH,
         "head_dim": c.HS, "vocab_size": c.V, "rms_norm_eps": c.eps, "rope_theta": c.theta,
@@ -267,6 +310,8 @@ def main():
     }
     if c.window:
         cfg["sliding_window"] = c.window
+    if c.E:
+        cfg.update({"num_local_experts": c.E, "num_experts_per_tok": c.K, "sliding_window": None})
     if c.no_rope:
         cfg.update({"no_rope_layers": c.no_rope, "no_rope_layer_interval": 4, "use_sliding_window": False})
     if c.llama3:
@@ -291,7 +336,8 @@ def main():
     s = alpha / r
     hp = dict(lr=2e-3, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.01, max_grad_norm=0.5,
               warmup_ratio=0.2, steps=10, sched='cosine', rank=r, alpha=alpha)
-    for mode in ('lora', 'dora', 'full'):
+    # mixtral: LoRA / DoRA on the attention; full-parameter training is refused
+    for mode in ('lora', 'dora') if c.E else ('lora', 'dora', 'full'):
         gl = torch.Generator().manual_seed(a.seed + 1)
         if mode == 'full':
             P = {k: v.clone() for k, v in W.items()}

@@ -106,8 +106,14 @@ def main():
         jinjas.append((os.path.join(REF, "chat", f + ".jinja"), fixture))
     jinjas.append((os.path.join(REF, "chat", "llama3.2.jinja"), os.path.join(NM, "@lenml", "tokenizer-llama3_1", "models",
                                                                           "tokenizer.json")))
+    checks = []
     for jpath, tokenizer in jinjas:
         dialect = run([os.path.join(BUILD, "test_chat"), "--detect", jpath]).strip()
+        checks.append((jpath, tokenizer, dialect))
+        # Qwen3's template with thinking on: the registry's qwen3thinking variant
+        if dialect == "qwen3":
+            checks.append((jpath, tokenizer, "qwen3thinking"))
+    for jpath, tokenizer, dialect in checks:
         info = dialects.get(dialect)
         if not info:
             fails.append(jpath)
@@ -131,7 +137,7 @@ def main():
         oc = os.path.join(tmp, "ollama_convs.json")
         json.dump([{"system": c["system"] if c["system"] is not None else info["default_system"],
                     "messages": c["messages"]} for c in keep], open(oc, "w"))
-        jtexts = jrun(["node", os.path.join(REF, "export", "jinja_render.js"), jpath, jc])
+        jtexts = jrun(["node", os.path.join(REF, "export", "jinja_render.js"), jpath, jc, dialect])
         gtexts = jrun([gobin, info["template"], oc])
         jt, gt = os.path.join(tmp, "jt.json"), os.path.join(tmp, "gt.json")
         json.dump(jtexts, open(jt, "w"))

@@ -4,17 +4,20 @@
 // conversation {system, messages} with add_generation_prompt — the system
 // prompt, when set and the conversation has none, becomes the first
 // message (as dlm renders a document's system_prompt).
-//   node jinja_render.js TEMPLATE.jinja CONVS.json   → JSON array on stdout
+//   node jinja_render.js TEMPLATE.jinja CONVS.json [DIALECT]   → JSON array on stdout
+// DIALECT adds the variables it stands for (Qwen3's enable_thinking: qwen3
+// false, qwen3thinking true; see tests/ref/chat/render.js).
 'use strict';
 const fs = require('fs');
 const path = require('path');
 const { Template } = require(path.join(__dirname, '..', 'node_modules', '@huggingface', 'jinja'));
-const [tpath, cpath] = process.argv.slice(2);
+const [tpath, cpath, dialect] = process.argv.slice(2);
+const DIALECT_VARS = { qwen3: { enable_thinking: false }, qwen3thinking: { enable_thinking: true } };
 const tmpl = new Template(fs.readFileSync(tpath, 'utf8'));
 const out = JSON.parse(fs.readFileSync(cpath, 'utf8')).map((c) => {
   const messages = (c.system !== null && c.system !== undefined && (!c.messages.length || c.messages[0].role !== 'system'))
     ? [{ role: 'system', content: c.system }, ...c.messages] : c.messages;
   return tmpl.render({ messages, add_generation_prompt: true, bos_token: '<|begin_of_text|>', eos_token: '<|eot_id|>',
-                       date_string: '26 Jul 2024' });
+                       date_string: '26 Jul 2024', ...(DIALECT_VARS[dialect] || {}) });
 });
 process.stdout.write(JSON.stringify(out) + '\n');
