@@ -154,7 +154,7 @@ MODS = [('self_attn', 'q_proj'), ('self_attn', 'k_proj'), ('self_attn', 'v_proj'
 def lora_init(c, W, g, r, dora):
     P = {}
     for l in range(c.L):
-        for blk, m in (MODS[:4] if c.E else MODS):   # mixtral: LoRA on the attention only
+        for blk, m in (MODS[:4] if getattr(c, 'E', 0) else MODS):   # mixtral: LoRA on the attention only
             w = W[f'model.layers.{l}.{blk}.{m}.weight']
             out, inn = w.shape
             pre = f'base_model.model.model.layers.{l}.{blk}.{m}.'
