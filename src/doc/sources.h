@@ -133,6 +133,8 @@ typedef struct src_report {
     int kept;
     int64_t kept_bytes;
     int skipped;
+    src_weight *weights;    /* every directive's .dlm/ weights merged (later wins per key, value) */
+    int n_weights;
 } src_report;
 
 /* A kept file's synthesized content ("# source: ...\n\n" + normalised text).

@@ -343,6 +343,7 @@ int run_begin_records(run *R, dlm_err *e)
         json_object_set_new(items, R->plan.items[i].name, json_integer((json_int_t)R->plan.items[i].bytes));
     json_object_set_new(b, "plan_items", items);
     json_object_set_new(b, "threads", json_integer(R->threads));
+    if (!R->pref) json_object_set_new(b, "cpt", cpt_json(&R->cpt, &R->optim));
     char *s = json_dumps(b, JSON_COMPACT);
     fprintf(R->log, "%s\n", s);
     fflush(R->log);
@@ -468,6 +469,11 @@ static int write_version(run *R, const char *tmp, dlm_err *e)
                            "recompute", R->plan.recompute, "train_items", (json_int_t)R->P.data.ds->n_train,
                            "train_loss_tokens", (json_int_t)R->P.data.ds->train_loss_tokens, "replay_sections", R->P.data.n_replay,
                            "new_sections", R->P.data.n_new, "frontmatter", cfg ? cfg : json_null());
+    /* training.cpt: the schedule chosen and why (run/cpt.h) */
+    if (!R->pref) json_object_set_new(tr, "cpt", cpt_json(&R->cpt, &R->optim));
+    if (!R->pref && (R->P.data.ds->rows_weight_dropped || R->P.data.ds->rows_weight_extra))
+        json_object_set_new(tr, "tag_weights", json_pack("{s:i, s:i}", "rows_dropped", R->P.data.ds->rows_weight_dropped,
+                                                          "copies_added", R->P.data.ds->rows_weight_extra));
     /* what training.sources contributed: per-directive counts, each kept file's path, size, sha256 */
     const src_report *srcs = doc_sources_report(R->doc);
     if (srcs) json_object_set_new(tr, "sources", src_report_json(srcs, 2));
@@ -625,6 +631,8 @@ void run_free(run *R)
     free(R->bpos);
     free(R->bseg);
     free(R->items);
+    free(R->emb_g);
+    free(R->head_g);
     lora_free(R->l);
     prep_free(&R->P);
     tcache_close(R->cache);

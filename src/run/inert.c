@@ -17,9 +17,6 @@ int run_inert_notes(const doc_training *t, inert_note_fn fn, void *ctx)
     if (t->precision != d.precision)
         NOTE("training.precision: %s is not used yet; dlm trains LoRA weights in fp32 on the CPU",
              doc_precision_names[t->precision]);
-    if (t->cpt.schedule != d.cpt.schedule || t->cpt.embed_warmup_steps != d.cpt.embed_warmup_steps)
-        NOTE("training.cpt: the continued-pretraining schedule is not implemented yet; prose trains as plain "
-             "language modelling");
     if (t->gate.enabled != d.gate.enabled)
         NOTE("training.gate: the adapter gate is not implemented yet; no gate is trained");
     if (t->audio.auto_resample != d.audio.auto_resample)
