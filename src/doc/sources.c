@@ -529,6 +529,29 @@ static int walk_dir(walker *w, const char *abs, const char *rel, int depth, dlm_
     return rc;
 }
 
+json_t *src_weight_distribution(const src_report *r)
+{
+    if (!r || !r->n_weights) return NULL;
+    json_t *o = json_object();
+    for (int i = 0; i < r->n_files; i++) {
+        const src_file *f = &r->files[i];
+        if (f->verdict != SRC_KEPT || !f->tags_json) continue;
+        json_t *tags = json_loads(f->tags_json, 0, NULL);
+        const char *key;
+        json_t *val;
+        json_object_foreach(tags, key, val) {
+            const char *tv = json_string_value(val);
+            if (!tv) continue;
+            json_t *inner = json_object_get(o, key);
+            if (!inner) json_object_set_new(o, key, inner = json_object());
+            json_t *n = json_object_get(inner, tv);
+            json_object_set_new(inner, tv, json_integer(n ? json_integer_value(n) + 1 : 1));
+        }
+        json_decref(tags);
+    }
+    return o;
+}
+
 /* ---- tag weights ---------------------------------------------------------------
  * The original (trainer.py → data/weighted_rows.py merge_weights_maps) merges
  * the `weights` of every discovered .dlm/training.yaml of every directive into

@@ -541,12 +541,13 @@ int run_commit(run *R, dlm_err *e)
     snprintf(sum_rel, sizeof sum_rel, "logs/train-%06lld-%s.summary.json", (long long)R->run_id, stamp);
     snprintf(sum_path, sizeof sum_path, "%s/%s", R->store, sum_rel);
     double val = R->P.data.ds->n_val ? R->last_val : NAN;
-    json_t *rec = json_pack("{s:I, s:s, s:s, s:i, s:s, s:I, s:I, s:f, s:o, s:s, s:{}, s:s, s:n, s:n}",
+    json_t *wd = R->pref ? NULL : src_weight_distribution(doc_sources_report(R->doc));
+    json_t *rec = json_pack("{s:I, s:s, s:s, s:i, s:s, s:I, s:I, s:f, s:o, s:s, s:{}, s:s, s:n, s:o}",
                             "run_id", (json_int_t)R->run_id, "started_at", R->started_at, "ended_at", now,
                             "adapter_version", v, "base_model_revision", R->revision, "seed", (json_int_t)R->seed,
                             "steps", (json_int_t)R->steps_done, "final_train_loss", R->last_loss, "final_val_loss",
                             isfinite(val) ? json_real(val) : json_null(), "status", "completed", "pinned_versions",
-                            "summary_path", sum_rel, "adapter_name", "weight_distribution");
+                            "summary_path", sum_rel, "adapter_name", "weight_distribution", wd ? wd : json_null());
     json_t *m = R->manifest;
     if (manifest_add_run(m, rec, &e2)) log_warn("manifest: %s", e2.msg);
     json_decref(rec);

@@ -7,9 +7,10 @@
 # tagged elsewhere), a row's weight the product over its tags, floor(w)
 # copies plus one iff u64_be(blake2b(f"{seed}:{sid}", 8)) / 2^64 < frac(w),
 # w <= 0 dropped, then the split by sha256(f"{seed}\0{sid}\0{k}") over each
-# copy k — gives the train/validation row counts, the rows dropped and the
-# copies added; dlm's training_run.json, its log and `dlm show --sources`
-# must say the same. The weighted run gives the same adapter bytes with 1
+# copy k — gives the train/validation row counts, the rows dropped, the
+# copies added and the manifest's weight_distribution; dlm's
+# training_run.json, its log, its manifest and `dlm show --sources` must say
+# the same. The weighted run gives the same adapter bytes with 1
 # and 2 threads; weights that drop every row are an error with a hint.
 set -euo pipefail
 . "$DLM_SRC/tests/cli/lib.sh"
@@ -52,7 +53,7 @@ store="$DLM_HOME/store/$ID"
 v=$(tr -d '\n' < "$store/adapter/current.txt")
 a=$(sha256sum "$store/$v/adapter_model.safetensors" | cut -c1-64)
 log=$(ls -t "$store"/logs/train-*.jsonl | head -1)
-"$py" - corpus 42 show.json "$store/$v/training_run.json" "$log" <<'PY' || fail "weights differ from the reference"
+"$py" - corpus 42 show.json "$store/$v/training_run.json" "$log" "$store/manifest.json" <<'PY' || fail "weights differ from the reference"
 import hashlib, json, os, sys
 root, seed = sys.argv[1], int(sys.argv[2])
 # the merged map: configs by anchor depth (path length), later wins
@@ -67,7 +68,7 @@ for anchor in sorted(cfgs, key=lambda a: (len(os.path.join(root, a).rstrip("/"))
             merged.setdefault(k, {})[val] = sc
 files = sorted(os.path.relpath(os.path.join(d, f), root) for d, _, fs in os.walk(root) for f in fs
                if "/.dlm" not in "/" + os.path.relpath(d, root) + "/" and os.path.basename(d) != ".dlm")
-want_w, train, val, dropped, extra = {}, 0, 0, 0, 0
+want_w, train, val, dropped, extra, dist = {}, 0, 0, 0, 0, {}
 thr = int(0.1 * (1 << 64))
 for rel in files:
     text = open(os.path.join(root, rel)).read()
@@ -81,6 +82,8 @@ for rel in files:
         sc = merged.get(k, {}).get(val_)
         if sc is not None: w *= sc
     want_w[rel] = w
+    for k, val_ in tags.items():   # weighted_rows.weight_distribution: rows before weighting
+        dist.setdefault(k, {})[val_] = dist.get(k, {}).get(val_, 0) + 1
     if w <= 0: dropped += 1; continue
     n = int(w)
     frac = w - n
@@ -101,6 +104,8 @@ banner = json.loads(open(sys.argv[5]).readline())
 got = (run["cpt"]["text_rows"], banner["val_items"], run["tag_weights"]["rows_dropped"],
        run["tag_weights"]["copies_added"], run["train_items"])
 assert got == (train, val, dropped, extra, train), (got, (train, val, dropped, extra, train))
+wd = json.load(open(sys.argv[6]))["training_runs"][-1]["weight_distribution"]
+assert wd == dist, (wd, dist)
 print("train", train, "val", val, "dropped", dropped, "extra", extra)
 PY
 "$DLM" train w.dlm --fresh --max-steps 3 --threads 1 -q >/dev/null 2>&1 || fail "train threads 1"
