@@ -20,6 +20,20 @@ void cpt_choose(const doc_training *tr, const dataset *ds, cpt_choice *c)
     c->embed_warmup_steps = tr->cpt.embed_warmup_steps;
 }
 
+void cpt_sft_optim(const doc_training *tr, const cpt_choice *c, int64_t total, optim_config *o)
+{
+    optim_defaults(o);
+    o->lr = tr->learning_rate;
+    o->weight_decay = tr->weight_decay;
+    o->warmup_ratio = tr->warmup_ratio;
+    o->min_lr_ratio = tr->min_lr_ratio;
+    o->total_steps = total;
+    o->sched = tr->lr_scheduler == DOC_SCHED_LINEAR ? SCHED_LINEAR
+             : tr->lr_scheduler == DOC_SCHED_CONSTANT ? SCHED_CONSTANT
+             : tr->lr_scheduler == DOC_SCHED_COSINE_MIN_LR ? SCHED_COSINE_MIN_LR : SCHED_COSINE;
+    cpt_apply(c, o);
+}
+
 void cpt_apply(const cpt_choice *c, optim_config *o)
 {
     if (!c->dapt) return;

@@ -45,6 +45,10 @@ typedef struct cpt_choice {
 
 /* Decide from the document's setting and the dataset's train rows. */
 void cpt_choose(const doc_training *tr, const dataset *ds, cpt_choice *c);
+/* The SFT phase's optimizer settings for a run of `total` steps: the
+ * document's (learning_rate, weight_decay, lr_scheduler, warmup_ratio,
+ * min_lr_ratio), then cpt_apply. Train and doctor both call it. */
+void cpt_sft_optim(const doc_training *tr, const cpt_choice *c, int64_t total, optim_config *o);
 /* DAPT: the schedule's overrides on o (sft: nothing). */
 void cpt_apply(const cpt_choice *c, optim_config *o);
 /* Do step k's (0-based) gradients include the embeddings'? */

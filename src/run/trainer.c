@@ -450,34 +450,24 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
         R->total = (int64_t)R->steps_per_epoch * tr->num_epochs;
     }
     if (o->max_steps > 0 && o->max_steps < R->total) R->total = o->max_steps;
-    optim_defaults(&R->optim);
-    R->optim.lr = tr->learning_rate;
-    R->optim.weight_decay = tr->weight_decay;
-    R->optim.warmup_ratio = tr->warmup_ratio;
-    R->optim.min_lr_ratio = tr->min_lr_ratio;
-    R->optim.total_steps = R->total;
-    R->optim.sched = tr->lr_scheduler == DOC_SCHED_LINEAR ? SCHED_LINEAR
-                : tr->lr_scheduler == DOC_SCHED_CONSTANT ? SCHED_CONSTANT
-                : tr->lr_scheduler == DOC_SCHED_COSINE_MIN_LR ? SCHED_COSINE_MIN_LR : SCHED_COSINE;
+    /* the document's schedule, or training.cpt's DAPT one (run/cpt.h) */
+    cpt_choose(tr, R->pref ? NULL : R->P.data.ds, &R->cpt);
+    cpt_sft_optim(tr, &R->cpt, R->total, &R->optim);
     if (R->pref) {
         /* TRL's DPOConfig/ORPOConfig over TrainingArguments' defaults: linear
-         * decay, no warmup, no weight decay; the phase's own learning rate */
+         * decay, no warmup, no weight decay; the phase's own learning rate.
+         * training.cpt is not read there. */
+        R->cpt.dapt = 0;
+        R->cpt.embed_warmup_steps = 0;
         R->optim.lr = tr->preference.hyperparams.learning_rate;
         R->optim.weight_decay = 0;
         R->optim.warmup_ratio = 0;
         R->optim.min_lr_ratio = 0;
         R->optim.sched = SCHED_LINEAR;
-    }
-    /* training.cpt (run/cpt.h): DAPT's schedule over the SFT one */
-    cpt_choose(tr, R->pref ? NULL : R->P.data.ds, &R->cpt);
-    if (R->pref) R->cpt.embed_warmup_steps = 0;
-    else {
-        cpt_apply(&R->cpt, &R->optim);
-        if (R->cpt.dapt)
-            note(R, "cpt: DAPT schedule (%s; %.0f%% of the train rows are prose): cosine to a floor of %g x lr, "
-                    "warmup %lld of %lld steps", R->cpt.setting, 100.0 * R->cpt.fraction, R->optim.min_lr_ratio,
-                 (long long)optim_warmup_steps(&R->optim), (long long)R->total);
-    }
+    } else if (R->cpt.dapt)
+        note(R, "cpt: DAPT schedule (%s; %.0f%% of the train rows are prose): cosine to a floor of %g x lr, "
+                "warmup %lld of %lld steps", R->cpt.setting, 100.0 * R->cpt.fraction, R->optim.min_lr_ratio,
+             (long long)optim_warmup_steps(&R->optim), (long long)R->total);
     R->save_every = tr->save_steps > 0 ? tr->save_steps : (R->total / 4 > 1 ? R->total / 4 : 1);
     R->eval_every = R->total / 4 > 1 ? R->total / 4 : 1;
     R->best_val = INFINITY;

@@ -87,6 +87,17 @@ doc p.dlm "  cpt:
 out=$("$DLM" train p.dlm --max-steps 10 2>&1) || fail "train: $out"
 echo "$out" | grep -q "cpt: DAPT schedule (auto; 100% of the train rows are prose)" || fail "no DAPT note: $out"
 check_lr dapt >/dev/null || fail "auto/prose lr"
+# doctor shows the choice train made
+"$DLM" doctor p.dlm --json > doc.json || fail "doctor"
+"$py" - doc.json "$store/$(cur)/training_run.json" <<'PY' || fail "doctor's schedule differs from train's"
+import json, sys
+d, r = json.load(open(sys.argv[1]))["cpt"], json.load(open(sys.argv[2]))["cpt"]
+for k in ("setting", "schedule", "cpt_fraction", "text_rows", "messages_rows", "lr_scheduler", "warmup_ratio",
+          "min_lr_ratio", "embed_warmup_steps"):
+    assert d[k] == r[k], (k, d[k], r[k])
+PY
+"$DLM" doctor p.dlm | grep -q "schedule: dapt (training.cpt.schedule auto; 3 prose + 0 Q/A train rows before replay, 100% prose > 70%)" ||
+    fail "doctor: $("$DLM" doctor p.dlm 2>&1)"
 # auto on a Q/A-heavy document: SFT (the document's cosine)
 doc q.dlm "  cpt:
     schedule: auto" 12
