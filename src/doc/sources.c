@@ -652,7 +652,7 @@ static void wlist_free(wlist *L)
 /* Merge one directive's configs into the map (weights in the report). */
 static int merge_weights(src_report *r, wlist *L, dlm_err *e)
 {
-    qsort(L->a, (size_t)L->n, sizeof *L->a, wanchor_cmp);
+    if (L->n > 1) qsort(L->a, (size_t)L->n, sizeof *L->a, wanchor_cmp);
     for (int i = 0; i < L->n; i++)
         for (int k = 0; k < L->a[i].n; k++) {
             src_weight *w = &L->a[i].w[k];

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# training.cpt on the embedded tiny base (run/cpt.h), part 2 (the schedule: t0606):
+# training.cpt on the embedded tiny base (run/cpt.h), part 2 (the schedule: t0606;
+# slow: ~19 s, minutes under ASan, where t0609 runs instead):
 #   - embed_warmup_steps: 3: the embeddings stay frozen (the base file's
 #     sha256 is unchanged, the adapter holds LoRA tensors only, no
 #     modules_to_save) while steps 1..3 report a larger gradient norm than

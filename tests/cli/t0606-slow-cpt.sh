@@ -6,7 +6,8 @@
 #     and transformers' schedules (cosine_with_min_lr, min_lr_rate 0.1,
 #     warmup ceil(0.2·total) for DAPT; the document's cosine, warmup
 #     ceil(0.1·total) otherwise), for auto on prose, auto on Q/A, and sft;
-#   (the embed warm-up, determinism and resume: t0607);
+#   (the embed warm-up, determinism and resume: t0607; slow: ~16 s, minutes
+#   under ASan, where t0609 runs instead);
 #   - a negative embed_warmup_steps or an unknown schedule is refused with
 #     file:line.
 set -euo pipefail
