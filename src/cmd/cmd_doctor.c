@@ -150,6 +150,26 @@ static void print_doc_plan(const doctor_doc *d, const char *path)
     if (d->replay_sections)
         printf("  replay: %d sections in the corpus; train adds a sample of them (not counted here)\n",
                d->replay_sections);
+    if (d->from_files) {
+        const cpt_choice *cc = &d->cpt;
+        const optim_config *oc = &d->optim;
+        /* train's replay sample counts in its fraction too (not known here) */
+        printf("  schedule: %s (training.cpt.schedule %s; %d prose + %d Q/A train rows%s, %.0f%% prose%s): ",
+               cc->dapt ? "dapt" : "sft", cc->setting, cc->text_rows, cc->msg_rows,
+               d->replay_sections ? " before replay" : "", 100.0 * cc->fraction,
+               strcmp(cc->setting, "auto") ? "" : cc->dapt ? " > 70%" : " <= 70%");
+        if (oc->sched == SCHED_COSINE_MIN_LR)
+            printf("cosine to %g x lr", oc->min_lr_ratio);
+        else
+            printf("%s", oc->sched == SCHED_LINEAR ? "linear" : oc->sched == SCHED_CONSTANT ? "constant" : "cosine");
+        printf(", lr %g, warmup %lld of %lld steps (--max-steps shortens both)\n", oc->lr,
+               (long long)optim_warmup_steps(oc), (long long)oc->total_steps);
+        if (cc->embed_warmup_steps > 0)
+            printf("  embed warm-up: the embedding gradients count in the clipping norm of steps 1..%lld; the"
+                   " embeddings stay frozen (as the original)\n", (long long)cc->embed_warmup_steps);
+        if (d->tag_dropped || d->tag_extra)
+            printf("  tag weights: %d row(s) dropped, %d copies added\n", d->tag_dropped, d->tag_extra);
+    }
     printf("  choice: micro_batch_size %d x grad_accum %d (effective %d), recompute %s, %d threads, base stays %s\n",
            p->mb, p->ga, p->mb * p->ga, p->recompute ? "on" : "off", p->threads,
            d->in.base.wtype >= 0 ? dtype_name((dtype)d->in.base.wtype) : "as stored");
@@ -251,6 +271,11 @@ int cmd_doctor(int argc, char **argv, dlm_ctx *ctx)
                 json_object_set_new(json_object_get(o, "document"), "gate",
                                     nd ? adapters_view_gate_json(nd, ctx->home) : json_null());
                 doc_free(nd);
+            }
+            if (d.from_files) {
+                json_object_set_new(o, "cpt", cpt_json(&d.cpt, &d.optim));
+                json_object_set_new(o, "tag_weights", json_pack("{s:i, s:i}", "rows_dropped", d.tag_dropped,
+                                                                "copies_added", d.tag_extra));
             }
             if (d.pref_planned) {
                 json_object_set_new(o, "preference_plan", plan_json(&d.pref_p, &d.pref_in));

@@ -34,6 +34,9 @@ typedef struct decoder_opts {
     int recompute;          /* training: keep only layer inputs, recompute each layer in backward */
     int full;               /* training: every weight trainable (weights must be F32) */
     int logit_rows;         /* full mode: LM-head rows per chunk (0 = auto) */
+    int head_grad;          /* LoRA training: backward may also take the LM-head weight's gradient (a
+                             * second, chunked head pass: the fused head's loss and input gradient are
+                             * untouched); training.cpt's embed warm-up */
     int n_ctx;              /* > 0: inference with a KV cache of n_ctx positions (B = 1; no backward) */
     int n_seq;              /* inference: sequences with a cache each, decoded together (0 = 1) */
 } decoder_opts;

@@ -57,8 +57,9 @@ struct decoder {
     float *rstdf, *xnf;       /* [N] [N,C] */
     float *xn, *act;          /* [N,C] [N,F]: a layer's normalised input, silu(g)·u */
     float *rope_cs, *rope_sn; /* [N, HS/2]: RoPE cos/sin of this batch's positions */
-    float *logits;            /* [chunk, V] (full mode, or a final soft cap) */
+    float *logits;            /* [chunk, V] (full mode, a final soft cap, or head_grad) */
     float *logits_cap;        /* [chunk, V] final_softcap: the capped logits (logits then holds their gradient) */
+    float *nchunk;            /* [chunk] head_grad: the second pass's NLL (discarded) */
     float *head_scratch;      /* kern_head_xent scratch (LoRA mode: fused head) */
     float *xsel, *dsel;       /* [sel, C] */
     int32_t *rows, *tsel;     /* [N] rows with a target, [sel] their targets */

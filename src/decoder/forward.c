@@ -183,6 +183,10 @@ static void carve_all(decoder *d, carver *cv, const model_config *c, const lora_
         if (d->o.full || c->final_softcap > 0) d->logits = CARVE_F(cv, (size_t)d->chunk * d->V);
         else d->head_scratch = CARVE_F(cv, kern_head_xent_scratch(N, C));
         if (c->final_softcap > 0) d->logits_cap = CARVE_F(cv, (size_t)d->chunk * d->V);
+        if (!d->o.full && d->o.head_grad) {
+            if (!d->logits) d->logits = CARVE_F(cv, (size_t)d->chunk * d->V);
+            d->nchunk = CARVE_F(cv, d->chunk);
+        }
         d->xsel = CARVE_F(cv, (size_t)d->sel * C);
         d->dsel = CARVE_F(cv, (size_t)d->sel * C);
         d->nsel = CARVE_F(cv, d->sel);
@@ -638,6 +642,16 @@ double dec_head_loss(decoder *d, const token_batch *b, int want_grad, float grad
         } else if (!d->o.full) {
             PROF("head.fused", total += kern_head_xent(want_grad ? d->dsel : NULL, d->nsel, d->xsel, Wo, d->tsel,
                                                        cn, grad_scale, d->head_scratch));
+            /* head_grad: dW += (softmax − onehot)·scale ᵀ · x, chunk by chunk,
+             * the full mode's formula (the fused pass above stays the loss
+             * and the input gradient, so the LoRA gradient is unchanged) */
+            if (want_grad && dWout && d->o.head_grad)
+                for (int c0 = 0; c0 < cn; c0 += d->chunk) {
+                    int cc = cn - c0 < d->chunk ? cn - c0 : d->chunk;
+                    PROF("head.matmul", kern_matmul(d->logits, d->xsel + (size_t)c0 * C, Wo, NULL, cc, 0));
+                    PROF("head.xent", kern_xent(d->logits, d->nchunk, d->logits, d->tsel + c0, cc, d->V, grad_scale));
+                    kern_sgemm(1, 0, d->V, C, cc, 1.0f, d->logits, d->V, d->xsel + (size_t)c0 * C, C, 1.0f, dWout, C);
+                }
         } else {
             PROF("head.matmul", kern_matmul(d->logits, d->xsel, Wo, NULL, cn, 0));
             PROF("head.xent", total += kern_xent(want_grad ? d->logits : NULL, d->nsel, d->logits, d->tsel, cn,

@@ -93,10 +93,12 @@ typedef struct doc_section {
 
     /* synthesized from a training.sources file (doc_expand_sources, see
      * doc/sources.h): its path relative to the directive root, and the
-     * product of the .dlm/training.yaml weights its tags match. NULL for
-     * sections of the file itself. */
+     * product of the merged .dlm/training.yaml weights its tags match (the
+     * trainer repeats or drops its row by it: tokens/dataset.h). NULL, and
+     * weight 0 (read as 1), for sections of the file itself. */
     char *source_file;
     double source_weight;
+    int source_index;       /* its file in the sources report */
 } doc_section;
 
 /* sha256(type + "\n" + content)[:16] as lowercase hex (content normalised:

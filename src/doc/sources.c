@@ -38,6 +38,8 @@ void src_report_free(src_report *r)
     free(r->files);
     for (int i = 0; i < r->n_dirs; i++) { free(r->dirs[i].path); free(r->dirs[i].root); }
     free(r->dirs);
+    for (int i = 0; i < r->n_weights; i++) { free(r->weights[i].key); free(r->weights[i].val); }
+    free(r->weights);
     memset(r, 0, sizeof *r);
 }
 
@@ -287,24 +289,8 @@ static src_verdict rule_verdict(walker *w, const char *rel, strbuf *why, src_fil
         }
     }
     if (tags) {
-        const char *key;
-        json_t *val;
-        json_object_foreach(tags, key, val) {
-            const char *tv = json_string_value(val);
-            double wt = 1.0;
-            int found = 0;
-            for (int i = w->n_anc - 1; i >= 0 && !found; i--) {
-                const anchor *a = &w->anc[i];
-                if (!a->has_yaml) continue;
-                for (int k = 0; k < a->yaml.n_weights; k++)
-                    if (!strcmp(a->yaml.weights[k].key, key) && tv && !strcmp(a->yaml.weights[k].val, tv)) {
-                        wt = a->yaml.weights[k].w;
-                        found = 1;
-                        break;
-                    }
-            }
-            f->weight *= wt;
-        }
+        /* the weight it earns is resolved once every directive's .dlm/
+         * configs are known (apply_weights: the original merges them all) */
         f->tags_json = json_dumps(tags, JSON_COMPACT);
         json_decref(tags);
     }
@@ -543,6 +529,167 @@ static int walk_dir(walker *w, const char *abs, const char *rel, int depth, dlm_
     return rc;
 }
 
+json_t *src_weight_distribution(const src_report *r)
+{
+    if (!r || !r->n_weights) return NULL;
+    json_t *o = json_object();
+    for (int i = 0; i < r->n_files; i++) {
+        const src_file *f = &r->files[i];
+        if (f->verdict != SRC_KEPT || !f->tags_json) continue;
+        json_t *tags = json_loads(f->tags_json, 0, NULL);
+        const char *key;
+        json_t *val;
+        json_object_foreach(tags, key, val) {
+            const char *tv = json_string_value(val);
+            if (!tv) continue;
+            json_t *inner = json_object_get(o, key);
+            if (!inner) json_object_set_new(o, key, inner = json_object());
+            json_t *n = json_object_get(inner, tv);
+            json_object_set_new(inner, tv, json_integer(n ? json_integer_value(n) + 1 : 1));
+        }
+        json_decref(tags);
+    }
+    return o;
+}
+
+/* ---- tag weights ---------------------------------------------------------------
+ * The original (trainer.py → data/weighted_rows.py merge_weights_maps) merges
+ * the `weights` of every discovered .dlm/training.yaml of every directive into
+ * one map, later entries winning per (tag_key, tag_value): directives in
+ * order, within one directive its configs as discover_configs gives them:
+ * sorted(root.rglob(".dlm")) (path components compared in turn: a depth-first
+ * walk over sorted names), then stably by the anchor path's length in
+ * characters. A row's weight is the product over its tags of the matching
+ * scales, so a config anywhere in the tree weighs rows whose tags came from
+ * elsewhere. rglob sees every .dlm/ (excluded subtrees and past max_files
+ * too) but not through symlinked directories; so does this walk. */
+
+typedef struct wanchor { size_t chars; int seq; src_weight *w; int n; } wanchor;
+typedef struct wlist { wanchor *a; int n, cap; } wlist;
+
+static size_t utf8_chars(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++) n += ((unsigned char)*s & 0xC0) != 0x80;
+    return n;
+}
+
+/* dir's `.dlm/` (named in its listing) as an anchor, its training.yaml's
+ * weights (a file the walk warns about is skipped here in silence). */
+static int discover_one(wlist *L, const char *dir, dlm_err *e)
+{
+    char f[PATH_MAX];
+    if (!fs_join(f, sizeof f, dir, ".dlm/training.yaml") || !fs_is_file(f)) return 0;
+    char *raw = NULL, *text = NULL;
+    size_t rl = 0, tl = 0;
+    dlm_err le;
+    src_yaml y;
+    memset(&y, 0, sizeof y);
+    int ok = !fs_read_all(f, 1u << 20, &raw, &rl, &le) && !doc_text_normalize(f, raw, rl, &text, &tl, NULL, &le) &&
+             !src_yaml_parse(f, text, tl, &y, &le);
+    free(raw);
+    free(text);
+    if (!ok) return 0;
+    if (!y.n_weights) { src_yaml_free(&y); return 0; }
+    if (L->n == L->cap) {
+        int cap = L->cap ? L->cap * 2 : 8;
+        wanchor *v = realloc(L->a, (size_t)cap * sizeof *v);
+        if (!v) { src_yaml_free(&y); return err_set(e, "MemoryError", "out of memory"); }
+        L->a = v;
+        L->cap = cap;
+    }
+    wanchor *a = &L->a[L->n];
+    a->chars = utf8_chars(dir);
+    a->seq = L->n;
+    a->n = y.n_weights;
+    a->w = calloc((size_t)y.n_weights, sizeof *a->w);
+    if (!a->w) { src_yaml_free(&y); return err_set(e, "MemoryError", "out of memory"); }
+    for (int i = 0; i < y.n_weights; i++) {
+        a->w[i] = y.weights[i];
+        y.weights[i].key = y.weights[i].val = NULL;   /* moved */
+    }
+    L->n++;
+    src_yaml_free(&y);
+    return 0;
+}
+
+static int discover_weights(wlist *L, const char *dir, int depth, dlm_err *e)
+{
+    if (depth > 256) return 0;
+    char **names = NULL;
+    dlm_err le;
+    int n = fs_list_dir(dir, &names, &le);
+    if (n < 0) return 0;
+    int rc = 0;
+    for (int i = 0; i < n && !rc; i++) {
+        char ca[PATH_MAX];
+        struct stat ls;
+        if (!fs_join(ca, sizeof ca, dir, names[i]) || lstat(ca, &ls) || !S_ISDIR(ls.st_mode)) continue;
+        if (!strcmp(names[i], ".dlm")) rc = discover_one(L, dir, e);
+        if (!rc) rc = discover_weights(L, ca, depth + 1, e);
+    }
+    fs_free_list(names, n);
+    return rc;
+}
+
+static int wanchor_cmp(const void *x, const void *y)
+{
+    const wanchor *a = x, *b = y;
+    if (a->chars != b->chars) return a->chars < b->chars ? -1 : 1;
+    return a->seq - b->seq;   /* stable: Python's sort */
+}
+
+static void wlist_free(wlist *L)
+{
+    for (int i = 0; i < L->n; i++) {
+        for (int k = 0; k < L->a[i].n; k++) { free(L->a[i].w[k].key); free(L->a[i].w[k].val); }
+        free(L->a[i].w);
+    }
+    free(L->a);
+    memset(L, 0, sizeof *L);
+}
+
+/* Merge one directive's configs into the map (weights in the report). */
+static int merge_weights(src_report *r, wlist *L, dlm_err *e)
+{
+    if (L->n > 1) qsort(L->a, (size_t)L->n, sizeof *L->a, wanchor_cmp);
+    for (int i = 0; i < L->n; i++)
+        for (int k = 0; k < L->a[i].n; k++) {
+            src_weight *w = &L->a[i].w[k];
+            int j = 0;
+            while (j < r->n_weights && (strcmp(r->weights[j].key, w->key) || strcmp(r->weights[j].val, w->val))) j++;
+            if (j == r->n_weights) {
+                src_weight *v = realloc(r->weights, (size_t)(j + 1) * sizeof *v);
+                if (!v) return err_set(e, "MemoryError", "out of memory");
+                r->weights = v;
+                r->weights[j] = (src_weight){w->key, w->val, w->w};
+                w->key = w->val = NULL;
+                r->n_weights++;
+            } else r->weights[j].w = w->w;
+        }
+    return 0;
+}
+
+/* Every file's weight: the product, over its tags in order, of the merged
+ * map's scale for (key, value) (resolve_row_weight). */
+static void apply_weights(src_report *r)
+{
+    for (int i = 0; i < r->n_files; i++) {
+        src_file *f = &r->files[i];
+        f->weight = 1.0;
+        if (!f->tags_json || !r->n_weights) continue;
+        json_t *tags = json_loads(f->tags_json, 0, NULL);
+        const char *key;
+        json_t *val;
+        json_object_foreach(tags, key, val) {
+            const char *tv = json_string_value(val);
+            for (int j = 0; tv && j < r->n_weights; j++)
+                if (!strcmp(r->weights[j].key, key) && !strcmp(r->weights[j].val, tv)) { f->weight *= r->weights[j].w; break; }
+        }
+        json_decref(tags);
+    }
+}
+
 /* ---- directives -------------------------------------------------------------- */
 
 int src_expand(const char *doc_path, const doc_frontmatter *fm, const src_opts *o, src_sink sink, void *ctx,
@@ -619,7 +766,11 @@ int src_expand(const char *doc_path, const doc_frontmatter *fm, const src_opts *
         w.stop = 0;
         if (S_ISDIR(sb.st_mode)) {
             w.single = 0;
-            rc = walk_dir(&w, w.root, "", 0, e);
+            wlist wl = {0};
+            rc = discover_weights(&wl, w.root, 0, e);
+            if (!rc) rc = merge_weights(r, &wl, e);
+            wlist_free(&wl);
+            if (!rc) rc = walk_dir(&w, w.root, "", 0, e);
         } else {
             w.single = 1;
             rc = do_file(&w, w.root, fs_basename(w.root), 0, e);
@@ -632,14 +783,18 @@ int src_expand(const char *doc_path, const doc_frontmatter *fm, const src_opts *
     free(w.anc);
     free(w.buf);
     sb_free(&w.content);
+    if (!rc) apply_weights(r);
     return rc;
 }
 
 /* ---- on a document ----------------------------------------------------------- */
 
+typedef struct append_ctx { dlm_doc *d; src_report *r; } append_ctx;
+
 static int append_section(void *ctx, const src_file *f, const char *content, size_t len, dlm_err *e)
 {
-    dlm_doc *d = ctx;
+    append_ctx *ac = ctx;
+    dlm_doc *d = ac->d;
     if (d->n == d->cap) {
         int cap = d->cap ? d->cap * 2 : 16;
         doc_section *v = realloc(d->sections, (size_t)cap * sizeof *v);
@@ -661,7 +816,8 @@ static int append_section(void *ctx, const src_file *f, const char *content, siz
     memcpy(s->id, f->id, sizeof s->id);
     s->line = d->fm.training.sources[f->directive].line;
     s->content_line = s->line;
-    s->source_weight = f->weight;
+    s->source_index = (int)(f - ac->r->files);
+    s->source_weight = 1.0;   /* the merged weights are known after the walk */
     d->n++;
     return 0;
 }
@@ -673,13 +829,15 @@ int doc_expand_sources(dlm_doc *d, dlm_err *e)
     if (!r) return err_set(e, "MemoryError", "out of memory");
     src_opts o = {0};
     int n0 = d->n;
-    if (src_expand(d->path, &d->fm, &o, append_section, d, r, e)) {
+    append_ctx ac = {d, r};
+    if (src_expand(d->path, &d->fm, &o, append_section, &ac, r, e)) {
         for (int i = n0; i < d->n; i++) doc_section_clear(&d->sections[i]);
         d->n = n0;
         src_report_free(r);
         free(r);
         return -1;
     }
+    for (int i = n0; i < d->n; i++) d->sections[i].source_weight = r->files[d->sections[i].source_index].weight;
     d->sources = r;
     return 0;
 }

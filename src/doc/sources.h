@@ -133,6 +133,8 @@ typedef struct src_report {
     int kept;
     int64_t kept_bytes;
     int skipped;
+    src_weight *weights;    /* every directive's .dlm/ weights merged (later wins per key, value) */
+    int n_weights;
 } src_report;
 
 /* A kept file's synthesized content ("# source: ...\n\n" + normalised text).
@@ -158,6 +160,10 @@ void src_report_free(src_report *r);
  * sha256, section_id, tags, weight}], totals:{files, kept, skipped, bytes}}.
  * with_files: 0 no per-file list, 1 every file, 2 kept files only. */
 json_t *src_report_json(const src_report *r, int with_files);
+/* The original's weight_distribution (trainer.py _compute_weight_distribution):
+ * {tag_key: {tag_value: rows}} over the kept files before weighting, or NULL
+ * when no config declares weights (r may be NULL). */
+json_t *src_weight_distribution(const src_report *r);
 
 /* ---- on a document --------------------------------------------------------- */
 

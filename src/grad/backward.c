@@ -146,7 +146,7 @@ static void gemma2_layer_bwd(decoder *d, const dec_pass *p, const token_batch *b
 }
 
 static void layer_bwd(decoder *d, const dec_pass *p, const token_batch *b, int layer, layer_acts *A,
-                      const float *x, float *lg, layer_grads *G)
+                      const float *x, float *lg, layer_grads *G, int want_dx)
 {
     if (d->m->cfg.sandwich) {
         gemma2_layer_bwd(d, p, b, layer, A, x, lg, G);
@@ -223,7 +223,7 @@ attention:;
     }
     /* The first layer's input gradient goes nowhere unless the embedding
      * (full mode) wants it. */
-    float *dxn = layer > 0 || G ? d->dxn : NULL;
+    float *dxn = layer > 0 || G || want_dx ? d->dxn : NULL;
     lin_bwd(d, p, A, layer, LM_Q, xa, dq, dxn, N, lg, G ? G->wq : NULL, G ? G->bq : NULL, 0);
     lin_bwd(d, p, A, layer, LM_K, xa, dk, dxn, N, lg, G ? G->wk : NULL, G ? G->bk : NULL, 1);
     lin_bwd(d, p, A, layer, LM_V, xa, d->dv, dxn, N, lg, G ? G->wv : NULL, G ? G->bv : NULL, 1);
@@ -262,7 +262,7 @@ static double bwd(decoder *d, const token_batch *b, float *lora_grad, const full
         const float *x = d->X + (size_t)layer * stride;
         if (d->n_acts == 1) /* recompute: re-run this layer's forward, same inputs, same draws */
             dec_layer_fwd(d, &p, layer, A, x, d->tmpC /* output unused */);
-        layer_bwd(d, &p, b, layer, A, x, lora_grad, fg ? &fg->layers[layer] : NULL);
+        layer_bwd(d, &p, b, layer, A, x, lora_grad, fg && fg->layers ? &fg->layers[layer] : NULL, fg != NULL);
     }
     if (fg) { /* embedding rows: sequential scatter-add, fixed order (gemma2: × its scale) */
         float sc = c->embd_scale > 0 ? c->embd_scale : 1.0f;

@@ -13,7 +13,9 @@
 #include "grad/full.h"
 
 /* Gradients are added into lora_grad (same layout as the adapter's slab)
- * or into fg (full mode). dlogits are scaled by grad_scale (normally 1 /
+ * or into fg (full mode). fg with layers NULL (and out_norm NULL) takes the
+ * embedding and LM-head gradients only, beside lora_grad (training.cpt's
+ * embed warm-up: run/cpt.h); output NULL = tied, both go to tok_embd. dlogits are scaled by grad_scale (normally 1 /
  * tokens-with-loss in the optimizer step). Dropout draws come from (seed,
  * RNG_DROPOUT, micro_step, ...). Returns the summed NLL of the batch;
  * *n_loss = tokens with a target. */

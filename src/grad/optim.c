@@ -47,6 +47,11 @@ double optim_lr_at(const optim_config *c, int64_t k)
 
 double optim_grad_norm(const float *g, size_t n)
 {
+    return sqrt(optim_grad_sumsq(g, n));
+}
+
+double optim_grad_sumsq(const float *g, size_t n)
+{
     /* Blocks of 4096 summed in double, then blocks in order: fixed order. */
     double total = 0;
     for (size_t b = 0; b < n; b += 4096) {
@@ -55,12 +60,17 @@ double optim_grad_norm(const float *g, size_t n)
         for (size_t i = b; i < e; i++) s += (double)g[i] * (double)g[i];
         total += s;
     }
-    return sqrt(total);
+    return total;
 }
 
 double optim_clip(float *g, size_t n, float max_norm)
 {
-    double norm = optim_grad_norm(g, n);
+    return optim_clip_extra(g, n, max_norm, 0.0);
+}
+
+double optim_clip_extra(float *g, size_t n, float max_norm, double extra_sq)
+{
+    double norm = sqrt(optim_grad_sumsq(g, n) + extra_sq);
     if (max_norm > 0) {
         double coef = (double)max_norm / (norm + 1e-6);
         if (coef < 1.0) {

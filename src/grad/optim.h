@@ -32,6 +32,12 @@ double optim_lr_at(const optim_config *c, int64_t k);
 /* ‖g‖₂ over n floats, summed in a fixed order (double accumulators over
  * fixed-size blocks, blocks added in order): independent of threads. */
 double optim_grad_norm(const float *g, size_t n);
+/* Σ g² in optim_grad_norm's order (double). */
+double optim_grad_sumsq(const float *g, size_t n);
+/* optim_clip with extra_sq (Σ x² of gradients outside g, which count in the
+ * norm as torch's clip_grad_norm_ over every parameter with a gradient)
+ * added to g's: only g is scaled. extra_sq = 0 is optim_clip. */
+double optim_clip_extra(float *g, size_t n, float max_norm, double extra_sq);
 /* Scale g so its norm is at most max_norm (torch: coef = max/(norm+1e-6),
  * applied only when coef < 1). Returns the pre-clip norm. */
 double optim_clip(float *g, size_t n, float max_norm);

@@ -345,6 +345,7 @@ int run_begin_records(run *R, dlm_err *e)
         json_object_set_new(items, R->plan.items[i].name, json_integer((json_int_t)R->plan.items[i].bytes));
     json_object_set_new(b, "plan_items", items);
     json_object_set_new(b, "threads", json_integer(R->threads));
+    if (!R->pref) json_object_set_new(b, "cpt", cpt_json(&R->cpt, &R->optim));
     char *s = json_dumps(b, JSON_COMPACT);
     fprintf(R->log, "%s\n", s);
     fflush(R->log);
@@ -478,6 +479,11 @@ static int write_version(run *R, const char *tmp, dlm_err *e)
                            "new_sections", R->P.data.n_new, "frontmatter", cfg ? cfg : json_null());
     /* the optimizer the moments were kept with (run/optstate.c) */
     json_object_set_new(tr, "optimizer", json_string(doc_optimizer_names[doc_fm(R->doc)->training.optimizer]));
+    /* training.cpt: the schedule chosen and why (run/cpt.h) */
+    if (!R->pref) json_object_set_new(tr, "cpt", cpt_json(&R->cpt, &R->optim));
+    if (!R->pref && (R->P.data.ds->rows_weight_dropped || R->P.data.ds->rows_weight_extra))
+        json_object_set_new(tr, "tag_weights", json_pack("{s:i, s:i}", "rows_dropped", R->P.data.ds->rows_weight_dropped,
+                                                          "copies_added", R->P.data.ds->rows_weight_extra));
     /* what training.sources contributed: per-directive counts, each kept file's path, size, sha256 */
     const src_report *srcs = doc_sources_report(R->doc);
     if (srcs) json_object_set_new(tr, "sources", src_report_json(srcs, 2));
@@ -545,12 +551,13 @@ int run_commit(run *R, dlm_err *e)
     snprintf(sum_rel, sizeof sum_rel, "logs/train-%06lld-%s.summary.json", (long long)R->run_id, stamp);
     snprintf(sum_path, sizeof sum_path, "%s/%s", R->store, sum_rel);
     double val = R->P.data.ds->n_val ? R->last_val : NAN;
-    json_t *rec = json_pack("{s:I, s:s, s:s, s:i, s:s, s:I, s:I, s:f, s:o, s:s, s:{}, s:s, s:n, s:n}",
+    json_t *wd = R->pref ? NULL : src_weight_distribution(doc_sources_report(R->doc));
+    json_t *rec = json_pack("{s:I, s:s, s:s, s:i, s:s, s:I, s:I, s:f, s:o, s:s, s:{}, s:s, s:n, s:o}",
                             "run_id", (json_int_t)R->run_id, "started_at", R->started_at, "ended_at", now,
                             "adapter_version", v, "base_model_revision", R->revision, "seed", (json_int_t)R->seed,
                             "steps", (json_int_t)R->steps_done, "final_train_loss", R->last_loss, "final_val_loss",
                             isfinite(val) ? json_real(val) : json_null(), "status", "completed", "pinned_versions",
-                            "summary_path", sum_rel, "adapter_name", "weight_distribution");
+                            "summary_path", sum_rel, "adapter_name", "weight_distribution", wd ? wd : json_null());
     if (rec && R->aname) json_object_set_new(rec, "adapter_name", json_string(R->aname));
     json_t *m = R->manifest;
     if (manifest_add_run(m, rec, &e2)) log_warn("manifest: %s", e2.msg);
@@ -643,6 +650,8 @@ void run_free(run *R)
     free(R->bpos);
     free(R->bseg);
     free(R->items);
+    free(R->emb_g);
+    free(R->head_g);
     lora_free(R->l);
     prep_free(&R->P);
     tcache_close(R->cache);

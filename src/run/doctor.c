@@ -131,6 +131,12 @@ int doctor_plan_document(const char *doc_path, const char *home, const host_info
     o->qlora = P.qlora;
     prep_plan_inputs(&P, tr, 0, h->cores_usable, o->budget, in);
     o->fits = plan_make(in, &o->p) == 0;
+    /* the schedule train chooses (run/cpt.h), over the document's epochs */
+    cpt_choose(tr, ds, &o->cpt);
+    int mb = o->p.mb > 0 ? o->p.mb : 1, ga = o->p.ga > 0 ? o->p.ga : 1;
+    cpt_sft_optim(tr, &o->cpt, (int64_t)dataset_steps_per_epoch(ds, mb, ga) * tr->num_epochs, &o->optim);
+    o->tag_dropped = ds->rows_weight_dropped;
+    o->tag_extra = ds->rows_weight_extra;
     /* the preference phase: two rows per pair, the longest pair sequence,
      * the reference pass in the same buffers (run/pref.c) */
     for (int i = 0; i < doc_nsections(doc); i++)

@@ -8,6 +8,7 @@
 #define DLM_DOCTOR_H
 
 #include <stdint.h>
+#include "run/cpt.h"
 #include "run/plan.h"
 #include "run/probe.h"
 #include "weights/registry.h"
@@ -20,6 +21,11 @@ typedef struct doctor_doc {
     int seq_cfg;                /* training.sequence_len */
     int n_train, n_val;         /* dataset items (from_files only) */
     int64_t tokens, loss_tokens;
+    /* training.cpt (from_files only): the schedule train will choose for a
+     * run of the document's epochs with the plan's batch shape */
+    cpt_choice cpt;
+    optim_config optim;
+    int tag_dropped, tag_extra;     /* tag weights: rows dropped, copies added */
     int replay_sections;        /* in the store's corpus: train adds a sample of them */
     int qlora;                  /* adapter: qlora: the plan counts the base's projections as Q4_K */
     uint64_t budget;

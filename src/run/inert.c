@@ -19,9 +19,6 @@ int run_inert_notes(const doc_training *t, inert_note_fn fn, void *ctx)
     if (t->precision != d.precision)
         NOTE("training.precision: %s is not used yet; dlm trains LoRA weights in fp32 on the CPU",
              doc_precision_names[t->precision]);
-    if (t->cpt.schedule != d.cpt.schedule || t->cpt.embed_warmup_steps != d.cpt.embed_warmup_steps)
-        NOTE("training.cpt: the continued-pretraining schedule is not implemented yet; prose trains as plain "
-             "language modelling");
     /* gate keys set while the gate is off would otherwise be accepted and
      * ignored (hidden_proj_dim, steps, lr, ...) */
     if (!t->gate.enabled &&

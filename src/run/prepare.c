@@ -87,6 +87,11 @@ void prep_plan_inputs(const prep *P, const doc_training *tr, int threads, int co
     in->distinct_tokens = plan_distinct_tokens(ds->tok, ds->n_tok, P->base.cfg.vocab);
     in->budget = budget;
     in->keep_best = ds->n_val > 0;
+    /* training.cpt.embed_warmup_steps (run/cpt.h): the embedding's gradient,
+     * and an untied LM head's, during the first N steps */
+    if (tr->cpt.embed_warmup_steps > 0)
+        in->embed_grad_bytes = (uint64_t)P->base.cfg.vocab * (uint64_t)P->base.cfg.d_model * 4 *
+                               (P->base.cfg.tied ? 1 : 2);
 }
 
 void prep_free(prep *P)
@@ -114,6 +119,7 @@ int prep_pref(const prep *P, const dlm_doc *doc, uint64_t seed, int no_mined, pr
 void prep_pref_plan_inputs(const prep *P, const pref_set *ps, plan_in *in)
 {
     in->pref_pairs = ps->n_pairs;
+    in->embed_grad_bytes = 0;   /* the preference phase ignores training.cpt */
     in->seq_len = ps->max_len > 0 ? ps->max_len : 1;
     in->keep_best = 0;
     /* an untied embedding: the rows the pairs read too (an upper bound) */

@@ -10,6 +10,7 @@
 #include "tokens/dataset.h"
 #include "tokens/replay.h"
 #include "doc/doc.h"
+#include "run/cpt.h"
 #include "run/plan.h"
 #include "run/prepare.h"
 #include "run/probe.h"
@@ -87,6 +88,11 @@ typedef struct run {
     float **gpart;
     double *gscal;
     int n_gpart, lead;
+    /* training.cpt (run/cpt.h): the schedule chosen; the embed warm-up's
+     * gradients ([vocab·C] each; head NULL when tied), allocated only when
+     * a step of this run needs them */
+    cpt_choice cpt;
+    float *emb_g, *head_g;
 } run;
 
 /* run/pref.c */

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "tokens/replay.h"
+#include "run/cpt.h"
 #include "run/plan.h"
 #include "run/probe.h"
 #include "run/dist.h"
@@ -210,6 +211,15 @@ static int do_step(run *R, int64_t step, double *loss, double *gnorm, int64_t *n
     int per = R->grad_accum / dist_size(), m0 = dist_rank() * per, one = dist_size() == 1;
     double acc[2] = {0, 0};
     memset(R->g, 0, n * sizeof(float));
+    /* training.cpt.embed_warmup_steps: this step's embedding gradients
+     * (they count in the clipping norm only: run/cpt.h) */
+    int emb = cpt_embed_step(&R->cpt, step) && R->emb_g;
+    size_t nv = (size_t)R->m->cfg.vocab * (size_t)R->m->cfg.d_model;
+    full_grads eg = {.tok_embd = R->emb_g, .output = R->head_g};
+    if (emb) {
+        memset(R->emb_g, 0, nv * sizeof(float));
+        if (R->head_g) memset(R->head_g, 0, nv * sizeof(float));
+    }
     for (int k = 0; k < per && total_loss > 0; k++) {
         int mi = m0 + k;
         float *gm = R->gpart[one ? 0 : k];
@@ -223,7 +233,7 @@ static int do_step(run *R, int64_t step, double *loss, double *gnorm, int64_t *n
             if (dataset_fill(R->P.data.ds, R->items, c, R->packing, R->micro_batch, R->T, R->btok, R->btgt, R->bpos, R->bseg, &b, &nl))
                 return err_set(e, "TrainError", "batch does not fit its buffers");
             R->step_rows += b.B;
-            sc[0] = backward_step(R->dec, &b, gm, NULL, 1.0f / (float)total_loss, R->seed,
+            sc[0] = backward_step(R->dec, &b, gm, emb ? &eg : NULL, 1.0f / (float)total_loss, R->seed,
                                   (uint64_t)step * (uint64_t)R->grad_accum + (uint64_t)mi, &got);
             sc[1] = (double)b.B * b.T;
         }
@@ -238,7 +248,8 @@ static int do_step(run *R, int64_t step, double *loss, double *gnorm, int64_t *n
         return -1;
     *ntok = (int64_t)acc[1];
     *loss = total_loss ? acc[0] / (double)total_loss : 0;
-    *gnorm = optim_clip(R->g, R->l->n, R->optim.max_grad_norm);
+    double extra = emb ? optim_grad_sumsq(R->emb_g, nv) + (R->head_g ? optim_grad_sumsq(R->head_g, nv) : 0.0) : 0.0;
+    *gnorm = optim_clip_extra(R->g, R->l->n, R->optim.max_grad_norm, extra);
     double lr = optim_lr_at(&R->optim, step);
     run_optim_step(R, lr, R->t_offset + step + 1);   /* training.optimizer: 32- or 8-bit AdamW (run/optstate.c) */
     R->last_lr = lr;
@@ -325,7 +336,9 @@ static int allocate(run *R, dlm_err *e)
     memset(R->btgt, 0, bt * sizeof(int32_t));
     memset(R->bpos, 0, bt * sizeof(int32_t));
     memset(R->bseg, 0, bt * sizeof(int32_t));
-    decoder_opts fo = {.B = rows, .T = R->T, .recompute = R->plan.recompute};
+    /* training.cpt.embed_warmup_steps: the head's weight gradient too */
+    decoder_opts fo = {.B = rows, .T = R->T, .recompute = R->plan.recompute,
+                       .head_grad = !R->pref && doc_fm(R->doc)->training.cpt.embed_warmup_steps > 0};
     if (decoder_create(R->m, R->l, &fo, &R->dec, e)) {
         err_prefix(e, "the memory plan fits but the allocation failed");
         return -1;
@@ -457,29 +470,47 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
         R->total = (int64_t)R->steps_per_epoch * tr->num_epochs;
     }
     if (o->max_steps > 0 && o->max_steps < R->total) R->total = o->max_steps;
-    optim_defaults(&R->optim);
-    R->optim.lr = tr->learning_rate;
-    R->optim.weight_decay = tr->weight_decay;
-    R->optim.warmup_ratio = tr->warmup_ratio;
-    R->optim.min_lr_ratio = tr->min_lr_ratio;
-    R->optim.total_steps = R->total;
-    R->optim.sched = tr->lr_scheduler == DOC_SCHED_LINEAR ? SCHED_LINEAR
-                : tr->lr_scheduler == DOC_SCHED_CONSTANT ? SCHED_CONSTANT
-                : tr->lr_scheduler == DOC_SCHED_COSINE_MIN_LR ? SCHED_COSINE_MIN_LR : SCHED_COSINE;
+    /* the document's schedule, or training.cpt's DAPT one (run/cpt.h) */
+    cpt_choose(tr, R->pref ? NULL : R->P.data.ds, &R->cpt);
+    cpt_sft_optim(tr, &R->cpt, R->total, &R->optim);
     if (R->pref) {
         /* TRL's DPOConfig/ORPOConfig over TrainingArguments' defaults: linear
-         * decay, no warmup, no weight decay; the phase's own learning rate */
+         * decay, no warmup, no weight decay; the phase's own learning rate.
+         * training.cpt is not read there. */
+        R->cpt.dapt = 0;
+        R->cpt.embed_warmup_steps = 0;
         R->optim.lr = tr->preference.hyperparams.learning_rate;
         R->optim.weight_decay = 0;
         R->optim.warmup_ratio = 0;
         R->optim.min_lr_ratio = 0;
         R->optim.sched = SCHED_LINEAR;
-    }
+    } else if (R->cpt.dapt)
+        note(R, "cpt: DAPT schedule (%s; %.0f%% of the train rows are prose): cosine to a floor of %g x lr, "
+                "warmup %lld of %lld steps", R->cpt.setting, 100.0 * R->cpt.fraction, R->optim.min_lr_ratio,
+             (long long)optim_warmup_steps(&R->optim), (long long)R->total);
     R->save_every = tr->save_steps > 0 ? tr->save_steps : (R->total / 4 > 1 ? R->total / 4 : 1);
     R->eval_every = R->total / 4 > 1 ? R->total / 4 : 1;
     R->best_val = INFINITY;
 
     if (run_start_or_resume(R, e)) goto out;
+    if (cpt_embed_step(&R->cpt, R->start_step)) {   /* a step of this run takes the embedding gradients */
+        if (dist_size() > 1) {
+            err_set(e, "MPIError", "training.cpt.embed_warmup_steps runs in one process (%d ranks were started)",
+                    dist_size());
+            err_hint(e, "train without mpirun, or set training.cpt.embed_warmup_steps: 0");
+            goto out;
+        }
+        size_t nv = (size_t)R->m->cfg.vocab * (size_t)R->m->cfg.d_model;
+        R->emb_g = calloc(nv, sizeof(float));
+        R->head_g = R->m->cfg.tied ? NULL : calloc(nv, sizeof(float));
+        if (!R->emb_g || (!R->m->cfg.tied && !R->head_g)) {
+            err_set(e, "OOMError", "cannot allocate the embed warm-up's gradients (%zu MiB)", (nv * 4) >> 20);
+            goto out;
+        }
+        note(R, "cpt: embed warm-up: the embedding%s gradients count in the clipping norm of steps 1..%lld (the "
+                "embeddings stay frozen, as in the original)", R->m->cfg.tied ? "" : " and LM-head",
+             (long long)R->cpt.embed_warmup_steps);
+    }
     /* the frozen reference, once, before the first step (a resumed run read
      * it from the checkpoint) */
     if (R->pref && pref_reference(R, e)) goto out;

@@ -55,6 +55,25 @@ int dataset_is_val(uint64_t seed, const char *sid, int row, double frac)
     return v < (uint64_t)lim;
 }
 
+int dataset_row_copies(uint64_t seed, const char *sid, double w)
+{
+    if (!(w > 0.0)) return 0;
+    if (w > 1e6) w = 1e6;   /* a row a million times is already absurd; keep the count an int */
+    int whole = (int)w;
+    double frac = w - (double)whole;
+    if (frac > 0.0) {
+        char buf[128];
+        int n = snprintf(buf, sizeof buf, "%llu:%s", (unsigned long long)seed, sid);
+        unsigned char h[8];
+        blake2b_n(h, 8, buf, (size_t)n);
+        uint64_t v = 0;
+        for (int i = 0; i < 8; i++) v = v << 8 | h[i];
+        /* Python: int / float converts the int to the nearest double */
+        if ((double)v / 18446744073709551616.0 < frac) whole++;
+    }
+    return whole;
+}
+
 /* A row: tokens t[0..n) with per-token "is a loss target" flags. Windows of
  * at most L inputs: window k predicts t[kL+1 .. kL+L] from t[kL .. kL+L-1]. */
 static int add_row(dataset *d, const int32_t *t, const uint8_t *train, int n, int L, const char *sid,
@@ -203,7 +222,15 @@ static int add_sections(dataset *d, const dlm_doc *doc, int replay, tok *t, cons
             size_t b, en;
             strip(s->content, s->content_len, &b, &en);
             if (b == en) break;
-            int val = !replay && dataset_is_val(o->seed, s->id, 0, o->val_frac);
+            /* tag weights (sections from training.sources): the row repeated
+             * floor(w) times, once more by the seeded coin; each copy is a
+             * row of its own for the split (sub_index 0, 1, ...) */
+            int copies = s->source_file ? dataset_row_copies(o->seed, s->id, s->source_weight) : 1;
+            if (copies != 1) {
+                if (copies == 0) d->rows_weight_dropped++;
+                else d->rows_weight_extra += copies - 1;
+            }
+            if (copies == 0) break;
             int hit = cache_rows(o, s, 1, &cr);
             if (hit < 0) goto oom;
             if (!hit) {
@@ -216,8 +243,12 @@ static int add_sections(dataset *d, const dlm_doc *doc, int replay, tok *t, cons
             const int32_t *ids = hit ? cr.rows[0].ids : rb->ids.v;
             const uint8_t *mask = hit ? cr.rows[0].mask : rb->train;
             int n = hit ? cr.rows[0].n : (int)rb->ids.n;
-            if (add_row(d, ids, mask, n, L, s->id, 0, val, replay)) goto oom;
-            if (replay) d->rows_replay++; else d->rows_prose++;
+            for (int k = 0; k < copies; k++) {
+                int val = !replay && dataset_is_val(o->seed, s->id, k, o->val_frac);
+                if (add_row(d, ids, mask, n, L, s->id, k, val, replay)) goto oom;
+                if (replay) d->rows_replay++; else d->rows_prose++;
+                if (val) d->val_text_rows++; else d->train_text_rows++;
+            }
             if (cache_done(o, &cr, e)) return -1;
             break;
         }
@@ -226,6 +257,7 @@ static int add_sections(dataset *d, const dlm_doc *doc, int replay, tok *t, cons
             if (hit < 0) goto oom;
             for (int k = 0; k < s->n_pairs; k++) {
                 int val = !replay && dataset_is_val(o->seed, s->id, k, o->val_frac);
+                if (val) d->val_msg_rows++; else d->train_msg_rows++;
                 if (hit) {
                     if (add_row(d, cr.rows[k].ids, cr.rows[k].mask, cr.rows[k].n, L, s->id, k, val, replay)) goto oom;
                     if (replay) d->rows_replay++; else d->rows_instr++;
@@ -289,6 +321,11 @@ int dataset_build(const dlm_doc *doc, const dlm_doc *replay, tok *t, const chat_
     free(rb.train);
     sb_free(&sb);
     if (rc) { dataset_free(d); return -1; }
+    if (d->rows_weight_dropped && !d->rows_prose && !d->rows_instr && !d->rows_replay && !d->n_pref_triples) {
+        dataset_free(d);
+        err_set(e, "DatasetError", "weights dropped every row");
+        return err_hint(e, "check the `weights` of the .dlm/training.yaml files for zeros across all tag values");
+    }
     d->train = malloc((size_t)(d->n_items + 1) * sizeof(int));
     d->val = malloc((size_t)(d->n_items + 1) * sizeof(int));
     d->perm = malloc((size_t)(d->n_items + 1) * sizeof(int));
@@ -304,6 +341,9 @@ int dataset_build(const dlm_doc *doc, const dlm_doc *replay, tok *t, const chat_
         for (int i = 0; i < d->n_val; i++) { d->train[i] = d->val[i]; d->items[d->val[i]].val = 0; }
         d->n_train = d->n_val;
         d->train_loss_tokens = d->val_loss_tokens;
+        d->train_text_rows += d->val_text_rows;
+        d->train_msg_rows += d->val_msg_rows;
+        d->val_text_rows = d->val_msg_rows = 0;
         d->n_val = 0;
         d->val_loss_tokens = 0;
     }

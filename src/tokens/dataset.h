@@ -46,6 +46,10 @@ typedef struct dataset {
     /* statistics for the summary and the warnings */
     int rows_prose, rows_instr, rows_replay, n_pref_triples, n_windows_split, n_dropped;
     int64_t train_loss_tokens, val_loss_tokens;
+    /* rows (not windows) per split, by kind, tag-weight copies counted: the
+     * CPT fraction of run/cpt.h is train text / (train text + train messages) */
+    int train_text_rows, train_msg_rows, val_text_rows, val_msg_rows;
+    int rows_weight_dropped, rows_weight_extra;   /* tag weights: rows dropped, copies added */
     int32_t pad_id;
     int *perm;              /* [n_train] this epoch's order (allocated at build) */
     int perm_epoch;         /* epoch perm holds, -1 none */
@@ -69,6 +73,11 @@ typedef struct ds_opts {
 int dataset_build(const dlm_doc *doc, const dlm_doc *replay, tok *t, const chat_dialect *dialect,
                   const ds_opts *o, dataset **out, dlm_err *e);
 void dataset_free(dataset *d);
+
+/* Tag weights (§1.10, the original's data/weighted_rows.py): how many
+ * times a row of weight w appears: 0 when w <= 0, else floor(w), plus one
+ * when u64_be(blake2b(f"{seed}:{sid}", 8 bytes)) / 2^64 < frac(w). */
+int dataset_row_copies(uint64_t seed, const char *sid, double w);
 
 /* The spec's split rule: u64_be(sha256("{seed}\0{sid}\0{row}")[:8]) < frac·2^64. */
 int dataset_is_val(uint64_t seed, const char *sid, int row, double frac);

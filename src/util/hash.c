@@ -23,6 +23,11 @@ void sha256_final(sha256_ctx *c, unsigned char out[32])
 
 void sha256(const void *p, size_t n, unsigned char out[32]) { crypto_hash_sha256(out, p, n); }
 
+void blake2b_n(unsigned char *out, size_t outlen, const void *p, size_t n)
+{
+    crypto_generichash_blake2b(out, outlen, p, n, NULL, 0);
+}
+
 void hex_encode(const unsigned char *p, size_t n, char *out)
 {
     static const char hx[] = "0123456789abcdef";

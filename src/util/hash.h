@@ -16,6 +16,10 @@ void sha256(const void *p, size_t n, unsigned char out[32]);
 /* hex must hold 65 bytes. */
 void sha256_hex(const void *p, size_t n, char hex[65]);
 void hex_encode(const unsigned char *p, size_t n, char *out); /* out: 2n+1 */
+/* BLAKE2b with an outlen-byte digest (1..64; the digest length is part of
+ * the parameter block, so this is Python's hashlib.blake2b(digest_size=
+ * outlen), not a cut of BLAKE2b-512). */
+void blake2b_n(unsigned char *out, size_t outlen, const void *p, size_t n);
 /* Streamed hash of a file. */
 int sha256_file_hex(const char *path, char hex[65], dlm_err *e);
 

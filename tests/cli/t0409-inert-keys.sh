@@ -32,8 +32,12 @@ doc k.dlm "  optimizer: adamw_bnb_8bit"
 out=$("$DLM" train k.dlm --max-steps 1 2>&1) || fail "train with adamw_bnb_8bit: $out"
 echo "$out" | grep -q "note: training" && fail "adamw_bnb_8bit got a note: $out"
 check "  precision: bf16" precision
-check "  cpt:
-    schedule: dapt" cpt
+# training.cpt acts now (run/cpt.h; t0606): no inert note, the DAPT note
+doc k.dlm "  cpt:
+    schedule: dapt"
+out=$("$DLM" train k.dlm --max-steps 1 2>&1) || fail "train with cpt: $out"
+echo "$out" | grep -q "note: training.cpt" && fail "training.cpt still noted as inert: $out"
+echo "$out" | grep -q "cpt: DAPT schedule" || fail "no DAPT note: $out"
 # defaults say nothing
 doc k.dlm "  optimizer: adamw_torch"
 out=$("$DLM" train k.dlm --max-steps 1 2>&1)

@@ -77,7 +77,7 @@ def main():
     tr = fm.get("training", {})
     base = doc.resolve().parent
     if base.name == ".dlm": base = base.parent
-    kept, skipped = [], {}
+    kept, skipped, merged = [], {}, {}
     for d in tr.get("sources") or []:
         raw = Path(d["path"]).expanduser()
         root = (raw if raw.is_absolute() else base / raw).resolve()
@@ -132,14 +132,24 @@ def main():
             tags = {}
             for a in anc:
                 if a[1]: tags.update(a[1]["metadata"])
-            w = 1.0
-            for k, v in tags.items():
-                for a in reversed(anc):
-                    if a[1] and v in a[1]["weights"].get(k, {}):
-                        w *= a[1]["weights"][k][v]; break
             kept.append({"path": rel, "id": sid, "sha256": hashlib.sha256(data).hexdigest(), "size": len(data),
-                         "tags": tags, "weight": w})
+                         "tags": tags, "weight": 1.0})
             n += 1
+        # the original (train/trainer.py, data/weighted_rows.py): every
+        # discovered config's weights, of every directive, merged into one
+        # map (later wins per (key, value)); a row's weight is the product
+        # over its tags of that map's scales
+        for a in anchors:
+            if a[1]:
+                for k, inner in a[1]["weights"].items():
+                    for v, sc in inner.items():
+                        merged.setdefault(k, {})[v] = sc
+    for e in kept:
+        w = 1.0
+        for k, v in e["tags"].items():
+            sc = merged.get(k, {}).get(v)
+            if sc is not None: w *= sc
+        e["weight"] = w
     json.dump({"kept": kept, "skipped": skipped}, sys.stdout, indent=1, sort_keys=True)
 
 
