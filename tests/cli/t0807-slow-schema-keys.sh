@@ -176,9 +176,18 @@ def case(key):
         f = run(doc(T("precision: bf16")))
         effect_or_note(k, f, "train log banner", lambda f: f["banner"], "training.precision")
     elif k.startswith("training.cpt."):
-        v = {"schedule": "schedule: dapt", "embed_warmup_steps": "embed_warmup_steps: 5"}[k.split(".")[-1]]
-        f = run(doc(T("cpt:\n  " + v)))
-        effect_or_note(k, f, "adapter bytes", lambda f: f["sha"], "training.cpt")
+        # schedule: the one auto did not choose for the base document
+        # (training_run.json's cpt.schedule), so the learning rates differ
+        other = "sft" if base["run"].get("cpt", {}).get("schedule") == "dapt" else "dapt"
+        v = {"schedule": "schedule: " + other, "embed_warmup_steps": "embed_warmup_steps: 5"}[k.split(".")[-1]]
+        if k.endswith(".schedule"):   # two steps are warmup + peak under both schedules: take five
+            f = run(doc(T("cpt:\n  " + v)), train=("--max-steps", "5"))
+            ref = run(doc(), train=("--max-steps", "5"))
+            if "training.cpt" in f["notes"]: shown[k] = "inert note: training.cpt"
+            else: effect(k, "learning rates", f["lrs"], ref["lrs"])
+        else:
+            f = run(doc(T("cpt:\n  " + v)))
+            effect_or_note(k, f, "adapter bytes", lambda f: f["sha"], "training.cpt")
     elif k.startswith("training.gate."):
         v = {"enabled": "true", "hidden_proj_dim": "32", "steps": "50", "lr": "0.001", "cold_start_floor": "8",
              "entropy_lambda": "0.5"}[k.split(".")[-1]]

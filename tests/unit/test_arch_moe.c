@@ -105,14 +105,14 @@ static void test_tiny(void)
     if (model_load(write_tiny(), &m, &e)) { CHECK_MSG(0, "%s", e.msg); return; }
     CHECK_INT(m->cfg.n_expert, TE);
     enum { B = 2, T = 8 };
-    int32_t tok[B * T], tgt[B * T], pos[B * T], seg[B * T];
+    int32_t toks[B * T], tgt[B * T], pos[B * T], seg[B * T];
     for (int i = 0; i < B * T; i++) {
-        tok[i] = (int32_t)(rng_u64(3, 9, 0, (uint64_t)i) % TV);
+        toks[i] = (int32_t)(rng_u64(3, 9, 0, (uint64_t)i) % TV);
         tgt[i] = i % 5 == 2 ? -1 : (int32_t)(rng_u64(3, 9, 1, (uint64_t)i) % TV);
         pos[i] = i % T;
         seg[i] = 0;
     }
-    token_batch b = {B, T, tok, tgt, pos, seg};
+    token_batch b = {B, T, toks, tgt, pos, seg};
     /* LoRA on q, k, v, o with B != 0, so dA and dB are both non-trivial */
     lora_config lc = {4, 8.0f, 0.0f, 0xFu, 0};
     lora *l;
@@ -152,8 +152,8 @@ static void test_tiny(void)
     session *s;
     CHECK_INT(session_create(m, l, T, 4, &s, &e), 0);
     float *out = calloc((size_t)T * TV, sizeof *out);
-    CHECK_INT(session_eval(s, tok + T, 3, out, 1, &e), 0);
-    for (int i = 3; i < T; i++) CHECK_INT(session_eval(s, tok + T + i, 1, out + (size_t)i * TV, 1, &e), 0);
+    CHECK_INT(session_eval(s, toks + T, 3, out, 1, &e), 0);
+    for (int i = 3; i < T; i++) CHECK_INT(session_eval(s, toks + T + i, 1, out + (size_t)i * TV, 1, &e), 0);
     double mx = 0;
     for (int i = 0; i < T * TV; i++) mx = fmax(mx, fabs(out[i] - lg[(size_t)T * TV + i]));
     CHECK_MSG(mx < 1e-4, "KV-cache logits differ from the training forward by %.3g", mx);
