@@ -80,8 +80,9 @@ for i in $(seq 40); do c=$(code "$H3"); [ "$c" = 429 ] && break; sleep 0.25; don
 kill $slow 2>/dev/null || true
 wait $slow 2>/dev/null || true
 [ "$c" = 429 ] || fail "a second concurrent download got $c, expected 429"
-sleep 0.5
-[ "$(code "$H3")" = 200 ] || fail "the slot was not released after the first download ended"
+# the server sees the first client leave at its next write: up to 30 s on a loaded machine
+for i in $(seq 120); do c=$(code "$H3"); [ "$c" = 200 ] && break; sleep 0.25; done
+[ "$c" = 200 ] || fail "the slot was not released after the first download ended"
 
 # malformed peer URLs
 set +e; "$DLM" pull "peer://127.0.0.1/$ID" 2> pu.err; rc=$?; set -e
