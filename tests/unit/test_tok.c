@@ -2,7 +2,7 @@
  * ids are worked out by hand below, malformed files, the ByteLevel table,
  * lossy decoding, and the tok_spec (GGUF metadata) round trip.
  *
- * Extra modes, used by tests/ref/r0101-tokenizer-hf.sh on real tokenizers:
+ * Extra modes, used by tests/ref/r0101-slow-tokenizer-hf.sh on real tokenizers:
  *   test_tok --spec-roundtrip TOKENIZER.json CORPUS
  *       rebuild the tokenizer from its own accessors (what a GGUF holds) and
  *       check identical ids and decodes for every corpus line
