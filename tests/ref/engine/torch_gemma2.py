@@ -23,7 +23,7 @@ Usage:
   torch_gemma2.py infer MODEL_DIR IDS_JSON OUT_DIR
       as torch_infer.py: OUT_DIR/logits.f32 and greedy.json (32 tokens)
 """
-import json, math, os, sys
+import json, os, sys
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -188,29 +188,9 @@ def train(out, seed):
         R.st_write(os.path.join(out, f'{mode}.grads.safetensors'), {k: v.grad for k, v in params.items()})
         if mode == 'lora':
             R.st_write(os.path.join(out, 'logits.safetensors'), {'logits': logits.detach()})
-        params = {k: v.clone().requires_grad_(True) for k, v in P.items()}
-        names = sorted(params)
-        opt = torch.optim.AdamW([params[k] for k in names], lr=hp['lr'], betas=(hp['beta1'], hp['beta2']),
-                                eps=hp['eps'], weight_decay=hp['weight_decay'])
-        total, warm = hp['steps'], math.ceil(hp['steps'] * hp['warmup_ratio'])
-
-        def lam(k):
-            if k < warm:
-                return k / max(1, warm)
-            return max(0.0, 0.5 * (1 + math.cos(math.pi * (k - warm) / max(1, total - warm))))
-        sch = torch.optim.lr_scheduler.LambdaLR(opt, lam)
-        losses = []
-        for step in range(total):
-            opt.zero_grad()
-            lo = R.loss_fn(forward(c, params if mode == 'full' else W, params, mode, s, tokens, pos, seg), targets)
-            lo.backward()
-            torch.nn.utils.clip_grad_norm_([params[k] for k in names], hp['max_grad_norm'])
-            opt.step()
-            sch.step()
-            losses.append(float(lo))
-        with torch.no_grad():
-            final = float(R.loss_fn(forward(c, params if mode == 'full' else W, params, mode, s, tokens, pos, seg),
-                                    targets))
+        losses, _, final = R.adamw_steps(
+            P, hp, lambda params: R.loss_fn(forward(c, params if mode == 'full' else W, params, mode, s, tokens, pos,
+                                                    seg), targets))
         with open(os.path.join(out, f'{mode}.json'), 'w') as f:
             json.dump(dict(hp, mode=mode, loss=float(loss), step_losses=losses, final_loss=final, scale=s,
                            arch='gemma2'), f, indent=1)

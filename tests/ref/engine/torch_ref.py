@@ -356,34 +356,44 @@ def main():
         if mode == 'lora':
             st_write(os.path.join(a.out, 'logits.safetensors'), {'logits': logits.detach()})
         # 10 AdamW steps on the same batch, warmup + cosine, clipping.
-        params = {k: v.clone().requires_grad_(True) for k, v in P.items()}
-        names = sorted(params)
-        opt = torch.optim.AdamW([params[k] for k in names], lr=hp['lr'], betas=(hp['beta1'], hp['beta2']),
-                                eps=hp['eps'], weight_decay=hp['weight_decay'])
-        total, warm = hp['steps'], math.ceil(hp['steps'] * hp['warmup_ratio'])
-        def lam(k):
-            if k < warm:
-                return k / max(1, warm)
-            prog = (k - warm) / max(1, total - warm)
-            return max(0.0, 0.5 * (1 + math.cos(math.pi * prog)))
-        sch = torch.optim.lr_scheduler.LambdaLR(opt, lam)
-        losses, norms = [], []
-        for step in range(total):
-            opt.zero_grad()
-            Wuse = params if mode == 'full' else Wm
-            l = loss_fn(forward(c, Wuse, params, mode, s, tokens, pos, seg), targets)
-            l.backward()
-            norms.append(float(torch.nn.utils.clip_grad_norm_([params[k] for k in names], hp['max_grad_norm'])))
-            opt.step()
-            sch.step()
-            losses.append(float(l))
-        with torch.no_grad():
-            Wuse = params if mode == 'full' else Wm
-            final = float(loss_fn(forward(c, Wuse, params, mode, s, tokens, pos, seg), targets))
+        losses, norms, final = adamw_steps(
+            P, hp, lambda params: loss_fn(forward(c, params if mode == 'full' else Wm, params, mode, s, tokens, pos, seg),
+                                          targets))
         with open(os.path.join(a.out, f'{mode}.json'), 'w') as f:
             json.dump(dict(hp, mode=mode, loss=float(loss), step_losses=losses, final_loss=final,
                            grad_norms=norms, scale=s, arch=c.arch), f, indent=1)
     print(f'torch_ref: wrote {a.out} ({c.arch})')
+
+
+def adamw_steps(P, hp, loss_of):
+    """hp['steps'] AdamW steps from a copy of P on one batch, as dlm's trainer:
+    linear warmup then cosine (transformers' schedule), gradient clipping.
+    loss_of(params) gives the loss. Returns (step losses, pre-clip grad
+    norms, final loss)."""
+    params = {k: v.clone().requires_grad_(True) for k, v in P.items()}
+    names = sorted(params)
+    opt = torch.optim.AdamW([params[k] for k in names], lr=hp['lr'], betas=(hp['beta1'], hp['beta2']),
+                            eps=hp['eps'], weight_decay=hp['weight_decay'])
+    total, warm = hp['steps'], math.ceil(hp['steps'] * hp['warmup_ratio'])
+
+    def lam(k):
+        if k < warm:
+            return k / max(1, warm)
+        prog = (k - warm) / max(1, total - warm)
+        return max(0.0, 0.5 * (1 + math.cos(math.pi * prog)))
+    sch = torch.optim.lr_scheduler.LambdaLR(opt, lam)
+    losses, norms = [], []
+    for _ in range(total):
+        opt.zero_grad()
+        lo = loss_of(params)
+        lo.backward()
+        norms.append(float(torch.nn.utils.clip_grad_norm_([params[k] for k in names], hp['max_grad_norm'])))
+        opt.step()
+        sch.step()
+        losses.append(float(lo))
+    with torch.no_grad():
+        final = float(loss_of(params))
+    return losses, norms, final
 
 
 if __name__ == '__main__':
