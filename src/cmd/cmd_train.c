@@ -411,7 +411,7 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
     if (cmd_check_license(ctx, pos[0], a.base, a.accept, 1, &e)) return cmd_fail(ctx, &e);
     /* the adapters this command trains: the document's one, or the named
      * ones of training.adapters in declaration order (--adapter: one) */
-    static char names[MAX_NAMED][33];
+    char names[MAX_NAMED][33];   /* a local, as the options are: the command stays reentrant */
     int n_names = 0, gate_enabled = 0;
     {   /* keys the document sets that dlm does not act on yet: said, not ignored */
         dlm_doc *nd = doc_load(pos[0], &e);
