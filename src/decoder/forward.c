@@ -184,7 +184,9 @@ static void carve_all(decoder *d, carver *cv, const model_config *c, const lora_
         else d->head_scratch = CARVE_F(cv, kern_head_xent_scratch(N, C));
         if (c->final_softcap > 0) d->logits_cap = CARVE_F(cv, (size_t)d->chunk * d->V);
         if (!d->o.full && d->o.head_grad) {
-            if (!d->logits) d->logits = CARVE_F(cv, (size_t)d->chunk * d->V);
+            /* the soft-capped head carved logits above: share them (decided
+             * by the config, not by the pointer: the sizing pass's is NULL) */
+            if (c->final_softcap <= 0) d->logits = CARVE_F(cv, (size_t)d->chunk * d->V);
             d->nchunk = CARVE_F(cv, d->chunk);
         }
         d->xsel = CARVE_F(cv, (size_t)d->sel * C);
