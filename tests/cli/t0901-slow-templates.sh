@@ -4,7 +4,7 @@
 # templates/, and the first half of the templates (by index order) learn on
 # tiny with their own settings: init → train → prompt --temp 0 gives the
 # trained answers back (tests/cli/helpers/template_check.py).
-# t0602 trains the second half, so ctest -j runs the two halves in parallel.
+# t0902 trains the second half, so ctest -j runs the two halves in parallel.
 . "$(dirname "$0")/lib.sh"
 PY=${PYTHON:-python3}
 "$DLM" templates list --json > list.json
