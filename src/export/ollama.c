@@ -87,6 +87,16 @@ static const char GO_MISTRAL_V3[] =
     "{{- else if eq .Role \"assistant\" }} {{ .Content }}</s>"
     "{{- end }}{{- end }}";
 
+/* Mistral pre-v1: no leading spaces, answers without one; the system
+ * prompt where v1 puts it (tokens/chat.c render_mistral). */
+static const char GO_MISTRAL_LEGACY[] =
+    "{{- $first := true }}"
+    "{{- range .Messages }}"
+    "{{- if eq .Role \"user\" }}[INST] {{ if and $first $.System }}{{ $.System }}\n\n{{ end }}{{ .Content }} [/INST]"
+    "{{- $first = false }}"
+    "{{- else if eq .Role \"assistant\" }}{{ .Content }}</s>{{ $first = false }}"
+    "{{- end }}{{- end }}";
+
 const char *export_ollama_template(const chat_dialect *d)
 {
     if (!d) return NULL;
@@ -99,6 +109,7 @@ const char *export_ollama_template(const chat_dialect *d)
     if (!strcmp(d->name, "phi4mini")) return GO_PHI4MINI;
     if (!strcmp(d->name, "mistral")) return GO_MISTRAL;
     if (!strcmp(d->name, "mistral-v3")) return GO_MISTRAL_V3;
+    if (!strcmp(d->name, "mistral-legacy")) return GO_MISTRAL_LEGACY;
     return NULL;
 }
 

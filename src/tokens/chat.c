@@ -9,7 +9,7 @@
 #include "tokens/jinja.h"
 
 enum { STYLE_CHATML = 1, STYLE_QWEN3, STYLE_LLAMA3, STYLE_LLAMA3_NODATE, STYLE_LLAMA3_NODATE_ALWAYS, STYLE_GEMMA, STYLE_PHI3,
-       STYLE_PHI4MINI, STYLE_QWEN3_THINKING, STYLE_MISTRAL, STYLE_MISTRAL_V3 };
+       STYLE_PHI4MINI, STYLE_QWEN3_THINKING, STYLE_MISTRAL, STYLE_MISTRAL_V3, STYLE_MISTRAL_LEGACY };
 
 static const char *const STOPS_CHATML[] = {"<|im_end|>", "<|endoftext|>", "<|im_start|>", NULL};
 static const char *const STOPS_GEMMA[] = {"<end_of_turn>", "<eos>", "<start_of_turn>", NULL};
@@ -39,6 +39,7 @@ static const chat_dialect DIALECTS[] = {
     {"phi4mini", "phi3", NULL, STOPS_PHI, 0.9, STYLE_PHI4MINI},
     {"mistral", "mistral", NULL, STOPS_MISTRAL, 0.9, STYLE_MISTRAL},
     {"mistral-v3", "mistral", NULL, STOPS_MISTRAL, 0.9, STYLE_MISTRAL_V3},
+    {"mistral-legacy", "mistral", NULL, STOPS_MISTRAL, 0.9, STYLE_MISTRAL_LEGACY},
 };
 #define N_DIALECTS (sizeof DIALECTS / sizeof DIALECTS[0])
 
@@ -81,9 +82,14 @@ const chat_dialect *chat_dialect_detect(const char *j)
     /* Mistral: mistral-common's 'v1' template (Mixtral-8x7B-Instruct-v0.1,
      * Mistral-7B-Instruct-v0.2: ' [INST] ' ... ' [/INST]', the system text
      * in the first user turn) and 'v3' (Mistral-7B-Instruct-v0.3: '[INST] '
-     * ... '[/INST]', the system text in the last user turn). Others (v7's
-     * [SYSTEM_PROMPT], tekken's '[INST]' without a space, the pre-v1 one
-     * without a system message) are none of these. */
+     * ... '[/INST]', the system text in the last user turn); the pre-v1
+     * one without a system message (Mistral-7B-Instruct-v0.1, the first
+     * Mixtral snapshots: '[INST] ' ... ' [/INST]', answers without a
+     * leading space). Others (v7's [SYSTEM_PROMPT], tekken's '[INST]'
+     * without a space) are none of these. */
+    if (strstr(j, "'[INST] ' + message['content'] + ' [/INST]'") && !strstr(j, "system_message") &&
+        !strstr(j, "[SYSTEM_PROMPT]"))
+        return chat_dialect_find("mistral-legacy");
     if (strstr(j, "[INST]") && !strstr(j, "[SYSTEM_PROMPT]") && strstr(j, "system_message")) {
         if (strstr(j, "' [INST] '") && strstr(j, "' [/INST]'") && strstr(j, "loop.first and system_message"))
             return chat_dialect_find("mistral");
@@ -351,8 +357,10 @@ static void render_phi(render *r, const chat_msg *m, size_t n, const size_t *idx
  * message; dlm renders those as the same shapes rather than failing (a
  * later system message as a user turn). The training target is
  * " " + content + eos: the space belongs to the answer (the prompt ends
- * at "[/INST]"). */
-static void render_mistral(render *r, const chat_msg *m, size_t n, const size_t *idx, int v3)
+ * at "[/INST]"). The pre-v1 template (legacy): "[INST] " + content + " [/INST]",
+ * answers content + eos; it raises on a system message, so dlm carries the
+ * system prompt as v1 does (+ "\n\n" at the head of the first user turn). */
+static void render_mistral(render *r, const chat_msg *m, size_t n, const size_t *idx, int v3, int legacy)
 {
     sb_puts(r->out, "<s>");
     const char *sys = NULL;
@@ -363,7 +371,7 @@ static void render_mistral(render *r, const chat_msg *m, size_t n, const size_t 
     }
     for (size_t i = first; i < n; i++) {
         if (strcmp(m[i].role, "assistant")) {
-            sb_puts(r->out, v3 ? "[INST] " : " [INST] ");
+            sb_puts(r->out, v3 || legacy ? "[INST] " : " [INST] ");
             if (sys && i == (v3 ? n - 1 : first)) sb_printf(r->out, "%s\n\n", sys);
             sb_puts(r->out, m[i].content);
             sb_puts(r->out, v3 ? "[/INST]" : " [/INST]");
@@ -371,7 +379,7 @@ static void render_mistral(render *r, const chat_msg *m, size_t n, const size_t 
         }
         size_t start = r->out->len, a = 0, b = strlen(m[i].content);
         if (v3) trim(m[i].content, &a, &b);
-        sb_putc(r->out, ' ');
+        if (!legacy) sb_putc(r->out, ' ');
         sb_append(r->out, m[i].content + a, b - a);
         size_t end = r->out->len;
         sb_puts(r->out, "</s>");
@@ -439,7 +447,8 @@ int chat_render(const chat_dialect *d, const char *system_prompt, const chat_msg
         break;
     case STYLE_MISTRAL:
     case STYLE_MISTRAL_V3:
-        render_mistral(&r, m, total, idx, d->style == STYLE_MISTRAL_V3);
+    case STYLE_MISTRAL_LEGACY:
+        render_mistral(&r, m, total, idx, d->style == STYLE_MISTRAL_V3, d->style == STYLE_MISTRAL_LEGACY);
         break;
     default:
         render_llama3(&r, d, m, total, idx, add_generation_prompt);

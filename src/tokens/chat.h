@@ -31,6 +31,9 @@
  *   mistral-v3       its 'v3' template (Mistral-7B-Instruct-v0.3): "[INST] " + content +
  *                    "[/INST]", the system prompt in the LAST user turn (so a conversation
  *                    that ends with an answer carries none), answers trimmed
+ *   mistral-legacy   the pre-v1 template (Mistral-7B-Instruct-v0.1, early Mixtral snapshots):
+ *                    "[INST] " + content + " [/INST]", answers content + "</s>"; it has no
+ *                    system role, so the system prompt goes where v1 puts it
  *
  * The rendered string contains special-token text (BOS too, for llama3);
  * tokenize it with TOK_PARSE_SPECIAL and without TOK_ADD_SPECIAL, as

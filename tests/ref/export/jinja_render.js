@@ -16,7 +16,7 @@ const DIALECT_VARS = { qwen3: { enable_thinking: false }, qwen3thinking: { enabl
 // bos_token / eos_token of the dialect's models (their tokenizer_config.json); Llama 3's otherwise
 const SPECIALS = {
   gemma2: ['<bos>', '<eos>'], phi3: ['<s>', '<|endoftext|>'], phi4mini: ['<|endoftext|>', '<|endoftext|>'],
-  mistral: ['<s>', '</s>'], 'mistral-v3': ['<s>', '</s>'],
+  mistral: ['<s>', '</s>'], 'mistral-v3': ['<s>', '</s>'], 'mistral-legacy': ['<s>', '</s>'],
 };
 const [bos, eos] = SPECIALS[dialect] || ['<|begin_of_text|>', '<|eot_id|>'];
 const tmpl = new Template(fs.readFileSync(tpath, 'utf8'));
