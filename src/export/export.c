@@ -480,8 +480,8 @@ static int preflight(const export_opts *o, infer_target *T, const lora *L, expor
         }
         *go_tmpl = export_ollama_template(T->dialect);
         if (!*go_tmpl) {
-            /* gemma2: its system prompt rides in the first user turn, which
-             * the Go subset Ollama templates use cannot single out */
+            /* every dialect has one today (test_export_ollama); a new
+             * dialect without one is refused, not exported untemplated */
             err_set(e, "ExportError", "preflight: dlm has no Ollama TEMPLATE for the %s dialect yet", T->dialect->name);
             return err_hint(e, "--no-template leaves TEMPLATE out (Ollama then guesses one from the GGUF)");
         }

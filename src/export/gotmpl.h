@@ -7,12 +7,18 @@
  * Supported: text; actions {{ ... }} with the trim markers "{{- " and
  * " -}}"; comment actions (slash-star ... star-slash); {{ .Field }},
  * {{ $.Field }}, {{ . }};
- * string literals; if / else if / else / end; range / else / end over
- * .Messages; the functions eq, ne, not, and, or. Anything else fails with
- * "unsupported template construct" rather than rendering something Go
- * would not. Values: the root (System, Messages, Prompt, Response, Tools),
- * messages (Role, Content), strings and booleans, with Go's truth rules
- * (empty string / empty list / false are false). */
+ * string literals and decimal integers; if / else if / else / end; range /
+ * else / end over .Messages or a slice of it, with "range $m := ..." and
+ * "range $i, $m := ..."; variables: {{ $x := v }} declares (scoped to the
+ * if / range body it is in), {{ $x = v }} sets an enclosing one (so it
+ * carries across range iterations), $x and $x.Field read them; the
+ * functions eq, ne, not, and, or, len, slice, index, and (pipeline).Field.
+ * Anything else fails with "unsupported template construct" rather than
+ * rendering something Go would not (an undefined variable fails when it
+ * is reached; Go refuses the template when it parses it). Values: the root
+ * (System, Messages, Prompt, Response, Tools), messages (Role, Content),
+ * strings, booleans and integers, with Go's truth rules (empty string /
+ * empty list / false / 0 are false). */
 #ifndef DLM_EXPORT_GOTMPL_H
 #define DLM_EXPORT_GOTMPL_H
 

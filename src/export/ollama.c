@@ -44,6 +44,59 @@ static const char GO_LLAMA3_NODATE[] = "{{- range .Messages }}<|start_header_id|
                                        "{{ .Content }}<|eot_id|>\n"
                                        "{{- end }}<|start_header_id|>assistant<|end_header_id|>\n\n";
 
+/* Gemma 2 (tokens/chat.c render_gemma): no system turn; the leading system
+ * message's text + a blank line opens the first other turn ($first, set
+ * once a non-system message is printed). BOS from llama.cpp. The Jinja
+ * template trims contents, Go cannot: the drift check counts on contents
+ * without surrounding whitespace. */
+static const char GO_GEMMA2[] =
+    "{{- $first := true }}"
+    "{{- range .Messages }}{{- if ne .Role \"system\" }}"
+    "<start_of_turn>{{ if eq .Role \"assistant\" }}model{{ else }}{{ .Role }}{{ end }}\n"
+    "{{ if and $first $.System }}{{ $.System }}\n\n{{ end }}{{ .Content }}<end_of_turn>\n"
+    "{{ $first = false }}{{- end }}{{- end }}<start_of_turn>model\n";
+
+/* Phi-3.5-mini: a system message only when it has content. */
+static const char GO_PHI3[] = "{{- range .Messages }}{{- if or (ne .Role \"system\") .Content }}<|{{ .Role }}|>\n"
+                              "{{ .Content }}<|end|>\n{{ end }}{{- end }}<|assistant|>\n";
+
+/* Phi-4-mini-reasoning: the fixed preamble, then " " + each system
+ * message, then the other turns without newlines. */
+static const char GO_PHI4MINI[] =
+    "<|system|>Your name is Phi, an AI math expert developed by Microsoft."
+    "{{- range .Messages }}{{ if eq .Role \"system\" }} {{ .Content }}{{ end }}{{ end }}<|end|>"
+    "{{- range .Messages }}{{ if ne .Role \"system\" }}<|{{ .Role }}|>{{ .Content }}<|end|>{{ end }}{{ end }}<|assistant|>";
+
+/* Mistral v1 (Mixtral-8x7B-Instruct-v0.1): the system text in the first
+ * user turn. BOS from llama.cpp; nothing after the last " [/INST]". */
+static const char GO_MISTRAL[] =
+    "{{- $first := true }}"
+    "{{- range .Messages }}"
+    "{{- if eq .Role \"user\" }} [INST] {{ if and $first $.System }}{{ $.System }}\n\n{{ end }}{{ .Content }} [/INST]"
+    "{{- $first = false }}"
+    "{{- else if eq .Role \"assistant\" }} {{ .Content }}</s>{{ $first = false }}"
+    "{{- end }}{{- end }}";
+
+/* Mistral v3 (Mistral-7B-Instruct-v0.3): the system text in the user turn
+ * that is the last message (len of the rest of .Messages is 1). Answers
+ * are trimmed by the Jinja template, not here (see GO_GEMMA2). */
+static const char GO_MISTRAL_V3[] =
+    "{{- range $i, $_ := .Messages }}"
+    "{{- if eq .Role \"user\" }}[INST] {{ if and $.System (eq (len (slice $.Messages $i)) 1) }}{{ $.System }}\n\n{{ end }}"
+    "{{ .Content }}[/INST]"
+    "{{- else if eq .Role \"assistant\" }} {{ .Content }}</s>"
+    "{{- end }}{{- end }}";
+
+/* Mistral pre-v1: no leading spaces, answers without one; the system
+ * prompt where v1 puts it (tokens/chat.c render_mistral). */
+static const char GO_MISTRAL_LEGACY[] =
+    "{{- $first := true }}"
+    "{{- range .Messages }}"
+    "{{- if eq .Role \"user\" }}[INST] {{ if and $first $.System }}{{ $.System }}\n\n{{ end }}{{ .Content }} [/INST]"
+    "{{- $first = false }}"
+    "{{- else if eq .Role \"assistant\" }}{{ .Content }}</s>{{ $first = false }}"
+    "{{- end }}{{- end }}";
+
 const char *export_ollama_template(const chat_dialect *d)
 {
     if (!d) return NULL;
@@ -51,6 +104,12 @@ const char *export_ollama_template(const chat_dialect *d)
     if (!strcmp(d->family, "chatml")) return GO_CHATML;
     if (!strcmp(d->name, "llama3")) return GO_LLAMA3;
     if (!strcmp(d->family, "llama3")) return GO_LLAMA3_NODATE;
+    if (!strcmp(d->name, "gemma2")) return GO_GEMMA2;
+    if (!strcmp(d->name, "phi3")) return GO_PHI3;
+    if (!strcmp(d->name, "phi4mini")) return GO_PHI4MINI;
+    if (!strcmp(d->name, "mistral")) return GO_MISTRAL;
+    if (!strcmp(d->name, "mistral-v3")) return GO_MISTRAL_V3;
+    if (!strcmp(d->name, "mistral-legacy")) return GO_MISTRAL_LEGACY;
     return NULL;
 }
 

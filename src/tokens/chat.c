@@ -9,12 +9,14 @@
 #include "tokens/jinja.h"
 
 enum { STYLE_CHATML = 1, STYLE_QWEN3, STYLE_LLAMA3, STYLE_LLAMA3_NODATE, STYLE_LLAMA3_NODATE_ALWAYS, STYLE_GEMMA, STYLE_PHI3,
-       STYLE_PHI4MINI, STYLE_QWEN3_THINKING };
+       STYLE_PHI4MINI, STYLE_QWEN3_THINKING, STYLE_MISTRAL, STYLE_MISTRAL_V3, STYLE_MISTRAL_LEGACY };
 
 static const char *const STOPS_CHATML[] = {"<|im_end|>", "<|endoftext|>", "<|im_start|>", NULL};
 static const char *const STOPS_GEMMA[] = {"<end_of_turn>", "<eos>", "<start_of_turn>", NULL};
 static const char *const STOPS_PHI[] = {"<|end|>", "<|endoftext|>", "<|user|>", "<|assistant|>", "<|system|>", NULL};
 static const char PHI4MINI_SYSTEM[] = "Your name is Phi, an AI math expert developed by Microsoft.";
+/* the original's mistral row (src/dlm/export/ollama/template_registry.py) */
+static const char *const STOPS_MISTRAL[] = {"</s>", "[/INST]", "[INST]", NULL};
 static const char *const STOPS_LLAMA3[] = {"<|eot_id|>", "<|end_of_text|>", "<|start_header_id|>", "<|eom_id|>", NULL};
 
 /* Ollama Go templates: chatml from docs/reference/original-spec.md §6.2, llama3 from docs/reference/formats.md §5.3. */
@@ -35,6 +37,9 @@ static const chat_dialect DIALECTS[] = {
     {"gemma2", "gemma", NULL, STOPS_GEMMA, 0.9, STYLE_GEMMA},
     {"phi3", "phi3", NULL, STOPS_PHI, 0.9, STYLE_PHI3},
     {"phi4mini", "phi3", NULL, STOPS_PHI, 0.9, STYLE_PHI4MINI},
+    {"mistral", "mistral", NULL, STOPS_MISTRAL, 0.9, STYLE_MISTRAL},
+    {"mistral-v3", "mistral", NULL, STOPS_MISTRAL, 0.9, STYLE_MISTRAL_V3},
+    {"mistral-legacy", "mistral", NULL, STOPS_MISTRAL, 0.9, STYLE_MISTRAL_LEGACY},
 };
 #define N_DIALECTS (sizeof DIALECTS / sizeof DIALECTS[0])
 
@@ -74,6 +79,23 @@ const chat_dialect *chat_dialect_detect(const char *j)
         return chat_dialect_find("llama3-nodate-always");
     }
     if (strstr(j, "<start_of_turn>")) return chat_dialect_find("gemma2");
+    /* Mistral: mistral-common's 'v1' template (Mixtral-8x7B-Instruct-v0.1,
+     * Mistral-7B-Instruct-v0.2: ' [INST] ' ... ' [/INST]', the system text
+     * in the first user turn) and 'v3' (Mistral-7B-Instruct-v0.3: '[INST] '
+     * ... '[/INST]', the system text in the last user turn); the pre-v1
+     * one without a system message (Mistral-7B-Instruct-v0.1, the first
+     * Mixtral snapshots: '[INST] ' ... ' [/INST]', answers without a
+     * leading space). Others (v7's [SYSTEM_PROMPT], tekken's '[INST]'
+     * without a space) are none of these. */
+    if (strstr(j, "'[INST] ' + message['content'] + ' [/INST]'") && !strstr(j, "system_message") &&
+        !strstr(j, "[SYSTEM_PROMPT]"))
+        return chat_dialect_find("mistral-legacy");
+    if (strstr(j, "[INST]") && !strstr(j, "[SYSTEM_PROMPT]") && strstr(j, "system_message")) {
+        if (strstr(j, "' [INST] '") && strstr(j, "' [/INST]'") && strstr(j, "loop.first and system_message"))
+            return chat_dialect_find("mistral");
+        if (strstr(j, "\"[INST] \"") && strstr(j, "\"[/INST]\"") && strstr(j, "loop.last and system_message"))
+            return chat_dialect_find("mistral-v3");
+    }
     if (strstr(j, "<|end|>") && strstr(j, PHI4MINI_SYSTEM)) return chat_dialect_find("phi4mini");
     if (strstr(j, "<|end|>") && strstr(j, "<|user|>\n")) return chat_dialect_find("phi3");
     if (strstr(j, "<|im_start|>")) {
@@ -325,6 +347,46 @@ static void render_phi(render *r, const chat_msg *m, size_t n, const size_t *idx
     sb_puts(r->out, gen ? (phi4 ? "<|assistant|>" : "<|assistant|>\n") : "<|endoftext|>");
 }
 
+/* Mistral (the two templates of chat_dialect_detect): bos, then after an
+ * optional leading system message, per user turn
+ *   v1: " [INST] " + [system + "\n\n" if it is the first message] + content + " [/INST]"
+ *   v3: "[INST] " + [system + "\n\n" if it is the last message] + content + "[/INST]"
+ * and per assistant turn " " + content + eos (v3: content|trim); nothing
+ * for the generation prompt (the answer follows "[/INST]"). Both raise on
+ * roles that do not alternate user/assistant and on a later system
+ * message; dlm renders those as the same shapes rather than failing (a
+ * later system message as a user turn). The training target is
+ * " " + content + eos: the space belongs to the answer (the prompt ends
+ * at "[/INST]"). The pre-v1 template (legacy): "[INST] " + content + " [/INST]",
+ * answers content + eos; it raises on a system message, so dlm carries the
+ * system prompt as v1 does (+ "\n\n" at the head of the first user turn). */
+static void render_mistral(render *r, const chat_msg *m, size_t n, const size_t *idx, int v3, int legacy)
+{
+    sb_puts(r->out, "<s>");
+    const char *sys = NULL;
+    size_t first = 0;
+    if (n && !strcmp(m[0].role, "system")) {
+        sys = m[0].content;
+        first = 1;
+    }
+    for (size_t i = first; i < n; i++) {
+        if (strcmp(m[i].role, "assistant")) {
+            sb_puts(r->out, v3 || legacy ? "[INST] " : " [INST] ");
+            if (sys && i == (v3 ? n - 1 : first)) sb_printf(r->out, "%s\n\n", sys);
+            sb_puts(r->out, m[i].content);
+            sb_puts(r->out, v3 ? "[/INST]" : " [/INST]");
+            continue;
+        }
+        size_t start = r->out->len, a = 0, b = strlen(m[i].content);
+        if (v3) trim(m[i].content, &a, &b);
+        if (!legacy) sb_putc(r->out, ' ');
+        sb_append(r->out, m[i].content + a, b - a);
+        size_t end = r->out->len;
+        sb_puts(r->out, "</s>");
+        span_add(r, idx[i], start, end, r->out->len);
+    }
+}
+
 int chat_render(const chat_dialect *d, const char *system_prompt, const chat_msg *msgs, size_t n,
                 int add_generation_prompt, strbuf *out, chat_span *spans, size_t *n_spans, dlm_err *e)
 {
@@ -382,6 +444,11 @@ int chat_render(const chat_dialect *d, const char *system_prompt, const chat_msg
         break;
     case STYLE_GEMMA:
         render_gemma(&r, m, total, idx, add_generation_prompt);
+        break;
+    case STYLE_MISTRAL:
+    case STYLE_MISTRAL_V3:
+    case STYLE_MISTRAL_LEGACY:
+        render_mistral(&r, m, total, idx, d->style == STYLE_MISTRAL_V3, d->style == STYLE_MISTRAL_LEGACY);
         break;
     default:
         render_llama3(&r, d, m, total, idx, add_generation_prompt);

@@ -24,6 +24,16 @@
  *   llama3-nodate    Llama 3.0 Instruct: BOS, one header per message, contents trimmed
  *   llama3-nodate-always  the same, but the assistant header is always appended (the
  *                    template of Meta-Llama-3 base repositories ignores add_generation_prompt)
+ *   gemma2, phi3, phi4mini  see the renderers in chat.c
+ *   mistral          mistral-common's 'v1' template (Mixtral-8x7B-Instruct-v0.1): <s>, then
+ *                    " [INST] " + content + " [/INST]" per user turn (the system prompt +
+ *                    "\n\n" in the first), " " + content + "</s>" per answer
+ *   mistral-v3       its 'v3' template (Mistral-7B-Instruct-v0.3): "[INST] " + content +
+ *                    "[/INST]", the system prompt in the LAST user turn (so a conversation
+ *                    that ends with an answer carries none), answers trimmed
+ *   mistral-legacy   the pre-v1 template (Mistral-7B-Instruct-v0.1, early Mixtral snapshots):
+ *                    "[INST] " + content + " [/INST]", answers content + "</s>"; it has no
+ *                    system role, so the system prompt goes where v1 puts it
  *
  * The rendered string contains special-token text (BOS too, for llama3);
  * tokenize it with TOK_PARSE_SPECIAL and without TOK_ADD_SPECIAL, as
@@ -43,7 +53,7 @@ typedef struct chat_msg {
 
 typedef struct chat_dialect {
     const char *name;              /* "chatml", "chatml-qwen2.5", "llama3", ... */
-    const char *family;            /* export family: "chatml" or "llama3" (Ollama template, src/export/ollama.c) */
+    const char *family;            /* export family: chatml, llama3, gemma, phi3, mistral (src/export/ollama.c) */
     const char *default_system;    /* injected when there is no system message; NULL none */
     const char *const *stops;      /* stop strings, NULL-terminated (docs/reference/original-spec.md §6.2) */
     double top_p;                  /* export default */

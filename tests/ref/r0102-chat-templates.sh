@@ -71,5 +71,62 @@ for want in qwen3 qwen3thinking; do
         done
     fi
 done
+# tests/ref/chat also holds gemma-2-2b-it.jinja and phi-3.5-mini-instruct.jinja
+# (llama.cpp's models/templates copies, checked below; r0503 renders them;
+# r0408 / r0409 check those dialects).
+# Mistral: mistral-common's 'v1' template (Mixtral-8x7B-Instruct-v0.1's),
+# 'v3' (Mistral-7B-Instruct-v0.3's) and the pre-v1 one (no system role;
+# conversations with a system prompt are skipped for it), committed in tests/ref/chat as
+# llama.cpp's tests/test-chat-template.cpp quotes them (checked below against
+# node-llama-cpp 3.21.1's bundled source). They print bos_token / eos_token,
+# which render.js sets to Llama 3's; Mistral's are <s> and </s>.
+bundle=$nm/node-llama-cpp/llama/gitRelease.bundle
+if [ -f "$bundle" ]; then
+    git clone -q --bare "$bundle" "$out/llama.git"
+    git --git-dir="$out/llama.git" show HEAD:tests/test-chat-template.cpp > "$out/tct.cpp"
+    /usr/bin/python3 - "$out/tct.cpp" "$ref/chat" <<'PY'
+import ast, sys
+src = open(sys.argv[1]).read()
+for name, f in (("mistralai/Mistral-7B-Instruct-v0.2 (mistralai 'v1' template with a system prompt)",
+                 "mixtral-8x7b-instruct-v0.1.jinja"),
+                ("Mistral-Large-Instruct-2407 (mistralai 'v3' template; modified to have system prompt at start)",
+                 "mistral-7b-instruct-v0.3.jinja"),
+                ("mistralai/Mistral-7B-Instruct-v0.2 (NOTE: Old pre-v1 without a system prompt)", "mistral-pre-v1.jinja")):
+    i = src.index('"' + name + '"')
+    j = src.index("/* .template_str= */", i) + len("/* .template_str= */")
+    quoted = ast.literal_eval(src[j:src.index("\n", j)].strip().rstrip(","))
+    assert quoted == open(f"{sys.argv[2]}/{f}").read(), f"tests/ref/chat/{f} differs from llama.cpp's quote"
+print("r0102: tests/ref/chat/mixtral-8x7b-instruct-v0.1.jinja, mistral-7b-instruct-v0.3.jinja and mistral-pre-v1.jinja "
+      "equal llama.cpp's quotes")
+PY
+    # the Gemma 2 / Phi-3.5 templates r0503 uses: llama.cpp's models/templates copies
+    for pair in google-gemma-2-2b-it:gemma-2-2b-it microsoft-Phi-3.5-mini-instruct:phi-3.5-mini-instruct; do
+        git --git-dir="$out/llama.git" show "HEAD:models/templates/${pair%%:*}.jinja" > "$out/copy.jinja"
+        cmp -s "$out/copy.jinja" "$ref/chat/${pair##*:}.jinja" ||
+            { echo "r0102: tests/ref/chat/${pair##*:}.jinja differs from llama.cpp's ${pair%%:*}.jinja" >&2; fail=1; }
+    done
+else
+    echo "r0102: node-llama-cpp's bundle is missing, the Mistral templates' provenance is not checked"
+fi
+for pair in "mixtral-8x7b-instruct-v0.1:mistral" "mistral-7b-instruct-v0.3:mistral-v3" "mistral-pre-v1:mistral-legacy"; do
+    tmpl=$ref/chat/${pair%%:*}.jinja; want=${pair##*:}
+    got=$("$DLM_BUILD/test_chat" --detect "$tmpl")
+    if [ "$got" != "$want" ]; then
+        echo "r0102: $(basename "$tmpl") detected as '$got', expected '$want'" >&2; fail=1; continue
+    fi
+    node "$r" render "$tmpl" "$convs" "$out/jinja.jsonl" "$want"
+    sed 's/<|begin_of_text|>/<s>/g; s/<|eot_id|>/<\/s>/g' "$out/jinja.jsonl" > "$out/want.jsonl"
+    "$DLM_BUILD/test_chat" --render "$want" "$convs" > "$out/dlm.jsonl"
+    "$DLM_BUILD/test_chat" --render "$want" "$convs" "$tmpl" > "$out/interp.jsonl"
+    if cmp -s "$out/want.jsonl" "$out/dlm.jsonl" && cmp -s "$out/jinja.jsonl" "$out/interp.jsonl"; then
+        echo "r0102: $want ($(basename "$tmpl")): $(wc -l < "$out/dlm.jsonl") renderings identical (dialect and interpreter)"
+    else
+        fail=1
+        line=$(cmp "$out/want.jsonl" "$out/dlm.jsonl" | awk '{print $NF}' || true)
+        echo "r0102: $want ($(basename "$tmpl")): first difference at line ${line:-? (interpreter)}" >&2
+        echo "  jinja: $(sed -n "${line:-1}p" "$out/want.jsonl")" >&2
+        echo "  dlm:   $(sed -n "${line:-1}p" "$out/dlm.jsonl")" >&2
+    fi
+done
 [ $fail = 0 ] || { echo "r0102: FAILED" >&2; exit 1; }
 echo "r0102: all chat dialects identical to their Jinja templates"

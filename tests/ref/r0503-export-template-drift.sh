@@ -2,7 +2,9 @@
 # r0503: template drift. dlm's Go-template renderer (what `dlm export` runs
 # for its drift check) equals Go's own text/template, fed as the Ollama
 # server feeds a chat; and each dialect's Ollama TEMPLATE gives the same
-# tokens as the real Jinja chat templates rendered by @huggingface/jinja.
+# tokens as the real Jinja chat templates rendered by @huggingface/jinja
+# (ChatML, Qwen3, Llama 3.x, Gemma 2 and Gemma 3's system handling,
+# Phi-3.5, Phi-4-mini, Mistral v1 / v3; every dialect must be compared).
 # See tests/ref/export/check_drift.py.
 set -euo pipefail
 : "${DLM_SRC:?}" "${DLM_BUILD:?}"

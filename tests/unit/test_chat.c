@@ -154,6 +154,39 @@ static void test_registry(void)
     CHECK_STR(chat_dialect_detect("{{'<|im_start|>' + m}}")->name, "chatml");
 }
 
+/* Mistral, written out from mistral-common's v1 / v3 templates and the pre-v1 one
+ * (tests/ref/chat/mixtral-8x7b-instruct-v0.1.jinja, mistral-7b-instruct-v0.3.jinja,
+ * mistral-pre-v1.jinja). */
+static void test_mistral(void)
+{
+    const chat_msg c[] = {{"user", "Hi"}, {"assistant", " Hello! "}, {"user", "Joke?"}};
+    expect("mistral", "Be brief.", c, 3, 1, "<s> [INST] Be brief.\n\nHi [/INST]  Hello! </s> [INST] Joke? [/INST]");
+    expect("mistral-v3", "Be brief.", c, 3, 1, "<s>[INST] Hi[/INST] Hello!</s>[INST] Be brief.\n\nJoke?[/INST]");
+    /* v3: the system prompt rides in the last user turn; after an answer there is none */
+    expect("mistral-v3", "Be brief.", c, 2, 0, "<s>[INST] Hi[/INST] Hello!</s>");
+    chat_span sp[2];
+    size_t ns;
+    strbuf sb = STRBUF_INIT;
+    dlm_err e;
+    CHECK_INT(chat_render(chat_dialect_find("mistral"), NULL, c, 2, 0, &sb, sp, &ns, &e), 0);
+    CHECK_INT(ns, 1);
+    /* the target is " " + content + "</s>": the prompt ends at "[/INST]" */
+    CHECK_STR(sb_str(&sb) + sp[0].start, "  Hello! </s>");
+    CHECK_INT(sp[0].turn_end, sb.len);
+    CHECK_INT(sp[0].turn_end - sp[0].end, 4);
+    strbuf p = STRBUF_INIT;
+    CHECK_INT(chat_render(chat_dialect_find("mistral"), NULL, c, 1, 1, &p, NULL, NULL, &e), 0);
+    CHECK_INT(p.len, sp[0].start);
+    CHECK(!strncmp(sb_str(&sb), sb_str(&p), p.len));
+    sb_free(&p);
+    sb_free(&sb);
+    /* the pre-v1 template: no leading spaces, no system role (dlm puts it where v1 does) */
+    expect("mistral-legacy", NULL, c, 3, 1, "<s>[INST] Hi [/INST] Hello! </s>[INST] Joke? [/INST]");
+    expect("mistral-legacy", "Be brief.", c, 1, 1, "<s>[INST] Be brief.\n\nHi [/INST]");
+    CHECK_STR(chat_dialect_find("mistral")->stops[0], "</s>");
+    CHECK(chat_dialect_detect("{{ '[SYSTEM_PROMPT] ' + system_message + '[/SYSTEM_PROMPT]' }}{{ ' [INST] ' }}") == NULL);
+}
+
 /* ---- modes for r0102 ------------------------------------------------------------------------ */
 
 static int mode_detect(const char *path)
@@ -230,9 +263,14 @@ static int mode_render(const char *dialect, const char *path, const char *tmpl_p
  * tests/ref/chat; r0102 checks both against @huggingface/jinja). */
 static void test_fast_path(void)
 {
-    static const struct { const char *file, *dialect; } pairs[] = {
-        {"smollm2.jinja", "chatml-smollm2"}, {"qwen2.5.jinja", "chatml-qwen2.5"},
-        {"llama3.2.jinja", "llama3"}, {"chatml.jinja", "chatml"}};
+    static const struct { const char *file, *dialect, *bos, *eos; } pairs[] = {
+        {"smollm2.jinja", "chatml-smollm2", "<|begin_of_text|>", "<|eot_id|>"},
+        {"qwen2.5.jinja", "chatml-qwen2.5", "<|begin_of_text|>", "<|eot_id|>"},
+        {"llama3.2.jinja", "llama3", "<|begin_of_text|>", "<|eot_id|>"},
+        {"chatml.jinja", "chatml", "<|begin_of_text|>", "<|eot_id|>"},
+        {"mixtral-8x7b-instruct-v0.1.jinja", "mistral", "<s>", "</s>"},
+        {"mistral-7b-instruct-v0.3.jinja", "mistral-v3", "<s>", "</s>"},
+        {"mistral-pre-v1.jinja", "mistral-legacy", "<s>", "</s>"}};
     dlm_err e;
     json_t *convs = json_load_path(DLM_SOURCE_DIR "/tests/ref/chat/conversations.json", 1u << 20, &e);
     CHECK(json_is_array(convs));
@@ -249,6 +287,8 @@ static void test_fast_path(void)
         size_t i;
         json_t *c;
         json_array_foreach(convs, i, c) {
+            /* conversations the template raises on (a skip entry) */
+            if (json_object_get(json_object_get(c, "skip"), pairs[p].dialect)) continue;
             json_t *ms = json_object_get(c, "messages");
             size_t n = json_array_size(ms);
             chat_msg *m = calloc(n ? n : 1, sizeof *m);
@@ -259,7 +299,7 @@ static void test_fast_path(void)
             for (int gen = 0; gen < 2; gen++) {
                 strbuf a = STRBUF_INIT, b = STRBUF_INIT;
                 int ra = chat_render(d, jget_str(c, "system"), m, n, gen, &a, NULL, NULL, &e);
-                int rb = chat_render_template(tmpl, jget_str(c, "system"), m, n, gen, "<|begin_of_text|>", "<|eot_id|>",
+                int rb = chat_render_template(tmpl, jget_str(c, "system"), m, n, gen, pairs[p].bos, pairs[p].eos,
                                               NULL, &b, &e);
                 CHECK_MSG(ra == rb, "%s conversation %zu: dialect rc %d, template rc %d (%s)", pairs[p].dialect, i, ra, rb, e.msg);
                 if (!ra && !rb)
@@ -285,6 +325,7 @@ int main(int argc, char **argv)
     test_qwen3();
     test_llama3();
     test_spans();
+    test_mistral();
     test_registry();
     test_fast_path();
     return check_done();

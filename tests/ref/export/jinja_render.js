@@ -13,11 +13,17 @@ const path = require('path');
 const { Template } = require(path.join(__dirname, '..', 'node_modules', '@huggingface', 'jinja'));
 const [tpath, cpath, dialect] = process.argv.slice(2);
 const DIALECT_VARS = { qwen3: { enable_thinking: false }, qwen3thinking: { enable_thinking: true } };
+// bos_token / eos_token of the dialect's models (their tokenizer_config.json); Llama 3's otherwise
+const SPECIALS = {
+  gemma2: ['<bos>', '<eos>'], phi3: ['<s>', '<|endoftext|>'], phi4mini: ['<|endoftext|>', '<|endoftext|>'],
+  mistral: ['<s>', '</s>'], 'mistral-v3': ['<s>', '</s>'], 'mistral-legacy': ['<s>', '</s>'],
+};
+const [bos, eos] = SPECIALS[dialect] || ['<|begin_of_text|>', '<|eot_id|>'];
 const tmpl = new Template(fs.readFileSync(tpath, 'utf8'));
 const out = JSON.parse(fs.readFileSync(cpath, 'utf8')).map((c) => {
   const messages = (c.system !== null && c.system !== undefined && (!c.messages.length || c.messages[0].role !== 'system'))
     ? [{ role: 'system', content: c.system }, ...c.messages] : c.messages;
-  return tmpl.render({ messages, add_generation_prompt: true, bos_token: '<|begin_of_text|>', eos_token: '<|eot_id|>',
+  return tmpl.render({ messages, add_generation_prompt: true, bos_token: bos, eos_token: eos,
                        date_string: '26 Jul 2024', ...(DIALECT_VARS[dialect] || {}) });
 });
 process.stdout.write(JSON.stringify(out) + '\n');
