@@ -53,3 +53,16 @@ uint16_t f32_to_bf16(float f)
     if ((u & 0x7fffffff) > 0x7f800000) return (uint16_t)((u >> 16) | 64);  /* quiet NaN */
     return (uint16_t)((u + (0x7fff + ((u >> 16) & 1))) >> 16);
 }
+
+/* f32_to_bf16 then back, on the bits: written without branches so the
+ * compiler vectorizes it (it runs over every packed GEMM panel in bf16
+ * mode). */
+void kern_round_bf16(float *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t u = f2u(x[i]);
+        uint32_t r = (u + (0x7fffu + ((u >> 16) & 1u))) & 0xffff0000u;
+        uint32_t q = (u | 0x00400000u) & 0xffff0000u;     /* NaN: (u >> 16) | 64, as f32_to_bf16 */
+        x[i] = u2f((u & 0x7fffffffu) > 0x7f800000u ? q : r);
+    }
+}
