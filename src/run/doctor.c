@@ -83,6 +83,14 @@ int doctor_plan_document(const char *doc_path, const char *home, const host_info
     const doc_training *tr = &fm->training;
     snprintf(o->base_spec, sizeof o->base_spec, "%s", fm->base_model ? fm->base_model : "");
     o->seq_cfg = tr->sequence_len;
+    o->prec_asked = tr->precision ? doc_precision_names[tr->precision] : "null";
+    {
+        prec_cpu pc;
+        dlm_err pe;
+        precision_cpu_probe(&pc);
+        if (precision_decide(tr->precision, &pc, &o->prec, &pe))
+            snprintf(o->prec_refused, sizeof o->prec_refused, "%s (hint: %s)", pe.msg, pe.hint);
+    }
     o->replay_sections = replay_sections(home, fm->dlm_id);
     plan_in *in = &o->in;
     fill_common(o, tr, h, max_memory);

@@ -390,6 +390,24 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
         }
     }
     probe_host(&R->host, NULL);
+    {   /* training.precision: the numerics of this run (run/precision.h) */
+        prec_cpu pc;
+        precision_cpu_probe(&pc);
+        if (precision_decide(tr->precision, &pc, &R->prec, e)) {
+            size_t rl;
+            const char *raw = doc_raw(R->doc, &rl);
+            int line = precision_key_line(raw, rl);
+            if (line) {
+                char kind[sizeof e->kind], msg[sizeof e->msg], hint[sizeof e->hint];
+                snprintf(kind, sizeof kind, "%s", e->kind);
+                snprintf(msg, sizeof msg, "%s", e->msg);
+                snprintf(hint, sizeof hint, "%s", e->hint);
+                err_at(e, kind, o->doc_path, line, 3, "%s", msg);
+                err_hint(e, "%s", hint);
+            }
+            goto out;
+        }
+    }
     R->threads = plan_threads(o->threads > 0 ? o->threads : (int)tr->threads, R->host.cores_usable);
     /* the kernels' per-thread scratch is the plan's "runtime" item, not
      * part of what the records hold */
@@ -513,6 +531,8 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
     }
     /* the frozen reference, once, before the first step (a resumed run read
      * it from the checkpoint) */
+    /* from here on every GEMM runs in the run's numerics (kern.h); reset at out */
+    kern_set_bf16(R->prec.bf16);
     if (R->pref && pref_reference(R, e)) goto out;
     if (R->lead && run_begin_records(R, e)) goto out;
 
@@ -525,6 +545,7 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
         rc = 0;
         goto out;
     }
+    note(R, "precision: %s", R->prec.how);
     /* the first step of a big model takes minutes: say that it started */
     progress(R, PHASE_TRAINING, R->start_step, NAN, 0, 0);
     int64_t tokens = 0;
@@ -619,6 +640,7 @@ out:
         snprintf(res->log_path, sizeof res->log_path, "%s", R->log_path);
         snprintf(res->version_dir, sizeof res->version_dir, "%s", R->version_dir);
     }
+    kern_set_bf16(0);
     res->seconds = time_mono() - R->t0;
     if (R->started && h && h->finished) {
         train_outcome out = {.status = rc ? "failed" : res->cancelled ? "cancelled" : "completed",
