@@ -137,6 +137,7 @@ int doctor_plan_document(const char *doc_path, const char *home, const host_info
     o->tokens = ds->n_tok;
     o->loss_tokens = ds->train_loss_tokens;
     o->qlora = P.qlora;
+    prep_precision(&P, !o->prec_refused[0] && o->prec.bf16);
     prep_plan_inputs(&P, tr, 0, h->cores_usable, o->budget, in);
     o->fits = plan_make(in, &o->p) == 0;
     /* the schedule train chooses (run/cpt.h), over the document's epochs */

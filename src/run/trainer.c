@@ -427,6 +427,7 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
     }
     if (load_base(R, e)) goto out;
     if (setup_adapter(R, e) || build_data(R, e)) goto out;
+    prep_precision(&R->P, R->prec.bf16);
     R->pref = o->phase == TRAIN_PREFERENCE;
     if (R->pref && dist_size() > 1) {
         err_set(e, "MPIError", "the preference phase runs in one process (%d ranks were started)", dist_size());
@@ -465,6 +466,11 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
         if (model_quantize_projections(R->m, DT_Q4_K, e)) goto out;
         note(R, "qlora: the base's projections are trained as Q4_K (quantized in memory; for repeated runs a Q4_K"
                 " GGUF base from 'dlm export' saves the conversion)");
+    }
+    if (R->P.bf16_base) {   /* bf16: the frozen projections as bf16, converted once (kern rounds at packing otherwise) */
+        if (model_bf16_projections(R->m, e)) goto out;
+        note(R, "bf16: the base's %s projections are kept as BF16 (converted once, in memory)",
+             dtype_name((dtype)R->P.base.wtype));
     }
     /* A resume keeps the checkpoint's micro-batches per step, shared by
      * however many ranks continue it (N = 2 → 1 gives the same bytes). */

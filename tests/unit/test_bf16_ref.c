@@ -2,7 +2,9 @@
  *
  * Always: on the committed fixtures (tests/ref/model/fixtures), the LoRA
  * gradients under kern_set_bf16 have identical bytes for 1, 2 and 3
- * threads, with and without recomputation.
+ * threads, with and without recomputation, differ from the f32 ones, and
+ * do not change when the projections are re-stored as BF16
+ * (model_bf16_projections, what a bf16 run does to an F32/F16 base).
  *
  * With DLM_BF16_REF=DIR (tests/ref/r0415-bf16-torch.sh; DIR made by
  * tests/ref/engine/torch_bf16.py): the loss, every LoRA gradient and 10
@@ -86,6 +88,21 @@ static void test_threads(const char *path)
         CHECK_MSG(!memcmp(g[0], g[k], l->n * 4), "%s: bf16 gradients differ at %d threads, recompute %d", path,
                   k % 3 + 1, k / 3);
     CHECK_MSG(memcmp(g[0], g32, l->n * 4), "%s: bf16 gave the f32 bytes", path);
+    /* the projections converted to BF16 once (what a bf16 run does to an
+     * F32/F16 base) give the bytes of rounding them where they are packed */
+    CHECK_INT(model_bf16_projections(m, &e), 0);
+    kern_set_bf16(1);
+    {
+        decoder_opts o = {.B = B, .T = T};
+        decoder *f;
+        CHECK_INT(decoder_create(m, l, &o, &f, &e), 0);
+        memset(g32, 0, l->n * 4);
+        int64_t n;
+        backward_step(f, &b, g32, NULL, 0.01f, 1234, 0, &n);
+        decoder_free(f);
+    }
+    kern_set_bf16(0);
+    CHECK_MSG(!memcmp(g[0], g32, l->n * 4), "%s: BF16-stored projections changed the bf16 gradients", path);
     for (int k = 0; k < 6; k++) free(g[k]);
     free(g32);
     lora_free(l);
