@@ -535,10 +535,10 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
                 "embeddings stay frozen, as in the original)", R->m->cfg.tied ? "" : " and LM-head",
              (long long)R->cpt.embed_warmup_steps);
     }
-    /* the frozen reference, once, before the first step (a resumed run read
-     * it from the checkpoint) */
     /* from here on every GEMM runs in the run's numerics (kern.h); reset at out */
     kern_set_bf16(R->prec.bf16);
+    /* the frozen reference, once, before the first step (a resumed run read
+     * it from the checkpoint) */
     if (R->pref && pref_reference(R, e)) goto out;
     if (R->lead && run_begin_records(R, e)) goto out;
 
