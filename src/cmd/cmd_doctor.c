@@ -47,6 +47,8 @@ static const char *hs(uint64_t n, char *buf) { return str_human_size(n, buf, 32)
 
 /* ---- JSON ---------------------------------------------------------------------- */
 
+static const char *default_precision(prec_choice *c);
+
 static json_t *host_json(const host_info *h)
 {
     json_t *gpus = json_array();
@@ -54,7 +56,7 @@ static json_t *host_json(const host_info *h)
     json_t *cg = json_pack("{s:i, s:o, s:I, s:I}", "version", h->cgroup_version, "limit_bytes",
                            h->cgroup_limit ? json_integer((json_int_t)h->cgroup_limit) : json_null(), "usage_bytes",
                            (json_int_t)h->cgroup_usage, "inactive_file_bytes", (json_int_t)h->cgroup_inactive_file);
-    return json_pack("{s:s, s:s, s:s, s:i, s:i, s:o, s:i, s:s, s:{s:b, s:b, s:b, s:b, s:b}, s:s, s:{s:I, s:I, s:I},"
+    json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:i, s:o, s:i, s:s, s:{s:b, s:b, s:b, s:b, s:b}, s:s, s:{s:I, s:I, s:I},"
                      " s:I, s:I, s:o, s:I, s:s, s:o, s:o, s:s, s:s, s:s}",
                      "dlm_version", DLM_VERSION, "cpu_model", h->cpu_model, "kernel", h->kernel, "cores_online",
                      h->cores_online, "cores_physical", h->cores_physical, "cores_quota",
@@ -66,6 +68,27 @@ static json_t *host_json(const host_info *h)
                      "budget_bytes", (json_int_t)h->budget, "budget_from", h->budget_from, "disk_free_bytes",
                      h->disk_free ? json_integer((json_int_t)h->disk_free) : json_null(), "gpus", gpus,
                      "compute", "cpu", "determinism_class", h->determinism, "disk_path", h->disk_path);
+    prec_choice pc;
+    json_object_set_new(o, "precision_default", json_string(default_precision(&pc)));
+    return o;
+}
+
+/* training.precision null on this host (run/precision.h) */
+static const char *default_precision(prec_choice *c)
+{
+    prec_cpu pc;
+    dlm_err e;
+    precision_cpu_probe(&pc);
+    if (precision_decide(DOC_PREC_AUTO, &pc, c, &e)) return "fp32";
+    return c->name;
+}
+
+static json_t *precision_json(const doctor_doc *d)
+{
+    return json_pack("{s:s, s:o, s:o, s:o}", "requested", d->prec_asked, "used",
+                     d->prec_refused[0] ? json_null() : json_string(d->prec.name), "how",
+                     d->prec_refused[0] ? json_null() : json_string(d->prec.how), "refused",
+                     d->prec_refused[0] ? json_string(d->prec_refused) : json_null());
 }
 
 static json_t *plan_json(const plan *p, const plan_in *in)
@@ -127,6 +150,10 @@ static void print_host(const host_info *h)
         printf(" (dlm trains on the CPU)\n");
     } else printf("gpus:    none (dlm trains on the CPU)\n");
     printf("determinism: %s (same bytes for any thread count)\n", h->determinism);
+    prec_choice pc;
+    default_precision(&pc);
+    printf("precision: %s; bf16 %s\n", pc.how,
+           pc.bf16 ? "is the default here" : "would be emulated here (no AMX bf16 tiles): its numerics, no faster");
     printf("mpi:     %s\n", dist_compiled() ? "built in: 'mpirun -np N dlm train' shares each step's micro-batches"
                                              " (grad_accum is per rank; 'dlm doctor PATH --ranks N': one rank's plan)"
                                            : "not built in ('make mpi' builds build-mpi/dlm)");
@@ -170,6 +197,8 @@ static void print_doc_plan(const doctor_doc *d, const char *path)
         if (d->tag_dropped || d->tag_extra)
             printf("  tag weights: %d row(s) dropped, %d copies added\n", d->tag_dropped, d->tag_extra);
     }
+    if (d->prec_refused[0]) printf("  precision: refused: %s\n", d->prec_refused);
+    else printf("  precision: %s (training.precision %s)\n", d->prec.how, d->prec_asked);
     printf("  choice: micro_batch_size %d x grad_accum %d (effective %d), recompute %s, %d threads, base stays %s\n",
            p->mb, p->ga, p->mb * p->ga, p->recompute ? "on" : "off", p->threads,
            d->in.base.wtype >= 0 ? dtype_name((dtype)d->in.base.wtype) : "as stored");
@@ -282,6 +311,7 @@ int cmd_doctor(int argc, char **argv, dlm_ctx *ctx)
                 json_object_set_new(o, "preference", json_pack("{s:s, s:i, s:b}", "method", d.pref_method, "pairs",
                                                                d.pref_pairs, "fits", d.pref_fits));
             }
+            json_object_set_new(json_object_get(o, "document"), "precision", precision_json(&d));
             print_json(o);
         } else {
             print_host(&h);

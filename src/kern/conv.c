@@ -53,3 +53,42 @@ uint16_t f32_to_bf16(float f)
     if ((u & 0x7fffffff) > 0x7f800000) return (uint16_t)((u >> 16) | 64);  /* quiet NaN */
     return (uint16_t)((u + (0x7fff + ((u >> 16) & 1))) >> 16);
 }
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#include "kern/cpu.h"
+/* The same bits 8 at a time (it runs over every packed GEMM panel in bf16
+ * mode; -O2 leaves the plain loop scalar). NaN: |u| > 0x7F800000 as a
+ * signed compare, exact since |u| < 2^31. */
+__attribute__((target("avx2"))) static int64_t round_bf16_avx2(float *x, int64_t n)
+{
+    const __m256i bias = _mm256_set1_epi32(0x7fff), one = _mm256_set1_epi32(1);
+    const __m256i hi = _mm256_set1_epi32((int)0xffff0000u), absm = _mm256_set1_epi32(0x7fffffff);
+    const __m256i inf = _mm256_set1_epi32(0x7f800000), quiet = _mm256_set1_epi32(0x00400000);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256i u = _mm256_loadu_si256((const __m256i *)(x + i));
+        __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), one);
+        __m256i r = _mm256_and_si256(_mm256_add_epi32(u, _mm256_add_epi32(bias, lsb)), hi);
+        __m256i q = _mm256_and_si256(_mm256_or_si256(u, quiet), hi);
+        __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, absm), inf);
+        _mm256_storeu_si256((__m256i *)(x + i), _mm256_blendv_epi8(r, q, nan));
+    }
+    return i;
+}
+#endif
+
+/* f32_to_bf16 then back, on the bits, without branches. */
+void kern_round_bf16(float *x, int64_t n)
+{
+    int64_t i0 = 0;
+#if defined(__x86_64__)
+    if (cpu_level() >= CPU_AVX2) i0 = round_bf16_avx2(x, n);
+#endif
+    for (int64_t i = i0; i < n; i++) {
+        uint32_t u = f2u(x[i]);
+        uint32_t r = (u + (0x7fffu + ((u >> 16) & 1u))) & 0xffff0000u;
+        uint32_t q = (u | 0x00400000u) & 0xffff0000u;     /* NaN: (u >> 16) | 64, as f32_to_bf16 */
+        x[i] = u2f((u & 0x7fffffffu) > 0x7f800000u ? q : r);
+    }
+}

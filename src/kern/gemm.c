@@ -33,6 +33,15 @@ void gemm_pack_a(const kern_isa *isa, const gemm_prob *p, float *dst, int64_t m0
                  int64_t kc)
 {
     const int mr = isa->mr;
+    /* bf16 numerics: the activations are rounded here, once per packed
+     * element, so every micro-kernel reads bf16 values (zero padding stays 0) */
+    if (p->bf16) {
+        gemm_prob q = *p;
+        q.bf16 = 0;
+        gemm_pack_a(isa, &q, dst, m0, mc, k0, kc);
+        kern_round_bf16(dst, (mc + mr - 1) / mr * mr * kc);
+        return;
+    }
     for (int64_t i0 = 0; i0 < mc; i0 += mr, dst += kc * mr) {
         int rows = (int)imin(mr, mc - i0);
         if (!p->ta) {
@@ -59,6 +68,16 @@ void gemm_pack_b(const kern_isa *isa, const gemm_prob *p, float *dst, float *tmp
 {
     const int nr = isa->nr;
     const uint8_t *base = p->B;
+    /* bf16 numerics: the weight panel rounded after dequantizing (a BF16
+     * weight is exact already; an F32/F16 one gets the value a one-time
+     * conversion to bf16 would give, since the rounding is per element) */
+    if (p->bf16) {
+        gemm_prob q = *p;
+        q.bf16 = 0;
+        gemm_pack_b(isa, &q, dst, tmp, n0, nc, k0, kc);
+        kern_round_bf16(dst, (nc + nr - 1) / nr * nr * kc);
+        return;
+    }
     if (p->bkind == GB_ROWS_K) {
         size_t be = dtype_block_elems(p->bt), bb = dtype_block_bytes(p->bt);
         for (int64_t j0 = 0; j0 < nc; j0 += nr, dst += kc * nr) {
@@ -122,7 +141,7 @@ static void pack_a_units(void *ctx, int64_t b, int64_t e)
     const gjob *j = ctx;
     const int64_t mr = j->isa->mr;
     if (b == 0 && j->a2p) {     /* the low-rank term's A2 goes with unit 0 */
-        gemm_prob q = {.A = j->p->A2, .lda = j->p->lda2, .ta = 0};
+        gemm_prob q = {.A = j->p->A2, .lda = j->p->lda2, .ta = 0, .bf16 = j->p->bf16};
         gemm_pack_a(j->isa, &q, j->a2p, j->m0, j->m1 - j->m0, 0, j->p->K2);
     }
     for (int64_t u = b; u < e; u++) {
@@ -150,7 +169,8 @@ static void col_units(void *ctx, int64_t b, int64_t e)
                                cptr(p, j->m0, n0), p->ldc, &ep);
         }
         if (j->a2p && j->k_hi == p->K) {
-            gemm_prob q = {.bkind = p->b2kind, .bt = DT_F32, .B = p->B2, .ldb_bytes = (size_t)p->ldb2 * 4};
+            gemm_prob q = {.bkind = p->b2kind, .bt = DT_F32, .B = p->B2, .ldb_bytes = (size_t)p->ldb2 * 4,
+                           .bf16 = p->bf16};
             gemm_pack_b(j->isa, &q, bp, tmp, n0, nc, 0, p->K2);
             gemm_epi ep = {p->alpha2, 1.f, NULL, 0, p->ct};
             j->isa->gemm_block(j->m1 - j->m0, nc, p->K2, j->a2p, bp, cptr(p, j->m0, n0), p->ldc, &ep);

@@ -16,7 +16,11 @@
  *   dx = Σ_p (grad_scale·e^(m_p−M)/L)·acc_p − grad_scale·W[target].
  * Units and the combine never depend on the thread count: same bytes for
  * any number of threads. The sums differ in rounding from kern_matmul +
- * kern_xent + kern_matmul_dx (the reference twin), within ~1e-6 relative. */
+ * kern_xent + kern_matmul_dx (the reference twin), within ~1e-6 relative.
+ * Under kern_set_bf16 x and W are rounded to bf16 where they are packed
+ * (the logits GEMM and the W of dx); the logits' gradient stays f32: it
+ * never exists as one matrix here (P·W is summed per part and rescaled),
+ * so rounding its pieces would not be rounding it. */
 #include "kern/kern_impl.h"
 
 #include <math.h>
@@ -43,6 +47,7 @@ typedef struct head_job {
     float gs;
     int64_t r0, nr, rows_pad;   /* the row block */
     int C, V, parts, ntiles, want_dx;
+    int bf16;                   /* kern_set_bf16: x and W rounded where packed (not P: see kern_head_xent) */
     float *ap;                  /* packed x rows: K block k0 at ap + k0·rows_pad */
     float *acc, *m, *l, *xt;    /* [parts][nr][C], [parts][nr] ×2, [nr] */
 } head_job;
@@ -50,7 +55,7 @@ typedef struct head_job {
 static void pack_x(void *ctx, int64_t b, int64_t e)
 {
     const head_job *j = ctx;
-    gemm_prob p = {.A = j->x, .lda = j->C, .ta = 0};
+    gemm_prob p = {.A = j->x, .lda = j->C, .ta = 0, .bf16 = j->bf16};
     for (int64_t kb = b; kb < e; kb++) {
         int64_t k0 = kb * GEMM_KC, kc = imin(GEMM_KC, j->C - k0);
         gemm_pack_a(j->isa, &p, j->ap + k0 * j->rows_pad, j->r0, j->nr, k0, kc);
@@ -68,8 +73,10 @@ static void part_unit(void *ctx, int64_t b, int64_t e)
     float *S = tmp + (size_t)32 * GEMM_KC;              /* logits tile [rows_pad][HT] */
     float *a2 = S + (size_t)j->rows_pad * HT;           /* P packed as A [rows_pad × HT] */
     float *al = a2 + (size_t)j->rows_pad * HT;          /* [nr] */
-    gemm_prob pw = {.bkind = GB_ROWS_K, .bt = j->W->type, .B = j->W->data, .ldb_bytes = j->W->row_bytes};
-    gemm_prob pd = {.bkind = GB_ROWS_N, .bt = j->W->type, .B = j->W->data, .ldb_bytes = j->W->row_bytes};
+    gemm_prob pw = {.bkind = GB_ROWS_K, .bt = j->W->type, .B = j->W->data, .ldb_bytes = j->W->row_bytes,
+                    .bf16 = j->bf16};
+    gemm_prob pd = {.bkind = GB_ROWS_N, .bt = j->W->type, .B = j->W->data, .ldb_bytes = j->W->row_bytes,
+                    .bf16 = j->bf16};
     gemm_prob ps = {.A = S, .lda = HT, .ta = 0};
     for (int64_t part = b; part < e; part++) {
         int64_t t0 = part * j->ntiles / j->parts, t1 = (part + 1) * j->ntiles / j->parts;
@@ -138,6 +145,7 @@ static void combine_rows(void *ctx, int64_t b, int64_t e)
         if (!d) continue;
         float inv = (float)(1.0 / L);
         kern_dequant_row(j->W->type, (const char *)j->W->data + (size_t)tg * j->W->row_bytes, wt, C);
+        if (j->bf16) kern_round_bf16(wt, C);   /* the same W as the packed tiles */
         for (int c = 0; c < C; c++) d[c] = -j->gs * wt[c];
         for (int p = 0; p < P; p++) {
             float w = j->gs * ep[p] * inv;
@@ -156,7 +164,7 @@ double kern_head_xent(float *dx, float *nll, const float *x, const wmat *W, cons
     kern_ensure_init();
     const kern_isa *isa = kern_isa_get();
     head_job j = {.isa = isa, .x = x, .W = W, .tg = targets, .dx = dx, .nll = nll, .gs = grad_scale,
-                  .C = (int)C, .V = (int)V, .want_dx = dx != NULL};
+                  .C = (int)C, .V = (int)V, .want_dx = dx != NULL, .bf16 = kern_bf16_active()};
     j.ntiles = (int)((V + HT - 1) / HT);
     j.parts = j.ntiles < HEAD_PARTS ? j.ntiles : HEAD_PARTS;
     /* rows per block: HEAD_ROWS, fewer if the packed x or a unit's tiles

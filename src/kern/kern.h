@@ -48,6 +48,12 @@ uint16_t f32_to_bf16(float f);          /* RNE; NaN → (bits>>16)|64 (ggml's ru
  * out-of-range float: NaN → 0, saturating at −128 / 127. */
 int kern_trunc_i8(float v);
 
+/* x[i] = bf16_to_f32(f32_to_bf16(x[i])) in place, n floats: the value a
+ * bf16 cast keeps (round-to-nearest-even, as torch's .to(torch.bfloat16);
+ * ±Inf stay, a NaN stays NaN with f32_to_bf16's rule). Idempotent: a
+ * value already in bf16 is kept exactly. */
+void kern_round_bf16(float *x, int64_t n);
+
 /* Dequantize n elements (a multiple of the block size) of type t. */
 void kern_dequant_row(dtype t, const void *src, float *dst, int64_t n);
 /* Quantize n elements with llama.cpp's reference algorithms (bit-exact with
@@ -98,6 +104,19 @@ void kern_matmul_lora(float *y, const float *x, const wmat *W, const float *bias
                       const float *U, const float *B, int r, float s);
 void kern_matmul_dx_lora(float *dx, const float *dy, const wmat *W, int64_t N, int accumulate,
                          const float *dU, const float *A, int r);
+/* bf16 training numerics (training.precision: bf16, docs/training.md):
+ * while on, every GEMM above and below (kern_matmul*, kern_matmul_dx*,
+ * kern_sgemm, the logits product of kern_head_xent) rounds both of its
+ * inputs to bf16 where it packs them (kern_round_bf16: frozen weights,
+ * activations, gradients flowing in, LoRA factors) and accumulates in f32;
+ * the outputs stay f32. The dot-product path of small N and the narrow
+ * LoRA shapes are bypassed so that every product sees rounded inputs.
+ * Off (the default): the exact f32 path, bit for bit as before. Call it
+ * from the thread that drives the kernels, between kernel calls; the
+ * results stay bit-identical for any thread count. On CPUs without AMX or
+ * AVX512-BF16 this emulates bf16 on the f32 FMA units (the same speed
+ * class as f32: it saves no time, it only reproduces bf16 numerics). */
+void kern_set_bf16(int on);
 /* General f32 GEMM, row-major: C[M,N] = alpha·op(A)·op(B) + beta·C with
  * op(A) [M,K] (A is [K,M] when ta), op(B) [K,N] (B is [N,K] when tb).
  * Used for LoRA and weight gradients: dW[O,I] += dyᵀ·x is

@@ -75,6 +75,10 @@ typedef struct gemm_prob {
     int64_t lda2, ldb2, K2;
     int b2kind;
     float alpha2;
+    /* bf16 numerics (kern_set_bf16): the packed A and B panels are rounded
+     * to bf16 (round-to-nearest-even) before the micro-kernels, which keep
+     * accumulating in f32; A2/B2 too. 0: the exact f32 path. */
+    int bf16;
 } gemm_prob;
 void gemm_run(const gemm_prob *p);
 struct kern_isa;
@@ -255,6 +259,10 @@ int qx_quantize(kern_q8x *q, void *buf, dtype wt, const float *x, int64_t K);
 /* Σ_k w[k]·x[k] for one weight row of type q->wt (qx_supported). */
 float qx_dot(const kern_q8x *q, const void *w);
 
+/* Whether kern_set_bf16 is on (read by the entry points on the driving
+ * thread; the workers see it through gemm_prob.bf16). */
+int kern_bf16_active(void);
+
 /* ---- plain-loop references (kern_ref.c) ------------------------------------ */
 void kern_matmul_ref(float *y, const float *x, const wmat *W, const float *bias,
                      int64_t N, int accumulate);
@@ -275,6 +283,13 @@ void kern_attn_bwd_ref(float *dq, float *dk, float *dv, const float *dout,
                        const float *q, const float *k, const float *v, const attn_shape *s);
 double kern_xent_ref(float *dlogits, float *nll, const float *logits, const int32_t *targets,
                      int64_t N, int V, float grad_scale);
+/* kern_sgemm's twin under kern_set_bf16: C = alpha·op(A)·op(B) + beta·C with every A and B
+ * element rounded to bf16 first, sums in double (kern_ref.c). */
+void kern_sgemm_bf16_ref(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
+                         const float *A, int64_t lda, const float *B, int64_t ldb,
+                         float beta, float *C, int64_t ldc);
+/* kern_round_bf16's twin: one value through f32_to_bf16 and back. */
+void kern_round_bf16_ref(float *x, int64_t n);
 /* matmul_ref + xent_ref + matmul_dx_ref (allocates the logits). */
 double kern_head_xent_ref(float *dx, float *nll, const float *x, const wmat *W, const int32_t *targets,
                           int64_t N, float grad_scale);

@@ -292,3 +292,23 @@ void kern_adamw8_ref(float *p, const float *g, uint8_t *c1, uint8_t *c2, float *
     free(m);
     free(v);
 }
+
+void kern_round_bf16_ref(float *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) x[i] = bf16_to_f32(f32_to_bf16(x[i]));
+}
+
+static double rb(float v) { return (double)bf16_to_f32(f32_to_bf16(v)); }
+
+void kern_sgemm_bf16_ref(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                         const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
+{
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            double acc = 0;
+            for (int64_t k = 0; k < K; k++)
+                acc += rb(ta ? A[k * lda + i] : A[i * lda + k]) * rb(tb ? B[j * ldb + k] : B[k * ldb + j]);
+            double c = beta == 0.f ? 0.0 : (double)beta * C[i * ldc + j];
+            C[i * ldc + j] = (float)(alpha * acc + c);
+        }
+}

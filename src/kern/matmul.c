@@ -10,6 +10,11 @@
 /* kern_matvec_n's most rows (dots[] on the stack of gemv_range). */
 #define GEMV_BATCH_MAX KERN_MATVEC_MAX_N
 
+/* training.precision: bf16 (kern.h); set by the trainer around its steps */
+static int g_bf16;
+void kern_set_bf16(int on) { g_bf16 = on != 0; }
+int kern_bf16_active(void) { return g_bf16; }
+
 typedef struct gemv_job {
     float *y;
     const float *x;
@@ -74,7 +79,7 @@ void kern_matmul(float *y, const float *x, const wmat *W, const float *bias, int
     const int64_t O = W->rows, I = W->cols;
     if (N <= 0 || O <= 0 || !wmat_ok(W)) return;
     kern_ensure_init();
-    if (N < GEMV_MAX_N && (size_t)I * 4 <= KERN_SCRATCH_BYTES) {
+    if (N < GEMV_MAX_N && !g_bf16 && (size_t)I * 4 <= KERN_SCRATCH_BYTES) {
         gemv_job j = {y, x, W, bias, N, accumulate, kern_isa_get(), NULL};
         if (O * I < (1 << 15)) gemv_range(&j, 0, O);
         else kern_parallel_for(O, gemv_range, &j);
@@ -83,7 +88,7 @@ void kern_matmul(float *y, const float *x, const wmat *W, const float *bias, int
     gemm_prob p = {
         .M = N, .N = O, .K = I, .A = x, .lda = I, .ta = 0,
         .bkind = GB_ROWS_K, .bt = W->type, .B = W->data, .ldb_bytes = W->row_bytes,
-        .alpha = 1.f, .beta = accumulate ? 1.f : 0.f, .bias = bias, .C = y, .ldc = O,
+        .alpha = 1.f, .beta = accumulate ? 1.f : 0.f, .bias = bias, .C = y, .ldc = O, .bf16 = g_bf16,
     };
     gemm_run(&p);
 }
@@ -158,7 +163,7 @@ void kern_matmul_dx_to(float *dx, const float *dy, const wmat *W, int64_t N, int
     gemm_prob p = {
         .M = N, .N = I, .K = O, .A = dy, .lda = O, .ta = 0,
         .bkind = GB_ROWS_N, .bt = W->type, .B = W->data, .ldb_bytes = W->row_bytes,
-        .alpha = 1.f, .beta = accumulate ? 1.f : 0.f, .bias = NULL, .C = dx, .ldc = I,
+        .alpha = 1.f, .beta = accumulate ? 1.f : 0.f, .bias = NULL, .C = dx, .ldc = I, .bf16 = g_bf16,
     };
     gemm_run(&p);
 }
@@ -169,11 +174,12 @@ void kern_sgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
                 const float *A, int64_t lda, const float *B, int64_t ldb,
                 float beta, float *C, int64_t ldc)
 {
-    if (narrow_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;
+    /* the narrow dots read the operands unrounded: bf16 takes the panels */
+    if (!g_bf16 && narrow_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;
     gemm_prob p = {
         .M = M, .N = N, .K = K, .A = A, .lda = lda, .ta = ta,
         .bkind = tb ? GB_ROWS_K : GB_ROWS_N, .bt = DT_F32, .B = B, .ldb_bytes = (size_t)ldb * 4,
-        .alpha = alpha, .beta = beta, .bias = NULL, .C = C, .ldc = ldc,
+        .alpha = alpha, .beta = beta, .bias = NULL, .C = C, .ldc = ldc, .bf16 = g_bf16,
     };
     gemm_run(&p);
 }
@@ -192,7 +198,7 @@ void kern_matmul_lora(float *y, const float *x, const wmat *W, const float *bias
         .M = N, .N = O, .K = I, .A = x, .lda = I, .ta = 0,
         .bkind = GB_ROWS_K, .bt = W->type, .B = W->data, .ldb_bytes = W->row_bytes,
         .alpha = 1.f, .beta = accumulate ? 1.f : 0.f, .bias = bias, .C = y, .ldc = O,
-        .A2 = U, .lda2 = r, .K2 = r, .B2 = B, .ldb2 = r, .b2kind = GB_ROWS_K, .alpha2 = s,
+        .A2 = U, .lda2 = r, .K2 = r, .B2 = B, .ldb2 = r, .b2kind = GB_ROWS_K, .alpha2 = s, .bf16 = g_bf16,
     };
     gemm_run(&p);
 }
@@ -211,7 +217,7 @@ void kern_matmul_dx_lora(float *dx, const float *dy, const wmat *W, int64_t N, i
         .M = N, .N = I, .K = O, .A = dy, .lda = O, .ta = 0,
         .bkind = GB_ROWS_N, .bt = W->type, .B = W->data, .ldb_bytes = W->row_bytes,
         .alpha = 1.f, .beta = accumulate ? 1.f : 0.f, .bias = NULL, .C = dx, .ldc = I,
-        .A2 = dU, .lda2 = r, .K2 = r, .B2 = A, .ldb2 = I, .b2kind = GB_ROWS_N, .alpha2 = 1.f,
+        .A2 = dU, .lda2 = r, .K2 = r, .B2 = A, .ldb2 = I, .b2kind = GB_ROWS_N, .alpha2 = 1.f, .bf16 = g_bf16,
     };
     gemm_run(&p);
 }

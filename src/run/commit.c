@@ -168,7 +168,8 @@ int run_lock_facts(run *R, dlm_err *e)
     else if (R->base.kind == BASE_HF) snprintf(R->revision, sizeof R->revision, "%s", R->base.revision[0] ? R->base.revision : "main");
     else snprintf(R->revision, sizeof R->revision, "local:%.16s", R->weights_sha);
     R->facts = (lock_facts){doc_fm(R->doc)->dlm_id, R->dlm_sha, R->base_spec, R->revision, R->weights_sha,
-                            (int64_t)R->seed, cpu_level_name(cpu_level()), "strong", R->run_id, dist_size()};
+                            (int64_t)R->seed, cpu_level_name(cpu_level()), "strong", R->run_id, dist_size(),
+                            R->prec.name};
     /* A signature of everything the batches are made of. */
     sha256_ctx c;
     sha256_init(&c);
@@ -244,6 +245,19 @@ static int corrupt_ckpt(run *R, const char *newest, dlm_err *e)
     return err_hint(e, "resume from it: mv '%s' '%s-corrupt' && dlm train %s --resume", nb, nb, R->o->doc_path);
 }
 
+/* --resume continues bytes trained with one numerics: a checkpoint or
+ * version of the other precision is refused (records from before
+ * training.precision was honoured trained in fp32). */
+static int same_precision(const run *R, const char *was, const char *what, dlm_err *e)
+{
+    if (!was) was = "fp32";
+    if (!strcmp(was, R->prec.name)) return 0;
+    err_set(e, "ResumeIntegrityError", "%s was trained with precision %s; this run would train with %s", what, was,
+            R->prec.name);
+    return err_hint(e, "set training.precision: %s in %s to continue it, or start over with 'dlm train %s --fresh'",
+                    was, R->o->doc_path, R->o->doc_path);
+}
+
 int run_start_or_resume(run *R, dlm_err *e)
 {
     char path[4400], sp[4600];
@@ -266,6 +280,12 @@ int run_start_or_resume(run *R, dlm_err *e)
         jget_int(p, "micro_batch_size", &mb);
         jget_int(p, "grad_accum", &ga);
         jget_int(p, "seed", &seed);
+        char what[64];
+        snprintf(what, sizeof what, "the checkpoint at step %lld", (long long)step);
+        if (same_precision(R, jget_str(p, "precision"), what, e)) {
+            json_decref(p);
+            return -1;
+        }
         const char *why = !sig || strcmp(sig, R->data_sig) ? "the document or the tokenizer changed"
                           : tot != R->total ? "the number of steps changed"
                           : mb != R->micro_batch || ga != R->grad_accum ? "micro_batch_size/grad_accum changed"
@@ -292,6 +312,14 @@ int run_start_or_resume(run *R, dlm_err *e)
         }
         char vn[16];
         store_version_name(v, vn, sizeof vn);
+        char tj[4500], what[64];
+        snprintf(tj, sizeof tj, "%s/versions/%s/training_run.json", R->adir, vn);
+        dlm_err je;   /* an unreadable record: the state's own checks decide */
+        json_t *trj = fs_is_file(tj) ? json_load_path(tj, 1 << 24, &je) : NULL;
+        snprintf(what, sizeof what, "version %s", vn);
+        int bad = same_precision(R, trj ? jget_str(trj, "precision") : NULL, what, e);
+        json_decref(trj);
+        if (bad) return -1;
         snprintf(sp, sizeof sp, "%s/versions/%s/training_state.bin", R->adir, vn);
     }
     if (state_load(sp, &st, e)) return step ? corrupt_ckpt(R, path, e) : -1;
@@ -345,6 +373,8 @@ int run_begin_records(run *R, dlm_err *e)
         json_object_set_new(items, R->plan.items[i].name, json_integer((json_int_t)R->plan.items[i].bytes));
     json_object_set_new(b, "plan_items", items);
     json_object_set_new(b, "threads", json_integer(R->threads));
+    json_object_set_new(b, "precision", json_string(R->prec.name));
+    json_object_set_new(b, "precision_how", json_string(R->prec.how));
     if (!R->pref) json_object_set_new(b, "cpt", cpt_json(&R->cpt, &R->optim));
     char *s = json_dumps(b, JSON_COMPACT);
     fprintf(R->log, "%s\n", s);
@@ -425,6 +455,7 @@ int run_checkpoint(run *R, int64_t step, dlm_err *e)
                            (json_int_t)step, "total", (json_int_t)R->total, "seed", (json_int_t)R->seed,
                            "micro_batch_size", R->micro_batch, "grad_accum", R->grad_accum, "data_signature", R->data_sig, "log_path",
                            R->log_path, "started_at", R->started_at);
+    json_object_set_new(pj, "precision", json_string(R->prec.name));
     snprintf(p, sizeof p, "%s/progress.json", tmp);
     int rc = json_save_file(p, pj, e);
     json_decref(pj);
@@ -477,6 +508,8 @@ static int write_version(run *R, const char *tmp, dlm_err *e)
                            "recompute", R->plan.recompute, "train_items", (json_int_t)R->P.data.ds->n_train,
                            "train_loss_tokens", (json_int_t)R->P.data.ds->train_loss_tokens, "replay_sections", R->P.data.n_replay,
                            "new_sections", R->P.data.n_new, "frontmatter", cfg ? cfg : json_null());
+    /* the numerics the adapter was trained with (run/precision.h) */
+    json_object_set_new(tr, "precision", json_string(R->prec.name));
     /* the optimizer the moments were kept with (run/optstate.c) */
     json_object_set_new(tr, "optimizer", json_string(doc_optimizer_names[doc_fm(R->doc)->training.optimizer]));
     /* training.cpt: the schedule chosen and why (run/cpt.h) */

@@ -83,6 +83,14 @@ int doctor_plan_document(const char *doc_path, const char *home, const host_info
     const doc_training *tr = &fm->training;
     snprintf(o->base_spec, sizeof o->base_spec, "%s", fm->base_model ? fm->base_model : "");
     o->seq_cfg = tr->sequence_len;
+    o->prec_asked = tr->precision ? doc_precision_names[tr->precision] : "null";
+    {
+        prec_cpu pc;
+        dlm_err pe;
+        precision_cpu_probe(&pc);
+        if (precision_decide(tr->precision, &pc, &o->prec, &pe))
+            snprintf(o->prec_refused, sizeof o->prec_refused, "%s (hint: %s)", pe.msg, pe.hint);
+    }
     o->replay_sections = replay_sections(home, fm->dlm_id);
     plan_in *in = &o->in;
     fill_common(o, tr, h, max_memory);
@@ -129,6 +137,7 @@ int doctor_plan_document(const char *doc_path, const char *home, const host_info
     o->tokens = ds->n_tok;
     o->loss_tokens = ds->train_loss_tokens;
     o->qlora = P.qlora;
+    prep_precision(&P, !o->prec_refused[0] && o->prec.bf16);
     prep_plan_inputs(&P, tr, 0, h->cores_usable, o->budget, in);
     o->fits = plan_make(in, &o->p) == 0;
     /* the schedule train chooses (run/cpt.h), over the document's epochs */

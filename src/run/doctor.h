@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include "run/cpt.h"
 #include "run/plan.h"
+#include "run/precision.h"
 #include "run/probe.h"
 #include "weights/registry.h"
 #include "util/err.h"
@@ -19,6 +20,11 @@ typedef struct doctor_doc {
     char model_path[4096];      /* "" when the base is not on this machine */
     int from_files;             /* 1: planned from the base's files; 0: from its registry shape */
     int seq_cfg;                /* training.sequence_len */
+    /* training.precision: what the document asks, what train would use on
+     * this host (precision_decide), or why train would refuse it */
+    const char *prec_asked;     /* "bf16", "fp16", "fp32" or "null" */
+    prec_choice prec;
+    char prec_refused[512];     /* "" unless refused */
     int n_train, n_val;         /* dataset items (from_files only) */
     int64_t tokens, loss_tokens;
     /* training.cpt (from_files only): the schedule train will choose for a

@@ -16,9 +16,7 @@ int run_inert_notes(const doc_training *t, inert_note_fn fn, void *ctx)
     if (t->optimizer == DOC_OPT_PAGED_ADAMW_8BIT)
         NOTE("training.optimizer: paged_adamw_8bit trains as adamw_bnb_8bit (the same 8-bit block-wise AdamW): "
              "paging moves optimizer state between GPU and host memory, and dlm trains on the CPU");
-    if (t->precision != d.precision)
-        NOTE("training.precision: %s is not used yet; dlm trains LoRA weights in fp32 on the CPU",
-             doc_precision_names[t->precision]);
+    /* training.precision is honoured (run/precision.h): no note */
     /* gate keys set while the gate is off would otherwise be accepted and
      * ignored (hidden_proj_dim, steps, lr, ...) */
     if (!t->gate.enabled &&

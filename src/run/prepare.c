@@ -37,6 +37,11 @@ int prep_adapter(prep *P, const doc_training *tr, dlm_err *e)
                            &P->lora.targets, e);
 }
 
+void prep_precision(prep *P, int bf16)
+{
+    P->bf16_base = bf16 && !P->qlora && (P->base.wtype == DT_F32 || P->base.wtype == DT_F16);
+}
+
 int prep_data(prep *P, pipeline_in *in, dlm_err *e)
 {
     in->tok = P->tok;
@@ -70,6 +75,20 @@ void prep_plan_inputs(const prep *P, const doc_training *tr, int threads, int co
         in->base.tensor_bytes = P->base.embd_bytes + out + proj_q + biggest;
         in->base.copy_bytes += proj_q;
         in->base.wtype = DT_Q4_K;
+    } else if (P->bf16_base) {
+        /* bf16 on an F32/F16 base: the same conversion to BF16 (each source
+         * projection's pages dropped once converted; an F16 base's stay the
+         * same size, an F32 one's halve) */
+        plan_base q;
+        plan_base_shape(&P->base.cfg, DT_BF16, P->base.gguf, &q);
+        const model_config *c = &P->base.cfg;
+        uint64_t src_elem = P->base.wtype == DT_F32 ? 4 : 2;
+        uint64_t biggest = (uint64_t)c->n_ff * (uint64_t)c->d_model * src_elem;
+        uint64_t proj = q.tensor_bytes > q.embd_bytes ? q.tensor_bytes - q.embd_bytes : 0;
+        uint64_t out = c->tied ? 0 : P->base.embd_bytes;
+        in->base.tensor_bytes = P->base.embd_bytes + out + proj + biggest;
+        in->base.copy_bytes += proj;
+        in->base.wtype = DT_BF16;
     }
     in->lora = P->lora;
     in->optim8 = tr->optimizer == DOC_OPT_ADAMW_BNB_8BIT || tr->optimizer == DOC_OPT_PAGED_ADAMW_8BIT;

@@ -20,6 +20,7 @@ typedef struct prep {
     const chat_dialect *dialect;    /* chat_dialect_resolve's answer (may be NULL) */
     lora_config lora;
     int qlora;                      /* quantize the base's projections to Q4_K in memory */
+    int bf16_base;                  /* training.precision bf16: F32/F16 projections re-stored as BF16 once */
     pipeline data;
     uint64_t heap0;                 /* heap in use before the command loaded anything */
     uint64_t tok_bytes, data_bytes; /* heap held by the tokenizer, by the data */
@@ -30,6 +31,9 @@ typedef struct prep {
 int prep_base(prep *P, const char *model_path, const reg_entry *entry, dlm_err *e);
 /* The adapter (rank, alpha, dropout, DoRA, targets) and qlora. */
 int prep_adapter(prep *P, const doc_training *tr, dlm_err *e);
+/* After prep_adapter: a bf16 run (run/precision.h) keeps an F32 or F16
+ * base's projections as BF16 (model_bf16_projections), not qlora's Q4_K. */
+void prep_precision(prep *P, int bf16);
 /* The data: in->tok and in->dialect are taken from P. */
 int prep_data(prep *P, pipeline_in *in, dlm_err *e);
 /* The memory plan's inputs. threads: the thread count asked for (0 =

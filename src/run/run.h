@@ -12,6 +12,7 @@
 #include "doc/doc.h"
 #include "run/cpt.h"
 #include "run/plan.h"
+#include "run/precision.h"
 #include "run/prepare.h"
 #include "run/probe.h"
 #include "weights/model.h"
@@ -51,6 +52,7 @@ typedef struct run {
     lora *l;
     float *g, *mom, *vel, *best;    /* gradients, AdamW moments (32-bit only), best weights (adapter layout) */
     struct optim8 *o8;              /* the 8-bit AdamW state (training.optimizer adamw_bnb_8bit/paged_adamw_8bit) */
+    prec_choice prec;               /* training.precision as decided for this run (run/precision.h) */
     plan plan;
     plan_in plan_in;                /* what the plan was made from (replan after load) */
     host_info host;

@@ -390,6 +390,24 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
         }
     }
     probe_host(&R->host, NULL);
+    {   /* training.precision: the numerics of this run (run/precision.h) */
+        prec_cpu pc;
+        precision_cpu_probe(&pc);
+        if (precision_decide(tr->precision, &pc, &R->prec, e)) {
+            size_t rl;
+            const char *raw = doc_raw(R->doc, &rl);
+            int line = precision_key_line(raw, rl);
+            if (line) {
+                char kind[sizeof e->kind], msg[sizeof e->msg], hint[sizeof e->hint];
+                snprintf(kind, sizeof kind, "%s", e->kind);
+                snprintf(msg, sizeof msg, "%s", e->msg);
+                snprintf(hint, sizeof hint, "%s", e->hint);
+                err_at(e, kind, o->doc_path, line, 3, "%s", msg);
+                err_hint(e, "%s", hint);
+            }
+            goto out;
+        }
+    }
     R->threads = plan_threads(o->threads > 0 ? o->threads : (int)tr->threads, R->host.cores_usable);
     /* the kernels' per-thread scratch is the plan's "runtime" item, not
      * part of what the records hold */
@@ -409,6 +427,7 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
     }
     if (load_base(R, e)) goto out;
     if (setup_adapter(R, e) || build_data(R, e)) goto out;
+    prep_precision(&R->P, R->prec.bf16);
     R->pref = o->phase == TRAIN_PREFERENCE;
     if (R->pref && dist_size() > 1) {
         err_set(e, "MPIError", "the preference phase runs in one process (%d ranks were started)", dist_size());
@@ -447,6 +466,11 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
         if (model_quantize_projections(R->m, DT_Q4_K, e)) goto out;
         note(R, "qlora: the base's projections are trained as Q4_K (quantized in memory; for repeated runs a Q4_K"
                 " GGUF base from 'dlm export' saves the conversion)");
+    }
+    if (R->P.bf16_base) {   /* bf16: the frozen projections as bf16, converted once (kern rounds at packing otherwise) */
+        if (model_bf16_projections(R->m, e)) goto out;
+        note(R, "bf16: the base's %s projections are kept as BF16 (converted once, in memory)",
+             dtype_name((dtype)R->P.base.wtype));
     }
     /* A resume keeps the checkpoint's micro-batches per step, shared by
      * however many ranks continue it (N = 2 → 1 gives the same bytes). */
@@ -511,6 +535,8 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
                 "embeddings stay frozen, as in the original)", R->m->cfg.tied ? "" : " and LM-head",
              (long long)R->cpt.embed_warmup_steps);
     }
+    /* from here on every GEMM runs in the run's numerics (kern.h); reset at out */
+    kern_set_bf16(R->prec.bf16);
     /* the frozen reference, once, before the first step (a resumed run read
      * it from the checkpoint) */
     if (R->pref && pref_reference(R, e)) goto out;
@@ -525,6 +551,7 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
         rc = 0;
         goto out;
     }
+    note(R, "precision: %s", R->prec.how);
     /* the first step of a big model takes minutes: say that it started */
     progress(R, PHASE_TRAINING, R->start_step, NAN, 0, 0);
     int64_t tokens = 0;
@@ -619,6 +646,7 @@ out:
         snprintf(res->log_path, sizeof res->log_path, "%s", R->log_path);
         snprintf(res->version_dir, sizeof res->version_dir, "%s", R->version_dir);
     }
+    kern_set_bf16(0);
     res->seconds = time_mono() - R->t0;
     if (R->started && h && h->finished) {
         train_outcome out = {.status = rc ? "failed" : res->cancelled ? "cancelled" : "completed",

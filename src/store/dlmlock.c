@@ -26,6 +26,7 @@ int dlmlock_write(const char *store, const lock_facts *f, dlm_err *e)
                           "license_acceptance", "last_run_id", (json_int_t)f->last_run_id, "world_size",
                           f->world_size > 1 ? f->world_size : 1);
     if (!o) return err_set(e, "MemoryError", "out of memory");
+    json_object_set_new(o, "precision", json_string(f->precision ? f->precision : "fp32"));
     int rc = json_save_file(path, o, e);
     json_decref(o);
     return rc;
@@ -52,6 +53,7 @@ int dlmlock_check(const char *store, const char *doc_path, const lock_facts *f, 
         {"base_model_sha256", f->base_model_sha256, 1},
         {"isa_class", f->isa, 0},
         {"determinism_class", f->determinism_class, 0},
+        {"precision", f->precision ? f->precision : "fp32", 0},   /* a lock from before the key: unchecked */
     };
     for (size_t i = 0; i < sizeof cmp / sizeof cmp[0]; i++) {
         const char *was = jget_str(o, cmp[i].key);

@@ -4,7 +4,8 @@
  * (.dlm bytes, base revision and weights, dlm version, ISA class, seed) →
  * bit-identical adapter. Drift severities:
  *   base_model, base_model_revision, base_model_sha256, dlm major version → error
- *   dlm version/commit, isa class, determinism class, hardware tier, seed → warning
+ *   dlm version/commit, isa class, determinism class, hardware tier, seed,
+ *   precision (fp32/bf16: the numerics, run/precision.h) → warning
  *   dlm_sha256 (the document changed: that is what retraining is for) → allowed
  * Modes: default (errors abort, warnings print), --strict-lock (warnings
  * abort too), --update-lock (no check, rewrite), --ignore-lock (no check, no
@@ -29,6 +30,7 @@ typedef struct lock_facts {
     const char *determinism_class;   /* "strong" */
     int64_t last_run_id;
     int world_size;                  /* MPI ranks that trained (0 = 1) */
+    const char *precision;           /* training numerics used, "fp32" / "bf16" (NULL = "fp32") */
 } lock_facts;
 
 /* Compare <store>/dlm.lock (if any) with facts. 0: go on (warnings were

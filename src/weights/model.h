@@ -148,6 +148,10 @@ const char *model_proj_name(int p, int il, int gguf, char *buf, size_t cap);
  * owned memory, with llama.cpp's fallbacks for row widths the type cannot
  * take. Already-quantized weights are kept. Embeddings and the head stay. */
 int model_quantize_projections(model *m, dtype target, dlm_err *e);
+/* Re-store every F32 / F16 projection (the same seven, experts included) as
+ * BF16 in owned memory, each value rounded to nearest-even (bf16 training,
+ * training.precision: bf16); other types are kept. */
+int model_bf16_projections(model *m, dlm_err *e);
 
 /* 1 if layer il applies RoPE to q and k. */
 static inline int model_layer_rope(const model_config *c, int il)

@@ -1,5 +1,6 @@
 /* quantize — store a loaded model's projections in a quantized type, in
- * memory: `adapter: qlora` on an F16/BF16/F32 base. The adapter then trains
+ * memory: `adapter: qlora` on an F16/BF16/F32 base (or as BF16 for
+ * training.precision: bf16, model_bf16_projections). The adapter then trains
  * on 4-bit weights (dequantized tile by tile in the matmuls), the way QLoRA
  * fits 7B and 14B bases in little memory. Rows whose width does not suit the
  * type fall back as llama.cpp's quantizer does (Q4_K→Q5_0, Q5_K→Q5_0,
@@ -30,6 +31,7 @@ static void release_pages(const void *p, size_t n)
 static int quantize_one(model *m, wmat *w, dtype target, float *row, dlm_err *e)
 {
     if (dtype_is_quant(w->type) || !w->rows) return 0; /* already quantized: keep; mixtral's empty dense MLP */
+    if (target == DT_BF16 && w->type != DT_F32 && w->type != DT_F16) return 0;   /* BF16 already */
     dtype t = fallback(target, w->cols);
     if ((int)t < 0) return 0;
     size_t rb = dtype_row_bytes(t, w->cols);
@@ -49,9 +51,18 @@ static int quantize_one(model *m, wmat *w, dtype target, float *row, dlm_err *e)
     return 0;
 }
 
+static int restore_all(model *m, dtype target, dlm_err *e);
+
 int model_quantize_projections(model *m, dtype target, dlm_err *e)
 {
     if (!dtype_is_quant(target)) return err_set(e, "QuantizeError", "%s is not a quantized type", dtype_name(target));
+    return restore_all(m, target, e);
+}
+
+int model_bf16_projections(model *m, dlm_err *e) { return restore_all(m, DT_BF16, e); }
+
+static int restore_all(model *m, dtype target, dlm_err *e)
+{
     int64_t maxc = 0;
     for (int l = 0; l < m->cfg.n_layer; l++) {
         layer_weights *w = &m->layers[l];

@@ -31,7 +31,11 @@ echo "$out" | grep -q "note: training.optimizer: paged_adamw_8bit trains as adam
 doc k.dlm "  optimizer: adamw_bnb_8bit"
 out=$("$DLM" train k.dlm --max-steps 1 2>&1) || fail "train with adamw_bnb_8bit: $out"
 echo "$out" | grep -q "note: training" && fail "adamw_bnb_8bit got a note: $out"
-check "  precision: bf16" precision
+# training.precision acts now (run/precision.h; t0411): no inert note, the precision line
+doc k.dlm "  precision: bf16"
+out=$("$DLM" train k.dlm --max-steps 1 2>&1) || fail "train with precision: $out"
+echo "$out" | grep -q "note: training.precision" && fail "training.precision still noted as inert: $out"
+echo "$out" | grep -q "^precision: bf16" || fail "no precision line: $out"
 # training.cpt acts now (run/cpt.h; t0606): no inert note, the DAPT note
 doc k.dlm "  cpt:
     schedule: dapt"

@@ -2,7 +2,9 @@
 # The embedded base's recipe, shortened (tools/tiny/recipe-short.json on the
 # committed corpus slice): run twice, with 1 and with 2 threads, and the
 # GGUF bytes must be equal. Then the result is an ordinary base: dlm loads
-# it, its GGUF tokenizer gives the ids of the tokenizer.json the recipe wrote,
+# it, its GGUF tokenizer gives the ids of the tokenizer.json the recipe wrote
+# (the report states fp32, the precision the pinned bytes are trained in;
+# a recipe with another precision is refused),
 # and dlm's perplexity of the held-out text is close to the recipe's own
 # (f32) figure, which would not hold with a wrong Q/K row order.
 . "$(dirname "$0")/lib.sh"
@@ -16,6 +18,12 @@ cmp "$T/a.gguf" "$T/b.gguf" || fail "two runs of the recipe wrote different byte
 cmp "$T/w1/tokenizer/tokenizer.json" "$T/w2/tokenizer/tokenizer.json" || fail "tokenizer.json differs"
 head -c 4 "$T/a.gguf" | grep -q GGUF || fail "not a GGUF"
 grep -q '"parameters": 106816' "$T/w1/report.json" || { cat "$T/w1/report.json"; fail "unexpected parameter count"; }
+# the pinned bytes are fp32's: the report says so, and a recipe asking for anything else is refused
+grep -q '"precision": "fp32"' "$T/w1/report.json" || { cat "$T/w1/report.json"; fail "the report does not state fp32"; }
+sed 's/"precision": "fp32"/"precision": "bf16"/' "$DLM_SRC/tools/tiny/recipe-short.json" > "$T/bf16.json"
+if out=$("$DLM_BUILD/tiny-recipe" build --recipe "$T/bf16.json" --corpus /dev/null --qa /dev/null --work "$T/w3" \
+    --out "$T/c.gguf" 2>&1); then fail "a bf16 recipe was accepted"; fi
+echo "$out" | grep -q "'precision' must be \"fp32\"" || fail "bf16 recipe: $out"
 
 # tokenizer: GGUF metadata == tokenizer.json (+ config), specials included
 text=$'Call me Ishmael. Some years ago\xe2\x80\x94never mind how long\n<|im_start|>user\nHi 1999<|im_end|>\n'

@@ -174,7 +174,7 @@ def case(key):
         effect_or_note(k, f, "plan items", bn("plan_items"), "training.optimizer")
     elif k == "training.precision":
         f = run(doc(T("precision: bf16")))
-        effect_or_note(k, f, "train log banner", lambda f: f["banner"], "training.precision")
+        effect_or_note(k, f, "train log banner precision", bn("precision"), "training.precision")
     elif k.startswith("training.cpt."):
         # schedule: the one auto did not choose for the base document
         # (training_run.json's cpt.schedule), so the learning rates differ

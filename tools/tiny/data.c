@@ -37,6 +37,12 @@ int tiny_recipe_load(const char *path, tiny_recipe *r, dlm_err *e)
     };
     int rc = 0;
     for (size_t i = 0; i < sizeof K / sizeof *K && !rc; i++) rc = need_num(o, K[i].k, K[i].lo, K[i].hi, &v[i], path, e);
+    /* the committed base's sha256 is the fp32 numerics' (docs/tiny.md): a
+     * recipe says so, and nothing else is accepted */
+    const char *prec = jget_str(o, "precision");
+    if (!rc && (!prec || strcmp(prec, "fp32")))
+        rc = err_set(e, "RecipeError", "%s: 'precision' must be \"fp32\" (the tiny base's pinned bytes are trained in"
+                     " fp32 on every CPU), got %s%s%s", path, prec ? "\"" : "", prec ? prec : "none", prec ? "\"" : "");
     json_decref(o);
     if (rc) return -1;
     int i = 0;

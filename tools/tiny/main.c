@@ -104,6 +104,9 @@ static int run(const args *a, dlm_err *e)
     if (fs_mkdir_p(a->work, e)) return -1;
     double t_start = time_mono();
     kern_init(a->threads);
+    /* fp32 numerics whatever the CPU (the recipe's "precision", checked by
+     * tiny_recipe_load): the committed sha256 is reproduced with or without AMX */
+    kern_set_bf16(0);
     json_t *rep = json_object();
     int rc = -1;
     tiny_corpus corpus = {0};
@@ -153,6 +156,7 @@ static int run(const args *a, dlm_err *e)
         goto done;
     note("tokenizer: %d tokens (%zu distinct pre-tokens) in %.1f s; %zu training tokens (%.2f bytes/token), %zu held out",
          voc.n_tokens, bpe_n_words(bpe), time_mono() - t0, train.n, (double)bytes_train / (double)train.n, held.n);
+    json_object_set_new(rep, "precision", json_string("fp32"));
     json_object_set_new(rep, "vocab", json_integer(voc.n_tokens));
     json_object_set_new(rep, "corpus_documents", json_integer(corpus.n));
     json_object_set_new(rep, "heldout_documents", json_integer(docs_held));
