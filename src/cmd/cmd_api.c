@@ -48,8 +48,7 @@ const cmd_spec spec_api = {
     "Model ids: the document's name (its current adapter), NAME@vNNNN for each\n"
     "trained version, and the base's name; with training.adapters: the document's\n"
     "name (a mix, or --adapter's) and NAME@ADAPTER per trained adapter.\n"
-    "SIGTERM or Ctrl-C finishes the\n"
-    "requests in flight and exits. See docs/api.md.",
+    "SIGTERM or Ctrl-C finishes the requests in flight and exits. See docs/api.md.",
     OPTS,
 };
 

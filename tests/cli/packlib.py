@@ -8,6 +8,7 @@ variants of a pack for the unpack refusal tests.
   packlib.py payload PACK OUT_PAYLOAD OUT_SIG   provenance's signed bytes and signature
   packlib.py tamper-prov PACK OUT FIELD VALUE   change a provenance field, fix checksums
   packlib.py prov PACK                          print provenance.json
+  packlib.py set-member PACK OUT NAME TEXT      replace a member's bytes, checksums fixed
   packlib.py swap-adapter PACK OUT [PART]       other adapter bytes (members whose name holds PART), checksums fixed
 """
 import hashlib, io, json, os, sys, tarfile, zstandard
@@ -185,6 +186,13 @@ def main():
         make(a[1], a[2], a[3])
     elif a[0] == "hostile":
         hostile(a[1], a[2], a[3])
+    elif a[0] == "set-member":
+        out = []
+        for m, d in read(a[1]):
+            if m.name == a[3]:
+                d = a[4].encode(); m.size = len(d)
+            out.append((m, d))
+        write(a[2], fix(out))
     elif a[0] == "prov":
         sys.stdout.write(json.dumps(prov_of(read(a[1]))) + "\n")
     elif a[0] == "payload":

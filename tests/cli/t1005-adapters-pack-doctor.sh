@@ -12,7 +12,8 @@
 #   safetensors sha256 (sha256sum of the store files); signed, Debian's
 #   minisign verifies the payload (six keys); dlm verify checks each; an
 #   adapter swapped after signing (checksums fixed) is a
-#   ProvenanceMismatchError naming it; unpack into a fresh home, then
+#   ProvenanceMismatchError naming it; a current.txt naming another
+#   adapter's version is a PackIntegrityError; unpack into a fresh home, then
 #   `prompt --adapter NAME` gives the same text as before.
 set -euo pipefail
 . "$DLM_SRC/tests/cli/lib.sh"
@@ -82,6 +83,12 @@ set +e
 out=$("$DLM" -v verify swapped.pack 2>&1); rc=$?
 set -e
 [ $rc = 1 ] && grep -q "ProvenanceMismatchError.*claims adapters_sha256 .* for adapter 'tone', the packed current version is" <<<"$out" || fail "swapped tone: $rc $out"
+# a named current.txt that names anything but its own adapter's vNNNN is refused
+$PY "$LIB" set-member p.pack bad.pack store/adapter/sql/current.txt "adapter/tone/versions/v0001"
+set +e
+out=$("$DLM" -v verify bad.pack 2>&1); rc=$?
+set -e
+[ $rc = 1 ] && grep -q "PackIntegrityError.*store/adapter/sql/current.txt is malformed" <<<"$out" || fail "bad current.txt: $rc $out"
 
 # unpack into a fresh home: the same answers by name
 mkdir other && cd other
