@@ -165,7 +165,10 @@ static int use_named(repl *r, const char *name, dlm_err *e)
         r->mixing = 1;
         snprintf(r->adapter_name, sizeof r->adapter_name, "mix");
         memset(&r->cur, 0, sizeof r->cur);
-        if (r->mode == NMIX_GATE) {   /* the weights come with the first turn's text */
+        if (r->mode == NMIX_GATE) {   /* the weights come with the next turn's text (gate_turn) */
+            session_free(r->s);        /* it may hold the adapter freed below */
+            r->s = NULL;
+            r->n_cached = 0;
             lora_free(r->own);
             r->own = NULL;
             r->l = NULL;
