@@ -28,8 +28,10 @@ done
   "$("$DLM" prompt doc.dlm "$Q" --temp 0 -n 12 --adapter tone 2>/dev/null)" ] || fail "sql and tone answer alike: the check proves nothing"
 [ $same -lt 4 ] || fail "every adapter answers as the base"
 # /adapter switches (with /clear the next turn is a first turn again)
-out=$(printf '%s\n/adapter tone\n/clear\n%s\n/adapter mix\n/adapter\n' "$Q" "$Q" | "$DLM" repl doc.dlm --temp 0 -n 12 2>/dev/null)
+out=$(printf '%s\n/adapter tone\n/clear\n%s\n/adapter mix\n/clear\n%s\n/adapter\n' "$Q" "$Q" "$Q" |
+      "$DLM" repl doc.dlm --temp 0 -n 12 2>/dev/null)
 [ "$(sed -n 5p <<<"$out")" = "$("$DLM" prompt doc.dlm "$Q" --temp 0 -n 12 --adapter tone 2>/dev/null)" ] || fail "/adapter tone: $out"
+[ "$(sed -n 8p <<<"$out")" = "$("$DLM" prompt doc.dlm "$Q" --temp 0 -n 12 2>/dev/null)" ] || fail "/adapter mix (the gate again): $out"
 grep -q "^adapter: tone v0001$" <<<"$out" || fail "no /adapter tone line: $out"
 [ "$(tail -1 <<<"$out")" = "adapter: mix" ] || fail "/adapter mix: $out"
 set +e
