@@ -10,11 +10,12 @@
 #include "cmd/commands.h"
 #include "infer/target.h"
 #include "kern/kern.h"
+#include "run/named_mix.h"
 #include "store/store.h"
 #include "util/fs.h"
 
 typedef struct api_args {
-    const char *base, *host, *api_key;
+    const char *base, *host, *api_key, *adapter, *mix, *gate;
     int port, parallel, queue, ctx, threads, offline, no_adapter, timeout;
     int max_body_kib;
 } api_args;
@@ -30,6 +31,10 @@ static const opt OPTS[] = {
     {"max-body", 0, OPT_INT, offsetof(api_args, max_body_kib), "KIB", "largest request body in KiB, then 413 (1024)"},
     {"timeout", 0, OPT_INT, offsetof(api_args, timeout), "S", "close a connection idle this many seconds (60)"},
     {"no-adapter", 0, OPT_FLAG, offsetof(api_args, no_adapter), NULL, "serve only the base, even if adapters are trained"},
+    {"adapter", 0, OPT_STR, offsetof(api_args, adapter), "NAME", "training.adapters: the default model is this adapter"},
+    {"adapter-mix", 0, OPT_STR, offsetof(api_args, mix), "NAME:W,...", "training.adapters: the default model is this mix"},
+    {"gate", 0, OPT_STR, offsetof(api_args, gate), "auto|off", "training.gate: the default model mixes with the gate's mean"
+                                                              " weights (auto, default) or equal ones (off)"},
     {"threads", 0, OPT_INT, offsetof(api_args, threads), "N", "compute threads (default: all cores)"},
     {"offline", 0, OPT_FLAG, offsetof(api_args, offline), NULL, "never download the base"},
     {0},
@@ -41,8 +46,9 @@ const cmd_spec spec_api = {
     "Endpoints: GET /v1/models, POST /v1/chat/completions, POST /v1/completions\n"
     "(stream: true for server-sent events), GET /health, and a chat page at /.\n"
     "Model ids: the document's name (its current adapter), NAME@vNNNN for each\n"
-    "trained version, and the base's name. SIGTERM or Ctrl-C finishes the\n"
-    "requests in flight and exits. See docs/api.md.",
+    "trained version, and the base's name; with training.adapters: the document's\n"
+    "name (a mix, or --adapter's) and NAME@ADAPTER per trained adapter.\n"
+    "SIGTERM or Ctrl-C finishes the requests in flight and exits. See docs/api.md.",
     OPTS,
 };
 
@@ -86,9 +92,24 @@ int cmd_api(int argc, char **argv, dlm_ctx *ctx)
     if (cmd_setup(ctx, &e)) return cmd_fail(ctx, &e);
     kern_init(a.threads);
     const char *doc = npos ? pos[0] : NULL;
-    target_opts to = {.doc_path = doc, .base = a.base, .home = ctx->home, .use_adapter = !a.no_adapter, .offline = a.offline};
+    if ((a.adapter || a.mix || a.gate) && (!doc || a.no_adapter))
+        return cmd_usage_error(&spec_api, "--adapter/--adapter-mix/--gate need a document and no --no-adapter");
+    if (a.adapter && a.mix) return cmd_usage_error(&spec_api, "--adapter and --adapter-mix are mutually exclusive");
+    target_opts to = {.doc_path = doc, .base = a.base, .home = ctx->home, .use_adapter = !a.no_adapter,
+                      .offline = a.offline, .adapter = a.adapter};
     infer_target t;
     if (target_open(&to, &t, &e)) return cmd_fail(ctx, &e);
+    if (a.mix && !t.named) {
+        err_set(&e, "UnknownAdapterError", "%s declares no training.adapters; --adapter-mix names them", doc);
+        e.code = EXIT_USAGE;
+        target_close(&t);
+        return cmd_fail(ctx, &e);
+    }
+    const char *gate_err = doc ? named_mix_gate_usage(&t, a.gate, a.adapter || a.mix) : NULL;
+    if (gate_err) {
+        target_close(&t);
+        return cmd_usage_error(&spec_api, "%s (got '%s')", gate_err, a.gate);
+    }
     int rc = EXIT_FAIL;
     enum { MAXM = 34 };
     api_model models[MAXM];
@@ -97,9 +118,64 @@ int cmd_api(int argc, char **argv, dlm_ctx *ctx)
     int nm = 0, nowned = 0;
     char stem[256];
     if (doc) doc_stem(doc, stem, sizeof stem);
-    if (doc && !t.l && !a.no_adapter)
+    if (doc && t.named && !a.no_adapter) {
+        /* the default model: --adapter's adapter (t.l), else a mix as dlm
+         * prompt's (run/named_mix.h) with fixed weights: a served model is
+         * one adapter for every request, so the gate gives its mean over the
+         * document's prompts (as export's static_mean); then each trained
+         * adapter as STEM@NAME, which a request picks by its "model" */
+        const doc_training *tr = &doc_fm(t.doc)->training;
+        lora *mixl = NULL;
+        if (!t.adapter_name) {
+            int gate_missing;
+            named_mix m;
+            nmix_mode mode = named_mix_choose(&t, a.mix, a.gate, 0, &gate_missing);
+            if (gate_missing) fprintf(stderr, "note: no gate trained yet ('dlm train %s' trains it); equal weights\n", doc);
+            if (named_mix_weights(&t, mode, a.mix, NULL, &m, &e) || named_mix_build(&t, &m, &mixl, &e)) {
+                target_close(&t);
+                return cmd_fail(ctx, &e);
+            }
+            for (int i = 0; i < m.n_left_out; i++)
+                fprintf(stderr, "note: adapter %s has no trained version; left out\n", m.left_out[i]);
+            if (mixl) {
+                char line[1024];
+                named_mix_describe(&m, line, sizeof line);
+                fprintf(stderr, "dlm api: model %s is the %s\n", stem, line);
+                owned[nowned++] = mixl;
+            }
+        }
+        const lora *def = t.adapter_name ? t.l : mixl;
+        if (!def) fprintf(stderr, "note: no trained adapter yet; answering with the base\n");
+        else {
+            snprintf(ids[nm], sizeof ids[nm], "%s", stem);
+            models[nm] = (api_model){ids[nm], def};
+            nm++;
+        }
+        for (int i = 0; i < tr->n_adapters && nm < MAXM - 1; i++) {
+            const char *an = tr->adapters[i].name;
+            int v = store_current_version_of(t.store, an, NULL);
+            if (v <= 0) continue;
+            lora *l = t.l;
+            if (!t.adapter_name || strcmp(t.adapter_name, an)) {
+                char ad[4200], dir[4300], vn[16];
+                store_version_name(v, vn, sizeof vn);
+                if (store_adapter_dir(t.store, an, ad, sizeof ad, &e)) break;
+                snprintf(dir, sizeof dir, "%s/versions/%s", ad, vn);
+                if (adapter_load(dir, t.m, &l, &e)) {
+                    fprintf(stderr, "warning: adapter %s not served: %s\n", an, e.msg);
+                    err_clear(&e);
+                    continue;
+                }
+                owned[nowned++] = l;
+            }
+            snprintf(ids[nm], sizeof ids[nm], "%s@%s", stem, an);
+            models[nm] = (api_model){ids[nm], l};
+            nm++;
+        }
+        err_clear(&e);
+    } else if (doc && !t.l && !a.no_adapter)
         fprintf(stderr, "note: no trained adapter yet; answering with the base\n");
-    if (doc && t.l) {
+    if (doc && t.l && !t.named) {
         snprintf(ids[nm], sizeof ids[nm], "%s", stem);
         models[nm] = (api_model){ids[nm], t.l};
         nm++;

@@ -4,6 +4,7 @@
  * `--json` is documented in docs/doctor.md. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cmd/commands.h"
@@ -165,7 +166,15 @@ static void print_doc_plan(const doctor_doc *d, const char *path)
 {
     const plan *p = &d->p;
     char a[32], b[32], c[32];
-    printf("\nplan for %s, phase sft (base %s%s)\n", path, d->base_spec,
+    printf("\nplan for %s", path);
+    if (d->adapter[0]) {   /* a named adapter: its own sections and LoRA shape */
+        const lora_config *lc = &d->in.lora;
+        printf(", adapter %s (r %d, alpha %g, %s", d->adapter, lc->rank, (double)lc->alpha, lc->dora ? "dora, " : "");
+        for (int m = 0, k = 0; m < LM_COUNT; m++)
+            if (lc->targets >> m & 1) printf("%s%s", k++ ? "," : "", lora_module_name(m));
+        printf(")");
+    }
+    printf(", phase sft (base %s%s)\n", d->base_spec,
            d->from_files ? "" : ", not downloaded: registry shape, bf16 as published");
     if (d->in.ranks > 1)
         printf("  one rank of %d (mpirun -np %d): the figures are per rank; each step takes %d micro-batches in all\n",
@@ -211,8 +220,8 @@ static void print_doc_plan(const doctor_doc *d, const char *path)
                d->pref_triples);
     if (!d->pref_planned) return;
     const plan *q = &d->pref_p;
-    printf("\nplan for %s, phase preference (%s): %d pairs, 2 sequences per pair (chosen + rejected rows),"
-           " longest %d\n", path, d->pref_method, d->pref_pairs, q->T);
+    printf("\nplan for %s%s%s, phase preference (%s): %d pairs, 2 sequences per pair (chosen + rejected rows),"
+           " longest %d\n", path, d->adapter[0] ? ", adapter " : "", d->adapter, d->pref_method, d->pref_pairs, q->T);
     printf("  choice: micro_batch_size %d pairs (%d rows) x grad_accum %d, recompute %s; the reference pass"
            " reuses these buffers (forward only)\n", q->mb, 2 * q->mb, q->ga, q->recompute ? "on" : "off");
     print_plan_items(d, q);
@@ -279,55 +288,77 @@ int cmd_doctor(int argc, char **argv, dlm_ctx *ctx)
         err_clear(&le);
         if (cmd_check_license(ctx, pos[0], NULL, 0, 0, &le))
             log_warn("%s:%d: %s (hint: %s)", le.file, le.line, le.msg, le.hint);
-        doctor_doc d;
-        if (doctor_plan_document(pos[0], ctx->home, &h, maxmem, &d, &e)) return cmd_fail(ctx, &e);
-        if (a.ranks > 1) { /* one rank of an MPI job keeps each of its micro-batches' gradients */
-            d.in.ranks = a.ranks;
-            d.fits = plan_make(&d.in, &d.p) == 0;
+        /* a document of named adapters: one plan per adapter, each with its
+         * own sections and LoRA shape, as `dlm train` runs them
+         * (run/doctor.h); the top-level plan is the largest of them */
+        dlm_doc *nd = doc_load(pos[0], &e);
+        if (!nd) return cmd_fail(ctx, &e);
+        const doc_training *ntr = &doc_fm(nd)->training;
+        int na = ntr->adapters ? ntr->n_adapters : 0, top = 0;
+        doctor_doc *ds = calloc((size_t)(na ? na : 1), sizeof *ds);
+        if (!ds) { doc_free(nd); err_set(&e, "MemoryError", "out of memory"); return cmd_fail(ctx, &e); }
+        for (int i = 0; i < (na ? na : 1); i++) {
+            if (doctor_plan_document(pos[0], ctx->home, &h, maxmem, na ? ntr->adapters[i].name : NULL, &ds[i], &e)) {
+                free(ds);
+                doc_free(nd);
+                return cmd_fail(ctx, &e);
+            }
+            if (a.ranks > 1) { /* one rank of an MPI job keeps each of its micro-batches' gradients */
+                ds[i].in.ranks = a.ranks;
+                ds[i].fits = plan_make(&ds[i].in, &ds[i].p) == 0;
+            }
+            if (ds[i].p.total > ds[top].p.total) top = i;
         }
+        doctor_doc *dp = &ds[top];
         if (a.json) {
             json_t *o = json_pack("{s:o, s:{s:s, s:s, s:s, s:b, s:i, s:i, s:i, s:I, s:I, s:i}, s:o, s:o}",
-                                  "capabilities", host_json(&h), "document", "path", pos[0], "base", d.base_spec,
-                                  "model_path", d.model_path, "planned_from_files", d.from_files, "sequence_len",
-                                  d.seq_cfg, "train_items", d.n_train, "val_items", d.n_val, "tokens",
-                                  (json_int_t)d.tokens, "loss_tokens", (json_int_t)d.loss_tokens, "replay_sections",
-                                  d.replay_sections, "plan", plan_json(&d.p, &d.in), "plan_error",
-                                  d.fits ? json_null() : json_string(d.p.reason));
-            {
-                dlm_doc *nd = doc_load(pos[0], &e);
-                json_object_set_new(json_object_get(o, "document"), "adapters",
-                                    nd ? adapters_view_json(nd, ctx->home) : json_null());
-                json_object_set_new(json_object_get(o, "document"), "gate",
-                                    nd ? adapters_view_gate_json(nd, ctx->home) : json_null());
-                doc_free(nd);
+                                  "capabilities", host_json(&h), "document", "path", pos[0], "base", dp->base_spec,
+                                  "model_path", dp->model_path, "planned_from_files", dp->from_files, "sequence_len",
+                                  dp->seq_cfg, "train_items", dp->n_train, "val_items", dp->n_val, "tokens",
+                                  (json_int_t)dp->tokens, "loss_tokens", (json_int_t)dp->loss_tokens, "replay_sections",
+                                  dp->replay_sections, "plan", plan_json(&dp->p, &dp->in), "plan_error",
+                                  dp->fits ? json_null() : json_string(dp->p.reason));
+            json_object_set_new(json_object_get(o, "document"), "adapters", adapters_view_json(nd, ctx->home));
+            json_object_set_new(json_object_get(o, "document"), "gate", adapters_view_gate_json(nd, ctx->home));
+            json_t *aps = na ? json_array() : json_null();
+            for (int i = 0; i < na; i++) {
+                const doctor_doc *x = &ds[i];
+                json_t *tg = json_array();
+                for (int m = 0; m < LM_COUNT; m++)
+                    if (x->in.lora.targets >> m & 1) json_array_append_new(tg, json_string(lora_module_name(m)));
+                json_t *ap = json_pack("{s:s, s:{s:i, s:f, s:f, s:o, s:b}, s:i, s:i, s:I, s:I, s:i, s:o, s:o}",
+                                       "adapter", x->adapter, "lora", "r", x->in.lora.rank, "alpha",
+                                       (double)x->in.lora.alpha, "dropout", (double)x->in.lora.dropout, "target_modules",
+                                       tg, "dora", x->in.lora.dora, "train_items", x->n_train, "val_items", x->n_val,
+                                       "tokens", (json_int_t)x->tokens, "loss_tokens", (json_int_t)x->loss_tokens,
+                                       "replay_sections", x->replay_sections, "plan", plan_json(&x->p, &x->in),
+                                       "plan_error", x->fits ? json_null() : json_string(x->p.reason));
+                if (x->pref_planned) json_object_set_new(ap, "preference_plan", plan_json(&x->pref_p, &x->pref_in));
+                json_array_append_new(aps, ap);
             }
-            if (d.from_files) {
-                json_object_set_new(o, "cpt", cpt_json(&d.cpt, &d.optim));
-                json_object_set_new(o, "tag_weights", json_pack("{s:i, s:i}", "rows_dropped", d.tag_dropped,
-                                                                "copies_added", d.tag_extra));
+            json_object_set_new(o, "adapter_plans", aps);
+            if (dp->from_files) {
+                json_object_set_new(o, "cpt", cpt_json(&dp->cpt, &dp->optim));
+                json_object_set_new(o, "tag_weights", json_pack("{s:i, s:i}", "rows_dropped", dp->tag_dropped,
+                                                                "copies_added", dp->tag_extra));
             }
-            if (d.pref_planned) {
-                json_object_set_new(o, "preference_plan", plan_json(&d.pref_p, &d.pref_in));
-                json_object_set_new(o, "preference", json_pack("{s:s, s:i, s:b}", "method", d.pref_method, "pairs",
-                                                               d.pref_pairs, "fits", d.pref_fits));
+            if (dp->pref_planned) {
+                json_object_set_new(o, "preference_plan", plan_json(&dp->pref_p, &dp->pref_in));
+                json_object_set_new(o, "preference", json_pack("{s:s, s:i, s:b}", "method", dp->pref_method, "pairs",
+                                                               dp->pref_pairs, "fits", dp->pref_fits));
             }
             json_object_set_new(json_object_get(o, "document"), "precision", precision_json(&d));
             print_json(o);
         } else {
             print_host(&h);
-            print_doc_plan(&d, pos[0]);
-            dlm_doc *nd = doc_load(pos[0], &e);
-            if (nd) {
-                json_t *av = adapters_view_json(nd, ctx->home), *gv = adapters_view_gate_json(nd, ctx->home);
-                adapters_view_print(av, gv);
-                json_decref(gv);
-                if (json_is_array(av))
-                    printf("  (the plan above covers every section with the default LoRA shape; each adapter trains its"
-                           " own share)\n");
-                json_decref(av);
-            }
-            doc_free(nd);
+            for (int i = 0; i < (na ? na : 1); i++) print_doc_plan(&ds[i], pos[0]);
+            json_t *av = adapters_view_json(nd, ctx->home), *gv = adapters_view_gate_json(nd, ctx->home);
+            adapters_view_print(av, gv);
+            json_decref(gv);
+            json_decref(av);
         }
+        free(ds);
+        doc_free(nd);
         return EXIT_OK;
     }
     doctor_row rows[64];

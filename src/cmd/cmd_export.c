@@ -6,7 +6,10 @@
 #include "cmd/commands.h"
 #include "export/admix.h"
 #include "export/export.h"
+#include "infer/target.h"
 #include "kern/kern.h"
+#include "run/named_mix.h"
+#include "util/fs.h"
 
 typedef struct export_args {
     int merged, dequantize, no_template, no_smoke, threads, offline, accept, skip_ollama;
@@ -44,6 +47,39 @@ const cmd_spec spec_export = {
     OPTS,
 };
 
+/* A gated document exported without --adapter/--adapter-mix: the gate
+ * cannot run inside llama.cpp or Ollama, so, as the original
+ * (export/gate_fallback.py), the export is the mix of the gate's mean
+ * weights over the document's own prompts ("static_mean"; a cold-start
+ * gate: 1/N). *mix gets "name:w,..." (exact doubles); 0 with mix[0] == 0
+ * when the document has no trained gate. */
+static int gate_static_mix(const char *doc, const char *home, int offline, char *mix, size_t cap, const char **mode,
+                           dlm_err *e)
+{
+    mix[0] = 0;
+    dlm_doc *d = doc_load(doc, e);
+    if (!d) return -1;
+    int gated = doc_fm(d)->training.adapters && doc_fm(d)->training.gate.enabled;
+    doc_free(d);
+    if (!gated) return 0;
+    infer_target t;
+    target_opts to = {.doc_path = doc, .home = home, .use_adapter = 0, .offline = offline};
+    if (target_open(&to, &t, e)) return -1;
+    int gate_missing, rc = 0;
+    if (named_mix_choose(&t, NULL, NULL, 0, &gate_missing) == NMIX_GATE_MEAN) {
+        named_mix m;
+        if (named_mix_weights(&t, NMIX_GATE_MEAN, NULL, NULL, &m, e)) rc = -1;
+        else {
+            size_t k = 0;
+            for (int i = 0; i < m.n && k < cap; i++)
+                k += (size_t)snprintf(mix + k, cap - k, "%s%s:%.17g", i ? "," : "", m.names[i], m.w[i]);
+            *mode = m.gate_trained ? "static_mean" : "uniform";
+        }
+    }
+    target_close(&t);
+    return rc;
+}
+
 int cmd_export(int argc, char **argv, dlm_ctx *ctx)
 {
     export_args a = {.target = "ollama"};
@@ -74,11 +110,22 @@ int cmd_export(int argc, char **argv, dlm_ctx *ctx)
     if (cmd_setup(ctx, &e)) return cmd_fail(ctx, &e);
     if (cmd_check_license(ctx, pos[0], NULL, a.accept, 0, &e)) return cmd_fail(ctx, &e);
     kern_init(a.threads);
+    char gmix[1024] = "";
+    const char *gmode = NULL;
+    if (!a.adapter && !a.mix) {
+        if (gate_static_mix(pos[0], ctx->home, a.offline, gmix, sizeof gmix, &gmode, &e)) return cmd_fail(ctx, &e);
+        if (gmix[0]) {
+            a.mix = gmix;
+            if (!ctx->quiet)
+                fprintf(stderr, "export: substituting the learned gate's %s weights for --adapter-mix (gate_mode=%s): %s\n",
+                        gmode[0] == 's' ? "mean" : "uniform", gmode, gmix);
+        }
+    }
     export_opts o = {.doc_path = pos[0], .home = ctx->home, .target = (export_target)target, .quant = a.quant,
                      .merged = a.merged, .dequantize = a.dequantize, .no_template = a.no_template,
                      .no_smoke = a.no_smoke, .name = a.name, .out_dir = a.out, .pre_tokenizer = a.pre,
                      .offline = a.offline, .adapter_mix = a.mix, .adapter = a.adapter, .mix_method = method,
-                     .skip_ollama = a.skip_ollama};
+                     .skip_ollama = a.skip_ollama, .gate_mode = gmode};
     export_result res;
     if (export_run(&o, &res, &e)) return cmd_fail(ctx, &e);
     if (!ctx->quiet) {
@@ -89,6 +136,9 @@ int cmd_export(int argc, char **argv, dlm_ctx *ctx)
         else
             printf("exported %s (adapter v%04d, %s%s) to %s\n", res.quant, res.adapter_version,
                    a.merged ? "merged" : "base + adapter", res.reused_base ? ", base reused" : "", res.dir);
+        if (gmode)
+            printf("  training.gate: the mix is the gate's %s weights (gate_mode %s in export_manifest.json): %s\n",
+                   gmode[0] == 's' ? "mean" : "uniform", gmode, gmix);
         if (res.n_mix && method == ADMIX_SVD)
             printf("  svd: largest relative Frobenius error of a tensor %.3g (export_manifest.json lists each)\n",
                    res.mix_max_err);

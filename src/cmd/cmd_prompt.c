@@ -9,8 +9,7 @@
 
 #include "adapter/adapter.h"
 #include "cmd/commands.h"
-#include "export/admix.h"
-#include "run/gate_run.h"
+#include "run/named_mix.h"
 #include "store/store.h"
 #include "infer/generate.h"
 #include "infer/target.h"
@@ -53,69 +52,6 @@ const cmd_spec spec_prompt = {
     "system_prompt; '-' or no QUERY reads it from stdin. --raw continues plain text.",
     OPTS,
 };
-
-/* A document with training.adapters and no --adapter: the adapters mixed
- * as Σ wᵢ·sᵢ·BᵢAᵢ (export/admix.h's exact linear stacking), with the
- * --adapter-mix weights or equal ones over every trained adapter. Adapters
- * without a trained version are left out of the equal mix (said on stderr). */
-static int named_mix(infer_target *t, const char *mix, const char *query, int gate_auto, lora **out, int *n_used,
-                     admix_spec *used, dlm_err *e)
-{
-    const doc_training *tr = &doc_fm(t->doc)->training;
-    admix_spec sp;
-    memset(&sp, 0, sizeof sp);
-    if (mix) {
-        if (admix_parse(mix, &sp, e)) return -1;
-        for (int i = 0; i < sp.n; i++)
-            if (doc_adapter_index(doc_fm(t->doc), sp.src[i]) < 0)
-                return doc_scope_adapter(t->doc, sp.src[i], e);   /* its UnknownAdapterError */
-    } else if (gate_auto) {
-        /* the trained gate's weights for this prompt (or its uniform mode) */
-        const char *names[GATE_MAX];
-        int trained;
-        if (tr->n_adapters > ADMIX_MAX) return err_set(e, "PromptError", "more than %d adapters: use --adapter-mix", ADMIX_MAX);
-        for (int i = 0; i < tr->n_adapters; i++) {
-            names[i] = tr->adapters[i].name;
-            snprintf(sp.src[i], sizeof sp.src[0], "%s", names[i]);
-        }
-        sp.n = tr->n_adapters;
-        if (gate_weights(t, query, names, sp.n, sp.w, &trained, e)) return -1;
-    } else {
-        for (int i = 0; i < tr->n_adapters; i++) {
-            int v = store_current_version_of(t->store, tr->adapters[i].name, NULL);
-            if (v <= 0) {
-                fprintf(stderr, "note: adapter %s has no trained version; left out\n", tr->adapters[i].name);
-                continue;
-            }
-            if (sp.n == ADMIX_MAX) return err_set(e, "PromptError", "more than %d trained adapters: use --adapter-mix", ADMIX_MAX);
-            snprintf(sp.src[sp.n++], sizeof sp.src[0], "%s", tr->adapters[i].name);
-        }
-        for (int i = 0; i < sp.n; i++) sp.w[i] = 1.0 / sp.n;
-    }
-    *n_used = sp.n;
-    *used = sp;
-    if (!sp.n) return 0;
-    lora *ls[ADMIX_MAX] = {0};
-    int rc = -1;
-    for (int i = 0; i < sp.n; i++) {
-        char ad[4200], dir[4300], vn[16];
-        int v = store_current_version_of(t->store, sp.src[i], e);
-        if (v < 0) goto done;
-        if (!v) {
-            err_set(e, "PromptError", "adapter %s has no trained version", sp.src[i]);
-            err_hint(e, "train it: dlm train %s --adapter %s", doc_path(t->doc), sp.src[i]);
-            goto done;
-        }
-        store_version_name(v, vn, sizeof vn);
-        if (store_adapter_dir(t->store, sp.src[i], ad, sizeof ad, e)) goto done;
-        snprintf(dir, sizeof dir, "%s/versions/%s", ad, vn);
-        if (adapter_load(dir, t->m, &ls[i], e)) goto done;
-    }
-    rc = admix_build(t->m, ls, sp.w, sp.n, ADMIX_LINEAR, out, NULL, e);
-done:
-    for (int i = 0; i < sp.n; i++) lora_free(ls[i]);
-    return rc;
-}
 
 static volatile int g_cancel;
 static void on_int(int sig) { (void)sig; g_cancel = 1; }
@@ -181,7 +117,7 @@ int cmd_prompt(int argc, char **argv, dlm_ctx *ctx)
     infer_target t;
     if (target_open(&to, &t, &e)) { free(owned); return cmd_fail(ctx, &e); }
     lora *mixed = NULL;
-    int rc = EXIT_FAIL, n_mixed = 0;
+    int rc = EXIT_FAIL;
     if (a.mix && !t.named) {
         err_set(&e, "UnknownAdapterError", "%s declares no training.adapters; --adapter-mix names them", doc);
         err_hint(&e, "mix versions into a file with 'dlm export --adapter-mix'");
@@ -190,41 +126,32 @@ int cmd_prompt(int argc, char **argv, dlm_ctx *ctx)
         free(owned);
         return cmd_fail(ctx, &e);
     }
-    int gate_auto = 0;
-    admix_spec used;
+    named_mix used;
     memset(&used, 0, sizeof used);
-    if (a.gate) {
-        if (strcmp(a.gate, "auto") && strcmp(a.gate, "off")) {
-            target_close(&t);
-            free(owned);
-            return cmd_usage_error(&spec_prompt, "--gate expects auto or off, got '%s'", a.gate);
-        }
-        if (!t.named || !doc_fm(t.doc)->training.gate.enabled || a.adapter || a.mix || a.no_adapter) {
-            target_close(&t);
-            free(owned);
-            return cmd_usage_error(&spec_prompt, "--gate applies to a document with training.gate enabled, without"
-                                                 " --adapter/--adapter-mix/--no-adapter");
-        }
-    }
-    if (doc && t.named && !t.adapter_name && !a.no_adapter && !a.mix && doc_fm(t.doc)->training.gate.enabled &&
-        (!a.gate || !strcmp(a.gate, "auto"))) {
-        char gp[4400];
-        snprintf(gp, sizeof gp, "%s/adapter/_gate/gate_config.json", t.store);
-        gate_auto = fs_is_file(gp);
-        if (!gate_auto) fprintf(stderr, "note: no gate trained yet ('dlm train %s' trains it); equal weights\n", doc);
+    const char *gate_err = named_mix_gate_usage(&t, a.gate, a.adapter || a.mix || a.no_adapter);
+    if (gate_err) {
+        target_close(&t);
+        free(owned);
+        return cmd_usage_error(&spec_prompt, "%s (got '%s')", gate_err, a.gate);
     }
     if (doc && t.named && !t.adapter_name && !a.no_adapter) {
-        if (named_mix(&t, a.mix, query, gate_auto, &mixed, &n_mixed, &used, &e)) {
+        /* no --adapter: a mix of the named adapters (run/named_mix.h) */
+        int gate_missing;
+        nmix_mode mode = named_mix_choose(&t, a.mix, a.gate, 1, &gate_missing);
+        if (gate_missing) fprintf(stderr, "note: no gate trained yet ('dlm train %s' trains it); equal weights\n", doc);
+        if (named_mix_weights(&t, mode, a.mix, query, &used, &e) || named_mix_build(&t, &used, &mixed, &e)) {
             target_close(&t);
             free(owned);
             return cmd_fail(ctx, &e);
         }
+        for (int i = 0; i < used.n_left_out; i++)
+            fprintf(stderr, "note: adapter %s has no trained version; left out\n", used.left_out[i]);
         lora_free(t.l);
         t.l = mixed;   /* owned by t from here: target_close frees it */
         if (!ctx->quiet && used.n) {
-            fprintf(stderr, "%s:", gate_auto ? "gate" : "mix");
-            for (int i = 0; i < used.n; i++) fprintf(stderr, "%s %s %.3f", i ? "," : "", used.src[i], used.w[i]);
-            fprintf(stderr, "\n");
+            char line[1024];
+            named_mix_describe(&used, line, sizeof line);
+            fprintf(stderr, "%s\n", line);
         }
     }
     if (doc && !t.l && !a.no_adapter) fprintf(stderr, "note: no trained adapter yet; answering with the base\n");
@@ -284,9 +211,9 @@ int cmd_prompt(int argc, char **argv, dlm_ctx *ctx)
                               "stop", stop >= 0 ? json_integer(stop) : json_null(), "adapter_version", t.version);
         if (used.n) {
             json_t *aw = json_object();
-            for (int i = 0; i < used.n; i++) json_object_set_new(aw, used.src[i], json_real(used.w[i]));
+            for (int i = 0; i < used.n; i++) json_object_set_new(aw, used.names[i], json_real(used.w[i]));
             json_object_set_new(j, "adapter_weights", aw);
-            json_object_set_new(j, "gate", json_string(gate_auto ? "auto" : "off"));
+            json_object_set_new(j, "gate", json_string(used.mode == NMIX_GATE ? "auto" : "off"));
         }
         strbuf js = STRBUF_INIT;
         json_write(&js, j, JW_SORT);

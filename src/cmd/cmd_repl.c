@@ -18,19 +18,24 @@
 #include "infer/generate.h"
 #include "infer/target.h"
 #include "kern/kern.h"
+#include "run/named_mix.h"
 #include "store/store.h"
 #include "util/fs.h"
 #include "util/json.h"
 #include "util/str.h"
 
 typedef struct repl_args {
-    const char *base, *adapter;
+    const char *base, *adapter, *mix, *gate;
     int max_tokens, seed, threads, offline, ctx;
     double temp;
 } repl_args;
 
 static const opt OPTS[] = {
-    {"adapter", 0, OPT_STR, offsetof(repl_args, adapter), "NAME", "current (default), base (no adapter) or a version vNNNN"},
+    {"adapter", 0, OPT_STR, offsetof(repl_args, adapter), "NAME", "current (default), base (no adapter) or a version vNNNN;"
+                                                                 " with training.adapters: one of them, or mix"},
+    {"adapter-mix", 0, OPT_STR, offsetof(repl_args, mix), "NAME:W,...", "named adapters with these weights (Σ wᵢ·sᵢ·BᵢAᵢ)"},
+    {"gate", 0, OPT_STR, offsetof(repl_args, gate), "auto|off", "training.gate: weights from the trained gate per turn (auto,"
+                                                               " default) or equal (off)"},
     {"base", 0, OPT_STR, offsetof(repl_args, base), "BASE", "use this base (without PATH: no document, no adapter)"},
     {"max-tokens", 'n', OPT_INT, offsetof(repl_args, max_tokens), "N", "tokens per answer (256)"},
     {"temp", 't', OPT_DOUBLE, offsetof(repl_args, temp), "T", "temperature; 0 = greedy (0.7)"},
@@ -42,12 +47,15 @@ static const opt OPTS[] = {
 };
 
 const cmd_spec spec_repl = {
-    "repl", "PATH | --base BASE [--adapter NAME]",
+    "repl", "PATH | --base BASE [--adapter NAME | --adapter-mix NAME:W,...] [--gate auto|off]",
     "chat with the document's trained adapter, turn after turn",
     "Ctrl-C cancels an answer (the part written so far is kept), Ctrl-D exits.\n"
     "Commands: /help /exit /clear /save PATH /adapter NAME /params key=value\n"
     "/model /history. /params keys: temperature, top_p, repetition_penalty,\n"
-    "top_k, max_new_tokens. The line history is kept in the store (repl_history).",
+    "top_k, max_new_tokens. The line history is kept in the store (repl_history).\n"
+    "A document with training.adapters: --adapter NAME uses one; without it the\n"
+    "adapters are mixed as by dlm prompt (the gate's weights for each turn's text,\n"
+    "or equal ones; docs/adapters.md); /adapter NAME|mix|base switches.",
     OPTS,
 };
 
@@ -58,7 +66,14 @@ typedef struct repl {
     infer_target t;
     lora *own;                  /* an adapter /adapter loaded (not t.l) */
     const lora *l;              /* in use; NULL = base */
-    char adapter_name[32];
+    char adapter_name[80];
+    /* a document with training.adapters, /adapter mix: the named adapters
+     * mixed (run/named_mix.h); in NMIX_GATE mode the weights follow each
+     * turn's text and the mix is rebuilt when they change */
+    int mixing;
+    nmix_mode mode;
+    const char *mix_arg;
+    named_mix cur;
     session *s;
     int n_ctx;
     int32_t *cached;            /* what s holds, [n_ctx] */
@@ -120,9 +135,96 @@ static int open_session(repl *r, dlm_err *e)
     return session_create(r->t.m, r->l, r->n_ctx, 512, &r->s, e);
 }
 
+/* The named adapters mixed with m's weights as the adapter in use. */
+static int use_mix(repl *r, const named_mix *m, dlm_err *e)
+{
+    lora *nl = NULL;
+    if (named_mix_build(&r->t, m, &nl, e)) return -1;
+    lora_free(r->own);
+    r->own = nl;
+    r->l = nl;
+    r->cur = *m;
+    return open_session(r, e);
+}
+
+/* /adapter on a document with training.adapters: base | mix | current (the
+ * mix) | a declared name (its current version) */
+static int use_named(repl *r, const char *name, dlm_err *e)
+{
+    const doc_frontmatter *fm = doc_fm(r->t.doc);
+    if (!strcmp(name, "base")) {
+        lora_free(r->own);
+        r->own = NULL;
+        r->l = NULL;
+        r->mixing = 0;
+        snprintf(r->adapter_name, sizeof r->adapter_name, "base");
+        return open_session(r, e);
+    }
+    if (!strcmp(name, "mix") || !strcmp(name, "current")) {
+        named_mix m;
+        r->mixing = 1;
+        snprintf(r->adapter_name, sizeof r->adapter_name, "mix");
+        memset(&r->cur, 0, sizeof r->cur);
+        if (r->mode == NMIX_GATE) {   /* the weights come with the next turn's text (gate_turn) */
+            session_free(r->s);        /* it may hold the adapter freed below */
+            r->s = NULL;
+            r->n_cached = 0;
+            lora_free(r->own);
+            r->own = NULL;
+            r->l = NULL;
+            return 0;
+        }
+        if (named_mix_weights(&r->t, r->mode, r->mix_arg, NULL, &m, e)) return -1;
+        for (int i = 0; i < m.n_left_out; i++)
+            fprintf(stderr, "note: adapter %s has no trained version; left out\n", m.left_out[i]);
+        if (!m.n) fprintf(stderr, "note: no trained adapter yet; answering with the base\n");
+        char line[1024];
+        named_mix_describe(&m, line, sizeof line);
+        if (m.n) fprintf(stderr, "%s\n", line);
+        return use_mix(r, &m, e);
+    }
+    int k = doc_adapter_index(fm, name);
+    if (k < 0) return doc_scope_adapter(r->t.doc, name, e);   /* its UnknownAdapterError with the declared names */
+    int v = store_current_version_of(r->t.store, name, e);
+    if (v < 0) return -1;
+    if (!v) {
+        err_set(e, "PromptError", "adapter %s has no trained version", name);
+        return err_hint(e, "train it: dlm train %s --adapter %s", doc_path(r->t.doc), name);
+    }
+    char ad[4200], dir[4300], vn[16];
+    store_version_name(v, vn, sizeof vn);
+    if (store_adapter_dir(r->t.store, name, ad, sizeof ad, e)) return -1;
+    snprintf(dir, sizeof dir, "%s/versions/%s", ad, vn);
+    lora *nl = NULL;
+    if (adapter_load(dir, r->t.m, &nl, e)) return -1;
+    lora_free(r->own);
+    r->own = nl;
+    r->l = nl;
+    r->mixing = 0;
+    snprintf(r->adapter_name, sizeof r->adapter_name, "%s %s", fm->training.adapters[k].name, vn);
+    return open_session(r, e);
+}
+
+/* Before a turn in NMIX_GATE mode: the gate's weights for the text; a new
+ * mix (and an empty cache) only when they changed. */
+static int gate_turn(repl *r, const char *text, dlm_err *e)
+{
+    if (!r->mixing || r->mode != NMIX_GATE) return 0;
+    named_mix m;
+    if (named_mix_weights(&r->t, NMIX_GATE, NULL, text, &m, e)) return -1;
+    int same = r->l && m.n == r->cur.n;
+    for (int i = 0; same && i < m.n; i++) same = m.w[i] == r->cur.w[i];
+    if (same) return 0;
+    char line[1024];
+    named_mix_describe(&m, line, sizeof line);
+    fprintf(stderr, "%s\n", line);
+    return use_mix(r, &m, e);
+}
+
 /* /adapter NAME: base | current | vNNNN */
 static int use_adapter(repl *r, const char *name, dlm_err *e)
 {
+    if (r->t.named) return use_named(r, name, e);
     lora *nl = NULL;
     const lora *use;
     char label[32];
@@ -199,6 +301,7 @@ static int save_conv(const repl *r, const char *path, dlm_err *e)
 /* One turn: the user's text in, the answer streamed out. */
 static int turn(repl *r, const char *text, dlm_err *e)
 {
+    if (gate_turn(r, text, e)) return -1;
     conv_push(r, "user", text);
     strbuf rendered = STRBUF_INIT, answer = STRBUF_INIT;
     tok_ids ids = {0};
@@ -265,7 +368,7 @@ static void help(void)
            "/exit                leave (Ctrl-D too)\n"
            "/clear               forget the conversation\n"
            "/save PATH           write the conversation as JSON\n"
-           "/adapter NAME        base, current or a version vNNNN\n"
+           "/adapter NAME        base, current or a version vNNNN (named adapters: NAME, mix or base)\n"
            "/params [key=value]  temperature, top_p, repetition_penalty, top_k, max_new_tokens\n"
            "/model               the base, adapter and context in use\n"
            "/history             the conversation so far\n"
@@ -335,7 +438,31 @@ int cmd_repl(int argc, char **argv, dlm_ctx *ctx)
         err_hint(&e, "dlm prompt --raw continues plain text");
         goto done;
     }
-    if (doc && !r->t.l) fprintf(stderr, "note: no trained adapter yet; answering with the base\n");
+    if ((a.mix || a.gate) && (!doc || a.base)) {
+        rc = cmd_usage_error(&spec_repl, "--adapter-mix/--gate need a document");
+        goto done;
+    }
+    if (a.mix && !r->t.named) {
+        err_set(&e, "UnknownAdapterError", "%s declares no training.adapters; --adapter-mix names them", doc);
+        e.code = EXIT_USAGE;
+        goto done;
+    }
+    if (a.adapter && a.mix) {
+        rc = cmd_usage_error(&spec_repl, "--adapter and --adapter-mix are mutually exclusive");
+        goto done;
+    }
+    const char *gate_err = r->t.doc ? named_mix_gate_usage(&r->t, a.gate, a.adapter || a.mix) : NULL;
+    if (gate_err) {
+        rc = cmd_usage_error(&spec_repl, "%s (got '%s')", gate_err, a.gate);
+        goto done;
+    }
+    if (r->t.named) {
+        int gate_missing;
+        r->mix_arg = a.mix;
+        r->mode = named_mix_choose(&r->t, a.mix, a.gate, 1, &gate_missing);
+        if (gate_missing && !a.adapter)
+            fprintf(stderr, "note: no gate trained yet ('dlm train %s' trains it); equal weights\n", doc);
+    } else if (doc && !r->t.l) fprintf(stderr, "note: no trained adapter yet; answering with the base\n");
     r->n_ctx = a.ctx > 0 ? a.ctx : r->t.m->cfg.max_pos < 4096 ? r->t.m->cfg.max_pos : 4096;
     if (r->n_ctx > r->t.m->cfg.max_pos) r->n_ctx = r->t.m->cfg.max_pos;
     r->cached = malloc((size_t)r->n_ctx * sizeof(int32_t));
@@ -346,7 +473,7 @@ int cmd_repl(int argc, char **argv, dlm_ctx *ctx)
     r->max_tokens = a.max_tokens;
     r->stream = isatty(STDOUT_FILENO);
     r->verbose = ctx->verbose;
-    if (use_adapter(r, a.adapter ? a.adapter : r->t.l ? "current" : "base", &e)) goto done;
+    if (use_adapter(r, a.adapter ? a.adapter : r->t.named ? "mix" : r->t.l ? "current" : "base", &e)) goto done;
 
     /* line history: in the document's store once it has one (training
      * makes it), else in DLM_HOME */

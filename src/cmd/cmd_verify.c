@@ -50,6 +50,7 @@ int cmd_verify(int argc, char **argv, dlm_ctx *ctx)
     if (!ctx->quiet) {
         printf("verified: %s signed by key %s at %s (adapter %.12s…)\n", pos[0], res.signer_id, res.signed_at,
                res.adapter_sha256[0] ? res.adapter_sha256 : "none");
+        for (int i = 0; i < res.n_named && i < 8; i++) printf("  adapter %s… matches its claim\n", res.named[i]);
         if (res.recorded) printf("  trusted on first use: recorded %s\n", res.key_file);
         else printf("  trusted key: %s\n", res.key_file);
     }

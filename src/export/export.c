@@ -261,6 +261,7 @@ static int write_export_manifest(const char *dir, const export_opts *o, const ex
                           "reused_base", r->reused_base, "template_drift_checked", r->drift_checked, "artifacts", a);
     if (!m) return err_set(e, "MemoryError", "out of memory");
     json_object_set(m, "adapter_mix", mix ? mix : json_null());
+    if (o->gate_mode) json_object_set_new(m, "gate_mode", json_string(o->gate_mode));
     json_object_set_new(m, "adapter_name", T->adapter_name ? json_string(T->adapter_name) : json_null());
     char p[4200];
     int rc = path_in(p, sizeof p, dir, "export_manifest.json", e) ? -1 : json_save_file(p, m, e);

@@ -48,6 +48,8 @@ typedef struct export_opts {
     const char *adapter;        /* --adapter NAME: that named adapter's current version */
     int mix_method;             /* admix_method: ADMIX_LINEAR (exact) or ADMIX_SVD */
     int skip_ollama;            /* write the Modelfile but never run ollama */
+    const char *gate_mode;      /* adapter_mix stands for training.gate ("static_mean": the gate's mean
+                                 * weights; "uniform": a cold-start gate): export_manifest.json gate_mode */
 } export_opts;
 
 typedef struct export_result {

@@ -21,11 +21,12 @@
 #define TYPICAL_DATASET (1u << 20)
 #define TYPICAL_DISTINCT 4096
 
-static int replay_sections(const char *home, const char *dlm_id)
+static int replay_sections(const char *home, const char *dlm_id, const char *adapter)
 {
-    char store[4096], p[4200];
+    char store[4096], ad[4200], p[4300];
     if (store_dir(home, dlm_id, store, sizeof store, NULL)) return 0;
-    snprintf(p, sizeof p, "%s/replay/index.json", store);
+    if (store_adapter_dir(store, adapter, ad, sizeof ad, NULL)) return 0;
+    snprintf(p, sizeof p, "%s/replay/index.json", adapter ? ad : store);
     if (!fs_is_file(p)) return 0;
     json_t *j = json_load_path(p, 64u << 20, NULL);
     int n = json_is_array(j) ? (int)json_array_size(j) : 0;
@@ -50,8 +51,8 @@ static void fill_common(doctor_doc *o, const doc_training *tr, const host_info *
 /* What the run would see of the store, read-only: which sections earlier
  * versions trained, the version before the run and the run's id, so the
  * replay sample is the one `dlm train` will draw. */
-static json_t *store_view(const char *home, const char *dlm_id, char *store, size_t cap, int *prev_version,
-                          int64_t *run_id)
+static json_t *store_view(const char *home, const char *dlm_id, const char *adapter, char *store, size_t cap,
+                          int *prev_version, int64_t *run_id)
 {
     *prev_version = 0;
     *run_id = 1;
@@ -63,13 +64,13 @@ static json_t *store_view(const char *home, const char *dlm_id, char *store, siz
     snprintf(p, sizeof p, "%s/manifest.json", store);
     json_t *m = fs_is_file(p) ? manifest_load(p, NULL) : NULL;
     if (m) *run_id = manifest_next_run_id(m);
-    int v = store_current_version(store, NULL);
+    int v = store_current_version_of(store, adapter, NULL);
     *prev_version = v > 0 ? v : 0;
     return m;
 }
 
 int doctor_plan_document(const char *doc_path, const char *home, const host_info *h, uint64_t max_memory,
-                         doctor_doc *o, dlm_err *e)
+                         const char *adapter, doctor_doc *o, dlm_err *e)
 {
     memset(o, 0, sizeof *o);
     prep P;
@@ -79,6 +80,9 @@ int doctor_plan_document(const char *doc_path, const char *home, const host_info
     dlm_doc *doc = doc_load(doc_path, e);
     if (!doc) return -1;
     if (doc_expand_sources(doc, e)) { doc_free(doc); return -1; }   /* training.sources (doc/sources.h) */
+    /* as the trainer (run/trainer.c): the adapter's sections and LoRA config */
+    if (adapter && doc_scope_adapter(doc, adapter, e)) { doc_free(doc); return -1; }
+    if (adapter) snprintf(o->adapter, sizeof o->adapter, "%s", adapter);
     const doc_frontmatter *fm = doc_fm(doc);
     const doc_training *tr = &fm->training;
     snprintf(o->base_spec, sizeof o->base_spec, "%s", fm->base_model ? fm->base_model : "");
@@ -91,7 +95,7 @@ int doctor_plan_document(const char *doc_path, const char *home, const host_info
         if (precision_decide(tr->precision, &pc, &o->prec, &pe))
             snprintf(o->prec_refused, sizeof o->prec_refused, "%s (hint: %s)", pe.msg, pe.hint);
     }
-    o->replay_sections = replay_sections(home, fm->dlm_id);
+    o->replay_sections = replay_sections(home, fm->dlm_id, adapter);
     plan_in *in = &o->in;
     fill_common(o, tr, h, max_memory);
     int rc = -1;
@@ -125,10 +129,12 @@ int doctor_plan_document(const char *doc_path, const char *home, const host_info
     }
     /* from the files: the very steps `dlm train` takes (run/prepare.h) */
     o->from_files = 1;
-    char store[4096];
+    char store[4096], adir[4200] = "";
     pipeline_in pin = {.doc = doc, .seed = (uint64_t)tr->seed};
-    manifest = store_view(home, fm->dlm_id, store, sizeof store, &pin.prev_version, &pin.run_id);
+    manifest = store_view(home, fm->dlm_id, adapter, store, sizeof store, &pin.prev_version, &pin.run_id);
     pin.store = store;
+    if (adapter && store[0] && store_adapter_dir(store, adapter, adir, sizeof adir, NULL) == 0)
+        pin.replay_store = adir;   /* a named adapter's replay corpus is its own */
     pin.manifest = manifest;
     if (prep_base(&P, o->model_path, ref.entry, e) || prep_adapter(&P, tr, e) || prep_data(&P, &pin, e)) goto out;
     const dataset *ds = P.data.ds;

@@ -16,6 +16,8 @@
 #include "util/err.h"
 
 typedef struct doctor_doc {
+    char adapter[33];           /* the named adapter planned (training.adapters), "" for the document;
+                                 * in.lora is its own LoRA shape */
     char base_spec[512];
     char model_path[4096];      /* "" when the base is not on this machine */
     int from_files;             /* 1: planned from the base's files; 0: from its registry shape */
@@ -50,9 +52,12 @@ typedef struct doctor_doc {
 } doctor_doc;
 
 /* Plan the document at doc_path on host h (max_memory 0 = the host
- * budget). Fails only when the document or its base cannot be read. */
+ * budget). adapter: one of its training.adapters, planned as `dlm train
+ * --adapter NAME` runs it (doc_scope_adapter: its sections, its LoRA
+ * shape, its replay corpus and current version); NULL the document as a
+ * whole. Fails only when the document or its base cannot be read. */
 int doctor_plan_document(const char *doc_path, const char *home, const host_info *h, uint64_t max_memory,
-                         doctor_doc *out, dlm_err *e);
+                         const char *adapter, doctor_doc *out, dlm_err *e);
 
 typedef struct doctor_row {
     const reg_entry *entry;

@@ -40,6 +40,27 @@ done:
     return rc;
 }
 
+/* The probes of a document: one (prompt, adapter index) per section with a
+ * declared `#name` suffix (see gate_run.h); txt/tlen/Y hold
+ * doc_nsections entries; per_adapter[k] counts adapter k's. */
+static int gate_probes(const dlm_doc *d, const char **txt, size_t *tlen, int *Y, int *per_adapter)
+{
+    const doc_frontmatter *fm = doc_fm(d);
+    int np = 0;
+    for (int i = 0; i < doc_nsections(d); i++) {
+        const doc_section *s = doc_section_at(d, i);
+        int k = s->adapter ? doc_adapter_index(fm, s->adapter) : -1;
+        if (k < 0) continue;
+        if (s->type == DOC_INSTRUCTION && s->n_pairs) { txt[np] = s->pairs[0].question; tlen[np] = strlen(txt[np]); }
+        else if (s->type == DOC_PREFERENCE && s->n_triples) { txt[np] = s->triples[0].prompt; tlen[np] = strlen(txt[np]); }
+        else if (s->type == DOC_PROSE) { txt[np] = s->content; tlen[np] = utf8_prefix(s->content, s->content_len, GATE_PROMPT_CHARS); }
+        else continue;
+        Y[np++] = k;
+        per_adapter[k]++;
+    }
+    return np;
+}
+
 int gate_run(const char *doc_path, const char *home, int offline, gate_run_result *r, dlm_err *e)
 {
     memset(r, 0, sizeof *r);
@@ -64,17 +85,7 @@ int gate_run(const char *doc_path, const char *home, int offline, gate_run_resul
     const char **txt = calloc((size_t)(cap ? cap : 1), sizeof *txt);
     size_t *tlen = calloc((size_t)(cap ? cap : 1), sizeof *tlen);
     if (!txt || !tlen) { free(txt); free(tlen); err_set(e, "MemoryError", "out of memory"); goto done; }
-    for (int i = 0; i < cap; i++) {
-        const doc_section *s = doc_section_at(T.doc, i);
-        int k = s->adapter ? doc_adapter_index(fm, s->adapter) : -1;
-        if (k < 0) continue;
-        if (s->type == DOC_INSTRUCTION && s->n_pairs) { txt[np] = s->pairs[0].question; tlen[np] = strlen(txt[np]); }
-        else if (s->type == DOC_PREFERENCE && s->n_triples) { txt[np] = s->triples[0].prompt; tlen[np] = strlen(txt[np]); }
-        else if (s->type == DOC_PROSE) { txt[np] = s->content; tlen[np] = utf8_prefix(s->content, s->content_len, GATE_PROMPT_CHARS); }
-        else continue;
-        Y[np++] = k;
-        r->per_adapter[k]++;
-    }
+    np = gate_probes(T.doc, txt, tlen, Y, r->per_adapter);
     r->n_samples = np;
     int cold = 0;
     for (int k = 0; k < n; k++) cold |= r->per_adapter[k] < tr->gate.cold_start_floor;
@@ -106,21 +117,34 @@ done:
     return rc;
 }
 
-int gate_weights(const infer_target *t, const char *prompt, const char *const *names, int n, double *w, int *trained,
-                 dlm_err *e)
+/* The stored gate of t's store, checked against the document's adapters
+ * names[0..n) and the base's width. */
+static int gate_open_for(const infer_target *t, const char *const *names, int n, gate **out, dlm_err *e)
 {
     char dir[4200];
     snprintf(dir, sizeof dir, "%s/adapter/_gate", t->store);
     gate *g;
     if (gate_load(dir, &g, e)) return -1;
+    int bad = g->n != n || (!g->uniform && g->in != t->m->cfg.d_model);
+    for (int k = 0; k < n && !bad; k++) bad = strcmp(g->names[k], names[k]) != 0;
+    if (bad) {
+        gate_free(g);
+        err_set(e, "GateConfigError", "%s/gate_config.json routes other adapters (or another base) than the document", dir);
+        return err_hint(e, "retrain the gate: dlm train %s", doc_path(t->doc));
+    }
+    *out = g;
+    return 0;
+}
+
+int gate_weights(const infer_target *t, const char *prompt, const char *const *names, int n, double *w, int *trained,
+                 dlm_err *e)
+{
+    gate *g;
+    if (gate_open_for(t, names, n, &g, e)) return -1;
     int rc = -1;
     float *x = NULL, p[GATE_MAX];
-    if (g->n != n) goto mismatch;
-    for (int k = 0; k < n; k++)
-        if (strcmp(g->names[k], names[k])) goto mismatch;
     *trained = !g->uniform;
     if (!g->uniform) {
-        if (g->in != t->m->cfg.d_model) goto mismatch;
         x = malloc(sizeof(float) * (size_t)g->in);
         if (!x) { err_set(e, "MemoryError", "out of memory"); goto done; }
         if (gate_embed(t, prompt, strlen(prompt), x, e)) goto done;
@@ -128,12 +152,47 @@ int gate_weights(const infer_target *t, const char *prompt, const char *const *n
     gate_forward(g, x, 1, p);
     for (int k = 0; k < n; k++) w[k] = p[k];
     rc = 0;
-    goto done;
-mismatch:
-    err_set(e, "GateConfigError", "%s/gate_config.json routes other adapters (or another base) than the document", dir);
-    err_hint(e, "retrain the gate: dlm train %s", doc_path(t->doc));
 done:
     free(x);
+    gate_free(g);
+    return rc;
+}
+
+int gate_mean_weights(const infer_target *t, const char *const *names, int n, double *w, int *trained, int *n_probes,
+                      dlm_err *e)
+{
+    gate *g;
+    if (gate_open_for(t, names, n, &g, e)) return -1;
+    int rc = -1, cap = doc_nsections(t->doc), np = 0, per[GATE_MAX] = {0};
+    float *x = NULL, p[GATE_MAX];
+    const char **txt = calloc((size_t)(cap ? cap : 1), sizeof *txt);
+    size_t *tlen = calloc((size_t)(cap ? cap : 1), sizeof *tlen);
+    int *Y = calloc((size_t)(cap ? cap : 1), sizeof *Y);
+    if (!txt || !tlen || !Y) { err_set(e, "MemoryError", "out of memory"); goto done; }
+    np = gate_probes(t->doc, txt, tlen, Y, per);
+    *trained = !g->uniform;
+    *n_probes = np;
+    for (int k = 0; k < n; k++) w[k] = 1.0 / n;
+    if (g->uniform) { rc = 0; goto done; }
+    if (!np) {
+        err_set(e, "GateConfigError", "%s has no #name sections for the gate's mean weights", doc_path(t->doc));
+        err_hint(e, "give --adapter NAME or --adapter-mix");
+        goto done;
+    }
+    if (!(x = malloc(sizeof(float) * (size_t)g->in))) { err_set(e, "MemoryError", "out of memory"); goto done; }
+    double acc[GATE_MAX] = {0};
+    for (int i = 0; i < np; i++) {
+        if (gate_embed(t, txt[i], tlen[i], x, e)) goto done;
+        gate_forward(g, x, 1, p);
+        for (int k = 0; k < n; k++) acc[k] += p[k];
+    }
+    for (int k = 0; k < n; k++) w[k] = acc[k] / np;
+    rc = 0;
+done:
+    free(x);
+    free(txt);
+    free(tlen);
+    free(Y);
     gate_free(g);
     return rc;
 }

@@ -38,4 +38,12 @@ int gate_embed(const infer_target *t, const char *text, size_t len, float *out, 
 int gate_weights(const infer_target *t, const char *prompt, const char *const *names, int n, double *w, int *trained,
                  dlm_err *e);
 
+/* The gate's mean weights over the document's own probes (the prompts it
+ * trained on): the original's "static_mean" (export/gate_fallback.py:
+ * the mean softmax over the training prompts), for consumers that cannot
+ * run the gate per prompt (export, the api). A uniform gate gives 1/N.
+ * *n_probes gets the prompts averaged. */
+int gate_mean_weights(const infer_target *t, const char *const *names, int n, double *w, int *trained, int *n_probes,
+                      dlm_err *e);
+
 #endif

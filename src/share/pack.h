@@ -94,6 +94,8 @@ typedef struct pack_contents {
     char dlm_id[27];
     char dlm_rel[1024];            /* "dlm/<name>.dlm" */
     char current_rel[1024];        /* "store/adapter/versions/vNNNN" or "" */
+    json_t *named_current;         /* named adapters: {name: "store/adapter/<name>/versions/vNNNN"} from each
+                                    * store/adapter/<name>/current.txt (an empty object for none) */
     int format_version;
     uint64_t bytes;                /* uncompressed member bytes */
 } pack_contents;

@@ -198,6 +198,39 @@ static int mkdir_parent(const char *dest, const char *rel, dlm_err *e)
     return fs_mkdir_p(p, e);
 }
 
+#define NAMED_CURRENT_MAX 128
+
+/* 1 when name is store/adapter/<an>/current.txt (a named adapter's pointer,
+ * store/store.h), with <an> into an[64]. */
+static int named_current(const char *name, char an[64])
+{
+    const char *rest = name + 14, *sl;
+    if (strncmp(name, "store/adapter/", 14) || !(sl = strchr(rest, '/')) || strcmp(sl, "/current.txt") || sl == rest ||
+        sl - rest >= 64 || !strncmp(rest, "versions/", 9))
+        return 0;
+    memcpy(an, rest, (size_t)(sl - rest));
+    an[sl - rest] = 0;
+    return 1;
+}
+
+/* Its content must be exactly "adapter/<an>/versions/vNNNN" (+ '\n'). */
+static int named_current_add(pack_contents *c, const char *an, const strbuf *b, const char *what, dlm_err *e)
+{
+    char want[96], v[8];
+    int n = snprintf(want, sizeof want, "adapter/%s/versions/v", an), k = 0;
+    const char *t = b->buf ? b->buf : "";
+    size_t len = b->buf ? b->len : 0;
+    if (len > (size_t)n && !memcmp(t, want, (size_t)n))
+        while (k < 4 && (size_t)(n + k) < len && t[n + k] >= '0' && t[n + k] <= '9') v[k] = t[n + k], k++;
+    if (k != 4 || !((size_t)(n + 4) == len || ((size_t)(n + 5) == len && t[n + 4] == '\n')))
+        return err_at(e, "PackIntegrityError", what, 0, 0, "store/adapter/%s/current.txt is malformed", an);
+    v[4] = 0;
+    char rel[160];
+    snprintf(rel, sizeof rel, "store/adapter/%s/versions/v%s", an, v);
+    if (json_object_set_new(c->named_current, an, json_string(rel))) return err_set(e, "OOMError", "out of memory");
+    return 0;
+}
+
 static int read_member(struct archive *a, struct archive_entry *en, const char *dest, const pack_limits *lim,
                        reader *rd, const char *what, dlm_err *e)
 {
@@ -244,6 +277,10 @@ static int read_member(struct archive *a, struct archive_entry *en, const char *
     int mi = -1;
     for (int i = 0; i < 5; i++)
         if (!strcmp(name, META_NAMES[i])) mi = i;
+    char an[64];
+    int named = named_current(name, an);
+    if (named && json_object_get(c->named_current, an))
+        return err_at(e, "PackDuplicateMemberError", what, 0, 0, "member %s appears twice", name);
     if (mi >= 0 && rd->meta[mi])
         return err_at(e, "PackDuplicateMemberError", what, 0, 0, "member %s appears twice", name);
     int fd = -1;
@@ -283,6 +320,13 @@ static int read_member(struct archive *a, struct archive_entry *en, const char *
             break;
         }
         sha256_update(&h, buf, (size_t)n);
+        if (named) {
+            if (m->size > NAMED_CURRENT_MAX) {
+                rc = err_at(e, "PackIntegrityError", what, 0, 0, "%s is malformed (over %d bytes)", name, NAMED_CURRENT_MAX);
+                break;
+            }
+            sb_append(&meta, buf, (size_t)n);
+        }
         if (mi >= 0) {
             if (m->size > META_MAX) {
                 rc = err_at(e, "PackTooLargeError", what, 0, 0, "%s is over %u bytes", name, META_MAX);
@@ -307,6 +351,7 @@ static int read_member(struct archive *a, struct archive_entry *en, const char *
     unsigned char d[32];
     sha256_final(&h, d);
     hex_encode(d, 32, m->sha256);
+    if (!rc && named) rc = named_current_add(c, an, &meta, what, e);
     if (!rc && mi >= 0) {
         if (meta.oom) rc = err_set(e, "OOMError", "out of memory");
         else {
@@ -514,7 +559,7 @@ static pack_contents *read_any(int fd, const void *mem, size_t len, const char *
     rd.c = calloc(1, sizeof *rd.c);
     struct archive *a = NULL;
     int rc = -1;
-    if (!s || !rd.c) { err_set(e, "OOMError", "out of memory"); goto out; }
+    if (!s || !rd.c || !(rd.c->named_current = json_object())) { err_set(e, "OOMError", "out of memory"); goto out; }
     s->fd = fd;
     s->mem = mem;
     s->memlen = len;
@@ -611,5 +656,6 @@ void pack_contents_free(pack_contents *c)
     json_decref(c->header);
     json_decref(c->manifest);
     json_decref(c->provenance);
+    json_decref(c->named_current);
     free(c);
 }

@@ -372,6 +372,25 @@ int pack_write(const pack_opts *o, pack_result *res, dlm_err *e)
         if (!strcmp(l.v[i].name, lockrel)) lock_sha = l.v[i].sha;
         if (!strcmp(l.v[i].name, docrel)) corpus_sha = l.v[i].sha;
     }
+    /* a store of named adapters (training.adapters): each one's current
+     * version, from its adapter/<name>/current.txt, claimed by name */
+    json_t *named = NULL;
+    for (int i = 0; i < l.n; i++) {
+        const char *nm = l.v[i].name, *rest = nm + 14, *sl;
+        if (l.v[i].is_dir || strncmp(nm, "store/adapter/", 14) || !(sl = strchr(rest, '/')) || strcmp(sl, "/current.txt"))
+            continue;
+        char an[64], vn[16], rel[256];
+        snprintf(an, sizeof an, "%.*s", (int)(sl - rest), rest);
+        int v = store_current_version_of(store, an, e);
+        if (v < 0) goto out;
+        store_version_name(v, vn, sizeof vn);
+        snprintf(rel, sizeof rel, "store/adapter/%s/versions/%s/adapter_model.safetensors", an, vn);
+        const char *sha = NULL;
+        for (int k = 0; k < l.n; k++)
+            if (!l.v[k].is_dir && !strcmp(l.v[k].name, rel)) sha = l.v[k].sha;
+        if (!named) named = json_object();
+        json_object_set_new(named, an, sha ? json_string(sha) : json_null());
+    }
     const char *base_rev = jget_str(man, "base_model_revision");
     char signed_at[32];
     time_iso_utc(o->now, signed_at, sizeof signed_at);
@@ -382,7 +401,8 @@ int pack_write(const pack_opts *o, pack_result *res, dlm_err *e)
                      lock_sha ? json_string(lock_sha) : json_null(), "signed_at",
                      o->signer ? json_string(signed_at) : json_null(), "signer_public_key", json_null(),
                      "signature", json_null());
-    if (!prov) { err_set(e, "OOMError", "out of memory"); goto out; }
+    if (!prov) { json_decref(named); err_set(e, "OOMError", "out of memory"); goto out; }
+    if (named) json_object_set_new(prov, PROV_ADAPTERS_KEY, named);
     if (o->signer) {
         strbuf payload = STRBUF_INIT, sig = STRBUF_INIT;
         char tc[160], pub[128];

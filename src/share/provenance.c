@@ -18,6 +18,8 @@ int provenance_payload(const json_t *prov, strbuf *out, dlm_err *e)
         json_t *v = json_object_get(prov, SIGNED_FIELDS[i]);
         json_object_set_new(o, SIGNED_FIELDS[i], v ? json_deep_copy(v) : json_null());
     }
+    const json_t *named = json_object_get(prov, PROV_ADAPTERS_KEY);
+    if (named) json_object_set_new(o, PROV_ADAPTERS_KEY, json_deep_copy(named));
     int r = json_write(out, o, JW_SORT | JW_COMPACT);
     json_decref(o);
     if (r || out->oom) return err_set(e, "OOMError", "out of memory");
@@ -49,6 +51,43 @@ int trusted_find(const char *dir, const unsigned char key_id[8], minisign_pub *o
     return found;
 }
 
+/* Named adapters: every adapter/<name>/current.txt the pack holds is
+ * claimed in adapters_sha256 with the sha256 of the version it names, and
+ * every claim is such an adapter (a null claim: no trained version). */
+static int check_named(const pack_contents *c, const json_t *p, const char *what, verify_result *r, dlm_err *e)
+{
+    const json_t *claims = json_object_get(p, PROV_ADAPTERS_KEY);
+    if (claims && !json_is_object(claims))
+        return err_at(e, "ProvenanceMismatchError", what, 0, 0, "provenance.json %s is not an object", PROV_ADAPTERS_KEY);
+    const char *name;
+    json_t *rel;
+    json_object_foreach((json_t *)c->named_current, name, rel) {
+        char mrel[1200];
+        snprintf(mrel, sizeof mrel, "%s/adapter_model.safetensors", json_string_value(rel));
+        const pack_member *am = pack_find(c, mrel);
+        const json_t *cj = claims ? json_object_get(claims, name) : NULL;
+        const char *claim = json_string_value(cj);
+        if (!cj || (claim != NULL) != (am != NULL) || (am && strcmp(claim, am->sha256))) {
+            err_at(e, "ProvenanceMismatchError", what, 0, 0,
+                   "provenance.json claims %s %.12s… for adapter '%s', the packed current version is %.12s…",
+                   PROV_ADAPTERS_KEY, cj ? claim ? claim : "(null)" : "nothing", name, am ? am->sha256 : "(none)");
+            return err_hint(e, "the adapter was swapped after the pack was made; do not trust this pack");
+        }
+        if (r->n_named < 8)
+            snprintf(r->named[r->n_named], sizeof r->named[0], "%s %.12s", name, am ? am->sha256 : "none");
+        r->n_named++;
+    }
+    json_t *v;
+    json_object_foreach((json_t *)claims, name, v) {
+        if (json_object_get(c->named_current, name)) continue;
+        if (!json_is_null(v))
+            return err_at(e, "ProvenanceMismatchError", what, 0, 0,
+                          "provenance.json claims adapter '%s', which the pack does not hold", name),
+                   err_hint(e, "the adapter was removed after the pack was made; do not trust this pack");
+    }
+    return 0;
+}
+
 int verify_pack(const verify_opts *o, verify_result *r, dlm_err *e)
 {
     memset(r, 0, sizeof *r);
@@ -78,6 +117,7 @@ int verify_pack(const verify_opts *o, verify_result *r, dlm_err *e)
         goto out;
     }
     if (am) snprintf(r->adapter_sha256, sizeof r->adapter_sha256, "%s", am->sha256);
+    if (check_named(c, p, o->pack_path, r, e)) goto out;
     const char *sig = jget_str(p, "signature"), *pub = jget_str(p, "signer_public_key");
     if (!sig || !pub) {
         err_at(e, "UnsignedPackError", o->pack_path, 0, 0, "the pack is not signed");

@@ -4,7 +4,13 @@
  * env_lock_digest, signed_at, signer_public_key, signature}. The signature
  * is a minisign signature (share/sign.h) over the canonical JSON of the
  * first five fields: keys sorted, no spaces (Python's
- * json.dumps(sort_keys=True, separators=(",", ":"))). */
+ * json.dumps(sort_keys=True, separators=(",", ":"))).
+ *
+ * A store of named adapters (training.adapters) adds "adapters_sha256":
+ * {name: sha256 of adapter/<name>/versions/<current>/adapter_model.safetensors,
+ * or null}; it is signed with the five (the payload then has six keys), and
+ * verify checks each against the packed adapter/<name>/current.txt. The
+ * top-level adapter_sha256 stays the flat adapter's (null here). */
 #ifndef DLM_PROVENANCE_H
 #define DLM_PROVENANCE_H
 
@@ -14,6 +20,8 @@
 #include "share/sign.h"
 #include "util/err.h"
 #include "util/str.h"
+
+#define PROV_ADAPTERS_KEY "adapters_sha256"
 
 /* The signed bytes of a provenance object. */
 int provenance_payload(const json_t *prov, strbuf *out, dlm_err *e);
@@ -31,6 +39,8 @@ typedef struct verify_result {
     char signer_id[17];            /* "" when unsigned */
     char signed_at[40];
     char adapter_sha256[65];
+    int n_named;                   /* named adapters checked (adapters_sha256) */
+    char named[8][40];             /* the first of them, "name sha256[:12]" */
     char key_file[4096];           /* the trusted key that matched (or was recorded) */
     int recorded;                  /* trust-on-first-use wrote key_file */
 } verify_result;

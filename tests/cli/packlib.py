@@ -7,7 +7,9 @@ variants of a pack for the unpack refusal tests.
   packlib.py hostile KIND IN OUT       IN with one defect (see hostile())
   packlib.py payload PACK OUT_PAYLOAD OUT_SIG   provenance's signed bytes and signature
   packlib.py tamper-prov PACK OUT FIELD VALUE   change a provenance field, fix checksums
-  packlib.py swap-adapter PACK OUT              other adapter bytes, checksums fixed
+  packlib.py prov PACK                          print provenance.json
+  packlib.py set-member PACK OUT NAME TEXT      replace a member's bytes, checksums fixed
+  packlib.py swap-adapter PACK OUT [PART]       other adapter bytes (members whose name holds PART), checksums fixed
 """
 import hashlib, io, json, os, sys, tarfile, zstandard
 
@@ -184,9 +186,19 @@ def main():
         make(a[1], a[2], a[3])
     elif a[0] == "hostile":
         hostile(a[1], a[2], a[3])
+    elif a[0] == "set-member":
+        out = []
+        for m, d in read(a[1]):
+            if m.name == a[3]:
+                d = a[4].encode(); m.size = len(d)
+            out.append((m, d))
+        write(a[2], fix(out))
+    elif a[0] == "prov":
+        sys.stdout.write(json.dumps(prov_of(read(a[1]))) + "\n")
     elif a[0] == "payload":
         p = prov_of(read(a[1]))
         keys = ["adapter_sha256", "base_revision", "corpus_root_sha256", "env_lock_digest", "signed_at"]
+        keys += ["adapters_sha256"] if "adapters_sha256" in p else []   # a store of named adapters
         open(a[2], "wb").write(json.dumps({k: p[k] for k in keys}, sort_keys=True, separators=(",", ":")).encode())
         open(a[3], "w").write(p["signature"])
         if len(a) > 4:
@@ -203,7 +215,7 @@ def main():
         ms = read(a[1])
         out = []
         for m, d in ms:
-            if m.name.endswith("adapter_model.safetensors"):
+            if m.name.endswith("adapter_model.safetensors") and (len(a) < 4 or a[3] in m.name):
                 d = d[:-1] + bytes([d[-1] ^ 1]); m.size = len(d)
             out.append((m, d))
         write(a[2], fix(out))
