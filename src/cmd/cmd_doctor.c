@@ -347,7 +347,7 @@ int cmd_doctor(int argc, char **argv, dlm_ctx *ctx)
                 json_object_set_new(o, "preference", json_pack("{s:s, s:i, s:b}", "method", dp->pref_method, "pairs",
                                                                dp->pref_pairs, "fits", dp->pref_fits));
             }
-            json_object_set_new(json_object_get(o, "document"), "precision", precision_json(&d));
+            json_object_set_new(json_object_get(o, "document"), "precision", precision_json(dp));
             print_json(o);
         } else {
             print_host(&h);
