@@ -58,14 +58,14 @@ make_base() { # make_base SHAPE STD → the base folder
     echo "$d"
 }
 
-write_doc() { # write_doc FILE BASE: prose enough for 24+ rows of 512 tokens
+write_doc() { # write_doc FILE BASE: 30 sections, each longer than 512 tokens, so every row is full (the peer's rows are 512)
     $py - "$1" "$2" <<'PY'
 import random, sys
 path, base = sys.argv[1:3]
 random.seed(1)
 words = ("the quick brown fox jumps over lazy dog model reads document learns facts answers questions training "
          "runs on cpu with weights kept in their stored type adapter is small").split()
-body = "\n\n".join(" ".join(random.choice(words) for _ in range(120)) + "." for _ in range(120))
+body = "\n\n".join(" ".join(random.choice(words) for _ in range(600)) + "." for _ in range(30))
 open(path, "w").write("---\ndlm_id: 01JD0000000000000000CMD016\ndlm_version: 15\nbase_model: %s\ntraining:\n"
                       "  sequence_len: 512\n  micro_batch_size: 1\n  grad_accum: 1\n  lora_r: 8\n"
                       "  target_modules: [q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj]\n"
@@ -79,7 +79,9 @@ dlm_steps() {
 import json, statistics, sys
 st = [json.loads(l) for l in open(sys.argv[1]) if '"type":"step"' in l]
 t = [s["tokens_per_sec"] for s in st[1:]]
-print(json.dumps({"best": max(t), "median": statistics.median(t), "n": len(t)} if t else {"best": None, "median": None, "n": 0}))
+tok = [round(s["tokens_per_sec"] * s["step_s"]) for s in st[1:]]   # tokens per step: 512 when rows are full
+print(json.dumps({"best": max(t), "median": statistics.median(t), "n": len(t), "tokens_per_step": tok}
+                 if t else {"best": None, "median": None, "n": 0}))
 PY
 }
 
