@@ -24,7 +24,9 @@
 # command: load, tokenize, train, write) against the peer's ru_maxrss.
 #
 # Knobs: CMD_SHAPES ("smol135-l3 qwen05"), CMD_STDS ("0.02 0.3"),
-# CMD_STEPS (timed steps, default 4), BENCH_THREADS (2),
+# CMD_STEPS (timed steps, default 4), CMD_AMPS (peer configurations,
+# "none bf16"; bf16 autocast without AVX512-BF16/AMX is emulated and slow),
+# BENCH_THREADS (2),
 # DLM_BENCH_SHARED (the shared folder; default ../shared next to the repo).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -34,6 +36,7 @@ tmp=${DLM_BENCH_TMP:-/tmp/dlm-bench-cmd}
 shapes=${CMD_SHAPES:-"smol135-l3 qwen05"}
 stds=${CMD_STDS:-"0.02 0.3"}
 steps=${CMD_STEPS:-4}
+amps=${CMD_AMPS:-"none bf16"}
 thr=${BENCH_THREADS:-2}
 py=/usr/bin/python3
 DLM="$root/build/dlm"
@@ -104,7 +107,7 @@ for s in $shapes; do
         tok[$s-$std]=$(jget "$d" best)
         log "$s std $std: dlm $d, peak RSS $rss MB"
         pbest=0; prss=
-        for amp in none bf16; do
+        for amp in $amps; do
             log "$s std $std: PyTorch peer, amp $amp"
             # shellcheck disable=SC2086
             p=$(OMP_WAIT_POLICY=PASSIVE $py "$here/peer_qwen.py" --mode train --shape $ps --seq 512 --batch 1 \
