@@ -12,19 +12,26 @@
 #      F16, Q8_0, Q4_K_M (llama-quant's per-tensor mix, bench/infer/make_gguf.c);
 #   3. GEMM GFLOPS of dlm's kernels against the measured FMA peak
 #      (../shared/bench/c/peak.c) on the matmul shapes of both models;
-#   4. tokenizer MB/s against HF tokenizers (npm @anush008/tokenizers).
+#   4. tokenizer MB/s against HF tokenizers (npm @anush008/tokenizers);
+#   5. the real command: `dlm train` on a document (SmolLM2-135M shape with
+#      the Llama-3 vocabulary, Qwen2.5-0.5B shape; std 0.02 weights and std
+#      0.3 attention weights) against the PyTorch peer in fp32 and bf16
+#      autocast, steps timed from the JSONL log (bench/train/cmd.sh).
 #
 # Knobs (environment):
 #   BENCH_QUICK=1          SmolLM2 shape only, fewer types (a ~10 minute run)
 #   BENCH_ROUNDS=N         interleaved rounds per training pair (default 2)
 #   BENCH_STEPS=N          timed training steps per run (default 3, +1 warm-up)
 #   BENCH_THREADS=N        threads for training and the 2-thread columns (2)
-#   BENCH_SECTIONS="train infer gemm tok"   which sections run
+#   BENCH_SECTIONS="train infer gemm tok cmd"   which sections run
+#   CMD_SHAPES, CMD_STDS, CMD_STEPS         section cmd (bench/train/cmd.sh)
+#   DLM_BENCH_SHARED=DIR   the shared folder (default ../shared next to the repo)
 #   BENCH_NO_APPEND=1      print the table without appending to RESULTS.md
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
-shared="$root/../shared"
+shared=${DLM_BENCH_SHARED:-"$root/../shared"}
+export DLM_BENCH_SHARED="$shared"
 out="$root/bench/out"
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 run="$out/run-$stamp"
@@ -35,7 +42,7 @@ quick=${BENCH_QUICK:-0}
 rounds=${BENCH_ROUNDS:-2}
 steps=${BENCH_STEPS:-3}
 thr=${BENCH_THREADS:-2}
-sections=${BENCH_SECTIONS:-"train infer gemm tok"}
+sections=${BENCH_SECTIONS:-"train infer gemm tok cmd"}
 if [ "$quick" = 1 ]; then
     shapes="smollm2-135m"; types="f32 q8_0 q4_k_m"
 else
@@ -56,8 +63,11 @@ gcc $CC_ARGS "$here/train/bench_train.c" "$root/build/libdlmcore.a" $LIBS -o "$o
 gcc $CC_ARGS "$here/infer/bench_infer.c" "$root/build/libdlmcore.a" $LIBS -o "$out/bench_infer"
 gcc $CC_ARGS "$here/infer/make_gguf.c" "$root/build/libdlmcore.a" $LIBS -o "$out/make_gguf"
 gcc $CC_ARGS "$here/gemm/bench_gemm.c" "$root/build/libdlmcore.a" $LIBS -o "$out/bench_gemm"
-gcc -O2 -march=native -fopenmp "$shared/bench/c/peak.c" -o "$out/peak"
-gcc -O2 "$here/gemm/isa_peak.c" -o "$out/isa_peak"
+gcc $CC_ARGS "$here/train/denorm.c" "$root/build/libdlmcore.a" $LIBS -o "$out/denorm"
+# the FMA peaks are AVX-512 code: on an AVX2-only CPU they do not build and
+# section gemm has no peak to compare with (the other sections still run)
+gcc -O2 -march=native -fopenmp "$shared/bench/c/peak.c" -o "$out/peak" 2>/dev/null || log "peak.c did not build (no AVX-512?)"
+gcc -O2 "$here/gemm/isa_peak.c" -o "$out/isa_peak" 2>/dev/null || log "isa_peak.c did not build (no AVX-512?)"
 }
 
 # one result line: section name dlm peer unit target kind
@@ -167,6 +177,14 @@ if [[ " $sections " == *" tok "* ]]; then
     RUNS=3 "$here/tok/run.sh" "$root/build" > "$run/tok.txt"
     awk 'NR > 1 && NF == 7 { printf "{\"section\":\"tok\",\"name\":\"tokenize %s %s\",\"dlm\":%s,\"peer\":%s,\"unit\":\"MB/s\",\"target\":1.0,\"kind\":\"ratio\",\"peer_name\":\"HF tokenizers\"}\n", $1, $2, $5, $6 }' \
         "$run/tok.txt" >> "$res"
+fi
+
+# ---- 5. the real command ------------------------------------------------------------
+if [[ " $sections " == *" cmd "* ]]; then
+    [ "$quick" = 1 ] && export CMD_SHAPES=${CMD_SHAPES:-smol135-l3}
+    # attention alone, IEEE against FTZ|DAZ, std 0.02 and 0.3 (logged, not a row)
+    "$out/denorm" 5 | tee "$run/denorm.txt" >&2
+    BENCH_THREADS="$thr" "$here/train/cmd.sh" "$res" 2> >(tee "$run/cmd.log" >&2)
 fi
 
 # ---- table ---------------------------------------------------------------------------

@@ -34,10 +34,11 @@ const cmd_entry *cmd_find(const char *name)
 
 static void print_version(void)
 {
-    char cpu[128];
+    char cpu[128], amx[128];
     cpu_describe(cpu, sizeof cpu);
+    cpu_amx_describe(amx, sizeof amx);
     printf("dlm %s (commit %s)\n", DLM_VERSION, DLM_COMMIT);
-    printf("cpu: %s (dispatch level %s)\n", cpu, cpu_level_name(cpu_level()));
+    printf("cpu: %s (dispatch level %s; amx %s)\n", cpu, cpu_level_name(cpu_level()), amx);
     printf("mpi: %s\n", dist_compiled() ? "yes (data-parallel 'mpirun -np N dlm train'; docs/mpi.md)" : "no (build with 'make mpi')");
 }
 

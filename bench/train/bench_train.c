@@ -78,6 +78,8 @@ int main(int argc, char **argv)
         } else { fprintf(stderr, "unknown option %s\n", a); return 2; }
     }
     kern_init(threads);
+    /* the arithmetic of dlm train: denormals flushed (src/run/trainer.c) */
+    (void)kern_fp_flush_enter();
     model_config c = {0};
     c.arch = sh->bias ? ARCH_QWEN2 : ARCH_LLAMA;
     c.n_layer = sh->L; c.d_model = sh->C; c.n_ff = sh->F; c.n_head = sh->NH; c.n_kv_head = sh->KVH;

@@ -57,13 +57,15 @@ static json_t *host_json(const host_info *h)
     json_t *cg = json_pack("{s:i, s:o, s:I, s:I}", "version", h->cgroup_version, "limit_bytes",
                            h->cgroup_limit ? json_integer((json_int_t)h->cgroup_limit) : json_null(), "usage_bytes",
                            (json_int_t)h->cgroup_usage, "inactive_file_bytes", (json_int_t)h->cgroup_inactive_file);
-    json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:i, s:o, s:i, s:s, s:{s:b, s:b, s:b, s:b, s:b}, s:s, s:{s:I, s:I, s:I},"
+    json_t *amx = json_pack("{s:b, s:b, s:b, s:b, s:s}", "usable", h->amx, "amx_tile", h->amx_tile, "amx_bf16",
+                            h->amx_bf16, "amx_int8", h->amx_int8, "reason", h->amx_reason);
+    json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:i, s:o, s:i, s:s, s:{s:b, s:b, s:b, s:b, s:b}, s:o, s:s, s:{s:I, s:I, s:I},"
                      " s:I, s:I, s:o, s:I, s:s, s:o, s:o, s:s, s:s, s:s}",
                      "dlm_version", DLM_VERSION, "cpu_model", h->cpu_model, "kernel", h->kernel, "cores_online",
                      h->cores_online, "cores_physical", h->cores_physical, "cores_quota",
                      h->cores_quota ? json_integer(h->cores_quota) : json_null(), "cores_usable", h->cores_usable,
                      "isa", h->isa, "isa_flags", "avx2", h->avx2, "avx512", h->avx512, "avx512_bf16", h->avx512bf16,
-                     "vnni", h->vnni, "f16c", h->f16c, "dispatch_level", cpu_level_name(cpu_level()), "caches", "l1d",
+                     "vnni", h->vnni, "f16c", h->f16c, "amx", amx, "dispatch_level", cpu_level_name(cpu_level()), "caches", "l1d",
                      (json_int_t)h->l1d, "l2", (json_int_t)h->l2, "l3", (json_int_t)h->l3, "ram_total_bytes",
                      (json_int_t)h->ram_total, "ram_available_bytes", (json_int_t)h->ram_available, "cgroup", cg,
                      "budget_bytes", (json_int_t)h->budget, "budget_from", h->budget_from, "disk_free_bytes",
@@ -139,6 +141,7 @@ static void print_host(const host_info *h)
     if (h->cores_quota) printf(", cgroup quota %d", h->cores_quota);
     printf(")\n");
     printf("isa:     %s; kernels dispatch %s\n", h->isa, cpu_level_name(cpu_level()));
+    printf("amx:     %s (%s)\n", h->amx ? "yes" : "no", h->amx_reason);
     printf("caches:  L1d %s, L2 %s, L3 %s\n", hs(h->l1d, a), hs(h->l2, b), hs(h->l3, c));
     printf("memory:  %s total, %s available", hs(h->ram_total, a), hs(h->ram_available, b));
     if (h->cgroup_limit)

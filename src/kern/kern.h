@@ -37,6 +37,16 @@ int kern_threads(void);
 void kern_shutdown(void);
 typedef void (*kern_range_fn)(void *ctx, int64_t begin, int64_t end);
 void kern_parallel_for(int64_t n, kern_range_fn fn, void *ctx);
+/* Denormals. Flush-to-zero and denormals-are-zero (MXCSR FTZ|DAZ) on the
+ * calling thread until kern_fp_flush_leave(saved); the pool's workers run
+ * each job in the mode of the thread that started it, so a result never
+ * depends on which thread computed it. Softmax tails (exp of scores far
+ * below the row max), their products in attention's backward, SiLU/GELU
+ * tails and AdamW's second moment reach the denormal range, where x86
+ * cores take microcode assists (Intel) or extra cycles (AMD) on every
+ * operation; values below 2^-126 are then 0. docs/denormals.md. */
+unsigned kern_fp_flush_enter(void);
+void kern_fp_flush_leave(unsigned saved);
 
 /* ---- conversions ---------------------------------------------------------- */
 float fp16_to_f32(uint16_t h);

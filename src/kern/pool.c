@@ -64,6 +64,7 @@ typedef struct pool {
     _Atomic(kern_range_fn) fn;
     _Atomic(void *) ctx;
     _Atomic int64_t total, grain;
+    _Atomic uint32_t csr;           /* the caller's MXCSR control bits: the job's FP mode */
 } pool;
 
 static pool g_pool;
@@ -112,6 +113,26 @@ static void run_chunks(pool *p, uint32_t id)
     }
 }
 
+/* MXCSR: bits 0-5 are sticky exception flags, the rest is the mode
+ * (rounding, masks, FTZ bit 15, DAZ bit 6). */
+#define CSR_FLAGS 0x3fu
+#define CSR_FTZ_DAZ 0x8040u
+
+static void fp_mode_set(uint32_t mode)
+{
+    uint32_t cur = _mm_getcsr();
+    if ((cur & ~CSR_FLAGS) != (mode & ~CSR_FLAGS)) _mm_setcsr((cur & CSR_FLAGS) | (mode & ~CSR_FLAGS));
+}
+
+unsigned kern_fp_flush_enter(void)
+{
+    uint32_t cur = _mm_getcsr();
+    fp_mode_set(cur | CSR_FTZ_DAZ);
+    return cur & ~CSR_FLAGS;
+}
+
+void kern_fp_flush_leave(unsigned saved) { fp_mode_set(saved); }
+
 static void *worker(void *arg)
 {
     pool *p = &g_pool;
@@ -137,6 +158,10 @@ static void *worker(void *arg)
         }
         if (atomic_load(&p->quit)) break;
         seen = JOB_ID(c);
+        /* every chunk runs in the FP mode of the thread that started the
+         * job (kern_fp_flush_enter): the bytes cannot depend on which
+         * thread ran it. Read like the job's other fields (run_chunks). */
+        fp_mode_set(atomic_load_explicit(&p->csr, memory_order_relaxed));
         run_chunks(p, seen);
     }
     return NULL;
@@ -280,6 +305,7 @@ static void run_job(int64_t n, kern_range_fn fn, void *ctx, int64_t grain)
     atomic_store_explicit(&p->ctx, ctx, memory_order_relaxed);
     atomic_store_explicit(&p->total, n, memory_order_relaxed);
     atomic_store_explicit(&p->grain, grain, memory_order_relaxed);
+    atomic_store_explicit(&p->csr, _mm_getcsr() & ~CSR_FLAGS, memory_order_relaxed);
     atomic_store_explicit(&p->done, 0, memory_order_relaxed);
     uint32_t id = p->job_id = (p->job_id + 1) & JOB_ID_MASK;
     atomic_store_explicit(&p->claim, JOB_WORD(id, 0, nch), memory_order_seq_cst);  /* publishes the job */

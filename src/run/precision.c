@@ -9,10 +9,11 @@
 void precision_cpu_probe(prec_cpu *c)
 {
     const cpu_features *f = cpu_get_features();
-    /* AMX detection (CPUID, XCR0, the tile-data permission) and the tile
-     * kernels land separately (issue 16); until then neither is there */
-    *c = (prec_cpu){.isa = cpu_level_name(cpu_level()), .amx_bf16 = 0, .avx512bf16 = f->avx512bf16,
-                    .tile_kernels = 0};
+    /* AMX tiles as the run-time probe found them (kern/cpu.c: CPUID, XCR0,
+     * the tile-data permission); the tile kernels themselves are not built
+     * yet (issue 16), so null still means fp32 on an AMX machine */
+    *c = (prec_cpu){.isa = cpu_level_name(cpu_level()), .amx_bf16 = cpu_get_amx()->usable,
+                    .avx512bf16 = f->avx512bf16, .tile_kernels = 0};
 }
 
 int precision_decide(doc_precision asked, const prec_cpu *cpu, prec_choice *out, dlm_err *e)

@@ -342,6 +342,12 @@ void probe_host_at(host_info *h, const char *disk_path, const char *root)
     h->avx512bf16 = f->avx512bf16;
     h->vnni = f->avx512vnni || f->avxvnni;
     h->f16c = f->f16c;
+    const cpu_amx *amx = cpu_get_amx();
+    h->amx = amx->usable;
+    h->amx_tile = amx->tile;
+    h->amx_bf16 = amx->bf16;
+    h->amx_int8 = amx->int8;
+    snprintf(h->amx_reason, sizeof h->amx_reason, "%s", amx->reason);
     for (int i = 0; i < 8; i++) {
         char p1[1400], lvl[16], type[32] = "", size[32];
         snprintf(p1, sizeof p1, "%s/sys/devices/system/cpu/cpu0/cache/index%d/level", root, i);

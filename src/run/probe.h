@@ -27,6 +27,8 @@ typedef struct host_info {
     int cores_usable;         /* min(cores_online, quota): what `auto` threads uses */
     char isa[128];            /* "avx512 +bf16 +vnni +f16c" */
     int avx2, avx512, avx512bf16, vnni, f16c;
+    int amx, amx_tile, amx_bf16, amx_int8;  /* amx: tiles usable by this process (kern/cpu.h) */
+    char amx_reason[96];      /* why not, or the AMX features when usable */
     uint64_t l1d, l2, l3;     /* bytes, 0 unknown */
     uint64_t ram_total, ram_available;   /* /proc/meminfo */
     int cgroup_version;       /* 0 none found, 1, 2 */

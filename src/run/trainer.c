@@ -352,6 +352,10 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
     run *R = calloc(1, sizeof *R);
     if (!R) return err_set(e, "MemoryError", "out of memory");
     R->o = o;
+    /* the whole run, pool jobs included, flushes denormals (kern.h): the
+     * step time must not depend on the weights' scale (issue 16); the mode
+     * is the caller's again on return */
+    unsigned fpm = kern_fp_flush_enter();
     /* Under MPI rank 0 leads: it alone locks the store, talks to the user
      * and writes checkpoints, versions, logs, metrics and dlm.lock; the
      * other ranks compute their share of each step (docs/mpi.md). */
@@ -658,5 +662,6 @@ out:
     free(R->gpart);
     free(R->gscal);
     run_free(R);
+    kern_fp_flush_leave(fpm);
     return rc;
 }

@@ -19,6 +19,11 @@ for k in ("cpu_model", "cores_online", "cores_physical", "cores_usable", "isa", 
     assert k in c, k
 assert c["cores_usable"] >= 1 and c["budget_bytes"] > 0 and c["ram_total_bytes"] >= c["budget_bytes"]
 assert c["determinism_class"] == "strong" and c["compute"] == "cpu"
+# AMX: the CPUID bits as the kernel reports them in /proc/cpuinfo's flags
+flags = next(l for l in open("/proc/cpuinfo") if l.startswith("flags")).split()
+a = c["amx"]
+assert a["amx_tile"] == ("amx_tile" in flags) and a["amx_bf16"] == ("amx_bf16" in flags), (a, "amx" in str(flags))
+assert a["reason"] and (a["usable"] or "amx_tile" in flags or a["reason"] == "cpuid: no amx_tile"), a
 rows = {r["key"]: r for r in d["bases"]}
 s = rows["smollm2-135m"]
 assert s["trainable"] and s["total_bytes"] > 0 and s["micro_batch_size"] * s["grad_accum"] in (8, 8), s
@@ -33,6 +38,8 @@ PY
 "$DLM" doctor > all.txt
 grep -q "smollm2-135m" all.txt || fail "no registry rows in the text output"
 grep -q "determinism: strong" all.txt || fail "no determinism class"
+grep -q "^amx:     \(yes\|no\) (" all.txt || fail "no amx line in doctor's text"
+"$DLM" --version | grep -q "^cpu: .*(dispatch level [a-z0-9]*; amx \(yes\|no\) (" || fail "--version has no amx verdict"
 
 # a tight budget for the registry: the 7B row must be quantized or refused
 "$DLM" doctor --json --max-memory 3G > tight.json

@@ -217,6 +217,10 @@ def main():
     ap.add_argument("--layout", choices=["v4", "v5"], default="v4")
     ap.add_argument("--shards", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--std", type=float, default=None,
+                    help="std of the embedding and every projection (default: 0.5 embedding, 0.2 projections)")
+    ap.add_argument("--attn-std", type=float, default=None,
+                    help="std of q,k,v,o projections (default: --std); large values make softmax underflow")
     ap.add_argument("--gguf")
     ap.add_argument("--tokenizer-from", help="DIR with tokenizer.json + tokenizer_config.json to use (sets --vocab)")
     ap.add_argument("--chat-template", help="with --tokenizer-from: a Jinja file put in tokenizer_config.json")
@@ -260,18 +264,23 @@ def main():
     def randn(*shape, scale=0.02):
         return (rng.standard_normal(shape) * scale).astype(np.float32)
 
+    # --std / --attn-std change only the scales: the random stream is the same
+    emb_s = a.std if a.std is not None else 0.5
+    lin_s = a.std if a.std is not None else 0.2
+    att_s = a.attn_std if a.attn_std is not None else lin_s
+
     # HF tensors (torch order), in a fixed order
-    w = {"model.embed_tokens.weight": randn(V, C, scale=0.5)}
+    w = {"model.embed_tokens.weight": randn(V, C, scale=emb_s)}
     for il in range(L):
         p = "model.layers.%d." % il
         if a.arch == "gemma2":   # Gemma2RMSNorm scales by (1 + w): weights near 0
             w[p + "input_layernorm.weight"] = randn(C, scale=0.1)
         elif a.arch != "olmo2":   # Olmo2DecoderLayer has no input norm
             w[p + "input_layernorm.weight"] = (1 + randn(C, scale=0.1))
-        w[p + "self_attn.q_proj.weight"] = randn(NH * HS, C, scale=0.2)
-        w[p + "self_attn.k_proj.weight"] = randn(KVH * HS, C, scale=0.2)
-        w[p + "self_attn.v_proj.weight"] = randn(KVH * HS, C, scale=0.2)
-        w[p + "self_attn.o_proj.weight"] = randn(C, NH * HS, scale=0.2)
+        w[p + "self_attn.q_proj.weight"] = randn(NH * HS, C, scale=att_s)
+        w[p + "self_attn.k_proj.weight"] = randn(KVH * HS, C, scale=att_s)
+        w[p + "self_attn.v_proj.weight"] = randn(KVH * HS, C, scale=att_s)
+        w[p + "self_attn.o_proj.weight"] = randn(C, NH * HS, scale=att_s)
         if a.arch == "qwen2":
             w[p + "self_attn.q_proj.bias"] = randn(NH * HS, scale=0.1)
             w[p + "self_attn.k_proj.bias"] = randn(KVH * HS, scale=0.1)
@@ -295,14 +304,14 @@ def main():
                 w[q + "w3.weight"] = randn(F, C, scale=0.2)
                 w[q + "w2.weight"] = randn(C, F, scale=0.2)
         else:
-            w[p + "mlp.gate_proj.weight"] = randn(F, C, scale=0.2)
-            w[p + "mlp.up_proj.weight"] = randn(F, C, scale=0.2)
-            w[p + "mlp.down_proj.weight"] = randn(C, F, scale=0.2)
+            w[p + "mlp.gate_proj.weight"] = randn(F, C, scale=lin_s)
+            w[p + "mlp.up_proj.weight"] = randn(F, C, scale=lin_s)
+            w[p + "mlp.down_proj.weight"] = randn(C, F, scale=lin_s)
         if a.arch == "olmo2":
             w[p + "post_feedforward_layernorm.weight"] = (1 + randn(C, scale=0.1))
     w["model.norm.weight"] = (1 + randn(C, scale=0.1)) - (1 if a.arch == "gemma2" else 0)
     if not a.tied:
-        w["lm_head.weight"] = randn(V, C, scale=0.5)
+        w["lm_head.weight"] = randn(V, C, scale=emb_s)
 
     # safetensors (values as stored are what the GGUF is made from)
     items, vals = [], {}

@@ -1,0 +1,128 @@
+#!/bin/bash
+# bench/train/cmd.sh — the real command: `dlm train` on a .dlm document, as a
+# user runs it, against the PyTorch peer (../shared/bench/torch_lora_peer.py
+# through bench/train/peer_qwen.py, called by path) in fp32 and in bf16
+# autocast, in one script. Issue 16: bench_train is a harness; this is what
+# users run.
+#
+#   bench/train/cmd.sh RESULTS.jsonl     (bench/run.sh section "cmd")
+#
+# Cases (sequence_len 512, micro-batch 1, grad_accum 1, LoRA r 8 on
+# q,k,v,o,gate,up,down, 2 threads):
+#   smol135-l3  SmolLM2-135M shape with the Llama-3 vocabulary (128,256)
+#   qwen05      Qwen2.5-0.5B shape (vocabulary 151,936)
+# each with every weight at a pretrained-like std 0.02 (the bases as
+# published: bf16 safetensors), and once more with the q,k,v,o weights at
+# std 0.3: attention scores in the hundreds, so the softmax underflows
+# (the denormal case of issue 16). Bases written by tests/ref/make_model.py
+# (numpy) into $DLM_BENCH_TMP (default /tmp/dlm-bench-cmd); nothing committed.
+#
+# Step time: `dlm train --max-steps N` logs every step's step_s and
+# tokens_per_sec in the run's JSONL log; the first step is warm-up, the
+# others are timed (best and median). The peer runs 1 warm-up + the same
+# timed steps. Peak RSS: /usr/bin/time's maxrss of `dlm train` (the whole
+# command: load, tokenize, train, write) against the peer's ru_maxrss.
+#
+# Knobs: CMD_SHAPES ("smol135-l3 qwen05"), CMD_STDS ("0.02 0.3"),
+# CMD_STEPS (timed steps, default 4), CMD_AMPS (peer configurations,
+# "none bf16"; bf16 autocast without AVX512-BF16/AMX is emulated and slow),
+# BENCH_THREADS (2),
+# DLM_BENCH_SHARED (the shared folder; default ../shared next to the repo).
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+res=${1:?usage: cmd.sh RESULTS.jsonl}
+tmp=${DLM_BENCH_TMP:-/tmp/dlm-bench-cmd}
+shapes=${CMD_SHAPES:-"smol135-l3 qwen05"}
+stds=${CMD_STDS:-"0.02 0.3"}
+steps=${CMD_STEPS:-4}
+amps=${CMD_AMPS:-"none bf16"}
+thr=${BENCH_THREADS:-2}
+py=/usr/bin/python3
+DLM="$root/build/dlm"
+mkdir -p "$tmp"
+log() { echo "[bench-cmd $(date +%H:%M:%S)] $*" >&2; }
+emit() {
+    printf '{"section":"cmd","name":"%s","dlm":%s,"peer":%s,"unit":"%s","target":%s,"kind":"%s","peer_name":"%s"}\n' \
+        "$1" "${2:-null}" "${3:-null}" "$4" "$5" "$6" "$7" >> "$res"
+}
+jget() { $py -c 'import json,sys; d=json.loads(sys.argv[1]); v=d.get(sys.argv[2]); print("null" if v is None else v)' "$1" "$2"; }
+
+make_base() { # make_base SHAPE STD → the base folder
+    local d="$tmp/$1-std$2"
+    case $1 in
+    smol135-l3) a="--arch llama --layers 30 --d-model 576 --heads 9 --kv-heads 3 --ff 1536 --vocab 128256 --max-pos 8192" ;;
+    qwen05) a="--arch qwen2 --layers 24 --d-model 896 --heads 14 --kv-heads 2 --ff 4864 --vocab 151936 --max-pos 32768" ;;
+    *) echo "cmd.sh: unknown shape $1" >&2; exit 2 ;;
+    esac
+    # shellcheck disable=SC2086
+    [ -f "$d/model.safetensors" ] || $py "$root/tests/ref/make_model.py" --out "$d" $a --dtype bf16 \
+        --std 0.02 --attn-std "$2" >/dev/null
+    echo "$d"
+}
+
+write_doc() { # write_doc FILE BASE: 30 sections, each longer than 512 tokens, so every row is full (the peer's rows are 512)
+    $py - "$1" "$2" <<'PY'
+import random, sys
+path, base = sys.argv[1:3]
+random.seed(1)
+words = ("the quick brown fox jumps over lazy dog model reads document learns facts answers questions training "
+         "runs on cpu with weights kept in their stored type adapter is small").split()
+body = "\n\n".join(" ".join(random.choice(words) for _ in range(600)) + "." for _ in range(30))
+open(path, "w").write("---\ndlm_id: 01JD0000000000000000CMD016\ndlm_version: 15\nbase_model: %s\ntraining:\n"
+                      "  sequence_len: 512\n  micro_batch_size: 1\n  grad_accum: 1\n  lora_r: 8\n"
+                      "  target_modules: [q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj]\n"
+                      "  num_epochs: 1\n---\n# Bench\n\n%s\n" % (base, body))
+PY
+}
+
+# dlm_steps LOG → {"best":..,"median":..} tokens/s over the steps after the first
+dlm_steps() {
+    $py - "$1" <<'PY'
+import json, statistics, sys
+st = [json.loads(l) for l in open(sys.argv[1]) if '"type":"step"' in l]
+t = [s["tokens_per_sec"] for s in st[1:]]
+tok = [round(s["tokens_per_sec"] * s["step_s"]) for s in st[1:]]   # tokens per step: 512 when rows are full
+print(json.dumps({"best": max(t), "median": statistics.median(t), "n": len(t), "tokens_per_step": tok}
+                 if t else {"best": None, "median": None, "n": 0}))
+PY
+}
+
+declare -A tok
+for s in $shapes; do
+    case $s in smol135-l3) ps="smollm2-135m --vocab 128256" ;; qwen05) ps="qwen2.5-0.5b" ;; esac
+    for std in $stds; do
+        base=$(make_base "$s" "$std")
+        home="$tmp/home-$s-$std"
+        rm -rf "$home"
+        doc="$tmp/$s-$std.dlm"
+        write_doc "$doc" "$base"
+        log "$s std $std: dlm train --max-steps $((steps + 1))"
+        DLM_HOME="$home" /usr/bin/time -f "%M" -o "$tmp/$s-$std.maxrss" "$DLM" train "$doc" \
+            --max-steps $((steps + 1)) --threads "$thr" > "$tmp/$s-$std.out" 2>&1 \
+            || { cat "$tmp/$s-$std.out" >&2; exit 1; }
+        jl=$(ls "$home"/store/*/logs/train-*.jsonl | head -1)
+        d=$(dlm_steps "$jl")
+        rss=$($py -c "print(round($(tail -1 "$tmp/$s-$std.maxrss") / 1024, 1))")
+        tok[$s-$std]=$(jget "$d" best)
+        log "$s std $std: dlm $d, peak RSS $rss MB"
+        pbest=0; prss=
+        for amp in $amps; do
+            log "$s std $std: PyTorch peer, amp $amp"
+            # shellcheck disable=SC2086
+            p=$(OMP_WAIT_POLICY=PASSIVE $py "$here/peer_qwen.py" --mode train --shape $ps --seq 512 --batch 1 \
+                --rank 8 --steps "$steps" --warmup 1 --threads "$thr" --init-std 0.02 --attn-std "$std" \
+                --amp "$amp" | sed -n 's/^RESULT //p')
+            pt=$(jget "$p" tok_s_max); pr=$(jget "$p" peak_rss_mb)
+            log "$s std $std: peer amp $amp ${pt} tok/s, peak RSS ${pr} MB"
+            [ "$amp" = none ] && { emit "dlm train $s std $std tok/s" "$(jget "$d" best)" "$pt" "tok/s" 1.0 ratio "PyTorch fp32"; prss=$pr; }
+            [ "$amp" = bf16 ] && emit "dlm train $s std $std tok/s" "$(jget "$d" best)" "$pt" "tok/s" 1.0 ratio "PyTorch bf16 autocast"
+            pbest=$($py -c "print(max($pbest, ${pt/null/0}))")
+        done
+        emit "dlm train $s std $std tok/s, peer's best" "$(jget "$d" best)" "$pbest" "tok/s" 4.0 ratio "PyTorch best"
+        emit "dlm train $s std $std peak RSS" "$rss" "$prss" "MB" 0.25 inv "PyTorch fp32"
+    done
+    if [ -n "${tok[$s-0.3]:-}" ] && [ -n "${tok[$s-0.02]:-}" ]; then
+        emit "dlm train $s: std 0.3 vs std 0.02 tok/s" "${tok[$s-0.3]}" "${tok[$s-0.02]}" "tok/s" 0.9 ratio "dlm std 0.02"
+    fi
+done
