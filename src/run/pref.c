@@ -78,6 +78,7 @@ int pref_init_policy(run *R, dlm_err *e)
                         vn, R->o->doc_path);
     }
     memcpy(R->l->w, prev->w, R->l->n * sizeof(float));
+    lora_take_embeddings(R->l, prev);   /* modules_to_save stay with the adapter, frozen (docs/cpt.md) */
     lora_free(prev);
     return 0;
 }

@@ -211,15 +211,11 @@ static int do_step(run *R, int64_t step, double *loss, double *gnorm, int64_t *n
     int per = R->grad_accum / dist_size(), m0 = dist_rank() * per, one = dist_size() == 1;
     double acc[2] = {0, 0};
     memset(R->g, 0, n * sizeof(float));
-    /* training.cpt.embed_warmup_steps: this step's embedding gradients
-     * (they count in the clipping norm only: run/cpt.h) */
+    /* training.cpt.embed_warmup_steps: in steps 1..N the embedding and the
+     * head train too (run/embed.c) */
     int emb = cpt_embed_step(&R->cpt, step) && R->emb_g;
-    size_t nv = (size_t)R->m->cfg.vocab * (size_t)R->m->cfg.d_model;
     full_grads eg = {.tok_embd = R->emb_g, .output = R->head_g};
-    if (emb) {
-        memset(R->emb_g, 0, nv * sizeof(float));
-        if (R->head_g) memset(R->head_g, 0, nv * sizeof(float));
-    }
+    if (emb) run_embed_zero_grads(R);
     for (int k = 0; k < per && total_loss > 0; k++) {
         int mi = m0 + k;
         float *gm = R->gpart[one ? 0 : k];
@@ -248,10 +244,11 @@ static int do_step(run *R, int64_t step, double *loss, double *gnorm, int64_t *n
         return -1;
     *ntok = (int64_t)acc[1];
     *loss = total_loss ? acc[0] / (double)total_loss : 0;
-    double extra = emb ? optim_grad_sumsq(R->emb_g, nv) + (R->head_g ? optim_grad_sumsq(R->head_g, nv) : 0.0) : 0.0;
-    *gnorm = optim_clip_extra(R->g, R->l->n, R->optim.max_grad_norm, extra);
+    /* one clip over every trained parameter, as torch's clip_grad_norm_ */
+    *gnorm = optim_clip_extra(R->g, R->l->n, R->optim.max_grad_norm, emb ? run_embed_sumsq(R) : 0.0);
     double lr = optim_lr_at(&R->optim, step);
     run_optim_step(R, lr, R->t_offset + step + 1);   /* training.optimizer: 32- or 8-bit AdamW (run/optstate.c) */
+    if (emb) run_embed_step(R, *gnorm, lr, step);
     R->last_lr = lr;
     return 0;
 }
@@ -295,6 +292,9 @@ static int allocate(run *R, dlm_err *e)
     size_t n = R->l->n;
     R->g = calloc(n, sizeof(float));
     if (run_optim_create(R, e)) return -1;   /* the moments of training.optimizer (run/optstate.c) */
+    /* training.cpt.embed_warmup_steps: the adapter's trained copies of the
+     * embedding and head, their gradients and moments (run/embed.c) */
+    if (!R->pref && doc_fm(R->doc)->training.cpt.embed_warmup_steps > 0 && run_embed_alloc(R, e)) return -1;
     R->best = R->P.data.ds->n_val && !R->pref ? calloc(n, sizeof(float)) : NULL;
     R->T = R->pref ? R->ps->max_len : R->P.data.ds->max_len;
     /* a preference pass holds a pair per micro-batch slot: chosen and rejected rows */
@@ -500,16 +500,9 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
             err_hint(e, "train without mpirun, or set training.cpt.embed_warmup_steps: 0");
             goto out;
         }
-        size_t nv = (size_t)R->m->cfg.vocab * (size_t)R->m->cfg.d_model;
-        R->emb_g = calloc(nv, sizeof(float));
-        R->head_g = R->m->cfg.tied ? NULL : calloc(nv, sizeof(float));
-        if (!R->emb_g || (!R->m->cfg.tied && !R->head_g)) {
-            err_set(e, "OOMError", "cannot allocate the embed warm-up's gradients (%zu MiB)", (nv * 4) >> 20);
-            goto out;
-        }
-        note(R, "cpt: embed warm-up: the embedding%s gradients count in the clipping norm of steps 1..%lld (the "
-                "embeddings stay frozen, as in the original)", R->m->cfg.tied ? "" : " and LM-head",
-             (long long)R->cpt.embed_warmup_steps);
+        note(R, "cpt: embed warm-up: steps 1..%lld train the embedding and LM head%s with the LoRA weights (saved as"
+                " modules_to_save; frozen afterwards)", (long long)R->cpt.embed_warmup_steps,
+             R->m->cfg.tied ? " (tied: one matrix)" : "");
     }
     /* the frozen reference, once, before the first step (a resumed run read
      * it from the checkpoint) */
