@@ -230,9 +230,10 @@ static int load_embeddings(lora *l, const model *m, const st_file *f, unsigned m
 {
     if (lora_own_embeddings(l, m, e)) return -1;
     int64_t V = m->cfg.vocab, C = m->cfg.d_model;
-    if (m->cfg.tied && (mts & ADAPTER_SAVES_HEAD)) { /* two matrices unless the file holds the same bytes twice */
+    if (m->cfg.tied) { /* two matrices unless the file holds one matrix under both names */
         const st_tensor *a = st_find(f, ADAPTER_EMBED_KEY), *b = st_find(f, ADAPTER_HEAD_KEY);
-        if (!a || !b || a->nbytes != b->nbytes || a->dtype != b->dtype || memcmp(a->data, b->data, a->nbytes)) {
+        if (mts != (ADAPTER_SAVES_EMBED | ADAPTER_SAVES_HEAD) || !a || !b || a->nbytes != b->nbytes ||
+            a->dtype != b->dtype || memcmp(a->data, b->data, a->nbytes)) {
             l->head = malloc((size_t)V * (size_t)C * sizeof(float));
             if (!l->head) return err_set(e, "OOMError", "cannot allocate the adapter's lm_head");
             memcpy(l->head, l->embd, (size_t)V * (size_t)C * sizeof(float));
