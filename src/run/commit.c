@@ -507,6 +507,7 @@ int run_commit(run *R, dlm_err *e)
 {
     if (R->early && R->best && R->best_step > 0) {
         memcpy(R->l->w, R->best, R->l->n * sizeof(float));
+        run_embed_restore_best(R);   /* the embeddings of that evaluation too */
         R->last_val = R->best_val;
     }
     int v = store_next_version_of(R->store, R->aname, e);
@@ -657,6 +658,7 @@ void run_free(run *R)
     free(R->emb_g);
     free(R->emb_m);
     free(R->emb_v);
+    free(R->emb_best);
     lora_free(R->l);
     prep_free(&R->P);
     tcache_close(R->cache);

@@ -6,9 +6,10 @@
  * decoder, the saved adapter and every later load use them.
  *
  * A checkpoint keeps them in embed_state.safetensors beside
- * training_state.bin: the matrices and their AdamW moments (exp_avg,
- * exp_avg_sq, torch's names), with a "<file>.sha256" sidecar as
- * training_state.bin has (adapter/state.h). */
+ * training_state.bin: the matrices, their AdamW moments (exp_avg,
+ * exp_avg_sq, torch's names) and their copy at the best evaluation (.best,
+ * for early stopping, as training_state.bin keeps the LoRA's), with a
+ * "<file>.sha256" sidecar as training_state.bin has (adapter/state.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +41,28 @@ int run_embed_alloc(run *R, dlm_err *e)
     memset(R->emb_m, 0, n * sizeof(float));
     memset(R->emb_v, 0, n * sizeof(float));
     R->head_g = R->m->cfg.tied ? NULL : R->emb_g + mat_n(R);
+    if (R->best) {
+        if (!(R->emb_best = malloc(n * sizeof(float))))
+            return err_set(e, "OOMError", "cannot allocate the embed warm-up's best-evaluation copy");
+        run_embed_keep_best(R);
+    }
     return 0;
+}
+
+void run_embed_keep_best(run *R)
+{
+    if (!R->emb_best || !R->l->embd) return;
+    size_t n = mat_n(R);
+    memcpy(R->emb_best, R->l->embd, n * sizeof(float));
+    if (!R->m->cfg.tied) memcpy(R->emb_best + n, R->l->head, n * sizeof(float));
+}
+
+void run_embed_restore_best(run *R)
+{
+    if (!R->emb_best || !R->l->embd) return;
+    size_t n = mat_n(R);
+    memcpy(R->l->embd, R->emb_best, n * sizeof(float));
+    if (!R->m->cfg.tied) memcpy(R->l->head, R->emb_best + n, n * sizeof(float));
 }
 
 void run_embed_zero_grads(run *R)
@@ -70,13 +92,16 @@ int run_embed_save(const run *R, const char *dir, dlm_err *e)
     if (!R->l->embd) return 0;
     int64_t V = R->m->cfg.vocab, C = R->m->cfg.d_model;
     size_t n = mat_n(R);
-    st_out t[6];
+    st_out t[8];
     int k = 0;
     const char *names[2][3] = {{"embed_tokens", "embed_tokens.exp_avg", "embed_tokens.exp_avg_sq"},
                                {"lm_head", "lm_head.exp_avg", "lm_head.exp_avg_sq"}};
+    const char *best[2] = {"embed_tokens.best", "lm_head.best"};
     const float *w[2] = {R->l->embd, R->l->head};
     for (int i = 0; i < n_mats(R); i++) {
         t[k++] = (st_out){.name = names[i][0], .dtype = ST_F32, .ndim = 2, .shape = {V, C}, .data = w[i]};
+        if (R->emb_best)
+            t[k++] = (st_out){.name = best[i], .dtype = ST_F32, .ndim = 2, .shape = {V, C}, .data = R->emb_best + i * n};
         if (!R->emb_m) continue;   /* frozen copies from an earlier version: no moments */
         t[k++] = (st_out){.name = names[i][1], .dtype = ST_F32, .ndim = 2, .shape = {V, C}, .data = R->emb_m + i * n};
         t[k++] = (st_out){.name = names[i][2], .dtype = ST_F32, .ndim = 2, .shape = {V, C}, .data = R->emb_v + i * n};
@@ -132,6 +157,8 @@ int run_embed_load(run *R, const char *dir, dlm_err *e)
     int rc = 0;
     for (int i = 0; !rc && i < n_mats(R); i++) {
         rc = load_mat(w[i], f, names[i][0], V, C, p, e);
+        if (!rc && R->emb_best && st_find(f, i ? "lm_head.best" : "embed_tokens.best"))
+            rc = load_mat(R->emb_best + i * n, f, i ? "lm_head.best" : "embed_tokens.best", V, C, p, e);
         if (!rc && R->emb_m && st_find(f, names[i][1])) {
             rc = load_mat(R->emb_m + i * n, f, names[i][1], V, C, p, e) ||
                  load_mat(R->emb_v + i * n, f, names[i][2], V, C, p, e);
@@ -159,5 +186,6 @@ int run_embed_from_version(run *R, const char *vdir, dlm_err *e)
         lora_take_embeddings(R->l, prev);
     }
     lora_free(prev);
+    run_embed_keep_best(R);
     return 0;
 }

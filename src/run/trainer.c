@@ -292,9 +292,6 @@ static int allocate(run *R, dlm_err *e)
     size_t n = R->l->n;
     R->g = calloc(n, sizeof(float));
     if (run_optim_create(R, e)) return -1;   /* the moments of training.optimizer (run/optstate.c) */
-    /* training.cpt.embed_warmup_steps: the adapter's trained copies of the
-     * embedding and head, their gradients and moments (run/embed.c) */
-    if (!R->pref && doc_fm(R->doc)->training.cpt.embed_warmup_steps > 0 && run_embed_alloc(R, e)) return -1;
     R->best = R->P.data.ds->n_val && !R->pref ? calloc(n, sizeof(float)) : NULL;
     R->T = R->pref ? R->ps->max_len : R->P.data.ds->max_len;
     /* a preference pass holds a pair per micro-batch slot: chosen and rejected rows */
@@ -336,6 +333,10 @@ static int allocate(run *R, dlm_err *e)
     memset(R->btgt, 0, bt * sizeof(int32_t));
     memset(R->bpos, 0, bt * sizeof(int32_t));
     memset(R->bseg, 0, bt * sizeof(int32_t));
+    /* training.cpt.embed_warmup_steps: the adapter's trained copies of the
+     * embedding and head, their gradients and moments, and their
+     * best-evaluation copy (run/embed.c) */
+    if (!R->pref && doc_fm(R->doc)->training.cpt.embed_warmup_steps > 0 && run_embed_alloc(R, e)) return -1;
     /* training.cpt.embed_warmup_steps: the head's weight gradient too */
     decoder_opts fo = {.B = rows, .T = R->T, .recompute = R->plan.recompute,
                        .head_grad = !R->pref && doc_fm(R->doc)->training.cpt.embed_warmup_steps > 0};
@@ -551,6 +552,7 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
                     R->best_step = step + 1;
                     R->bad_evals = 0;
                     memcpy(R->best, R->l->w, R->l->n * sizeof(float));
+                    run_embed_keep_best(R);
                 } else if (++R->bad_evals >= 3) {
                     note(R, "early stop: validation loss has not improved for 3 evaluations (best %.4f at step %lld)",
                          R->best_val, (long long)R->best_step);
