@@ -416,6 +416,24 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
         err_hint(e, "train the preference phase without mpirun: dlm train %s --phase preference", o->doc_path);
         goto out;
     }
+    if (!R->pref && tr->cpt.embed_warmup_steps > 0 && run_optim_is8(tr)) {
+        /* bitsandbytes would keep 8-bit block-wise state for the two whole
+         * matrices; grad/optim8.h holds the adapter's layout only */
+        /* the key's line in the frontmatter, for the error's file:line */
+        char *txt = NULL;
+        size_t len = 0;
+        int line = 1, at = 0;
+        if (!fs_read_all(o->doc_path, 1u << 26, &txt, &len, NULL)) {
+            const char *k = strstr(txt, "embed_warmup_steps");
+            for (const char *c = txt; k && c < k; c++) line += *c == '\n';
+            at = k != NULL;
+        }
+        free(txt);
+        err_at(e, "ConfigError", o->doc_path, at ? line : 1, 1, "training.cpt.embed_warmup_steps trains the embedding"
+               " and LM head with 32-bit AdamW only; training.optimizer is %s", doc_optimizer_names[tr->optimizer]);
+        err_hint(e, "set training.optimizer: adamw_torch, or training.cpt.embed_warmup_steps: 0");
+        goto out;
+    }
     if (R->pref) {
         if (pref_prepare(R, e)) goto out;
         if (R->ps->n_truncated)
