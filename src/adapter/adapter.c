@@ -65,7 +65,7 @@ int lora_load_st(lora *l, const struct st_file *f, const char *label, dlm_err *e
 
 int lora_save_st(const lora *l, const char *path, dlm_err *e)
 {
-    int per = l->cfg.dora ? 3 : 2, n = 0, cap = l->n_layer * LM_COUNT * per;
+    int per = l->cfg.dora ? 3 : 2, n = 0, cap = l->n_layer * LM_COUNT * per + 2;
     st_out *t = calloc((size_t)cap, sizeof *t);
     char *names = calloc((size_t)cap, 160);
     if (!t || !names) { free(t); free(names); return err_set(e, "MemoryError", "out of memory"); }
@@ -85,6 +85,12 @@ int lora_save_st(const lora *l, const char *path, dlm_err *e)
                 n++;
             }
         }
+    if (l->embd) { /* modules_to_save: the whole matrices (both names when tied, the same bytes) */
+        t[n++] = (st_out){.name = ADAPTER_EMBED_KEY, .dtype = ST_F32, .ndim = 2,
+                          .shape = {l->we.rows, l->we.cols}, .data = l->embd};
+        t[n++] = (st_out){.name = ADAPTER_HEAD_KEY, .dtype = ST_F32, .ndim = 2,
+                          .shape = {l->wo.rows, l->wo.cols}, .data = l->head};
+    }
     const char *meta[] = {"format", "pt", NULL};
     int rc = st_write(path, t, n, meta, e);
     free(t);
@@ -123,19 +129,50 @@ int adapter_save(const char *dir, const lora *l, const adapter_meta *meta, dlm_e
         if (l->cfg.targets >> m & 1) json_array_append_new(tm, json_string(lora_module_name(m)));
     /* lora_alpha is an int in PEFT (and Ollama's adapter reader requires
      * one); dlm's alpha comes from an integer field. */
-    json_t *c = json_pack("{s:s, s:s, s:s, s:o, s:b, s:i, s:I, s:f, s:o, s:s, s:b, s:b, s:b, s:n, s:b,"
+    json_t *c = json_pack("{s:s, s:s, s:s, s:o, s:b, s:i, s:I, s:f, s:o, s:s, s:b, s:b, s:b, s:o, s:b,"
                           " s:n, s:n, s:{}, s:{}, s:s}",
                           "peft_type", "LORA", "task_type", "CAUSAL_LM", "base_model_name_or_path",
                           meta && meta->base_model ? meta->base_model : "", "revision",
                           meta && meta->revision ? json_string(meta->revision) : json_null(), "inference_mode", 1,
                           "r", l->cfg.rank, "lora_alpha", (json_int_t)lrintf(l->cfg.alpha), "lora_dropout",
                           (double)l->cfg.dropout, "target_modules", tm, "bias", "none", "fan_in_fan_out", 0,
-                          "use_rslora", 0, "use_dora", l->cfg.dora, "modules_to_save", "init_lora_weights", 1,
+                          "use_rslora", 0, "use_dora", l->cfg.dora, "modules_to_save",
+                          l->embd ? json_pack("[s, s]", "embed_tokens", "lm_head") : json_null(), "init_lora_weights", 1,
                           "layers_to_transform", "layers_pattern", "rank_pattern", "alpha_pattern", "peft_version",
                           "0.13.2");
     if (!c) return err_set(e, "MemoryError", "out of memory");
     snprintf(p, sizeof p, "%s/adapter_config.json", dir);
     int rc = json_save_file(p, c, e);
+    json_decref(c);
+    return rc;
+}
+
+static int read_modules_to_save(json_t *c, const char *p, unsigned *mts, dlm_err *e)
+{
+    *mts = 0;
+    json_t *a = json_object_get(c, "modules_to_save"), *v;
+    size_t i;
+    if (!a || json_is_null(a)) return 0;
+    if (!json_is_array(a)) return err_set(e, "AdapterError", "%s: modules_to_save is not a list", p);
+    json_array_foreach(a, i, v) {
+        const char *s = json_is_string(v) ? json_string_value(v) : "?";
+        if (!strcmp(s, "embed_tokens")) *mts |= ADAPTER_SAVES_EMBED;
+        else if (!strcmp(s, "lm_head")) *mts |= ADAPTER_SAVES_HEAD;
+        else {
+            err_set(e, "AdapterError", "%s: modules_to_save names '%s'; dlm applies embed_tokens and lm_head only", p, s);
+            return err_hint(e, "merge the adapter with PEFT (merge_and_unload) and use the merged model as the base");
+        }
+    }
+    return 0;
+}
+
+int adapter_modules_to_save(const char *dir, unsigned *mts, dlm_err *e)
+{
+    char p[4200];
+    snprintf(p, sizeof p, "%s/adapter_config.json", dir);
+    json_t *c = json_load_path(p, 1 << 20, e);
+    if (!c) return -1;
+    int rc = read_modules_to_save(c, p, mts, e);
     json_decref(c);
     return rc;
 }
@@ -186,11 +223,42 @@ int adapter_read_config(const char *dir, lora_config *cfg, dlm_err *e)
     return 0;
 }
 
+/* modules_to_save: the saved matrices, or a copy of the base's for the one
+ * not saved (PEFT wraps each named module on its own: a tied base whose
+ * adapter saves embed_tokens alone keeps the base's head). */
+static int load_embeddings(lora *l, const model *m, const st_file *f, unsigned mts, const char *label, dlm_err *e)
+{
+    if (lora_own_embeddings(l, m, e)) return -1;
+    int64_t V = m->cfg.vocab, C = m->cfg.d_model;
+    if (m->cfg.tied) { /* two matrices unless the file holds one matrix under both names */
+        const st_tensor *a = st_find(f, ADAPTER_EMBED_KEY), *b = st_find(f, ADAPTER_HEAD_KEY);
+        if (mts != (ADAPTER_SAVES_EMBED | ADAPTER_SAVES_HEAD) || !a || !b || a->nbytes != b->nbytes ||
+            a->dtype != b->dtype || memcmp(a->data, b->data, a->nbytes)) {
+            l->head = malloc((size_t)V * (size_t)C * sizeof(float));
+            if (!l->head) return err_set(e, "OOMError", "cannot allocate the adapter's lm_head");
+            memcpy(l->head, l->embd, (size_t)V * (size_t)C * sizeof(float));
+            l->wo.data = l->head;
+        }
+    }
+    const char *keys[2] = {ADAPTER_EMBED_KEY, ADAPTER_HEAD_KEY};
+    float *dst[2] = {l->embd, l->head};
+    for (int k = 0; k < 2; k++) {
+        if (!(mts & (k ? ADAPTER_SAVES_HEAD : ADAPTER_SAVES_EMBED))) continue;
+        if (k && dst[1] == dst[0]) continue;   /* tied, the same bytes: loaded once */
+        const st_tensor *t = st_find(f, keys[k]);
+        if (!t) return err_set(e, "AdapterError", "%s: modules_to_save lists %s but tensor '%s' is missing", label,
+                               k ? "lm_head" : "embed_tokens", keys[k]);
+        if (load_tensor(dst[k], t, V, C, 2, label, e)) return -1;
+    }
+    return 0;
+}
+
 int adapter_load(const char *dir, const model *m, lora **out, dlm_err *e)
 {
     *out = NULL;
     lora_config cfg;
-    if (adapter_read_config(dir, &cfg, e)) return -1;
+    unsigned mts;
+    if (adapter_read_config(dir, &cfg, e) || adapter_modules_to_save(dir, &mts, e)) return -1;
     lora *l;
     if (lora_create(&m->cfg, &cfg, &l, e)) return -1;
     char p[4200];
@@ -198,6 +266,7 @@ int adapter_load(const char *dir, const model *m, lora **out, dlm_err *e)
     st_file *f;
     if (st_open(p, &f, e)) { lora_free(l); return -1; }
     int rc = lora_load_st(l, f, p, e);
+    if (!rc && mts) rc = load_embeddings(l, m, f, mts, p, e);
     st_close(f);
     if (rc) { lora_free(l); return -1; }
     *out = l;

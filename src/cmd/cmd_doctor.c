@@ -204,8 +204,8 @@ static void print_doc_plan(const doctor_doc *d, const char *path)
         printf(", lr %g, warmup %lld of %lld steps (--max-steps shortens both)\n", oc->lr,
                (long long)optim_warmup_steps(oc), (long long)oc->total_steps);
         if (cc->embed_warmup_steps > 0)
-            printf("  embed warm-up: the embedding gradients count in the clipping norm of steps 1..%lld; the"
-                   " embeddings stay frozen (as the original)\n", (long long)cc->embed_warmup_steps);
+            printf("  embed warm-up: steps 1..%lld train the embedding and LM head with the LoRA weights (saved"
+                   " as modules_to_save; frozen afterwards)\n", (long long)cc->embed_warmup_steps);
         if (d->tag_dropped || d->tag_extra)
             printf("  tag weights: %d row(s) dropped, %d copies added\n", d->tag_dropped, d->tag_extra);
     }

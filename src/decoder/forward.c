@@ -455,7 +455,7 @@ void decoder_dora_prepare(decoder *d)
 
 static void embed(decoder *d, const int32_t *tokens, int N, float *X0)
 {
-    const wmat *E = &d->m->tok_embd;
+    const wmat *E = lora_embd(d->l, d->m);   /* the adapter's modules_to_save, if any */
     for (int n = 0; n < N; n++) {
         int t = tokens[n];
         if (t < 0 || t >= d->V) t = 0; /* ids are validated by the data layer and session_eval */
@@ -613,7 +613,7 @@ double dec_head_loss(decoder *d, const token_batch *b, int want_grad, float grad
                      float *nll_out, int64_t *n_loss)
 {
     int N = b->B * b->T, C = d->C;
-    const wmat *Wo = &d->m->output;
+    const wmat *Wo = lora_head(d->l, d->m);
     int nr = 0;
     for (int n = 0; n < N; n++)
         if (b->targets[n] >= 0) d->rows[nr++] = n;
@@ -683,7 +683,7 @@ double decoder_loss(decoder *d, const token_batch *b, float *nll, float *logits_
         int N = b->B * b->T;
         for (int r0 = 0; r0 < N; r0 += d->chunk) {
             int cn = N - r0 < d->chunk ? N - r0 : d->chunk;
-            kern_matmul(logits_out + (size_t)r0 * d->V, d->xnf + (size_t)r0 * d->C, &d->m->output, NULL, cn, 0);
+            kern_matmul(logits_out + (size_t)r0 * d->V, d->xnf + (size_t)r0 * d->C, lora_head(d->l, d->m), NULL, cn, 0);
         }
         if (d->m->cfg.final_softcap > 0) kern_softcap(logits_out, (int64_t)N * d->V, d->m->cfg.final_softcap);
     }
@@ -709,16 +709,16 @@ void decoder_eval_groups(decoder *d, const int32_t *tokens, const dec_group *gro
     for (int layer = 0; layer < c->n_layer; layer++) dec_layer_fwd(d, &p, layer, &d->acts[0], d->X, d->X);
     kern_rmsnorm_fwd(d->xnf, d->rstdf, d->X, m->out_norm, N, C, c->rms_eps);
     if (all_logits) {
-        kern_matmul(logits, d->xnf, &m->output, NULL, N, 0);
+        kern_matmul(logits, d->xnf, lora_head(d->l, m), NULL, N, 0);
     } else if (n_groups == 1) {
-        kern_matvec(logits, d->xnf + (size_t)(groups[0].row0 + groups[0].n - 1) * C, &m->output, NULL);
+        kern_matvec(logits, d->xnf + (size_t)(groups[0].row0 + groups[0].n - 1) * C, lora_head(d->l, m), NULL);
     } else {
         /* each sequence's last row, gathered, through one pass over the
          * head (each row as kern_matvec would give it alone) */
         for (int gi = 0; gi < n_groups; gi++)
             memcpy(d->xn + (size_t)gi * C, d->xnf + (size_t)(groups[gi].row0 + groups[gi].n - 1) * C,
                    (size_t)C * sizeof(float));
-        kern_matvec_n(logits, d->xn, &m->output, NULL, n_groups);
+        kern_matvec_n(logits, d->xn, lora_head(d->l, m), NULL, n_groups);
     }
     if (c->final_softcap > 0)   /* gemma2 */
         kern_softcap(logits, (int64_t)(all_logits ? N : n_groups) * d->V, c->final_softcap);

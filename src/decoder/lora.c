@@ -89,7 +89,51 @@ void lora_free(lora *l)
     if (!l) return;
     free(l->mods);
     free(l->w);
+    if (l->head != l->embd) free(l->head);
+    free(l->embd);
     free(l);
+}
+
+static int own_copy(const wmat *src, float **dst, wmat *view, dlm_err *e)
+{
+    size_t n = (size_t)src->rows * (size_t)src->cols;
+    *dst = malloc(n * sizeof(float));
+    if (!*dst) return err_set(e, "OOMError", "cannot allocate a %lld x %lld f32 embedding copy", (long long)src->rows,
+                              (long long)src->cols);
+    for (int64_t r = 0; r < src->rows; r++)
+        kern_dequant_row(src->type, (const char *)src->data + (size_t)r * src->row_bytes, *dst + (size_t)r * src->cols,
+                         src->cols);
+    *view = (wmat){DT_F32, src->rows, src->cols, (size_t)src->cols * sizeof(float), *dst};
+    return 0;
+}
+
+void lora_take_embeddings(lora *dst, lora *src)
+{
+    if (!src->embd) return;
+    if (dst->head != dst->embd) free(dst->head);
+    free(dst->embd);
+    dst->embd = src->embd;
+    dst->head = src->head;
+    dst->we = src->we;
+    dst->wo = src->wo;
+    src->embd = src->head = NULL;
+}
+
+int lora_own_embeddings(lora *l, const model *mdl, dlm_err *e)
+{
+    if (l->embd) return 0;
+    if (own_copy(&mdl->tok_embd, &l->embd, &l->we, e)) return -1;
+    if (mdl->cfg.tied) {
+        l->head = l->embd;
+        l->wo = l->we;
+        return 0;
+    }
+    if (own_copy(&mdl->output, &l->head, &l->wo, e)) {
+        free(l->embd);
+        l->embd = NULL;
+        return -1;
+    }
+    return 0;
 }
 
 void lora_tensor_name(int layer, int m, const char *part, char *buf, size_t cap)

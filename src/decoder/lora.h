@@ -42,6 +42,12 @@ typedef struct lora {
     lora_mod *mods;         /* [L * LM_COUNT]; mod (l, m) targeted iff targets bit m */
     float *w;               /* the slab: n floats */
     size_t n;
+    /* PEFT modules_to_save (training.cpt.embed_warmup_steps, docs/cpt.md):
+     * f32 [V, C] copies of embed_tokens and lm_head that replace the base's
+     * wherever this adapter is applied; NULL = the base's. head == embd for
+     * a tied base (one matrix). we / wo view them as weights. */
+    float *embd, *head;
+    wmat we, wo;
 } lora;
 
 const char *lora_module_name(int m);              /* "q_proj", ..., "down_proj" */
@@ -71,6 +77,15 @@ void lora_tensor_name(int layer, int m, const char *part, char *buf, size_t cap)
 /* ‖W + s·B·A‖ per output row (DoRA's norm), using dequantized rows of W.
  * norm[out]. scratch >= in + r floats. */
 void lora_dora_norm(const lora *l, const model *mdl, int layer, int m, float *norm, float *scratch);
+
+/* modules_to_save: give l f32 copies of mdl's token embedding and LM head
+ * (dequantized from the stored type; one shared matrix when tied). */
+int lora_own_embeddings(lora *l, const model *mdl, dlm_err *e);
+/* Move src's modules_to_save matrices (if any) to dst, freeing dst's. */
+void lora_take_embeddings(lora *dst, lora *src);
+/* The embedding / LM head the decoder uses with l (l may be NULL). */
+static inline const wmat *lora_embd(const lora *l, const model *mdl) { return l && l->embd ? &l->we : &mdl->tok_embd; }
+static inline const wmat *lora_head(const lora *l, const model *mdl) { return l && l->embd ? &l->wo : &mdl->output; }
 
 /* Nonzero if every value is finite. */
 int lora_all_finite(const lora *l);

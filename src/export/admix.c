@@ -186,6 +186,11 @@ int admix_build(const model *m, lora *const *ls, const double *w, int n, admix_m
             err_set(e, "ExportError", "--adapter-mix: adapter %d is a DoRA adapter; mixes take LoRA adapters only", i + 1);
             return err_hint(e, "export a DoRA adapter on its own with --merged");
         }
+        if (ls[i]->embd) { /* modules_to_save (docs/cpt.md): whole matrices, not LoRA deltas */
+            err_set(e, "ExportError", "--adapter-mix: adapter %d carries whole embed_tokens / lm_head matrices"
+                    " (modules_to_save); mixes take LoRA deltas only", i + 1);
+            return err_hint(e, "use that adapter on its own (export it with --merged)");
+        }
         if (ls[i]->n_layer != m->cfg.n_layer)
             return err_set(e, "ExportError", "--adapter-mix: adapter %d has %d layers, the base %d", i + 1,
                            ls[i]->n_layer, m->cfg.n_layer);

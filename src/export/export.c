@@ -359,6 +359,12 @@ static int load_mix(const export_opts *o, infer_target *T, export_result *r, lor
             goto done;
         }
         if (adapter_load(dir, T->m, &ls[i], e)) goto done;
+        if (ls[i]->embd) {
+            err_set(e, "ExportError", "--adapter-mix: '%s' carries whole embed_tokens / lm_head matrices"
+                    " (modules_to_save, from training.cpt.embed_warmup_steps); a mix of LoRA deltas cannot combine them", s);
+            err_hint(e, "export that adapter alone: dlm export %s --merged", o->doc_path);
+            goto done;
+        }
         json_array_append_new(srcs, json_pack("{s:s, s:s, s:f, s:i, s:f}", "source", s, "path", dir, "weight", sp.w[i],
                                               "rank", ls[i]->cfg.rank, "alpha", (double)ls[i]->cfg.alpha));
     }
@@ -560,6 +566,15 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
     const char *go_tmpl = NULL, *mf_system = NULL;
     if (o->adapter_mix && load_mix(o, &T, r, &mixed, &mixj, e)) goto done;
     const lora *L = mixed ? mixed : T.l;
+    if (L && L->embd && !o->merged && o->target != EXPORT_TARGET_VLLM) {
+        /* llama.cpp's convert_lora_to_gguf.py refuses such adapters too
+         * ("Embeddings is present in the adapter") */
+        err_set(e, "ExportError", "the adapter carries whole embed_tokens / lm_head matrices (modules_to_save, from"
+                " training.cpt.embed_warmup_steps): a LoRA adapter GGUF cannot hold them");
+        err_hint(e, "export one merged GGUF instead: dlm export %s --merged", o->doc_path);
+        e->code = 2;
+        goto done;
+    }
     if (preflight(o, &T, L, r, &go_tmpl, &mf_system, e)) goto done;
 
     /* where */

@@ -137,8 +137,12 @@ static int build_plan(const model *m, const lora *l, plan *p, dlm_err *e)
     const model_config *c = &m->cfg;
     int llama = model_arch_permutes_qk(c->arch), hs = c->head_dim;
     char nm[64];
-    if (add_mat(p, "token_embd.weight", &m->tok_embd, 0, -1, -1, e)) return -1;
-    if (!c->tied && add_mat(p, "output.weight", &m->output, 0, -1, -1, e)) return -1;
+    /* merged with modules_to_save: the adapter's trained matrices (docs/cpt.md);
+     * a tied base whose adapter untied them gets an output.weight, which
+     * llama.cpp loads in place of the tied one */
+    const wmat *E = lora_embd(l, m), *O = lora_head(l, m);
+    if (add_mat(p, "token_embd.weight", E, 0, -1, -1, e)) return -1;
+    if ((!c->tied || O->data != E->data) && add_mat(p, "output.weight", O, 0, -1, -1, e)) return -1;
     if (add_vec(p, "output_norm.weight", m->out_norm, c->d_model, 0, e)) return -1;
     if (c->rope_llama3) {
         /* a GGUF source carries the divisors as a tensor: reuse its bytes */

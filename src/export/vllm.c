@@ -113,6 +113,12 @@ static int write_merged(const model *m, const char *model_path, const lora *l, c
         x->ndim = t->n_dims;
         for (int d = 0; d < t->n_dims; d++) x->shape[d] = t->ne[t->n_dims - 1 - d];
         x->data = t->data;
+        if (l->embd && (!strcmp(t->hf_name, "model.embed_tokens.weight") || !strcmp(t->hf_name, "lm_head.weight"))) {
+            /* modules_to_save: the adapter's trained f32 matrices (docs/cpt.md) */
+            x->dtype = ST_F32;
+            x->data = t->hf_name[0] == 'l' ? l->head : l->embd;
+            continue;
+        }
         int il, mm;
         const lora_mod *lm = proj_of(m, t->hf_name, &il, &mm) ? lora_mod_at(l, il, mm) : NULL;
         if (lm) {
@@ -153,6 +159,11 @@ int export_vllm_write(const model *m, const char *model_path, const lora *l, con
                       const export_vllm_opts *o, const char *dir, char names[][64], int cap, int *n, dlm_err *e)
 {
     *n = 0;
+    if (l->embd && !o->merged) {
+        err_set(e, "ExportError", "preflight: the adapter carries whole embed_tokens / lm_head matrices"
+                " (modules_to_save, from training.cpt.embed_warmup_steps), which vLLM's LoRA loading does not apply");
+        return err_hint(e, "export it merged: --target vllm --merged");
+    }
     if (l->cfg.dora && !o->merged) {
         err_set(e, "ExportError", "preflight: vLLM does not load DoRA adapters");
         return err_hint(e, "export it merged: --target vllm --merged");

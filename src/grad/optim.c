@@ -71,14 +71,18 @@ double optim_clip(float *g, size_t n, float max_norm)
 double optim_clip_extra(float *g, size_t n, float max_norm, double extra_sq)
 {
     double norm = sqrt(optim_grad_sumsq(g, n) + extra_sq);
-    if (max_norm > 0) {
-        double coef = (double)max_norm / (norm + 1e-6);
-        if (coef < 1.0) {
-            float cf = (float)coef;
-            for (size_t i = 0; i < n; i++) g[i] *= cf;
-        }
-    }
+    optim_clip_scale(g, n, max_norm, norm);
     return norm;
+}
+
+void optim_clip_scale(float *g, size_t n, float max_norm, double norm)
+{
+    if (max_norm <= 0) return;
+    double coef = (double)max_norm / (norm + 1e-6);
+    if (coef < 1.0) {
+        float cf = (float)coef;
+        for (size_t i = 0; i < n; i++) g[i] *= cf;
+    }
 }
 
 void optim_adamw_step(const optim_config *c, float *p, const float *g, float *m, float *v, size_t n,

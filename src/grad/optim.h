@@ -38,6 +38,9 @@ double optim_grad_sumsq(const float *g, size_t n);
  * norm as torch's clip_grad_norm_ over every parameter with a gradient)
  * added to g's: only g is scaled. extra_sq = 0 is optim_clip. */
 double optim_clip_extra(float *g, size_t n, float max_norm, double extra_sq);
+/* Scale g by the coefficient optim_clip_extra used for this norm (the
+ * other gradients of the same clip: training.cpt's embeddings). */
+void optim_clip_scale(float *g, size_t n, float max_norm, double norm);
 /* Scale g so its norm is at most max_norm (torch: coef = max/(norm+1e-6),
  * applied only when coef < 1). Returns the pre-clip norm. */
 double optim_clip(float *g, size_t n, float max_norm);

@@ -301,6 +301,7 @@ int run_start_or_resume(run *R, dlm_err *e)
         json_decref(p);
         snprintf(sp, sizeof sp, "%s/training_state.bin", path);
         if (pref_load_ref(R, path, e)) return -1;
+        if (run_embed_load(R, path, e)) return corrupt_ckpt(R, path, e);
     } else if (R->pref) {
         /* no preference checkpoint: the phase starts from the current version */
         return pref_init_policy(R, e);
@@ -321,6 +322,9 @@ int run_start_or_resume(run *R, dlm_err *e)
         json_decref(trj);
         if (bad) return -1;
         snprintf(sp, sizeof sp, "%s/versions/%s/training_state.bin", R->adir, vn);
+        char vd[4400];
+        snprintf(vd, sizeof vd, "%s/versions/%s", R->adir, vn);
+        if (run_embed_from_version(R, vd, e)) return -1;   /* its modules_to_save, if any */
     }
     if (state_load(sp, &st, e)) return step ? corrupt_ckpt(R, path, e) : -1;
     if (st.n != R->l->n) {
@@ -450,7 +454,7 @@ int run_checkpoint(run *R, int64_t step, dlm_err *e)
     if (fs_mkdir_p(tmp, e)) return -1;
     train_state s = make_state(R, step);
     snprintf(p, sizeof p, "%s/training_state.bin", tmp);
-    if (state_save_buf(p, &s, &R->ckbuf, e) || pref_save_ref(R, tmp, e)) goto fail;
+    if (state_save_buf(p, &s, &R->ckbuf, e) || pref_save_ref(R, tmp, e) || run_embed_save(R, tmp, e)) goto fail;
     json_t *pj = json_pack("{s:s, s:I, s:I, s:I, s:I, s:i, s:i, s:s, s:s, s:s}", "phase", pref_phase_name(R), "run_id", (json_int_t)R->run_id, "step",
                            (json_int_t)step, "total", (json_int_t)R->total, "seed", (json_int_t)R->seed,
                            "micro_batch_size", R->micro_batch, "grad_accum", R->grad_accum, "data_signature", R->data_sig, "log_path",
@@ -536,6 +540,7 @@ int run_commit(run *R, dlm_err *e)
 {
     if (R->early && R->best && R->best_step > 0) {
         memcpy(R->l->w, R->best, R->l->n * sizeof(float));
+        run_embed_restore_best(R);   /* the embeddings of that evaluation too */
         R->last_val = R->best_val;
     }
     int v = store_next_version_of(R->store, R->aname, e);
@@ -684,7 +689,9 @@ void run_free(run *R)
     free(R->bseg);
     free(R->items);
     free(R->emb_g);
-    free(R->head_g);
+    free(R->emb_m);
+    free(R->emb_v);
+    free(R->emb_best);
     lora_free(R->l);
     prep_free(&R->P);
     tcache_close(R->cache);

@@ -8,17 +8,14 @@
  *             and min_lr_ratio with transformers' cosine_with_min_lr, a 20%
  *             warmup (ceil(0.2·total) steps) and a floor of 10% of the peak
  *             (dapt_sft_config_overrides). SFT leaves them as written.
- *   embed_warmup_steps N > 0: the original flips requires_grad on the
- *             input and output embeddings at on_train_begin and back after
- *             step N, in a callback that runs after transformers built the
- *             optimizer from the parameters that required a gradient then.
- *             So the embeddings get gradients in steps 1..N, which count in
- *             clip_grad_norm_'s global norm (model.parameters()), but no
- *             optimizer owns them: they never change, and modules_to_save is
- *             not extended (extend_modules_to_save_for_embed_warmup is never
- *             called). dlm does the same: those steps' gradient norm (logged,
- *             and the clipping coefficient of the LoRA gradient) includes
- *             the embedding and LM-head gradients; no embedding byte moves.
+ *   embed_warmup_steps N > 0: steps 1..N train the input embedding and
+ *             the LM head (one matrix when tied) with the LoRA weights, as
+ *             the original's schema describes; they are saved with the
+ *             adapter as PEFT's modules_to_save and frozen from step N+1
+ *             (run/embed.c, docs/cpt.md). The original's callback flips
+ *             requires_grad after transformers built the optimizer, so its
+ *             embeddings only enlarge the clip norm and never move: dlm does
+ *             what its docstrings say, not that.
  *
  * The preference phase ignores training.cpt (the original's DPO/ORPO
  * configs do not read it). */

@@ -164,7 +164,7 @@ void plan_compute(const plan_in *in, int mb, int ga, int recompute, plan *p)
     if (in->pref_pairs > 0)   /* trainer.c allocate(): ref_c/ref_r, nll/scale, pairs, pass_rc/pass_rr */
         add(p, "preference: reference log-probs, per-position NLL and weights",
             (uint64_t)in->pref_pairs * 16 + (uint64_t)rows * (uint64_t)in->seq_len * 8 + (uint64_t)mb * 20);
-    if (in->embed_grad_bytes) add(p, "cpt embed warm-up: embedding gradients (f32)", in->embed_grad_bytes);
+    if (in->embed_grad_bytes) add(p, "cpt embed warm-up: f32 embedding/head copies, gradients, AdamW moments", in->embed_grad_bytes);
     p->act_token = plan_act_per_token(c, l, 0);
     p->act_token_rc = plan_act_per_token(c, l, 1);
     p->attn_scratch = fp.attn;

@@ -73,7 +73,7 @@ typedef struct plan_in {
     int pref_pairs;             /* > 0: the preference phase over this many pairs: a pass holds a pair per
                                  * micro-batch slot (chosen + rejected rows), seq_len = the longest pair
                                  * sequence; the reference pass reuses the same buffers */
-    uint64_t embed_grad_bytes;  /* training.cpt.embed_warmup_steps: embedding (+ untied head) gradients */
+    uint64_t embed_grad_bytes;  /* training.cpt.embed_warmup_steps: embedding (+ untied head) f32 copies, gradients, moments */
     int ranks;                  /* MPI ranks sharing a step (0 or 1: one process); the figure is per rank */
     int optim8;                 /* training.optimizer adamw_bnb_8bit / paged_adamw_8bit: 8-bit block-wise
                                  * moments (grad/optim8.h) instead of 8 bytes per parameter */

@@ -78,6 +78,7 @@ int pref_init_policy(run *R, dlm_err *e)
                         vn, R->o->doc_path);
     }
     memcpy(R->l->w, prev->w, R->l->n * sizeof(float));
+    lora_take_embeddings(R->l, prev);   /* modules_to_save stay with the adapter, frozen (docs/cpt.md) */
     lora_free(prev);
     return 0;
 }
@@ -95,6 +96,10 @@ int pref_reference(run *R, dlm_err *e)
         memcpy(saved, R->l->w, R->l->n * sizeof(float));
         if (lora_init(R->l, R->m, R->seed, e)) { free(saved); return -1; }
     }
+    /* the base alone has the base's embedding and head: the adapter's
+     * modules_to_save are set aside for the reference pass */
+    float *embd = R->l->embd;
+    if (saved) R->l->embd = NULL;
     for (int i0 = 0; i0 < n; i0 += R->micro_batch) {
         int c = n - i0 < R->micro_batch ? n - i0 : R->micro_batch;
         for (int i = 0; i < c; i++) R->pairs[i] = i0 + i;
@@ -112,6 +117,7 @@ int pref_reference(run *R, dlm_err *e)
         memcpy(R->l->w, saved, R->l->n * sizeof(float));
         free(saved);
     }
+    R->l->embd = embd;
     R->have_ref = 1;
     return 0;
 }

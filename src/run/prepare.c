@@ -106,11 +106,12 @@ void prep_plan_inputs(const prep *P, const doc_training *tr, int threads, int co
     in->distinct_tokens = plan_distinct_tokens(ds->tok, ds->n_tok, P->base.cfg.vocab);
     in->budget = budget;
     in->keep_best = ds->n_val > 0;
-    /* training.cpt.embed_warmup_steps (run/cpt.h): the embedding's gradient,
-     * and an untied LM head's, during the first N steps */
+    /* training.cpt.embed_warmup_steps (run/embed.c): per matrix (the
+     * embedding, and an untied LM head) an f32 trained copy, its gradient
+     * and two AdamW moments, 16 bytes per value, + 4 for the best copy */
     if (tr->cpt.embed_warmup_steps > 0)
-        in->embed_grad_bytes = (uint64_t)P->base.cfg.vocab * (uint64_t)P->base.cfg.d_model * 4 *
-                               (P->base.cfg.tied ? 1 : 2);
+        in->embed_grad_bytes = (uint64_t)P->base.cfg.vocab * (uint64_t)P->base.cfg.d_model *
+                               (in->keep_best ? 20 : 16) * (P->base.cfg.tied ? 1 : 2);
 }
 
 void prep_free(prep *P)

@@ -95,7 +95,22 @@ typedef struct run {
      * a step of this run needs them */
     cpt_choice cpt;
     float *emb_g, *head_g;
+    float *emb_m, *emb_v;           /* their AdamW moments ([1 or 2][vocab·C], the head's second) */
+    float *emb_best;                /* the matrices at the best evaluation (with R->best), same layout */
 } run;
+
+/* run/embed.c: training.cpt.embed_warmup_steps trains the adapter's
+ * modules_to_save copies of embed_tokens / lm_head (docs/cpt.md) */
+int run_embed_alloc(run *R, dlm_err *e);        /* f32 copies, gradients, moments */
+void run_embed_zero_grads(run *R);
+double run_embed_sumsq(const run *R);           /* Σ g² of both matrices (the clip norm's share) */
+void run_embed_step(run *R, double norm, double lr, int64_t step);   /* clip as the step, then AdamW */
+void run_embed_keep_best(run *R);               /* a new best evaluation: copy the matrices */
+void run_embed_restore_best(run *R);            /* early stopping: back to them */
+int run_embed_save(const run *R, const char *dir, dlm_err *e);       /* a checkpoint's embed_state.safetensors */
+int run_embed_load(run *R, const char *dir, dlm_err *e);
+/* A committed version's modules_to_save (continuing it), if it has any. */
+int run_embed_from_version(run *R, const char *vdir, dlm_err *e);
 
 /* run/pref.c */
 const char *pref_phase_name(const run *R);   /* "sft", "dpo" or "orpo" */

@@ -211,15 +211,11 @@ static int do_step(run *R, int64_t step, double *loss, double *gnorm, int64_t *n
     int per = R->grad_accum / dist_size(), m0 = dist_rank() * per, one = dist_size() == 1;
     double acc[2] = {0, 0};
     memset(R->g, 0, n * sizeof(float));
-    /* training.cpt.embed_warmup_steps: this step's embedding gradients
-     * (they count in the clipping norm only: run/cpt.h) */
+    /* training.cpt.embed_warmup_steps: in steps 1..N the embedding and the
+     * head train too (run/embed.c) */
     int emb = cpt_embed_step(&R->cpt, step) && R->emb_g;
-    size_t nv = (size_t)R->m->cfg.vocab * (size_t)R->m->cfg.d_model;
     full_grads eg = {.tok_embd = R->emb_g, .output = R->head_g};
-    if (emb) {
-        memset(R->emb_g, 0, nv * sizeof(float));
-        if (R->head_g) memset(R->head_g, 0, nv * sizeof(float));
-    }
+    if (emb) run_embed_zero_grads(R);
     for (int k = 0; k < per && total_loss > 0; k++) {
         int mi = m0 + k;
         float *gm = R->gpart[one ? 0 : k];
@@ -248,10 +244,11 @@ static int do_step(run *R, int64_t step, double *loss, double *gnorm, int64_t *n
         return -1;
     *ntok = (int64_t)acc[1];
     *loss = total_loss ? acc[0] / (double)total_loss : 0;
-    double extra = emb ? optim_grad_sumsq(R->emb_g, nv) + (R->head_g ? optim_grad_sumsq(R->head_g, nv) : 0.0) : 0.0;
-    *gnorm = optim_clip_extra(R->g, R->l->n, R->optim.max_grad_norm, extra);
+    /* one clip over every trained parameter, as torch's clip_grad_norm_ */
+    *gnorm = optim_clip_extra(R->g, R->l->n, R->optim.max_grad_norm, emb ? run_embed_sumsq(R) : 0.0);
     double lr = optim_lr_at(&R->optim, step);
     run_optim_step(R, lr, R->t_offset + step + 1);   /* training.optimizer: 32- or 8-bit AdamW (run/optstate.c) */
+    if (emb) run_embed_step(R, *gnorm, lr, step);
     R->last_lr = lr;
     return 0;
 }
@@ -336,6 +333,10 @@ static int allocate(run *R, dlm_err *e)
     memset(R->btgt, 0, bt * sizeof(int32_t));
     memset(R->bpos, 0, bt * sizeof(int32_t));
     memset(R->bseg, 0, bt * sizeof(int32_t));
+    /* training.cpt.embed_warmup_steps: the adapter's trained copies of the
+     * embedding and head, their gradients and moments, and their
+     * best-evaluation copy (run/embed.c) */
+    if (!R->pref && doc_fm(R->doc)->training.cpt.embed_warmup_steps > 0 && run_embed_alloc(R, e)) return -1;
     /* training.cpt.embed_warmup_steps: the head's weight gradient too */
     decoder_opts fo = {.B = rows, .T = R->T, .recompute = R->plan.recompute,
                        .head_grad = !R->pref && doc_fm(R->doc)->training.cpt.embed_warmup_steps > 0};
@@ -438,6 +439,24 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
         err_hint(e, "train the preference phase without mpirun: dlm train %s --phase preference", o->doc_path);
         goto out;
     }
+    if (!R->pref && tr->cpt.embed_warmup_steps > 0 && run_optim_is8(tr)) {
+        /* bitsandbytes would keep 8-bit block-wise state for the two whole
+         * matrices; grad/optim8.h holds the adapter's layout only */
+        /* the key's line in the frontmatter, for the error's file:line */
+        char *txt = NULL;
+        size_t len = 0;
+        int line = 1, at = 0;
+        if (!fs_read_all(o->doc_path, 1u << 26, &txt, &len, NULL)) {
+            const char *k = strstr(txt, "embed_warmup_steps");
+            for (const char *c = txt; k && c < k; c++) line += *c == '\n';
+            at = k != NULL;
+        }
+        free(txt);
+        err_at(e, "ConfigError", o->doc_path, at ? line : 1, 1, "training.cpt.embed_warmup_steps trains the embedding"
+               " and LM head with 32-bit AdamW only; training.optimizer is %s", doc_optimizer_names[tr->optimizer]);
+        err_hint(e, "set training.optimizer: adamw_torch, or training.cpt.embed_warmup_steps: 0");
+        goto out;
+    }
     if (R->pref) {
         if (pref_prepare(R, e)) goto out;
         if (R->ps->n_truncated)
@@ -528,16 +547,9 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
             err_hint(e, "train without mpirun, or set training.cpt.embed_warmup_steps: 0");
             goto out;
         }
-        size_t nv = (size_t)R->m->cfg.vocab * (size_t)R->m->cfg.d_model;
-        R->emb_g = calloc(nv, sizeof(float));
-        R->head_g = R->m->cfg.tied ? NULL : calloc(nv, sizeof(float));
-        if (!R->emb_g || (!R->m->cfg.tied && !R->head_g)) {
-            err_set(e, "OOMError", "cannot allocate the embed warm-up's gradients (%zu MiB)", (nv * 4) >> 20);
-            goto out;
-        }
-        note(R, "cpt: embed warm-up: the embedding%s gradients count in the clipping norm of steps 1..%lld (the "
-                "embeddings stay frozen, as in the original)", R->m->cfg.tied ? "" : " and LM-head",
-             (long long)R->cpt.embed_warmup_steps);
+        note(R, "cpt: embed warm-up: steps 1..%lld train the embedding and LM head%s with the LoRA weights (saved as"
+                " modules_to_save; frozen afterwards)", (long long)R->cpt.embed_warmup_steps,
+             R->m->cfg.tied ? " (tied: one matrix)" : "");
     }
     /* from here on every GEMM runs in the run's numerics (kern.h); reset at out */
     kern_set_bf16(R->prec.bf16);
@@ -589,6 +601,7 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
                     R->best_step = step + 1;
                     R->bad_evals = 0;
                     memcpy(R->best, R->l->w, R->l->n * sizeof(float));
+                    run_embed_keep_best(R);
                 } else if (++R->bad_evals >= 3) {
                     note(R, "early stop: validation loss has not improved for 3 evaluations (best %.4f at step %lld)",
                          R->best_val, (long long)R->best_step);

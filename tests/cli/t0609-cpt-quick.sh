@@ -5,8 +5,9 @@
 # `dlm doctor --json` the reference's rows dropped, copies added and train
 # prose rows, with the DAPT schedule auto picks for an all-prose corpus
 # (warmup ceil(0.2·total), floor 0.1); then one DAPT step with the embed
-# warm-up on (the embedding gradients in the clip norm) trains, and its
-# training_run.json records the choice.
+# warm-up on (the embedding and head trained in step 1) trains, and its
+# training_run.json records the choice; with an 8-bit optimizer it is refused
+# at the key's file:line.
 set -euo pipefail
 . "$DLM_SRC/tests/cli/lib.sh"
 py=${DLM_PYTHON:-/usr/bin/python3}
@@ -52,11 +53,20 @@ training:
 The quick brown fox jumps over the lazy dog. Paris is the capital of France.
 DOC
 out=$("$DLM" train e.dlm --max-steps 1 2>&1) || fail "train: $out"
-echo "$out" | grep -q "embed warm-up: the embedding gradients count in the clipping norm of steps 1..1" || fail "$out"
+echo "$out" | grep -q "embed warm-up: steps 1..1 train the embedding and LM head (tied: one matrix) with the LoRA weights" || fail "$out"
 st="$DLM_HOME/store/01JD0000000000000000000009"
 "$py" - "$st/$(tr -d '\n' < "$st/adapter/current.txt")/training_run.json" <<'PY' || fail "training_run.json cpt"
 import json, sys
 c = json.load(open(sys.argv[1]))["cpt"]
 assert c["schedule"] == "dapt" and c["setting"] == "dapt" and c["embed_warmup_steps"] == 1, c
 PY
+# the warm-up trains with 32-bit AdamW only: an 8-bit optimizer is refused at the key's line
+sed 's/^  sequence_len: 64$/  sequence_len: 64\n  optimizer: adamw_bnb_8bit/' e.dlm > e8.dlm
+line=$(grep -n "embed_warmup_steps" e8.dlm | cut -d: -f1)
+set +e
+out=$("$DLM" train e8.dlm --max-steps 1 2>&1)
+rc=$?
+set -e
+[ $rc -ne 0 ] && echo "$out" | grep -q "e8.dlm:$line:1: training.cpt.embed_warmup_steps trains the embedding and LM head with 32-bit AdamW only" &&
+    echo "$out" | grep -q "hint: set training.optimizer: adamw_torch" || fail "8-bit + warm-up not refused: $out"
 echo ok

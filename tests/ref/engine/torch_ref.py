@@ -292,6 +292,7 @@ def main():
                     required=True)
     ap.add_argument('--out', required=True)
     ap.add_argument('--seed', type=int, default=7)
+    ap.add_argument('--modes', default='lora,dora,full', help='the modes to compute (torch_embed.py needs lora)')
     a = ap.parse_args()
     c = make_cfg(a.arch)
     g = torch.Generator().manual_seed(a.seed)
@@ -337,7 +338,7 @@ def main():
     hp = dict(lr=2e-3, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.01, max_grad_norm=0.5,
               warmup_ratio=0.2, steps=10, sched='cosine', rank=r, alpha=alpha)
     # mixtral: LoRA / DoRA on the attention; full-parameter training is refused
-    for mode in ('lora', 'dora') if c.E else ('lora', 'dora', 'full'):
+    for mode in [m for m in (('lora', 'dora') if c.E else ('lora', 'dora', 'full')) if m in a.modes.split(',')]:
         gl = torch.Generator().manual_seed(a.seed + 1)
         if mode == 'full':
             P = {k: v.clone() for k, v in W.items()}
