@@ -165,3 +165,8 @@ size_t export_quant_row(dtype t, const float *src, void *dst, int64_t n)
     else quant_q5_1(src, dst, n);
     return bytes;
 }
+
+size_t export_quant_row_w(dtype t, const float *src, void *dst, int64_t n, const float *qw)
+{
+    return qw ? kern_quant_row_w(t, src, dst, n, qw) : export_quant_row(t, src, dst, n);
+}
