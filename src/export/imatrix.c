@@ -192,7 +192,7 @@ int imatrix_collect(const model *m, const lora *l, const int32_t *tokens, size_t
         imatrix_free(im);
         return err_set(e, "MemoryError", "out of memory accumulating the importance matrix");
     }
-    qsort(im->e, (size_t)im->n, sizeof *im->e, name_cmp);
+    if (im->n) qsort(im->e, (size_t)im->n, sizeof *im->e, name_cmp);
     for (int i = 0; i < im->n; i++) {
         im_entry *x = &im->e[i];
         size_t nv = (size_t)(x->ncols * x->nmat);
@@ -334,7 +334,7 @@ static int from_gguf(gguf_file *g, imatrix **out, dlm_err *e)
             goto bad;
         }
     }
-    qsort(im->e, (size_t)im->n, sizeof *im->e, name_cmp);
+    if (im->n) qsort(im->e, (size_t)im->n, sizeof *im->e, name_cmp);
     *out = im;
     return 0;
 oom:
