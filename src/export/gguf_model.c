@@ -558,6 +558,12 @@ int export_write_model(const model *m, const tok *t, const export_gguf_opts *o, 
     gguf_w_u32(w, "general.quantization_version", 2);
     write_arch(w, m);
     if (write_tokenizer(w, m, t, o, e)) goto done;
+    if (o->imatrix) {   /* what llama-quantize --imatrix adds (tools/quantize: kv overrides, ints as u32) */
+        gguf_w_str(w, "quantize.imatrix.file", "imatrix.gguf");
+        if (imatrix_dataset(o->imatrix)[0]) gguf_w_str(w, "quantize.imatrix.dataset", imatrix_dataset(o->imatrix));
+        gguf_w_u32(w, "quantize.imatrix.entries_count", (uint32_t)imatrix_count(o->imatrix));
+        if (imatrix_chunks(o->imatrix) > 0) gguf_w_u32(w, "quantize.imatrix.chunks_count", (uint32_t)imatrix_chunks(o->imatrix));
+    }
     fill_ctx F = {.m = m, .l = o->merge, .o = o, .p = &p, .info = info};
     for (int i = 0; i < p.n; i++) {
         plan_t *x = &p.t[i];

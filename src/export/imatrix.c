@@ -368,6 +368,7 @@ int imatrix_count(const imatrix *im) { return im->n; }
 const char *imatrix_name(const imatrix *im, int i) { return i >= 0 && i < im->n ? im->e[i].name : NULL; }
 int imatrix_chunks(const imatrix *im) { return im->chunks; }
 int imatrix_chunk_size(const imatrix *im) { return im->chunk_size; }
+const char *imatrix_dataset(const imatrix *im) { return im->dataset; }
 
 static const im_entry *find(const imatrix *im, const char *name)
 {

@@ -59,6 +59,7 @@ int imatrix_count(const imatrix *im);                 /* weights */
 const char *imatrix_name(const imatrix *im, int i);   /* in name order */
 int imatrix_chunks(const imatrix *im);
 int imatrix_chunk_size(const imatrix *im);
+const char *imatrix_dataset(const imatrix *im);      /* imatrix.datasets[0], "" if none */
 /* The per-column importance of weight `name` with ncols columns and nmat
  * matrices (experts; 1 for a dense weight): [nmat·ncols] floats, or NULL
  * when the matrix has no entry or its shape differs (llama-quantize then

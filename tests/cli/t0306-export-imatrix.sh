@@ -44,6 +44,16 @@ for t in ts:
         assert t['type'] == 0 and t['ne'][1] == 1 and t['ne'][0] in (32, 64), t
         assert t['name'].startswith('blk.'), t
 " || fail "manifest / imatrix file"
+py "
+import sys
+sys.path.insert(0, '$DLM_SRC/tests/ref/export')
+import gguf_read, json
+kv, _ = gguf_read.read('$X/base.Q4_K_M.gguf')
+im = json.load(open('$X/export_manifest.json'))['imatrix']
+assert kv['quantize.imatrix.file'] == (8, 'imatrix.gguf'), kv.get('quantize.imatrix.file')
+assert kv['quantize.imatrix.dataset'] == (8, 'replay:' + im['corpus_sha256'])
+assert kv['quantize.imatrix.entries_count'] == (4, 14) and kv['quantize.imatrix.chunks_count'] == (4, 1)
+" || fail "quantize.imatrix.* keys"
 base1=$(sha256sum "$X/base.Q4_K_M.gguf" | cut -c1-64)
 
 # second export: the cache and the base are reused
