@@ -15,7 +15,7 @@
  *    every K type's round trip stays within llama.cpp's error bound.
  *
  * Tool modes for tests/ref/r0505 and r0506:
- *   test_imatrix --quantize TYPE N_PER_ROW IN.f32 OUT.bin [QW.f32]   rows of kern_quant_row_w
+ *   test_imatrix --quantize TYPE[,TYPE...] N_PER_ROW IN.f32 OUT [QW.f32]   rows of kern_quant_row_w
  *   test_imatrix --collect MODEL TOKENS.i32 CHUNK MAXCHUNKS BOS OUT.gguf [ADAPTER_DIR]
  *   test_imatrix --export MODEL QUANT IMATRIX.gguf|- OUT.gguf [ADAPTER_DIR]  (merged when given) */
 #include "check.h"
@@ -289,22 +289,31 @@ static void *slurp(const char *p, size_t *len)
     return d;
 }
 
+/* TYPES is one type, or several "Q4_0,Q4_K,...": then OUT.<TYPE> each
+ * (one process for every type: the ASan suite starts fewer). */
 static int tool_quantize(char **argv, int argc)
 {
-    dtype t;
-    if (dtype_from_name(argv[2], &t)) return 2;
     int64_t npr = atoll(argv[3]);
     size_t len = 0, ql = 0;
     float *x = slurp(argv[4], &len), *qw = argc > 6 ? slurp(argv[6], &ql) : NULL;
     if (!x || npr <= 0 || (argc > 6 && (!qw || ql != (size_t)npr * 4))) return 2;
     int64_t rows = (int64_t)(len / 4) / npr;
-    size_t rb = dtype_row_bytes(t, npr);
-    uint8_t *q = malloc(rb * (size_t)rows + 1);
-    for (int64_t r = 0; r < rows; r++)
-        if (export_quant_row_w(t, x + r * npr, q + (size_t)r * rb, npr, qw) != rb) return 3;
-    dlm_err e;
-    int rc = fs_write_atomic(argv[5], q, rb * (size_t)rows, 0644, &e) ? 1 : 0;
-    free(q);
+    int many = strchr(argv[2], ',') != NULL, rc = 0;
+    char types[256];
+    snprintf(types, sizeof types, "%s", argv[2]);
+    for (char *save = NULL, *name = strtok_r(types, ",", &save); name && !rc; name = strtok_r(NULL, ",", &save)) {
+        dtype t;
+        if (dtype_from_name(name, &t)) return 2;
+        size_t rb = dtype_row_bytes(t, npr);
+        uint8_t *q = malloc(rb * (size_t)rows + 1);
+        for (int64_t r = 0; r < rows && !rc; r++)
+            if (export_quant_row_w(t, x + r * npr, q + (size_t)r * rb, npr, qw) != rb) rc = 3;
+        char out[4200];
+        snprintf(out, sizeof out, many ? "%s.%s" : "%s", argv[5], name);
+        dlm_err e;
+        if (!rc && fs_write_atomic(out, q, rb * (size_t)rows, 0644, &e)) rc = 1;
+        free(q);
+    }
     free(x);
     free(qw);
     return rc;

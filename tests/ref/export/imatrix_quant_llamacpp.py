@@ -57,16 +57,16 @@ def main():
             qp = os.path.join(tmp, "qw.f32")
             if qarr is not None:
                 qarr.tofile(qp)
+            out = os.path.join(tmp, "q")
+            args = [tool, "--quantize", ",".join(TYPES), str(npr), xp, out] + ([] if qarr is None else [qp])
+            r = subprocess.run(args, capture_output=True, text=True)
+            if r.returncode:
+                fails.append(f"{wname} {qname}: tool failed {r.returncode} {r.stderr.strip()}")
+                continue
             for tname, tid in TYPES.items():
                 want = np.zeros(rows * npr * 2, dtype=np.uint8)
                 n = qc(tid, x.ctypes.data, want.ctypes.data, 0, rows, npr, None if qarr is None else qarr.ctypes.data)
-                out = os.path.join(tmp, "q.bin")
-                args = [tool, "--quantize", tname, str(npr), xp, out] + ([] if qarr is None else [qp])
-                r = subprocess.run(args, capture_output=True, text=True)
-                if r.returncode:
-                    fails.append(f"{tname} {wname} {qname}: tool failed {r.returncode} {r.stderr.strip()}")
-                    continue
-                got = open(out, "rb").read()
+                got = open(out + "." + tname, "rb").read()
                 if got != want[:n].tobytes():
                     bb = {2: 18, 3: 20, 6: 22, 7: 24, 8: 34, 12: 144, 13: 176, 14: 210}[tid]
                     first = next((i for i in range(min(len(got), n)) if got[i] != want[i]), None)
