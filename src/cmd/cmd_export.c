@@ -12,7 +12,7 @@
 #include "util/fs.h"
 
 typedef struct export_args {
-    int merged, dequantize, no_template, no_smoke, threads, offline, accept, skip_ollama;
+    int merged, dequantize, no_template, no_smoke, threads, offline, accept, skip_ollama, no_imatrix;
     const char *target, *quant, *name, *out, *pre, *mix, *mix_method, *adapter;
 } export_args;
 
@@ -20,6 +20,7 @@ static const opt OPTS[] = {
     {"target", 0, OPT_STR, offsetof(export_args, target), "T", "ollama (default), gguf (files only), llama-server or vllm"},
     {"quant", 0, OPT_STR, offsetof(export_args, quant), "Q", "Q4_K_M Q5_K_M Q6_K Q8_0 Q4_0 F16 BF16 F32 (default: export.default_quant, Q4_K_M)"},
     {"merged", 0, OPT_FLAG, offsetof(export_args, merged), NULL, "merge the adapter into the base (one GGUF, no adapter.gguf)"},
+    {"no-imatrix", 0, OPT_FLAG, offsetof(export_args, no_imatrix), NULL, "K-quants without the importance matrix (default: calibrated on the replay corpus)"},
     {"dequantize", 0, OPT_FLAG, offsetof(export_args, dequantize), NULL, "with --merged: allow an adapter trained on a quantized base"},
     {"name", 0, OPT_STR, offsetof(export_args, name), "NAME", "Ollama model name (default dlm-<id>:v<NNNN>)"},
     {"out", 0, OPT_STR, offsetof(export_args, out), "DIR", "write here instead of <store>/exports/<QUANT>"},
@@ -125,7 +126,7 @@ int cmd_export(int argc, char **argv, dlm_ctx *ctx)
                      .merged = a.merged, .dequantize = a.dequantize, .no_template = a.no_template,
                      .no_smoke = a.no_smoke, .name = a.name, .out_dir = a.out, .pre_tokenizer = a.pre,
                      .offline = a.offline, .adapter_mix = a.mix, .adapter = a.adapter, .mix_method = method,
-                     .skip_ollama = a.skip_ollama, .gate_mode = gmode};
+                     .skip_ollama = a.skip_ollama, .gate_mode = gmode, .no_imatrix = a.no_imatrix};
     export_result res;
     if (export_run(&o, &res, &e)) return cmd_fail(ctx, &e);
     if (!ctx->quiet) {
@@ -152,6 +153,11 @@ int cmd_export(int argc, char **argv, dlm_ctx *ctx)
                 if (res.info.n_by_type[t]) printf(" %d %s", res.info.n_by_type[t], dtype_name((dtype)t));
             printf(")\n");
         }
+        if (res.imatrix.used)
+            printf("  imatrix: %s, %d chunks of %d tokens (sha256 %.12s)%s\n", res.imatrix.cached ? "reused" : "computed",
+                   res.imatrix.chunks, res.imatrix.chunk_size, res.imatrix.sha256, res.reused_base ? ", base reused" : "");
+        else if (strcmp(res.imatrix.reason ? res.imatrix.reason : "", "not a K-quant"))
+            printf("  imatrix: none (%s)\n", res.imatrix.reason ? res.imatrix.reason : "?");
         if (res.drift_checked) printf("  template drift check: %d conversations give the same tokens\n", res.drift_checked);
         if (res.ollama_ran) {
             printf("  ollama: created %s%s%s\n", res.ollama_name, res.smoke[0] ? "; smoke: " : "", res.smoke);

@@ -80,6 +80,15 @@ void decoder_eval_groups(decoder *d, const int32_t *tokens, const dec_group *gro
  * _from copies between two decoders of the same model and n_ctx. */
 void decoder_cache_copy(decoder *d, int dst_seq, int src_seq, int n);
 void decoder_cache_copy_from(decoder *dst, int dst_seq, const decoder *src, int src_seq, int n);
+/* An observer of every projection's input (llama.cpp's imatrix collects
+ * the same, export/imatrix.h): called once per matmul of a pass with the
+ * rows x[n_rows, n_cols] that multiply the weight of (layer, module),
+ * module an LM_* or DECODER_OBS_ROUTER (mixtral's router), expert the
+ * mixtral expert (-1 for dense weights). Called from the pass's thread, in
+ * pass order. fn NULL removes it. */
+#define DECODER_OBS_ROUTER LM_COUNT
+typedef void (*decoder_obs_fn)(void *user, int layer, int module, int expert, const float *x, int n_rows, int n_cols);
+void decoder_set_observer(decoder *d, decoder_obs_fn fn, void *user);
 /* Recompute the DoRA scales from the adapter's current weights (the
  * inference decoder does it at create; training passes do it each time). */
 void decoder_dora_prepare(decoder *d);

@@ -85,6 +85,8 @@ struct decoder {
     int32_t *pos;             /* [N] */
     void *slab;
     size_t slab_bytes;
+    decoder_obs_fn obs;       /* decoder_set_observer, or NULL */
+    void *obs_user;
 };
 
 /* One pass's settings. */

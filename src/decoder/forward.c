@@ -400,6 +400,7 @@ static void lin_fwd(decoder *d, const dec_pass *p, layer_acts *A, int layer, int
         for (size_t i = 0; i < (size_t)N * W->rows; i++) y[i] += d->tmpC[i];
         return;
     }
+    if (d->obs) d->obs(d->obs_user, layer, m, -1, x, N, (int)W->cols);
     if (vec) kern_matvec_n(y, x, W, bias, N);
     else if (!md || d->l->cfg.dora) PROF("fwd.matmul", kern_matmul(y, x, W, bias, N, acc));
     if (!md) return;
@@ -433,6 +434,12 @@ static void lin_fwd(decoder *d, const dec_pass *p, layer_acts *A, int layer, int
             float b0 = xd != x ? base[i] : y[i] - (bias ? bias[o] : 0.0f);
             y[i] = y[i] + ((g[o] - 1.0f) * b0 + g[o] * L[i] * s);
         }
+}
+
+void decoder_set_observer(decoder *d, decoder_obs_fn fn, void *user)
+{
+    d->obs = fn;
+    d->obs_user = user;
 }
 
 void decoder_dora_prepare(decoder *d)

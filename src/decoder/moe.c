@@ -59,6 +59,7 @@ void dec_moe_fwd(decoder *d, layer_acts *A, int layer, const float *x, float *ou
     const model_config *c = &d->m->cfg;
     const layer_weights *w = &d->m->layers[layer];
     int C = d->C, F = d->F, E = c->n_expert, k = c->n_expert_used;
+    if (d->obs) d->obs(d->obs_user, layer, DECODER_OBS_ROUTER, -1, x, N, C);
     PROF("fwd.moe_router", kern_matmul(A->moe_logits, x, &w->moe_router, NULL, N, 0));
     route(d, A, N);
     for (int e = 0; e < E; e++) {
@@ -67,10 +68,15 @@ void dec_moe_fwd(decoder *d, layer_acts *A, int layer, const float *x, float *ou
         for (int i = 0; i < cnt; i++)
             memcpy(d->moe_x + (size_t)i * C, x + (size_t)(A->moe_idx[r0 + i] / k) * C, (size_t)C * sizeof(float));
         float *g = A->g + (size_t)r0 * F, *u = A->u + (size_t)r0 * F, *act = d->act + (size_t)r0 * F;
+        if (d->obs) {
+            d->obs(d->obs_user, layer, LM_GATE, e, d->moe_x, cnt, C);
+            d->obs(d->obs_user, layer, LM_UP, e, d->moe_x, cnt, C);
+        }
         PROF("fwd.moe_expert", kern_matmul(g, d->moe_x, &w->exp_gate[e], NULL, cnt, 0);
              kern_matmul(u, d->moe_x, &w->exp_up[e], NULL, cnt, 0);
-             kern_swiglu_fwd(act, g, u, (int64_t)cnt * F);
-             kern_matmul(d->moe_y, act, &w->exp_down[e], NULL, cnt, 0));
+             kern_swiglu_fwd(act, g, u, (int64_t)cnt * F));
+        if (d->obs) d->obs(d->obs_user, layer, LM_DOWN, e, act, cnt, F);
+        PROF("fwd.moe_expert", kern_matmul(d->moe_y, act, &w->exp_down[e], NULL, cnt, 0));
         for (int i = 0; i < cnt; i++) {
             int idx = A->moe_idx[r0 + i];
             float s = A->moe_w[idx], *o = out + (size_t)(idx / k) * C;

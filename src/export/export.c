@@ -263,6 +263,12 @@ static int write_export_manifest(const char *dir, const export_opts *o, const ex
     json_object_set(m, "adapter_mix", mix ? mix : json_null());
     if (o->gate_mode) json_object_set_new(m, "gate_mode", json_string(o->gate_mode));
     json_object_set_new(m, "adapter_name", T->adapter_name ? json_string(T->adapter_name) : json_null());
+    const calib_result *ir = &r->imatrix;
+    json_object_set_new(m, "imatrix",
+                        ir->used ? json_pack("{s:b, s:s, s:s, s:i, s:i, s:I, s:b}", "used", 1, "sha256", ir->sha256,
+                                             "corpus_sha256", ir->corpus_sha256, "chunks", ir->chunks, "chunk_size",
+                                             ir->chunk_size, "tokens", (json_int_t)ir->tokens, "cached", ir->cached)
+                                 : json_pack("{s:b, s:s}", "used", 0, "reason", ir->reason ? ir->reason : "none"));
     char p[4200];
     int rc = path_in(p, sizeof p, dir, "export_manifest.json", e) ? -1 : json_save_file(p, m, e);
     json_decref(m);
@@ -508,6 +514,44 @@ static int preflight(const export_opts *o, infer_target *T, const lora *L, expor
     return 0;
 }
 
+/* The importance matrix for a K-quant export (export/calib.h): computed on
+ * the weights being quantized (base, or base + adapter when merging) from
+ * the replay corpus, or reused from the store's cache. *im stays NULL for
+ * other quantizations, --no-imatrix, and a document without a corpus;
+ * r->imatrix says which. */
+static int export_imatrix(const export_opts *o, infer_target *T, const export_mix *mix, const lora *merge,
+                          export_result *r, imatrix **im, dlm_err *e)
+{
+    calib_result *ir = &r->imatrix;
+    memset(ir, 0, sizeof *ir);
+    if (o->target == EXPORT_TARGET_VLLM || (mix->def != DT_Q4_K && mix->def != DT_Q5_K && mix->def != DT_Q6_K)) {
+        ir->reason = "not a K-quant";
+        return 0;
+    }
+    if (o->no_imatrix) {
+        ir->reason = "--no-imatrix";
+        return 0;
+    }
+    char base_key[65], wkey[65] = "base";
+    if (base_fingerprint(T->model_path, "imatrix", "", 0, base_key, e)) return -1;
+    if (merge) {   /* the merged weights: the adapter's own bytes and scale */
+        sha256_ctx c;
+        unsigned char d[32];
+        sha256_init(&c);
+        sha256_update(&c, &merge->scale, sizeof merge->scale);
+        sha256_update(&c, merge->w, merge->n * sizeof *merge->w);
+        sha256_final(&c, d);
+        for (int i = 0; i < 32; i++) snprintf(wkey + 2 * i, 3, "%02x", d[i]);
+    }
+    calib_opts co = {.store = T->store, .m = T->m, .merge = merge, .t = T->t,
+                     .bos = export_llama_add_bos(r->add_bos, r->pre) ? tok_bos(T->t) : -1, .base_key = base_key,
+                     .weights_key = wkey};
+    if (calib_imatrix(&co, im, ir, e)) return -1;
+    if (!ir->used) log_info("export: no importance matrix (%s): quantizing without", ir->reason);
+    else if (ir->cached) log_info("export: reusing the importance matrix (sha256 %.12s…)", ir->sha256);
+    return 0;
+}
+
 int export_run(const export_opts *o, export_result *r, dlm_err *e)
 {
     memset(r, 0, sizeof *r);
@@ -525,6 +569,7 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
     const char *wdir = r->dir;
     json_t *mixj = NULL;
     lora *mixed = NULL;
+    imatrix *im = NULL;
     if (!o->adapter_mix && T.named && !T.adapter_name) {
         err_set(e, "ExportError", "%s declares named adapters: say which to export", o->doc_path);
         err_hint(e, "--adapter NAME exports one; --adapter-mix a:0.5,b:0.5 exports a weighted mix");
@@ -616,8 +661,11 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
     }
 
     int with_tmpl = !o->no_template;
-    char fp[65], known[65], mpath[4200];
-    if (base_fingerprint(T.model_path, mix->name, r->pre, with_tmpl, fp, e)) goto done;
+    char fp[65], known[65], mpath[4200], qtag[128];
+    if (export_imatrix(o, &T, mix, o->merged ? L : NULL, r, &im, e)) goto done;
+    /* the base's bytes depend on the importance matrix: it is part of the fingerprint */
+    snprintf(qtag, sizeof qtag, "%s%s%s", mix->name, im ? "+imatrix:" : "", im ? r->imatrix.sha256 : "");
+    if (base_fingerprint(T.model_path, qtag, r->pre, with_tmpl, fp, e)) goto done;
     const reg_entry *ent = T.base.entry;
     int ctxlen = ent && ent->context_length > 0 ? ent->context_length : T.m->cfg.max_pos;
     int num_ctx = fm->training.sequence_len < ctxlen ? fm->training.sequence_len : ctxlen;
@@ -653,7 +701,7 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
         const char *gname = T.base.entry ? T.base.entry->key : fs_basename(T.base_spec);
         export_gguf_opts go = {.mix = mix, .merge = o->merged ? L : NULL, .merge_f16 = o->merged && o->dequantize,
                                .name = gname, .pre = r->pre, .chat_template = with_tmpl, .add_bos = r->add_bos,
-                               .add_eos = r->add_eos};
+                               .add_eos = r->add_eos, .imatrix = im};
         log_info("export: writing %s (%s)", r->model_file, o->merged ? "adapter merged" : "base");
         if (export_write_model(T.m, T.t, &go, mpath, &r->info, e)) goto done;
     }
@@ -746,6 +794,7 @@ done:
     sb_free(&sb);
     lora_free(mixed);
     json_decref(mixj);
+    imatrix_free(im);
     target_close(&T);
     return rc;
 }

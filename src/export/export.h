@@ -21,6 +21,7 @@
 #ifndef DLM_EXPORT_H
 #define DLM_EXPORT_H
 
+#include "export/calib.h"
 #include "export/export_gguf.h"
 #include "util/err.h"
 
@@ -50,6 +51,7 @@ typedef struct export_opts {
     int skip_ollama;            /* write the Modelfile but never run ollama */
     const char *gate_mode;      /* adapter_mix stands for training.gate ("static_mean": the gate's mean
                                  * weights; "uniform": a cold-start gate): export_manifest.json gate_mode */
+    int no_imatrix;             /* K-quants without the importance matrix (export/calib.h) */
 } export_opts;
 
 typedef struct export_result {
@@ -63,6 +65,7 @@ typedef struct export_result {
     int add_bos, add_eos;       /* tokenizer.ggml.add_bos/eos_token written (-1: left out) */
     int drift_checked;          /* conversations the drift check compared (0 = not run) */
     export_gguf_info info;
+    calib_result imatrix;       /* the importance matrix the K-quants used (imatrix.used 0: none) */
     int n_mix;                  /* adapters mixed (0: the current adapter) */
     int mix_rank;               /* rank of the mixed adapter */
     double mix_max_err;         /* svd: the largest relative Frobenius error of a tensor */

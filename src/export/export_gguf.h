@@ -12,6 +12,7 @@
 #define DLM_EXPORT_GGUF_H
 
 #include <stdint.h>
+#include "export/imatrix.h"
 #include "export/quant_mix.h"
 #include "weights/model.h"
 #include "tokens/tok.h"
@@ -26,6 +27,7 @@ typedef struct export_gguf_opts {
     const char *pre;            /* tokenizer.ggml.pre, llama.cpp's name */
     int chat_template;          /* write tokenizer.chat_template when the tokenizer has one */
     int add_bos, add_eos;       /* tokenizer.ggml.add_bos/eos_token: 0/1, -1 = leave out */
+    const struct imatrix *imatrix; /* importance for the quantizers (export/imatrix.h), NULL: none */
 } export_gguf_opts;
 
 typedef struct export_gguf_info {
@@ -33,6 +35,7 @@ typedef struct export_gguf_info {
     int n_by_type[DT_COUNT];    /* tensors written per ggml type */
     int n_fallback;             /* %256 fallbacks taken */
     int n_copied;               /* tensors whose bytes were reused as stored */
+    int n_imatrix;              /* quantized tensors that used the importance matrix */
 } export_gguf_info;
 
 /* Write the model (merged with o->merge when set) to path (atomic). */

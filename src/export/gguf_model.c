@@ -37,6 +37,7 @@ typedef struct plan_t {
     int perm_hs;            /* > 0: llama Q/K row permutation with this head size */
     int layer, mod;         /* merged LoRA module, mod = -1 for none */
     dtype type;
+    const float *qw;        /* the imatrix's importance [ne[2]·ne[0]] (export/imatrix.h), or NULL */
 } plan_t;
 
 typedef struct plan {
@@ -288,7 +289,8 @@ static void fill_rows(void *vctx, int64_t r0, int64_t r1)
                     break;
                 }
         }
-        export_quant_row(x->type, row, out, cols);
+        const float *qw = x->qw && x->exps ? x->qw + (size_t)(r / rows) * (size_t)cols : x->qw;
+        export_quant_row_w(x->type, row, out, cols, qw);
     }
     free(row);
 }
@@ -533,6 +535,19 @@ int export_write_model(const model *m, const tok *t, const export_gguf_opts *o, 
         plan_t *x = &p.t[i];
         x->type = export_tensor_type(o->mix, &qs, x->name, x->ne[0], x->n_dims);
         if ((x->kind == SRC_MAT || x->kind == SRC_EXPS) && x->mod < 0 && x->type == x->w->type) info->n_copied++;
+        if (o->imatrix && (x->kind == SRC_MAT || x->kind == SRC_EXPS) && dtype_is_quant(x->type)) {
+            /* llama-quantize: a weight without an entry is quantized without
+             * one; an entry of another shape is an error (but token_embd) */
+            int64_t nmat = x->kind == SRC_EXPS ? x->ne[2] : 1, ic, im;
+            x->qw = imatrix_weights(o->imatrix, x->name, x->ne[0], nmat);
+            if (!x->qw && !imatrix_shape(o->imatrix, x->name, &ic, &im) && strcmp(x->name, "token_embd.weight")) {
+                err_set(e, "ExportError", "the importance matrix of '%s' is %lld x %lld, the tensor has %lld columns x %lld",
+                        x->name, (long long)ic, (long long)im, (long long)x->ne[0], (long long)nmat);
+                err_hint(e, "it was computed for another model; export with --no-imatrix or delete the cached imatrix.gguf");
+                goto done;
+            }
+            if (x->qw) info->n_imatrix++;
+        }
         info->n_by_type[x->type]++;
     }
     info->n_fallback = qs.n_fallback;
@@ -547,6 +562,12 @@ int export_write_model(const model *m, const tok *t, const export_gguf_opts *o, 
     gguf_w_u32(w, "general.quantization_version", 2);
     write_arch(w, m);
     if (write_tokenizer(w, m, t, o, e)) goto done;
+    if (o->imatrix) {   /* what llama-quantize --imatrix adds (tools/quantize: kv overrides, ints as u32) */
+        gguf_w_str(w, "quantize.imatrix.file", "imatrix.gguf");
+        if (imatrix_dataset(o->imatrix)[0]) gguf_w_str(w, "quantize.imatrix.dataset", imatrix_dataset(o->imatrix));
+        gguf_w_u32(w, "quantize.imatrix.entries_count", (uint32_t)imatrix_count(o->imatrix));
+        if (imatrix_chunks(o->imatrix) > 0) gguf_w_u32(w, "quantize.imatrix.chunks_count", (uint32_t)imatrix_chunks(o->imatrix));
+    }
     fill_ctx F = {.m = m, .l = o->merge, .o = o, .p = &p, .info = info};
     for (int i = 0; i < p.n; i++) {
         plan_t *x = &p.t[i];

@@ -45,6 +45,8 @@ dtype export_tensor_type(const export_mix *m, export_qstate *s, const char *name
     /* llama_model_quantize_impl: only 2-D+ tensors named "...weight" that
      * are not norms are quantized; everything else keeps F32. */
     if (n_dims < 2 || !ends_with(name, "weight") || strstr(name, "_norm.weight")) return DT_F32;
+    /* "do not quantize expert gating tensors": mixtral's router stays F32 */
+    if (strstr(name, "ffn_gate_inp.weight")) return DT_F32;
     dtype t = m->def;
     if (!m->k_mix) return t; /* F32/F16/BF16: no per-tensor rules */
     int is_q4km = m->ftype == 15, is_q5km = m->ftype == 17;
@@ -164,4 +166,9 @@ size_t export_quant_row(dtype t, const float *src, void *dst, int64_t n)
     if (t == DT_Q4_1) quant_q4_1(src, dst, n);
     else quant_q5_1(src, dst, n);
     return bytes;
+}
+
+size_t export_quant_row_w(dtype t, const float *src, void *dst, int64_t n, const float *qw)
+{
+    return qw ? kern_quant_row_w(t, src, dst, n, qw) : export_quant_row(t, src, dst, n);
 }

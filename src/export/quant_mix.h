@@ -55,5 +55,8 @@ int export_name_cmp(const char *a, const char *b);
  * every type kern_quant_row has plus Q4_1 and Q5_1. Returns bytes written,
  * 0 if the type is unsupported or n is not a multiple of its block. */
 size_t export_quant_row(dtype t, const float *src, void *dst, int64_t n);
+/* The same with per-column importance qw[n] (NULL: export_quant_row):
+ * ggml_quantize_chunk with an imatrix (kern_quant_row_w). */
+size_t export_quant_row_w(dtype t, const float *src, void *dst, int64_t n, const float *qw);
 
 #endif

@@ -70,6 +70,12 @@ void kern_dequant_row(dtype t, const void *src, float *dst, int64_t n);
  * quantize_row_*_ref; no imatrix). Supports F32 F16 BF16 Q4_0 Q5_0 Q8_0
  * Q4_K Q5_K Q6_K. Returns bytes written, 0 if t is unsupported. */
 size_t kern_quant_row(dtype t, const float *src, void *dst, int64_t n);
+/* The same with per-column importance qw[n] (an imatrix's in_sum2/counts,
+ * the same for every row): llama.cpp's quantize_row_*_impl, bit-exact with
+ * ggml_quantize_chunk given that imatrix (kern/quant_w.c). Q4_0 Q4_1 Q5_0
+ * Q5_1 Q4_K Q5_K Q6_K use it; other types ignore it as ggml does. qw NULL:
+ * kern_quant_row. */
+size_t kern_quant_row_w(dtype t, const float *src, void *dst, int64_t n, const float *qw);
 
 /* ---- matmul with a weight in its stored type -------------------------------
  * y[N,O] = x[N,I] · W[O,I]ᵀ (+ bias[O]); accumulate != 0 adds into y.

@@ -257,7 +257,7 @@ static int write_model(const model *m, const tok *t, const char *mix, const lora
     dlm_err e;
     const char *pre;
     if (export_pre_name(t, NULL, &pre, &e)) { fprintf(stderr, "%s\n", e.msg); return -1; }
-    export_gguf_opts o = {export_mix_find(mix), l, f16, "test", pre, 1, -1, -1};
+    export_gguf_opts o = {export_mix_find(mix), l, f16, "test", pre, 1, -1, -1, NULL};
     export_special_flags(m->source, t, m->cfg.vocab, &o.add_bos, &o.add_eos);
     export_gguf_info info;
     if (export_write_model(m, t, &o, out, &info, &e)) { fprintf(stderr, "export: %s\n", e.msg); return -1; }
