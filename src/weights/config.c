@@ -1,4 +1,5 @@
-/* config — HF config.json → model_config for llama (and mistral), qwen2, qwen3, olmo2, smollm3 and gemma2.
+/* config — HF config.json → model_config for llama (and mistral, mixtral), qwen2, qwen3, olmo2, smollm3, gemma2
+ * and phi3.
  *
  * Accepts both transformers layouts: v4 (top-level rope_theta, rope_scaling,
  * torch_dtype) and v5 (rope_parameters with rope_theta inside, dtype).

@@ -1,7 +1,7 @@
 /* model — a base model in memory: its config and its weights in their
  * stored types, loaded from an HF folder (config.json + safetensors) or a
  * GGUF file. Architectures: llama (and mistral), qwen2, qwen3, olmo2, smollm3
- * and gemma2 (docs/models.md).
+ * gemma2, mixtral and phi3 (docs/models.md).
  *
  * Conventions every consumer relies on:
  *  - Weights are in HF orientation and HF row order: W[out][in], Q/K rows in
@@ -20,7 +20,7 @@
 typedef enum { ARCH_LLAMA = 0, ARCH_QWEN2 = 1, ARCH_QWEN3 = 2, ARCH_OLMO2 = 3, ARCH_SMOLLM3 = 4,
                ARCH_GEMMA2 = 5, ARCH_PHI3 = 6 } model_arch;
 
-/* llama.cpp's general.architecture name of a ("llama", "qwen2", "qwen3", "olmo2", "smollm3", "gemma2"). */
+/* llama.cpp's general.architecture name of a ("llama", "qwen2", "qwen3", "olmo2", "smollm3", "gemma2", "phi3"). */
 const char *model_arch_name(model_arch a);
 /* 1 if llama.cpp's converter permutes this arch's Q/K rows (LlamaModel and
  * its subclasses: llama, mistral, smollm3). */
