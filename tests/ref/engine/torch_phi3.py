@@ -31,8 +31,14 @@ Usage:
       8 is shorter than the rows: the long factors); phi4: Phi-4-mini-like
       (GQA, tied, partial_rotary_factor 0.75, original context 64: the
       short factors)
-  torch_phi3.py infer MODEL_DIR IDS_JSON OUT_DIR
-      as torch_infer.py: OUT_DIR/logits.f32 and greedy.json (32 tokens)
+  torch_phi3.py infer MODEL_DIR IDS_JSON OUT_DIR [ADAPTER_DIR]
+      as torch_infer.py: OUT_DIR/logits.f32 and greedy.json (32 tokens);
+      with a PEFT adapter folder (adapter_config.json: r, lora_alpha,
+      use_dora; adapter_model.safetensors by PEFT's names) applied as PEFT
+      applies it
+  torch_phi3.py infer-many JOBS_JSON
+      the same for each [MODEL_DIR, IDS_JSON, OUT_DIR, ADAPTER_DIR or null]
+      of the list, in one process
 """
 import json, math, os, sys
 import torch
@@ -236,7 +242,7 @@ def train(out, seed, phi4):
     print(f'torch_phi3: wrote {out}')
 
 
-def infer(d, ids_path, out):
+def infer(d, ids_path, out, adapter=None):
     c = load_cfg(d)
     W = {}
     for f in sorted(os.listdir(d)):
@@ -244,10 +250,22 @@ def infer(d, ids_path, out):
             W.update(I.st_read(os.path.join(d, f)))
     ids = json.load(open(ids_path))
     os.makedirs(out, exist_ok=True)
+    P, mode, s = {}, 'base', 1.0
+    if adapter:
+        ac = json.load(open(os.path.join(adapter, 'adapter_config.json')))
+        assert ac['peft_type'] == 'LORA' and not ac.get('use_rslora')
+        P = I.st_read(os.path.join(adapter, 'adapter_model.safetensors'))
+        for k in list(P):   # PEFT saves the magnitude without its ".weight"
+            if k.endswith('lora_magnitude_vector.weight'):
+                P[k[:-len('.weight')]] = P.pop(k)
+        mode, s = ('dora' if ac.get('use_dora') else 'lora'), ac['lora_alpha'] / ac['r']
+        mods = {m for _, m in MODS}
+        assert set(ac['target_modules']) <= mods, ac['target_modules']
+        assert all(k.split('.')[-3] in mods or k.split('.')[-2] in mods for k in P), sorted(P)[:4]
 
     def run(seq):
         n = len(seq)
-        return forward(c, W, {}, 'base', 1.0, torch.tensor([seq], dtype=torch.int32),
+        return forward(c, W, P, mode, s, torch.tensor([seq], dtype=torch.int32),
                        torch.arange(n, dtype=torch.int32)[None], torch.zeros(1, n, dtype=torch.int32))[0]
     with torch.no_grad():
         with open(os.path.join(out, 'logits.f32'), 'wb') as f:
@@ -266,7 +284,10 @@ if __name__ == '__main__':
         seed = int(args[args.index('--seed') + 1]) if '--seed' in args else 7
         train(os.path.join(out, 'phi35'), seed, False)
         train(os.path.join(out, 'phi4'), seed, True)
-    elif len(sys.argv) == 5 and sys.argv[1] == 'infer':
-        infer(sys.argv[2], sys.argv[3], sys.argv[4])
+    elif len(sys.argv) == 3 and sys.argv[1] == 'infer-many':
+        for job in json.load(open(sys.argv[2])):
+            infer(*job)
+    elif len(sys.argv) in (5, 6) and sys.argv[1] == 'infer':
+        infer(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5] if len(sys.argv) == 6 else None)
     else:
         raise SystemExit(__doc__)
