@@ -109,8 +109,8 @@ static void test_config(void)
 static void test_partial_rope(void)
 {
     enum { N = 5, H = 3, HS = 16, D = 12 };
-    double inv[D / 2];
-    for (int i = 0; i < D / 2; i++) inv[i] = 1.0 / pow(100.0, 2.0 * i / D);
+    double inv[HS / 2];   /* D/2 for the partial table, all HS/2 for the plain one below */
+    for (int i = 0; i < HS / 2; i++) inv[i] = 1.0 / pow(100.0, 2.0 * i / D);
     int32_t pos[N] = {0, 1, 7, 30, 2};
     float cs[N * HS / 2], sn[N * HS / 2], x[N * H * HS], y[N * H * HS];
     kern_rope_table(cs, sn, pos, N, D, inv);
