@@ -44,7 +44,7 @@ int lora_load_st(lora *l, const struct st_file *f, const char *label, dlm_err *e
             if (!md) continue;
             const char *parts[3] = {"lora_A", "lora_B", "lora_magnitude_vector"};
             for (int p = 0; p < (l->cfg.dora ? 3 : 2); p++) {
-                lora_tensor_name(layer, m, parts[p], name, sizeof name);
+                lora_tensor_name(l, layer, m, parts[p], name, sizeof name);
                 const st_tensor *t = st_find(f, name);
                 if (!t) return err_set(e, "AdapterError", "%s: tensor '%s' is missing", label, name);
                 int rc = p == 0 ? load_tensor(l->w + md->off_a, t, l->cfg.rank, md->in, 2, label, e)
@@ -76,7 +76,7 @@ int lora_save_st(const lora *l, const char *path, dlm_err *e)
             const char *parts[3] = {"lora_A", "lora_B", "lora_magnitude_vector"};
             for (int p = 0; p < per; p++) {
                 char *nm = names + (size_t)n * 160;
-                lora_tensor_name(layer, m, parts[p], nm, 160);
+                lora_tensor_name(l, layer, m, parts[p], nm, 160);
                 t[n].name = nm;
                 t[n].dtype = ST_F32;
                 if (p == 0) { t[n].ndim = 2; t[n].shape[0] = l->cfg.rank; t[n].shape[1] = md->in; t[n].data = l->w + md->off_a; }
@@ -99,21 +99,34 @@ int lora_save_st(const lora *l, const char *path, dlm_err *e)
 }
 
 
+/* A module name's target bits (lora.h): fused names as LM_NAME_*, split
+ * names with LM_NAME_SPLIT; 0 if unknown. */
+static unsigned adapter_target_bits(const char *s)
+{
+    if (!strcmp(s, "qkv_proj")) return LM_NAME_QKV;
+    if (!strcmp(s, "gate_up_proj")) return LM_NAME_GATE_UP;
+    int k = lora_module_from_name(s);
+    if (k < 0) return 0;
+    return 1u << k | (k == LM_O || k == LM_DOWN ? 0 : LM_NAME_SPLIT);
+}
+
 int adapter_targets(const char *const *names, int n, int is_auto, unsigned *mask, dlm_err *e)
 {
     if (is_auto || n == 0) {
-        *mask = LM_ATTN; /* the original's registry targets for every text base */
+        /* the attention, the original's registry targets for every text
+         * base (lora_targets_resolve makes it phi3's four fused and unfused modules, as the original's phi rows) */
+        *mask = LM_ATTN | LM_NAME_AUTO;
         return 0;
     }
     unsigned m = 0;
     for (int i = 0; i < n; i++) {
-        int k = lora_module_from_name(names[i]);
-        if (k < 0) {
-            err_set(e, "AdapterError", "target module '%s' is not one of q_proj k_proj v_proj o_proj gate_proj up_proj down_proj",
-                    names[i]);
+        unsigned b = adapter_target_bits(names[i]);
+        if (!b) {
+            err_set(e, "AdapterError", "target module '%s' is not one of q_proj k_proj v_proj o_proj gate_proj up_proj "
+                                       "down_proj (phi3: qkv_proj o_proj gate_up_proj down_proj)", names[i]);
             return err_hint(e, "set training.target_modules to a list of those names, or auto (q, k, v, o)");
         }
-        m |= 1u << k;
+        m |= b;
     }
     *mask = m;
     return 0;
@@ -126,7 +139,7 @@ int adapter_save(const char *dir, const lora *l, const adapter_meta *meta, dlm_e
     if (lora_save_st(l, p, e)) return -1;
     json_t *tm = json_array();
     for (int m = 0; m < LM_COUNT; m++)
-        if (l->cfg.targets >> m & 1) json_array_append_new(tm, json_string(lora_module_name(m)));
+        if (l->cfg.targets >> m & 1) json_array_append_new(tm, json_string(lora_module_name_for(l->fused, m)));
     /* lora_alpha is an int in PEFT (and Ollama's adapter reader requires
      * one); dlm's alpha comes from an integer field. */
     json_t *c = json_pack("{s:s, s:s, s:s, s:o, s:b, s:i, s:I, s:f, s:o, s:s, s:b, s:b, s:b, s:o, s:b,"
@@ -202,15 +215,15 @@ int adapter_read_config(const char *dir, lora_config *cfg, dlm_err *e)
     json_t *v;
     if (json_is_array(tm))
         json_array_foreach(tm, i, v) {
-            int k = json_is_string(v) ? lora_module_from_name(json_string_value(v)) : -1;
-            if (k < 0) {
+            unsigned k = json_is_string(v) ? adapter_target_bits(json_string_value(v)) : 0;
+            if (!k) {
                 /* the message reads v: set it before the config is freed */
                 err_set(e, "AdapterError", "%s: unsupported target module '%s'", p,
                         json_is_string(v) ? json_string_value(v) : "?");
                 json_decref(c);
                 return -1;
             }
-            mask |= 1u << k;
+            mask |= k;
         }
     json_decref(c);
     if (!mask) return err_set(e, "AdapterError", "%s: no target_modules", p);

@@ -56,7 +56,8 @@ struct decoder {
     int n_acts;
     float *rstdf, *xnf;       /* [N] [N,C] */
     float *xn, *act;          /* [N,C] [N,F]: a layer's normalised input, silu(g)·u */
-    float *rope_cs, *rope_sn; /* [N, HS/2]: RoPE cos/sin of this batch's positions */
+    float *rope_cs, *rope_sn; /* [N, HS/2]: RoPE cos/sin of this batch's positions (phi3: rope_dim/2 used) */
+    float *fuse;              /* phi3: [N, max(Q+2K, 2F)] the fused qkv / gate_up product (backward: its gradient) */
     float *logits;            /* [chunk, V] (full mode, a final soft cap, or head_grad) */
     float *logits_cap;        /* [chunk, V] final_softcap: the capped logits (logits then holds their gradient) */
     float *nchunk;            /* [chunk] head_grad: the second pass's NLL (discarded) */
@@ -114,6 +115,13 @@ void dec_attend(decoder *d, const dec_pass *p, int layer, layer_acts *A);
 attn_shape dec_train_attn(const model_config *c, int layer, int B, int T, int K, const int32_t *seg);
 /* The q (kv = 0) or k (kv = 1) norm of a qk_norm model as rows × n. */
 void dec_qk_norm_shape(const model_config *c, int N, int kv, int64_t *rows, int *n);
+/* RoPE on x [N, H heads] with the pass's table (bwd: the inverse
+ * rotation); phi3's partial rotary turns only the first rope_dim dims. */
+void dec_rope(decoder *d, float *x, int N, int H, int bwd);
+/* phi3: columns [off, off+w) of each row of src [N, W] to dst [N, w]
+ * (split), or back (gather: dst [N, W] ← src [N, w]). */
+void dec_cols_split(float *dst, const float *src, int N, int W, int off, int w);
+void dec_cols_gather(float *dst, const float *src, int N, int W, int off, int w);
 /* Embedding, RoPE table from b->pos, every layer, the final norm (into xnf). */
 void dec_forward_layers(decoder *d, const dec_pass *p, const token_batch *b);
 /* mixtral: out[N,C] += the sparse MoE block of x (decoder/moe.c). */

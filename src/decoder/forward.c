@@ -175,6 +175,10 @@ static void carve_all(decoder *d, carver *cv, const model_config *c, const lora_
     }
     d->rope_cs = CARVE_F(cv, (size_t)N * (c->head_dim / 2));
     d->rope_sn = CARVE_F(cv, (size_t)N * (c->head_dim / 2));
+    if (c->fused) {
+        size_t w = (size_t)(Q + 2 * K) > 2 * (size_t)F ? (size_t)(Q + 2 * K) : 2 * (size_t)F;
+        d->fuse = CARVE_F(cv, (size_t)N * w);
+    }
     if (marks) marks[1] = cv->off;
     if (!kv) {
         /* LoRA / plain forward: the fused head (no logits buffer, all rows
@@ -269,6 +273,10 @@ static void init_dims(decoder *d, const model_config *c, const lora_config *lc, 
     if (d->Q > mi) mi = d->Q;
     if (c->n_ff > mi) mi = c->n_ff;
     d->maxI = d->maxO = mi;  /* inputs and outputs: C, Q, K, F — the same set */
+    if (c->fused) {          /* phi3: the fused outputs Q+2K and 2F */
+        if (d->Q + 2 * d->K > d->maxO) d->maxO = d->Q + 2 * d->K;
+        if (2 * c->n_ff > d->maxO) d->maxO = 2 * c->n_ff;
+    }
     d->n_acts = o->recompute || o->n_ctx > 0 ? 1 : c->n_layer;
     d->chunk = o->logit_rows > 0 ? (o->logit_rows < d->N ? o->logit_rows : d->N) : auto_chunk(c, d->N);
     d->sel = o->full || c->final_softcap > 0 ? d->chunk : d->N;   /* a soft cap needs the logits */
@@ -311,6 +319,10 @@ int decoder_create(const model *m, const lora *l, const decoder_opts *o, decoder
         err_set(e, "TrainError", "mixtral: %s", o->full ? "full-parameter training is not supported"
                                                           : "LoRA on the experts (gate_proj, up_proj, down_proj) is not supported");
         return err_hint(e, "train a LoRA adapter on the attention: target_modules [q_proj, k_proj, v_proj, o_proj]");
+    }
+    if (c->fused && o->full) {
+        err_set(e, "TrainError", "phi3: full-parameter training is not supported");
+        return err_hint(e, "train a LoRA or DoRA adapter (training.adapter: lora)");
     }
     if (o->full) {
         /* Full training writes the weights: every matrix must be plain f32. */
@@ -522,8 +534,7 @@ static void gemma2_layer_fwd(decoder *d, const dec_pass *p, int layer, layer_act
     lin_fwd(d, p, A, layer, LM_Q, d->xn, A->q, N, 0);
     lin_fwd(d, p, A, layer, LM_K, d->xn, A->k, N, 0);
     lin_fwd(d, p, A, layer, LM_V, d->xn, A->v, N, 0);
-    PROF("fwd.rope", kern_rope_fwd_t(A->q, d->rope_cs, d->rope_sn, N, c->n_head, c->head_dim);
-         kern_rope_fwd_t(A->k, d->rope_cs, d->rope_sn, N, c->n_kv_head, c->head_dim));
+    PROF("fwd.rope", dec_rope(d, A->q, N, c->n_head, 0); dec_rope(d, A->k, N, c->n_kv_head, 0));
     dec_attend(d, p, layer, A);
     lin_fwd(d, p, A, layer, LM_O, A->att, A->ao, N, 0);
     PROF("fwd.rmsnorm", kern_rmsnorm_fwd(d->xn, A->rstd3, A->ao, w->post_attn_norm, N, C, c->rms_eps));
@@ -552,10 +563,18 @@ void dec_layer_fwd(decoder *d, const dec_pass *p, int layer, layer_acts *A, cons
         PROF("fwd.rmsnorm", kern_rmsnorm_fwd(d->xn, A->rstd1, x, w->attn_norm, N, C, c->rms_eps));
         xa = d->xn;
     }
-    /* qwen3 / olmo2: q and k are normalised before RoPE */
-    lin_fwd(d, p, A, layer, LM_Q, xa, c->qk_norm ? A->qr : A->q, N, 0);
-    lin_fwd(d, p, A, layer, LM_K, xa, c->qk_norm ? A->kr : A->k, N, 0);
-    lin_fwd(d, p, A, layer, LM_V, xa, A->v, N, 0);
+    if (c->fused) {
+        /* phi3: qkv_proj's rows are q, then k, then v */
+        int Q = d->Q, K = d->K, W = Q + 2 * K;
+        lin_fwd(d, p, A, layer, LM_Q, xa, d->fuse, N, 0);
+        PROF("fwd.split", dec_cols_split(A->q, d->fuse, N, W, 0, Q); dec_cols_split(A->k, d->fuse, N, W, Q, K);
+             dec_cols_split(A->v, d->fuse, N, W, Q + K, K));
+    } else {
+        /* qwen3 / olmo2: q and k are normalised before RoPE */
+        lin_fwd(d, p, A, layer, LM_Q, xa, c->qk_norm ? A->qr : A->q, N, 0);
+        lin_fwd(d, p, A, layer, LM_K, xa, c->qk_norm ? A->kr : A->k, N, 0);
+        lin_fwd(d, p, A, layer, LM_V, xa, A->v, N, 0);
+    }
     if (c->qk_norm) {
         int64_t rq, rk;
         int nq, nk;
@@ -565,8 +584,7 @@ void dec_layer_fwd(decoder *d, const dec_pass *p, int layer, layer_acts *A, cons
              kern_rmsnorm_fwd(A->k, A->rk, A->kr, w->k_norm, rk, nk, c->rms_eps));
     }
     if (model_layer_rope(c, layer)) {   /* smollm3: no RoPE on every fourth layer */
-        PROF("fwd.rope", kern_rope_fwd_t(A->q, d->rope_cs, d->rope_sn, N, c->n_head, c->head_dim);
-             kern_rope_fwd_t(A->k, d->rope_cs, d->rope_sn, N, c->n_kv_head, c->head_dim));
+        PROF("fwd.rope", dec_rope(d, A->q, N, c->n_head, 0); dec_rope(d, A->k, N, c->n_kv_head, 0));
     }
     dec_attend(d, p, layer, A);
     size_t NC = (size_t)N * C;
@@ -588,8 +606,14 @@ void dec_layer_fwd(decoder *d, const dec_pass *p, int layer, layer_acts *A, cons
         dec_moe_fwd(d, A, layer, xm, xout, N);
         return;
     }
-    lin_fwd(d, p, A, layer, LM_GATE, xm, A->g, N, 0);
-    lin_fwd(d, p, A, layer, LM_UP, xm, A->u, N, 0);
+    if (c->fused) {   /* phi3: gate_up_proj's rows are gate, then up */
+        lin_fwd(d, p, A, layer, LM_GATE, xm, d->fuse, N, 0);
+        PROF("fwd.split", dec_cols_split(A->g, d->fuse, N, 2 * d->F, 0, d->F);
+             dec_cols_split(A->u, d->fuse, N, 2 * d->F, d->F, d->F));
+    } else {
+        lin_fwd(d, p, A, layer, LM_GATE, xm, A->g, N, 0);
+        lin_fwd(d, p, A, layer, LM_UP, xm, A->u, N, 0);
+    }
     PROF("fwd.swiglu", kern_swiglu_fwd(d->act, A->g, A->u, (int64_t)N * d->F));
     if (c->post_norm) {
         /* x' = h + rmsnorm(down(act)) */
@@ -602,13 +626,53 @@ void dec_layer_fwd(decoder *d, const dec_pass *p, int layer, layer_acts *A, cons
     lin_fwd(d, p, A, layer, LM_DOWN, d->act, xout, N, 1);
 }
 
+void dec_cols_split(float *dst, const float *src, int N, int W, int off, int w)
+{
+    for (int n = 0; n < N; n++)
+        memcpy(dst + (size_t)n * w, src + (size_t)n * W + off, (size_t)w * sizeof(float));
+}
+
+void dec_cols_gather(float *dst, const float *src, int N, int W, int off, int w)
+{
+    for (int n = 0; n < N; n++)
+        memcpy(dst + (size_t)n * W + off, src + (size_t)n * w, (size_t)w * sizeof(float));
+}
+
+void dec_rope(decoder *d, float *x, int N, int H, int bwd)
+{
+    const model_config *c = &d->m->cfg;
+    if (bwd) kern_rope_bwd_tp(x, d->rope_cs, d->rope_sn, N, H, c->head_dim, model_rope_dim(c));
+    else kern_rope_fwd_tp(x, d->rope_cs, d->rope_sn, N, H, c->head_dim, model_rope_dim(c));
+}
+
+/* The RoPE table of N positions. LongRoPE (phi3) takes the long factors
+ * when the context exceeds the original one, as llama.cpp's
+ * get_rope_factors decides by its context size: a training pass's
+ * context is its rows' length T (transformers decides by the largest
+ * position + 1, the same for unpacked rows), an inference decoder's its
+ * n_ctx. cos and sin carry the attention factor, as transformers'
+ * Phi3RotaryEmbedding and ggml's rope mscale apply it. */
+static void rope_table(decoder *d, const int32_t *pos, int N, int ctx)
+{
+    const model *m = d->m;
+    const model_config *c = &m->cfg;
+    int RD = model_rope_dim(c);
+    const double *inv = m->rope_inv_freq_long && ctx > c->rope_orig_ctx ? m->rope_inv_freq_long : m->rope_inv_freq;
+    kern_rope_table(d->rope_cs, d->rope_sn, pos, N, RD, inv);
+    if (c->rope_attn > 0)
+        for (size_t i = 0; i < (size_t)N * (RD / 2); i++) {
+            d->rope_cs[i] *= c->rope_attn;
+            d->rope_sn[i] *= c->rope_attn;
+        }
+}
+
 void dec_forward_layers(decoder *d, const dec_pass *p, const token_batch *b)
 {
     const model_config *c = &d->m->cfg;
     int N = b->B * b->T;
     size_t stride = (size_t)d->N * d->C;
     PROF("fwd.embed", embed(d, b->tokens, N, d->X));
-    PROF("fwd.rope", kern_rope_table(d->rope_cs, d->rope_sn, b->pos, N, c->head_dim, d->m->rope_inv_freq));
+    PROF("fwd.rope", rope_table(d, b->pos, N, b->T));
     for (int layer = 0; layer < c->n_layer; layer++)
         dec_layer_fwd(d, p, layer, dec_acts_for(d, layer), d->X + layer * stride, d->X + (layer + 1) * stride);
     kern_rmsnorm_fwd(d->xnf, d->rstdf, d->X + (size_t)c->n_layer * stride, d->m->out_norm, N, d->C, c->rms_eps);
@@ -712,7 +776,7 @@ void decoder_eval_groups(decoder *d, const int32_t *tokens, const dec_group *gro
     }
     dec_pass p = {.train = 0, .B = 1, .T = N, .groups = groups, .n_groups = n_groups};
     embed(d, tokens, N, d->X);
-    kern_rope_table(d->rope_cs, d->rope_sn, d->pos, N, c->head_dim, m->rope_inv_freq);
+    rope_table(d, d->pos, N, d->o.n_ctx);
     for (int layer = 0; layer < c->n_layer; layer++) dec_layer_fwd(d, &p, layer, &d->acts[0], d->X, d->X);
     kern_rmsnorm_fwd(d->xnf, d->rstdf, d->X, m->out_norm, N, C, c->rms_eps);
     if (all_logits) {

@@ -22,9 +22,45 @@ int lora_module_from_name(const char *s)
     return -1;
 }
 
+const char *lora_module_name_for(int fused, int m)
+{
+    if (fused && m == LM_Q) return "qkv_proj";
+    if (fused && m == LM_GATE) return "gate_up_proj";
+    return lora_module_name(m);
+}
+
+int lora_targets_resolve(const model_config *c, unsigned *targets, dlm_err *e)
+{
+    unsigned t = *targets, split = (1u << LM_Q) | (1u << LM_K) | (1u << LM_V) | (1u << LM_GATE) | (1u << LM_UP);
+    /* auto: the original's registry targets, the attention (its phi rows:
+     * all four modules, src/weights/registry_table.c) */
+    if (t & LM_NAME_AUTO)
+        t = (t & ~(LM_NAME_AUTO | LM_ALL)) |
+            (c->fused ? (1u << LM_Q) | (1u << LM_O) | (1u << LM_GATE) | (1u << LM_DOWN) : LM_ATTN);
+    if (c->fused) {
+        if (t & (LM_NAME_SPLIT | (1u << LM_K) | (1u << LM_V) | (1u << LM_UP))) {
+            err_set(e, "AdapterError", "phi3 fuses q, k, v into qkv_proj and gate, up into gate_up_proj: "
+                                       "q_proj, k_proj, v_proj, gate_proj and up_proj are not modules of it");
+            return err_hint(e, "set training.target_modules to [qkv_proj, o_proj, gate_up_proj, down_proj] or a subset");
+        }
+        t = (t & ~split) | (t & LM_NAME_QKV ? 1u << LM_Q : 0) | (t & LM_NAME_GATE_UP ? 1u << LM_GATE : 0) |
+            (t & ((1u << LM_Q) | (1u << LM_GATE)));
+    } else if (t & (LM_NAME_QKV | LM_NAME_GATE_UP)) {
+        err_set(e, "AdapterError", "qkv_proj and gate_up_proj are phi3's fused modules; this model has separate ones");
+        return err_hint(e, "name q_proj, k_proj, v_proj (gate_proj, up_proj) instead");
+    }
+    *targets = t & LM_ALL;
+    return 0;
+}
+
 void lora_module_dims(const model_config *c, int m, int *in, int *out)
 {
     int q = c->n_head * c->head_dim, kv = c->n_kv_head * c->head_dim;
+    if (c->fused && (m == LM_Q || m == LM_GATE)) {   /* phi3's qkv_proj, gate_up_proj */
+        *in = c->d_model;
+        *out = m == LM_Q ? q + 2 * kv : 2 * c->n_ff;
+        return;
+    }
     switch (m) {
     case LM_Q: *in = c->d_model; *out = q; break;
     case LM_K: *in = c->d_model; *out = kv; break;
@@ -54,10 +90,14 @@ int lora_create(const model_config *mc, const lora_config *cfg, lora **out, dlm_
 {
     *out = NULL;
     if (cfg->rank < 1 || cfg->rank > 4096) return err_set(e, "LoraError", "LoRA rank %d out of range", cfg->rank);
-    if (!(cfg->targets & LM_ALL)) return err_set(e, "LoraError", "LoRA has no target modules");
+    unsigned targets = cfg->targets;
+    if (lora_targets_resolve(mc, &targets, e)) return -1;
+    if (!targets) return err_set(e, "LoraError", "LoRA has no target modules");
     lora *l = calloc(1, sizeof *l);
     if (!l) return err_set(e, "MemoryError", "out of memory");
     l->cfg = *cfg;
+    l->cfg.targets = targets;
+    l->fused = mc->fused;
     l->n_layer = mc->n_layer;
     l->scale = cfg->alpha / (float)cfg->rank;
     l->mods = calloc((size_t)mc->n_layer * LM_COUNT, sizeof *l->mods);
@@ -65,7 +105,7 @@ int lora_create(const model_config *mc, const lora_config *cfg, lora **out, dlm_
     size_t off = 0, r = (size_t)cfg->rank;
     for (int layer = 0; layer < mc->n_layer; layer++)
         for (int m = 0; m < LM_COUNT; m++) {
-            if (!(cfg->targets >> m & 1)) continue;
+            if (!(targets >> m & 1)) continue;
             lora_mod *md = &l->mods[layer * LM_COUNT + m];
             lora_module_dims(mc, m, &md->in, &md->out);
             md->off_a = off;
@@ -136,14 +176,15 @@ int lora_own_embeddings(lora *l, const model *mdl, dlm_err *e)
     return 0;
 }
 
-void lora_tensor_name(int layer, int m, const char *part, char *buf, size_t cap)
+void lora_tensor_name(const lora *l, int layer, int m, const char *part, char *buf, size_t cap)
 {
+    const char *name = lora_module_name_for(l->fused, m);
     if (!strcmp(part, "lora_magnitude_vector"))
         snprintf(buf, cap, "base_model.model.model.layers.%d.%s.%s.lora_magnitude_vector", layer,
-                 lora_module_block(m), lora_module_name(m));
+                 lora_module_block(m), name);
     else
         snprintf(buf, cap, "base_model.model.model.layers.%d.%s.%s.%s.weight", layer,
-                 lora_module_block(m), lora_module_name(m), part);
+                 lora_module_block(m), name, part);
 }
 
 void lora_dora_norm(const lora *l, const model *mdl, int layer, int m, float *norm, float *scratch)

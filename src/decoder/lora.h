@@ -22,6 +22,15 @@ enum { LM_Q, LM_K, LM_V, LM_O, LM_GATE, LM_UP, LM_DOWN, LM_COUNT };
 #define LM_ALL ((1u << LM_COUNT) - 1)
 #define LM_ATTN ((1u << LM_Q) | (1u << LM_K) | (1u << LM_V) | (1u << LM_O))
 
+/* Bits of a target list as written, before lora_targets_resolve knows the
+ * model: phi3's fused module names, the split names of q k v gate up, and
+ * `auto`. A resolved mask holds LM_* bits only; on a fused model (phi3)
+ * LM_Q is qkv_proj and LM_GATE gate_up_proj. */
+#define LM_NAME_QKV (1u << 8)
+#define LM_NAME_GATE_UP (1u << 9)
+#define LM_NAME_SPLIT (1u << 10)
+#define LM_NAME_AUTO (1u << 11)
+
 typedef struct lora_config {
     int rank;               /* r */
     float alpha;            /* scale = alpha / r */
@@ -38,6 +47,7 @@ typedef struct lora_mod {
 typedef struct lora {
     lora_config cfg;
     int n_layer;
+    int fused;              /* the model's fused qkv / gate_up (phi3): the PEFT names */
     float scale;            /* alpha / r */
     lora_mod *mods;         /* [L * LM_COUNT]; mod (l, m) targeted iff targets bit m */
     float *w;               /* the slab: n floats */
@@ -51,6 +61,13 @@ typedef struct lora {
 } lora;
 
 const char *lora_module_name(int m);              /* "q_proj", ..., "down_proj" */
+/* The PEFT module name of m on a fused (phi3) model or not: "qkv_proj" for LM_Q, "gate_up_proj" for LM_GATE. */
+const char *lora_module_name_for(int fused, int m);
+/* A target list's bits (the names above) → LM_* bits for model c: on phi3
+ * qkv_proj / gate_up_proj (q_proj ... up_proj refused), elsewhere the split
+ * names (qkv_proj, gate_up_proj refused); auto is the attention (phi3:
+ * all four, as the original's registry). Idempotent. */
+int lora_targets_resolve(const model_config *c, unsigned *targets, dlm_err *e);
 /* "self_attn" or "mlp" */
 const char *lora_module_block(int m);
 /* Parse "q_proj"/"q" etc. into LM_*; -1 if unknown. */
@@ -72,7 +89,7 @@ static inline const lora_mod *lora_mod_at(const lora *l, int layer, int m)
 
 /* PEFT tensor name of (layer, m, part): part "lora_A", "lora_B" or
  * "lora_magnitude_vector" → "base_model.model.model.layers.3.self_attn.q_proj.lora_A.weight". */
-void lora_tensor_name(int layer, int m, const char *part, char *buf, size_t cap);
+void lora_tensor_name(const lora *l, int layer, int m, const char *part, char *buf, size_t cap);
 
 /* ‖W + s·B·A‖ per output row (DoRA's norm), using dequantized rows of W.
  * norm[out]. scratch >= in + r floats. */

@@ -387,7 +387,8 @@ static int load_mix(const export_opts *o, infer_target *T, export_result *r, lor
                 double v = rel[il * LM_COUNT + mm];
                 if (v < 0) continue;
                 char name[64];
-                model_proj_name(mm, il, 1, name, sizeof name);
+                model_config fc = {.fused = (*out)->fused};   /* phi3: attn_qkv, the fused ffn_up */
+                if (!model_proj_name_for(&fc, mm, il, 1, name, sizeof name)) continue;
                 json_object_set_new(errs, name, json_real(v));
                 if (v > r->mix_max_err) r->mix_max_err = v;
             }

@@ -50,7 +50,7 @@ int export_write_adapter(const model *m, const lora *l, const char *name, const 
             const lora_mod *md = lora_mod_at(l, il, mm);
             if (!md) continue;
             char base[64];
-            model_proj_name(mm, il, 1, base, sizeof base);
+            model_proj_name_for(&m->cfg, mm, il, 1, base, sizeof base);   /* phi3: attn_qkv, the fused ffn_up */
             ad_t *a = &t[n++], *b = &t[n++];
             snprintf(a->name, sizeof a->name, "%s.lora_a", base);
             a->data = l->w + md->off_a;

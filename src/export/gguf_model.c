@@ -167,12 +167,28 @@ static int build_plan(const model *m, const lora *l, plan *p, dlm_err *e)
         x->ne[0] = hs / 2;
         x->ne[1] = 1;
     }
+    if (c->n_rope_factors) {
+        /* phi3's LongRoPE factors (llama.cpp conversion/phi.py Phi3MiniModel
+         * generate_extra_tensors: rope_factors_long / rope_factors_short, F32) */
+        const float *f[2] = {c->rope_long, c->rope_short};
+        const char *fn[2] = {"rope_factors_long.weight", "rope_factors_short.weight"};
+        for (int k = 0; k < 2; k++) {
+            plan_t *x = plan_add(p, fn[k], SRC_RAW, e);
+            if (!x) return -1;
+            x->raw = f[k];
+            x->n = c->n_rope_factors;
+            x->n_dims = 1;
+            x->ne[0] = c->n_rope_factors;
+            x->ne[1] = 1;
+        }
+    }
     for (int il = 0; il < c->n_layer; il++) {
         const layer_weights *w = &m->layers[il];
         const wmat *mats[LM_COUNT] = {&w->wq, &w->wk, &w->wv, &w->wo, &w->w_gate, &w->w_up, &w->w_down};
         if (c->n_expert && add_moe(p, c, w, il, e)) return -1;
         for (int mm = 0; mm < (c->n_expert ? LM_GATE : LM_COUNT); mm++) {
-            model_proj_name(mm, il, 1, nm, sizeof nm);
+            /* phi3: wq is attn_qkv, w_gate the fused ffn_up; no k, v, up of their own */
+            if (!model_proj_name_for(c, mm, il, 1, nm, sizeof nm)) continue;
             int perm = llama && (mm == LM_Q || mm == LM_K) ? hs : 0;
             int merged = l && lora_mod_at(l, il, mm) ? mm : -1;
             if (add_mat(p, nm, mats[mm], perm, il, merged, e)) return -1;
@@ -503,6 +519,11 @@ static void write_arch(gguf_w *w, const model *m)
     if (c->n_expert) {   /* mixtral: llama with experts (convert_hf_to_gguf's MixtralModel keys) */
         gguf_w_u32(w, KEY("expert_count"), (uint32_t)c->n_expert);
         gguf_w_u32(w, KEY("expert_used_count"), (uint32_t)c->n_expert_used);
+    }
+    if (c->arch == ARCH_PHI3) {   /* Phi3MiniModel.set_gguf_parameters / generate_extra_tensors */
+        gguf_w_u32(w, KEY("rope.dimension_count"), (uint32_t)model_rope_dim(c));
+        if (c->rope_orig_ctx > 0) gguf_w_u32(w, KEY("rope.scaling.original_context_length"), (uint32_t)c->rope_orig_ctx);
+        if (c->n_rope_factors) gguf_w_f32(w, KEY("rope.scaling.attn_factor"), c->rope_attn > 0 ? c->rope_attn : 1.0f);
     }
     if (model_arch_permutes_qk(c->arch)) {   /* LlamaModel's keys (llama, smollm3) */
         gguf_w_u32(w, KEY("vocab_size"), (uint32_t)c->vocab);

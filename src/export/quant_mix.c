@@ -56,6 +56,10 @@ dtype export_tensor_type(const export_mix *m, export_qstate *s, const char *name
         else if (t != DT_Q8_0) t = DT_Q6_K;
     } else if (!strcmp(name, "token_embd.weight")) {
         /* default type */
+    } else if (strstr(name, "attn_qkv.weight")) {
+        /* phi3's fused q, k, v (llama-quant.cpp ATTENTION_QKV) */
+        if (is_q4km) t = DT_Q5_K;
+        else if (is_q5km) t = DT_Q6_K;
     } else if (strstr(name, "attn_v.weight")) {
         if ((is_q4km || is_q5km) && export_use_more_bits(s->i_attention_wv, s->n_attention_wv)) t = DT_Q6_K;
         s->i_attention_wv++;

@@ -36,7 +36,7 @@ static int proj_of(const model *m, const char *hf, int *il, int *mm)
     if (l < 0 || l >= m->cfg.n_layer) return 0;
     char buf[128];
     for (int k = 0; k < LM_COUNT; k++)
-        if (model_proj_name(k, l, 0, buf, sizeof buf) && !strcmp(buf, hf)) {
+        if (model_proj_name_for(&m->cfg, k, l, 0, buf, sizeof buf) && !strcmp(buf, hf)) {
             *il = l;
             *mm = k;
             return 1;

@@ -134,8 +134,7 @@ static void gemma2_layer_bwd(decoder *d, const dec_pass *p, const token_batch *b
                                          A->rstd3, N, C));
     lin_bwd(d, p, A, layer, LM_O, A->att, d->tmpC, d->datt, N, lg, G ? G->wo : NULL, NULL, 0);
     PROF("bwd.attn", kern_attn_bwd(d->dq, d->dk, d->dv, d->datt, A->att, A->lse, A->q, A->k, A->v, &as, d->attn_scratch));
-    PROF("bwd.rope", kern_rope_bwd_t(d->dq, d->rope_cs, d->rope_sn, N, c->n_head, c->head_dim);
-         kern_rope_bwd_t(d->dk, d->rope_cs, d->rope_sn, N, c->n_kv_head, c->head_dim));
+    PROF("bwd.rope", dec_rope(d, d->dq, N, c->n_head, 1); dec_rope(d, d->dk, N, c->n_kv_head, 1));
     PROF("bwd.recompute", kern_rmsnorm_apply(d->xn, x, w->attn_norm, A->rstd1, N, C));
     float *dxn = layer > 0 || G ? d->dxn : NULL;
     lin_bwd(d, p, A, layer, LM_Q, d->xn, d->dq, dxn, N, lg, G ? G->wq : NULL, NULL, 0);
@@ -182,8 +181,13 @@ static void layer_bwd(decoder *d, const dec_pass *p, const token_batch *b, int l
         PROF("bwd.recompute", kern_rmsnorm_apply(d->xn, A->h, w->ffn_norm, A->rstd2, N, C));
         xm = d->xn;
     }
-    lin_bwd(d, p, A, layer, LM_GATE, xm, d->dg, d->dxn, N, lg, G ? G->w_gate : NULL, NULL, 0);
-    lin_bwd(d, p, A, layer, LM_UP, xm, d->du, d->dxn, N, lg, G ? G->w_up : NULL, NULL, 1);
+    if (c->fused) {   /* phi3: one gate_up_proj, its gradient rows gate then up */
+        PROF("bwd.split", dec_cols_gather(d->fuse, d->dg, N, 2 * F, 0, F); dec_cols_gather(d->fuse, d->du, N, 2 * F, F, F));
+        lin_bwd(d, p, A, layer, LM_GATE, xm, d->fuse, d->dxn, N, lg, NULL, NULL, 0);
+    } else {
+        lin_bwd(d, p, A, layer, LM_GATE, xm, d->dg, d->dxn, N, lg, G ? G->w_gate : NULL, NULL, 0);
+        lin_bwd(d, p, A, layer, LM_UP, xm, d->du, d->dxn, N, lg, G ? G->w_up : NULL, NULL, 1);
+    }
     if (post) {
         for (size_t i = 0; i < NC; i++) dres[i] += d->dxn[i];
     } else {
@@ -202,8 +206,7 @@ attention:;
     lin_bwd(d, p, A, layer, LM_O, A->att, dao, d->datt, N, lg, G ? G->wo : NULL, NULL, 0);
     PROF("bwd.attn", kern_attn_bwd(d->dq, d->dk, d->dv, d->datt, A->att, A->lse, A->q, A->k, A->v, &as, d->attn_scratch));
     if (model_layer_rope(c, layer)) {
-        PROF("bwd.rope", kern_rope_bwd_t(d->dq, d->rope_cs, d->rope_sn, N, c->n_head, c->head_dim);
-             kern_rope_bwd_t(d->dk, d->rope_cs, d->rope_sn, N, c->n_kv_head, c->head_dim));
+        PROF("bwd.rope", dec_rope(d, d->dq, N, c->n_head, 1); dec_rope(d, d->dk, N, c->n_kv_head, 1));
     }
     const float *dq = d->dq, *dk = d->dk;
     if (c->qk_norm) {   /* q, k = rmsnorm of the projections (per head or whole) */
@@ -224,9 +227,16 @@ attention:;
     /* The first layer's input gradient goes nowhere unless the embedding
      * (full mode) wants it. */
     float *dxn = layer > 0 || G || want_dx ? d->dxn : NULL;
-    lin_bwd(d, p, A, layer, LM_Q, xa, dq, dxn, N, lg, G ? G->wq : NULL, G ? G->bq : NULL, 0);
-    lin_bwd(d, p, A, layer, LM_K, xa, dk, dxn, N, lg, G ? G->wk : NULL, G ? G->bk : NULL, 1);
-    lin_bwd(d, p, A, layer, LM_V, xa, d->dv, dxn, N, lg, G ? G->wv : NULL, G ? G->bv : NULL, 1);
+    if (c->fused) {   /* phi3: one qkv_proj, its gradient rows q, k, v */
+        int Q = d->Q, W = Q + 2 * K;
+        PROF("bwd.split", dec_cols_gather(d->fuse, dq, N, W, 0, Q); dec_cols_gather(d->fuse, dk, N, W, Q, K);
+             dec_cols_gather(d->fuse, d->dv, N, W, Q + K, K));
+        lin_bwd(d, p, A, layer, LM_Q, xa, d->fuse, dxn, N, lg, NULL, NULL, 0);
+    } else {
+        lin_bwd(d, p, A, layer, LM_Q, xa, dq, dxn, N, lg, G ? G->wq : NULL, G ? G->bq : NULL, 0);
+        lin_bwd(d, p, A, layer, LM_K, xa, dk, dxn, N, lg, G ? G->wk : NULL, G ? G->bk : NULL, 1);
+        lin_bwd(d, p, A, layer, LM_V, xa, d->dv, dxn, N, lg, G ? G->wv : NULL, G ? G->bv : NULL, 1);
+    }
     if (!dxn) return;
     if (post) {
         for (size_t i = 0; i < NC; i++) dres[i] += dxn[i];

@@ -171,6 +171,10 @@ void kern_rope_bwd(float *dx, const int32_t *pos, int64_t N, int H, int HS, cons
 void kern_rope_table(float *cs, float *sn, const int32_t *pos, int64_t N, int HS, const double *inv_freq);
 void kern_rope_fwd_t(float *x, const float *cs, const float *sn, int64_t N, int H, int HS);
 void kern_rope_bwd_t(float *dx, const float *cs, const float *sn, int64_t N, int H, int HS);
+/* Partial rotary (phi3): only the first RD of each head's HS dims rotate,
+ * rotate-half within them (pairs i, i + RD/2); the table holds RD/2 per row. */
+void kern_rope_fwd_tp(float *x, const float *cs, const float *sn, int64_t N, int H, int HS, int RD);
+void kern_rope_bwd_tp(float *dx, const float *cs, const float *sn, int64_t N, int H, int HS, int RD);
 
 /* h[n] = silu(g[n]) · u[n] */
 void kern_swiglu_fwd(float *h, const float *g, const float *u, int64_t n);

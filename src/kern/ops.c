@@ -193,6 +193,7 @@ typedef struct ropet_job {
     const int32_t *pos;
     const double *inv_freq;
     int H, HS;
+    int RD;         /* rotated dims at the head of each HS-wide head (partial rotary) */
     float sign;
 } ropet_job;
 
@@ -223,7 +224,7 @@ static void rot_half(float *restrict x1, float *restrict x2, const float *restri
 static void rope_t_rows(void *ctx, int64_t n0, int64_t n1)
 {
     const ropet_job *j = ctx;
-    const int half = j->HS / 2;
+    const int half = j->RD / 2;
     for (int64_t n = n0; n < n1; n++) {
         float *row = j->x + n * (int64_t)j->H * j->HS;
         for (int h = 0; h < j->H; h++)
@@ -240,22 +241,32 @@ void kern_rope_table(float *cs, float *sn, const int32_t *pos, int64_t N, int HS
     else kern_parallel_for(N, rope_table_rows, &j);
 }
 
-static void rope_t_run(float *x, const float *cs, const float *sn, int64_t N, int H, int HS, float sign)
+static void rope_t_run(float *x, const float *cs, const float *sn, int64_t N, int H, int HS, int RD, float sign)
 {
-    if (HS <= 0 || HS % 2 || HS > KERN_ROPE_MAX_HS) return;
-    ropet_job j = {.x = x, .cs = (float *)cs, .sn = (float *)sn, .H = H, .HS = HS, .sign = sign};
+    if (HS <= 0 || HS % 2 || HS > KERN_ROPE_MAX_HS || RD <= 0 || RD % 2 || RD > HS) return;
+    ropet_job j = {.x = x, .cs = (float *)cs, .sn = (float *)sn, .H = H, .HS = HS, .RD = RD, .sign = sign};
     if (N * H * HS < PAR_MIN) rope_t_rows(&j, 0, N);
     else kern_parallel_for(N, rope_t_rows, &j);
 }
 
 void kern_rope_fwd_t(float *x, const float *cs, const float *sn, int64_t N, int H, int HS)
 {
-    rope_t_run(x, cs, sn, N, H, HS, 1.0f);
+    rope_t_run(x, cs, sn, N, H, HS, HS, 1.0f);
 }
 
 void kern_rope_bwd_t(float *dx, const float *cs, const float *sn, int64_t N, int H, int HS)
 {
-    rope_t_run(dx, cs, sn, N, H, HS, -1.0f);
+    rope_t_run(dx, cs, sn, N, H, HS, HS, -1.0f);
+}
+
+void kern_rope_fwd_tp(float *x, const float *cs, const float *sn, int64_t N, int H, int HS, int RD)
+{
+    rope_t_run(x, cs, sn, N, H, HS, RD, 1.0f);
+}
+
+void kern_rope_bwd_tp(float *dx, const float *cs, const float *sn, int64_t N, int H, int HS, int RD)
+{
+    rope_t_run(dx, cs, sn, N, H, HS, RD, -1.0f);
 }
 
 void kern_rope_fwd(float *x, const int32_t *pos, int64_t N, int H, int HS, const double *inv_freq)

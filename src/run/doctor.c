@@ -237,7 +237,8 @@ int doctor_plan_registry(const host_info *h, uint64_t max_memory, doctor_row *ro
         in->lora.rank = tr.lora_r;
         in->lora.alpha = (float)tr.lora_alpha;
         in->lora.dropout = (float)tr.lora_dropout;
-        in->lora.targets = LM_ATTN;
+        in->lora.targets = LM_ATTN | LM_NAME_AUTO;   /* phi3: its four modules */
+        lora_targets_resolve(&c, &in->lora.targets, NULL);
         int ctx = r->context_length_effective > 0 ? r->context_length_effective : r->context_length;
         if (ctx <= 0 || ctx > c.max_pos) ctx = c.max_pos;
         row->seq = in->seq_len = tr.sequence_len < ctx ? tr.sequence_len : ctx;

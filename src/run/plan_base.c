@@ -47,6 +47,7 @@ static int read_gguf(const char *path, plan_base *b, dlm_err *e)
     else if (!strcmp(arch, "olmo2")) c->arch = ARCH_OLMO2;
     else if (!strcmp(arch, "smollm3")) c->arch = ARCH_SMOLLM3;
     else if (!strcmp(arch, "gemma2")) c->arch = ARCH_GEMMA2;
+    else if (!strcmp(arch, "phi3")) c->arch = ARCH_PHI3;
     else {
         err_set(e, "UnsupportedArchitectureError", "%s: unsupported GGUF architecture '%s'", path, arch);
         goto out;
@@ -80,6 +81,7 @@ static int read_gguf(const char *path, plan_base *b, dlm_err *e)
     c->qk_norm = c->arch == ARCH_QWEN3 ? QK_NORM_HEAD : c->arch == ARCH_OLMO2 ? QK_NORM_FULL : 0;
     c->post_norm = c->arch == ARCH_OLMO2;
     c->nope_every = c->arch == ARCH_SMOLLM3 ? 4 : 0;
+    c->fused = c->arch == ARCH_PHI3;   /* the fused products' buffers */
     finish_cfg(c);
     if (c->arch == ARCH_GEMMA2) model_config_gemma2(c);   /* the plan needs the shape's buffers only */
     b->gguf = 1;

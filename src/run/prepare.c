@@ -33,8 +33,11 @@ int prep_adapter(prep *P, const doc_training *tr, dlm_err *e)
     /* qlora: train on 4-bit projections; a base already stored quantized
      * (a Q4_K GGUF) is QLoRA as it is */
     P->qlora = tr->adapter == DOC_ADAPTER_QLORA && P->base.wtype >= 0 && !dtype_is_quant((dtype)P->base.wtype);
-    return adapter_targets((const char *const *)tr->target_modules.v, tr->target_modules.n, tr->target_modules_auto,
-                           &P->lora.targets, e);
+    if (adapter_targets((const char *const *)tr->target_modules.v, tr->target_modules.n, tr->target_modules_auto,
+                        &P->lora.targets, e))
+        return -1;
+    /* the names against the base (phi3 fuses q, k, v and gate, up) */
+    return lora_targets_resolve(&P->base.cfg, &P->lora.targets, e);
 }
 
 void prep_precision(prep *P, int bf16)

@@ -37,6 +37,8 @@ static const shape_row SHAPES[] = {
     {"llama-3.2-3b", ARCH_LLAMA, 28, 3072, 8192, 24, 8, 128, 128256, 1, 131072},
     {"llama-3.3-8b-instruct", ARCH_LLAMA, 32, 4096, 14336, 32, 8, 128, 128256, 0, 131072},
     {"mixtral-8x7b-instruct", ARCH_LLAMA, 32, 4096, 14336, 32, 8, 128, 32000, 0, 32768},
+    {"phi-3.5-mini", ARCH_PHI3, 32, 3072, 8192, 32, 32, 96, 32064, 0, 131072},
+    {"phi-4-mini-reasoning", ARCH_PHI3, 32, 3072, 8192, 24, 8, 128, 200064, 1, 131072},
 };
 
 /* Sparse-MoE rows (mixtral: llama's layer with experts): experts and the
@@ -71,6 +73,12 @@ int doctor_known_shape(const char *key, model_config *c)
         if (s->arch == ARCH_GEMMA2) {
             model_config_gemma2(c);
             c->rope_theta = 10000.0f;
+        }
+        if (s->arch == ARCH_PHI3) {   /* Phi3Config: fused projections; Phi-4-mini rotates 0.75 of each head */
+            c->fused = 1;
+            c->rms_eps = 1e-5f;
+            c->rope_theta = 10000.0f;
+            c->rope_dim = s->HS == 128 ? 96 : 0;
         }
         c->bos_id = c->eos_id = -1;
         for (size_t j = 0; j < sizeof MOE_SHAPES / sizeof MOE_SHAPES[0]; j++)

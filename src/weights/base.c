@@ -12,7 +12,7 @@ int base_arch_supported(const char *a)
 {
     return a && (!strcmp(a, "LlamaForCausalLM") || !strcmp(a, "MistralForCausalLM") || !strcmp(a, "Qwen2ForCausalLM") ||
                  !strcmp(a, "Qwen3ForCausalLM") || !strcmp(a, "Olmo2ForCausalLM") || !strcmp(a, "SmolLM3ForCausalLM") ||
-                 !strcmp(a, "Gemma2ForCausalLM") || !strcmp(a, "MixtralForCausalLM"));
+                 !strcmp(a, "Gemma2ForCausalLM") || !strcmp(a, "MixtralForCausalLM") || !strcmp(a, "Phi3ForCausalLM"));
 }
 
 static char g_tiny[4096];
@@ -22,7 +22,6 @@ void base_set_tiny_path(const char *path) { snprintf(g_tiny, sizeof g_tiny, "%s"
 /* What each registry architecture still lacks in dlm's decoder, so a refusal
  * says why rather than only "unsupported". */
 static const struct { const char *arch, *missing; } ARCH_GAPS[] = {
-    {"Phi3ForCausalLM", "fused qkv_proj / gate_up_proj and LongRoPE"},
     {"Mistral3ForConditionalGeneration", "a vision encoder (dlm trains text bases only)"},
 };
 
@@ -38,7 +37,7 @@ int base_check_runnable(const base_ref *ref, dlm_err *e)
     else
         err_set(e, "UnsupportedArchitectureError", "base '%s' (%s, %s) is not supported", ref->entry->key,
                 ref->entry->hf_id, a ? a : "unknown architecture");
-    return err_hint(e, "dlm runs llama, mistral, mixtral, qwen2, qwen3, olmo2, smollm3 and gemma2 architectures, e.g. smollm2-135m, "
+    return err_hint(e, "dlm runs llama, mistral, mixtral, qwen2, qwen3, olmo2, smollm3, gemma2 and phi3 architectures, e.g. smollm2-135m, "
                        "qwen2.5-0.5b, qwen3-1.7b, llama-3.2-1b (dlm init --base KEY)");
 }
 

@@ -1,4 +1,5 @@
-/* config — HF config.json → model_config for llama (and mistral), qwen2, qwen3, olmo2, smollm3 and gemma2.
+/* config — HF config.json → model_config for llama (and mistral, mixtral), qwen2, qwen3, olmo2, smollm3, gemma2
+ * and phi3.
  *
  * Accepts both transformers layouts: v4 (top-level rope_theta, rope_scaling,
  * torch_dtype) and v5 (rope_parameters with rope_theta inside, dtype).
@@ -109,6 +110,70 @@ static int get_token_ids(const cfg_ctx *c, const char *key, int *first, int *ids
     return err_at(c->e, KIND, c->path, 0, 0, "\"%s\" must be a token id%s", key, n ? " or a list of them" : "");
 }
 
+/* A list of n positive numbers (LongRoPE's factors). */
+static int get_factors(const cfg_ctx *c, const json_t *o, const char *key, const char *rp_key, int n, float *out)
+{
+    const json_t *v = json_object_get(o, key);
+    if (!json_is_array(v) || json_array_size(v) != (size_t)n)
+        return err_at(c->e, KIND, c->path, 0, 0, "%s.%s must list %d numbers (rotary dims / 2)", rp_key, key, n);
+    for (int i = 0; i < n; i++) {
+        const json_t *x = json_array_get(v, (size_t)i);
+        double d = json_is_number(x) ? json_number_value(x) : -1;
+        if (!(d > 0 && d < 1e9))
+            return err_at(c->e, KIND, c->path, 0, 0, "%s.%s[%d] is not a positive number", rp_key, key, i);
+        out[i] = (float)d;
+    }
+    return 0;
+}
+
+/* Phi3's rope_scaling type longrope (transformers' _compute_longrope_parameters):
+ * per-frequency divisors short_factor / long_factor of the rotary dims'
+ * rope_dim/2 frequencies, long ones for a context past
+ * original_max_position_embeddings, and cos, sin × sqrt(1 + ln(s)/ln(orig))
+ * with s = max_position_embeddings / orig (or the config's attention_factor). */
+static int parse_longrope(const cfg_ctx *c, model_config *cfg, const json_t *rp, const char *rp_key)
+{
+    int n = model_rope_dim(cfg) / 2;
+    if (n > MODEL_MAX_ROPE_FACTORS)
+        return err_at(c->e, KIND, c->path, 0, 0, "%d RoPE factors are more than dlm supports", n);
+    if (get_factors(c, rp, "short_factor", rp_key, n, cfg->rope_short) ||
+        get_factors(c, rp, "long_factor", rp_key, n, cfg->rope_long))
+        return -1;
+    long long orig = 4096;   /* Phi3Config's default */
+    int r = get_int(c, rp, "original_max_position_embeddings", &orig);
+    if (r < 0 || (r == 1 && get_int(c, c->root, "original_max_position_embeddings", &orig) < 0)) return -1;
+    if (orig < 1 || orig > (1 << 24))
+        return err_at(c->e, KIND, c->path, 0, 0, "original_max_position_embeddings = %lld is out of range", orig);
+    double af = 0;
+    if ((r = get_num(c, rp, "attention_factor", &af)) < 0) return -1;
+    if (r == 1) {
+        double s = (double)cfg->max_pos / (double)orig;
+        af = s <= 1.0 ? 1.0 : sqrt(1.0 + log(s) / log((double)orig));
+    }
+    if (!(af > 0 && af < 100)) return err_at(c->e, KIND, c->path, 0, 0, "%s.attention_factor is out of range", rp_key);
+    cfg->n_rope_factors = n;
+    cfg->rope_orig_ctx = (int)orig;
+    cfg->rope_attn = af != 1.0 ? (float)af : 0.0f;
+    return 0;
+}
+
+/* Phi3Config: partial_rotary_factor (before the RoPE scaling, which counts
+ * the rotary dims), no biases, a sliding window only below the context. */
+static int parse_phi3(const cfg_ctx *c, model_config *cfg)
+{
+    double prf = 1.0;
+    const json_t *rp = json_object_get(c->root, "rope_parameters");
+    int r = json_is_object(rp) ? get_num(c, rp, "partial_rotary_factor", &prf) : 1;
+    if (r < 0 || (r == 1 && get_num(c, c->root, "partial_rotary_factor", &prf) < 0)) return -1;
+    int rd = (int)(cfg->head_dim * prf);
+    if (!(prf > 0 && prf <= 1) || rd < 2 || rd % 2)
+        return err_at(c->e, KIND, c->path, 0, 0, "partial_rotary_factor = %g gives %d rotary dims of %d", prf, rd,
+                      cfg->head_dim);
+    cfg->rope_dim = rd < cfg->head_dim ? rd : 0;
+    cfg->fused = 1;
+    return 0;
+}
+
 /* rope_parameters (v5) else rope_scaling (v4); rope_theta inside the
  * former or at top level; "type" is an old alias of "rope_type". */
 static int parse_rope(const cfg_ctx *c, model_config *cfg)
@@ -133,6 +198,8 @@ static int parse_rope(const cfg_ctx *c, model_config *cfg)
     if (!jt || json_is_null(jt)) jt = json_object_get(rp, "type");
     const char *type = json_is_string(jt) ? json_string_value(jt) : NULL;
     if (!type || !strcmp(type, "default")) return 0;
+    if (cfg->arch == ARCH_PHI3 && (!strcmp(type, "longrope") || !strcmp(type, "su")))
+        return parse_longrope(c, cfg, rp, rp_key);
     if (strcmp(type, "llama3")) {
         err_at(c->e, KIND, c->path, 0, 0, "%s type '%s' is not supported", rp_key, type);
         return err_hint(c->e, "dlm supports default RoPE and llama3 scaling");
@@ -265,6 +332,7 @@ static int detect_arch(const cfg_ctx *c, model_config *cfg, int *mistral)
             if (!strcmp(s, "Olmo2ForCausalLM")) { cfg->arch = ARCH_OLMO2; return 0; }
             if (!strcmp(s, "SmolLM3ForCausalLM")) { cfg->arch = ARCH_SMOLLM3; return 0; }
             if (!strcmp(s, "Gemma2ForCausalLM")) { cfg->arch = ARCH_GEMMA2; return 0; }
+            if (!strcmp(s, "Phi3ForCausalLM")) { cfg->arch = ARCH_PHI3; return 0; }
         }
     }
     const char *mt = json_string_value(json_object_get(c->root, "model_type"));
@@ -277,13 +345,14 @@ static int detect_arch(const cfg_ctx *c, model_config *cfg, int *mistral)
         if (!strcmp(mt, "olmo2")) { cfg->arch = ARCH_OLMO2; return 0; }
         if (!strcmp(mt, "smollm3")) { cfg->arch = ARCH_SMOLLM3; return 0; }
         if (!strcmp(mt, "gemma2")) { cfg->arch = ARCH_GEMMA2; return 0; }
+        if (!strcmp(mt, "phi3")) { cfg->arch = ARCH_PHI3; return 0; }
     }
     err_at(c->e, "UnsupportedArchitectureError", c->path, 0, 0, "unsupported architecture '%s'",
            first ? first : mt ? mt : "(none given)");
     return err_hint(c->e, "supported: LlamaForCausalLM (model_type llama), MistralForCausalLM (mistral), "
                           "MixtralForCausalLM (mixtral), "
                           "Qwen2ForCausalLM (qwen2), Qwen3ForCausalLM (qwen3), Olmo2ForCausalLM (olmo2), "
-                          "SmolLM3ForCausalLM (smollm3), Gemma2ForCausalLM (gemma2)");
+                          "SmolLM3ForCausalLM (smollm3), Gemma2ForCausalLM (gemma2), Phi3ForCausalLM (phi3)");
 }
 
 /* MixtralConfig (transformers models/mixtral/configuration_mixtral.py):
@@ -354,14 +423,16 @@ int model_config_parse(const char *json_text, size_t len, const char *path, mode
         err_at(e, KIND, path, 0, 0, "head_dim %d is odd (RoPE rotates pairs)", cfg->head_dim);
         goto out;
     }
-    cfg->max_pos = mistral ? 131072 : cfg->arch == ARCH_GEMMA2 ? 8192 : cfg->arch == ARCH_LLAMA || cfg->arch == ARCH_OLMO2 ? 2048 : 32768;
+    cfg->max_pos = mistral ? 131072 : cfg->arch == ARCH_GEMMA2 ? 8192 : cfg->arch == ARCH_PHI3 ? 4096
+                 : cfg->arch == ARCH_LLAMA || cfg->arch == ARCH_OLMO2 ? 2048 : 32768;
     if (opt_dim(&c, "max_position_embeddings", 1 << 24, &cfg->max_pos)) goto out;
 
     /* Olmo2Config and MixtralConfig vs the others' default */
-    double eps = cfg->arch == ARCH_OLMO2 || mistral == 2 ? 1e-5 : 1e-6;
+    double eps = cfg->arch == ARCH_OLMO2 || cfg->arch == ARCH_PHI3 || mistral == 2 ? 1e-5 : 1e-6;
     if (get_num(&c, root, "rms_norm_eps", &eps) < 0) goto out;
     if (!(eps > 0 && eps < 1)) { err_at(e, KIND, path, 0, 0, "rms_norm_eps = %g is out of range", eps); goto out; }
     cfg->rms_eps = (float)eps;
+    if (cfg->arch == ARCH_PHI3 && parse_phi3(&c, cfg)) goto out;
     if (parse_rope(&c, cfg)) goto out;
     if (mistral == 2 && parse_moe(&c, cfg)) goto out;
 
@@ -410,6 +481,16 @@ int model_config_parse(const char *json_text, size_t len, const char *path, mode
         if (b) { err_at(e, KIND, path, 0, 0, "mlp_bias=true is not supported for smollm3"); goto out; }
     } else if (cfg->arch == ARCH_GEMMA2) {
         if (parse_gemma2(&c, cfg)) goto out;
+    } else if (cfg->arch == ARCH_PHI3) {
+        /* Phi3Attention: sliding_window (none when null); a window as long
+         * as the context masks nothing */
+        long long win = 0;
+        if (get_int(&c, root, "sliding_window", &win) < 0) goto out;
+        if (win < 0 || win > (1 << 24)) {
+            err_at(e, KIND, path, 0, 0, "sliding_window = %lld is out of range", win);
+            goto out;
+        }
+        cfg->sliding_window = win < cfg->max_pos ? (int)win : 0;
     } else if (mistral) {
         /* MistralConfig: sliding_window 4096 when the key is absent, none
          * when null; MixtralConfig: none either way */
@@ -453,14 +534,23 @@ void model_config_gemma2(model_config *c)
     c->swa_even = 1;
 }
 
-/* inv_freq[i] = 1 / theta^(2i/HS), then llama3's per-frequency divisor
- * (docs/reference/formats.md §1.4), all in double. */
 void model_rope_freqs(const model_config *cfg, double *inv_freq)
 {
-    int half = cfg->head_dim / 2;
+    model_rope_freqs_longrope(cfg, 0, inv_freq);
+}
+
+/* inv_freq[i] = 1 / theta^(2i/D) over the D = rope_dim rotary dims, then
+ * llama3's per-frequency divisor (docs/reference/formats.md §1.4) or
+ * LongRoPE's (1 / (factor·theta^(2i/D)) as transformers computes it), all in double. */
+void model_rope_freqs_longrope(const model_config *cfg, int long_f, double *inv_freq)
+{
+    int D = model_rope_dim(cfg), half = D / 2;
     const double pi = 3.14159265358979323846;
     for (int i = 0; i < half; i++) {
-        double f = 1.0 / pow((double)cfg->rope_theta, (double)(2 * i) / (double)cfg->head_dim);
+        double f = 1.0 / pow((double)cfg->rope_theta, (double)(2 * i) / (double)D);
+        if (cfg->n_rope_factors == half)
+            f = 1.0 / ((double)(long_f ? cfg->rope_long[i] : cfg->rope_short[i]) *
+                       pow((double)cfg->rope_theta, (double)(2 * i) / (double)D));
         if (cfg->rope_llama3) {
             double lo_wav = (double)cfg->rope_orig_ctx / cfg->rope_low_freq_factor;
             double hi_wav = (double)cfg->rope_orig_ctx / cfg->rope_high_freq_factor;

@@ -347,12 +347,18 @@ int model_build(loader *L)
     int permute = L->gguf && model_arch_permutes_qk(c->arch);
     for (int il = 0; il < c->n_layer; il++) {
         layer_weights *w = &m->layers[il];
-        if (get_mat(L, T_Q, il, QD, C, 1, &w->wq) || get_mat(L, T_K, il, KD, C, 1, &w->wk) ||
-            get_mat(L, T_V, il, KD, C, 1, &w->wv) || get_mat(L, T_O, il, C, QD, 1, &w->wo))
+        if (c->fused) {
+            /* phi3: wq is qkv_proj, w_gate is gate_up_proj (model.h) */
+            if (get_mat(L, T_QKV, il, QD + 2 * KD, C, 1, &w->wq) || get_mat(L, T_O, il, C, QD, 1, &w->wo) ||
+                get_mat(L, T_GATE_UP, il, 2 * F, C, 1, &w->w_gate) || get_mat(L, T_DOWN, il, C, F, 1, &w->w_down))
+                return -1;
+        } else if (get_mat(L, T_Q, il, QD, C, 1, &w->wq) || get_mat(L, T_K, il, KD, C, 1, &w->wk) ||
+                   get_mat(L, T_V, il, KD, C, 1, &w->wv) || get_mat(L, T_O, il, C, QD, 1, &w->wo))
             return -1;
-        if (c->n_expert ? get_moe(L, il, w)
-                        : get_mat(L, T_GATE, il, F, C, 1, &w->w_gate) || get_mat(L, T_UP, il, F, C, 1, &w->w_up) ||
-                              get_mat(L, T_DOWN, il, C, F, 1, &w->w_down))
+        if (!c->fused && (c->n_expert ? get_moe(L, il, w)
+                                      : get_mat(L, T_GATE, il, F, C, 1, &w->w_gate) ||
+                                            get_mat(L, T_UP, il, F, C, 1, &w->w_up) ||
+                                            get_mat(L, T_DOWN, il, C, F, 1, &w->w_down)))
             return -1;
         if (c->sandwich && (get_vec(L, T_ATTN_NORM, il, C, 1, &w->attn_norm) ||
                             get_vec(L, L->gguf ? T_FFN_NORM : T_FFN_PRE, il, C, 1, &w->ffn_norm)))
@@ -386,10 +392,36 @@ int model_build(loader *L)
         }
     }
 
-    int half = c->head_dim / 2;
+    int half = model_rope_dim(c) / 2;
+    if (L->gguf && c->fused) {
+        /* phi3: LongRoPE's factors travel as two global tensors (llama.cpp's
+         * rope_factors_long / rope_factors_short, [rope_dim/2] each) */
+        float *fl, *fs;
+        int rl = get_vec(L, T_ROPE_LONG, 0, half, 0, &fl), rs = get_vec(L, T_ROPE_SHORT, 0, half, 0, &fs);
+        if (rl < 0 || rs < 0) return -1;
+        if (rl != rs)
+            return err_at(L->e, KIND, L->path, 0, 0, "rope_factors_%s.weight without rope_factors_%s.weight",
+                          rl ? "short" : "long", rl ? "long" : "short");
+        if (!rl) {
+            if (half > MODEL_MAX_ROPE_FACTORS)
+                return err_at(L->e, KIND, L->path, 0, 0, "%d RoPE factors are more than dlm supports", half);
+            for (int i = 0; i < half; i++) {
+                if (!(fl[i] > 0 && isfinite(fl[i]) && fs[i] > 0 && isfinite(fs[i])))
+                    return err_at(L->e, KIND, L->path, 0, 0, "RoPE factor %d is not a positive number", i);
+                c->rope_long[i] = fl[i];
+                c->rope_short[i] = fs[i];
+            }
+            c->n_rope_factors = half;
+        }
+    }
     m->rope_inv_freq = model_alloc(m, (size_t)half * sizeof(double), L->e);
     if (!m->rope_inv_freq) return -1;
     model_rope_freqs(c, m->rope_inv_freq);
+    if (c->n_rope_factors) {
+        m->rope_inv_freq_long = model_alloc(m, (size_t)half * sizeof(double), L->e);
+        if (!m->rope_inv_freq_long) return -1;
+        model_rope_freqs_longrope(c, 1, m->rope_inv_freq_long);
+    }
     if (L->gguf) {
         /* llama3 scaling travels as per-frequency divisors (docs/reference/formats.md §1.4) */
         float *div;

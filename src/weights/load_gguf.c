@@ -105,9 +105,10 @@ static int read_config(gguf_file *g, model_config *c, dlm_err *e)
     else if (!strcmp(arch, "olmo2")) c->arch = ARCH_OLMO2;
     else if (!strcmp(arch, "smollm3")) c->arch = ARCH_SMOLLM3;
     else if (!strcmp(arch, "gemma2")) c->arch = ARCH_GEMMA2;
+    else if (!strcmp(arch, "phi3")) c->arch = ARCH_PHI3;
     else {
         err_at(e, "UnsupportedArchitectureError", path, 0, 0, "unsupported GGUF architecture '%s'", arch);
-        return err_hint(e, "supported: llama, qwen2, qwen3, olmo2, smollm3, gemma2");
+        return err_hint(e, "supported: llama, qwen2, qwen3, olmo2, smollm3, gemma2, phi3");
     }
     int64_t L, C, F, NH, KVH = -1, ctx, kl = -1, vl = -1, rd = -1, sw = -1;
     double eps, theta = 10000.0;
@@ -123,7 +124,9 @@ static int read_config(gguf_file *g, model_config *c, dlm_err *e)
         key_int(g, arch, "rope.dimension_count", 0, &rd, e) < 0 ||
         key_int(g, arch, "attention.sliding_window", 0, &sw, e) < 0)
         return -1;
-    if (sw > 0 && sw <= (1 << 24)) c->sliding_window = (int)sw;
+    /* phi3: llama.cpp's src/models/phi3.cpp turns the window off whatever
+     * the key says (its converter writes the config's value), so dlm does too */
+    if (sw > 0 && sw <= (1 << 24) && c->arch != ARCH_PHI3) c->sliding_window = (int)sw;
     /* mixtral: llama.cpp's llama arch with experts */
     int64_t ne = 0, nu = 0;
     if (key_int(g, arch, "expert_count", 0, &ne, e) < 0 || key_int(g, arch, "expert_used_count", 0, &nu, e) < 0)
@@ -146,7 +149,22 @@ static int read_config(gguf_file *g, model_config *c, dlm_err *e)
     if (kl <= 0 && c->d_model % c->n_head)
         return err_at(e, KIND, path, 0, 0, "embedding_length %d is not a multiple of head_count %d", c->d_model,
                       c->n_head);
-    if (rd >= 0 && rd != c->head_dim)
+    if (c->arch == ARCH_PHI3) {
+        /* Phi3MiniModel (llama.cpp conversion/phi.py): rope.dimension_count
+         * = partial_rotary_factor·head_dim, the LongRoPE attention factor
+         * and original context; the factors themselves are tensors (load.c) */
+        double af = 1.0;
+        int64_t orig = 0;
+        if (key_num(g, arch, "rope.scaling.attn_factor", 0, &af, e) < 0 ||
+            key_int(g, arch, "rope.scaling.original_context_length", 0, &orig, e) < 0)
+            return -1;
+        if (!(af > 0 && af < 100) || orig < 0 || orig > (1 << 24) || (rd >= 0 && (rd < 2 || rd > c->head_dim || rd % 2)))
+            return err_at(e, KIND, path, 0, 0, "phi3 RoPE hyperparameters out of range");
+        c->fused = 1;
+        c->rope_dim = rd > 0 && rd < c->head_dim ? (int)rd : 0;
+        c->rope_attn = af != 1.0 ? (float)af : 0.0f;
+        c->rope_orig_ctx = (int)orig;
+    } else if (rd >= 0 && rd != c->head_dim)
         return err_at(e, KIND, path, 0, 0, "%s.rope.dimension_count %lld != head dim %d (partial RoPE is not supported)",
                       arch, (long long)rd, c->head_dim);
     c->rms_eps = (float)eps;

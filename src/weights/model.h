@@ -1,7 +1,7 @@
 /* model — a base model in memory: its config and its weights in their
  * stored types, loaded from an HF folder (config.json + safetensors) or a
  * GGUF file. Architectures: llama (and mistral), qwen2, qwen3, olmo2, smollm3
- * and gemma2 (docs/models.md).
+ * gemma2, mixtral and phi3 (docs/models.md).
  *
  * Conventions every consumer relies on:
  *  - Weights are in HF orientation and HF row order: W[out][in], Q/K rows in
@@ -18,16 +18,16 @@
 #include "util/err.h"
 
 typedef enum { ARCH_LLAMA = 0, ARCH_QWEN2 = 1, ARCH_QWEN3 = 2, ARCH_OLMO2 = 3, ARCH_SMOLLM3 = 4,
-               ARCH_GEMMA2 = 5 } model_arch;
+               ARCH_GEMMA2 = 5, ARCH_PHI3 = 6 } model_arch;
 
-/* llama.cpp's general.architecture name of a ("llama", "qwen2", "qwen3", "olmo2", "smollm3", "gemma2"). */
+/* llama.cpp's general.architecture name of a ("llama", "qwen2", "qwen3", "olmo2", "smollm3", "gemma2", "phi3"). */
 const char *model_arch_name(model_arch a);
 /* 1 if llama.cpp's converter permutes this arch's Q/K rows (LlamaModel and
  * its subclasses: llama, mistral, smollm3). */
 int model_arch_permutes_qk(model_arch a);
 
 enum { QK_NORM_HEAD = 1, QK_NORM_FULL = 2 };
-enum { MODEL_MAX_EXPERT_USED = 8 };
+enum { MODEL_MAX_EXPERT_USED = 8, MODEL_MAX_ROPE_FACTORS = 256 };
 
 typedef struct model_config {
     model_arch arch;
@@ -60,6 +60,17 @@ typedef struct model_config {
     float final_softcap; /* logits = cap·tanh(logits/cap); 0 = none */
     float attn_scale;    /* scores = q·k·attn_scale; 0 = 1/√head_dim */
     int swa_even;        /* sliding_window applies to even layers only */
+    /* phi3 (Phi3ForCausalLM): q, k, v in one fused qkv_proj [Q+2K, C] (rows
+     * q, then k, then v) and gate, up in one gate_up_proj [2F, C] (gate rows
+     * first). The layer's wq holds the fused qkv, w_gate the fused gate_up;
+     * wk, wv, w_up are empty. LoRA's LM_Q / LM_GATE are the fused modules. */
+    int fused;
+    int rope_dim;        /* dims of each head that rotate (partial_rotary_factor); 0 = head_dim */
+    float rope_attn;     /* cos, sin × rope_attn (LongRoPE's attention factor); 0 = 1 */
+    /* LongRoPE: per-frequency divisors of the rope_dim/2 frequencies, short
+     * (context ≤ rope_orig_ctx) and long; n_rope_factors = 0 without it */
+    int n_rope_factors;
+    float rope_short[MODEL_MAX_ROPE_FACTORS], rope_long[MODEL_MAX_ROPE_FACTORS];
     int n_expert;       /* mixtral: experts per layer (sparse MoE in place of the MLP); 0 = dense MLP */
     int n_expert_used;  /* mixtral: experts each token goes through (top-k of the router) */
     /* rope_scaling type llama3 (Llama 3.x); 0 = none */
@@ -102,7 +113,9 @@ typedef struct model {
     wmat output;                /* [V, C]; same data as tok_embd when tied */
     float *out_norm;            /* [C] */
     layer_weights *layers;      /* [L] */
-    double *rope_inv_freq;      /* [HS/2]: 1/theta^(2i/HS), llama3 scaling applied (double: RoPE angles are computed in double) */
+    double *rope_inv_freq;      /* [HS/2]: 1/theta^(2i/HS), llama3 scaling applied (double: RoPE angles are computed in double);
+                                 * phi3: [rope_dim/2], LongRoPE's short factors applied */
+    double *rope_inv_freq_long; /* LongRoPE: [rope_dim/2] with the long factors (a context > rope_orig_ctx); else NULL */
     struct model_storage *storage; /* mmaps and owned buffers (private) */
 } model;
 
@@ -159,6 +172,12 @@ static inline int model_layer_rope(const model_config *c, int il)
     return c->nope_every <= 0 || (il + 1) % c->nope_every != 0;
 }
 
+/* The dims of each head that RoPE rotates (phi3's partial rotary). */
+static inline int model_rope_dim(const model_config *c)
+{
+    return c->rope_dim > 0 ? c->rope_dim : c->head_dim;
+}
+
 /* The sliding window of layer il (0 = none). */
 static inline int model_layer_window(const model_config *c, int il)
 {
@@ -173,7 +192,13 @@ void model_config_gemma2(model_config *c);
 
 /* Parse an HF config.json text into cfg (llama / qwen2 / qwen3; v4 and v5 layouts). */
 int model_config_parse(const char *json_text, size_t len, const char *path, model_config *cfg, dlm_err *e);
-/* Fill rope_inv_freq[HS/2] from cfg (theta, llama3 scaling). */
+/* Fill rope_inv_freq[rope_dim/2] from cfg (theta, llama3 scaling; LongRoPE's
+ * long (long_f = 1) or short factors). */
 void model_rope_freqs(const model_config *cfg, double *inv_freq);
+void model_rope_freqs_longrope(const model_config *cfg, int long_f, double *inv_freq);
+/* The GGUF (gguf = 1) or HF name of projection p of layer il as the model
+ * stores it: phi3's fused qkv / gate_up for LM_Q / LM_GATE, NULL for its
+ * k, v and up (no tensor of their own). */
+const char *model_proj_name_for(const model_config *c, int p, int il, int gguf, char *buf, size_t cap);
 
 #endif

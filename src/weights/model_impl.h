@@ -12,6 +12,7 @@ typedef enum tensor_role {
     T_EMBD, T_OUT_NORM, T_OUTPUT, T_ROPE_FREQS,
     T_ATTN_NORM, T_Q, T_K, T_V, T_O, T_QB, T_KB, T_VB,
     T_FFN_NORM, T_GATE, T_UP, T_DOWN, T_QN, T_KN, T_ATTN_POST, T_FFN_POST, T_FFN_PRE,
+    T_QKV, T_GATE_UP, T_ROPE_LONG, T_ROPE_SHORT,
     T_ROLE_COUNT
 } tensor_role;
 

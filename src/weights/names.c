@@ -33,6 +33,14 @@ static const struct { const char *hf, *gguf; } NAMES[T_ROLE_COUNT] = {
     /* gemma2: the norm before the MLP (llama.cpp's ffn_norm; its
      * post_attention_layernorm is T_ATTN_POST) */
     [T_FFN_PRE] = {"model.layers.%d.pre_feedforward_layernorm.weight", "blk.%d.ffn_norm.weight"},
+    /* phi3 (llama.cpp's conversion/phi.py Phi3MiniModel, src/models/phi3.cpp):
+     * the fused projections, gate_up as llama.cpp's ffn_up of 2·F rows;
+     * after T_UP, so a GGUF ffn_up still maps to up_proj by name (the
+     * loader asks per role) */
+    [T_QKV] = {"model.layers.%d.self_attn.qkv_proj.weight", "blk.%d.attn_qkv.weight"},
+    [T_GATE_UP] = {"model.layers.%d.mlp.gate_up_proj.weight", "blk.%d.ffn_up.weight"},
+    [T_ROPE_LONG] = {NULL, "rope_factors_long.weight"},
+    [T_ROPE_SHORT] = {NULL, "rope_factors_short.weight"},
 };
 
 const char *model_role_name(tensor_role r, int il, int gguf, char *buf, size_t cap)
@@ -48,6 +56,16 @@ const char *model_proj_name(int p, int il, int gguf, char *buf, size_t cap)
 {
     static const tensor_role R[7] = {T_Q, T_K, T_V, T_O, T_GATE, T_UP, T_DOWN};
     return p >= 0 && p < 7 ? model_role_name(R[p], il, gguf, buf, cap) : NULL;
+}
+
+const char *model_proj_name_for(const model_config *c, int p, int il, int gguf, char *buf, size_t cap)
+{
+    if (c->fused) {
+        if (p == 0) return model_role_name(T_QKV, il, gguf, buf, cap);
+        if (p == 4) return model_role_name(T_GATE_UP, il, gguf, buf, cap);
+        if (p == 1 || p == 2 || p == 5) return NULL;
+    }
+    return model_proj_name(p, il, gguf, buf, cap);
 }
 
 /* Match s against a pattern with at most one "%d" (a decimal without
@@ -85,7 +103,7 @@ int model_name_to_hf(const char *gguf, char *out, size_t cap) { return map(gguf,
 
 const char *model_arch_name(model_arch a)
 {
-    return a == ARCH_GEMMA2 ? "gemma2" : a == ARCH_SMOLLM3 ? "smollm3" : a == ARCH_OLMO2 ? "olmo2" : a == ARCH_QWEN3 ? "qwen3" :
+    return a == ARCH_PHI3 ? "phi3" : a == ARCH_GEMMA2 ? "gemma2" : a == ARCH_SMOLLM3 ? "smollm3" : a == ARCH_OLMO2 ? "olmo2" : a == ARCH_QWEN3 ? "qwen3" :
            a == ARCH_QWEN2 ? "qwen2" : "llama";
 }
 

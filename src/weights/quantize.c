@@ -75,8 +75,8 @@ static int restore_all(model *m, dtype target, dlm_err *e)
     for (int l = 0; l < m->cfg.n_layer; l++) {
         layer_weights *w = &m->layers[l];
         wmat *ws[] = {&w->wq, &w->wk, &w->wv, &w->wo, &w->w_gate, &w->w_up, &w->w_down};
-        for (int j = 0; j < 7; j++)
-            if (quantize_one(m, ws[j], target, row, e)) return -1;
+        for (int j = 0; j < 7; j++)   /* phi3's fused model has no wk, wv, w_up of their own */
+            if (ws[j]->data && quantize_one(m, ws[j], target, row, e)) return -1;
         /* mixtral: every expert's three matrices (the router stays, as llama.cpp keeps ffn_gate_inp) */
         for (int x = 0; x < m->cfg.n_expert; x++)
             if (quantize_one(m, &w->exp_gate[x], target, row, e) || quantize_one(m, &w->exp_up[x], target, row, e) ||

@@ -27,9 +27,9 @@ assert a["reason"] and (a["usable"] or "amx_tile" in flags or a["reason"] == "cp
 rows = {r["key"]: r for r in d["bases"]}
 s = rows["smollm2-135m"]
 assert s["trainable"] and s["total_bytes"] > 0 and s["micro_batch_size"] * s["grad_accum"] in (8, 8), s
-assert not rows["phi-3.5-mini"]["trainable"] and "Phi3ForCausalLM" in rows["phi-3.5-mini"]["note"]
-# qwen3, olmo2, smollm3 and gemma2 rows plan from their registry shape (Qwen3-8B: untied, NH·HS != hidden)
-for k in ("qwen3-1.7b", "qwen3-4b", "qwen3-8b", "olmo-2-7b-instruct", "smollm3-3b", "gemma-2-2b-it", "gemma-2-9b-it"):
+# qwen3, olmo2, smollm3, gemma2 and phi3 rows plan from their registry shape (Qwen3-8B: untied, NH·HS != hidden)
+for k in ("qwen3-1.7b", "qwen3-4b", "qwen3-8b", "olmo-2-7b-instruct", "smollm3-3b", "gemma-2-2b-it", "gemma-2-9b-it",
+          "phi-3.5-mini", "phi-4-mini-reasoning"):
     assert rows[k]["trainable"] and rows[k]["total_bytes"] > 0, rows[k]
 assert not rows["paligemma-3b-mix-224"]["trainable"]
 # a 14B base needs more memory than a 135M one, as the same stored type

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Write a small random llama, qwen2, qwen3, olmo2, mistral, smollm3, gemma2 or mixtral model in HF format (config.json,
+"""Write a small random llama, qwen2, qwen3, olmo2, mistral, smollm3, gemma2, mixtral or phi3 model in HF format (config.json,
 safetensors, a real byte-level BPE tokenizer.json + tokenizer_config.json
 with ChatML specials) and optionally the same model as GGUF.
 
@@ -10,6 +10,7 @@ safetensors and GGUF files are written here from the format specs.
   make_model.py --out DIR [--arch llama|qwen2|qwen3|olmo2|mistral|smollm3|gemma2|mixtral] [--tied|--untied]
                 [--sliding-window W] [--attn-softcap X --final-softcap Y --qpas S (gemma2)]
                 [--experts E --experts-used K (mixtral)]
+                [--partial-rotary P --longrope ORIG (phi3)]
                 [--dtype f32|bf16|f16] [--rope-llama3] [--layers N]
                 [--d-model C] [--heads NH] [--kv-heads KVH] [--ff F]
                 [--vocab V] [--layout v4|v5] [--shards K] [--seed S]
@@ -192,7 +193,8 @@ def write_safetensors(path, items, metadata=None):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
-    ap.add_argument("--arch", choices=["llama", "qwen2", "qwen3", "olmo2", "mistral", "smollm3", "gemma2", "mixtral"],
+    ap.add_argument("--arch", choices=["llama", "qwen2", "qwen3", "olmo2", "mistral", "smollm3", "gemma2", "mixtral",
+                                       "phi3"],
                     default="llama")
     ap.add_argument("--sliding-window", type=int, default=0,
                     help="mistral, gemma2 (even layers): config sliding_window (0: null)")
@@ -201,6 +203,9 @@ def main():
     ap.add_argument("--qpas", type=float, default=0, help="gemma2: query_pre_attn_scalar (0: head_dim)")
     ap.add_argument("--experts", type=int, default=4, help="mixtral: num_local_experts")
     ap.add_argument("--experts-used", type=int, default=2, help="mixtral: num_experts_per_tok")
+    ap.add_argument("--partial-rotary", type=float, default=1.0, help="phi3: partial_rotary_factor")
+    ap.add_argument("--longrope", type=int, default=0,
+                    help="phi3: LongRoPE with this original_max_position_embeddings (random short/long factors)")
     g = ap.add_mutually_exclusive_group()
     g.add_argument("--tied", dest="tied", action="store_true", default=True)
     g.add_argument("--untied", dest="tied", action="store_false")
@@ -230,10 +235,10 @@ def main():
 
     C, L, NH, KVH, F, V = a.d_model, a.layers, a.heads, a.kv_heads, a.ff, a.vocab
     HS = a.head_dim or C // NH
-    theta = {"llama": 10000.0, "olmo2": 500000.0, "gemma2": 10000.0}.get(a.arch, 1000000.0)
+    theta = {"llama": 10000.0, "olmo2": 500000.0, "gemma2": 10000.0, "phi3": 10000.0}.get(a.arch, 1000000.0)
     if a.arch == "gemma2" and not a.tied:
         raise SystemExit("make_model: Gemma 2 ties its LM head to the embedding (llama.cpp has no output.weight)")
-    eps = 1e-5 if a.arch == "llama" else 1e-6
+    eps = 1e-5 if a.arch in ("llama", "phi3") else 1e-6
     rng = np.random.RandomState(a.seed)
     os.makedirs(a.out, exist_ok=True)
 
@@ -309,6 +314,17 @@ def main():
             w[p + "mlp.down_proj.weight"] = randn(C, F, scale=lin_s)
         if a.arch == "olmo2":
             w[p + "post_feedforward_layernorm.weight"] = (1 + randn(C, scale=0.1))
+        if a.arch == "phi3":   # Phi3Attention.qkv_proj (rows q, k, v), Phi3MLP.gate_up_proj (rows gate, up)
+            w[p + "self_attn.qkv_proj.weight"] = np.concatenate(
+                [w.pop(p + "self_attn.%s_proj.weight" % x) for x in "qkv"], axis=0)
+            w[p + "mlp.gate_up_proj.weight"] = np.concatenate(
+                [w.pop(p + "mlp.gate_proj.weight"), w.pop(p + "mlp.up_proj.weight")], axis=0)
+    rope_dim = int(HS * a.partial_rotary) if a.arch == "phi3" else HS
+    longrope = None
+    if a.arch == "phi3" and a.longrope:
+        longrope = {"type": "longrope",
+                    "short_factor": [round(float(x), 4) for x in 1 + 0.5 * rng.random_sample(rope_dim // 2)],
+                    "long_factor": [round(float(x), 4) for x in 1 + 6 * rng.random_sample(rope_dim // 2)]}
     w["model.norm.weight"] = (1 + randn(C, scale=0.1)) - (1 if a.arch == "gemma2" else 0)
     if not a.tied:
         w["lm_head.weight"] = randn(V, C, scale=emb_s)
@@ -344,7 +360,8 @@ def main():
         "architectures": [{"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
                            "qwen3": "Qwen3ForCausalLM", "olmo2": "Olmo2ForCausalLM",
                            "mistral": "MistralForCausalLM", "smollm3": "SmolLM3ForCausalLM",
-                           "gemma2": "Gemma2ForCausalLM", "mixtral": "MixtralForCausalLM"}[a.arch]],
+                           "gemma2": "Gemma2ForCausalLM", "mixtral": "MixtralForCausalLM",
+                           "phi3": "Phi3ForCausalLM"}[a.arch]],
         "model_type": a.arch, "hidden_act": "silu", "hidden_size": C, "intermediate_size": F,
         "num_hidden_layers": L, "num_attention_heads": NH, "num_key_value_heads": KVH,
         "max_position_embeddings": a.max_pos, "rms_norm_eps": eps, "vocab_size": V,
@@ -371,12 +388,16 @@ def main():
                     "output_router_logits": False, "router_aux_loss_coef": 0.02, "router_jitter_noise": 0.0})
     elif a.arch == "olmo2":
         cfg.update({"attention_bias": False, "attention_dropout": 0.0, "pad_token_id": bos})
+    elif a.arch == "phi3":   # Phi3Config
+        cfg.update({"attention_bias": False, "attention_dropout": 0.0, "resid_pdrop": 0.0, "embd_pdrop": 0.0,
+                    "sliding_window": None, "partial_rotary_factor": a.partial_rotary, "pad_token_id": bos,
+                    "original_max_position_embeddings": a.longrope or a.max_pos})
     elif a.arch == "qwen3":
         cfg.update({"attention_bias": False, "attention_dropout": 0.0, "head_dim": HS, "use_sliding_window": False,
                     "sliding_window": None, "max_window_layers": L})
     else:
         cfg.update({"use_sliding_window": False, "sliding_window": a.max_pos, "max_window_layers": L})
-    rope = None
+    rope = longrope
     if a.rope_llama3:
         rope = {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
                 "original_max_position_embeddings": 64, "rope_type": "llama3"}
@@ -405,6 +426,9 @@ def main():
 
 
 def write_model_gguf(a, cfg, vals, toks, merges, bos, eos, theta, eps, HS, rope):
+    phi3 = a.arch == "phi3"
+    if phi3:   # the llama3 divisors below are not LongRoPE's
+        longrope, rope = rope, None
     arch = "llama" if a.arch == "mistral" else a.arch   # convert_hf_to_gguf: MistralModel is a LlamaModel
     gt = {"f32": gw.T_F32, "f16": gw.T_F16, "bf16": gw.T_BF16, "q8_0": gw.T_Q8_0, "q4_0": gw.T_Q4_0, "q5_0": 6,
           "q4_k": gw.T_Q4_K, "q5_k": gw.T_Q5_K, "q6_k": gw.T_Q6_K}[a.gguf_type]
@@ -434,6 +458,14 @@ def write_model_gguf(a, cfg, vals, toks, merges, bos, eos, theta, eps, HS, rope)
                 ("gemma2.attention.sliding_window", gw.GGUF_U32, a.sliding_window or 4096)]
     if a.arch == "mistral" and a.sliding_window:
         kvs += [("llama.attention.sliding_window", gw.GGUF_U32, a.sliding_window)]
+    if phi3:   # llama.cpp conversion/phi.py Phi3MiniModel.set_gguf_parameters / generate_extra_tensors
+        kvs += [("phi3.rope.dimension_count", gw.GGUF_U32, int(a.partial_rotary * C) // NH),
+                ("phi3.rope.scaling.original_context_length", gw.GGUF_U32, a.longrope or a.max_pos),
+                ("phi3.attention.sliding_window", gw.GGUF_U32, 0)]
+        if longrope:
+            s = a.max_pos / a.longrope
+            kvs += [("phi3.rope.scaling.attn_factor", gw.GGUF_F32,
+                     math.sqrt(1 + math.log(s) / math.log(a.longrope)) if s > 1.0 else 1.0)]
     if arch in ("llama", "smollm3"):   # LlamaModel.set_gguf_parameters
         kvs += [("%s.vocab_size" % arch, gw.GGUF_U32, V), ("%s.rope.dimension_count" % arch, gw.GGUF_U32, HS)]
     kvs += [("general.quantization_version", gw.GGUF_U32, 2)]
@@ -459,7 +491,8 @@ def write_model_gguf(a, cfg, vals, toks, merges, bos, eos, theta, eps, HS, rope)
            "self_attn.k_proj.bias": "attn_k.bias", "self_attn.v_proj.bias": "attn_v.bias",
            "self_attn.q_norm.weight": "attn_q_norm.weight", "self_attn.k_norm.weight": "attn_k_norm.weight",
            "post_attention_layernorm.weight": "ffn_norm.weight", "mlp.gate_proj.weight": "ffn_gate.weight",
-           "mlp.up_proj.weight": "ffn_up.weight", "mlp.down_proj.weight": "ffn_down.weight"}
+           "mlp.up_proj.weight": "ffn_up.weight", "mlp.down_proj.weight": "ffn_down.weight",
+           "self_attn.qkv_proj.weight": "attn_qkv.weight", "mlp.gate_up_proj.weight": "ffn_up.weight"}
     if arch == "olmo2":   # llama.cpp's OLMO2 tensors: the norms are post-norms
         per["post_attention_layernorm.weight"] = "post_attention_norm.weight"
         per["post_feedforward_layernorm.weight"] = "post_ffw_norm.weight"
@@ -491,6 +524,10 @@ def write_model_gguf(a, cfg, vals, toks, merges, bos, eos, theta, eps, HS, rope)
         tensors.append((name, t, list(reversed(w_shape(hf))), data))
 
     add("model.embed_tokens.weight", vals["model.embed_tokens.weight"])
+    if phi3 and longrope:
+        for k in ("long", "short"):
+            f = np.array(longrope[k + "_factor"], dtype=np.float32)
+            tensors.append(("rope_factors_%s.weight" % k, gw.T_F32, [len(f)], f.tobytes()))
     if rope:
         div = rope_divisors(theta, HS, rope["factor"], rope["low_freq_factor"], rope["high_freq_factor"],
                             rope["original_max_position_embeddings"])

@@ -180,7 +180,7 @@ static void ref_variant(const char *dir, const char *variant, const bounds *bd)
             const lora_mod *md = lora_mod_at(l, layer, mo);
             if (!md) continue;
             for (int ab = 0; ab < 2; ab++) {
-                lora_tensor_name(layer, mo, ab ? "lora_B" : "lora_A", name, sizeof name);
+                lora_tensor_name(l, layer, mo, ab ? "lora_B" : "lora_A", name, sizeof name);
                 const float *got = g + (ab ? md->off_b : md->off_a);
                 size_t cnt = (size_t)l->cfg.rank * (size_t)(ab ? md->out : md->in);
                 const st_tensor *t = need(gf, name);

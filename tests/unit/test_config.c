@@ -223,7 +223,7 @@ static void test_defaults(void)
 
 static void test_refusals(void)
 {
-    refuse("{\"architectures\":[\"Phi3ForCausalLM\"],\"model_type\":\"phi3\"}", "'Phi3ForCausalLM'");
+    refuse("{\"architectures\":[\"Gemma3ForCausalLM\"],\"model_type\":\"gemma3_text\"}", "'Gemma3ForCausalLM'");
     refuse("{\"model_type\":\"qwen3\",\"num_hidden_layers\":2,\"intermediate_size\":128,\"vocab_size\":300,"
            "\"hidden_size\":64,\"num_attention_heads\":4,\"attention_bias\":true}", "attention_bias=true");
     refuse("{\"model_type\":\"mistral\",\"num_hidden_layers\":2,\"intermediate_size\":128,\"vocab_size\":300,"
@@ -234,7 +234,7 @@ static void test_refusals(void)
            "\"hidden_size\":64,\"num_attention_heads\":4,\"no_rope_layers\":[1,1,1]}", "one 0/1 per layer");
     refuse("{\"model_type\":\"olmo2\",\"num_hidden_layers\":2,\"intermediate_size\":128,\"vocab_size\":300,"
            "\"hidden_size\":64,\"num_attention_heads\":4,\"attention_bias\":true}", "attention_bias=true");
-    refuse("{\"model_type\":\"phi3\"}", "'phi3'");
+    refuse("{\"model_type\":\"gemma3_text\"}", "'gemma3_text'");
     refuse("{}", "(none given)");
     refuse("[]", "not a JSON object");
     refuse("{\"a\":1,\n \"a\":2}", "invalid JSON");

@@ -235,7 +235,7 @@ static void ref_case(const char *dir)
             const char *parts[2] = {"lora_A", "lora_B"};
             size_t off[2] = {md->off_a, md->off_b}, cnt[2] = {(size_t)l->cfg.rank * md->in, (size_t)l->cfg.rank * md->out};
             for (int k = 0; k < 2; k++) {
-                lora_tensor_name(layer, mm, parts[k], name, sizeof name);
+                lora_tensor_name(l, layer, mm, parts[k], name, sizeof name);
                 double r = rel_err(l->w + off[k], need(fin, name)->data, cnt[k]);
                 CHECK_MSG(r <= 1e-4, "%s %s: relative error %.3g", dir, name, r);
                 if (r > worst) worst = r;

@@ -464,8 +464,11 @@ static void ref_mode(const char *dir, const char *mode)
     if (full) {
         CHECK_INT(full_model_from(m, &fm, &e), 0);
     } else {
-        /* mixtral: the reference trains the attention only */
-        lora_config lc = {(int)rank, (float)alpha, 0.0f, m->cfg.n_expert ? 0xFu : LM_ALL, dora};
+        /* mixtral: the reference trains the attention only; phi3: its four
+         * modules qkv_proj, o_proj, gate_up_proj, down_proj */
+        unsigned tg = m->cfg.n_expert ? 0xFu
+                    : m->cfg.fused ? (1u << LM_Q) | (1u << LM_O) | (1u << LM_GATE) | (1u << LM_DOWN) : LM_ALL;
+        lora_config lc = {(int)rank, (float)alpha, 0.0f, tg, dora};
         CHECK_INT(lora_create(&m->cfg, &lc, &l, &e), 0);
         CHECK_MSG(lora_load_st(l, inf, "init", &e) == 0, "%s", e.msg);
     }
@@ -519,13 +522,13 @@ static void ref_mode(const char *dir, const char *mode)
             for (int mo = 0; mo < LM_COUNT; mo++) {
                 const lora_mod *md = lora_mod_at(l, layer, mo);
                 if (!md) continue;
-                lora_tensor_name(layer, mo, "lora_A", name, sizeof name);
+                lora_tensor_name(l, layer, mo, "lora_A", name, sizeof name);
                 check_tensor(name, g + md->off_a, need(gf, name)->data, (size_t)l->cfg.rank * md->in, 1e-4);
-                lora_tensor_name(layer, mo, "lora_B", name, sizeof name);
+                lora_tensor_name(l, layer, mo, "lora_B", name, sizeof name);
                 check_tensor(name, g + md->off_b, need(gf, name)->data, (size_t)l->cfg.rank * md->out, 1e-4);
                 ntens += 2;
                 if (dora) {
-                    lora_tensor_name(layer, mo, "lora_magnitude_vector", name, sizeof name);
+                    lora_tensor_name(l, layer, mo, "lora_magnitude_vector", name, sizeof name);
                     check_tensor(name, g + md->off_mag, need(gf, name)->data, (size_t)md->out, 1e-4);
                     ntens++;
                 }

@@ -173,19 +173,19 @@ static void test_base(void)
     CHECK(base_arch_supported("Olmo2ForCausalLM"));
     CHECK(base_arch_supported("SmolLM3ForCausalLM"));
     CHECK(base_arch_supported("Gemma2ForCausalLM"));
-    CHECK(!base_arch_supported("Phi3ForCausalLM"));
+    CHECK(base_arch_supported("Phi3ForCausalLM"));
     int supported = 0;
     for (int i = 0; i < registry_count(); i++)
         supported += registry_at(i)->modality == REG_TEXT && base_arch_supported(registry_at(i)->architecture);
     /* the original's 10 llama/qwen2 rows + qwen2.5-coder-7b/14b + tiny + 4 qwen3 rows + olmo2 + smollm3
-     * + 2 gemma2 + mixtral-8x7b-instruct */
-    CHECK_INT(supported, 22);
+     * + 2 gemma2 + mixtral-8x7b-instruct + phi-3.5-mini, phi-4-mini-reasoning */
+    CHECK_INT(supported, 24);
     CHECK(base_arch_supported("MixtralForCausalLM"));
     cmd_read_env(&E);
     hub_opts_init(&o, &E);
-    CHECK_INT(base_resolve("phi-3.5-mini", &o, &r, out, sizeof out, &E), -1);
-    CHECK_STR(E.kind, "UnsupportedArchitectureError");
-    CHECK(strstr(E.msg, "Phi3ForCausalLM") != NULL);
+    /* every text row's architecture runs now; the vision rows are refused before it */
+    CHECK_INT(base_resolve("mistral-small-3.1-24b-instruct", &o, &r, out, sizeof out, &E), -1);
+    CHECK_STR(E.kind, "UnsupportedBaseError");
     CHECK_INT(base_resolve("qwen2-vl-2b-instruct", &o, &r, out, sizeof out, &E), -1);
     CHECK_INT(base_resolve("./missing.gguf", &o, &r, out, sizeof out, &E), -1);
     CHECK(strstr(E.msg, "does not exist") != NULL);

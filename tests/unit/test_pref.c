@@ -294,9 +294,9 @@ static void ref_case(const char *dir, const char *name)
     for (int layer = 0; layer < l->n_layer; layer++)
         for (int mm = 0; mm < LM_COUNT; mm++) {
             const lora_mod *md = lora_mod_at(l, layer, mm);
-            lora_tensor_name(layer, mm, "lora_A", tn, sizeof tn);
+            lora_tensor_name(l, layer, mm, "lora_A", tn, sizeof tn);
             check_tensor(tn, g + md->off_a, need(gf, tn)->data, (size_t)l->cfg.rank * md->in, 1e-4);
-            lora_tensor_name(layer, mm, "lora_B", tn, sizeof tn);
+            lora_tensor_name(l, layer, mm, "lora_B", tn, sizeof tn);
             check_tensor(tn, g + md->off_b, need(gf, tn)->data, (size_t)l->cfg.rank * md->out, 1e-4);
             ntens += 2;
         }
