@@ -76,7 +76,9 @@ static im_entry *entry_for(imatrix *im, int layer, int module, int64_t ncols)
     static const char *const MOE[3] = {"gate", "up", "down"};
     if (module == DECODER_OBS_ROUTER) snprintf(nm, sizeof nm, "blk.%d.ffn_gate_inp.weight", layer);
     else if (experts) snprintf(nm, sizeof nm, "blk.%d.ffn_%s_exps.weight", layer, MOE[module - LM_GATE]);
-    else if (!model_proj_name(module, layer, 1, nm, sizeof nm)) return NULL;
+    /* phi3's fused products are one weight each: attn_qkv, and ffn_up (gate
+     * rows then up rows), as llama.cpp stores them */
+    else if (!model_proj_name_for(c, module, layer, 1, nm, sizeof nm)) return NULL;
     int64_t nmat = experts ? c->n_expert : 1;
     im_entry *x = add_entry(im, nm, ncols, nmat);
     if (!x) return NULL;

@@ -73,6 +73,17 @@ DOC
     fi
     "$DLM" export $k.dlm --target gguf --quant F32 --out x$k >/dev/null 2>&1
     "$DLM" export $k.dlm --target gguf --quant F32 --merged --out m$k >/dev/null 2>&1
+    # the importance matrix names phi3's fused weights as llama.cpp stores
+    # them (attn_qkv; ffn_up = gate rows then up rows), so they are calibrated
+    "$DLM" export $k.dlm --target gguf --quant Q4_K_M --out q$k >/dev/null 2>&1
+    PYTHONPATH="$ref/export" "$py" - "$DLM_HOME/store/$id/exports/imatrix/imatrix.gguf" <<'PY'
+import sys, gguf_read
+_, ts = gguf_read.read(sys.argv[1])
+names = sorted(t["name"] for t in ts)
+want = sorted(f"blk.{l}.{m}.weight.{p}" for l in range(2) for m in ("attn_qkv", "attn_output", "ffn_up", "ffn_down")
+              for p in ("in_sum2", "counts"))
+assert names == want, names
+PY
     "$DLM" prompt $k.dlm --raw --temp 0 -n 32 --json "$P" > $k.mine.json
     "$DLM" prompt --base m$k/merged.F32.gguf --raw --temp 0 -n 32 --json "$P" > $k.mg.json
     "$DLM" prompt $k.dlm --no-adapter --raw --temp 0 -n 32 --json "$P" > $k.none.json
