@@ -99,6 +99,8 @@ KINLINE void vtranspose(vf r[8])
 
 int dequant_avx2(dtype t, const void *src, float *dst, int64_t n);
 #define ISA_DEQUANT dequant_avx2
+int dot_fused_avx2(dtype t, const void *src, const float *x, int64_t K, float *out);
+#define ISA_DOT_FUSED dot_fused_avx2
 
 #include "kern/isa_body.inc"
 #endif

@@ -199,12 +199,16 @@ static void test_dot_fused(void)
             kern_dequant_row(ALL_TYPES[t], q, dq, K);
             float a = 0, b = 0;
             isa->dot_rows(&a, 1, x, K, 1, dq, K);
-            CHECK_INT(isa->dot_fused(ALL_TYPES[t], q, x, K, &b), 1);
+            if (!isa->dot_fused(ALL_TYPES[t], q, x, K, &b)) {   /* a level may leave a type to dequant + dot */
+                CHECK_MSG(ALL_TYPES[t] != DT_F16 && ALL_TYPES[t] != DT_BF16 && ALL_TYPES[t] != DT_Q8_0,
+                          "dot_fused has no %s", dtype_name(ALL_TYPES[t]));
+                continue;
+            }
             CHECK_MSG(fbits(a) == fbits(b), "dot_fused %s K=%lld: %.9g vs %.9g", dtype_name(ALL_TYPES[t]),
                       (long long)K, a, b);
             checked++;
         }
-    CHECK(checked > 30);
+    CHECK(checked >= 25);   /* F16 and BF16 at every K, Q8_0 at whole blocks */
     free(w); free(x); free(dq); free(q);
 }
 
