@@ -206,17 +206,7 @@ def infer(d, ids_path, out):
     ids = json.load(open(ids_path))
     os.makedirs(out, exist_ok=True)
 
-    def run(seq):
-        n = len(seq)
-        return forward(c, W, {}, 'base', 1.0, torch.tensor([seq], dtype=torch.int32),
-                       torch.arange(n, dtype=torch.int32)[None], torch.zeros(1, n, dtype=torch.int32))[0]
-    with torch.no_grad():
-        with open(os.path.join(out, 'logits.f32'), 'wb') as f:
-            f.write(run(ids).numpy().astype('<f4').tobytes())
-        seq = list(ids)
-        for _ in range(32):
-            seq.append(int(torch.argmax(run(seq)[-1])))
-        json.dump(seq[len(ids):], open(os.path.join(out, 'greedy.json'), 'w'))
+    I.write_logits_greedy(I.seq_runner(forward, c, W, {}, 'base', 1.0), ids, out)
     print(f'torch_gemma2: {d}: logits [{len(ids)}, {c.V}], greedy 32')
 
 

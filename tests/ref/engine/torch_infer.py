@@ -78,6 +78,29 @@ def load(d):
     return c, W
 
 
+
+def seq_runner(forward, c, W, P=None, mode='base', s=1.0):
+    """run(seq) -> logits [len(seq), V] of one unpacked sequence through a
+    reference forward(c, W, P, mode, s, ids, pos, seg) (torch_ref's shape)."""
+    def run(seq):
+        n = len(seq)
+        return forward(c, W, P or {}, mode, s, torch.tensor([seq], dtype=torch.int32),
+                       torch.arange(n, dtype=torch.int32)[None], torch.zeros(1, n, dtype=torch.int32))[0]
+    return run
+
+
+def write_logits_greedy(run, ids, out, steps=32):
+    """OUT/logits.f32 ([T, V] little-endian float32 of the prompt) and
+    OUT/greedy.json (steps argmax tokens, each a full recompute)."""
+    with torch.no_grad():
+        with open(os.path.join(out, 'logits.f32'), 'wb') as f:
+            f.write(run(ids).numpy().astype('<f4').tobytes())
+        seq = list(ids)
+        for _ in range(steps):
+            seq.append(int(torch.argmax(run(seq)[-1])))
+        json.dump(seq[len(ids):], open(os.path.join(out, 'greedy.json'), 'w'))
+
+
 def main():
     d, ids_path, out = sys.argv[1], sys.argv[2], sys.argv[3]
     c, W = load(d)
@@ -86,23 +109,8 @@ def main():
         W = {k: (v.half().float() if v.dim() == 2 else v) for k, v in W.items()}
     ids = json.load(open(ids_path))
     os.makedirs(out, exist_ok=True)
-    with torch.no_grad():
-        t = torch.tensor([ids], dtype=torch.int32)
-        T = len(ids)
-        pos = torch.arange(T, dtype=torch.int32)[None]
-        seg = torch.zeros(1, T, dtype=torch.int32)
-        logits = R.forward(c, W, {}, 'base', 1.0, t, pos, seg)[0]
-        with open(os.path.join(out, 'logits.f32'), 'wb') as f:
-            f.write(logits.numpy().astype('<f4').tobytes())
-        seq = list(ids)
-        for _ in range(32):   # greedy: argmax of the last position, full recompute
-            tt = torch.tensor([seq], dtype=torch.int32)
-            n = len(seq)
-            lg = R.forward(c, W, {}, 'base', 1.0, tt, torch.arange(n, dtype=torch.int32)[None],
-                           torch.zeros(1, n, dtype=torch.int32))[0, -1]
-            seq.append(int(torch.argmax(lg)))
-        json.dump(seq[len(ids):], open(os.path.join(out, 'greedy.json'), 'w'))
-    print(f'torch_infer: {d}: logits [{T}, {c.V}], greedy 32')
+    write_logits_greedy(seq_runner(R.forward, c, W), ids, out)
+    print(f'torch_infer: {d}: logits [{len(ids)}, {c.V}], greedy 32')
 
 
 if __name__ == '__main__':

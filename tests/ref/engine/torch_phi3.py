@@ -263,17 +263,7 @@ def infer(d, ids_path, out, adapter=None):
         assert set(ac['target_modules']) <= mods, ac['target_modules']
         assert all(k.split('.')[-3] in mods or k.split('.')[-2] in mods for k in P), sorted(P)[:4]
 
-    def run(seq):
-        n = len(seq)
-        return forward(c, W, P, mode, s, torch.tensor([seq], dtype=torch.int32),
-                       torch.arange(n, dtype=torch.int32)[None], torch.zeros(1, n, dtype=torch.int32))[0]
-    with torch.no_grad():
-        with open(os.path.join(out, 'logits.f32'), 'wb') as f:
-            f.write(run(ids).numpy().astype('<f4').tobytes())
-        seq = list(ids)
-        for _ in range(32):
-            seq.append(int(torch.argmax(run(seq)[-1])))
-        json.dump(seq[len(ids):], open(os.path.join(out, 'greedy.json'), 'w'))
+    I.write_logits_greedy(I.seq_runner(forward, c, W, P, mode, s), ids, out)
     print(f'torch_phi3: {d}: logits [{len(ids)}, {c.V}], greedy 32')
 
 
