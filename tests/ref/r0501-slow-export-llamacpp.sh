@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# r0501: dlm's GGUF exports in llama.cpp itself (npm node-llama-cpp 3.21.1,
+# r0501 (slow: 31 s in release, 112 s under ASan since K-quant exports compute the importance matrix; its readers are fuzzed): dlm's GGUF exports in llama.cpp itself (npm node-llama-cpp 3.21.1,
 # CPU): a random llama (tied, llama3 RoPE), qwen2 (untied, biases) and qwen3
 # (tied, per-head q/k RMSNorm), olmo2 (untied, q/k RMSNorm, post-norms) and
 # smollm3 (tied, NoPE every fourth layer) with a
