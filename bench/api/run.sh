@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/api/run.sh: the loopback load test of issue 18 (load.py: 16 streaming
+# bench/api/run.sh: the loopback load test of issue 18 (load.mjs or load.py: 16 streaming
 # clients x 8 requests, max_tokens 32, temperature 0.8, seed 1) against
 # `dlm api` and llama.cpp's llama-server on the SAME GGUF file, each with
 # --parallel 1 and --parallel 8, the same compute threads, the same prompts
@@ -27,6 +27,9 @@
 #       prebuilt binaries (bench/api/llama_engine.mjs: batched sequences of one
 #       context, no HTTP, no client threads) — a stand-in, not llama-server
 #   NO_LLAMA=1 (= PEER=none)  PERF=1 (perf record dlm api --parallel 8, round 1)
+#   CLIENT=node|py: the load generator, load.mjs (one Node.js event loop;
+#     the default where node exists) or load.py (python threads: at ~900
+#     tokens/s its GIL, on the same 2 cores, became the ceiling)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -38,6 +41,7 @@ C=${1:-16} R=${2:-8} N=${3:-32}
 NLC=${NODE_LLAMA_CPP:-$root/tests/ref/node_modules/node-llama-cpp}
 cached=${DLM_BENCH_CACHE:-$HOME/.cache/dlm-bench}/llama.cpp/build/bin/llama-server
 PEER=${PEER:-auto}
+CLIENT=${CLIENT:-$(command -v node >/dev/null && echo node || echo py)}
 [ "${NO_LLAMA:-0}" = 1 ] && PEER=none
 if [ "$PEER" = auto ]; then
     if [ -n "${LLAMA_SERVER:-}" ] || [ -x "$cached" ]; then PEER=server; else PEER=engine; fi
@@ -102,7 +106,8 @@ for r in $(seq "$ROUNDS"); do
                 fi
                 l=$(cut -d' ' -f1 /proc/loadavg)
                 log "round $r: $s --parallel $P (load $l)"
-                timeout 600 python3 "$here/load.py" "$url" --clients "$C" --requests "$R" --max-tokens "$N" \
+                if [ "$CLIENT" = node ]; then loader=(node "$here/load.mjs"); else loader=(python3 "$here/load.py"); fi
+                timeout 600 "${loader[@]}" "$url" --clients "$C" --requests "$R" --max-tokens "$N" \
                     --endpoint "$ENDPOINT" > "$T/res.json" || true
                 if [ -n "${perfpid:-}" ]; then kill -INT $perfpid; wait $perfpid || true; perfpid=; fi
                 stop
@@ -127,9 +132,10 @@ llv=""
 [ "$PEER" = server ] && llv="llama-server built from node-llama-cpp's llama.cpp bundle (commit $(git -C "$(dirname "$LLAMA_SERVER")/../.." log -1 --format=%h 2>/dev/null || echo '?'))."
 [ "$PEER" = engine ] && llv="The peer is llama.cpp's engine through npm node-llama-cpp $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["version"])' "$NLC/package.json") (prebuilt CPU binaries, llama.cpp $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["tag"])' "$NLC/llama/llama.cpp.info.json")): bench/api/llama_engine.mjs runs the same questions (the GGUF's ChatML turn), max tokens and temperature as PARALLEL sequences of one context, batched by node-llama-cpp — no HTTP and no Python client; its sequences are orchestrated in JavaScript, which at 8 sequences on a small model can cost more than the decoding (see the notes in bench/RESULTS.md of 2026-12-01); llama-server itself was not built."
 python3 - "$out/runs.jsonl" "$(date -u '+%Y-%m-%d %H:%M UTC')" "$commit" "$load0" "$load1" "$C" "$R" "$N" \
-    "$THREADS" "$ROUNDS" "$ENDPOINT" "$(basename "$MODEL")" "$llv" > "$out/table.md" <<'PY'
+    "$THREADS" "$ROUNDS" "$ENDPOINT" "$(basename "$MODEL")" "$llv" "$CLIENT" > "$out/table.md" <<'PY'
 import json, statistics, sys
-path, date, commit, load0, load1, C, R, N, thr, rounds, ep, model, llv = sys.argv[1:]
+path, date, commit, load0, load1, C, R, N, thr, rounds, ep, model, llv, cl = sys.argv[1:]
+client = "Node.js client, one event loop (bench/api/load.mjs)" if cl == "node" else "python3 stdlib client (bench/api/load.py)"
 runs = [json.loads(l) for l in open(path) if l.strip()]
 name = {"dlm": "dlm api", "llama": "llama-server", "engine": "llama.cpp engine (node-llama-cpp)"}
 med = lambda xs: statistics.median(xs) if xs else None
@@ -141,7 +147,7 @@ print()
 print(f"Machine: AMD EPYC, 2 cores shared with other engineers' builds; load average {load0} at start, "
       f"{load1} at end (each run's 1-minute load is in its row). Same GGUF ({model}) for both servers, "
       f"{thr} compute thread(s) each, {C} streaming {ep} clients × {R} requests, max_tokens {N}, "
-      f"temperature 0.8, seed 1, loopback, python3 stdlib client (bench/api/load.py). Medians of {rounds} "
+      f"temperature 0.8, seed 1, loopback, {client}. Medians of {rounds} "
       f"interleaved rounds (each round: every server × parallelism once)."
       + (" " + llv if llv else ""))
 print()
