@@ -75,7 +75,12 @@ mkdir -p "$ME/store/$ID/blobs"
 head -c 16777216 /dev/urandom > "$ME/store/$ID/blobs/big.bin"
 start_serve url3.txt --max-concurrency 1 --rate-limit 1000
 H3="http://$(cat url3.txt | sed 's|^peer://||')"
-curl -s --limit-rate 200k -o /dev/null "$H3" & slow=$!
+# probe only once the slow download holds the slot (its first bytes have
+# arrived): a probe sent earlier can win the slot itself, and the slow
+# download then gets the 429 and leaves (CI saw that race under load)
+curl -s --limit-rate 200k -o slow.bin "$H3" & slow=$!
+for i in $(seq 120); do [ -s slow.bin ] && break; sleep 0.25; done
+[ -s slow.bin ] || fail "the slow download did not start"
 for i in $(seq 40); do c=$(code "$H3"); [ "$c" = 429 ] && break; sleep 0.25; done
 kill $slow 2>/dev/null || true
 wait $slow 2>/dev/null || true
