@@ -68,14 +68,14 @@ expect_fail() { # KIND CMD...: exit 1 and the kind and a hint on stderr
     rc=$?
     set -e
     [ $rc -eq 1 ] || fail "$* should exit 1, got $rc: $out"
-    echo "$out" | grep -q "$kind" || fail "no $kind: $out"
-    echo "$out" | grep -q "hint:" || fail "no hint with $kind: $out"
+    grep -q "$kind" <<<"$out" || fail "no $kind: $out"
+    grep -q "hint:" <<<"$out" || fail "no hint with $kind: $out"
 }
 
 # --phase preference before any SFT version (reference: pre_adapter)
 pref_doc a.dlm
 expect_fail PriorAdapterRequiredError "$DLM" train a.dlm --phase preference
-echo "$out" | grep -q -- "--phase sft" || fail "PriorAdapterRequiredError does not name --phase sft"
+grep -q -- "--phase sft" <<<"$out" || fail "PriorAdapterRequiredError does not name --phase sft: $out"
 # no preference sections
 pref_doc n.dlm "" 0
 expect_fail NoPreferenceContentError "$DLM" train n.dlm --phase preference
@@ -87,7 +87,7 @@ rm -rf "$DLM_HOME"
 # sections present but disabled: a note naming the frontmatter line, one version
 pref_doc d.dlm "    enabled: false"
 out=$("$DLM" train d.dlm 2>&1)
-echo "$out" | grep -q "enabled: true" || fail "no note about disabled preference sections: $out"
+grep -q "enabled: true" <<<"$out" || fail "no note about disabled preference sections: $out"
 [ "$(ls "$DLM_HOME/store/$ID/adapter/versions")" = v0001 ] || fail "disabled preference trained a second version"
 rm -rf "$DLM_HOME"
 
@@ -99,12 +99,12 @@ grep -q "preference: reference log-probs" doc.txt || fail "doctor's preference p
 "$DLM" doctor a.dlm --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["preference"]["pairs"] == 3 and d["preference_plan"]["total_bytes"] > 0, d["preference"]' \
     || fail "doctor --json has no preference plan"
 out=$("$DLM" doctor d.dlm) || true
-echo "$out" | grep -q "phase preference: not planned" || fail "doctor does not say the disabled phase is skipped"
+grep -q "phase preference: not planned" <<<"$out" || fail "doctor does not say the disabled phase is skipped"
 
 # --phase all: two versions, the last line names both
 out=$("$DLM" train a.dlm --threads 2 2>/dev/null)
-echo "$out" | grep -q "trained v0001 (sft" || fail "final line does not name the SFT version: $out"
-echo "$out" | grep -q "v0002 (dpo" || fail "final line does not name the DPO version: $out"
+grep -q "trained v0001 (sft" <<<"$out" || fail "final line does not name the SFT version: $out"
+grep -q "v0002 (dpo" <<<"$out" || fail "final line does not name the DPO version: $out"
 a=$(sha v0002)
 log=$(ls "$DLM_HOME"/store/$ID/logs/train-000002-*.jsonl)
 grep -q '"rewards/margins"' "$log" || fail "no rewards/margins in the DPO log"
@@ -163,7 +163,7 @@ PY
 expect_fail ResumeIntegrityError "$DLM" train a.dlm --resume
 # --phase sft --resume on a preference checkpoint names the right phase
 expect_fail ResumeIntegrityError "$DLM" train a.dlm --phase sft --resume
-echo "$out" | grep -q -- "--phase preference" || fail "the phase mismatch does not name --phase preference: $out"
+grep -q -- "--phase preference" <<<"$out" || fail "the phase mismatch does not name --phase preference: $out"
 "$DLM" train a.dlm --phase preference --fresh -q >/dev/null 2>&1 || fail "--fresh after a damaged checkpoint"
 
 # ORPO and the base reference train and commit
@@ -172,10 +172,10 @@ pref_doc o.dlm "    method: orpo"
 rm -rf "$DLM_HOME"
 pref_doc o.dlm "    method: orpo"
 out=$("$DLM" train o.dlm 2>/dev/null)
-echo "$out" | grep -q "v0002 (orpo" || fail "ORPO did not commit: $out"
+grep -q "v0002 (orpo" <<<"$out" || fail "ORPO did not commit: $out"
 rm -rf "$DLM_HOME"
 pref_doc b.dlm "    reference: base
     loss_type: ipo"
 out=$("$DLM" train b.dlm --phase preference 2>/dev/null)
-echo "$out" | grep -q "v0001 (dpo" || fail "DPO against the base without a prior version did not train: $out"
+grep -q "v0001 (dpo" <<<"$out" || fail "DPO against the base without a prior version did not train: $out"
 echo "ok: $a"
