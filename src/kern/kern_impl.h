@@ -300,4 +300,16 @@ void kern_adamw8_ref(float *p, const float *g, uint8_t *c1, uint8_t *c2, float *
                      const kern_adamw_bnb *s);
 uint8_t kern_q8_encode_ref(const float *map, int is_signed, float x);
 
+/* The quantizers' shared helpers (quant.c, quant_w.c, qdot.c): a little-endian
+ * u16 store, and ggml's nearest_int (round half to even through the float
+ * mantissa, for |f| <= 4194303). */
+static inline void wr16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
+static inline int nearest_int(float fval)
+{
+    float val = fval + 12582912.f;
+    int i;
+    memcpy(&i, &val, sizeof(int));
+    return (i & 0x007fffff) - 0x00400000;
+}
+
 #endif

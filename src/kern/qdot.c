@@ -27,16 +27,6 @@
 
 #include "kern/kern_impl.h"
 
-/* llama.cpp's nearest_int: round half to even through the float mantissa
- * (valid for |f| < 2^22; inputs here are within ±127.5). */
-static inline int nearest_int(float f)
-{
-    float v = f + 12582912.f;
-    int32_t i;
-    memcpy(&i, &v, 4);
-    return (i & 0x007fffff) - 0x00400000;
-}
-
 /* The 32-element types: their x is rounded in Q8_0 blocks (Q8_1 for the
  * ones with a min: the same int8, plus s = d·Σq). */
 static int qx_blk32(dtype wt)

@@ -17,17 +17,6 @@
 
 #define GROUP_MAX_EPS 1e-15f
 
-static void wr16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
-
-/* Round to nearest, ties to even, for |f| <= 4194303 (ggml's nearest_int). */
-static int nearest_int(float fval)
-{
-    float val = fval + 12582912.f;
-    int i;
-    memcpy(&i, &val, sizeof(int));
-    return (i & 0x007fffff) - 0x00400000;
-}
-
 int kern_trunc_i8(float v)
 {
     if (!(v > -128.f)) return v != v ? 0 : -128;

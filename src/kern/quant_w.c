@@ -16,17 +16,6 @@
 
 #define GROUP_MAX_EPS 1e-15f
 
-static void wr16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
-
-/* ggml's nearest_int (round half to even for |f| <= 4194303). */
-static int nearest_int(float fval)
-{
-    float val = fval + 12582912.f;
-    int i;
-    memcpy(&i, &val, sizeof(int));
-    return (i & 0x007fffff) - 0x00400000;
-}
-
 static int imin(int a, int b) { return a < b ? a : b; }
 static int imax(int a, int b) { return a > b ? a : b; }
 
