@@ -734,8 +734,12 @@ static enum MHD_Result models_list(server *s, struct MHD_Connection *c)
 static enum MHD_Result health(server *s, struct MHD_Connection *c)
 {
     pthread_mutex_lock(&s->mu);
+    /* a job that finished this step has answered its client already; the
+     * scheduler drops it from active[] only at the step's end */
+    int busy = 0;
+    for (int i = 0; i < s->n_active; i++) busy += !s->active[i]->done;
     json_t *j = json_pack("{s:s, s:i, s:i, s:i}", "status", s->quit ? "shutting_down" : "ok", "slots_total",
-                          s->o->parallel, "slots_processing", s->n_active, "queued", s->n_pending);
+                          s->o->parallel, "slots_processing", busy, "queued", s->n_pending);
     pthread_mutex_unlock(&s->mu);
     return send_json(c, 200, j);
 }

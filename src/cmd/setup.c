@@ -45,6 +45,7 @@ int cmd_read_env(dlm_err *e)
     doc_templates_set_dir(getenv("DLM_TEMPLATES"));
     /* test hooks */
     fs_inject_write_failure(getenv("DLM_FAIL_WRITE"));
+    fs_inject_remove_failure(getenv("DLM_FAIL_REMOVE"));
     return 0;
 }
 

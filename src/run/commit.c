@@ -55,6 +55,9 @@ static int64_t newest_ckpt(const run *R, char *out, size_t cap)
 
 int run_check_interrupted(run *R, dlm_err *e)
 {
+    /* what a process that is gone left half-removed or half-written here
+     * (a failed fs_discard_tree, a killed commit) goes first */
+    store_sweep_temp(R->adir);
     char path[4400];
     int64_t s = newest_ckpt(R, path, sizeof path);
     if (s && R->o->resume) {
@@ -79,7 +82,7 @@ int run_check_interrupted(run *R, dlm_err *e)
     if (R->o->fresh) {
         char dir[4200];
         ckpt_dir(R, dir, sizeof dir);
-        return fs_remove_tree(dir, e);
+        return fs_discard_tree(dir, e);
     }
     char pj[4500];
     snprintf(pj, sizeof pj, "%s/progress.json", path);
@@ -464,7 +467,7 @@ int run_checkpoint(run *R, int64_t step, dlm_err *e)
     int rc = json_save_file(p, pj, e);
     json_decref(pj);
     if (rc) goto fail;
-    fs_remove_tree(fin, NULL);
+    if (fs_discard_tree(fin, e)) goto fail;
     if (rename(tmp, fin) != 0) { err_sys(e, "cannot rename checkpoint to '%s'", fin); goto fail; }
     if (fs_fsync_dir(dir, e)) return -1;
     /* keep the last two */
@@ -474,7 +477,7 @@ int run_checkpoint(run *R, int64_t step, dlm_err *e)
         if (strncmp(names[i], "step-", 5)) continue;
         if (++kept > 2) {
             snprintf(p, sizeof p, "%s/%s", dir, names[i]);
-            fs_remove_tree(p, NULL);
+            fs_discard_tree(p, NULL);   /* never a half-removed step-NNNNNN */
         }
     }
     if (n > 0) fs_free_list(names, n);
@@ -645,7 +648,9 @@ int run_commit(run *R, dlm_err *e)
     if (R->met) metrics_run_end(R->met, R->run_id, now, "completed", v, &e2);
     char cdir[4200];
     ckpt_dir(R, cdir, sizeof cdir);
-    fs_remove_tree(cdir, NULL);
+    /* a kill here must not leave a step-NNNNNN without its progress.json
+     * that the next --resume would take for the newest checkpoint */
+    fs_discard_tree(cdir, NULL);
     return 0;
 }
 

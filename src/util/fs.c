@@ -64,6 +64,13 @@ void fs_inject_write_failure(const char *substring)
     snprintf(g_fault, sizeof g_fault, "%s", substring ? substring : "");
 }
 
+static char g_fault_rm[256];
+
+void fs_inject_remove_failure(const char *substring)
+{
+    snprintf(g_fault_rm, sizeof g_fault_rm, "%s", substring ? substring : "");
+}
+
 int fs_fault_injected(const char *path)
 {
     return g_fault[0] && strstr(path, g_fault) != NULL;
@@ -325,8 +332,25 @@ int fs_remove_tree(const char *path, dlm_err *e)
         if (rmdir(path) != 0) return err_sys(e, "cannot remove '%s'", path);
         return 0;
     }
+    if (g_fault_rm[0] && strstr(path, g_fault_rm)) {   /* as a kill here would leave it */
+        errno = EIO;
+        return err_sys(e, "cannot remove '%s'", path);
+    }
     if (unlink(path) != 0) return err_sys(e, "cannot remove '%s'", path);
     return 0;
+}
+
+int fs_discard_tree(const char *path, dlm_err *e)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0) return errno == ENOENT ? 0 : err_sys(e, "cannot stat '%s'", path);
+    char parent[4096], trash[4400];
+    if (!fs_dirname(parent, sizeof parent, path)) return err_set(e, NULL, "path too long: '%s'", path);
+    snprintf(trash, sizeof trash, "%s/.%s.tmp-%d", parent, fs_basename(path), (int)getpid());
+    if (fs_remove_tree(trash, e)) return -1;
+    if (rename(path, trash) != 0) return err_sys(e, "cannot rename '%s' to '%s'", path, trash);
+    if (fs_fsync_dir(parent, e)) return -1;
+    return fs_remove_tree(trash, e);
 }
 
 int fs_copy_file(const char *src, const char *dst, dlm_err *e)

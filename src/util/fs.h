@@ -29,6 +29,10 @@ int fs_fsync_dir(const char *dir, dlm_err *e);
 int fs_fsync_path(const char *path, dlm_err *e);
 /* rm -rf; missing path is not an error. */
 int fs_remove_tree(const char *path, dlm_err *e);
+/* Remove a tree so that a kill at any moment leaves it whole or gone: it is
+ * first renamed to ".<name>.tmp-<pid>" beside itself (a temp name that
+ * store_sweep_temp removes once this process is dead), then removed. */
+int fs_discard_tree(const char *path, dlm_err *e);
 /* Copy a file atomically (dst replaced). */
 int fs_copy_file(const char *src, const char *dst, dlm_err *e);
 
@@ -58,6 +62,9 @@ void fs_free_list(char **names, int n);
  * sets it from $DLM_FAIL_WRITE, so the CLI tests can prove that a failed
  * write loses nothing. */
 void fs_inject_write_failure(const char *substring);
+/* ... and every removal of a file whose path contains it fails (EIO), the
+ * tree removal stopping there as a kill would ($DLM_FAIL_REMOVE). */
+void fs_inject_remove_failure(const char *substring);
 int fs_fault_injected(const char *path);
 
 /* Free bytes for an unprivileged writer on the filesystem holding path (or

@@ -35,6 +35,21 @@ expect_fail 1 "is intact" "$DLM" train doc.dlm --max-steps 6 --resume
 "$DLM" train doc.dlm --fresh -q >/dev/null   # --fresh drops the checkpoint and trains v0002
 [ "$(cat "$S/adapter/current.txt")" = "adapter/versions/v0002" ] || fail "--fresh did not commit v0002"
 
+# 2b. a kill while a committed run removes its checkpoints (DLM_FAIL_REMOVE
+# stops the removal at training_state.bin, after progress.json went, as a
+# kill there would): the next --resume must not find a step-NNNNNN that
+# lacks its progress.json (the kill drill hit this once in CI)
+DLM_FAIL_REMOVE=training_state.bin "$DLM" train doc.dlm --max-steps 6 -q >/dev/null
+[ "$(cat "$S/adapter/current.txt")" = "adapter/versions/v0003" ] || fail "v0003 not committed"
+for d in "$S"/adapter/checkpoints/step-*; do
+    [ -e "$d" ] || continue
+    [ -f "$d/progress.json" ] || fail "a half-removed checkpoint is left: $(ls -la "$d")"
+done
+"$DLM" train doc.dlm --max-steps 6 --resume -q >/dev/null || fail "--resume after a stopped removal failed"
+[ "$(cat "$S/adapter/current.txt")" = "adapter/versions/v0004" ] || fail "v0004 not committed"
+left=$(find "$S/adapter" -name '*.tmp-*')
+[ -z "$left" ] || fail "the stopped removal's folder was not swept: $left"
+
 # 3. lock drift: the base weights change → error naming --update-lock
 python3 - "$T/base/model-00002-of-00002.safetensors" <<'PY'
 import sys
