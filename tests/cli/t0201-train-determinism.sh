@@ -30,9 +30,9 @@ out=$("$DLM" train doc.dlm --max-steps 20 2>&1)
 rc=$?
 set -e
 [ $rc -eq 1 ] || fail "plain train after a crash should exit 1, got $rc"
-echo "$out" | grep -q "InterruptedRunError\|stopped after step 10" || fail "no interrupted-run error: $out"
-echo "$out" | grep -q -- "--resume" || fail "plain train after a crash does not name --resume: $out"
-echo "$out" | grep -q "previous run (run 3, PID [0-9]*) died at step 10/20; its checkpoint at step 10 is kept" ||
+grep <<<"$out" -q "InterruptedRunError\|stopped after step 10" || fail "no interrupted-run error: $out"
+grep <<<"$out" -q -- "--resume" || fail "plain train after a crash does not name --resume: $out"
+grep <<<"$out" -q "previous run (run 3, PID [0-9]*) died at step 10/20; its checkpoint at step 10 is kept" ||
     fail "train does not say where the previous run died: $out"
 # the newest checkpoint corrupt, the older intact: the error names the
 # intact one and a command that resumes from it, and that command works
@@ -44,8 +44,8 @@ out=$("$DLM" train doc.dlm --max-steps 20 --resume 2>&1)
 rc=$?
 set -e
 [ $rc -eq 1 ] || fail "a corrupt checkpoint should stop --resume, got $rc: $out"
-echo "$out" | grep -q "ResumeIntegrityError" || fail "$out"
-echo "$out" | grep -q "the older checkpoint $ck/step-000005 (step 5) is intact" || fail "the intact checkpoint is not named: $out"
+grep <<<"$out" -q "ResumeIntegrityError" || fail "$out"
+grep <<<"$out" -q "the older checkpoint $ck/step-000005 (step 5) is intact" || fail "the intact checkpoint is not named: $out"
 cmd=$(echo "$out" | sed -n 's/^hint: resume from it: \(.*\)$/\1/p')
 [ -n "$cmd" ] || fail "no resume command in: $out"
 eval "${cmd/dlm train/\"\$DLM\" train} -q" >/dev/null

@@ -10,7 +10,7 @@ expect_fail() { # expect_fail RC PATTERN cmd...
     local want=$1 pat=$2; shift 2
     set +e; out=$("$@" 2>&1); rc=$?; set -e
     [ $rc -eq "$want" ] || fail "'$*' exited $rc, expected $want: $out"
-    echo "$out" | grep -q -- "$pat" || fail "'$*' output lacks '$pat': $out"
+    grep <<<"$out" -q -- "$pat" || fail "'$*' output lacks '$pat': $out"
 }
 
 "$DLM" train doc.dlm -q >/dev/null
@@ -67,7 +67,7 @@ lock_before=$(sha256sum "$S/dlm.lock")
 "$DLM" train doc.dlm -q >/dev/null                     # now consistent again
 # a seed change is a warning, an error under --strict-lock
 out=$("$DLM" train doc.dlm --seed 7 2>&1) || fail "a seed change should only warn"
-echo "$out" | grep -q "seed changed" || fail "no seed warning: $out"
+grep <<<"$out" -q "seed changed" || fail "no seed warning: $out"
 "$DLM" train doc.dlm --update-lock -q >/dev/null
 expect_fail 1 "seed changed" "$DLM" train doc.dlm --seed 9 --strict-lock
 echo ok

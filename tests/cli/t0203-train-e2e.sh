@@ -9,7 +9,7 @@ sed -i 's/^  num_epochs: .*$/  num_epochs: 2\n  sequence_len: 128/' t.dlm
 id=$(sed -n 's/^dlm_id: //p' t.dlm)
 S="$DLM_HOME/store/$id"
 out=$("$DLM" train t.dlm 2>/dev/null)
-echo "$out" | grep -q "^trained v0001: " || fail "no 'trained v0001' line: $out"
+grep <<<"$out" -q "^trained v0001: " || fail "no 'trained v0001' line: $out"
 "$DLM" show t.dlm --json > show.json
 python3 - show.json <<'PY'
 import json, sys

@@ -92,7 +92,7 @@ assert not d["plan"]["fits"] and d["plan_error"] and "budget" in d["plan_error"]
 assert d["plan"]["recommendation"] is None
 PY
 out=$("$DLM" doctor doc.dlm --max-memory 1M) || true
-echo "$out" | grep -q "DOES NOT FIT" || fail "no refusal in the text output"
+grep <<<"$out" -q "DOES NOT FIT" || fail "no refusal in the text output"
 
 # usage and input errors
 set +e

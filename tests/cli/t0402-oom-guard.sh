@@ -39,9 +39,9 @@ set +e
 out=$("$DLM" train full.dlm --max-memory "$budget" 2>&1); rc=$?
 set -e
 [ $rc -eq 1 ] || fail "train under a small --max-memory should exit 1, got $rc: $out"
-echo "$out" | grep -q "OOMError" || fail "no OOMError: $out"
-echo "$out" | grep -q "training needs .* but the budget is .* (--max-memory)" || fail "need/budget not named: $out"
-echo "$out" | grep -q "write in the frontmatter: training: {micro_batch_size: 1, grad_accum: 8, sequence_len: [0-9]*, recompute: on}" \
+grep <<<"$out" -q "OOMError" || fail "no OOMError: $out"
+grep <<<"$out" -q "training needs .* but the budget is .* (--max-memory)" || fail "need/budget not named: $out"
+grep <<<"$out" -q "write in the frontmatter: training: {micro_batch_size: 1, grad_accum: 8, sequence_len: [0-9]*, recompute: on}" \
     || fail "no recommendation: $out"
 [ ! -e "$S/cache/weights.json" ] || fail "the weights were hashed before the plan refused"
 [ -z "$(ls "$S/adapter/versions")" ] || fail "a version was written"
@@ -60,13 +60,13 @@ set +e
 out=$("$DLM" train full.dlm --max-memory 4M 2>&1); rc=$?
 set -e
 [ $rc -eq 1 ] || fail "a 4M budget should exit 1, got $rc"
-echo "$out" | grep -q "OOMError" || fail "no OOMError: $out"
+grep <<<"$out" -q "OOMError" || fail "no OOMError: $out"
 # the base is f32: the reason says that not even a Q4_K copy of it would fit
-echo "$out" | grep -q "even a Q4_K base with micro_batch_size 1 and recomputation at sequence_len 64 needs" \
+grep <<<"$out" -q "even a Q4_K base with micro_batch_size 1 and recomputation at sequence_len 64 needs" \
     || fail "no specific reason: $out"
 
 # 4. --force tries anyway (with a warning) and trains
 out=$("$DLM" train full.dlm --max-memory 4M --force --max-steps 1 2>&1) || fail "--force did not train: $out"
-echo "$out" | grep -q "does not fit" || fail "--force gave no warning: $out"
+grep <<<"$out" -q "does not fit" || fail "--force gave no warning: $out"
 [ "$(cat "$S/adapter/current.txt")" = "adapter/versions/v0002" ] || fail "v0002 not committed"
 echo "ok: need $need, budget $budget, recommended sequence_len $seq"

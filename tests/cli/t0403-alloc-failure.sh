@@ -45,8 +45,8 @@ out=$( (ulimit -v "$limit_kb"; ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}allo
         exec "$DLM" train doc.dlm --resume --force) 2>&1); rc=$?
 set -e
 [ $rc -eq 1 ] || fail "an allocation failure should exit 1, got $rc: $out"
-echo "$out" | grep -q "OOMError" || fail "no OOMError: $out"
-echo "$out" | grep -q "allocation failed" || fail "the message does not say the allocation failed: $out"
+grep <<<"$out" -q "OOMError" || fail "no OOMError: $out"
+grep <<<"$out" -q "allocation failed" || fail "the message does not say the allocation failed: $out"
 [ "$before" = "$(cat "$ck"/* | sha256sum)" ] || fail "the checkpoint changed"
 [ ! -e "$S/.lock" ] || fail "the store lock was left behind"
 [ -z "$(ls "$S/adapter/versions")" ] || fail "a version was committed"

@@ -58,11 +58,11 @@ fill_to() { # leave about $1 bytes free
 }
 leftovers() { find "$S" \( -name '*.tmp.*' -o -name '*.tmp-*' -o -name '.tmp*' \) 2>/dev/null || true; }
 check_failed() { # check_failed WHAT OUTPUT
-    echo "$2" | grep -q "^dlm: error: DiskFullError: .*disk full: " || fail "$1: not a disk-full error: $2"
-    echo "$2" | grep -Eq "cannot [a-z ]+'$mnt/[^']+'" || fail "$1: the error names no path on the full disk: $2"
-    echo "$2" | grep -Eq "it needs [0-9.]+ [KMG]?i?B \([0-9]+ bytes\), [0-9.]+ [KMG]?i?B free there" ||
-        echo "$2" | grep -q "No space left on device" || fail "$1: the error does not say what it needed: $2"
-    echo "$2" | grep -q "^hint: " || fail "$1: no hint: $2"
+    grep <<<"$2" -q "^dlm: error: DiskFullError: .*disk full: " || fail "$1: not a disk-full error: $2"
+    grep <<<"$2" -Eq "cannot [a-z ]+'$mnt/[^']+'" || fail "$1: the error names no path on the full disk: $2"
+    grep <<<"$2" -Eq "it needs [0-9.]+ [KMG]?i?B \([0-9]+ bytes\), [0-9.]+ [KMG]?i?B free there" ||
+        grep <<<"$2" -q "No space left on device" || fail "$1: the error does not say what it needed: $2"
+    grep <<<"$2" -q "^hint: " || fail "$1: no hint: $2"
     [ -z "$(leftovers)" ] || fail "$1: left behind: $(leftovers)"
     "$DLM" show doc.dlm --json > /dev/null || fail "$1: show cannot read the store"
     $PY -c 'import json,sys; json.load(open(sys.argv[1]))' "$S/manifest.json" || fail "$1: manifest"

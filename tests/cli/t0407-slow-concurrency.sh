@@ -51,7 +51,7 @@ worker() { # worker NAME: loop one kind of operation, count outcomes
             metrics*) out=$("$DLM" metrics doc.dlm --runs 2>&1) ;;
         esac
         if [ $? -eq 0 ]; then ok=$((ok + 1))
-        elif [[ $name == train* ]] && echo "$out" | grep -q "LockHeldError\|already locked"; then locked=$((locked + 1))
+        elif [[ $name == train* ]] && grep <<<"$out" -q "LockHeldError\|already locked"; then locked=$((locked + 1))
         else bad=$((bad + 1)); echo "$name: $out" >> c/errors.txt
         fi
     done

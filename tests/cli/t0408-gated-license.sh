@@ -15,20 +15,20 @@ for c in "train doc.dlm --offline" "prompt doc.dlm --offline hello" "export doc.
     out=$("$DLM" $c 2>&1); rc=$?
     set -e
     [ $rc -eq 1 ] || fail "dlm $c: exit $rc: $out"
-    echo "$out" | grep -q "^dlm: error: doc.dlm:$line:1: base_model llama-3.2-1b (meta-llama/Llama-3.2-1B-Instruct) is gated and its license was not accepted for this document. License: https://" ||
+    grep <<<"$out" -q "^dlm: error: doc.dlm:$line:1: base_model llama-3.2-1b (meta-llama/Llama-3.2-1B-Instruct) is gated and its license was not accepted for this document. License: https://" ||
         fail "dlm $c: $out"
-    echo "$out" | grep -q "^hint: .*dlm train doc.dlm --i-accept-license" || fail "dlm $c: no hint: $out"
+    grep <<<"$out" -q "^hint: .*dlm train doc.dlm --i-accept-license" || fail "dlm $c: no hint: $out"
 done
 # a bare --base is checked too
 if out=$("$DLM" prompt --base llama-3.2-1b --offline hello 2>&1); then fail "prompt --base on a gated base ran"; fi
-echo "$out" | grep -q "requires license acceptance" || fail "prompt --base: $out"
+grep <<<"$out" -q "requires license acceptance" || fail "prompt --base: $out"
 out=$("$DLM" doctor doc.dlm 2>&1) || true
-echo "$out" | grep -q "GatedModelError\|is gated" || fail "doctor does not report the licence"
+grep <<<"$out" -q "GatedModelError\|is gated" || fail "doctor does not report the licence"
 # accepted once through train: recorded; the check passes from then on
 set +e
 out=$("$DLM" train doc.dlm --offline --i-accept-license 2>&1)
 set -e
-echo "$out" | grep -q "is gated" && fail "train --i-accept-license still refused: $out"
+grep <<<"$out" -q "is gated" && fail "train --i-accept-license still refused: $out"
 id=$(sed -n 's/^dlm_id: //p' doc.dlm)
 $PY - "$DLM_HOME/store/$id/manifest.json" <<'PY'
 import json, sys
@@ -38,5 +38,5 @@ PY
 set +e
 out=$("$DLM" prompt doc.dlm --offline hello 2>&1)
 set -e
-echo "$out" | grep -q "is gated" && fail "prompt after acceptance: $out"
+grep <<<"$out" -q "is gated" && fail "prompt after acceptance: $out"
 echo "ok"

@@ -24,15 +24,15 @@ out=$("$DLM" train h.dlm --max-steps 2 2>&1)
 rc=$?
 set -e
 [ $rc -ne 0 ] || fail "fp16 was accepted: $out"
-echo "$out" | grep -q "^dlm: error: h.dlm:6:3: training.precision: fp16 is not supported: dlm has no fp16 training path" ||
+grep <<<"$out" -q "^dlm: error: h.dlm:6:3: training.precision: fp16 is not supported: dlm has no fp16 training path" ||
     fail "fp16: no error at h.dlm:6:3 with the reason: $out"
-echo "$out" | grep -q "^hint: .*bf16.*fp32" || fail "fp16: no hint naming bf16/fp32: $out"
+grep <<<"$out" -q "^hint: .*bf16.*fp32" || fail "fp16: no hint naming bf16/fp32: $out"
 [ ! -d "$store/adapter/versions" ] || fail "fp16 left a version"
 
 # bf16, 2 threads: the records
 prec_doc b.dlm "precision: bf16"
 out=$("$DLM" train b.dlm --max-steps 8 --threads 2 2>&1) || fail "bf16 train: $out"
-echo "$out" | grep -q "^precision: bf16 emulated on \(avx2\|avx512\|scalar\)" || fail "no bf16 banner line: $out"
+grep <<<"$out" -q "^precision: bf16 emulated on \(avx2\|avx512\|scalar\)" || fail "no bf16 banner line: $out"
 a=$(sha v0001)
 python3 - "$store" <<'PY' || fail "bf16 records"
 import glob, json, sys
@@ -53,7 +53,7 @@ f=$(sha v0003)
 [ "$f" != "$a" ] || fail "bf16 and fp32 trained the same bytes"
 prec_doc n.dlm ""
 out=$("$DLM" train n.dlm --max-steps 8 2>&1) || fail "null: $out"
-echo "$out" | grep -q "^precision: fp32 (exact f32 numerics; training.precision null" || fail "null: no fp32 banner: $out"
+grep <<<"$out" -q "^precision: fp32 (exact f32 numerics; training.precision null" || fail "null: no fp32 banner: $out"
 [ "$(sha v0004)" = "$f" ] || fail "null and fp32 differ on this CPU"
 
 # bf16 killed after step 6 (checkpoints every 2 steps of 8), resumed: the uninterrupted bytes
@@ -74,9 +74,9 @@ out=$("$DLM" train b32.dlm --max-steps 8 --resume 2>&1)
 rc=$?
 set -e
 [ $rc -ne 0 ] || fail "a bf16 checkpoint resumed in fp32: $out"
-echo "$out" | grep -q "ResumeIntegrityError: the checkpoint at step 6 was trained with precision bf16; this run would train with fp32" ||
+grep <<<"$out" -q "ResumeIntegrityError: the checkpoint at step 6 was trained with precision bf16; this run would train with fp32" ||
     fail "no precision refusal: $out"
-echo "$out" | grep -q "^hint: set training.precision: bf16 in b32.dlm to continue it" || fail "no hint: $out"
+grep <<<"$out" -q "^hint: set training.precision: bf16 in b32.dlm to continue it" || fail "no hint: $out"
 "$DLM" train b.dlm --max-steps 8 --resume -q >/dev/null 2>&1 || fail "bf16 --resume failed"
 r=$(sha v0006)
 [ "$r" = "$u" ] || fail "bf16: the resumed run differs from the uninterrupted one: $r vs $u"
@@ -84,13 +84,13 @@ r=$(sha v0006)
 set +e
 out=$("$DLM" train b32.dlm --max-steps 2 --resume 2>&1)
 set -e
-echo "$out" | grep -q "version v0006 was trained with precision bf16" || fail "version continue: $out"
+grep <<<"$out" -q "version v0006 was trained with precision bf16" || fail "version continue: $out"
 
 # doctor: text and JSON
 out=$("$DLM" doctor b.dlm 2>&1) || fail "doctor: $out"
-echo "$out" | grep -q "^  precision: bf16 emulated" || fail "doctor text: $out"
+grep <<<"$out" -q "^  precision: bf16 emulated" || fail "doctor text: $out"
 out=$("$DLM" doctor h.dlm 2>&1) || fail "doctor fp16: $out"
-echo "$out" | grep -q "^  precision: refused: .*fp16 is not supported" || fail "doctor fp16: $out"
+grep <<<"$out" -q "^  precision: refused: .*fp16 is not supported" || fail "doctor fp16: $out"
 "$DLM" doctor b.dlm --json | python3 -c "
 import json, sys
 d = json.load(sys.stdin)

@@ -58,9 +58,9 @@ out=$("$DLM" train d.dlm --max-steps 6 --resume 2>&1)
 rc=$?
 set -e
 [ $rc -ne 0 ] || fail "a resume with adamw_torch over 8-bit moments was accepted"
-echo "$out" | grep -q "ResumeIntegrityError: .*holds 8-bit AdamW moments .*trains with training.optimizer: adamw_torch" ||
+grep <<<"$out" -q "ResumeIntegrityError: .*holds 8-bit AdamW moments .*trains with training.optimizer: adamw_torch" ||
     fail "the refusal does not name both optimizers: $out"
-echo "$out" | grep -q "hint: set training.optimizer back to adamw_bnb_8bit" || fail "no hint: $out"
+grep <<<"$out" -q "hint: set training.optimizer back to adamw_bnb_8bit" || fail "no hint: $out"
 doc d.dlm adamw_bnb_8bit
 "$DLM" train d.dlm --max-steps 6 --resume -q >/dev/null
 [ "$a" = "$(sha v0003)" ] || fail "the resumed run differs from the uninterrupted one"
@@ -73,7 +73,7 @@ out=$("$DLM" train d.dlm --max-steps 6 --resume 2>&1)
 rc=$?
 set -e
 [ $rc -ne 0 ] || fail "continuing an 8-bit version with adamw_torch was accepted"
-echo "$out" | grep -q "v0003/training_state.bin holds 8-bit AdamW moments" || fail "version continuation: $out"
+grep <<<"$out" -q "v0003/training_state.bin holds 8-bit AdamW moments" || fail "version continuation: $out"
 doc d.dlm adamw_bnb_8bit
 
 # the plan: 8-bit moments well under adamw_torch's
@@ -85,6 +85,6 @@ m8=$(moments)
 doc d.dlm adamw_torch
 m32=$(moments)
 echo "doctor: $m8 | $m32"
-echo "$m8" | grep -q "8-bit codes" || fail "doctor does not name the 8-bit moments: $m8"
+grep <<<"$m8" -q "8-bit codes" || fail "doctor does not name the 8-bit moments: $m8"
 [ $(( ${m8%% *} * 3 )) -lt "${m32%% *}" ] || fail "8-bit moments ($m8) are not under a third of 32-bit ($m32)"
 echo ok

@@ -19,7 +19,7 @@ out=$(OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_RANK=0 "$DLM" train doc.dlm --max-s
 rc=$?
 set -e
 [ $rc -ne 0 ] || fail "a default build under mpirun trained: $out"
-echo "$out" | grep -q "MPIError.*built without MPI" || fail "no MPIError: $out"
-echo "$out" | grep -q "hint: .*make mpi" || fail "no hint naming make mpi: $out"
+grep <<<"$out" -q "MPIError.*built without MPI" || fail "no MPIError: $out"
+grep <<<"$out" -q "hint: .*make mpi" || fail "no hint naming make mpi: $out"
 [ ! -e "$DLM_HOME/store/$ID" ] || fail "the refused run created the store"
 echo ok

@@ -23,7 +23,7 @@ grep -q '"precision": "fp32"' "$T/w1/report.json" || { cat "$T/w1/report.json"; 
 sed 's/"precision": "fp32"/"precision": "bf16"/' "$DLM_SRC/tools/tiny/recipe-short.json" > "$T/bf16.json"
 if out=$("$DLM_BUILD/tiny-recipe" build --recipe "$T/bf16.json" --corpus /dev/null --qa /dev/null --work "$T/w3" \
     --out "$T/c.gguf" 2>&1); then fail "a bf16 recipe was accepted"; fi
-echo "$out" | grep -q "'precision' must be \"fp32\"" || fail "bf16 recipe: $out"
+grep <<<"$out" -q "'precision' must be \"fp32\"" || fail "bf16 recipe: $out"
 
 # tokenizer: GGUF metadata == tokenizer.json (+ config), specials included
 text=$'Call me Ishmael. Some years ago\xe2\x80\x94never mind how long\n<|im_start|>user\nHi 1999<|im_end|>\n'

@@ -41,16 +41,16 @@ set +e
 out=$("$DLM" show e1.dlm --sources 2>&1); rc=$?
 set -e
 [ $rc = 1 ] || fail "missing path: rc $rc"
-echo "$out" | grep -q "e1.dlm:13: directive path $T/nope: path does not exist" || fail "missing path message: $out"
-echo "$out" | grep -q "^hint:" || fail "no hint: $out"
+grep <<<"$out" -q "e1.dlm:13: directive path $T/nope: path does not exist" || fail "missing path message: $out"
+grep <<<"$out" -q "^hint:" || fail "no hint: $out"
 mk e2.dlm "    - path: /usr/include/stdio.h" && sed -i 's/^training:/training:\n  sources_policy: strict/' e2.dlm
 set +e
 out=$("$DLM" show e2.dlm --sources 2>&1); rc=$?
 set -e
 [ $rc = 1 ] || fail "strict policy: rc $rc"
-echo "$out" | grep -q "e2.dlm:14: directive path /usr/include/stdio.h escapes strict-policy root $T" || fail "policy message: $out"
+grep <<<"$out" -q "e2.dlm:14: directive path /usr/include/stdio.h escapes strict-policy root $T" || fail "policy message: $out"
 out=$("$DLM" -v show e2.dlm --sources 2>&1 || true)
-echo "$out" | grep -q DirectivePolicyError || fail "kind not shown with -v: $out"
+grep <<<"$out" -q DirectivePolicyError || fail "kind not shown with -v: $out"
 set +e
 "$DLM" train e1.dlm --max-steps 1 -q >/dev/null 2>&1; rc=$?
 set -e

@@ -16,8 +16,8 @@ set +e
 out=$("$DLM" train proj --max-steps 1 2>&1); rc=$?
 set -e
 [ $rc = 1 ] || fail "first run without --base: rc $rc"
-echo "$out" | grep -q "requires --base" || fail "no --base message: $out"
-echo "$out" | grep -q "^hint:" || fail "no hint: $out"
+grep <<<"$out" -q "requires --base" || fail "no --base message: $out"
+grep <<<"$out" -q "^hint:" || fail "no hint: $out"
 [ ! -e proj/.dlm ] || fail "a failed scaffold left files"
 
 "$DLM" train proj --base "$FIXTURE_QWEN" --exclude 'docs/**' --dry-run > dry.txt 2>dry.err
@@ -56,14 +56,14 @@ grep -q "not_included *src/add.c" dry2.txt || fail "-R: src/add.c should not be 
 [ -f proj/.dlm/docs.dlm ] || fail "--name docs"
 # corpus.dlm exists, so the default name still resolves to it
 out=$("$DLM" train proj --dry-run 2>&1)
-echo "$out" | grep -q "using $T/proj/.dlm/corpus.dlm" || fail "default name with two scaffolds: $out"
+grep <<<"$out" -q "using $T/proj/.dlm/corpus.dlm" || fail "default name with two scaffolds: $out"
 rm proj/.dlm/corpus.dlm
 "$DLM" train proj --base "$FIXTURE_QWEN" --name extra --dry-run > /dev/null 2>&1
 set +e
 out=$("$DLM" train proj --dry-run 2>&1); rc=$?
 set -e
 [ $rc = 1 ] || fail "two scaffolds without corpus.dlm and no --name: rc $rc"
-echo "$out" | grep -q "dlm train proj --name docs" || fail "ambiguity message: $out"
+grep <<<"$out" -q "dlm train proj --name docs" || fail "ambiguity message: $out"
 set +e
 "$DLM" train proj/README.md --include x >/dev/null 2>&1; rc=$?
 set -e

@@ -33,10 +33,10 @@ PY
 "$DLM" cache show doc.dlm > show.txt
 grep -q "entries      3" show.txt || fail "cache show text: $(cat show.txt)"
 out=$("$DLM" cache prune doc.dlm --older-than 40d)
-echo "$out" | grep -q "pruned 1 entry" || fail "the size cap should prune one (oldest): $out"
+grep <<<"$out" -q "pruned 1 entry" || fail "the size cap should prune one (oldest): $out"
 [ ! -e "$store/tokenized-cache/entries/${k1:0:2}/$k1.bin" ] || fail "the oldest entry survived the cap"
 out=$("$DLM" cache prune doc.dlm --older-than 2d)
-echo "$out" | grep -q "pruned 1 entry" || fail "--older-than 2d: $out"
+grep <<<"$out" -q "pruned 1 entry" || fail "--older-than 2d: $out"
 [ -e "$store/tokenized-cache/entries/${k3:0:2}/$k3.bin" ] || fail "the fresh entry was pruned"
 set +e
 "$DLM" cache prune doc.dlm --older-than 3x >/dev/null 2>&1; rc=$?
@@ -45,7 +45,7 @@ set -e
 set +e
 out=$("$DLM" cache clear doc.dlm 2>&1 </dev/null); rc=$?
 set -e
-[ $rc = 1 ] && echo "$out" | grep -q -- "--force" || fail "clear without --force off a terminal: $rc $out"
+[ $rc = 1 ] && grep <<<"$out" -q -- "--force" || fail "clear without --force off a terminal: $rc $out"
 [ -e "$store/tokenized-cache/entries/${k3:0:2}/$k3.bin" ] || fail "refused clear removed entries"
 "$DLM" cache clear doc.dlm --force >/dev/null
 [ ! -e "$store/tokenized-cache" ] || fail "clear left the cache"

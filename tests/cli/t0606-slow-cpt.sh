@@ -52,7 +52,7 @@ PY
 doc p.dlm "  cpt:
     schedule: auto"
 out=$("$DLM" train p.dlm --max-steps 10 2>&1) || fail "train: $out"
-echo "$out" | grep -q "cpt: DAPT schedule (auto; 100% of the train rows are prose)" || fail "no DAPT note: $out"
+grep <<<"$out" -q "cpt: DAPT schedule (auto; 100% of the train rows are prose)" || fail "no DAPT note: $out"
 check_lr dapt >/dev/null || fail "auto/prose lr"
 # doctor shows the choice train made
 "$DLM" doctor p.dlm --json > doc.json || fail "doctor"
@@ -69,7 +69,7 @@ PY
 doc q.dlm "  cpt:
     schedule: auto" 12
 out=$("$DLM" train q.dlm --fresh --max-steps 10 2>&1) || fail "train: $out"
-echo "$out" | grep -q "DAPT" && fail "auto chose DAPT on a Q/A document: $out"
+grep <<<"$out" -q "DAPT" && fail "auto chose DAPT on a Q/A document: $out"
 check_lr sft >/dev/null || fail "auto/qa lr"
 # forced sft on prose, forced dapt on Q/A
 doc s.dlm "  cpt:
@@ -85,9 +85,9 @@ check_lr dapt >/dev/null || fail "dapt lr"
 doc bad.dlm "  cpt:
     embed_warmup_steps: -1"
 if out=$("$DLM" show bad.dlm 2>&1); then fail "negative embed_warmup_steps accepted"; fi
-echo "$out" | grep -q "bad.dlm:1[0-9]:" || fail "no file:line: $out"
+grep <<<"$out" -q "bad.dlm:1[0-9]:" || fail "no file:line: $out"
 doc bad2.dlm "  cpt:
     schedule: pretrain"
 if out=$("$DLM" show bad2.dlm 2>&1); then fail "unknown schedule accepted"; fi
-echo "$out" | grep -q "bad2.dlm:1[0-9]:" || fail "no file:line: $out"
+grep <<<"$out" -q "bad2.dlm:1[0-9]:" || fail "no file:line: $out"
 echo ok

@@ -27,7 +27,7 @@ doc w.dlm "  cpt:
     schedule: dapt
     embed_warmup_steps: 3"
 out=$("$DLM" train w.dlm --fresh --max-steps 8 --threads 2 2>&1) || fail "train w: $out"
-echo "$out" | grep -q "embed warm-up: steps 1..3 train the embedding and LM head (tied: one matrix)" ||
+grep <<<"$out" -q "embed warm-up: steps 1..3 train the embedding and LM head (tied: one matrix)" ||
     fail "no warm-up note: $out"
 cp "$(lastlog)" w.jsonl
 a=$(sha)
@@ -85,7 +85,7 @@ set +e
 out=$("$DLM" export w.dlm --target gguf --quant F32 2>&1)
 rc=$?
 set -e
-[ $rc -ne 0 ] && echo "$out" | grep -q "hint: export one merged GGUF instead: dlm export w.dlm --merged" ||
+[ $rc -ne 0 ] && grep <<<"$out" -q "hint: export one merged GGUF instead: dlm export w.dlm --merged" ||
     fail "unmerged export not refused: $out"
 "$DLM" export w.dlm --target gguf --quant F32 --merged -q >/dev/null 2>&1 || fail "merged export"
 [ -f "$store/exports/F32/merged.F32.gguf" ] || fail "no merged GGUF"

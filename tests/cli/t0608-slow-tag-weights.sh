@@ -62,6 +62,6 @@ b=$(sha256sum "$store/$(tr -d '\n' < "$store/adapter/current.txt")/adapter_model
 # every row weighed 0
 printf 'weights:\n  kind: {doc: 0, code: 0}\n' > corpus/other/.dlm/training.yaml
 if out=$("$DLM" train w.dlm --fresh --max-steps 3 2>&1); then fail "a run with every row dropped trained: $out"; fi
-echo "$out" | grep -q "weights dropped every row" || fail "no error: $out"
-echo "$out" | grep -q "^hint: .*weights" || fail "no hint: $out"
+grep <<<"$out" -q "weights dropped every row" || fail "no error: $out"
+grep <<<"$out" -q "^hint: .*weights" || fail "no hint: $out"
 echo ok

@@ -53,7 +53,7 @@ training:
 The quick brown fox jumps over the lazy dog. Paris is the capital of France.
 DOC
 out=$("$DLM" train e.dlm --max-steps 1 2>&1) || fail "train: $out"
-echo "$out" | grep -q "embed warm-up: steps 1..1 train the embedding and LM head (tied: one matrix) with the LoRA weights" || fail "$out"
+grep <<<"$out" -q "embed warm-up: steps 1..1 train the embedding and LM head (tied: one matrix) with the LoRA weights" || fail "$out"
 st="$DLM_HOME/store/01JD0000000000000000000009"
 "$py" - "$st/$(tr -d '\n' < "$st/adapter/current.txt")/training_run.json" <<'PY' || fail "training_run.json cpt"
 import json, sys
@@ -67,6 +67,6 @@ set +e
 out=$("$DLM" train e8.dlm --max-steps 1 2>&1)
 rc=$?
 set -e
-[ $rc -ne 0 ] && echo "$out" | grep -q "e8.dlm:$line:1: training.cpt.embed_warmup_steps trains the embedding and LM head with 32-bit AdamW only" &&
-    echo "$out" | grep -q "hint: set training.optimizer: adamw_torch" || fail "8-bit + warm-up not refused: $out"
+[ $rc -ne 0 ] && grep <<<"$out" -q "e8.dlm:$line:1: training.cpt.embed_warmup_steps trains the embedding and LM head with 32-bit AdamW only" &&
+    grep <<<"$out" -q "hint: set training.optimizer: adamw_torch" || fail "8-bit + warm-up not refused: $out"
 echo ok

@@ -110,7 +110,7 @@ out=$(DLM_TEST_CRASH_AFTER_STEP=7 DLM_TEST_CRASH_RANK=1 DLM_TEST_STEP_DELAY_MS=2
 rc=$?
 set -e
 [ $rc -ne 0 ] || fail "a killed rank did not end the job: $out"
-echo "$out" | grep -q "rank 1 .*exited on signal 9" || fail "no clear error when a rank died: $out"
+grep <<<"$out" -q "rank 1 .*exited on signal 9" || fail "no clear error when a rank died: $out"
 ck="$DLM_HOME/store/$ID/adapter/checkpoints"
 [ -d "$ck/step-000004" ] || fail "no checkpoint at step 4 after the kill: $(ls "$ck" 2>&1)"
 [ ! -e "$ck/step-000008" ] || fail "a checkpoint after the kill"
