@@ -27,6 +27,12 @@
 #       prebuilt binaries (bench/api/llama_engine.mjs: batched sequences of one
 #       context, no HTTP, no client threads) — a stand-in, not llama-server
 #   NO_LLAMA=1 (= PEER=none)  PERF=1 (perf record dlm api --parallel 8, round 1)
+#   SHAPE=smollm2-135m|qwen2.5-0.5b: instead of MODEL, a random-weight F16
+#     model of that real shape (bench/infer/make_gguf.c, cached in
+#     ~/.cache/dlm-bench; stub byte vocabulary, so ENDPOINT defaults to
+#     completions). tiny's 11 MB of weights stay in cache and its decode is
+#     compute-bound; a real shape is read from memory every step, which is
+#     where batching pays
 #   CLIENT=node|py: the load generator, load.mjs (one Node.js event loop;
 #     the default where node exists) or load.py (python threads: at ~900
 #     tokens/s its GIL, on the same 2 cores, became the ceiling)
@@ -35,6 +41,19 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 DLM=${DLM:-$root/build/dlm}
 MODEL=${MODEL:-$root/models/tiny.gguf}
+if [ -n "${SHAPE:-}" ]; then
+    gdir=${DLM_BENCH_CACHE:-$HOME/.cache/dlm-bench}
+    MODEL=$gdir/$SHAPE-f16.gguf
+    if [ ! -f "$MODEL" ]; then
+        mkdir -p "$gdir"
+        libs="$(pkg-config --libs yaml-0.1 jansson libpcre2-8 libutf8proc libzstd libarchive sqlite3 libcurl libsodium) -lm -lpthread"
+        # shellcheck disable=SC2086
+        gcc -O2 -I "$root/src" -I "$root/build/gen" "$root/bench/infer/make_gguf.c" "$root/build/libdlmcore.a" $libs \
+            -o "$gdir/make_gguf"
+        "$gdir/make_gguf" "$SHAPE" f16 "$MODEL.part" && mv "$MODEL.part" "$MODEL"
+    fi
+    ENDPOINT=${ENDPOINT:-completions}
+fi
 ROUNDS=${ROUNDS:-3} THREADS=${THREADS:-1} CTX=${CTX:-1024} ENDPOINT=${ENDPOINT:-chat}
 PARALLEL=${PARALLEL:-"1 8"}
 C=${1:-16} R=${2:-8} N=${3:-32}
@@ -132,9 +151,13 @@ llv=""
 [ "$PEER" = server ] && llv="llama-server built from node-llama-cpp's llama.cpp bundle (commit $(git -C "$(dirname "$LLAMA_SERVER")/../.." log -1 --format=%h 2>/dev/null || echo '?'))."
 [ "$PEER" = engine ] && llv="The peer is llama.cpp's engine through npm node-llama-cpp $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["version"])' "$NLC/package.json") (prebuilt CPU binaries, llama.cpp $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["tag"])' "$NLC/llama/llama.cpp.info.json")): bench/api/llama_engine.mjs runs the same questions (the GGUF's ChatML turn), max tokens and temperature as PARALLEL sequences of one context, batched by node-llama-cpp — no HTTP and no Python client; its sequences are orchestrated in JavaScript, which at 8 sequences on a small model can cost more than the decoding (see the notes in bench/RESULTS.md of 2026-12-01); llama-server itself was not built."
 python3 - "$out/runs.jsonl" "$(date -u '+%Y-%m-%d %H:%M UTC')" "$commit" "$load0" "$load1" "$C" "$R" "$N" \
-    "$THREADS" "$ROUNDS" "$ENDPOINT" "$(basename "$MODEL")" "$llv" "$CLIENT" > "$out/table.md" <<'PY'
+    "$THREADS" "$ROUNDS" "$ENDPOINT" "$(basename "$MODEL")" "$llv" "$CLIENT" "${SHAPE:-}" > "$out/table.md" <<'PY'
 import json, statistics, sys
-path, date, commit, load0, load1, C, R, N, thr, rounds, ep, model, llv, cl = sys.argv[1:]
+path, date, commit, load0, load1, C, R, N, thr, rounds, ep, model, llv, cl, shape = sys.argv[1:]
+if shape:
+    model += (f": random F16 weights of {shape}'s real shape (bench/infer/make_gguf.c), read from memory every "
+              "step; its stub vocabulary's tokens are mostly text-less fillers, so dlm streams no text and its "
+              "time to first token reads n/a")
 client = "Node.js client, one event loop (bench/api/load.mjs)" if cl == "node" else "python3 stdlib client (bench/api/load.py)"
 runs = [json.loads(l) for l in open(path) if l.strip()]
 name = {"dlm": "dlm api", "llama": "llama-server", "engine": "llama.cpp engine (node-llama-cpp)"}

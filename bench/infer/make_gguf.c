@@ -159,7 +159,7 @@ int main(int argc, char **argv)
     }
     const char *merges[] = {"a b"};
     gguf_w_str(w, "tokenizer.ggml.model", "gpt2");
-    gguf_w_str(w, "tokenizer.ggml.pre", "default");
+    gguf_w_str(w, "tokenizer.ggml.pre", "gpt-2");   /* a pre-tokenizer both dlm and llama.cpp know */
     gguf_w_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)toks, NULL, (size_t)V);
     gguf_w_arr_i32(w, "tokenizer.ggml.token_type", types, (size_t)V);
     gguf_w_arr_str(w, "tokenizer.ggml.merges", merges, NULL, 1);

@@ -393,4 +393,75 @@ A2 int dot_fused_avx2(dtype t, const void *src, const float *x, int64_t K, float
     *out = hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
     return 1;
 }
+
+/* out[n] = dot_fused_avx2(t, src, x + n·ldx, K) for nx rows of x (batched
+ * decoding: N sequences against one weight row). R ≤ 3 rows at a time
+ * share each 8 dequantized weights, converted once in registers (three
+ * rows' four accumulators and the weights fill the 16 ymm registers); every
+ * row keeps its own accumulators and gets the same operations in the same
+ * order as alone, so out[n] is bit-identical to the one-row call
+ * (tests/unit/test_kern.c test_dot_rows_groups). */
+static inline __attribute__((always_inline)) A2 void fused_rows(dtype t, const uint8_t *b, const float *x,
+                                                                int64_t ldx, int R, int64_t K, float *out)
+{
+    __m256 acc[3][4];
+#pragma GCC unroll 3
+    for (int i = 0; i < R; i++)
+#pragma GCC unroll 4
+        for (int h = 0; h < 4; h++) acc[i][h] = _mm256_setzero_ps();
+    int64_t k = 0;
+#define FMAR(h, off, wv)                                                                       \
+    do {                                                                                       \
+        const __m256 w_ = (wv);                                                                \
+        _Pragma("GCC unroll 3") for (int i = 0; i < R; i++)                                    \
+            acc[i][h] = _mm256_fmadd_ps(_mm256_loadu_ps(x + i * ldx + (off)), w_, acc[i][h]);  \
+    } while (0)
+    if (t == DT_Q8_0) {   /* K is whole blocks of 32: one block per chunk */
+        for (; k + 32 <= K; k += 32, b += 34) {
+            _mm_prefetch((const char *)b + KERN_PREFETCH_AHEAD, _MM_HINT_T0);
+            const __m256 d = _mm256_set1_ps(kern_half(b));
+#define Q8(h) _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(b + 2 + 8 * (h))))), d)
+            FMAR(0, k, Q8(0));
+            FMAR(1, k + 8, Q8(1));
+            FMAR(2, k + 16, Q8(2));
+            FMAR(3, k + 24, Q8(3));
+#undef Q8
+        }
+    } else {
+        for (; k + 32 <= K; k += 32) {
+            _mm_prefetch((const char *)(b + 2 * k) + KERN_PREFETCH_AHEAD, _MM_HINT_T0);
+            FMAR(0, k, half8(t, b + 2 * k));
+            FMAR(1, k + 8, half8(t, b + 2 * (k + 8)));
+            FMAR(2, k + 16, half8(t, b + 2 * (k + 16)));
+            FMAR(3, k + 24, half8(t, b + 2 * (k + 24)));
+        }
+        for (; k + 8 <= K; k += 8) FMAR(0, k, half8(t, b + 2 * k));
+        if (k < K) {   /* the tail as dot_fused_avx2's: zero halves past K */
+            int r = (int)(K - k);
+            uint8_t tail[16] = {0};
+            memcpy(tail, b + 2 * k, (size_t)r * 2);
+            const __m256 wt = half8(t, tail);
+#pragma GCC unroll 3
+            for (int i = 0; i < R; i++) {
+                float xt[8] = {0};
+                memcpy(xt, x + i * ldx + k, (size_t)r * sizeof(float));
+                acc[i][1] = _mm256_fmadd_ps(_mm256_loadu_ps(xt), wt, acc[i][1]);
+            }
+        }
+    }
+#undef FMAR
+#pragma GCC unroll 3
+    for (int i = 0; i < R; i++)
+        out[i] = hsum8(_mm256_add_ps(_mm256_add_ps(acc[i][0], acc[i][1]), _mm256_add_ps(acc[i][2], acc[i][3])));
+}
+
+A2 int dot_fused_n_avx2(dtype t, const void *src, const float *x, int64_t ldx, int nx, int64_t K, float *out)
+{
+    if (t != DT_F16 && t != DT_BF16 && t != DT_Q8_0) return 0;
+    int n = 0;
+    for (; n + 3 <= nx; n += 3) fused_rows(t, src, x + n * ldx, ldx, 3, K, out + n);
+    if (nx - n == 2) fused_rows(t, src, x + n * ldx, ldx, 2, K, out + n);
+    else if (nx - n == 1) dot_fused_avx2(t, src, x + n * ldx, K, out + n);
+    return 1;
+}
 #endif

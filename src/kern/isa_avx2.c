@@ -101,6 +101,8 @@ int dequant_avx2(dtype t, const void *src, float *dst, int64_t n);
 #define ISA_DEQUANT dequant_avx2
 int dot_fused_avx2(dtype t, const void *src, const float *x, int64_t K, float *out);
 #define ISA_DOT_FUSED dot_fused_avx2
+int dot_fused_n_avx2(dtype t, const void *src, const float *x, int64_t ldx, int nx, int64_t K, float *out);
+#define ISA_DOT_FUSED_N dot_fused_n_avx2
 
 #include "kern/isa_body.inc"
 #endif

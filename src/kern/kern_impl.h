@@ -131,6 +131,10 @@ typedef struct kern_isa {
     /* y = Σ_k x[k]·w[k] with w one row of type t, dequantized in registers;
      * bit-identical to dequant + dot_rows. 0 if this level has none for t. */
     int (*dot_fused)(dtype t, const void *w, const float *x, int64_t K, float *y);
+    /* y[n] = dot_fused(t, w, x + n·ldx, K) for nx rows of x, each weight
+     * converted once for several rows: bit-identical to nx dot_fused
+     * calls. NULL, or 0 for a type, where this level has none. */
+    int (*dot_fused_n)(dtype t, const void *w, const float *x, int64_t ldx, int nx, int64_t K, float *y);
     /* exp over n floats (softmax, silu): dst may alias src. */
     void (*vexp)(float *dst, const float *src, int64_t n);
     /* Attention units, see attn.c. */

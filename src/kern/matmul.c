@@ -49,6 +49,18 @@ static void gemv_range(void *ctx, int64_t o0, int64_t o1)
             j->y[o] = base + dots[0];
             continue;
         }
+        /* several rows of x (batched decoding): each weight converted once
+         * in registers for three rows at a time, the same bits again */
+        if (j->N > 1 && j->W->type != DT_F32 && j->isa->dot_fused_n &&
+            j->isa->dot_fused_n(j->W->type, src, j->x, I, (int)j->N, I, dots)) {
+            for (int64_t n = 0; n < j->N; n++) {
+                float *yo = j->y + n * O + o;
+                float base = j->accumulate ? *yo : 0.f;
+                if (j->bias) base += j->bias[o];
+                *yo = base + dots[n];
+            }
+            continue;
+        }
         if (j->W->type != DT_F32) {
             kern_dequant_row(j->W->type, src, row, I);
             w = row;

@@ -212,6 +212,52 @@ static void test_dot_fused(void)
     free(w); free(x); free(dq); free(q);
 }
 
+/* dot_rows over nx rows of x and dot_fused_n (batched decoding) give each
+ * row exactly the bits of that row alone, whatever nx and the row's place
+ * in the groups of three the kernels take. */
+static void test_dot_rows_groups(void)
+{
+    const kern_isa *isa = kern_isa_get();
+    trng r = {13};
+    enum { NX = 8, KM = 1040 };
+    const int64_t Ks[] = {1, 7, 8, 31, 32, 33, 64, 100, 256, 768, 1024};
+    float *x = xmalloc(NX * (KM + 3) * 4), *w = xmalloc(KM * 4), *dq = xmalloc(KM * 4);
+    uint8_t *q = xmalloc(KM * 4);
+    int fused = 0;
+    for (int ki = 0; ki < 11; ki++) {
+        int64_t K = Ks[ki], ldx = K + 3;
+        fill_rand(&r, x, (size_t)(NX * ldx), 1.f);
+        fill_rand(&r, w, (size_t)K, 1.f);
+        for (int nx = 1; nx <= NX; nx++) {
+            float y[NX * 2], one;
+            isa->dot_rows(y, 2, x, ldx, nx, w, K);
+            for (int n = 0; n < nx; n++) {
+                isa->dot_rows(&one, 1, x + n * ldx, ldx, 1, w, K);
+                CHECK_MSG(fbits(one) == fbits(y[2 * n]), "dot_rows K=%lld nx=%d row %d: %.9g vs %.9g",
+                          (long long)K, nx, n, y[2 * n], one);
+            }
+        }
+        for (int t = 0; t < NTYPES; t++) {
+            dtype ty = ALL_TYPES[t];
+            if (ty == DT_F32 || !dtype_row_bytes(ty, K) || !isa->dot_fused_n) continue;
+            kern_quant_row(ty, w, q, K);
+            kern_dequant_row(ty, q, dq, K);
+            for (int nx = 1; nx <= NX; nx++) {
+                float y[NX], one;
+                if (!isa->dot_fused_n(ty, q, x, ldx, nx, K, y)) break;
+                for (int n = 0; n < nx; n++) {
+                    isa->dot_rows(&one, 1, x + n * ldx, ldx, 1, dq, K);
+                    CHECK_MSG(fbits(one) == fbits(y[n]), "dot_fused_n %s K=%lld nx=%d row %d: %.9g vs %.9g",
+                              dtype_name(ty), (long long)K, nx, n, y[n], one);
+                }
+                fused++;
+            }
+        }
+    }
+    if (isa->dot_fused_n) CHECK(fused >= 100);   /* F16, BF16 at every K, Q8_0 at whole blocks */
+    free(x); free(w); free(dq); free(q);
+}
+
 /* ---- matmul family ---------------------------------------------------------------- */
 
 typedef struct qmat { wmat w; uint8_t *data; } qmat;
@@ -578,6 +624,7 @@ int main(int argc, char **argv)
     test_conversions();
     test_dequant();
     test_dot_fused();
+    test_dot_rows_groups();
     kern_init(2);
     test_matmul();
     test_matmul_other_types();

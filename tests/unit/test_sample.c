@@ -33,14 +33,31 @@ static int32_t ref_pick(const sample_params *p, const float *src, int V, uint64_
     g_keys = lg;
     qsort(ids, (size_t)V, sizeof *ids, cmp_ref);
     int n = p->top_k > 0 && p->top_k < V ? p->top_k : V;
+    if (n == V && p->top_p >= 1.0f && p->min_p <= 0.0f)    /* nothing filtered: id order, as HF's multinomial */
+        for (int i = 0; i < V; i++) ids[i] = i;
     double mx = lg[ids[0]], sum = 0;
     for (int i = 0; i < n; i++) sum += prob[i] = (float)exp((double)lg[ids[i]] - mx);
     double tot = 0;
     for (int i = 0; i < n; i++) tot += prob[i] = (float)(prob[i] / sum);
+    if (p->top_p < 1.0f) {   /* the nucleus: the fewest top tokens whose mass reaches top_p */
+        double cum = 0;
+        for (int i = 0; i < n; i++)
+            if ((cum += prob[i]) >= p->top_p) { n = i + 1; break; }
+    }
+    if (p->min_p > 0.0f) {
+        int keep = 1;
+        while (keep < n && prob[keep] >= prob[0] * p->min_p) keep++;
+        n = keep;
+    }
+    tot = 0;
+    for (int i = 0; i < n; i++) tot += prob[i];
     double u = rng_uniform_d(p->seed, RNG_SAMPLE, step, 0) * tot, acc = 0;
     int32_t r = ids[n - 1];
-    for (int i = 0; i < n; i++)
-        if (u < (acc += prob[i])) { r = ids[i]; break; }
+    for (int i = 0; i < n; i++) {
+        if (prob[i] <= 0.f) continue;
+        r = ids[i];
+        if (u < (acc += prob[i])) break;
+    }
     free(lg);
     free(prob);
     free(ids);
@@ -117,18 +134,20 @@ int main(void)
                  : (float)((double)(x >> 11) / 9007199254740992.0 * 8.0 - 4.0);
     }
     int bad = 0;
-    for (int t = 0; t < 3; t++) {
+    for (int t = 0; t < 4; t++) {   /* nothing filtered (id order), top_p, top_k, min_p (sorted) */
         sample_params q;
         sample_defaults(&q);
-        q.temp = t == 0 ? 1.0f : t == 1 ? 0.3f : 0.8f;
+        q.temp = t == 0 ? 1.0f : t == 1 ? 0.3f : t == 2 ? 0.8f : 1.2f;
         q.top_k = t == 2 ? 40 : 0;
+        q.top_p = t == 1 ? 0.9f : 1.0f;
+        q.min_p = t == 3 ? 0.05f : 0.0f;
         q.seed = 5 + (uint64_t)t;
         for (uint64_t st = 0; st < 300; st++) {
             memcpy(work, big, BV * sizeof *work);
             bad += sample_next(&q, work, BV, NULL, 0, st, bs) != ref_pick(&q, big, BV, st);
         }
     }
-    CHECK_MSG(bad == 0, "%d of 900 draws differ from the comparison-sort reference", bad);
+    CHECK_MSG(bad == 0, "%d of 1200 draws differ from the comparison-sort reference", bad);
     free(big);
     free(bs);
     free(work);
