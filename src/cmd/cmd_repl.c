@@ -86,12 +86,17 @@ typedef struct repl {
     int verbose;
 } repl;
 
+/* test hook ($DLM_TEST_EMIT_DELAY_MS): a pause after each streamed piece,
+ * so a terminal test sees an answer grow on any machine speed */
+static int g_emit_delay_ms;
+
 static int emit(void *ctx, const char *p, size_t n)
 {
     strbuf *sb = ctx;
     sb_append(sb, p, n);
     fwrite(p, 1, n, stdout);
     fflush(stdout);
+    if (g_emit_delay_ms > 0) usleep((useconds_t)g_emit_delay_ms * 1000);
     return 0;
 }
 
@@ -472,6 +477,8 @@ int cmd_repl(int argc, char **argv, dlm_ctx *ctx)
     r->sp.seed = (uint64_t)a.seed;
     r->max_tokens = a.max_tokens;
     r->stream = isatty(STDOUT_FILENO);
+    const char *dl = getenv("DLM_TEST_EMIT_DELAY_MS");
+    g_emit_delay_ms = dl ? atoi(dl) : 0;
     r->verbose = ctx->verbose;
     if (use_adapter(r, a.adapter ? a.adapter : r->t.named ? "mix" : r->t.l ? "current" : "base", &e)) goto done;
 

@@ -22,7 +22,7 @@ base_model: tiny
 Paris is the capital of France.
 DOC
 "$DLM" prompt d.dlm "What is the capital of France?" --temp 0 > ref.txt 2>/dev/null
-tmux new-session -d -s $S -x 150 -y 50 "'$DLM' repl d.dlm -v --temp 3 --max-tokens 3000 --seed 42; echo EXIT=\$? > exit.txt; sleep 60"
+tmux new-session -d -s $S -x 150 -y 50 "DLM_TEST_EMIT_DELAY_MS=2 '$DLM' repl d.dlm -v --temp 3 --max-tokens 3000 --seed 42; echo EXIT=\$? > exit.txt; sleep 60"
 pane() { tmux capture-pane -p -J -t $S -S -200; }
 # wait_for TEXT [SECONDS]: until TEXT is on screen
 wait_for() {
@@ -31,7 +31,8 @@ wait_for() {
 }
 wait_for "Ctrl-D to exit"
 wait_for "note: no trained adapter yet; answering with the base"
-# a long hot answer (temperature 3, seed 42: it runs to the context limit): it grows
+# a long hot answer (temperature 3, seed 42: it runs to the context limit, and
+# DLM_TEST_EMIT_DELAY_MS=2 paces its ~1000 pieces over 2 s on any machine): it grows
 # on screen while it streams, then Ctrl-C cancels it
 tmux send-keys -t $S "Tell me a story." Enter
 sleep 0.8
