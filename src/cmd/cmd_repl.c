@@ -6,6 +6,9 @@
  * whole conversation, keeps the cached prefix it shares with the last one
  * and evaluates only the tokens after it. */
 #include <editline/readline.h>
+#include <errno.h>
+#include <langinfo.h>
+#include <locale.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -61,6 +64,39 @@ const cmd_spec spec_repl = {
 
 static volatile int g_cancel;
 static void on_int(int sig) { (void)sig; g_cancel = 1; }
+
+/* libedit's key reader (rl_getc_function): one UTF-8 character from the
+ * terminal as its code point, whatever the locale (libedit's own reader
+ * dropped every non-ASCII byte under the C locale), and end of input once
+ * Ctrl-C has set g_cancel — libedit's reader retried the first EINTR, and
+ * its own SIGINT handler put the terminal in cooked mode and re-raised
+ * the signal, so a Ctrl-C at the prompt sometimes swallowed the next line
+ * (t0702 failed so in CI). An invalid sequence reads as U+FFFD. */
+static int repl_getc(FILE *in)
+{
+    int fd = fileno(in), need = 0;
+    uint32_t cp = 0;
+    for (;;) {
+        unsigned char c;
+        ssize_t n = read(fd, &c, 1);
+        if (n == 0) return -1;
+        if (n < 0) {
+            if (errno == EINTR && !g_cancel) continue;
+            return -1;
+        }
+        if (!need) {
+            if (c < 0x80) return c;
+            if (c >= 0xC2 && c <= 0xDF) { cp = c & 0x1F; need = 1; }
+            else if (c >= 0xE0 && c <= 0xEF) { cp = c & 0x0F; need = 2; }
+            else if (c >= 0xF0 && c <= 0xF4) { cp = c & 0x07; need = 3; }
+            else return 0xFFFD;
+            continue;
+        }
+        if ((c & 0xC0) != 0x80) return 0xFFFD;
+        cp = cp << 6 | (c & 0x3F);
+        if (--need == 0) return cp < 0x110000 && (cp < 0xD800 || cp > 0xDFFF) ? (int)cp : 0xFFFD;
+    }
+}
 
 typedef struct repl {
     infer_target t;
@@ -490,12 +526,17 @@ int cmd_repl(int argc, char **argv, dlm_ctx *ctx)
         if (fs_mkdir_p(ctx->home, &e)) hist[0] = 0;
     }
     err_clear(&e);
+    /* before the first libedit call (using_history initializes it): our
+     * key reader, no libedit signal handlers (SIGINT only sets a flag: it
+     * cancels a generation, and at the prompt it abandons the line being
+     * typed), and a UTF-8 character type so the line comes back as typed */
+    setlocale(LC_CTYPE, "");
+    if (strcmp(nl_langinfo(CODESET), "UTF-8")) setlocale(LC_CTYPE, "C.UTF-8");
+    rl_getc_function = repl_getc;
+    rl_catch_signals = 0;
     using_history();
     stifle_history(1000);
     if (hist[0]) read_history(hist);
-    /* SIGINT only sets a flag: it cancels a generation, and at the prompt
-     * it abandons the line being typed */
-    rl_catch_signals = 0;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_int;
@@ -514,7 +555,12 @@ int cmd_repl(int argc, char **argv, dlm_ctx *ctx)
         while (*p == ' ' || *p == '\t') p++;
         size_t n = strlen(p);
         while (n && (p[n - 1] == ' ' || p[n - 1] == '\t' || p[n - 1] == '\n')) p[--n] = 0;
-        if (g_cancel || !*p) { free(line); continue; }
+        if (g_cancel) {   /* Ctrl-C after some typing: the reader ended the line there */
+            printf("\n");
+            free(line);
+            continue;
+        }
+        if (!*p) { free(line); continue; }
         add_history(p);
         if (hist[0]) write_history(hist);
         if (p[0] == '/') {

@@ -4,7 +4,8 @@
 # mid-answer (partial kept, " [cancelled]", still in the loop), Ctrl-C at
 # the prompt, /params temperature=0 (then the answer equals
 # `dlm prompt --temp 0`), /clear, /history and the KV cache across two
-# turns, /save, /model, /adapter, the history file in the store, Ctrl-D.
+# turns, /save, /model, /adapter, the history file in the store, Ctrl-D;
+# a non-ASCII line comes back as typed under LC_ALL=C.
 set -euo pipefail
 . "$DLM_SRC/tests/cli/lib.sh"
 command -v tmux >/dev/null || fail "tmux is not installed (scripts/deps.sh)"
@@ -22,7 +23,7 @@ base_model: tiny
 Paris is the capital of France.
 DOC
 "$DLM" prompt d.dlm "What is the capital of France?" --temp 0 > ref.txt 2>/dev/null
-tmux new-session -d -s $S -x 150 -y 50 "DLM_TEST_EMIT_DELAY_MS=2 '$DLM' repl d.dlm -v --temp 3 --max-tokens 3000 --seed 42; echo EXIT=\$? > exit.txt; sleep 60"
+tmux new-session -d -s $S -x 150 -y 50 "LC_ALL=C DLM_TEST_EMIT_DELAY_MS=2 '$DLM' repl d.dlm -v --temp 3 --max-tokens 3000 --seed 42; echo EXIT=\$? > exit.txt; sleep 60"
 pane() { tmux capture-pane -p -J -t $S -S -200; }
 # wait_for TEXT [SECONDS]: until TEXT is on screen
 wait_for() {
@@ -61,8 +62,8 @@ tmux send-keys -t $S "What is the capital of France?" Enter
 wait_for "[19 prompt tokens"
 # greedy: the same answer as dlm prompt --temp 0
 grep -qxF "$(cat ref.txt)" <<< "$(pane)" || { pane >&2; fail "greedy answer differs from dlm prompt: $(cat ref.txt)"; }
-tmux send-keys -t $S "And of Germany?" Enter
-wait_for "And of Germany?"
+tmux send-keys -t $S "And of Germany, où?" Enter
+wait_for "And of Germany, où?"
 for _ in $(seq 600); do [ "$(pane | grep -c 'generated]')" -ge 3 ] && break; sleep 0.1; done
 # turn 2 renders both turns and evaluates only what the cache lacks
 python3 - "$(pane | grep 'generated]' | tail -1)" <<'PY' || fail "turn 2 did not reuse the cache"
@@ -77,7 +78,7 @@ python3 - <<'PY' || fail "/save wrote $(cat conv.json)"
 import json
 c = json.load(open("conv.json"))
 assert [m["role"] for m in c] == ["user", "assistant", "user", "assistant"], c
-assert c[0]["content"] == "What is the capital of France?" and c[2]["content"] == "And of Germany?", c
+assert c[0]["content"] == "What is the capital of France?" and c[2]["content"] == "And of Germany, où?", c
 PY
 grep -qxF "$(python3 -c 'import json; print(json.load(open("conv.json"))[1]["content"])')" ref.txt ||
     fail "saved answer differs from the screen's"
@@ -91,5 +92,5 @@ tmux send-keys -t $S C-d
 for _ in $(seq 300); do [ -s exit.txt ] && break; sleep 0.1; done
 [ "$(cat exit.txt)" = "EXIT=0" ] || fail "Ctrl-D: $(cat exit.txt 2>/dev/null)"
 h="$DLM_HOME/repl_history"   # no store yet (untrained): DLM_HOME
-grep -q 'And\\040of\\040Germany?' "$h" || fail "history file: $(cat "$h" 2>/dev/null)"
+grep -qF 'And\040of\040Germany,\040où?' "$h" || fail "history file: $(cat "$h" 2>/dev/null)"
 echo ok
