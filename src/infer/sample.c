@@ -87,34 +87,20 @@ int32_t sample_next(const sample_params *p, float *logits, int V, const int32_t 
     int32_t *ids = scratch;
     float *prob = (float *)(ids + V);
     for (int i = 0; i < V; i++) logits[i] /= p->temp;
+    int n = V;
     if ((p->top_k <= 0 || p->top_k >= V) && p->top_p >= 1.0f && p->min_p <= 0.0f) {
         /* nothing filtered: the draw walks the vocabulary in id order (as
          * HF's multinomial does) and needs no sort — the radix sort was 8%
          * of a batched server step (bench/RESULTS.md, 2026-12-02) */
-        float mx = logits[0];
-        for (int i = 1; i < V; i++)
-            if (logits[i] > mx) mx = logits[i];
-        double sum = 0;
-        for (int i = 0; i < V; i++) {
-            prob[i] = (float)exp((double)logits[i] - mx);
-            sum += prob[i];
-        }
-        double tot = 0;
-        for (int i = 0; i < V; i++) tot += prob[i] = (float)(prob[i] / sum);
-        double u = rng_uniform_d(p->seed, RNG_SAMPLE, step, 0) * tot, acc = 0;
-        int32_t last = 0;
-        for (int i = 0; i < V; i++) {
-            if (prob[i] <= 0.f) continue;
-            acc += prob[i];
-            last = i;
-            if (u < acc) return i;
-        }
-        return last;
+        for (int i = 0; i < V; i++) ids[i] = i;
+    } else {
+        sort_desc(ids, (uint32_t *)prob, ids + 2 * V, (uint32_t *)(ids + 3 * V), logits, V);
+        if (p->top_k > 0 && p->top_k < n) n = p->top_k;
     }
-    int n = V;
-    sort_desc(ids, (uint32_t *)prob, ids + 2 * V, (uint32_t *)(ids + 3 * V), logits, V);
-    if (p->top_k > 0 && p->top_k < n) n = p->top_k;
-    double mx = logits[ids[0]], sum = 0;
+    float top = logits[ids[0]];   /* the largest logit: ids[0] once sorted */
+    for (int i = 1; i < n; i++)
+        if (logits[ids[i]] > top) top = logits[ids[i]];
+    double mx = top, sum = 0;
     for (int i = 0; i < n; i++) {
         prob[i] = (float)exp((double)logits[ids[i]] - mx);
         sum += prob[i];

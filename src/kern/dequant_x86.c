@@ -351,56 +351,12 @@ static inline A2 __m256 half8(dtype t, const uint8_t *p)
     return t == DT_F16 ? _mm256_cvtph_ps(h) : _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 
-A2 int dot_fused_avx2(dtype t, const void *src, const float *x, int64_t K, float *out)
-{
-    const uint8_t *b = src;
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    int64_t k = 0;
-    switch (t) {
-    case DT_F16:
-    case DT_BF16:
-        for (; k + 32 <= K; k += 32) {
-            _mm_prefetch((const char *)(b + 2 * k) + KERN_PREFETCH_AHEAD, _MM_HINT_T0);
-            a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k), half8(t, b + 2 * k), a0);
-            a1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k + 8), half8(t, b + 2 * (k + 8)), a1);
-            a2 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k + 16), half8(t, b + 2 * (k + 16)), a2);
-            a3 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k + 24), half8(t, b + 2 * (k + 24)), a3);
-        }
-        for (; k + 8 <= K; k += 8) a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k), half8(t, b + 2 * k), a0);
-        if (k < K) {   /* the tail: zero halves past K, as dot_rows' masked loads */
-            int r = (int)(K - k);
-            uint8_t tail[16] = {0};
-            memcpy(tail, b + 2 * k, (size_t)r * 2);
-            float xt[8] = {0};
-            memcpy(xt, x + k, (size_t)r * sizeof(float));
-            a1 = _mm256_fmadd_ps(_mm256_loadu_ps(xt), half8(t, tail), a1);
-        }
-        break;
-    case DT_Q8_0:   /* K is whole blocks of 32: one block per chunk */
-        for (; k + 32 <= K; k += 32, b += 34) {
-            _mm_prefetch((const char *)b + KERN_PREFETCH_AHEAD, _MM_HINT_T0);
-            const __m256 d = _mm256_set1_ps(kern_half(b));
-#define Q8(h) _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(b + 2 + 8 * (h))))), d)
-            a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k), Q8(0), a0);
-            a1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k + 8), Q8(1), a1);
-            a2 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k + 16), Q8(2), a2);
-            a3 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k + 24), Q8(3), a3);
-#undef Q8
-        }
-        break;
-    default: return 0;
-    }
-    *out = hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
-    return 1;
-}
-
-/* out[n] = dot_fused_avx2(t, src, x + n·ldx, K) for nx rows of x (batched
- * decoding: N sequences against one weight row). R ≤ 3 rows at a time
- * share each 8 dequantized weights, converted once in registers (three
- * rows' four accumulators and the weights fill the 16 ymm registers); every
- * row keeps its own accumulators and gets the same operations in the same
- * order as alone, so out[n] is bit-identical to the one-row call
- * (tests/unit/test_kern.c test_dot_rows_groups). */
+/* out[i] for R ≤ 3 rows of x (ldx apart) against one weight row: each 8
+ * dequantized weights converted once in registers and shared by the rows
+ * (three rows' four accumulators and the weights fill the 16 ymm
+ * registers). Every row keeps its own accumulators and gets the same
+ * operations in the same order whatever R, so a row's result does not
+ * depend on the rows beside it (tests/unit/test_kern.c test_dot_rows_groups). */
 static inline __attribute__((always_inline)) A2 void fused_rows(dtype t, const uint8_t *b, const float *x,
                                                                 int64_t ldx, int R, int64_t K, float *out)
 {
@@ -455,13 +411,22 @@ static inline __attribute__((always_inline)) A2 void fused_rows(dtype t, const u
         out[i] = hsum8(_mm256_add_ps(_mm256_add_ps(acc[i][0], acc[i][1]), _mm256_add_ps(acc[i][2], acc[i][3])));
 }
 
+A2 int dot_fused_avx2(dtype t, const void *src, const float *x, int64_t K, float *out)
+{
+    if (t != DT_F16 && t != DT_BF16 && t != DT_Q8_0) return 0;
+    fused_rows(t, src, x, 0, 1, K, out);
+    return 1;
+}
+
+/* out[n] = dot_fused_avx2(t, src, x + n·ldx, K) for nx rows of x (batched
+ * decoding: N sequences against one weight row), three rows at a time. */
 A2 int dot_fused_n_avx2(dtype t, const void *src, const float *x, int64_t ldx, int nx, int64_t K, float *out)
 {
     if (t != DT_F16 && t != DT_BF16 && t != DT_Q8_0) return 0;
     int n = 0;
     for (; n + 3 <= nx; n += 3) fused_rows(t, src, x + n * ldx, ldx, 3, K, out + n);
     if (nx - n == 2) fused_rows(t, src, x + n * ldx, ldx, 2, K, out + n);
-    else if (nx - n == 1) dot_fused_avx2(t, src, x + n * ldx, K, out + n);
+    else if (nx - n == 1) fused_rows(t, src, x + n * ldx, ldx, 1, K, out + n);
     return 1;
 }
 #endif

@@ -41,31 +41,20 @@ static void gemv_range(void *ctx, int64_t o0, int64_t o1)
                 j->y[n * O + o] = (j->bias ? j->bias[o] : 0.f) + qx_dot(&j->xq[n], src);
             continue;
         }
-        /* one row of x (decoding): dequantize in registers, same bits */
-        if (j->N == 1 && j->W->type != DT_F32 && j->isa->dot_fused &&
-            j->isa->dot_fused(j->W->type, src, j->x, I, &dots[0])) {
-            float base = j->accumulate ? j->y[o] : 0.f;
-            if (j->bias) base += j->bias[o];
-            j->y[o] = base + dots[0];
-            continue;
-        }
-        /* several rows of x (batched decoding): each weight converted once
-         * in registers for three rows at a time, the same bits again */
-        if (j->N > 1 && j->W->type != DT_F32 && j->isa->dot_fused_n &&
-            j->isa->dot_fused_n(j->W->type, src, j->x, I, (int)j->N, I, dots)) {
-            for (int64_t n = 0; n < j->N; n++) {
-                float *yo = j->y + n * O + o;
-                float base = j->accumulate ? *yo : 0.f;
-                if (j->bias) base += j->bias[o];
-                *yo = base + dots[n];
+        /* decoding (one row of x, or a few sequences' rows): dequantize in
+         * registers, each weight converted once for up to three rows; the
+         * same bits as dequant + dot_rows */
+        const dtype t = j->W->type;
+        int fused = t != DT_F32 &&
+                    (j->N == 1 ? j->isa->dot_fused && j->isa->dot_fused(t, src, j->x, I, &dots[0])
+                               : j->isa->dot_fused_n && j->isa->dot_fused_n(t, src, j->x, I, (int)j->N, I, dots));
+        if (!fused) {
+            if (t != DT_F32) {
+                kern_dequant_row(t, src, row, I);
+                w = row;
             }
-            continue;
+            j->isa->dot_rows(dots, 1, j->x, I, (int)j->N, w, I);
         }
-        if (j->W->type != DT_F32) {
-            kern_dequant_row(j->W->type, src, row, I);
-            w = row;
-        }
-        j->isa->dot_rows(dots, 1, j->x, I, (int)j->N, w, I);
         for (int64_t n = 0; n < j->N; n++) {
             float *yo = j->y + n * O + o;
             float base = j->accumulate ? *yo : 0.f;
