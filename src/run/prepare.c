@@ -63,27 +63,16 @@ void prep_plan_inputs(const prep *P, const doc_training *tr, int threads, int co
     const dataset *ds = P->data.ds;
     memset(in, 0, sizeof *in);
     in->base = P->base;
-    if (P->qlora) {
-        /* qlora on a wider base: the projections become Q4_K in owned memory
-         * while each source tensor's pages are dropped right after it is
-         * converted, so what stays is the Q4_K copy plus the embeddings (and
-         * at most one source projection in flight). */
+    if (P->qlora || P->bf16_base) {
+        /* qlora (Q4_K) or bf16 (BF16) on a wider base: the projections are
+         * converted into owned memory while each source tensor's pages are
+         * dropped right after it is converted, so what stays is the
+         * converted copy plus the embeddings (an untied head as stored) and
+         * at most one source projection in flight; an F16 base's BF16 copy
+         * is the same size, an F32 one's halves */
+        const dtype to = P->qlora ? DT_Q4_K : DT_BF16;
         plan_base q;
-        plan_base_shape(&P->base.cfg, DT_Q4_K, P->base.gguf, &q);
-        const model_config *c = &P->base.cfg;
-        uint64_t src_elem = P->base.wtype == DT_F32 ? 4 : 2;
-        uint64_t biggest = (uint64_t)c->n_ff * (uint64_t)c->d_model * src_elem;
-        uint64_t proj_q = q.tensor_bytes > q.embd_bytes ? q.tensor_bytes - q.embd_bytes : 0;
-        uint64_t out = c->tied ? 0 : P->base.embd_bytes; /* an untied head stays as stored */
-        in->base.tensor_bytes = P->base.embd_bytes + out + proj_q + biggest;
-        in->base.copy_bytes += proj_q;
-        in->base.wtype = DT_Q4_K;
-    } else if (P->bf16_base) {
-        /* bf16 on an F32/F16 base: the same conversion to BF16 (each source
-         * projection's pages dropped once converted; an F16 base's stay the
-         * same size, an F32 one's halve) */
-        plan_base q;
-        plan_base_shape(&P->base.cfg, DT_BF16, P->base.gguf, &q);
+        plan_base_shape(&P->base.cfg, to, P->base.gguf, &q);
         const model_config *c = &P->base.cfg;
         uint64_t src_elem = P->base.wtype == DT_F32 ? 4 : 2;
         uint64_t biggest = (uint64_t)c->n_ff * (uint64_t)c->d_model * src_elem;
@@ -91,7 +80,7 @@ void prep_plan_inputs(const prep *P, const doc_training *tr, int threads, int co
         uint64_t out = c->tied ? 0 : P->base.embd_bytes;
         in->base.tensor_bytes = P->base.embd_bytes + out + proj + biggest;
         in->base.copy_bytes += proj;
-        in->base.wtype = DT_BF16;
+        in->base.wtype = to;
     }
     in->lora = P->lora;
     in->optim8 = tr->optimizer == DOC_OPT_ADAMW_BNB_8BIT || tr->optimizer == DOC_OPT_PAGED_ADAMW_8BIT;
