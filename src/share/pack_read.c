@@ -437,7 +437,7 @@ static int check_base(const pack_contents *c, const char *what, dlm_err *e)
 static int check_contents(reader *rd, const char *what, dlm_err *e)
 {
     pack_contents *c = rd->c;
-    qsort(c->m, (size_t)c->n, sizeof *c->m, name_cmp);
+    if (c->n > 1) qsort(c->m, (size_t)c->n, sizeof *c->m, name_cmp);   /* an empty pack has no array */
     for (int i = 1; i < c->n; i++)
         if (!strcmp(c->m[i].name, c->m[i - 1].name))
             return err_at(e, "PackDuplicateMemberError", what, 0, 0, "member %s appears twice", c->m[i].name);
