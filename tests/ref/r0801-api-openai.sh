@@ -25,6 +25,7 @@ RAW="Once upon a time"
 N=24
 
 serve() {   # serve ARGS...: start the server, URL in $url
+    : > url.txt  # the last server's URL must not be read as this one's
     "$DLM" api "$@" --port 0 --parallel 3 > url.txt 2> serve.err &
     pid=$!
     for _ in $(seq 600); do [ -s url.txt ] && break; sleep 0.1; done

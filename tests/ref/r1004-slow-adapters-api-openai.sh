@@ -31,6 +31,7 @@ python3 "$DLM_SRC/tests/cli/helpers/styles_doc.py" doc.dlm $ID 4
 "$DLM" train doc.dlm -q > /dev/null 2>&1 || fail "train"
 
 serve() {   # serve ARGS...: start the server, URL in $url
+    : > url.txt  # the last server's URL must not be read as this one's
     "$DLM" api "$@" --port 0 --parallel 2 > url.txt 2> serve.err &
     pid=$!
     for _ in $(seq 600); do [ -s url.txt ] && break; sleep 0.1; done
