@@ -22,8 +22,9 @@ cp a.dlm orig.dlm
 # loaded machine), writer 2 arrives meanwhile
 DLM_TEST_HOLD_LOCK_MS=8000 "$DLM" migrate a.dlm > w1.txt 2>&1 &
 bg=$!
-for _ in $(seq 600); do [ -e "$store/.lock" ] && break; sleep 0.05; done
-[ -e "$store/.lock" ] || fail "writer 1 never took the lock"
+# wait for the record's command line, not only the file: it is written after the open
+for _ in $(seq 600); do grep -q '^migrate$' "$store/.lock" 2>/dev/null && break; sleep 0.05; done
+grep -q '^migrate$' "$store/.lock" || fail "writer 1 never took the lock"
 "$DLM" show a.dlm --json | $PY -c 'import json,sys; l=json.load(sys.stdin)["store"]["lock"]; assert l and l["command"]=="migrate" and l["alive"] is True, l'
 set +e
 "$DLM" migrate a.dlm > w2.txt 2> err2.txt; rc=$?
