@@ -32,7 +32,7 @@ set +e; "$DLM" -v pack t.dlm --out bad.pack 2> ln.txt; rc=$?; set -e
 rm "$S/replay/link"
 [ ! -e bad.pack ] || fail "a refused pack left a file"
 DLM_TEST_HOLD_LOCK_MS=3000 "$DLM" pack t.dlm --out held.pack -q & held=$!
-for i in $(seq 600); do [ -e "$S/.lock" ] && break; sleep 0.05; done
+for i in $(seq 600); do grep -q '^kernel-lock$' "$S/.lock" 2>/dev/null && break; sleep 0.05; done
 set +e; "$DLM" pack t.dlm --out other.pack 2> lock.txt; rc=$?; set -e
 wait $held
 [ $rc = 1 ] && grep -q "already locked by PID $held" lock.txt || fail "pack did not take the store lock: $(cat lock.txt)"
