@@ -39,7 +39,7 @@ id2=$(sed -n 's/^dlm_id: //p' notes/a.dlm)
 id=$id2
 
 # templates
-"$DLM" init --list-templates | grep -q '^coding-tutor ' || fail "no coding-tutor template"
+"$DLM" init --list-templates | grep '^coding-tutor ' >/dev/null || fail "no coding-tutor template"
 "$DLM" init --list-templates --json | $PY -c 'import json,sys; t=json.load(sys.stdin)["templates"]; assert {"tutor","coding-tutor","notes"} <= {x["name"] for x in t}'
 set +e
 "$DLM" init x.dlm --template nope 2> err.txt; rc=$?
@@ -119,7 +119,7 @@ cmp -s old.dlm.bak orig.dlm || fail "backup differs from the original"
 grep -qx 'dlm_version: 15' old.dlm && grep -qx '# kept comment' old.dlm || fail "migrated text: $(cat old.dlm)"
 ids_after=$("$DLM" show old.dlm --json | $PY -c 'import json,sys; print(" ".join(x["id"] for x in json.load(sys.stdin)["sections"]))')
 [ "$ids_before" = "$ids_after" ] || fail "migration changed section ids"
-"$DLM" migrate old.dlm | grep -q 'already at v15 (no migrations needed)' || fail "second migrate"
+"$DLM" migrate old.dlm | grep 'already at v15 (no migrations needed)' >/dev/null || fail "second migrate"
 cp orig.dlm nb.dlm
 "$DLM" migrate nb.dlm --no-backup > /dev/null
 [ ! -e nb.dlm.bak ] || fail "--no-backup wrote a backup"

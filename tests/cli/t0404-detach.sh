@@ -43,7 +43,7 @@ wait_for "d['state'] == 'running' and d['step'] >= 4" 20
     fail "status does not show the run's store lock: $("$DLM" status doc.dlm --json)"
 log=$(st "d['log']")
 [ -f "$log" ] || fail "the heartbeat names no log"
-"$DLM" status doc.dlm | grep -q "running" || fail "text status does not say running"
+"$DLM" status doc.dlm | grep "running" >/dev/null || fail "text status does not say running"
 
 # 2. SIGTERM: the step ends, a checkpoint is written, the exit record says cancelled
 kill -TERM "$pid"
@@ -54,8 +54,8 @@ step=$(st "d['step']")
 [ -d "$S/adapter/checkpoints/step-$(printf %06d "$step")" ] || fail "no checkpoint at step $step"
 for i in $(seq 1 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 ! kill -0 "$pid" 2>/dev/null || fail "the run is still alive after its exit record"
-"$DLM" logs doc.dlm | grep -q "cancelled after step $step" || fail "the console log lacks the cancel line"
-"$DLM" logs doc.dlm --jsonl | grep -q '"type":"run_cancelled"' || fail "the JSONL log lacks run_cancelled"
+"$DLM" logs doc.dlm | grep "cancelled after step $step" >/dev/null || fail "the console log lacks the cancel line"
+"$DLM" logs doc.dlm --jsonl | grep '"type":"run_cancelled"' >/dev/null || fail "the JSONL log lacks run_cancelled"
 
 # 3. --resume finishes with the bytes of the uninterrupted run
 "$DLM" train doc.dlm --resume --max-steps 40 -q > /dev/null
@@ -69,13 +69,13 @@ pid=$(cat "$S/run/run.pid")
 wait_for "d['state'] == 'running' and d['step'] >= 2" 20
 kill -KILL "$pid"
 wait_for "d['state'] == 'died'" 10
-"$DLM" status doc.dlm | grep -q "died" || fail "text status does not say died"
+"$DLM" status doc.dlm | grep "died" >/dev/null || fail "text status does not say died"
 [ "$(st "d['stale_lock']")" = None ] || fail "a kernel-released lock is not stale: $("$DLM" status doc.dlm --json)"
 ck=$(st "d['checkpoint_step']")
 if [ "$ck" = None ]; then
-    "$DLM" status doc.dlm | grep -q "died before its first checkpoint" || fail "status claims a checkpoint: $("$DLM" status doc.dlm)"
+    "$DLM" status doc.dlm | grep "died before its first checkpoint" >/dev/null || fail "status claims a checkpoint: $("$DLM" status doc.dlm)"
 else
-    "$DLM" status doc.dlm | grep -q "its checkpoint at step $ck is kept" || fail "status: $("$DLM" status doc.dlm)"
+    "$DLM" status doc.dlm | grep "its checkpoint at step $ck is kept" >/dev/null || fail "status: $("$DLM" status doc.dlm)"
 fi
 
 # 5. a second SIGTERM stops at once, recorded as cancelled with 128+15
@@ -99,8 +99,8 @@ wait_for "d['state'] == 'running' and d['step'] >= 1" 20
 kill -KILL "$pid"
 wait_for "d['state'] == 'died'" 10
 [ "$(st "d['checkpoint_step']")" = None ] || fail "a checkpoint before step 10? $("$DLM" status doc.dlm --json)"
-"$DLM" status doc.dlm | grep -q "died before its first checkpoint: nothing to resume" || fail "status: $("$DLM" status doc.dlm)"
-! "$DLM" status doc.dlm | grep -q -- "--resume" || fail "status names --resume with no checkpoint"
+"$DLM" status doc.dlm | grep "died before its first checkpoint: nothing to resume" >/dev/null || fail "status: $("$DLM" status doc.dlm)"
+! "$DLM" status doc.dlm | grep -- "--resume" >/dev/null || fail "status names --resume with no checkpoint"
 
 # 6. status --watch and logs -f follow a run to its end
 DLM_TEST_STEP_DELAY_MS=50 "$DLM" train doc.dlm --detach --fresh --max-steps 15 > /dev/null 2>&1

@@ -124,7 +124,7 @@ P
 grep -q "^synth: 2 requests, 11 pairs parsed, 3 not pairs, 5 near-duplicates" stage.txt || fail "summary: $(cat stage.txt)"
 cmp -s s.dlm orig.dlm || fail "staging changed the document"
 # apply the staged pairs: six auto-synth sections with the v15 marker
-"$DLM" synth apply s.dlm | grep -q "wrote 6 auto-synth sections" || fail "apply"
+"$DLM" synth apply s.dlm | grep "wrote 6 auto-synth sections" >/dev/null || fail "apply"
 $PY - s.dlm orig.dlm <<'P'
 import re, sys
 t, o = open(sys.argv[1]).read(), open(sys.argv[2]).read()
@@ -135,7 +135,7 @@ assert len(m) == 6 and all(x[0].startswith("openai:http://127.0.0.1:") for x in 
 P
 "$DLM" synth list s.dlm --json | $PY -c 'import json,sys; j=json.load(sys.stdin); assert j["pending"] == [] and len(j["written"]) == 6, j'
 rc=0; "$DLM" synth apply s.dlm >/dev/null || rc=$?; [ $rc = 2 ] || fail "apply with nothing staged: rc $rc"
-"$DLM" synth revert s.dlm | grep -q "removed 6 auto-synth sections" || fail "revert"
+"$DLM" synth revert s.dlm | grep "removed 6 auto-synth sections" >/dev/null || fail "revert"
 cmp s.dlm orig.dlm || fail "revert did not restore the document byte for byte"
 rc=0; "$DLM" synth revert s.dlm >/dev/null || rc=$?; [ $rc = 2 ] || fail "revert with nothing: rc $rc"
 # --apply at once, then revert: byte for byte again

@@ -58,7 +58,7 @@ import json, sys
 a = json.load(sys.stdin)["adapters"]
 assert [(x["name"], x["lora_r"], x["sections"], x["current_version"], x["versions"]) for x in a] == \
     [("tone", 4, 3, 2, [1, 2]), ("sql", 8, 2, 1, [1])], a'
-"$DLM" show doc.dlm | grep -q "^  tone .*current v0002 (2 versions on disk)" || fail "show does not list tone"
+"$DLM" show doc.dlm | grep "^  tone .*current v0002 (2 versions on disk)" >/dev/null || fail "show does not list tone"
 "$DLM" doctor doc.dlm --json | python3 -c '
 import json, sys
 a = json.load(sys.stdin)["document"]["adapters"]

@@ -70,7 +70,7 @@ out=$("$DLM" train cold.dlm --max-steps 1 2>&1)
 grep -q "gate: uniform (cold start)" <<<"$out" || fail "no cold start: $out"
 grep -q '"mode": "uniform"' "$S/adapter/_gate/gate_config.json" || fail "gate_config.json is not uniform"
 [ ! -e "$S/adapter/_gate/gate.safetensors" ] || fail "a uniform gate left gate.safetensors"
-"$DLM" show cold.dlm | grep -q "^  gate  *enabled (uniform)" || fail "show does not say the gate is uniform"
+"$DLM" show cold.dlm | grep "^  gate  *enabled (uniform)" >/dev/null || fail "show does not say the gate is uniform"
 "$DLM" prompt cold.dlm "List all users." --temp 0 -n 1 --json 2>/dev/null | /usr/bin/python3 -c '
 import json, sys
 j = json.load(sys.stdin); assert j["adapter_weights"] == {"sql": 0.5, "tone": 0.5} and j["gate"] == "auto", j'

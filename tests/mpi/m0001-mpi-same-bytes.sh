@@ -13,7 +13,7 @@
 set -euo pipefail
 . "$DLM_SRC/tests/cli/lib.sh"
 MPIEXEC=${MPIEXEC:-mpirun}
-if ! command -v "$MPIEXEC" >/dev/null || ! "$DLM" --version | grep -q "^mpi: yes"; then
+if ! command -v "$MPIEXEC" >/dev/null || ! "$DLM" --version | grep "^mpi: yes" >/dev/null; then
     [ "${DLM_REF_SKIP:-}" = 1 ] && exit 77
     fail "needs mpirun (openmpi-bin) and an MPI build of dlm (make mpi)"
 fi
