@@ -285,6 +285,16 @@ static void render_llama3(render *r, const chat_dialect *d, const chat_msg *m, s
     if (gen || d->style == STYLE_LLAMA3_NODATE_ALWAYS) sb_puts(r->out, "<|start_header_id|>assistant<|end_header_id|>\n\n");
 }
 
+/* Dialects that fold the system message into the first (or last) user
+ * turn: *sys is its content or NULL; returns the index of the first
+ * non-system message. */
+static size_t split_system(const chat_msg *m, size_t n, const char **sys)
+{
+    int has = n && !strcmp(m[0].role, "system");
+    *sys = has ? m[0].content : NULL;
+    return has ? 1 : 0;
+}
+
 /* Gemma 2 (google/gemma-2-2b-it's chat_template): "<bos>", then per message
  * "<start_of_turn>" + (assistant: "model") + "\n" + content|trim +
  * "<end_of_turn>\n"; the generation prompt "<start_of_turn>model\n". The
@@ -295,12 +305,8 @@ static void render_llama3(render *r, const chat_dialect *d, const chat_msg *m, s
 static void render_gemma(render *r, const chat_msg *m, size_t n, const size_t *idx, int gen)
 {
     sb_puts(r->out, "<bos>");
-    const char *sys = NULL;
-    size_t first = 0;
-    if (n && !strcmp(m[0].role, "system")) {
-        sys = m[0].content;
-        first = 1;
-    }
+    const char *sys;
+    size_t first = split_system(m, n, &sys);
     for (size_t i = first; i < n; i++) {
         const char *role = !strcmp(m[i].role, "assistant") ? "model" : m[i].role;
         sb_printf(r->out, "<start_of_turn>%s\n", role);
@@ -363,12 +369,8 @@ static void render_phi(render *r, const chat_msg *m, size_t n, const size_t *idx
 static void render_mistral(render *r, const chat_msg *m, size_t n, const size_t *idx, int v3, int legacy)
 {
     sb_puts(r->out, "<s>");
-    const char *sys = NULL;
-    size_t first = 0;
-    if (n && !strcmp(m[0].role, "system")) {
-        sys = m[0].content;
-        first = 1;
-    }
+    const char *sys;
+    size_t first = split_system(m, n, &sys);
     for (size_t i = first; i < n; i++) {
         if (strcmp(m[i].role, "assistant")) {
             sb_puts(r->out, v3 || legacy ? "[INST] " : " [INST] ");
