@@ -138,7 +138,8 @@ typedef struct unpack_result {
 
 /* Read (bounded, verified) into a staging folder next to the stores, then
  * install it as <home>/store/<dlm_id> with one rename (--force: the old
- * store is moved to <store>.old-<pid> first and put back on any failure),
+ * store is moved to <store>.old-<pid> first and put back on any failure;
+ * what a killed unpack left is put right first, see unpack.c),
  * then copy the .dlm to out_dir. A pack made with --include-base also
  * puts its base into the HF cache (hub_install_snapshot: a differing file
  * there is BaseConflictError unless force) before the store. Nothing is

@@ -1,5 +1,6 @@
 /* unpack — a verified pack installed as a store (pack.h). */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "util/fs.h"
 #include "util/hash.h"
 #include "util/json.h"
+#include "util/log.h"
 #include "weights/hub.h"
 
 #define MAX_DOC_BYTES (64u << 20)
@@ -66,6 +68,48 @@ out:
     return rc;
 }
 
+/* 1 when the decimal pid at s (ending at end or at stop) names no process. */
+static int dead_pid(const char *s, char stop)
+{
+    char *end;
+    errno = 0;
+    long pid = strtol(s, &end, 10);
+    if (errno || end == s || pid <= 0 || (*end && *end != stop) || pid == (long)getpid()) return 0;
+    return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+}
+
+/* What an unpack killed part-way leaves next to the stores, put right by
+ * the next one: its staging folder ".unpack-<pid>-<hex>" is removed; a
+ * store it had moved aside, "<dlm_id>.old-<pid>", is put back when the
+ * kill came before the new store was in place (nothing else is at
+ * <dlm_id>), else removed (the new store was installed). Only names whose
+ * pid is dead are touched, so a running unpack is left alone. */
+static void sweep_dead_unpacks(const char *stores)
+{
+    char **names;
+    int n = fs_list_dir(stores, &names, NULL);
+    for (int i = 0; i < n; i++) {
+        const char *nm = names[i], *old = strstr(nm, ".old-");
+        char p[4400], target[4400];
+        dlm_err e;
+        err_clear(&e);
+        snprintf(p, sizeof p, "%s/%s", stores, nm);
+        if (!strncmp(nm, ".unpack-", 8) && dead_pid(nm + 8, '-')) {
+            if (!fs_remove_tree(p, &e)) log_info("removed %s, left by an unpack that did not finish", p);
+        } else if (old && old - nm == 26 && dead_pid(old + 5, 0)) {
+            snprintf(target, sizeof target, "%s/%.26s", stores, nm);
+            if (!pack_valid_dlm_id(fs_basename(target))) continue;
+            if (fs_exists(target)) {
+                if (!fs_remove_tree(p, &e)) log_info("removed %s, the store an unpack --force had replaced", p);
+            } else if (!rename(p, target) && !fs_fsync_dir(stores, &e)) {
+                log_warn("an unpack --force died before installing its store; the previous store was put back at %s",
+                         target);
+            }
+        }
+    }
+    if (n > 0) fs_free_list(names, n);
+}
+
 int unpack_run(const unpack_opts *o, unpack_result *res, dlm_err *e)
 {
     memset(res, 0, sizeof *res);
@@ -73,6 +117,7 @@ int unpack_run(const unpack_opts *o, unpack_result *res, dlm_err *e)
     char stores[4096], staging[4200], old[4300] = "", sdoc[8192], sstore[4300], target[4096], outdir[4096];
     if (!fs_join(stores, sizeof stores, o->home, "store")) return err_set(e, "PackError", "home path too long");
     if (fs_mkdir_p(stores, e)) return -1;
+    sweep_dead_unpacks(stores);
     uint32_t nonce = randombytes_random();
     snprintf(staging, sizeof staging, "%s/.unpack-%ld-%08x", stores, (long)getpid(), nonce);
     pack_contents *c = pack_read_file(o->pack_path, staging, &o->limits, e);

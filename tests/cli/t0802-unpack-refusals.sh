@@ -86,4 +86,31 @@ grep -q "previous store was put back" force.txt || fail "no restore note: $(cat 
 [ "$(ls -A "$DLM_HOME/store")" = "$ID" ] || fail "leftovers: $(ls -A "$DLM_HOME/store")"
 "$DLM" unpack py.pack --out py2 --force -q
 [ ! -f "$DLM_HOME/store/$ID/marker" ] || fail "--force did not replace the store"
+# an unpack killed part-way (kill -9: a dead pid's names, made here by
+# hand): killed between moving the old store aside and installing the new
+# one, the next unpack puts the old store back before anything else;
+# killed after, it removes the replaced store and the staging folder
+sh -c 'exit 0' & dead=$!
+wait $dead
+st="$DLM_HOME/store"
+echo marker2 > "$st/$ID/marker"
+mv "$st/$ID" "$st/$ID.old-$dead"
+mkdir -p "$st/.unpack-$dead-0badcafe/store" && echo x > "$st/.unpack-$dead-0badcafe/store/junk"
+set +e
+"$DLM" unpack py.pack --out py2 2> swept.txt; rc=$?
+set -e
+[ $rc = 1 ] && grep -q "PackTargetExistsError" swept.txt || fail "the put-back store was not seen as existing: $(cat swept.txt)"
+grep -q "died before installing its store; the previous store was put back at $st/$ID" swept.txt || fail "no put-back note: $(cat swept.txt)"
+[ "$(cat "$st/$ID/marker")" = marker2 ] || fail "the old store was not put back"
+[ "$(ls -A "$st")" = "$ID" ] || fail "leftovers after the sweep: $(ls -A "$st")"
+cp -a "$st/$ID" "$st/$ID.old-$dead"
+"$DLM" unpack py.pack --out py2 --force 2> swept2.txt > /dev/null
+grep -q "removed $st/$ID.old-$dead, the store an unpack --force had replaced" swept2.txt || fail "no removal note: $(cat swept2.txt)"
+[ "$(ls -A "$st")" = "$ID" ] || fail "leftovers after the second sweep: $(ls -A "$st")"
+# a live unpack's names are left alone
+sleep 30 & live=$!
+mkdir "$st/.unpack-$live-0badcafe"
+"$DLM" unpack py.pack --out py2 --force -q
+[ -d "$st/.unpack-$live-0badcafe" ] || fail "a live unpack's staging folder was removed"
+kill $live; wait $live 2>/dev/null || true
 echo ok
