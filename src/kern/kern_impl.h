@@ -316,4 +316,10 @@ static inline int nearest_int(float fval)
     return (i & 0x007fffff) - 0x00400000;
 }
 
+/* ggml's make_qkx2_quants (= make_qkx3_quants with weights, no MAD): the
+ * (scale, -min) fit of the K-quants' sub-blocks, x[n] to L[n] in 0..nmax
+ * (Laux[n] scratch); returns the scale, *the_min = -min (quant.c). */
+float quant_make_qkx(int n, int nmax, const float *x, const float *weights, uint8_t *L, float *the_min,
+                     uint8_t *Laux, float rmin, float rdelta, int nstep);
+
 #endif

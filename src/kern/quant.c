@@ -104,8 +104,10 @@ static void quant_q5_0(const float *x, uint8_t *y, int64_t n)
 /* ---- K-quants --------------------------------------------------------------- */
 
 /* ggml's make_qkx2_quants: asymmetric (scale, min) fit of n values to
- * 0..nmax with weights w, trying nstep+1 scales around the first guess. */
-static float make_qkx2_quants(int n, int nmax, const float *x, const float *weights,
+ * 0..nmax with weights w, trying nstep+1 scales around the first guess.
+ * It is also make_qkx3_quants with weights given and use_mad false (the
+ * imatrix quantizers of kern/quant_w.c), the same computation. */
+float quant_make_qkx(int n, int nmax, const float *x, const float *weights,
                               uint8_t *L, float *the_min, uint8_t *Laux,
                               float rmin, float rdelta, int nstep)
 {
@@ -189,7 +191,7 @@ static void quant_kx_block(const float *x, int nmax, float rmin, int nstep, uint
         for (int l = 0; l < 32; ++l) sum_x2 += x[32 * j + l] * x[32 * j + l];
         float av_x = sqrtf(sum_x2 / 32);
         for (int l = 0; l < 32; ++l) weights[l] = av_x + fabsf(x[32 * j + l]);
-        scales[j] = make_qkx2_quants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux,
+        scales[j] = quant_make_qkx(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux,
                                      rmin, 0.1f, nstep);
         float scale = scales[j];
         if (scale > max_scale) max_scale = scale;
@@ -218,7 +220,7 @@ static void quant_kx_block(const float *x, int nmax, float rmin, int nstep, uint
         uint8_t sc, m;
         kern_scmin_k4(scales12, j, &sc, &m);
         const float d = fp16_to_f32(*d_out) * sc;
-        if (!d) continue;       /* keeps make_qkx2_quants' L for this sub-block */
+        if (!d) continue;       /* keeps quant_make_qkx's L for this sub-block */
         const float dm = fp16_to_f32(*dmin_out) * m;
         for (int ii = 0; ii < 32; ++ii) {
             int l = nearest_int((x[32 * j + ii] + dm) / d);

@@ -67,77 +67,6 @@ static float make_qx_quants_w(int n, int nmax, const float *x, int8_t *L, const 
     return scale;
 }
 
-/* make_qkx3_quants(n, nmax, x, weights, L, the_min, Laux, rmin, rdelta,
- * nstep, use_mad = false) with weights given and nstep >= 1. */
-static float make_qkx3_quants(int n, int nmax, const float *x, const float *weights, uint8_t *L, float *the_min,
-                              uint8_t *Laux, float rmin, float rdelta, int nstep)
-{
-    float min = x[0], max = x[0];
-    float sum_w = weights[0];
-    float sum_x = sum_w * x[0];
-    for (int i = 1; i < n; ++i) {
-        if (x[i] < min) min = x[i];
-        if (x[i] > max) max = x[i];
-        float w = weights[i];
-        sum_w += w;
-        sum_x += w * x[i];
-    }
-    if (min > 0) min = 0;
-    if (max <= min) {
-        memset(L, 0, (size_t)n);
-        *the_min = -min;
-        return 0.f;
-    }
-    float iscale = nmax / (max - min);
-    float scale = 1 / iscale;
-    float best_mad = 0;
-    for (int i = 0; i < n; ++i) {
-        int l = nearest_int(iscale * (x[i] - min));
-        L[i] = (uint8_t)imax(0, imin(nmax, l));
-        float diff = scale * L[i] + min - x[i];
-        diff = diff * diff;
-        float w = weights[i];
-        best_mad += w * diff;
-    }
-    for (int is = 0; is <= nstep; ++is) {
-        iscale = (rmin + rdelta * is + nmax) / (max - min);
-        float sum_l = 0, sum_l2 = 0, sum_xl = 0;
-        for (int i = 0; i < n; ++i) {
-            int l = nearest_int(iscale * (x[i] - min));
-            l = imax(0, imin(nmax, l));
-            Laux[i] = (uint8_t)l;
-            float w = weights[i];
-            sum_l += w * l;
-            sum_l2 += w * l * l;
-            sum_xl += w * l * x[i];
-        }
-        float D = sum_w * sum_l2 - sum_l * sum_l;
-        if (D > 0) {
-            float this_scale = (sum_w * sum_xl - sum_x * sum_l) / D;
-            float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D;
-            if (this_min > 0) {
-                this_min = 0;
-                this_scale = sum_xl / sum_l2;
-            }
-            float mad = 0;
-            for (int i = 0; i < n; ++i) {
-                float diff = this_scale * Laux[i] + this_min - x[i];
-                diff = diff * diff;
-                float w = weights[i];
-                mad += w * diff;
-            }
-            if (mad < best_mad) {
-                for (int i = 0; i < n; ++i) L[i] = Laux[i];
-                best_mad = mad;
-                scale = this_scale;
-                min = this_min;
-            }
-        }
-    }
-    *the_min = -min;
-    return scale;
-}
-
 /* make_qp_quants: the 8 sub-block scales (or mins) of a K block as 6-bit
  * multiples of one scale, weighted by the sub-blocks' total weight. */
 static float make_qp_quants(int n, int nmax, const float *x, uint8_t *L, const float *quant_weights)
@@ -259,7 +188,7 @@ static void quant_q4_1_w(const float *x, uint8_t *y, int64_t n, const float *qua
         const float *xb = x + 32 * ib, *qw = quant_weights + 32 * ib;
         for (int j = 0; j < 32; ++j) weight[j] = qw[j] * sqrtf(sigma2 + xb[j] * xb[j]);
         float min;
-        float d = make_qkx3_quants(32, five ? 31 : 15, xb, weight, L, &min, Laux, -0.9f, 0.05f, 36);
+        float d = quant_make_qkx(32, five ? 31 : 15, xb, weight, L, &min, Laux, -0.9f, 0.05f, 36);
         wr16(y, f32_to_fp16(d));
         wr16(y + 2, f32_to_fp16(-min));
         if (five) pack_qh(L, y + 8, y + 4);
@@ -285,7 +214,7 @@ static void quant_kx_block_w(const float *x, const float *qwb, int nmax, uint8_t
         float sumw = 0;
         for (int l = 0; l < 32; ++l) sumw += weights[l];
         sw[j] = sumw;
-        scales[j] = make_qkx3_quants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, -0.9f, 0.05f, 36);
+        scales[j] = quant_make_qkx(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, -0.9f, 0.05f, 36);
     }
     float d_block = make_qp_quants(QK_K / 32, 63, scales, Ls, sw);
     float m_block = make_qp_quants(QK_K / 32, 63, mins, Lm, sw);
