@@ -140,14 +140,6 @@ static void free_cands(cand *v, int n)
     free(v);
 }
 
-static void first_line(const char *s, char *buf, size_t cap)
-{
-    size_t n = strcspn(s, "\n");
-    if (n >= cap) n = cap - 1;
-    memcpy(buf, s, n);
-    buf[n] = 0;
-}
-
 static int pick_auto_harvest(const doc_section *s) { return s->auto_harvest; }
 
 int cmd_harvest(int argc, char **argv, dlm_ctx *ctx)
@@ -224,8 +216,8 @@ int cmd_harvest(int argc, char **argv, dlm_ctx *ctx)
         printf("harvest plan: %d add, %d skip\n", nadd, nskip);
         for (int i = 0; i < n; i++) {
             char q[100], ref[100];
-            first_line(c[i].prompt, q, sizeof q);
-            first_line(c[i].reference, ref, sizeof ref);
+            grow_first_line(c[i].prompt, q, sizeof q);
+            grow_first_line(c[i].reference, ref, sizeof ref);
             if (c[i].skip) printf("- %s: already in the document\n", c[i].name);
             else printf("+ ::instruction:: probe=%s confidence=%.2f\n  Q: %s\n  A: %s\n", c[i].name, c[i].confidence, q, ref);
         }

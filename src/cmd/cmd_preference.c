@@ -67,52 +67,6 @@ const cmd_spec spec_preference = {
 
 static int pick_auto_mined(const doc_section *s) { return s->auto_mined; }
 
-static void first_line(const char *s, char *buf, size_t cap)
-{
-    size_t n = strcspn(s, "\n");
-    if (n >= cap) n = cap - 1;
-    memcpy(buf, s, n);
-    buf[n] = 0;
-}
-
-static void print_json(json_t *j)
-{
-    strbuf sb = STRBUF_INIT;
-    json_write(&sb, j, JW_SORT);
-    printf("%s\n", sb_str(&sb));
-    sb_free(&sb);
-}
-
-static int write_items(const char *path, json_t *items, int *written, dlm_err *e)
-{
-    *written = 0;
-    dlm_doc *d = doc_load(path, e);
-    if (!d) return -1;
-    size_t n = json_array_size(items);
-    doc_section *secs = calloc(n + 1, sizeof *secs);
-    strbuf *bodies = calloc(n + 1, sizeof *bodies);
-    int rc = -1, k = 0;
-    if (!secs || !bodies) { err_set(e, "MemoryError", "out of memory"); goto out; }
-    for (size_t i = 0; i < n; i++) {
-        json_t *it = json_array_get(items, i);
-        const char *p = jget_str(it, "prompt"), *c = jget_str(it, "chosen"), *r = jget_str(it, "rejected");
-        if (p && c && r && doc_grow_has_triple(d, p, c, r)) continue;
-        if (doc_grow_item_section(it, "preference", &secs[k], &bodies[k], e)) goto out;
-        k++;
-    }
-    strbuf sb = STRBUF_INIT;
-    if (k && (doc_grow_append(d, secs, k, &sb, e) || doc_grow_write(path, &sb, e))) { sb_free(&sb); goto out; }
-    sb_free(&sb);
-    *written = k;
-    rc = 0;
-out:
-    for (size_t i = 0; bodies && i < n; i++) sb_free(&bodies[i]);
-    free(bodies);
-    free(secs);
-    doc_free(d);
-    return rc;
-}
-
 /* The id of the document's last training run (manifest), 0 when none. */
 static int64_t last_run_id(const char *store, dlm_err *e)
 {
@@ -240,7 +194,7 @@ static int cmd_mine(dlm_ctx *ctx, const preference_args *a, const char *path)
         json_t *o = json_pack("{s:O, s:i, s:i, s:i, s:i, s:i, s:s}", "triples", items, "prompts", st.prompts,
                               "insufficient_variety", st.no_variety, "too_similar", st.too_similar, "below_threshold",
                               st.below, "already_present", st.present, "mode", a->apply ? "applied" : "staged");
-        print_json(o);
+        grow_print_json(o);
         json_decref(o);
     } else {
         printf("preference mine: %d prompt%s, %d mined, %d without 2 distinct answers, %d too similar, "
@@ -252,9 +206,9 @@ static int cmd_mine(dlm_ctx *ctx, const preference_args *a, const char *path)
         json_array_foreach(items, i, it) {
             char p[100], c[100], r[100];
             double sc, sr;
-            first_line(jget_str(it, "prompt"), p, sizeof p);
-            first_line(jget_str(it, "chosen"), c, sizeof c);
-            first_line(jget_str(it, "rejected"), r, sizeof r);
+            grow_first_line(jget_str(it, "prompt"), p, sizeof p);
+            grow_first_line(jget_str(it, "chosen"), c, sizeof c);
+            grow_first_line(jget_str(it, "rejected"), r, sizeof r);
             jget_num(it, "judge_score_chosen", &sc);
             jget_num(it, "judge_score_rejected", &sr);
             printf("+ ::preference:: margin %.3f\n  prompt:   %s\n  chosen:   %s\n  rejected: %s\n", sc - sr, p, c, r);
@@ -267,19 +221,12 @@ static int cmd_mine(dlm_ctx *ctx, const preference_args *a, const char *path)
     }
     if (a->apply) {
         int w;
-        if (write_items(path, items, &w, &e)) goto fail;
+        if (grow_write_items(path, items, "preference", &w, &e)) goto fail;
         if (!a->json) printf("preference: wrote %d auto-mined section%s to %s (dlm preference revert %s removes them)\n",
                             w, w == 1 ? "" : "s", path, path);
     } else {
-        json_t *old = doc_grow_pending_load(pend, "preference", &e);
-        if (!old && e.msg[0]) goto fail;
-        json_t *all = old ? json_incref(json_object_get(old, "items")) : json_array();
-        json_array_extend(all, items);
-        int r = doc_grow_pending_save(pend, "preference", doc_fm(d)->dlm_id, all, &e);
-        int total = (int)json_array_size(all);
-        json_decref(all);
-        json_decref(old);
-        if (r) goto fail;
+        int total;
+        if (grow_stage_items(pend, "preference", doc_fm(d)->dlm_id, items, &total, &e)) goto fail;
         if (!a->json) printf("preference: staged %d triple%s in %s (%d pending); dlm preference apply %s writes them\n",
                             n, n == 1 ? "" : "s", pend, total, path);
     }
@@ -320,7 +267,7 @@ static int cmd_list(dlm_ctx *ctx, const preference_args *a, const char *path)
     }
     if (a->json) {
         json_t *o = json_pack("{s:o, s:o}", "pending", items, "written", written);
-        print_json(o);
+        grow_print_json(o);
         json_decref(o);
     } else {
         printf("pending (%s): %zu\n", pend, json_array_size(items));
@@ -328,7 +275,7 @@ static int cmd_list(dlm_ctx *ctx, const preference_args *a, const char *path)
         json_t *it;
         json_array_foreach(items, i, it) {
             char p[100];
-            first_line(jget_str(it, "prompt") ? jget_str(it, "prompt") : "", p, sizeof p);
+            grow_first_line(jget_str(it, "prompt"), p, sizeof p);
             printf("  %zu. %s\n", i + 1, p);
         }
         printf("written (auto-mined sections in %s): %zu\n", path, json_array_size(written));
@@ -355,7 +302,7 @@ int cmd_preference(int argc, char **argv, dlm_ctx *ctx)
     if (npos != 2) return cmd_usage_error(&spec_preference, "preference takes a subcommand (mine, apply, revert, list) and a PATH");
     const char *sub = pos[0], *path = pos[1];
     if (!strcmp(sub, "mine")) return cmd_mine(ctx, &a, path);
-    if (!strcmp(sub, "apply")) return grow_cmd_apply(ctx, path, "preference", "auto-mined", write_items);
+    if (!strcmp(sub, "apply")) return grow_cmd_apply(ctx, path, "preference", "auto-mined");
     if (!strcmp(sub, "revert")) return grow_cmd_revert(ctx, path, "preference", "auto-mined", pick_auto_mined);
     if (!strcmp(sub, "list")) return cmd_list(ctx, &a, path);
     return cmd_usage_error(&spec_preference, "unknown preference subcommand '%s' (mine, apply, revert, list)", sub);

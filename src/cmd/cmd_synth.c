@@ -82,54 +82,6 @@ static const char *SYS_EXPAND =
 
 static int pick_auto_synth(const doc_section *s) { return s->auto_synth; }
 
-static void print_json(json_t *j)
-{
-    strbuf sb = STRBUF_INIT;
-    json_write(&sb, j, JW_SORT);
-    printf("%s\n", sb_str(&sb));
-    sb_free(&sb);
-}
-
-static void first_line(const char *s, char *buf, size_t cap)
-{
-    size_t n = strcspn(s, "\n");
-    if (n >= cap) n = cap - 1;
-    memcpy(buf, s, n);
-    buf[n] = 0;
-}
-
-/* Write items (pending synth items) into the document at path. */
-static int write_items(const char *path, json_t *items, int *written, dlm_err *e)
-{
-    *written = 0;
-    dlm_doc *d = doc_load(path, e);
-    if (!d) return -1;
-    size_t n = json_array_size(items);
-    doc_section *secs = calloc(n + 1, sizeof *secs);
-    strbuf *bodies = calloc(n + 1, sizeof *bodies);
-    int rc = -1, k = 0;
-    if (!secs || !bodies) { err_set(e, "MemoryError", "out of memory"); goto out; }
-    for (size_t i = 0; i < n; i++) {
-        json_t *it = json_array_get(items, i);
-        if (doc_grow_has_pair(d, jget_str(it, "question") ? jget_str(it, "question") : "",
-                              jget_str(it, "answer") ? jget_str(it, "answer") : ""))
-            continue;   /* already written (an apply that was interrupted, or by hand) */
-        if (doc_grow_item_section(it, "synth", &secs[k], &bodies[k], e)) goto out;
-        k++;
-    }
-    strbuf sb = STRBUF_INIT;
-    if (k && (doc_grow_append(d, secs, k, &sb, e) || doc_grow_write(path, &sb, e))) { sb_free(&sb); goto out; }
-    sb_free(&sb);
-    *written = k;
-    rc = 0;
-out:
-    for (size_t i = 0; bodies && i < n; i++) sb_free(&bodies[i]);
-    free(bodies);
-    free(secs);
-    doc_free(d);
-    return rc;
-}
-
 typedef struct plan {
     json_t *items;          /* accepted, as pending items */
     int generated, rejected, dups, judged_out, capped, requests, no_json;
@@ -254,7 +206,7 @@ static int cmd_instructions(dlm_ctx *ctx, const synth_args *a, const char *path)
                               "rejected", p.rejected, "duplicates", p.dups, "judged_out", p.judged_out, "capped",
                               p.capped, "requests", p.requests, "mode",
                               a->dry ? "dry-run" : a->apply ? "applied" : "staged");
-        print_json(o);
+        grow_print_json(o);
         json_decref(o);
     } else {
         printf("synth: %d request%s, %d pairs parsed, %d not pairs, %d near-duplicates, %d over the limits%s → %d new\n",
@@ -266,8 +218,8 @@ static int cmd_instructions(dlm_ctx *ctx, const synth_args *a, const char *path)
         json_t *it;
         json_array_foreach(p.items, i, it) {
             char q[100], ans[100];
-            first_line(jget_str(it, "question"), q, sizeof q);
-            first_line(jget_str(it, "answer"), ans, sizeof ans);
+            grow_first_line(jget_str(it, "question"), q, sizeof q);
+            grow_first_line(jget_str(it, "answer"), ans, sizeof ans);
             printf("+ [%s from %s]\n  Q: %s\n  A: %s\n", jget_str(it, "synth_strategy"), jget_str(it, "source_section_id"), q, ans);
         }
     }
@@ -280,20 +232,12 @@ static int cmd_instructions(dlm_ctx *ctx, const synth_args *a, const char *path)
         if (!a->json) printf("dry run: nothing staged\n");
     } else if (a->apply) {
         int w;
-        if (write_items(path, p.items, &w, &e)) goto fail;
+        if (grow_write_items(path, p.items, "synth", &w, &e)) goto fail;
         if (!a->json) printf("synth: wrote %d auto-synth section%s to %s (dlm synth revert %s removes them)\n", w,
                             w == 1 ? "" : "s", path, path);
     } else {
-        /* Staging adds to what is already pending. */
-        json_t *old = doc_grow_pending_load(pend, "synth", &e);
-        if (!old && e.msg[0]) goto fail;
-        json_t *all = old ? json_incref(json_object_get(old, "items")) : json_array();
-        json_array_extend(all, p.items);
-        int r = doc_grow_pending_save(pend, "synth", doc_fm(d)->dlm_id, all, &e);
-        int total = (int)json_array_size(all);
-        json_decref(all);
-        json_decref(old);
-        if (r) goto fail;
+        int total;
+        if (grow_stage_items(pend, "synth", doc_fm(d)->dlm_id, p.items, &total, &e)) goto fail;
         if (!a->json) printf("synth: staged %d pair%s in %s (%d pending); dlm synth apply %s writes them\n", n,
                             n == 1 ? "" : "s", pend, total, path);
     }
@@ -333,7 +277,7 @@ static int cmd_list(dlm_ctx *ctx, const synth_args *a, const char *path)
     if (a->json) {
         json_t *o = json_pack("{s:O, s:o}", "pending", items ? items : json_array(), "written", written);
         if (!items) json_decref(json_object_get(o, "pending"));
-        print_json(o);
+        grow_print_json(o);
         json_decref(o);
     } else {
         printf("pending (%s): %zu\n", pend, items ? json_array_size(items) : 0);
@@ -341,7 +285,7 @@ static int cmd_list(dlm_ctx *ctx, const synth_args *a, const char *path)
         json_t *it;
         json_array_foreach(items, i, it) {
             char q[100];
-            first_line(jget_str(it, "question") ? jget_str(it, "question") : "", q, sizeof q);
+            grow_first_line(jget_str(it, "question"), q, sizeof q);
             printf("  %zu. %s\n", i + 1, q);
         }
         printf("written (auto-synth sections in %s): %zu\n", path, json_array_size(written));
@@ -367,7 +311,7 @@ int cmd_synth(int argc, char **argv, dlm_ctx *ctx)
     if (npos != 2) return cmd_usage_error(&spec_synth, "synth takes a subcommand (instructions, apply, revert, list) and a PATH");
     const char *sub = pos[0], *path = pos[1];
     if (!strcmp(sub, "instructions")) return cmd_instructions(ctx, &a, path);
-    if (!strcmp(sub, "apply")) return grow_cmd_apply(ctx, path, "synth", "auto-synth", write_items);
+    if (!strcmp(sub, "apply")) return grow_cmd_apply(ctx, path, "synth", "auto-synth");
     if (!strcmp(sub, "revert")) return grow_cmd_revert(ctx, path, "synth", "auto-synth", pick_auto_synth);
     if (!strcmp(sub, "list")) return cmd_list(ctx, &a, path);
     if (!strcmp(sub, "preferences"))

@@ -3,9 +3,11 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cmd/commands.h"
 #include "doc/grow.h"
+#include "util/json.h"
 #include "util/str.h"
 
 void grow_pending_path(const char *store, const char *tool, char *out, size_t cap)
@@ -13,7 +15,77 @@ void grow_pending_path(const char *store, const char *tool, char *out, size_t ca
     snprintf(out, cap, "%s/%s/pending.json", store, tool);
 }
 
-int grow_cmd_apply(dlm_ctx *ctx, const char *path, const char *tool, const char *what, grow_write_fn write_items)
+void grow_first_line(const char *s, char *buf, size_t cap)
+{
+    if (!s) s = "";
+    size_t n = strcspn(s, "\n");
+    if (n >= cap) n = cap - 1;
+    memcpy(buf, s, n);
+    buf[n] = 0;
+}
+
+void grow_print_json(json_t *j)
+{
+    strbuf sb = STRBUF_INIT;
+    json_write(&sb, j, JW_SORT);
+    printf("%s\n", sb_str(&sb));
+    sb_free(&sb);
+}
+
+/* 1 when the document already holds the item's pair or triple. */
+static int item_present(const dlm_doc *d, const json_t *it, const char *tool)
+{
+    if (!strcmp(tool, "preference")) {
+        const char *p = jget_str(it, "prompt"), *c = jget_str(it, "chosen"), *r = jget_str(it, "rejected");
+        return p && c && r && doc_grow_has_triple(d, p, c, r);
+    }
+    const char *q = jget_str(it, "question"), *a = jget_str(it, "answer");
+    return doc_grow_has_pair(d, q ? q : "", a ? a : "");
+}
+
+int grow_write_items(const char *path, json_t *items, const char *tool, int *written, dlm_err *e)
+{
+    *written = 0;
+    dlm_doc *d = doc_load(path, e);
+    if (!d) return -1;
+    size_t n = json_array_size(items);
+    doc_section *secs = calloc(n + 1, sizeof *secs);
+    strbuf *bodies = calloc(n + 1, sizeof *bodies);
+    int rc = -1, k = 0;
+    if (!secs || !bodies) { err_set(e, "MemoryError", "out of memory"); goto out; }
+    for (size_t i = 0; i < n; i++) {
+        json_t *it = json_array_get(items, i);
+        if (item_present(d, it, tool)) continue;
+        if (doc_grow_item_section(it, tool, &secs[k], &bodies[k], e)) goto out;
+        k++;
+    }
+    strbuf sb = STRBUF_INIT;
+    if (k && (doc_grow_append(d, secs, k, &sb, e) || doc_grow_write(path, &sb, e))) { sb_free(&sb); goto out; }
+    sb_free(&sb);
+    *written = k;
+    rc = 0;
+out:
+    for (size_t i = 0; bodies && i < n; i++) sb_free(&bodies[i]);
+    free(bodies);
+    free(secs);
+    doc_free(d);
+    return rc;
+}
+
+int grow_stage_items(const char *pend, const char *tool, const char *dlm_id, json_t *items, int *total, dlm_err *e)
+{
+    json_t *old = doc_grow_pending_load(pend, tool, e);
+    if (!old && e->msg[0]) return -1;
+    json_t *all = old ? json_incref(json_object_get(old, "items")) : json_array();
+    json_array_extend(all, items);
+    int r = doc_grow_pending_save(pend, tool, dlm_id, all, e);
+    *total = (int)json_array_size(all);
+    json_decref(all);
+    json_decref(old);
+    return r;
+}
+
+int grow_cmd_apply(dlm_ctx *ctx, const char *path, const char *tool, const char *what)
 {
     dlm_err e;
     err_clear(&e);
@@ -28,7 +100,7 @@ int grow_cmd_apply(dlm_ctx *ctx, const char *path, const char *tool, const char 
     }
     int w;
     json_t *none = json_array();
-    int rc = write_items(path, json_object_get(j, "items"), &w, &e) || doc_grow_pending_save(pend, tool, "", none, &e);
+    int rc = grow_write_items(path, json_object_get(j, "items"), tool, &w, &e) || doc_grow_pending_save(pend, tool, "", none, &e);
     json_decref(none);
     json_decref(j);
     if (rc) return cmd_fail(ctx, &e);

@@ -11,11 +11,25 @@
 /* <store>/<tool>/pending.json */
 void grow_pending_path(const char *store, const char *tool, char *out, size_t cap);
 
-/* Write every staged item (write_items) into the document, then empty the
- * staging file. Prints "<tool>: wrote N <what> section(s) to PATH";
+/* Write items (pending items of tool "synth" or "preference") into the
+ * document at path as marked sections; an item already in the document
+ * (an apply that was interrupted, or written by hand) is skipped.
+ * *written counts the sections added. */
+int grow_write_items(const char *path, json_t *items, const char *tool, int *written, dlm_err *e);
+
+/* Add items to the staging file pend (what is pending stays); *total is
+ * the count pending afterwards. */
+int grow_stage_items(const char *pend, const char *tool, const char *dlm_id, json_t *items, int *total, dlm_err *e);
+
+/* Write every staged item (grow_write_items) into the document, then empty
+ * the staging file. Prints "<tool>: wrote N <what> section(s) to PATH";
  * nothing staged is exit 2. */
-typedef int (*grow_write_fn)(const char *path, json_t *items, int *written, dlm_err *e);
-int grow_cmd_apply(dlm_ctx *ctx, const char *path, const char *tool, const char *what, grow_write_fn write_items);
+int grow_cmd_apply(dlm_ctx *ctx, const char *path, const char *tool, const char *what);
+
+/* The first line of s (NULL: empty) into buf, cut to cap - 1 bytes. */
+void grow_first_line(const char *s, char *buf, size_t cap);
+/* j as sorted JSON and a newline on stdout (--json). */
+void grow_print_json(json_t *j);
 
 /* Remove the sections pick() chooses (the tool's marker) from the
  * document, byte for byte the text before they were written. Prints
