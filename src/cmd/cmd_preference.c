@@ -244,50 +244,17 @@ out:
     return rc;
 }
 
-static int cmd_list(dlm_ctx *ctx, const preference_args *a, const char *path)
+static json_t *mined_entry(const doc_section *s)
 {
-    dlm_err e;
-    err_clear(&e);
-    char store[4096], pend[4200];
-    if (cmd_doc_store(ctx, path, store, sizeof store, &e)) return cmd_fail(ctx, &e);
-    grow_pending_path(store, "preference", pend, sizeof pend);
-    dlm_doc *d = doc_load(path, &e);
-    if (!d) return cmd_fail(ctx, &e);
-    json_t *j = doc_grow_pending_load(pend, "preference", &e);
-    if (!j && e.msg[0]) { doc_free(d); return cmd_fail(ctx, &e); }
-    json_t *items = j ? json_incref(json_object_get(j, "items")) : json_array();
-    json_t *written = json_array();
-    for (int i = 0; i < doc_nsections(d); i++) {
-        const doc_section *s = doc_section_at(d, i);
-        if (!s->auto_mined) continue;
-        json_array_append_new(written, json_pack("{s:s, s:i, s:s, s:f, s:f, s:s, s:I}", "section_id", s->id, "line",
-                                                 s->line, "judge_name", s->judge_name, "judge_score_chosen",
-                                                 s->judge_score_chosen, "judge_score_rejected", s->judge_score_rejected,
-                                                 "mined_at", s->mined_at, "mined_run_id", (json_int_t)s->mined_run_id));
-    }
-    if (a->json) {
-        json_t *o = json_pack("{s:o, s:o}", "pending", items, "written", written);
-        grow_print_json(o);
-        json_decref(o);
-    } else {
-        printf("pending (%s): %zu\n", pend, json_array_size(items));
-        size_t i;
-        json_t *it;
-        json_array_foreach(items, i, it) {
-            char p[100];
-            grow_first_line(jget_str(it, "prompt"), p, sizeof p);
-            printf("  %zu. %s\n", i + 1, p);
-        }
-        printf("written (auto-mined sections in %s): %zu\n", path, json_array_size(written));
-        json_array_foreach(written, i, it)
-            printf("  line %lld  %s  judge %s\n", (long long)json_integer_value(json_object_get(it, "line")),
-                   jget_str(it, "section_id"), jget_str(it, "judge_name"));
-        json_decref(items);
-        json_decref(written);
-    }
-    json_decref(j);
-    doc_free(d);
-    return EXIT_OK;
+    if (!s->auto_mined) return NULL;
+    return json_pack("{s:s, s:i, s:s, s:f, s:f, s:s, s:I}", "section_id", s->id, "line", s->line, "judge_name",
+                     s->judge_name, "judge_score_chosen", s->judge_score_chosen, "judge_score_rejected",
+                     s->judge_score_rejected, "mined_at", s->mined_at, "mined_run_id", (json_int_t)s->mined_run_id);
+}
+
+static void mined_describe(const json_t *w, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "judge %s", jget_str(w, "judge_name"));
 }
 
 int cmd_preference(int argc, char **argv, dlm_ctx *ctx)
@@ -304,6 +271,7 @@ int cmd_preference(int argc, char **argv, dlm_ctx *ctx)
     if (!strcmp(sub, "mine")) return cmd_mine(ctx, &a, path);
     if (!strcmp(sub, "apply")) return grow_cmd_apply(ctx, path, "preference", "auto-mined");
     if (!strcmp(sub, "revert")) return grow_cmd_revert(ctx, path, "preference", "auto-mined", pick_auto_mined);
-    if (!strcmp(sub, "list")) return cmd_list(ctx, &a, path);
+    if (!strcmp(sub, "list"))
+        return grow_cmd_list(ctx, path, a.json, "preference", "auto-mined", "prompt", mined_entry, mined_describe);
     return cmd_usage_error(&spec_preference, "unknown preference subcommand '%s' (mine, apply, revert, list)", sub);
 }

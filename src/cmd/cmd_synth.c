@@ -253,50 +253,17 @@ out:
     return rc;
 }
 
-static int cmd_list(dlm_ctx *ctx, const synth_args *a, const char *path)
+static json_t *synth_entry(const doc_section *s)
 {
-    dlm_err e;
-    err_clear(&e);
-    char store[4096], pend[4200];
-    if (cmd_doc_store(ctx, path, store, sizeof store, &e)) return cmd_fail(ctx, &e);
-    grow_pending_path(store, "synth", pend, sizeof pend);
-    dlm_doc *d = doc_load(path, &e);
-    if (!d) return cmd_fail(ctx, &e);
-    json_t *j = doc_grow_pending_load(pend, "synth", &e);
-    if (!j && e.msg[0]) { doc_free(d); return cmd_fail(ctx, &e); }
-    json_t *items = j ? json_object_get(j, "items") : NULL;
-    json_t *written = json_array();
-    for (int i = 0; i < doc_nsections(d); i++) {
-        const doc_section *s = doc_section_at(d, i);
-        if (!s->auto_synth) continue;
-        json_array_append_new(written, json_pack("{s:s, s:i, s:s, s:s, s:s, s:s, s:i}", "section_id", s->id, "line",
-                                                 s->line, "synth_teacher", s->synth_teacher, "synth_strategy",
-                                                 s->synth_strategy, "synth_at", s->synth_at, "source_section_id",
-                                                 s->source_section_id, "pairs", s->n_pairs));
-    }
-    if (a->json) {
-        json_t *o = json_pack("{s:O, s:o}", "pending", items ? items : json_array(), "written", written);
-        if (!items) json_decref(json_object_get(o, "pending"));
-        grow_print_json(o);
-        json_decref(o);
-    } else {
-        printf("pending (%s): %zu\n", pend, items ? json_array_size(items) : 0);
-        size_t i;
-        json_t *it;
-        json_array_foreach(items, i, it) {
-            char q[100];
-            grow_first_line(jget_str(it, "question"), q, sizeof q);
-            printf("  %zu. %s\n", i + 1, q);
-        }
-        printf("written (auto-synth sections in %s): %zu\n", path, json_array_size(written));
-        json_array_foreach(written, i, it)
-            printf("  line %lld  %s  %s from %s\n", (long long)json_integer_value(json_object_get(it, "line")),
-                   jget_str(it, "section_id"), jget_str(it, "synth_strategy"), jget_str(it, "source_section_id"));
-        json_decref(written);
-    }
-    json_decref(j);
-    doc_free(d);
-    return EXIT_OK;
+    if (!s->auto_synth) return NULL;
+    return json_pack("{s:s, s:i, s:s, s:s, s:s, s:s, s:i}", "section_id", s->id, "line", s->line, "synth_teacher",
+                     s->synth_teacher, "synth_strategy", s->synth_strategy, "synth_at", s->synth_at,
+                     "source_section_id", s->source_section_id, "pairs", s->n_pairs);
+}
+
+static void synth_describe(const json_t *w, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s from %s", jget_str(w, "synth_strategy"), jget_str(w, "source_section_id"));
 }
 
 int cmd_synth(int argc, char **argv, dlm_ctx *ctx)
@@ -313,7 +280,8 @@ int cmd_synth(int argc, char **argv, dlm_ctx *ctx)
     if (!strcmp(sub, "instructions")) return cmd_instructions(ctx, &a, path);
     if (!strcmp(sub, "apply")) return grow_cmd_apply(ctx, path, "synth", "auto-synth");
     if (!strcmp(sub, "revert")) return grow_cmd_revert(ctx, path, "synth", "auto-synth", pick_auto_synth);
-    if (!strcmp(sub, "list")) return cmd_list(ctx, &a, path);
+    if (!strcmp(sub, "list"))
+        return grow_cmd_list(ctx, path, a.json, "synth", "auto-synth", "question", synth_entry, synth_describe);
     if (!strcmp(sub, "preferences"))
         return cmd_usage_error(&spec_synth, "synth preferences is dlm preference mine");
     return cmd_usage_error(&spec_synth, "unknown synth subcommand '%s' (instructions, apply, revert, list)", sub);

@@ -108,6 +108,50 @@ int grow_cmd_apply(dlm_ctx *ctx, const char *path, const char *tool, const char 
     return EXIT_OK;
 }
 
+int grow_cmd_list(dlm_ctx *ctx, const char *path, int json, const char *tool, const char *what, const char *key,
+                  grow_entry_fn entry, grow_describe_fn describe)
+{
+    dlm_err e;
+    err_clear(&e);
+    char store[4096], pend[4200];
+    if (cmd_doc_store(ctx, path, store, sizeof store, &e)) return cmd_fail(ctx, &e);
+    grow_pending_path(store, tool, pend, sizeof pend);
+    dlm_doc *d = doc_load(path, &e);
+    if (!d) return cmd_fail(ctx, &e);
+    json_t *j = doc_grow_pending_load(pend, tool, &e);
+    if (!j && e.msg[0]) { doc_free(d); return cmd_fail(ctx, &e); }
+    json_t *items = j ? json_incref(json_object_get(j, "items")) : json_array();
+    json_t *written = json_array(), *w;
+    for (int i = 0; i < doc_nsections(d); i++)
+        if ((w = entry(doc_section_at(d, i)))) json_array_append_new(written, w);
+    if (json) {
+        json_t *o = json_pack("{s:O, s:O}", "pending", items, "written", written);
+        grow_print_json(o);
+        json_decref(o);
+    } else {
+        printf("pending (%s): %zu\n", pend, json_array_size(items));
+        size_t i;
+        json_t *it;
+        json_array_foreach(items, i, it) {
+            char first[100];
+            grow_first_line(jget_str(it, key), first, sizeof first);
+            printf("  %zu. %s\n", i + 1, first);
+        }
+        printf("written (%s sections in %s): %zu\n", what, path, json_array_size(written));
+        json_array_foreach(written, i, it) {
+            char text[600];
+            describe(it, text, sizeof text);
+            printf("  line %lld  %s  %s\n", (long long)json_integer_value(json_object_get(it, "line")),
+                   jget_str(it, "section_id"), text);
+        }
+    }
+    json_decref(items);
+    json_decref(written);
+    json_decref(j);
+    doc_free(d);
+    return EXIT_OK;
+}
+
 int grow_cmd_revert(dlm_ctx *ctx, const char *path, const char *tool, const char *what, grow_pick_fn pick)
 {
     dlm_err e;

@@ -26,6 +26,15 @@ int grow_stage_items(const char *pend, const char *tool, const char *dlm_id, jso
  * nothing staged is exit 2. */
 int grow_cmd_apply(dlm_ctx *ctx, const char *path, const char *tool, const char *what);
 
+/* `<tool> list PATH [--json]`: the staged items (each by the first line
+ * of its field key) and the tool's sections in the document. entry()
+ * gives a section's JSON record, NULL for a section the tool did not
+ * write; describe() its text after "line N  ID  ". */
+typedef json_t *(*grow_entry_fn)(const doc_section *s);
+typedef void (*grow_describe_fn)(const json_t *entry, char *buf, size_t cap);
+int grow_cmd_list(dlm_ctx *ctx, const char *path, int json, const char *tool, const char *what, const char *key,
+                  grow_entry_fn entry, grow_describe_fn describe);
+
 /* The first line of s (NULL: empty) into buf, cut to cap - 1 bytes. */
 void grow_first_line(const char *s, char *buf, size_t cap);
 /* j as sorted JSON and a newline on stdout (--json). */

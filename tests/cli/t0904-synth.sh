@@ -134,6 +134,9 @@ m = re.findall(r'^::instruction::\n<!-- dlm-auto-synth: synth_teacher="([^"\n]+)
 assert len(m) == 6 and all(x[0].startswith("openai:http://127.0.0.1:") for x in m), m
 P
 "$DLM" synth list s.dlm --json | $PY -c 'import json,sys; j=json.load(sys.stdin); assert j["pending"] == [] and len(j["written"]) == 6, j'
+"$DLM" synth list s.dlm > list.txt
+grep -q "^pending (.*/synth/pending.json): 0$" list.txt && grep -q "^written (auto-synth sections in s.dlm): 6$" list.txt &&
+    [ "$(grep -cE '^  line [0-9]+  [0-9a-f]{16}  extraction from [0-9a-f]+$' list.txt)" = 6 ] || fail "synth list: $(cat list.txt)"
 rc=0; "$DLM" synth apply s.dlm >/dev/null || rc=$?; [ $rc = 2 ] || fail "apply with nothing staged: rc $rc"
 "$DLM" synth revert s.dlm | grep "removed 6 auto-synth sections" >/dev/null || fail "revert"
 cmp s.dlm orig.dlm || fail "revert did not restore the document byte for byte"

@@ -53,6 +53,9 @@ n=$($PY -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["items"]))' 
 [ "$n" -ge 1 ] || fail "nothing mined"
 cmp -s m.dlm orig.dlm || fail "staging changed the document"
 "$DLM" preference list m.dlm --json | $PY -c "import json,sys; j=json.load(sys.stdin); assert len(j['pending']) == $n and j['written'] == [], j"
+"$DLM" preference list m.dlm > list.txt
+grep -q "^pending (.*/preference/pending.json): $n$" list.txt && grep -q "^  1\. ." list.txt &&
+    grep -q "^written (auto-mined sections in m.dlm): 0$" list.txt || fail "preference list: $(cat list.txt)"
 "$DLM" preference apply m.dlm | grep "wrote $n auto-mined section" >/dev/null || fail "apply"
 $PY - m.dlm orig.dlm "$n" <<'P'
 import re, sys
