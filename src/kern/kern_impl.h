@@ -321,5 +321,14 @@ static inline int nearest_int(float fval)
  * (Laux[n] scratch); returns the scale, *the_min = -min (quant.c). */
 float quant_make_qkx(int n, int nmax, const float *x, const float *weights, uint8_t *L, float *the_min,
                      uint8_t *Laux, float rmin, float rdelta, int nstep);
+/* ggml's make_qx_quants (rmse_type 1): symmetric fit of x[n] to L[n] =
+ * l + nmax, l in -nmax..nmax-1, weighted by qw or, qw NULL, by x² (quant.c). */
+float quant_make_qx(int n, int nmax, const float *x, int8_t *L, const float *qw);
+/* Q4_K/Q5_K/Q6_K rows, qw the row's importance or NULL (quant.c); the
+ * importance-weighted block fit of Q4_K (nmax 15) and Q5_K (nmax 31):
+ * L[256], scales[12], d and dmin of one block (quant_w.c). */
+size_t quant_k_row(dtype t, const float *src, void *dst, int64_t n, const float *qw);
+void quant_kx_block_w(const float *x, const float *qwb, int nmax, uint8_t *L, uint8_t *scales12, uint16_t *d_out,
+                      uint16_t *dmin_out);
 
 #endif

@@ -229,13 +229,15 @@ static void quant_kx_block(const float *x, int nmax, float rmin, int nstep, uint
     }
 }
 
-/* blocks of 144 bytes: d, dmin, scales[12], qs[128]. */
-static void quant_q4_K(const float *x, uint8_t *y, int64_t n)
+/* blocks of 144 bytes: d, dmin, scales[12], qs[128]; qw the row's
+ * importance (kern/quant_w.c's block fit) or NULL. */
+static void quant_q4_K(const float *x, uint8_t *y, int64_t n, const float *qw)
 {
     uint8_t L[QK_K];
     for (int64_t i = 0; i < n / QK_K; i++, x += QK_K, y += 144) {
         uint16_t d, dmin;
-        quant_kx_block(x, 15, -1.f, 20, L, y + 4, &d, &dmin);
+        if (qw) quant_kx_block_w(x, qw + QK_K * i, 15, L, y + 4, &d, &dmin);
+        else quant_kx_block(x, 15, -1.f, 20, L, y + 4, &d, &dmin);
         wr16(y, d);
         wr16(y + 2, dmin);
         uint8_t *q = y + 16;
@@ -244,13 +246,14 @@ static void quant_q4_K(const float *x, uint8_t *y, int64_t n)
     }
 }
 
-/* blocks of 176 bytes: d, dmin, scales[12], qh[32], qs[128]. */
-static void quant_q5_K(const float *x, uint8_t *y, int64_t n)
+/* blocks of 176 bytes: d, dmin, scales[12], qh[32], qs[128]; qw as Q4_K. */
+static void quant_q5_K(const float *x, uint8_t *y, int64_t n, const float *qw)
 {
     uint8_t L[QK_K];
     for (int64_t i = 0; i < n / QK_K; i++, x += QK_K, y += 176) {
         uint16_t d, dmin;
-        quant_kx_block(x, 31, -0.5f, 15, L, y + 4, &d, &dmin);
+        if (qw) quant_kx_block_w(x, qw + QK_K * i, 31, L, y + 4, &d, &dmin);
+        else quant_kx_block(x, 31, -0.5f, 15, L, y + 4, &d, &dmin);
         wr16(y, d);
         wr16(y + 2, dmin);
         uint8_t *qh = y + 16, *ql = y + 48;
@@ -271,9 +274,10 @@ static void quant_q5_K(const float *x, uint8_t *y, int64_t n)
     }
 }
 
-/* ggml's make_qx_quants with rmse_type 1 (weights x²), no quant weights:
- * symmetric fit of n values to -nmax..nmax-1, L = l + nmax. */
-static float make_qx_quants(int n, int nmax, const float *x, int8_t *L)
+/* ggml's make_qx_quants with rmse_type 1: symmetric fit of n values to
+ * -nmax..nmax-1, L = l + nmax, each value weighted by qw[i] (the imatrix
+ * row, kern/quant_w.c) or, with qw NULL, by x². */
+float quant_make_qx(int n, int nmax, const float *x, int8_t *L, const float *qw)
 {
     float max = 0, amax = 0;
     for (int i = 0; i < n; ++i) {
@@ -290,7 +294,7 @@ static float make_qx_quants(int n, int nmax, const float *x, int8_t *L)
         int l = nearest_int(iscale * x[i]);
         l = l < -nmax ? -nmax : l > nmax - 1 ? nmax - 1 : l;
         L[i] = (int8_t)(l + nmax);
-        float w = x[i] * x[i];
+        float w = qw ? qw[i] : x[i] * x[i];
         sumlx += w * x[i] * l;
         suml2 += w * l * l;
     }
@@ -303,7 +307,7 @@ static float make_qx_quants(int n, int nmax, const float *x, int8_t *L)
         for (int i = 0; i < n; ++i) {
             int l = nearest_int(iscale * x[i]);
             l = l < -nmax ? -nmax : l > nmax - 1 ? nmax - 1 : l;
-            float w = x[i] * x[i];
+            float w = qw ? qw[i] : x[i] * x[i];
             sumlx += w * x[i] * l;
             suml2 += w * l * l;
         }
@@ -319,15 +323,16 @@ static float make_qx_quants(int n, int nmax, const float *x, int8_t *L)
     return scale;
 }
 
-/* blocks of 210 bytes: ql[128], qh[64], int8 scales[16], fp16 d. */
-static void quant_q6_K(const float *x, uint8_t *y, int64_t n)
+/* blocks of 210 bytes: ql[128], qh[64], int8 scales[16], fp16 d; qw the
+ * row's importance or NULL (ggml's quantize_row_q6_K_impl and _ref). */
+static void quant_q6_K(const float *x, uint8_t *y, int64_t n, const float *qw)
 {
     int8_t L[QK_K];
     float scales[QK_K / 16];
     for (int64_t i = 0; i < n / QK_K; i++, x += QK_K, y += 210) {
         float max_scale = 0, max_abs_scale = 0;
         for (int ib = 0; ib < QK_K / 16; ++ib) {
-            const float scale = make_qx_quants(16, 32, x + 16 * ib, L + 16 * ib);
+            const float scale = quant_make_qx(16, 32, x + 16 * ib, L + 16 * ib, qw ? qw + QK_K * i + 16 * ib : NULL);
             scales[ib] = scale;
             const float abs_scale = fabsf(scale);
             if (abs_scale > max_abs_scale) {
@@ -370,6 +375,18 @@ static void quant_q6_K(const float *x, uint8_t *y, int64_t n)
     }
 }
 
+size_t quant_k_row(dtype t, const float *src, void *dst, int64_t n, const float *qw)
+{
+    uint8_t *y = dst;
+    switch (t) {
+    case DT_Q4_K: quant_q4_K(src, y, n, qw); break;
+    case DT_Q5_K: quant_q5_K(src, y, n, qw); break;
+    case DT_Q6_K: quant_q6_K(src, y, n, qw); break;
+    default: return 0;
+    }
+    return dtype_row_bytes(t, n);
+}
+
 size_t kern_quant_row(dtype t, const float *src, void *dst, int64_t n)
 {
     size_t bytes = dtype_row_bytes(t, n);
@@ -386,9 +403,9 @@ size_t kern_quant_row(dtype t, const float *src, void *dst, int64_t n)
     case DT_Q8_0: quant_q8_0(src, y, n); break;
     case DT_Q4_0: quant_q4_0(src, y, n); break;
     case DT_Q5_0: quant_q5_0(src, y, n); break;
-    case DT_Q4_K: quant_q4_K(src, y, n); break;
-    case DT_Q5_K: quant_q5_K(src, y, n); break;
-    case DT_Q6_K: quant_q6_K(src, y, n); break;
+    case DT_Q4_K: quant_q4_K(src, y, n, NULL); break;
+    case DT_Q5_K: quant_q5_K(src, y, n, NULL); break;
+    case DT_Q6_K: quant_q6_K(src, y, n, NULL); break;
     default: return 0;
     }
     return bytes;

@@ -19,54 +19,6 @@
 static int imin(int a, int b) { return a < b ? a : b; }
 static int imax(int a, int b) { return a > b ? a : b; }
 
-/* make_qx_quants(n, nmax, x, L, rmse_type = 1, qw) with qw given:
- * symmetric fit to -nmax..nmax-1 weighted by qw; L = l + nmax. */
-static float make_qx_quants_w(int n, int nmax, const float *x, int8_t *L, const float *qw)
-{
-    float max = 0, amax = 0;
-    for (int i = 0; i < n; ++i) {
-        float ax = fabsf(x[i]);
-        if (ax > amax) { amax = ax; max = x[i]; }
-    }
-    if (amax < GROUP_MAX_EPS) {
-        for (int i = 0; i < n; ++i) L[i] = 0;
-        return 0.f;
-    }
-    float iscale = -nmax / max;
-    float sumlx = 0, suml2 = 0;
-    for (int i = 0; i < n; ++i) {
-        int l = nearest_int(iscale * x[i]);
-        l = imax(-nmax, imin(nmax - 1, l));
-        L[i] = (int8_t)(l + nmax);
-        float w = qw[i];
-        sumlx += w * x[i] * l;
-        suml2 += w * l * l;
-    }
-    float scale = suml2 ? sumlx / suml2 : 0.0f;
-    float best = scale * sumlx;
-    for (int is = -9; is <= 9; ++is) {
-        if (is == 0) continue;
-        iscale = -(nmax + 0.1f * is) / max;
-        sumlx = suml2 = 0;
-        for (int i = 0; i < n; ++i) {
-            int l = nearest_int(iscale * x[i]);
-            l = imax(-nmax, imin(nmax - 1, l));
-            float w = qw[i];
-            sumlx += w * x[i] * l;
-            suml2 += w * l * l;
-        }
-        if (suml2 > 0 && sumlx * sumlx > best * suml2) {
-            for (int i = 0; i < n; ++i) {
-                int l = nearest_int(iscale * x[i]);
-                L[i] = (int8_t)(nmax + imax(-nmax, imin(nmax - 1, l)));
-            }
-            scale = sumlx / suml2;
-            best = scale * sumlx;
-        }
-    }
-    return scale;
-}
-
 /* make_qp_quants: the 8 sub-block scales (or mins) of a K block as 6-bit
  * multiples of one scale, weighted by the sub-blocks' total weight. */
 static float make_qp_quants(int n, int nmax, const float *x, uint8_t *L, const float *quant_weights)
@@ -169,7 +121,7 @@ static void quant_q4_0_w(const float *x, uint8_t *y, int64_t n, const float *qua
     for (int64_t ib = 0; ib < n / 32; ++ib, y += bb) {
         const float *xb = x + 32 * ib, *qw = quant_weights + 32 * ib;
         for (int j = 0; j < 32; ++j) weight[j] = qw[j] * sqrtf(sigma2 + xb[j] * xb[j]);
-        float d = make_qx_quants_w(32, five ? 16 : 8, xb, L, weight);
+        float d = quant_make_qx(32, five ? 16 : 8, xb, L, weight);
         wr16(y, f32_to_fp16(d));
         if (five) pack_qh((const uint8_t *)L, y + 6, y + 2);
         else
@@ -200,8 +152,8 @@ static void quant_q4_1_w(const float *x, uint8_t *y, int64_t n, const float *qua
 /* ---- K-quants ---------------------------------------------------------------- */
 
 /* Q4_K (nmax 15) and Q5_K (nmax 31): L[256], scales[12], d, dmin of one block. */
-static void quant_kx_block_w(const float *x, const float *qwb, int nmax, uint8_t *L, uint8_t *scales12,
-                             uint16_t *d_out, uint16_t *dmin_out)
+void quant_kx_block_w(const float *x, const float *qwb, int nmax, uint8_t *L, uint8_t *scales12, uint16_t *d_out,
+                      uint16_t *dmin_out)
 {
     uint8_t Laux[32], Ls[8], Lm[8];
     float weights[32], sw[8], mins[8], scales[8];
@@ -247,91 +199,6 @@ static void quant_kx_block_w(const float *x, const float *qwb, int nmax, uint8_t
     }
 }
 
-static void quant_q4_K_w(const float *x, uint8_t *y, int64_t n, const float *quant_weights)
-{
-    uint8_t L[QK_K];
-    for (int64_t i = 0; i < n / QK_K; i++, x += QK_K, y += 144) {
-        uint16_t d, dmin;
-        quant_kx_block_w(x, quant_weights + QK_K * i, 15, L, y + 4, &d, &dmin);
-        wr16(y, d);
-        wr16(y + 2, dmin);
-        uint8_t *q = y + 16;
-        for (int j = 0; j < QK_K; j += 64, q += 32)
-            for (int l = 0; l < 32; ++l) q[l] = (uint8_t)(L[j + l] | (L[j + l + 32] << 4));
-    }
-}
-
-static void quant_q5_K_w(const float *x, uint8_t *y, int64_t n, const float *quant_weights)
-{
-    uint8_t L[QK_K];
-    for (int64_t i = 0; i < n / QK_K; i++, x += QK_K, y += 176) {
-        uint16_t d, dmin;
-        quant_kx_block_w(x, quant_weights + QK_K * i, 31, L, y + 4, &d, &dmin);
-        wr16(y, d);
-        wr16(y + 2, dmin);
-        uint8_t *qh = y + 16, *ql = y + 48;
-        memset(qh, 0, 32);
-        uint8_t m1 = 1, m2 = 2;
-        for (int n0 = 0; n0 < QK_K; n0 += 64, ql += 32) {
-            for (int j = 0; j < 32; ++j) {
-                int l1 = L[n0 + j];
-                if (l1 > 15) { l1 -= 16; qh[j] |= m1; }
-                int l2 = L[n0 + j + 32];
-                if (l2 > 15) { l2 -= 16; qh[j] |= m2; }
-                ql[j] = (uint8_t)(l1 | (l2 << 4));
-            }
-            m1 = (uint8_t)(m1 << 2);
-            m2 = (uint8_t)(m2 << 2);
-        }
-    }
-}
-
-static void quant_q6_K_w(const float *x, uint8_t *y, int64_t n, const float *quant_weights)
-{
-    int8_t L[QK_K];
-    float scales[QK_K / 16];
-    for (int64_t i = 0; i < n / QK_K; i++, x += QK_K, y += 210) {
-        float max_scale = 0, max_abs_scale = 0;
-        for (int ib = 0; ib < QK_K / 16; ++ib) {
-            const float scale = make_qx_quants_w(16, 32, x + 16 * ib, L + 16 * ib, quant_weights + QK_K * i + 16 * ib);
-            scales[ib] = scale;
-            const float abs_scale = fabsf(scale);
-            if (abs_scale > max_abs_scale) {
-                max_abs_scale = abs_scale;
-                max_scale = scale;
-            }
-        }
-        if (max_abs_scale < GROUP_MAX_EPS) {
-            memset(y, 0, 210);
-            continue;
-        }
-        int8_t *sc = (int8_t *)(y + 192);
-        float iscale = -128.f / max_scale;
-        uint16_t d = f32_to_fp16(1 / iscale);
-        wr16(y + 208, d);
-        for (int ib = 0; ib < QK_K / 16; ++ib) sc[ib] = (int8_t)imin(127, nearest_int(iscale * scales[ib]));
-        for (int j = 0; j < QK_K / 16; ++j) {
-            float dd = fp16_to_f32(d) * sc[j];
-            if (!dd) continue;
-            for (int ii = 0; ii < 16; ++ii) {
-                int l = nearest_int(x[16 * j + ii] / dd);
-                L[16 * j + ii] = (int8_t)(imax(-32, imin(31, l)) + 32);
-            }
-        }
-        uint8_t *ql = y, *qh = y + 128;
-        for (int j = 0; j < QK_K; j += 128, ql += 64, qh += 32) {
-            for (int l = 0; l < 32; ++l) {
-                const uint8_t q1 = L[j + l + 0] & 0xF, q2 = L[j + l + 32] & 0xF;
-                const uint8_t q3 = L[j + l + 64] & 0xF, q4 = L[j + l + 96] & 0xF;
-                ql[l + 0] = (uint8_t)(q1 | (q3 << 4));
-                ql[l + 32] = (uint8_t)(q2 | (q4 << 4));
-                qh[l] = (uint8_t)((L[j + l] >> 4) | ((L[j + l + 32] >> 4) << 2) | ((L[j + l + 64] >> 4) << 4) |
-                                  ((L[j + l + 96] >> 4) << 6));
-            }
-        }
-    }
-}
-
 size_t kern_quant_row_w(dtype t, const float *src, void *dst, int64_t n, const float *qw)
 {
     if (!qw) return kern_quant_row(t, src, dst, n);
@@ -343,9 +210,9 @@ size_t kern_quant_row_w(dtype t, const float *src, void *dst, int64_t n, const f
     case DT_Q5_0: quant_q4_0_w(src, y, n, qw, 1); break;
     case DT_Q4_1: quant_q4_1_w(src, y, n, qw, 0); break;
     case DT_Q5_1: quant_q4_1_w(src, y, n, qw, 1); break;
-    case DT_Q4_K: quant_q4_K_w(src, y, n, qw); break;
-    case DT_Q5_K: quant_q5_K_w(src, y, n, qw); break;
-    case DT_Q6_K: quant_q6_K_w(src, y, n, qw); break;
+    case DT_Q4_K:
+    case DT_Q5_K:
+    case DT_Q6_K: quant_k_row(t, src, y, n, qw); break;
     default: return kern_quant_row(t, src, dst, n); /* F32/F16/BF16/Q8_0: ggml ignores the weights */
     }
     return bytes;
