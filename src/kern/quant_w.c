@@ -8,7 +8,9 @@
  * As in kern/quant.c, every float expression keeps ggml's operation order
  * (the build has -ffp-contract=off), integers out of range only arise from
  * NaN/Inf input. Without weights the reference quantizers of kern/quant.c
- * apply (ggml does the same: quantize_q4_K(.., NULL) is _ref). */
+ * apply (ggml does the same: quantize_q4_K(.., NULL) is _ref). The K-quant
+ * rows and the make_qx fit are quant.c's, which take the weights or NULL;
+ * this file holds the weighted K block fit and Q4_0..Q5_1. */
 #include "kern/kern_impl.h"
 
 #include <math.h>
