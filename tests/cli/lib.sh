@@ -46,3 +46,28 @@ What is the capital of Spain?
 Madrid.
 DOC
 }
+# write_tiny_doc FILE: prose + one Q&A on the embedded base, 30 epochs of
+# sequence_len 64 (the reliability drills kill and fill it part-way)
+write_tiny_doc() {
+    cat > "$1" <<DOC
+---
+dlm_id: $ID
+dlm_version: 15
+base_model: tiny
+training:
+  sequence_len: 64
+  micro_batch_size: 2
+  num_epochs: 30
+---
+# Notes
+
+The quick brown fox jumps over the lazy dog. Paris is the capital of France.
+Berlin is the capital of Germany, and Madrid is the capital of Spain.
+
+::instruction::
+### Q
+What is the capital of France?
+### A
+Paris.
+DOC
+}

@@ -14,27 +14,7 @@ mnt="$T/mnt"
 mkdir -p "$mnt"
 mount -t tmpfs -o size=24m tmpfs "$mnt" 2>/dev/null || { echo "skip: cannot mount a tmpfs here"; exit 77; }
 trap 'umount "$mnt" 2>/dev/null || umount -l "$mnt"; rm -rf "$T"' EXIT
-cat > doc.dlm <<DOC
----
-dlm_id: $ID
-dlm_version: 15
-base_model: tiny
-training:
-  sequence_len: 64
-  micro_batch_size: 2
-  num_epochs: 30
----
-# Notes
-
-The quick brown fox jumps over the lazy dog. Paris is the capital of France.
-Berlin is the capital of Germany, and Madrid is the capital of Spain.
-
-::instruction::
-### Q
-What is the capital of France?
-### A
-Paris.
-DOC
+write_tiny_doc doc.dlm
 STEPS=12
 S="$mnt/home/store/$ID"
 export DLM_HOME="$mnt/home"

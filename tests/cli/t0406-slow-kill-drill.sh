@@ -15,27 +15,7 @@ set -euo pipefail
 . "$DLM_SRC/tests/cli/lib.sh"
 PY=/usr/bin/python3
 N=${DLM_KILL_DRILLS:-16}
-cat > doc.dlm <<DOC
----
-dlm_id: $ID
-dlm_version: 15
-base_model: tiny
-training:
-  sequence_len: 64
-  micro_batch_size: 2
-  num_epochs: 30
----
-# Notes
-
-The quick brown fox jumps over the lazy dog. Paris is the capital of France.
-Berlin is the capital of Germany, and Madrid is the capital of Spain.
-
-::instruction::
-### Q
-What is the capital of France?
-### A
-Paris.
-DOC
+write_tiny_doc doc.dlm
 STEPS=12
 S="$DLM_HOME/store/$ID"
 sha() { sha256sum "$1" | cut -c1-64; }

@@ -12,26 +12,7 @@ set -euo pipefail
 . "$DLM_SRC/tests/cli/lib.sh"
 PY=/usr/bin/python3
 DUR=${DLM_CONCURRENCY_SECONDS:-30}
-cat > doc.dlm <<DOC
----
-dlm_id: $ID
-dlm_version: 15
-base_model: tiny
-training:
-  sequence_len: 64
-  micro_batch_size: 2
-  num_epochs: 30
----
-# Notes
-
-The quick brown fox jumps over the lazy dog. Paris is the capital of France.
-
-::instruction::
-### Q
-What is the capital of France?
-### A
-Paris.
-DOC
+write_tiny_doc doc.dlm
 S="$DLM_HOME/store/$ID"
 "$DLM" train doc.dlm --max-steps 4 -q > /dev/null
 "$DLM" export doc.dlm --target gguf --quant Q8_0 -q > /dev/null
