@@ -5,34 +5,12 @@
 # answer equals `dlm prompt --temp 0` for the same messages (chat) or text
 # (--raw), with and without a document's system prompt, and for a trained
 # document: its current adapter, an older version and the bare base.
-set -euo pipefail
-: "${DLM:?}" "${DLM_SRC:?}"
-skip_or_fail() {
-    if [ "${DLM_REF_SKIP:-}" = "1" ]; then echo "r0801: skipped: $1"; exit 77; fi
-    echo "r0801: FAILED: $1" >&2; exit 1
-}
-command -v node >/dev/null || skip_or_fail "node is not installed"
-export NODE_PATH="$DLM_SRC/tests/ref/extra/node_modules:$DLM_SRC/tests/ref/node_modules"
-node -e 'require("openai")' 2>/dev/null || skip_or_fail "npm openai is not installed (tests/ref/package.json)"
-T=$(mktemp -d)
-pid=
-trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$T"' EXIT
-export DLM_HOME="$T/home"
-cd "$T"
-fail() { echo "r0801: FAILED: $*" >&2; exit 1; }
+: "${DLM_SRC:?}"
+NAME=r0801 NODE_MODULE=openai
+. "$DLM_SRC/tests/ref/api/lib.sh"
 Q="What is the capital of France?"
 RAW="Once upon a time"
 N=24
-
-serve() {   # serve ARGS...: start the server, URL in $url
-    : > url.txt  # the last server's URL must not be read as this one's
-    "$DLM" api "$@" --port 0 --parallel 3 > url.txt 2> serve.err &
-    pid=$!
-    for _ in $(seq 600); do [ -s url.txt ] && break; sleep 0.1; done
-    url=$(cat url.txt)
-    [ -n "$url" ] || fail "server did not start: $(cat serve.err)"
-}
-stop() { kill -TERM $pid; wait $pid || fail "server exit status $?"; pid=; }
 
 check() {   # check OUT.json CHAT_REF RAW_REF MODEL
     python3 - "$@" <<'PY'
@@ -59,7 +37,7 @@ PY
 }
 
 # 1. a bare base
-serve --base tiny
+serve --parallel 3 --base tiny
 node "$DLM_SRC/tests/ref/api/openai_client.cjs" "$url" "$Q" "$RAW" $N > out1.json || fail "openai client (base)"
 "$DLM" prompt --base tiny "$Q" --temp 0 -n $N | python3 -c 'import sys; sys.stdout.write(sys.stdin.read()[:-1])' > chat1.ref
 "$DLM" prompt --base tiny --raw "$RAW" --temp 0 -n $N | python3 -c 'import sys; sys.stdout.write(sys.stdin.read()[:-1])' > raw1.ref
@@ -78,7 +56,7 @@ system_prompt: You are a geography tutor. Answer in one short sentence.
 
 Paris is the capital of France.
 DOC
-serve d.dlm
+serve --parallel 3 d.dlm
 grep -q "note: no trained adapter yet; answering with the base" serve.err || fail "no 'no trained adapter' note: $(cat serve.err)"
 node "$DLM_SRC/tests/ref/api/openai_client.cjs" "$url" "$Q" "$RAW" $N > out2.json || fail "openai client (document)"
 "$DLM" prompt d.dlm "$Q" --temp 0 -n $N 2>/dev/null | python3 -c 'import sys; sys.stdout.write(sys.stdin.read()[:-1])' > chat2.ref
@@ -99,7 +77,7 @@ DOC
 sed -i 's/^system_prompt: .*/&\ntraining:\n  sequence_len: 64\n  num_epochs: 2\n  learning_rate: 0.01/' d.dlm
 "$DLM" train d.dlm -q > /dev/null || fail "train v0001"
 "$DLM" train d.dlm -q --fresh > /dev/null 2>&1 || "$DLM" train d.dlm -q > /dev/null || fail "train v0002"
-serve d.dlm
+serve --parallel 3 d.dlm
 grep -q "note: no trained adapter" serve.err && fail "note printed for a trained document"
 curl -s "${url}v1/models" | python3 -c 'import json,sys; ids=[m["id"] for m in json.load(sys.stdin)["data"]]; assert ids == ["d", "d@v0002", "d@v0001", "tiny"], ids' ||
     fail "model ids"

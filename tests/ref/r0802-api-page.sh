@@ -4,27 +4,11 @@
 # streamed into it equal the API's own answers for the same conversation
 # (fetched with curl), nothing is fetched from anywhere but the server, and
 # a screenshot is kept as a test artifact in the build folder.
-set -euo pipefail
-: "${DLM:?}" "${DLM_SRC:?}" "${DLM_BUILD:?}"
-skip_or_fail() {
-    if [ "${DLM_REF_SKIP:-}" = "1" ]; then echo "r0802: skipped: $1"; exit 77; fi
-    echo "r0802: FAILED: $1" >&2; exit 1
-}
-command -v node >/dev/null || skip_or_fail "node is not installed"
+: "${DLM_SRC:?}" "${DLM_BUILD:?}"
+NAME=r0802 NODE_MODULE=playwright-core
+. "$DLM_SRC/tests/ref/api/lib.sh"
 [ -x /usr/bin/chromium ] || skip_or_fail "chromium is not installed (scripts/deps.sh)"
-export NODE_PATH="$DLM_SRC/tests/ref/extra/node_modules:$DLM_SRC/tests/ref/node_modules"
-node -e 'require("playwright-core")' 2>/dev/null || skip_or_fail "npm playwright-core is not installed"
-T=$(mktemp -d)
-pid=
-trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$T"' EXIT
-export DLM_HOME="$T/home"
-cd "$T"
-fail() { echo "r0802: FAILED: $*" >&2; exit 1; }
-"$DLM" api --base tiny --port 0 > url.txt 2> serve.err &
-pid=$!
-for _ in $(seq 600); do [ -s url.txt ] && break; sleep 0.1; done
-url=$(cat url.txt)
-[ -n "$url" ] || fail "server did not start: $(cat serve.err)"
+serve --base tiny
 mkdir -p "$DLM_BUILD/test-artifacts"
 shot="$DLM_BUILD/test-artifacts/r0802-chat-page.png"
 Q1="What is the capital of France?"

@@ -8,21 +8,9 @@
 # equals `dlm prompt --adapter-mix` with the gate's mean weights (read from a
 # static_mean `dlm export`), and with --gate off `dlm prompt --gate off`;
 # `dlm api --adapter tone` serves tone as DOC.
-set -euo pipefail
-: "${DLM:?}" "${DLM_SRC:?}"
-skip_or_fail() {
-    if [ "${DLM_REF_SKIP:-}" = "1" ]; then echo "r1004: skipped: $1"; exit 77; fi
-    echo "r1004: FAILED: $1" >&2; exit 1
-}
-command -v node >/dev/null || skip_or_fail "node is not installed"
-export NODE_PATH="$DLM_SRC/tests/ref/extra/node_modules:$DLM_SRC/tests/ref/node_modules"
-node -e 'require("openai")' 2>/dev/null || skip_or_fail "npm openai is not installed (tests/ref/package.json)"
-T=$(mktemp -d)
-pid=
-trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$T"' EXIT
-export DLM_HOME="$T/home"
-cd "$T"
-fail() { echo "r1004: FAILED: $*" >&2; exit 1; }
+: "${DLM_SRC:?}"
+NAME=r1004 NODE_MODULE=openai
+. "$DLM_SRC/tests/ref/api/lib.sh"
 ID=01JD0000000000000000001004
 Q="List all users."
 RAW="SELECT"
@@ -30,15 +18,6 @@ N=12
 python3 "$DLM_SRC/tests/cli/helpers/styles_doc.py" doc.dlm $ID 4
 "$DLM" train doc.dlm -q > /dev/null 2>&1 || fail "train"
 
-serve() {   # serve ARGS...: start the server, URL in $url
-    : > url.txt  # the last server's URL must not be read as this one's
-    "$DLM" api "$@" --port 0 --parallel 2 > url.txt 2> serve.err &
-    pid=$!
-    for _ in $(seq 600); do [ -s url.txt ] && break; sleep 0.1; done
-    url=$(cat url.txt)
-    [ -n "$url" ] || fail "server did not start: $(cat serve.err)"
-}
-stop() { kill -TERM $pid; wait $pid || fail "server exit status $?"; pid=; }
 strip() { python3 -c 'import sys; sys.stdout.write(sys.stdin.read()[:-1])'; }
 check() {   # check MODEL PROMPT_FLAGS...: the client's answers vs dlm prompt's
     local m=$1
@@ -66,7 +45,7 @@ assert m["gate_mode"] == "static_mean"
 print(",".join("%s:%r" % (a["source"], a["weight"]) for a in m["adapter_mix"]["adapters"]))' \
     "$DLM_HOME/store/$ID/exports/F32/export_manifest.json")
 
-serve doc.dlm
+serve --parallel 2 doc.dlm
 grep -q "dlm api: model doc is the gate (mean): sql" serve.err || fail "no default-mix line: $(cat serve.err)"
 curl -s "${url}v1/models" | python3 -c 'import json,sys; ids=[m["id"] for m in json.load(sys.stdin)["data"]]; assert ids == ["doc", "doc@sql", "doc@tone", "tiny"], ids' ||
     fail "model ids"
@@ -75,11 +54,11 @@ check doc@tone --adapter tone
 cmp -s chat-doc@sql.ref chat-doc@tone.ref && fail "sql and tone answer alike: the check proves nothing"
 check doc --adapter-mix "$MIX"
 stop
-serve doc.dlm --gate off
+serve --parallel 2 doc.dlm --gate off
 grep -q "dlm api: model doc is the mix: sql 0.500, tone 0.500" serve.err || fail "--gate off: $(cat serve.err)"
 check doc --gate off
 stop
-serve doc.dlm --adapter tone
+serve --parallel 2 doc.dlm --adapter tone
 check doc --adapter tone
 stop
 echo "r1004: ok"
