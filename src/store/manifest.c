@@ -80,6 +80,8 @@ static const char *check_field(const json_t *v, const fspec *f)
     case T_STR_N: return json_is_string(v) || json_is_null(v) ? NULL : "expected a string or null";
     case T_INT:
         if (!json_is_integer(v)) return "expected an integer";
+        /* 2^53: what every JSON reader holds exactly (run_id + 1 cannot overflow) */
+        if (json_integer_value(v) > (INT64_C(1) << 53)) return "integer out of range (over 2^53)";
         return json_integer_value(v) >= f->min ? NULL : "integer below its minimum";
     case T_NUM_N: return json_is_number(v) || json_is_null(v) ? NULL : "expected a number or null";
     case T_BOOL: return json_is_boolean(v) ? NULL : "expected a boolean";

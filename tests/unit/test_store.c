@@ -122,6 +122,14 @@ static void test_manifest(void)
     err_format(&e, buf, sizeof buf);
     snprintf(msg, sizeof msg, "%s: manifest is corrupt: schema_version 2 requires migration to 1 before this store can be used", p);
     CHECK_STR(buf, msg);
+    /* a run id past 2^53 (hand-edited): refused, so the next id cannot overflow */
+    const char *big = "{\"dlm_id\": \"" ID "\", \"base_model\": \"x\", \"training_runs\": [{\"run_id\": "
+                      "9223372036854775807, \"started_at\": \"2026-12-01T00:00:00Z\", \"adapter_version\": 1, \"seed\": 1}]}";
+    fs_write_atomic(p, big, strlen(big), 0644, &e);
+    CHECK(manifest_load(p, &e) == NULL);
+    err_format(&e, buf, sizeof buf);
+    snprintf(msg, sizeof msg, "%s: manifest is corrupt: schema violation: training_runs.0.run_id: integer out of range (over 2^53)", p);
+    CHECK_STR(buf, msg);
 }
 
 static void test_lock(void)
