@@ -55,6 +55,10 @@ int pref_prepare(run *R, dlm_err *e)
     if (!is_orpo(R) && PREF(R)->reference == DOC_REF_PRE_ADAPTER && R->prev_version <= 0 && !R->o->resume) {
         err_set(e, "PriorAdapterRequiredError", "--phase dpo requires a prior SFT adapter version on disk; run `dlm"
                 " train --phase sft` first");
+        if (R->o->phase_all)   /* the SFT phase ran just before and had nothing to train */
+            return err_hint(e, "%s has no prose or Q/A for an SFT version to be the DPO reference: set training."
+                            "preference.reference: base (or method: orpo), or add prose or ::instruction:: sections",
+                            R->o->doc_path);
         return err_hint(e, "run 'dlm train %s --phase sft' first (or --phase all), or set training.preference."
                         "reference: base", R->o->doc_path);
     }

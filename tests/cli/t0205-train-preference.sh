@@ -76,6 +76,19 @@ expect_fail() { # KIND CMD...: exit 1 and the kind and a hint on stderr
 pref_doc a.dlm
 expect_fail PriorAdapterRequiredError "$DLM" train a.dlm --phase preference
 grep -q -- "--phase sft" <<<"$out" || fail "PriorAdapterRequiredError does not name --phase sft: $out"
+# preference sections only, --phase all: the SFT phase has nothing, so the
+# hint names the reference that needs no version, not --phase sft
+pref_doc p.dlm "    enabled: true"
+python3 - p.dlm "$ID" <<'PY'
+import sys
+t = open(sys.argv[1]).read()
+head, rest = t.split("\n---\n", 1)
+rest = rest[rest.index("::preference::"):]
+open(sys.argv[1], "w").write(head.replace(sys.argv[2], "01JD0000000000000000000205") + "\n---\n" + rest)
+PY
+expect_fail PriorAdapterRequiredError "$DLM" train p.dlm
+grep -q "p.dlm has no prose or Q/A for an SFT version to be the DPO reference: set training.preference.reference: base" \
+    <<<"$out" || fail "preference-only --phase all: $out"
 # no preference sections
 pref_doc n.dlm "" 0
 expect_fail NoPreferenceContentError "$DLM" train n.dlm --phase preference
