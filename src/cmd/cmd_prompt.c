@@ -96,6 +96,11 @@ int cmd_prompt(int argc, char **argv, dlm_ctx *ctx)
         if (npos > 2) return cmd_usage_error(&spec_prompt, "too many arguments (quote the query)");
     }
     if (a.max_tokens < 1) return cmd_usage_error(&spec_prompt, "--max-tokens must be >= 1");
+    if (!isnan(a.temp) && !(a.temp >= 0 && a.temp <= 100)) return cmd_usage_error(&spec_prompt, "--temp must be 0..100 (0 = greedy)");
+    if (!(a.top_p > 0 && a.top_p <= 1)) return cmd_usage_error(&spec_prompt, "--top-p must be in (0, 1] (1 = off)");
+    if (a.top_k < 0) return cmd_usage_error(&spec_prompt, "--top-k must be >= 0 (0 = off)");
+    if (!(a.min_p >= 0 && a.min_p <= 1)) return cmd_usage_error(&spec_prompt, "--min-p must be in [0, 1] (0 = off)");
+    if (!(a.repeat > 0 && a.repeat <= 100)) return cmd_usage_error(&spec_prompt, "--repeat-penalty must be in (0, 100] (1 = off)");
     char *owned = NULL;
     if (!query || !strcmp(query, "-")) {
         owned = read_stdin();

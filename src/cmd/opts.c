@@ -1,5 +1,6 @@
 /* opts — the one option parser every command uses. */
 #include <errno.h>
+#include <math.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -82,7 +83,7 @@ static int set_value(const cmd_spec *spec, const opt *o, void *args, const char 
     case OPT_DOUBLE: {
         errno = 0;
         double v = strtod(val, &end);
-        if (errno || end == val || *end)
+        if (errno || end == val || *end || !isfinite(v))   /* "nan" and "inf" parse, and mean nothing here */
             return cmd_usage_error(spec, "option '%s' expects a number, got '%s'", flag, val);
         *(double *)dst = v;
         return 0;

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Sampling options out of range are usage errors (exit 2, the range named)
+# before anything loads, for dlm prompt; "nan"/"inf" are not numbers to any
+# option; the edges of each range are accepted.
+set -euo pipefail
+. "$DLM_SRC/tests/cli/lib.sh"
+usage() {  # usage "EXPECTED FIRST LINE" ARGS...
+    local want=$1; shift
+    set +e
+    "$DLM" prompt --base tiny "$@" x -n 2 > out.txt 2> err.txt; local rc=$?
+    set -e
+    [ $rc -eq 2 ] || fail "$*: exit $rc, expected 2: $(cat err.txt)"
+    [ "$(head -1 err.txt)" = "dlm: error: $want" ] || fail "$*: $(head -1 err.txt)"
+    [ ! -s out.txt ] || fail "$*: printed an answer"
+}
+usage "--temp must be 0..100 (0 = greedy)" --temp -1
+usage "--top-p must be in (0, 1] (1 = off)" --top-p 2
+usage "--top-p must be in (0, 1] (1 = off)" --top-p 0
+usage "--top-k must be >= 0 (0 = off)" --top-k -3
+usage "--min-p must be in [0, 1] (0 = off)" --min-p 1.5
+usage "--repeat-penalty must be in (0, 100] (1 = off)" --repeat-penalty 0
+usage "option '--temp' expects a number, got 'nan'" --temp nan
+usage "option '--top-p' expects a number, got 'inf'" --top-p inf
+usage "option '--temp' expects a number, got '0.5x'" --temp 0.5x
+# the edges are fine
+"$DLM" prompt --base tiny x -n 2 --temp 0 --top-p 1 --top-k 0 --min-p 0 --repeat-penalty 1 > out.txt 2>&1 ||
+    fail "edge values refused: $(cat out.txt)"
+"$DLM" prompt --base tiny x -n 2 --temp 100 --top-p 0.01 --min-p 1 --repeat-penalty 100 > out.txt 2>&1 ||
+    fail "edge values refused: $(cat out.txt)"
+echo ok
