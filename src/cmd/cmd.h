@@ -80,10 +80,15 @@ json_t *adapters_view_json(const dlm_doc *d, const char *home);
 /* training.gate: {enabled, mode: off|not trained|trained|uniform, ...}; null without adapters. */
 json_t *adapters_view_gate_json(const dlm_doc *d, const char *home);
 void adapters_view_print(const json_t *adapters, const json_t *gate);
-int srcview_print(const char *doc_path, int as_json, dlm_err *e);
+/* `train --dry-run` / `show --sources`: every file of the document's
+ * directives with its verdict; shown (or NULL) is the path printed for a
+ * dry run's temporary scaffold, which is listed under that name. */
+int srcview_print(const char *doc_path, const char *shown, int as_json, dlm_err *e);
 
 /* scaffold.c: `dlm train DIR` — the path of DIR/.dlm/<name>.dlm, reused or
- * written now (*scaffolded = 1). */
+ * written now (*scaffolded = 1). With dry_run, a scaffold that would be
+ * written goes to a hidden temp name in DIR/.dlm instead (*scaffolded = 2),
+ * which scaffold_discard removes, with DIR/.dlm when that is then empty. */
 typedef struct scaffold_opts {
     const char *base;           /* required to write one */
     const char *name;           /* NULL = "corpus" */
@@ -91,8 +96,10 @@ typedef struct scaffold_opts {
     int recursive;              /* default include "**" "/" "*" vs "*" */
     int policy_strict;
     int rescaffold;             /* rewrite it (keeping its dlm_id) */
+    int dry_run;                /* write nothing the user keeps */
 } scaffold_opts;
 int scaffold_train_target(const char *dir, const scaffold_opts *o, char *out, size_t cap, int *scaffolded, dlm_err *e);
+void scaffold_discard(const char *path);
 
 /* watch.c: `train --watch`. Block until the document or a file under its
  * training.sources roots changed and then stayed quiet for debounce_ms

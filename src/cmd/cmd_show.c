@@ -265,7 +265,7 @@ int cmd_show(int argc, char **argv, dlm_ctx *ctx)
     if (cmd_setup(ctx, &e)) return cmd_fail(ctx, &e);
     if (npos != 1) return cmd_usage_error(&spec_show, "show takes exactly one PATH");
     g_home = ctx->home;
-    if (a.sources) return srcview_print(pos[0], a.json, &e) ? cmd_fail(ctx, &e) : EXIT_OK;
+    if (a.sources) return srcview_print(pos[0], NULL, a.json, &e) ? cmd_fail(ctx, &e) : EXIT_OK;
     dlm_doc *d = doc_load(pos[0], &e);
     if (!d) return cmd_fail(ctx, &e);
     int failed;

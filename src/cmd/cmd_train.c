@@ -395,19 +395,30 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
     if (fs_is_dir(pos[0])) {
         scaffold_opts so = {.base = a.base, .name = a.name, .include = &a.include, .exclude = &a.exclude,
                             .recursive = !a.no_recursive, .policy_strict = !a.policy || !strcmp(a.policy, "strict"),
-                            .rescaffold = a.rescaffold};
+                            .rescaffold = a.rescaffold, .dry_run = a.dry_run};
         int made;
         if (scaffold_train_target(pos[0], &so, scaffold_path, sizeof scaffold_path, &made, &e)) return cmd_fail(ctx, &e);
         if (!made && (a.include.n || a.exclude.n || a.policy || a.recursive || a.no_recursive || a.base))
             log_warn("%s exists: --base/--include/--exclude/--policy/-r/-R apply to a new scaffold only; "
                      "pass --rescaffold to rewrite it", scaffold_path);
+        if (made == 2) {   /* --dry-run: shown as the scaffold a real run writes, then removed */
+            char shown[4400];
+            fs_dirname(shown, sizeof shown, scaffold_path);
+            snprintf(shown + strlen(shown), sizeof shown - strlen(shown), "/%s.dlm", a.name ? a.name : "corpus");
+            if (!ctx->quiet)
+                fprintf(stderr, "dry run: %s would be %s; nothing is written\n", shown,
+                        a.rescaffold ? "rewritten" : "scaffolded");
+            int bad = srcview_print(scaffold_path, shown, a.json, &e);
+            scaffold_discard(scaffold_path);
+            return bad ? cmd_fail(ctx, &e) : EXIT_OK;
+        }
         if (!ctx->quiet) fprintf(stderr, "%s %s\n", made ? "scaffolded" : "using", scaffold_path);
         pos[0] = scaffold_path;
         base_override = NULL;     /* the scaffold carries the base */
     } else if (a.include.n || a.exclude.n || a.name || a.policy || a.rescaffold || a.recursive || a.no_recursive) {
         return cmd_usage_error(&spec_train, "--include/--exclude/--name/--policy/--rescaffold/-r/-R need a DIR");
     }
-    if (a.dry_run) return srcview_print(pos[0], a.json, &e) ? cmd_fail(ctx, &e) : EXIT_OK;
+    if (a.dry_run) return srcview_print(pos[0], NULL, a.json, &e) ? cmd_fail(ctx, &e) : EXIT_OK;
     if (cmd_check_license(ctx, pos[0], a.base, a.accept, 1, &e)) return cmd_fail(ctx, &e);
     /* the adapters this command trains: the document's one, or the named
      * ones of training.adapters in declaration order (--adapter: one) */

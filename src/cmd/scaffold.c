@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cmd/cmd.h"
 #include "doc/doc.h"
@@ -102,10 +103,20 @@ int scaffold_train_target(const char *dir, const scaffold_opts *o, char *out, si
     dlm_doc *d = doc_parse(path, sb.buf, sb.len, e);
     if (!d) { sb_free(&sb); err_prefix(e, "the scaffold is not a valid document"); return -1; }
     doc_free(d);
+    if (o->dry_run) /* a hidden name beside it, removed by scaffold_discard: the tree is left as it was */
+        snprintf(path, sizeof path, "%s/.%s.dlm.tmp-%ld", sdir, name, (long)getpid());
     int rc = fs_mkdir_p(sdir, e) || fs_write_atomic(path, sb.buf, sb.len, 0644, e) ? -1 : 0;
     sb_free(&sb);
     if (rc) return -1;
     snprintf(out, cap, "%s", path);
-    *scaffolded = 1;
+    *scaffolded = o->dry_run ? 2 : 1;
     return 0;
+}
+
+void scaffold_discard(const char *path)
+{
+    char sdir[PATH_MAX + 8];
+    unlink(path);
+    fs_dirname(sdir, sizeof sdir, path);
+    rmdir(sdir);   /* only when the dry run made it: rmdir leaves a folder with files */
 }

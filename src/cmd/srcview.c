@@ -2,19 +2,32 @@
  * shared by `dlm show PATH --sources` and `dlm train PATH --dry-run`. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cmd/cmd.h"
 #include "doc/sources.h"
+#include "util/fs.h"
 #include "util/json.h"
 #include "util/str.h"
 
-int srcview_print(const char *doc_path, int as_json, dlm_err *e)
+int srcview_print(const char *doc_path, const char *shown, int as_json, dlm_err *e)
 {
     dlm_doc *d = doc_load(doc_path, e);
     if (!d) return -1;
     src_report r;
     int rc = src_expand(doc_path, doc_fm(d), NULL, NULL, NULL, &r, e);
     if (rc) { src_report_free(&r); doc_free(d); return -1; }
+    if (shown) {   /* a dry run's temp scaffold is listed under the name a real run writes */
+        char tmp_rel[600], real_rel[600];
+        snprintf(tmp_rel, sizeof tmp_rel, ".dlm/%s", fs_basename(doc_path));
+        snprintf(real_rel, sizeof real_rel, ".dlm/%s", fs_basename(shown));
+        for (int i = 0; i < r.n_files; i++)
+            if (!strcmp(r.files[i].relpath, tmp_rel)) {
+                char *c = strdup(real_rel);
+                if (c) { free(r.files[i].relpath); r.files[i].relpath = c; }
+            }
+        doc_path = shown;
+    }
     if (as_json) {
         json_t *o = src_report_json(&r, 1);
         json_object_set_new(o, "path", json_string(doc_path));
