@@ -110,9 +110,11 @@ static la_ssize_t zread(struct archive *a, void *ud, const void **buf)
                 snprintf(m, sizeof m, "the zstd window is over %llu MiB: refusing a decompression bomb",
                          (1ull << s->lim->window_log_max) >> 20);
             else snprintf(m, sizeof m, "not a zstd-compressed pack, or a corrupt one (zstd: %s)", ZSTD_getErrorName(r));
+            const char *hint = c == ZSTD_error_frameParameter_windowTooLarge ? "packs use a zstd window of at most 512 MiB"
+                               : s->plain ? "the pack is damaged part-way; copy or fetch it again"
+                                          : "a pack is the .dlm.pack file `dlm pack` writes (a .dlm document is not one)";
             return zfail(a, s, c == ZSTD_error_frameParameter_windowTooLarge ? "PackBombError" : "PackCorruptError", m,
-                         c == ZSTD_error_frameParameter_windowTooLarge ? "packs use a zstd window of at most 512 MiB"
-                                                                         : NULL);
+                         hint);
         }
         s->last = r;
         if (ob.pos) {

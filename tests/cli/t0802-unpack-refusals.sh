@@ -45,6 +45,7 @@ refuse version h-version.pack "PackFormatVersionError: .*pack_format_version 2 i
 refuse toplevel h-toplevel.pack "PackUnsafeMemberError: .*'evil.sh' refused: unexpected top-level file"
 refuse nodoc h-nodoc.pack "PackIntegrityError: .*exactly one dlm/\*.dlm"
 refuse notzstd h-notzstd.pack "PackCorruptError: .*not a zstd-compressed pack"
+grep -q "^hint: a pack is the .dlm.pack file" err-notzstd.txt || fail "no hint for a file that is not a pack: $(cat err-notzstd.txt)"
 size=$(stat -c %s t.dlm.pack)
 head -c $((size / 2)) t.dlm.pack > half.pack
 refuse truncated half.pack "PackTruncatedError: .*truncated"
