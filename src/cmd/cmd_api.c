@@ -79,6 +79,7 @@ int cmd_api(int argc, char **argv, dlm_ctx *ctx)
     int npos;
     int r = opts_parse(&spec_api, argc, argv, ctx, &a, pos, &npos);
     if (r) return r == 1 ? EXIT_OK : EXIT_USAGE;
+    if (a.threads < 0) return cmd_usage_error(&spec_api, "--threads must be >= 0 (0 = all cores)");
     if (npos > 1) return cmd_usage_error(&spec_api, "too many arguments");
     if (!npos && !a.base) return cmd_usage_error(&spec_api, "api needs a PATH (or --base B)");
     if (a.parallel < 1 || a.parallel > 256) return cmd_usage_error(&spec_api, "--parallel must be 1..256");

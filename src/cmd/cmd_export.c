@@ -88,6 +88,7 @@ int cmd_export(int argc, char **argv, dlm_ctx *ctx)
     int npos;
     int r = opts_parse(&spec_export, argc, argv, ctx, &a, pos, &npos);
     if (r) return r == 1 ? EXIT_OK : EXIT_USAGE;
+    if (a.threads < 0) return cmd_usage_error(&spec_export, "--threads must be >= 0 (0 = all cores)");
     if (npos != 1) return cmd_usage_error(&spec_export, npos ? "too many arguments" : "export needs a PATH");
     int target = export_target_parse(a.target);
     if (target < 0)

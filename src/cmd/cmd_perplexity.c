@@ -43,6 +43,7 @@ int cmd_perplexity(int argc, char **argv, dlm_ctx *ctx)
     int npos;
     int r = opts_parse(&spec_perplexity, argc, argv, ctx, &a, pos, &npos);
     if (r) return r == 1 ? EXIT_OK : EXIT_USAGE;
+    if (a.threads < 0) return cmd_usage_error(&spec_perplexity, "--threads must be >= 0 (0 = all cores)");
     dlm_err e;
     err_clear(&e);
     if (cmd_setup(ctx, &e)) return cmd_fail(ctx, &e);

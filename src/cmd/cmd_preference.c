@@ -266,6 +266,7 @@ int cmd_preference(int argc, char **argv, dlm_ctx *ctx)
     if (argc > 64) return cmd_usage_error(&spec_preference, "too many arguments");
     int r = opts_parse(&spec_preference, argc, argv, ctx, &a, pos, &npos);
     if (r) return r == 1 ? EXIT_OK : EXIT_USAGE;
+    if (a.threads < 0) return cmd_usage_error(&spec_preference, "--threads must be >= 0 (0 = all cores)");
     if (npos != 2) return cmd_usage_error(&spec_preference, "preference takes a subcommand (mine, apply, revert, list) and a PATH");
     const char *sub = pos[0], *path = pos[1];
     if (!strcmp(sub, "mine")) return cmd_mine(ctx, &a, path);

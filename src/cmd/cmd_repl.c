@@ -458,6 +458,7 @@ int cmd_repl(int argc, char **argv, dlm_ctx *ctx)
     int npos;
     int rc0 = opts_parse(&spec_repl, argc, argv, ctx, &a, pos, &npos);
     if (rc0) return rc0 == 1 ? EXIT_OK : EXIT_USAGE;
+    if (a.threads < 0) return cmd_usage_error(&spec_repl, "--threads must be >= 0 (0 = all cores)");
     if (npos > 1) return cmd_usage_error(&spec_repl, "too many arguments");
     if (!npos && !a.base) return cmd_usage_error(&spec_repl, "repl needs a PATH (or --base B)");
     if (a.max_tokens < 1) return cmd_usage_error(&spec_repl, "--max-tokens must be >= 1");

@@ -275,6 +275,7 @@ int cmd_synth(int argc, char **argv, dlm_ctx *ctx)
     if (argc > 64) return cmd_usage_error(&spec_synth, "too many arguments");
     int r = opts_parse(&spec_synth, argc, argv, ctx, &a, pos, &npos);
     if (r) return r == 1 ? EXIT_OK : EXIT_USAGE;
+    if (a.threads < 0) return cmd_usage_error(&spec_synth, "--threads must be >= 0 (0 = all cores)");
     if (npos != 2) return cmd_usage_error(&spec_synth, "synth takes a subcommand (instructions, apply, revert, list) and a PATH");
     const char *sub = pos[0], *path = pos[1];
     if (!strcmp(sub, "instructions")) return cmd_instructions(ctx, &a, path);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sampling options out of range are usage errors (exit 2, the range named)
 # before anything loads, for dlm prompt; "nan"/"inf" are not numbers to any
-# option; the edges of each range are accepted.
+# option; a negative --threads is refused by every command that has it; the
+# edges of each range are accepted.
 set -euo pipefail
 . "$DLM_SRC/tests/cli/lib.sh"
 usage() {  # usage "EXPECTED FIRST LINE" ARGS...
@@ -22,6 +23,15 @@ usage "--repeat-penalty must be in (0, 100] (1 = off)" --repeat-penalty 0
 usage "option '--temp' expects a number, got 'nan'" --temp nan
 usage "option '--top-p' expects a number, got 'inf'" --top-p inf
 usage "option '--temp' expects a number, got '0.5x'" --temp 0.5x
+usage "--threads must be >= 0 (0 = all cores)" --threads -1
+# every command with --threads says the same (it meant "all cores" silently)
+for c in api export perplexity preference repl synth; do
+    set +e
+    "$DLM" $c x.dlm --threads -2 > out.txt 2> err.txt; rc=$?
+    set -e
+    [ $rc -eq 2 ] && [ "$(head -1 err.txt)" = "dlm: error: --threads must be >= 0 (0 = all cores)" ] ||
+        fail "$c --threads -2: exit $rc: $(cat err.txt)"
+done
 # the edges are fine
 "$DLM" prompt --base tiny x -n 2 --temp 0 --top-p 1 --top-k 0 --min-p 0 --repeat-penalty 1 > out.txt 2>&1 ||
     fail "edge values refused: $(cat out.txt)"
