@@ -184,17 +184,6 @@ static size_t stop_hold(const job *j)
     return hold;
 }
 
-static size_t utf8_complete(const unsigned char *p, size_t n)
-{
-    size_t i = n, back = 0;
-    while (i > 0 && back < 4 && (p[i - 1] & 0xC0) == 0x80) { i--; back++; }
-    if (i == 0) return n;
-    unsigned char c = p[i - 1];
-    size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
-    if (need == 1) return n;
-    return back + 1 >= need ? n : i - 1;
-}
-
 /* After a token: the finish reason, or NULL to go on. Runs under mu
  * (it moves j->ready). */
 static const char *after_token(server *s, job *j, int32_t id)
@@ -221,7 +210,7 @@ static const char *after_token(server *s, job *j, int32_t id)
     if (j->n_gen >= j->max_tokens) return "length";
     if (j->nh >= s->o->n_ctx) return "length";
     size_t safe = j->gen.len - stop_hold(j);
-    safe = utf8_complete((const unsigned char *)j->gen.buf, safe);
+    safe = str_utf8_complete((const unsigned char *)j->gen.buf, safe);
     if (safe > j->ready) {
         j->ready = safe;
         pthread_cond_broadcast(&j->cv);

@@ -10,19 +10,6 @@ static int is_stop(const gen_opts *o, int32_t id)
     return 0;
 }
 
-/* Length of the longest prefix of p[0..n) that ends on a UTF-8 character
- * boundary (a trailing incomplete sequence is held back). */
-static size_t utf8_complete(const unsigned char *p, size_t n)
-{
-    size_t i = n, back = 0;
-    while (i > 0 && back < 4 && (p[i - 1] & 0xC0) == 0x80) { i--; back++; }
-    if (i == 0) return n;
-    unsigned char c = p[i - 1];
-    size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
-    if (need == 1) return n;
-    return back + 1 >= need ? n : i - 1;
-}
-
 int generate(session *s, tok *t, const int32_t *prompt, int n, const gen_opts *o, int32_t *out_ids, int *n_out,
              int32_t *stopped_by, dlm_err *e)
 {
@@ -61,7 +48,7 @@ int generate(session *s, tok *t, const int32_t *prompt, int n, const gen_opts *o
                 else {
                     memcpy(pend + npend, b, bl);
                     npend += bl;
-                    size_t ok = utf8_complete(pend, npend);
+                    size_t ok = str_utf8_complete(pend, npend);
                     if (ok && o->emit(o->emit_ctx, (const char *)pend, ok)) { rc = 0; goto out; }
                     memmove(pend, pend + ok, npend - ok);
                     npend -= ok;

@@ -152,3 +152,14 @@ char *str_human_size(unsigned long long n, char *buf, size_t cap)
     else snprintf(buf, cap, "%.2f %s", v, u[i]);
     return buf;
 }
+
+size_t str_utf8_complete(const unsigned char *p, size_t n)
+{
+    size_t i = n, back = 0;
+    while (i > 0 && back < 4 && (p[i - 1] & 0xC0) == 0x80) { i--; back++; }
+    if (i == 0) return n;
+    unsigned char c = p[i - 1];
+    size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+    if (need == 1) return n;
+    return back + 1 >= need ? n : i - 1;
+}

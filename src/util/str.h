@@ -38,5 +38,9 @@ int str_edit_distance(const char *a, const char *b);
 int str_parse_size(const char *s, unsigned long long *out);
 /* Human-readable size into buf ("1.23 GiB"). Returns buf. */
 char *str_human_size(unsigned long long n, char *buf, size_t cap);
+/* Length of the longest prefix of p[0..n) that ends on a UTF-8 character
+ * boundary: a trailing incomplete sequence is held back (what a stream of
+ * token bytes may print now). */
+size_t str_utf8_complete(const unsigned char *p, size_t n);
 
 #endif

@@ -106,6 +106,13 @@ static void test_str(void)
     CHECK_INT(str_parse_size("100", &v), 0); CHECK(v == 100);
     CHECK_INT(str_parse_size("8X", &v), -1);
     CHECK_INT(str_edit_distance("trian", "train"), 2);
+    /* UTF-8 hold-back: "aé€😀" cut at every byte, checked against the
+     * sequence lengths Python's str.encode gives (1, 2, 3, 4) */
+    const unsigned char u[] = "a\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80";
+    const size_t want[] = {0, 1, 1, 3, 3, 3, 6, 6, 6, 6, 10};
+    for (size_t n = 0; n <= 10; n++) CHECK_INT((int)str_utf8_complete(u, n), (int)want[n]);
+    const unsigned char bad[] = "\x80\x80";   /* continuation bytes only: nothing to wait for */
+    CHECK_INT((int)str_utf8_complete(bad, 2), 2);
 }
 
 int main(void)
