@@ -275,6 +275,25 @@ int minisign_sig_key_id(const char *sig_text, unsigned char key_id[8], dlm_err *
     return 0;
 }
 
+/* The global signature g over the data signature + the trusted comment
+ * (minisign's second check); path (or NULL) prefixes the message. */
+static int verify_trusted_comment(const minisign_pub *p, const unsigned char *sig, const char *tc, size_t tcl,
+                                  const unsigned char *g, const char *path, dlm_err *e)
+{
+    unsigned char *gm = malloc(64 + tcl + 1);
+    if (!gm) return err_set(e, "OOMError", "out of memory");
+    memcpy(gm, sig + 10, 64);
+    memcpy(gm + 64, tc, tcl);
+    int bad = crypto_sign_verify_detached(g, gm, 64 + tcl, p->pk);
+    free(gm);
+    if (bad) {
+        err_set(e, "BadSignatureError", "%s%sthe trusted comment's signature does not verify", path ? path : "",
+                path ? ": " : "");
+        return MINISIGN_BAD;
+    }
+    return MINISIGN_OK;
+}
+
 int minisign_verify(const minisign_pub *p, const void *msg, size_t len, const char *sig_text,
                     unsigned char signer_id[8], dlm_err *e)
 {
@@ -301,17 +320,7 @@ int minisign_verify(const minisign_pub *p, const void *msg, size_t len, const ch
         err_set(e, "BadSignatureError", "the signature does not match the signed data");
         return MINISIGN_BAD;
     }
-    unsigned char *gm = malloc(64 + tcl + 1);
-    if (!gm) return err_set(e, "OOMError", "out of memory");
-    memcpy(gm, sig + 10, 64);
-    memcpy(gm + 64, tc, tcl);
-    bad = crypto_sign_verify_detached(g, gm, 64 + tcl, p->pk);
-    free(gm);
-    if (bad) {
-        err_set(e, "BadSignatureError", "the trusted comment's signature does not verify");
-        return MINISIGN_BAD;
-    }
-    return MINISIGN_OK;
+    return verify_trusted_comment(p, sig, tc, tcl, g, NULL, e);
 }
 
 /* blake2b-512 of a file, streamed (the "ED" prehash). */
@@ -365,15 +374,5 @@ int minisign_verify_file(const minisign_pub *p, const char *path, const char *si
         err_set(e, "BadSignatureError", "%s: the signature does not match the file", path);
         return MINISIGN_BAD;
     }
-    unsigned char *gm = malloc(64 + tcl + 1);
-    if (!gm) return err_set(e, "OOMError", "out of memory");
-    memcpy(gm, sig + 10, 64);
-    memcpy(gm + 64, tc, tcl);
-    bad = crypto_sign_verify_detached(g, gm, 64 + tcl, p->pk);
-    free(gm);
-    if (bad) {
-        err_set(e, "BadSignatureError", "%s: the trusted comment's signature does not verify", path);
-        return MINISIGN_BAD;
-    }
-    return MINISIGN_OK;
+    return verify_trusted_comment(p, sig, tc, tcl, g, path, e);
 }
