@@ -7,6 +7,7 @@
 #include "check.h"
 #include "share/peer.h"
 #include "share/sign.h"
+#include "util/fs.h"
 #include "util/hash.h"
 
 static void test_token(void)
@@ -57,6 +58,22 @@ static void test_minisign(void)
     CHECK(tc != NULL);
     if (tc) tc[0] = 'A';
     CHECK_INT(minisign_verify(&p, "hello", 5, sig.buf, NULL, &e), MINISIGN_BAD);
+    CHECK_STR(e.msg, "the trusted comment's signature does not verify");
+    /* the same for a file's signature (minisign -H: the file's BLAKE2b-512) */
+    char path[4200];
+    snprintf(path, sizeof path, "%s/signed.bin", check_tmpdir("test_share_minisign"));
+    CHECK_INT(fs_write_atomic(path, "hello", 5, 0644, &e), 0);
+    strbuf fsig = STRBUF_INIT;
+    CHECK_INT(minisign_sign_file(&k, path, "file comment", &fsig, &e), 0);
+    CHECK_INT(minisign_verify_file(&p, path, fsig.buf, &e), MINISIGN_OK);
+    char *ftc = strstr(fsig.buf, "file comment");
+    CHECK(ftc != NULL);
+    if (ftc) ftc[0] = 'F';
+    CHECK_INT(minisign_verify_file(&p, path, fsig.buf, &e), MINISIGN_BAD);
+    char want[4300];
+    snprintf(want, sizeof want, "%s: the trusted comment's signature does not verify", path);
+    CHECK_STR(e.msg, want);
+    sb_free(&fsig);
     CHECK_INT(minisign_verify(&p, "hello", 5, "untrusted comment: x\nnot base64\n", NULL, &e), -1);
     CHECK_INT(minisign_verify(&p, "hello", 5, "", NULL, &e), -1);
     CHECK_INT(minisign_sign(&k, "x", 1, "two\nlines", &sig, &e), -1);
