@@ -165,8 +165,12 @@ int export_ollama_name_ok(const char *s)
 
 static int triple(strbuf *out, const char *key, const char *v, dlm_err *e)
 {
-    if (strstr(v, "\"\"\""))
-        return err_set(e, "ExportError", "the %s contains three double quotes in a row, which a Modelfile cannot quote", key);
+    if (strstr(v, "\"\"\"")) {
+        err_set(e, "ExportError", "the %s contains three double quotes in a row, which a Modelfile cannot quote", key);
+        if (!strcmp(key, "SYSTEM")) return err_hint(e, "remove the \"\"\" from the document's system_prompt");
+        if (!strcmp(key, "TEMPLATE")) return err_hint(e, "pass --no-template to leave the chat template out");
+        return -1;
+    }
     sb_printf(out, "%s \"\"\"%s\"\"\"\n", key, v);
     return 0;
 }

@@ -93,6 +93,13 @@ mf="$S/exports/Q6_K/Modelfile"
 [ -f "$mf" ] || fail "export.default_quant Q6_K not used"
 grep -qx 'SYSTEM """You answer like a pirate."""' "$mf" || fail "SYSTEM: $(grep SYSTEM "$mf")"
 grep -qx 'PARAMETER temperature 0.3' "$mf" && grep -qx 'PARAMETER top_p 0.5' "$mf" || fail "document defaults"
+# a system prompt a Modelfile cannot quote ("""): refused with the line to change
+cp doc.dlm pirate.dlm
+sed -i 's/^system_prompt: .*/system_prompt: "Say \\"\\"\\"arr\\"\\"\\"."/' doc.dlm
+set +e; out=$(noollama "$DLM" export doc.dlm --quant Q8_0 2>&1); rc=$?; set -e
+[ $rc = 1 ] && grep -q "the SYSTEM contains three double quotes in a row" <<<"$out" &&
+    grep -q '^hint: remove the """ from the document'"'"'s system_prompt' <<<"$out" || fail "SYSTEM with \"\"\": rc $rc: $out"
+cp pirate.dlm doc.dlm
 
 # stand-in ollama: create and the smoke prompt are run in the export folder
 mkdir -p bin
