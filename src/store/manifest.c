@@ -80,8 +80,6 @@ static const char *check_field(const json_t *v, const fspec *f)
     case T_STR_N: return json_is_string(v) || json_is_null(v) ? NULL : "expected a string or null";
     case T_INT:
         if (!json_is_integer(v)) return "expected an integer";
-        /* 2^53: what every JSON reader holds exactly (run_id + 1 cannot overflow) */
-        if (json_integer_value(v) > (INT64_C(1) << 53)) return "integer out of range (over 2^53)";
         return json_integer_value(v) >= f->min ? NULL : "integer below its minimum";
     case T_NUM_N: return json_is_number(v) || json_is_null(v) ? NULL : "expected a number or null";
     case T_BOOL: return json_is_boolean(v) ? NULL : "expected a boolean";
@@ -165,6 +163,13 @@ static int check_run(const json_t *r, size_t i, char *why, size_t cap)
     char where[64];
     snprintf(where, sizeof where, "training_runs.%zu", i);
     if (check_object(r, RUN_FIELDS, where, why, cap)) return -1;
+    /* manifest_next_run_id adds 1 to the largest: bounded at 2^53 (what every
+     * JSON reader holds exactly), so a hand-edited id cannot overflow it. A
+     * seed may be any int, as in the original. */
+    if (json_integer_value(json_object_get(r, "run_id")) > (INT64_C(1) << 53)) {
+        snprintf(why, cap, "%s.run_id: integer out of range (over 2^53)", where);
+        return -1;
+    }
     const char *st = jget_str(r, "status");
     if (st && strcmp(st, "running") && strcmp(st, "completed") && strcmp(st, "failed") && strcmp(st, "cancelled")) {
         snprintf(why, cap, "%s.status: expected running, completed, failed or cancelled", where);

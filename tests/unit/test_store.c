@@ -130,6 +130,13 @@ static void test_manifest(void)
     err_format(&e, buf, sizeof buf);
     snprintf(msg, sizeof msg, "%s: manifest is corrupt: schema violation: training_runs.0.run_id: integer out of range (over 2^53)", p);
     CHECK_STR(buf, msg);
+    /* a seed is any int (training.seed: 2^63 - 1 is a valid frontmatter value) */
+    const char *seed = "{\"dlm_id\": \"" ID "\", \"base_model\": \"x\", \"training_runs\": [{\"run_id\": 1, "
+                       "\"started_at\": \"2026-12-01T00:00:00Z\", \"adapter_version\": 1, \"seed\": 9223372036854775807}]}";
+    fs_write_atomic(p, seed, strlen(seed), 0644, &e);
+    json_t *ms = manifest_load(p, &e);
+    CHECK(ms != NULL);
+    json_decref(ms);
 }
 
 static void test_lock(void)
