@@ -25,7 +25,8 @@ typedef struct dlm_ctx {
  * flags are not supported (keep it obvious). "--" ends options; "-" alone is
  * a positional (stdin). Global options (--home, -v, -q) are accepted by every
  * command as well as before it. */
-typedef enum { OPT_END = 0, OPT_FLAG, OPT_STR, OPT_INT, OPT_DOUBLE, OPT_LIST } opt_type;
+typedef enum { OPT_END = 0, OPT_FLAG, OPT_STR, OPT_INT, OPT_DOUBLE, OPT_LIST, OPT_THREADS } opt_type;
+/* OPT_THREADS: an int >= 0 (0 = all cores), the --threads of every command. */
 
 /* OPT_LIST: every occurrence of a repeatable option, in order. */
 #define OPT_LIST_MAX 64

@@ -35,7 +35,7 @@ static const opt OPTS[] = {
     {"adapter-mix", 0, OPT_STR, offsetof(api_args, mix), "NAME:W,...", "training.adapters: the default model is this mix"},
     {"gate", 0, OPT_STR, offsetof(api_args, gate), "auto|off", "training.gate: the default model mixes with the gate's mean"
                                                               " weights (auto, default) or equal ones (off)"},
-    {"threads", 0, OPT_INT, offsetof(api_args, threads), "N", "compute threads (default: all cores)"},
+    {"threads", 0, OPT_THREADS, offsetof(api_args, threads), "N", "compute threads (default: all cores)"},
     {"offline", 0, OPT_FLAG, offsetof(api_args, offline), NULL, "never download the base"},
     {0},
 };
@@ -79,7 +79,6 @@ int cmd_api(int argc, char **argv, dlm_ctx *ctx)
     int npos;
     int r = opts_parse(&spec_api, argc, argv, ctx, &a, pos, &npos);
     if (r) return r == 1 ? EXIT_OK : EXIT_USAGE;
-    if (a.threads < 0) return cmd_usage_error(&spec_api, "--threads must be >= 0 (0 = all cores)");
     if (npos > 1) return cmd_usage_error(&spec_api, "too many arguments");
     if (!npos && !a.base) return cmd_usage_error(&spec_api, "api needs a PATH (or --base B)");
     if (a.parallel < 1 || a.parallel > 256) return cmd_usage_error(&spec_api, "--parallel must be 1..256");

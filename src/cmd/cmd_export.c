@@ -31,7 +31,7 @@ static const opt OPTS[] = {
     {"adapter-mix", 0, OPT_STR, offsetof(export_args, mix), "SRC:W,...", "export a weighted mix of adapters (names, versions vNNNN or folders)"},
     {"adapter-mix-method", 0, OPT_STR, offsetof(export_args, mix_method), "M", "linear (exact, rank Σr; default) or svd (rank max r)"},
     {"pre-tokenizer", 0, OPT_STR, offsetof(export_args, pre), "NAME", "tokenizer.ggml.pre when dlm cannot name it (gpt-2 llama-bpe qwen2 smollm)"},
-    {"threads", 0, OPT_INT, offsetof(export_args, threads), "N", "threads for quantizing (default: all cores)"},
+    {"threads", 0, OPT_THREADS, offsetof(export_args, threads), "N", "threads for quantizing (default: all cores)"},
     {"offline", 0, OPT_FLAG, offsetof(export_args, offline), NULL, "never download the base"},
     {"i-accept-license", 0, OPT_FLAG, offsetof(export_args, accept), NULL, "accept a gated base's license for this run"},
     {0},
@@ -88,7 +88,6 @@ int cmd_export(int argc, char **argv, dlm_ctx *ctx)
     int npos;
     int r = opts_parse(&spec_export, argc, argv, ctx, &a, pos, &npos);
     if (r) return r == 1 ? EXIT_OK : EXIT_USAGE;
-    if (a.threads < 0) return cmd_usage_error(&spec_export, "--threads must be >= 0 (0 = all cores)");
     if (npos != 1) return cmd_usage_error(&spec_export, npos ? "too many arguments" : "export needs a PATH");
     int target = export_target_parse(a.target);
     if (target < 0)

@@ -22,7 +22,7 @@ static const opt OPTS[] = {
     {"json", 0, OPT_FLAG, offsetof(perplexity_args, json), NULL, "{tokens, nll_mean, ppl, token_nll} on stdout"},
     {"no-adapter", 0, OPT_FLAG, offsetof(perplexity_args, no_adapter), NULL, "the base alone"},
     {"ctx", 0, OPT_INT, offsetof(perplexity_args, ctx), "N", "window length (default: the model's context, at most 2048)"},
-    {"threads", 0, OPT_INT, offsetof(perplexity_args, threads), "N", "compute threads"},
+    {"threads", 0, OPT_THREADS, offsetof(perplexity_args, threads), "N", "compute threads"},
     {"offline", 0, OPT_FLAG, offsetof(perplexity_args, offline), NULL, "never download the base"},
     {0},
 };
@@ -43,7 +43,6 @@ int cmd_perplexity(int argc, char **argv, dlm_ctx *ctx)
     int npos;
     int r = opts_parse(&spec_perplexity, argc, argv, ctx, &a, pos, &npos);
     if (r) return r == 1 ? EXIT_OK : EXIT_USAGE;
-    if (a.threads < 0) return cmd_usage_error(&spec_perplexity, "--threads must be >= 0 (0 = all cores)");
     dlm_err e;
     err_clear(&e);
     if (cmd_setup(ctx, &e)) return cmd_fail(ctx, &e);

@@ -45,7 +45,7 @@ static const opt OPTS[] = {
     {"top-p", 0, OPT_DOUBLE, offsetof(preference_args, top_p), "P", "top-p (default 1 = off)"},
     {"seed", 0, OPT_INT, offsetof(preference_args, seed), "N", "sampling seed (default 42)"},
     {"timeout", 0, OPT_DOUBLE, offsetof(preference_args, timeout), "S", "cli judge: seconds per call (default 30)"},
-    {"threads", 0, OPT_INT, offsetof(preference_args, threads), "N", "compute threads (default: all cores)"},
+    {"threads", 0, OPT_THREADS, offsetof(preference_args, threads), "N", "compute threads (default: all cores)"},
     {"adapter", 0, OPT_STR, offsetof(preference_args, adapter), "NAME", "a named adapter (training.adapters; not supported yet)"},
     {"apply", 0, OPT_FLAG, offsetof(preference_args, apply), NULL, "write the triples into the document now"},
     {"json", 0, OPT_FLAG, offsetof(preference_args, json), NULL, "JSON output"},
@@ -266,7 +266,6 @@ int cmd_preference(int argc, char **argv, dlm_ctx *ctx)
     if (argc > 64) return cmd_usage_error(&spec_preference, "too many arguments");
     int r = opts_parse(&spec_preference, argc, argv, ctx, &a, pos, &npos);
     if (r) return r == 1 ? EXIT_OK : EXIT_USAGE;
-    if (a.threads < 0) return cmd_usage_error(&spec_preference, "--threads must be >= 0 (0 = all cores)");
     if (npos != 2) return cmd_usage_error(&spec_preference, "preference takes a subcommand (mine, apply, revert, list) and a PATH");
     const char *sub = pos[0], *path = pos[1];
     if (!strcmp(sub, "mine")) return cmd_mine(ctx, &a, path);

@@ -38,7 +38,7 @@ static const opt OPTS[] = {
     {"adapter-mix", 0, OPT_STR, offsetof(prompt_args, mix), "NAME:W,...", "named adapters with these weights (Σ wᵢ·sᵢ·BᵢAᵢ)"},
     {"gate", 0, OPT_STR, offsetof(prompt_args, gate), "auto|off", "training.gate: weights from the trained gate (auto, default) or equal (off)"},
     {"no-adapter", 0, OPT_FLAG, offsetof(prompt_args, no_adapter), NULL, "the base alone, even if an adapter is trained"},
-    {"threads", 0, OPT_INT, offsetof(prompt_args, threads), "N", "compute threads (default: all cores)"},
+    {"threads", 0, OPT_THREADS, offsetof(prompt_args, threads), "N", "compute threads (default: all cores)"},
     {"offline", 0, OPT_FLAG, offsetof(prompt_args, offline), NULL, "never download the base"},
     {"i-accept-license", 0, OPT_FLAG, offsetof(prompt_args, accept), NULL, "accept a gated base's license for this run"},
     {"json", 0, OPT_FLAG, offsetof(prompt_args, json), NULL, "print {text, tokens, prompt_tokens, stop} as JSON instead of streaming"},
@@ -80,7 +80,6 @@ int cmd_prompt(int argc, char **argv, dlm_ctx *ctx)
     int npos;
     int r = opts_parse(&spec_prompt, argc, argv, ctx, &a, pos, &npos);
     if (r) return r == 1 ? EXIT_OK : EXIT_USAGE;
-    if (a.threads < 0) return cmd_usage_error(&spec_prompt, "--threads must be >= 0 (0 = all cores)");
     dlm_err e;
     err_clear(&e);
     if (cmd_setup(ctx, &e)) return cmd_fail(ctx, &e);

@@ -44,7 +44,7 @@ static const opt OPTS[] = {
     {"temp", 't', OPT_DOUBLE, offsetof(repl_args, temp), "T", "temperature; 0 = greedy (0.7)"},
     {"seed", 0, OPT_INT, offsetof(repl_args, seed), "N", "sampling seed (42)"},
     {"ctx", 0, OPT_INT, offsetof(repl_args, ctx), "N", "context in tokens (the model's, at most 4096)"},
-    {"threads", 0, OPT_INT, offsetof(repl_args, threads), "N", "compute threads (default: all cores)"},
+    {"threads", 0, OPT_THREADS, offsetof(repl_args, threads), "N", "compute threads (default: all cores)"},
     {"offline", 0, OPT_FLAG, offsetof(repl_args, offline), NULL, "never download the base"},
     {0},
 };
@@ -458,7 +458,6 @@ int cmd_repl(int argc, char **argv, dlm_ctx *ctx)
     int npos;
     int rc0 = opts_parse(&spec_repl, argc, argv, ctx, &a, pos, &npos);
     if (rc0) return rc0 == 1 ? EXIT_OK : EXIT_USAGE;
-    if (a.threads < 0) return cmd_usage_error(&spec_repl, "--threads must be >= 0 (0 = all cores)");
     if (npos > 1) return cmd_usage_error(&spec_repl, "too many arguments");
     if (!npos && !a.base) return cmd_usage_error(&spec_repl, "repl needs a PATH (or --base B)");
     if (a.max_tokens < 1) return cmd_usage_error(&spec_repl, "--max-tokens must be >= 1");

@@ -48,7 +48,7 @@ static const opt OPTS[] = {
     {"seed", 0, OPT_INT, offsetof(synth_args, seed), "N", "sampling seed (default 42)"},
     {"model", 0, OPT_STR, offsetof(synth_args, model), "NAME", "openai: the model name sent (default \"default\")"},
     {"timeout", 0, OPT_DOUBLE, offsetof(synth_args, timeout), "S", "openai/cli: seconds per request (default 300)"},
-    {"threads", 0, OPT_INT, offsetof(synth_args, threads), "N", "self: compute threads (default: all cores)"},
+    {"threads", 0, OPT_THREADS, offsetof(synth_args, threads), "N", "self: compute threads (default: all cores)"},
     {"apply", 0, OPT_FLAG, offsetof(synth_args, apply), NULL, "write the sections into the document now"},
     {"dry-run", 0, OPT_FLAG, offsetof(synth_args, dry), NULL, "show what would be generated; stage nothing"},
     {"json", 0, OPT_FLAG, offsetof(synth_args, json), NULL, "list / instructions: JSON output"},
@@ -275,7 +275,6 @@ int cmd_synth(int argc, char **argv, dlm_ctx *ctx)
     if (argc > 64) return cmd_usage_error(&spec_synth, "too many arguments");
     int r = opts_parse(&spec_synth, argc, argv, ctx, &a, pos, &npos);
     if (r) return r == 1 ? EXIT_OK : EXIT_USAGE;
-    if (a.threads < 0) return cmd_usage_error(&spec_synth, "--threads must be >= 0 (0 = all cores)");
     if (npos != 2) return cmd_usage_error(&spec_synth, "synth takes a subcommand (instructions, apply, revert, list) and a PATH");
     const char *sub = pos[0], *path = pos[1];
     if (!strcmp(sub, "instructions")) return cmd_instructions(ctx, &a, path);

@@ -38,7 +38,7 @@ static const opt OPTS[] = {
     {"fresh", 0, OPT_FLAG, offsetof(train_args, fresh), NULL, "start a new adapter from the base (drops a leftover checkpoint)"},
     {"max-steps", 0, OPT_INT, offsetof(train_args, max_steps), "N", "stop after N optimizer steps"},
     {"seed", 0, OPT_INT, offsetof(train_args, seed), "N", "override training.seed"},
-    {"threads", 0, OPT_INT, offsetof(train_args, threads), "N", "compute threads (default: training.threads or all cores)"},
+    {"threads", 0, OPT_THREADS, offsetof(train_args, threads), "N", "compute threads (default: training.threads or all cores)"},
     {"base", 0, OPT_STR, offsetof(train_args, base), "BASE", "override base_model for this run"},
     {"no-replay", 0, OPT_FLAG, offsetof(train_args, no_replay), NULL, "train on the current document only"},
     {"no-cache", 0, OPT_FLAG, offsetof(train_args, no_cache), NULL, "tokenize every section (do not read or write training.cache)"},
@@ -377,7 +377,7 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
     if (a.resume && a.fresh) return cmd_usage_error(&spec_train, "--resume and --fresh are mutually exclusive");
     if (a.update + a.ignore + a.strict > 1)
         return cmd_usage_error(&spec_train, "--strict-lock / --update-lock / --ignore-lock are mutually exclusive");
-    if (a.max_steps < 0 || a.threads < 0) return cmd_usage_error(&spec_train, "--max-steps and --threads must be >= 0");
+    if (a.max_steps < 0) return cmd_usage_error(&spec_train, "--max-steps must be >= 0");
     if (a.watch && (a.detach || a.dry_run)) return cmd_usage_error(&spec_train, "--watch runs in the foreground, without --detach/--dry-run");
     if (a.watch_max_steps < 1 || a.watch_debounce_ms < 0)
         return cmd_usage_error(&spec_train, "--watch-max-steps must be >= 1 and --watch-debounce-ms >= 0");

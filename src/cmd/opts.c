@@ -72,11 +72,13 @@ static int set_value(const cmd_spec *spec, const opt *o, void *args, const char 
         l->v[l->n++] = val;
         return 0;
     }
-    case OPT_INT: {
+    case OPT_INT:
+    case OPT_THREADS: {
         errno = 0;
         long long v = strtoll(val, &end, 10);
         if (errno || end == val || *end || v < INT_MIN || v > INT_MAX)
             return cmd_usage_error(spec, "option '%s' expects an integer, got '%s'", flag, val);
+        if (o->type == OPT_THREADS && v < 0) return cmd_usage_error(spec, "--threads must be >= 0 (0 = all cores)");
         *(int *)dst = (int)v;
         return 0;
     }

@@ -25,7 +25,7 @@ usage "option '--top-p' expects a number, got 'inf'" --top-p inf
 usage "option '--temp' expects a number, got '0.5x'" --temp 0.5x
 usage "--threads must be >= 0 (0 = all cores)" --threads -1
 # every command with --threads says the same (it meant "all cores" silently)
-for c in api export perplexity preference repl synth; do
+for c in api export perplexity preference repl synth train; do
     set +e
     "$DLM" $c x.dlm --threads -2 > out.txt 2> err.txt; rc=$?
     set -e
