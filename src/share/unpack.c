@@ -1,6 +1,5 @@
 /* unpack — a verified pack installed as a store (pack.h). */
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,8 +73,8 @@ static int dead_pid(const char *s, char stop)
     char *end;
     errno = 0;
     long pid = strtol(s, &end, 10);
-    if (errno || end == s || pid <= 0 || (*end && *end != stop) || pid == (long)getpid()) return 0;
-    return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+    if (errno || end == s || (*end && *end != stop)) return 0;
+    return fs_pid_gone(pid);
 }
 
 /* What an unpack killed part-way leaves next to the stores, put right by

@@ -24,7 +24,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,7 +154,7 @@ int store_lock_read(const char *store, store_lock_info *info)
     int k = info->kernel ? probe(p) : -1;
     if (k >= 0) info->alive = k;   /* the kernel knows, whatever the host */
     else if (strcmp(host, info->host)) info->alive = -1;
-    else info->alive = info->pid > 0 && (kill((pid_t)info->pid, 0) == 0 || errno == EPERM);
+    else info->alive = info->pid > 0 && !fs_pid_gone(info->pid);
     return 1;
 }
 
@@ -254,7 +253,7 @@ static int sweep(const char *dir, int depth)
         char p[4400];
         snprintf(p, sizeof p, "%s/%s", dir, names[i]);
         long pid = temp_pid(names[i]);
-        if (pid && pid != (long)getpid() && kill((pid_t)pid, 0) != 0 && errno == ESRCH) {
+        if (fs_pid_gone(pid)) {
             if (!fs_remove_tree(p, NULL)) removed++;
         } else if (depth > 0 && !pid && fs_is_dir(p)) {
             removed += sweep(p, depth - 1);
@@ -325,7 +324,7 @@ int store_lock_acquire(const char *store, const char *command, store_lock *lk, d
         if (parsed && !info.kernel && (long)getpid() != info.pid) {
             /* a holder without kernel locks: only its pid can tell */
             int same_host = !strcmp(info.host, host);
-            int alive = same_host && (kill((pid_t)info.pid, 0) == 0 || errno == EPERM);
+            int alive = same_host && !fs_pid_gone(info.pid);
             if (!same_host || alive) {
                 close(fd);
                 return held_error(lk, &info, same_host, e);

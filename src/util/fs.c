@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -361,4 +362,10 @@ int fs_copy_file(const char *src, const char *dst, dlm_err *e)
     int r = fs_write_atomic(dst, buf, len, 0644, e);
     free(buf);
     return r;
+}
+
+int fs_pid_gone(long pid)
+{
+    if (pid <= 0 || pid == (long)getpid()) return 0;
+    return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
 }

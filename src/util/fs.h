@@ -33,6 +33,10 @@ int fs_remove_tree(const char *path, dlm_err *e);
  * first renamed to ".<name>.tmp-<pid>" beside itself (a temp name that
  * store_sweep_temp removes once this process is dead), then removed. */
 int fs_discard_tree(const char *path, dlm_err *e);
+/* 1 when no process has this pid (kill(pid, 0) says ESRCH): what a temp
+ * name or lock record left by it may be swept for. 0 for pid <= 0 and for
+ * this process. */
+int fs_pid_gone(long pid);
 /* Copy a file atomically (dst replaced). */
 int fs_copy_file(const char *src, const char *dst, dlm_err *e);
 
