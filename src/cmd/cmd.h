@@ -69,6 +69,8 @@ int cmd_usage_error(const cmd_spec *spec, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Print e and return its exit code (e->code or 1). */
 int cmd_fail(const dlm_ctx *ctx, const dlm_err *e);
+/* o as sorted JSON and a newline on stdout (every --json), then released. */
+void cmd_print_json(json_t *o);
 
 /* Resolve ctx->home from --home / $DLM_HOME / ~/.dlm. */
 int ctx_resolve_home(dlm_ctx *ctx, dlm_err *e);

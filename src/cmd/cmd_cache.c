@@ -94,11 +94,7 @@ int cmd_cache(int argc, char **argv, dlm_ctx *ctx)
                                   "oldest_age_s", st.entries ? json_real(now - st.oldest) : json_null(), "newest_age_s",
                                   st.entries ? json_real(now - st.newest) : json_null(), "settings", "enabled", enabled,
                                   "max_bytes", (json_int_t)max_bytes, "prune_older_than_days", (json_int_t)days);
-            strbuf sb = STRBUF_INIT;
-            json_write(&sb, o, JW_SORT);
-            printf("%s\n", sb_str(&sb));
-            sb_free(&sb);
-            json_decref(o);
+            cmd_print_json(o);
         } else {
             char hs[32], hm[32], a1[32] = "-", a2[32] = "-";
             if (st.entries) {

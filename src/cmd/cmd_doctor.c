@@ -121,15 +121,6 @@ static json_t *plan_json(const plan *p, const plan_in *in)
                                in->base.cfg.d_model, "vocab", in->base.cfg.vocab));
 }
 
-static void print_json(json_t *o)
-{
-    strbuf sb = STRBUF_INIT;
-    json_write(&sb, o, JW_SORT);
-    printf("%s\n", sb_str(&sb));
-    sb_free(&sb);
-    json_decref(o);
-}
-
 /* ---- text ---------------------------------------------------------------------- */
 
 static void print_host(const host_info *h)
@@ -351,7 +342,7 @@ int cmd_doctor(int argc, char **argv, dlm_ctx *ctx)
                                                                dp->pref_pairs, "fits", dp->pref_fits));
             }
             json_object_set_new(json_object_get(o, "document"), "precision", precision_json(dp));
-            print_json(o);
+            cmd_print_json(o);
         } else {
             print_host(&h);
             for (int i = 0; i < (na ? na : 1); i++) print_doc_plan(&ds[i], pos[0]);
@@ -390,7 +381,7 @@ int cmd_doctor(int argc, char **argv, dlm_ctx *ctx)
             }
             json_array_append_new(arr, o);
         }
-        print_json(json_pack("{s:o, s:o, s:n, s:n}", "capabilities", host_json(&h), "bases", arr, "plan", "plan_error"));
+        cmd_print_json(json_pack("{s:o, s:o, s:n, s:n}", "capabilities", host_json(&h), "bases", arr, "plan", "plan_error"));
     } else {
         print_host(&h);
         print_rows(rows, n, budget);

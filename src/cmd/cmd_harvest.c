@@ -207,11 +207,7 @@ int cmd_harvest(int argc, char **argv, dlm_ctx *ctx)
                                   json_pack("{s:s, s:s, s:s, s:f}", "probe", c[i].name, "prompt", c[i].prompt,
                                             "reference", c[i].reference, "confidence", c[i].confidence));
         json_t *o = json_pack("{s:o, s:o, s:b}", "additions", add, "skipped", skip, "applied", a.apply && nadd);
-        strbuf sb = STRBUF_INIT;
-        json_write(&sb, o, JW_SORT);
-        printf("%s\n", sb_str(&sb));
-        sb_free(&sb);
-        json_decref(o);
+        cmd_print_json(o);
     } else {
         printf("harvest plan: %d add, %d skip\n", nadd, nskip);
         for (int i = 0; i < n; i++) {

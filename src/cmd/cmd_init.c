@@ -54,11 +54,7 @@ static int list_templates(const dlm_ctx *ctx, const init_args *a)
         for (int i = 0; i < set.n; i++)
             json_array_append_new(arr, json_pack("{s:s, s:s}", "name", set.v[i].name, "summary", set.v[i].summary));
         json_t *o = json_pack("{s:s, s:o}", "source", set.source, "templates", arr);
-        strbuf sb = STRBUF_INIT;
-        json_write(&sb, o, JW_SORT);
-        printf("%s\n", sb_str(&sb));
-        sb_free(&sb);
-        json_decref(o);
+        cmd_print_json(o);
     } else {
         for (int i = 0; i < set.n; i++) printf("%-26s %s\n", set.v[i].name, set.v[i].summary);
     }

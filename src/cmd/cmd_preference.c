@@ -194,8 +194,7 @@ static int cmd_mine(dlm_ctx *ctx, const preference_args *a, const char *path)
         json_t *o = json_pack("{s:O, s:i, s:i, s:i, s:i, s:i, s:s}", "triples", items, "prompts", st.prompts,
                               "insufficient_variety", st.no_variety, "too_similar", st.too_similar, "below_threshold",
                               st.below, "already_present", st.present, "mode", a->apply ? "applied" : "staged");
-        grow_print_json(o);
-        json_decref(o);
+        cmd_print_json(o);
     } else {
         printf("preference mine: %d prompt%s, %d mined, %d without 2 distinct answers, %d too similar, "
                "%d below the margin %g, %d already present (judge %s, run %lld)\n",

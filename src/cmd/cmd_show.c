@@ -288,11 +288,7 @@ int cmd_show(int argc, char **argv, dlm_ctx *ctx)
         json_object_set_new(o, "store", json_incref(st));
         json_object_set_new(o, "adapters", adapters_view_json(d, ctx->home));
         json_object_set_new(o, "gate", adapters_view_gate_json(d, ctx->home));
-        strbuf sb = STRBUF_INIT;
-        json_write(&sb, o, JW_SORT);
-        printf("%s\n", sb_str(&sb));
-        sb_free(&sb);
-        json_decref(o);
+        cmd_print_json(o);
     } else {
         print_human(d, fm, st);
         json_t *av = adapters_view_json(d, ctx->home), *gv = adapters_view_gate_json(d, ctx->home);

@@ -206,8 +206,7 @@ static int cmd_instructions(dlm_ctx *ctx, const synth_args *a, const char *path)
                               "rejected", p.rejected, "duplicates", p.dups, "judged_out", p.judged_out, "capped",
                               p.capped, "requests", p.requests, "mode",
                               a->dry ? "dry-run" : a->apply ? "applied" : "staged");
-        grow_print_json(o);
-        json_decref(o);
+        cmd_print_json(o);
     } else {
         printf("synth: %d request%s, %d pairs parsed, %d not pairs, %d near-duplicates, %d over the limits%s → %d new\n",
                p.requests, p.requests == 1 ? "" : "s", p.generated, p.rejected, p.dups, p.capped,

@@ -54,11 +54,7 @@ int cmd_templates(int argc, char **argv, dlm_ctx *ctx)
             json_array_append_new(arr, m);
         }
         json_t *o = json_pack("{s:s, s:o}", "source", set.source, "templates", arr);
-        strbuf sb = STRBUF_INIT;
-        json_write(&sb, o, JW_SORT);
-        printf("%s\n", sb_str(&sb));
-        sb_free(&sb);
-        json_decref(o);
+        cmd_print_json(o);
     } else {
         printf("%-26s %-7s %-9s %s\n", "name", "steps", "time", "summary");
         for (int i = 0; i < set.n; i++) {

@@ -344,11 +344,7 @@ static int print_pref(const train_result *res, const train_result *sft, int json
                               "rewards_accuracies", res->rewards_accuracy, "adapter_dir", res->version_dir, "log",
                               res->log_path);
         if (sft) json_object_set_new(j, "sft_version", json_integer(sft->version));
-        strbuf sb = STRBUF_INIT;
-        json_write(&sb, j, JW_SORT);
-        printf("%s\n", sb_str(&sb));
-        sb_free(&sb);
-        json_decref(j);
+        cmd_print_json(j);
         return EXIT_OK;
     }
     if (sft)
@@ -596,11 +592,7 @@ again:
                               res.seconds, "adapter_dir", res.version_dir, "log", res.log_path, "early_stopped",
                               res.early_stopped);
         if (o.adapter) json_object_set_new(j, "adapter", json_string(o.adapter));
-        strbuf sb = STRBUF_INIT;
-        json_write(&sb, j, JW_SORT);
-        printf("%s\n", sb_str(&sb));
-        sb_free(&sb);
-        json_decref(j);
+        cmd_print_json(j);
     } else {
         if (o.adapter) printf("adapter %s: ", o.adapter);
         printf("trained v%04d: %lld steps, loss %.3f → %.3f%s, %s\n", res.version, (long long)res.steps,
@@ -632,11 +624,7 @@ adapter_done:
         if (a.json) {
             json_t *j = json_pack("{s:{s:s, s:i, s:s}}", "gate", "mode", gr.trained ? "trained" : "uniform", "samples",
                                   gr.n_samples, "dir", gr.dir);
-            strbuf sb = STRBUF_INIT;
-            json_write(&sb, j, JW_SORT);
-            printf("%s\n", sb_str(&sb));
-            sb_free(&sb);
-            json_decref(j);
+            cmd_print_json(j);
         }
     }
 watch:

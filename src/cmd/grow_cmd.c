@@ -24,14 +24,6 @@ void grow_first_line(const char *s, char *buf, size_t cap)
     buf[n] = 0;
 }
 
-void grow_print_json(json_t *j)
-{
-    strbuf sb = STRBUF_INIT;
-    json_write(&sb, j, JW_SORT);
-    printf("%s\n", sb_str(&sb));
-    sb_free(&sb);
-}
-
 /* 1 when the document already holds the item's pair or triple. */
 static int item_present(const dlm_doc *d, const json_t *it, const char *tool)
 {
@@ -126,8 +118,7 @@ int grow_cmd_list(dlm_ctx *ctx, const char *path, int json, const char *tool, co
         if ((w = entry(doc_section_at(d, i)))) json_array_append_new(written, w);
     if (json) {
         json_t *o = json_pack("{s:O, s:O}", "pending", items, "written", written);
-        grow_print_json(o);
-        json_decref(o);
+        cmd_print_json(o);
     } else {
         printf("pending (%s): %zu\n", pend, json_array_size(items));
         size_t i;

@@ -37,8 +37,6 @@ int grow_cmd_list(dlm_ctx *ctx, const char *path, int json, const char *tool, co
 
 /* The first line of s (NULL: empty) into buf, cut to cap - 1 bytes. */
 void grow_first_line(const char *s, char *buf, size_t cap);
-/* j as sorted JSON and a newline on stdout (--json). */
-void grow_print_json(json_t *j);
 
 /* Remove the sections pick() chooses (the tool's marker) from the
  * document, byte for byte the text before they were written. Prints

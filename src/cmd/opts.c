@@ -11,6 +11,7 @@
 
 #include "cmd/cmd.h"
 #include "util/fs.h"
+#include "util/json.h"
 #include "util/str.h"
 
 static const opt *find_long(const opt *o, const char *name, size_t n)
@@ -151,6 +152,15 @@ int opts_parse(const cmd_spec *spec, int argc, char **argv, dlm_ctx *ctx, void *
         if (set_value(spec, o, args, a, val)) return EXIT_USAGE;
     }
     return 0;
+}
+
+void cmd_print_json(json_t *o)
+{
+    strbuf sb = STRBUF_INIT;
+    json_write(&sb, o, JW_SORT);
+    printf("%s\n", sb_str(&sb));
+    sb_free(&sb);
+    json_decref(o);
 }
 
 int cmd_fail(const dlm_ctx *ctx, const dlm_err *e)

@@ -32,11 +32,7 @@ int srcview_print(const char *doc_path, const char *shown, int as_json, dlm_err 
         json_t *o = src_report_json(&r, 1);
         json_object_set_new(o, "path", json_string(doc_path));
         json_object_set_new(o, "policy", json_string(doc_sources_policy_names[doc_fm(d)->training.sources_policy]));
-        strbuf sb = STRBUF_INIT;
-        json_write(&sb, o, JW_SORT);
-        printf("%s\n", sb_str(&sb));
-        sb_free(&sb);
-        json_decref(o);
+        cmd_print_json(o);
     } else if (!r.n_dirs) {
         printf("%s: no training.sources directives\n", doc_path);
     } else {
