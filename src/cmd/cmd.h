@@ -92,9 +92,10 @@ int srcview_print(const char *doc_path, const char *shown, int as_json, dlm_err 
  * written now (*scaffolded = 1). With dry_run, a scaffold that would be
  * written goes to a hidden temp name in DIR/.dlm instead (*scaffolded = 2),
  * which scaffold_discard removes, with DIR/.dlm when that is then empty. */
+#define SCAFFOLD_DEFAULT_NAME "corpus"
 typedef struct scaffold_opts {
     const char *base;           /* required to write one */
-    const char *name;           /* NULL = "corpus" */
+    const char *name;           /* NULL = SCAFFOLD_DEFAULT_NAME */
     const opt_list *include, *exclude;
     int recursive;              /* default include "**" "/" "*" vs "*" */
     int policy_strict;

@@ -400,7 +400,7 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
         if (made == 2) {   /* --dry-run: shown as the scaffold a real run writes, then removed */
             char shown[4400];
             fs_dirname(shown, sizeof shown, scaffold_path);
-            snprintf(shown + strlen(shown), sizeof shown - strlen(shown), "/%s.dlm", a.name ? a.name : "corpus");
+            snprintf(shown + strlen(shown), sizeof shown - strlen(shown), "/%s.dlm", a.name ? a.name : SCAFFOLD_DEFAULT_NAME);
             if (!ctx->quiet)
                 fprintf(stderr, "dry run: %s would be %s; nothing is written\n", shown,
                         a.rescaffold ? "rewritten" : "scaffolded");

@@ -32,12 +32,12 @@ int scaffold_train_target(const char *dir, const scaffold_opts *o, char *out, si
     char root[PATH_MAX], sdir[PATH_MAX + 8], path[PATH_MAX + 300];
     if (!realpath(dir, root)) return err_sys(e, "cannot resolve '%s'", dir);
     if (!fs_is_dir(root)) return err_set(e, "ScaffoldError", "scaffold expects a directory, got file: %s", dir);
-    const char *name = o->name ? o->name : "corpus";
+    const char *name = o->name ? o->name : SCAFFOLD_DEFAULT_NAME;
     if (!*name || strchr(name, '/') || name[0] == '.')
         return err_set(e, "ScaffoldError", "--name '%s' is not a plain file name", name);
     snprintf(sdir, sizeof sdir, "%s/.dlm", root);
     snprintf(path, sizeof path, "%s/%s.dlm", sdir, name);
-    int is_default = !o->name || !strcmp(name, "corpus");
+    int is_default = !o->name || !strcmp(name, SCAFFOLD_DEFAULT_NAME);
     if (!o->rescaffold) {
         if (fs_is_file(path)) {
             snprintf(out, cap, "%s", path);
