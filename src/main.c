@@ -60,12 +60,11 @@ static void print_help(FILE *f)
 static int suggest(const char *name)
 {
     fprintf(stderr, "dlm: error: unknown command '%s'\n", name);
-    const char *best = NULL;
-    int bd = 3;
-    for (const cmd_entry *c = dlm_commands; c->name; c++) {
-        int d = str_edit_distance(name, c->name);
-        if (d < bd) { bd = d; best = c->name; }
-    }
+    const char *names[sizeof dlm_commands / sizeof dlm_commands[0]];
+    size_t n = 0;
+    for (const cmd_entry *c = dlm_commands; c->name; c++) names[n++] = c->name;
+    names[n] = NULL;
+    const char *best = str_closest(name, names);
     if (best) fprintf(stderr, "hint: did you mean 'dlm %s'?\n", best);
     else fprintf(stderr, "hint: see 'dlm --help' for the list of commands\n");
     return EXIT_USAGE;

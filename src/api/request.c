@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "infer/sample.h"
 #include "util/str.h"
 
 int api_error_set(api_error *err, int status, const char *type, const char *param, const char *code,
@@ -139,13 +140,16 @@ static int parse_prompt(const json_t *p, api_request *r, api_error *err)
     return 0;
 }
 
-static int get_number(const json_t *o, const char *key, double lo, double hi, double *out, api_error *err)
+/* A sampling knob: a number in the range every front end shares
+ * (infer/sample.h's sample_check). */
+static int get_sample(const json_t *o, const char *key, double *out, api_error *err)
 {
     const json_t *v = json_object_get(o, key);
     if (!v || json_is_null(v)) return 0;
     if (!json_is_number(v)) return BAD(key, "%s must be a number", key);
     double d = json_number_value(v);
-    if (!(d >= lo && d <= hi)) return BAD(key, "%s must be between %g and %g", key, lo, hi);
+    char why[160];
+    if (sample_check(key, d, why, sizeof why)) return BAD(key, "%s", why);
     *out = d;
     return 0;
 }
@@ -200,9 +204,7 @@ static int parse_obj(const json_t *o, api_request *r, api_error *err)
             return BAD("stream_options", "stream_options.include_usage must be a boolean");
         r->include_usage = json_is_true(iu);
     }
-    if (get_number(o, "temperature", 0, 2, &r->temperature, err) || get_number(o, "top_p", 0, 1, &r->top_p, err))
-        return -1;
-    if (r->top_p <= 0) return BAD("top_p", "top_p must be greater than 0");
+    if (get_sample(o, "temperature", &r->temperature, err) || get_sample(o, "top_p", &r->top_p, err)) return -1;
     const char *mk = json_object_get(o, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
     v = json_object_get(o, mk);
     if (v && !json_is_null(v)) {

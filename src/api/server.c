@@ -355,28 +355,21 @@ static void *scheduler(void *arg)
 
 /* ---- JSON bodies ---------------------------------------------------------- */
 
-/* jansson wants valid UTF-8: invalid bytes become U+FFFD. */
+/* jansson wants valid UTF-8: ill-formed sequences become U+FFFD
+ * (str_utf8_lossy, as the repl's conversation), and so does NUL, which
+ * clients reading C strings would cut the text at. */
 static json_t *text_json(const char *p, size_t n)
 {
     strbuf sb = STRBUF_INIT;
-    size_t i = 0;
-    while (i < n) {
-        unsigned char c = (unsigned char)p[i];
-        size_t need = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
-        int ok = need > 0 && i + need <= n;
-        for (size_t k = 1; ok && k < need; k++) ok = ((unsigned char)p[i + k] & 0xC0) == 0x80;
-        if (ok && need > 1) {
-            /* overlong / surrogate / out of range: let jansson's own check decide */
-            json_t *probe = json_stringn(p + i, need);
-            ok = probe != NULL;
-            json_decref(probe);
-        }
-        if (ok && c == 0) ok = 0;
-        if (ok) { sb_append(&sb, p + i, need); i += need; }
-        else { sb_puts(&sb, "\xEF\xBF\xBD"); i++; }
+    str_utf8_lossy(&sb, p, n);
+    strbuf out = STRBUF_INIT;
+    for (size_t i = 0; i < sb.len; i++) {
+        if (sb.buf[i]) sb_putc(&out, sb.buf[i]);
+        else sb_puts(&out, "\xEF\xBF\xBD");
     }
-    json_t *j = json_stringn(sb.buf ? sb.buf : "", sb.len);
     sb_free(&sb);
+    json_t *j = json_stringn(out.buf ? out.buf : "", out.len);
+    sb_free(&out);
     return j;
 }
 

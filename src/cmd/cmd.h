@@ -67,6 +67,10 @@ void opts_usage(FILE *f, const cmd_spec *spec);
 /* Print a usage error ("dlm: error: <msg>" + hint to --help); returns 2. */
 int cmd_usage_error(const cmd_spec *spec, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* A sampling option against the one shared range (infer/sample.h's
+ * sample_check): 0 in range, else the usage error "OPTION: <knob> must be
+ * in ..." is printed and 2 returned. */
+int cmd_check_sample(const cmd_spec *spec, const char *option, const char *knob, double v);
 /* Print e and return its exit code (e->code or 1). */
 int cmd_fail(const dlm_ctx *ctx, const dlm_err *e);
 /* o as sorted JSON and a newline on stdout (every --json), then released. */

@@ -104,9 +104,16 @@ int cmd_init(int argc, char **argv, dlm_ctx *ctx)
     const doc_template *t = doc_templates_find(&set, tname);
     if (!t) {
         strbuf names = STRBUF_INIT;
-        for (int i = 0; i < set.n; i++) sb_printf(&names, "%s%s", i ? ", " : "", set.v[i].name);
-        fprintf(stderr, "dlm: error: unknown template '%s'; available: %s\nhint: see 'dlm templates list'\n",
-                tname, sb_str(&names));
+        const char **cands = calloc((size_t)set.n + 1, sizeof *cands);
+        for (int i = 0; i < set.n; i++) {
+            sb_printf(&names, "%s%s", i ? ", " : "", set.v[i].name);
+            if (cands) cands[i] = set.v[i].name;
+        }
+        const char *best = cands ? str_closest(tname, cands) : NULL;
+        fprintf(stderr, "dlm: error: unknown template '%s'; available: %s\n", tname, sb_str(&names));
+        if (best) fprintf(stderr, "hint: did you mean '--template %s'?\n", best);
+        else fprintf(stderr, "hint: see 'dlm templates list'\n");
+        free(cands);
         sb_free(&names);
         doc_templates_free(&set);
         return EXIT_USAGE;

@@ -87,8 +87,9 @@ static int cmd_mine(dlm_ctx *ctx, const preference_args *a, const char *path)
     if (a->samples < 2 || a->samples > 64) return cmd_usage_error(&spec_preference, "--samples must be 2..64");
     if (a->max_pairs < 0) return cmd_usage_error(&spec_preference, "--max-pairs must be >= 1");
     if (a->max_new < 1) return cmd_usage_error(&spec_preference, "--max-new-tokens must be >= 1");
-    if (!(a->temp >= 0 && a->temp <= 5)) return cmd_usage_error(&spec_preference, "--temp must be 0..5");
-    if (!(a->top_p > 0 && a->top_p <= 1)) return cmd_usage_error(&spec_preference, "--top-p must be in (0, 1]");
+    if (cmd_check_sample(&spec_preference, "--temp", "temperature", a->temp) ||
+        cmd_check_sample(&spec_preference, "--top-p", "top_p", a->top_p))
+        return EXIT_USAGE;
     if (!isnan(a->threshold) && a->threshold < 0) return cmd_usage_error(&spec_preference, "--threshold must be >= 0");
     if (a->adapter) return cmd_usage_error(&spec_preference, "--adapter: named adapters are not supported yet; mine the document's adapter");
     if (strchr(a->judge, '"') || strchr(a->judge, '\n'))

@@ -27,7 +27,7 @@ typedef struct prompt_args {
 static const opt OPTS[] = {
     {"base", 0, OPT_STR, offsetof(prompt_args, base), "BASE", "use this base (without PATH: no document, no adapter)"},
     {"max-tokens", 'n', OPT_INT, offsetof(prompt_args, max_tokens), "N", "tokens to generate (256)"},
-    {"temp", 't', OPT_DOUBLE, offsetof(prompt_args, temp), "T", "temperature 0..100; 0 = greedy (default 0.7)"},
+    {"temp", 't', OPT_DOUBLE, offsetof(prompt_args, temp), "T", "temperature [0, 2]; 0 = greedy (default 0.7)"},
     {"top-p", 0, OPT_DOUBLE, offsetof(prompt_args, top_p), "P", "nucleus sampling, (0, 1] (1 = off)"},
     {"top-k", 0, OPT_INT, offsetof(prompt_args, top_k), "K", "top-k sampling, >= 0 (0 = off)"},
     {"min-p", 0, OPT_DOUBLE, offsetof(prompt_args, min_p), "P", "min-p sampling, [0, 1] (0 = off)"},
@@ -96,11 +96,12 @@ int cmd_prompt(int argc, char **argv, dlm_ctx *ctx)
         if (npos > 2) return cmd_usage_error(&spec_prompt, "too many arguments (quote the query)");
     }
     if (a.max_tokens < 1) return cmd_usage_error(&spec_prompt, "--max-tokens must be >= 1");
-    if (!isnan(a.temp) && !(a.temp >= 0 && a.temp <= 100)) return cmd_usage_error(&spec_prompt, "--temp must be 0..100 (0 = greedy)");
-    if (!(a.top_p > 0 && a.top_p <= 1)) return cmd_usage_error(&spec_prompt, "--top-p must be in (0, 1] (1 = off)");
-    if (a.top_k < 0) return cmd_usage_error(&spec_prompt, "--top-k must be >= 0 (0 = off)");
-    if (!(a.min_p >= 0 && a.min_p <= 1)) return cmd_usage_error(&spec_prompt, "--min-p must be in [0, 1] (0 = off)");
-    if (!(a.repeat > 0 && a.repeat <= 100)) return cmd_usage_error(&spec_prompt, "--repeat-penalty must be in (0, 100] (1 = off)");
+    if ((!isnan(a.temp) && cmd_check_sample(&spec_prompt, "--temp", "temperature", a.temp)) ||
+        cmd_check_sample(&spec_prompt, "--top-p", "top_p", a.top_p) ||
+        cmd_check_sample(&spec_prompt, "--top-k", "top_k", a.top_k) ||
+        cmd_check_sample(&spec_prompt, "--min-p", "min_p", a.min_p) ||
+        cmd_check_sample(&spec_prompt, "--repeat-penalty", "repetition_penalty", a.repeat))
+        return EXIT_USAGE;
     char *owned = NULL;
     if (!query || !strcmp(query, "-")) {
         owned = read_stdin();

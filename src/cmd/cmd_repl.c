@@ -19,6 +19,7 @@
 #include "adapter/adapter.h"
 #include "cmd/commands.h"
 #include "infer/generate.h"
+#include "infer/sample.h"
 #include "infer/target.h"
 #include "kern/kern.h"
 #include "run/named_mix.h"
@@ -41,7 +42,7 @@ static const opt OPTS[] = {
                                                                " default) or equal (off)"},
     {"base", 0, OPT_STR, offsetof(repl_args, base), "BASE", "use this base (without PATH: no document, no adapter)"},
     {"max-tokens", 'n', OPT_INT, offsetof(repl_args, max_tokens), "N", "tokens per answer (256)"},
-    {"temp", 't', OPT_DOUBLE, offsetof(repl_args, temp), "T", "temperature; 0 = greedy (0.7)"},
+    {"temp", 't', OPT_DOUBLE, offsetof(repl_args, temp), "T", "temperature [0, 2]; 0 = greedy (0.7)"},
     {"seed", 0, OPT_INT, offsetof(repl_args, seed), "N", "sampling seed (42)"},
     {"ctx", 0, OPT_INT, offsetof(repl_args, ctx), "N", "context in tokens (the model's, at most 4096)"},
     {"threads", 0, OPT_THREADS, offsetof(repl_args, threads), "N", "compute threads (default: all cores)"},
@@ -55,7 +56,8 @@ const cmd_spec spec_repl = {
     "Ctrl-C cancels an answer (the part written so far is kept), Ctrl-D exits.\n"
     "Commands: /help /exit /clear /save PATH /adapter NAME /params key=value\n"
     "/model /history. /params keys: temperature, top_p, repetition_penalty,\n"
-    "top_k, max_new_tokens. The line history is kept in the store (repl_history).\n"
+    "top_k, min_p (the ranges of dlm prompt, docs/cli.md), max_new_tokens.\n"
+    "Sampled bytes that are not UTF-8 show and are kept as U+FFFD. The line history is kept in the store (repl_history).\n"
     "A document with training.adapters: --adapter NAME uses one; without it the\n"
     "adapters are mixed as by dlm prompt (the gate's weights for each turn's text,\n"
     "or equal ones; docs/adapters.md); /adapter NAME|mix|base switches.",
@@ -126,11 +128,18 @@ typedef struct repl {
  * so a terminal test sees an answer grow on any machine speed */
 static int g_emit_delay_ms;
 
+/* Sampling can draw byte tokens that do not form UTF-8 (a high
+ * temperature on a byte-level vocabulary): the answer is repaired as the
+ * API repairs its bodies (str_utf8_lossy, U+FFFD), so what is shown, kept
+ * in the conversation, re-encoded on the next turn and /saved is valid
+ * text. generate() cuts pieces on character boundaries, so a piece repairs
+ * as the whole answer would. */
 static int emit(void *ctx, const char *p, size_t n)
 {
     strbuf *sb = ctx;
-    sb_append(sb, p, n);
-    fwrite(p, 1, n, stdout);
+    size_t from = sb->len;
+    str_utf8_lossy(sb, p, n);
+    fwrite(sb->buf + from, 1, sb->len - from, stdout);
     fflush(stdout);
     if (g_emit_delay_ms > 0) usleep((useconds_t)g_emit_delay_ms * 1000);
     return 0;
@@ -138,7 +147,7 @@ static int emit(void *ctx, const char *p, size_t n)
 
 static int emit_quiet(void *ctx, const char *p, size_t n)
 {
-    sb_append(ctx, p, n);
+    str_utf8_lossy(ctx, p, n);
     return 0;
 }
 
@@ -151,8 +160,14 @@ static void conv_push(repl *r, const char *role, const char *content)
         r->msgs = m;
         r->cap_msgs = nc;
     }
+    /* valid UTF-8 whatever came in (a piped line is not checked by the
+     * line editor), so the next turn's encode cannot refuse it */
+    strbuf sb = STRBUF_INIT;
+    str_utf8_lossy(&sb, content, strlen(content));
+    char *c = sb_detach(&sb, NULL);
+    if (!c) return;
     r->msgs[r->n_msgs].role = role;
-    r->msgs[r->n_msgs].content = strdup(content);
+    r->msgs[r->n_msgs].content = c;
     r->n_msgs++;
 }
 
@@ -310,26 +325,43 @@ static int set_param(repl *r, const char *kv)
     char *end;
     double d = strtod(eq + 1, &end);
     if (end == eq + 1 || *end) return -1;
-    if (!strcmp(key, "temperature") && d >= 0) r->sp.temp = (float)d;
-    else if (!strcmp(key, "top_p") && d > 0 && d <= 1) r->sp.top_p = (float)d;
-    else if (!strcmp(key, "repetition_penalty") && d > 0) r->sp.repeat_penalty = (float)d;
-    else if (!strcmp(key, "top_k") && d >= 0 && d == floor(d)) r->sp.top_k = (int)d;
-    else if (!strcmp(key, "max_new_tokens") && d >= 1 && d == floor(d) && d < 1e7) r->max_tokens = (int)d;
+    if (!strcmp(key, "max_new_tokens")) {
+        if (!(d >= 1 && d == floor(d) && d < 1e7)) return -1;
+        r->max_tokens = (int)d;
+        return 0;
+    }
+    char why[160];
+    if (sample_check(key, d, why, sizeof why)) {
+        if (strncmp(why, "unknown", 7)) printf("%s\n", why);
+        return -1;
+    }
+    if (!strcmp(key, "temperature")) r->sp.temp = (float)d;
+    else if (!strcmp(key, "top_p")) r->sp.top_p = (float)d;
+    else if (!strcmp(key, "repetition_penalty")) r->sp.repeat_penalty = (float)d;
+    else if (!strcmp(key, "top_k")) r->sp.top_k = (int)d;
+    else if (!strcmp(key, "min_p")) r->sp.min_p = (float)d;
     else return -1;
     return 0;
 }
 
 static void print_params(const repl *r)
 {
-    printf("temperature=%g top_p=%g top_k=%d repetition_penalty=%g max_new_tokens=%d\n", r->sp.temp, r->sp.top_p,
-           r->sp.top_k, r->sp.repeat_penalty, r->max_tokens);
+    printf("temperature=%g top_p=%g top_k=%d min_p=%g repetition_penalty=%g max_new_tokens=%d\n", r->sp.temp,
+           r->sp.top_p, r->sp.top_k, r->sp.min_p, r->sp.repeat_penalty, r->max_tokens);
 }
 
+/* Every message or none: a message jansson refuses is an error, never a
+ * shorter file under "saved N messages". */
 static int save_conv(const repl *r, const char *path, dlm_err *e)
 {
     json_t *a = json_array();
-    for (size_t i = 0; i < r->n_msgs; i++)
-        json_array_append_new(a, json_pack("{s:s, s:s}", "role", r->msgs[i].role, "content", r->msgs[i].content));
+    for (size_t i = 0; i < r->n_msgs; i++) {
+        json_t *m = json_pack("{s:s, s:s}", "role", r->msgs[i].role, "content", r->msgs[i].content);
+        if (!m || json_array_append_new(a, m)) {
+            json_decref(a);
+            return err_set(e, "ReplError", "message %zu (%s) cannot be written as JSON text", i + 1, r->msgs[i].role);
+        }
+    }
     strbuf sb = STRBUF_INIT;
     json_write(&sb, a, 0);
     sb_putc(&sb, '\n');
@@ -410,7 +442,7 @@ static void help(void)
            "/clear               forget the conversation\n"
            "/save PATH           write the conversation as JSON\n"
            "/adapter NAME        base, current or a version vNNNN (named adapters: NAME, mix or base)\n"
-           "/params [key=value]  temperature, top_p, repetition_penalty, top_k, max_new_tokens\n"
+           "/params [key=value]  temperature, top_p, repetition_penalty, top_k, min_p, max_new_tokens\n"
            "/model               the base, adapter and context in use\n"
            "/history             the conversation so far\n"
            "Ctrl-C cancels an answer; Ctrl-D exits.\n");
@@ -439,7 +471,7 @@ static int command(repl *r, char *line)
     } else if (!strcmp(cmd, "/params")) {
         for (char *kv = arg ? strtok(arg, " \t") : NULL; kv; kv = strtok(NULL, " \t"))
             if (set_param(r, kv)) printf("bad parameter '%s' (key=value; keys: temperature top_p "
-                                         "repetition_penalty top_k max_new_tokens)\n", kv);
+                                         "repetition_penalty top_k min_p max_new_tokens)\n", kv);
         print_params(r);
     } else if (!strcmp(cmd, "/model")) {
         printf("base: %s\nadapter: %s\ndialect: %s\ncontext: %d tokens (%d cached)\n", r->t.base_spec,
@@ -461,7 +493,7 @@ int cmd_repl(int argc, char **argv, dlm_ctx *ctx)
     if (npos > 1) return cmd_usage_error(&spec_repl, "too many arguments");
     if (!npos && !a.base) return cmd_usage_error(&spec_repl, "repl needs a PATH (or --base B)");
     if (a.max_tokens < 1) return cmd_usage_error(&spec_repl, "--max-tokens must be >= 1");
-    if (a.temp < 0) return cmd_usage_error(&spec_repl, "--temp must be >= 0");
+    if (cmd_check_sample(&spec_repl, "--temp", "temperature", a.temp)) return EXIT_USAGE;
     dlm_err e;
     err_clear(&e);
     if (cmd_setup(ctx, &e)) return cmd_fail(ctx, &e);

@@ -127,8 +127,9 @@ static int cmd_instructions(dlm_ctx *ctx, const synth_args *a, const char *path)
     if (a->per_section < 1 || a->per_section > 100) return cmd_usage_error(&spec_synth, "--per-section must be 1..100");
     if (a->max_pairs < 0) return cmd_usage_error(&spec_synth, "--max-pairs must be >= 1");
     if (a->max_new < 1) return cmd_usage_error(&spec_synth, "--max-new-tokens must be >= 1");
-    if (!(a->temp >= 0 && a->temp <= 5)) return cmd_usage_error(&spec_synth, "--temp must be 0..5");
-    if (!(a->top_p > 0 && a->top_p <= 1)) return cmd_usage_error(&spec_synth, "--top-p must be in (0, 1]");
+    if (cmd_check_sample(&spec_synth, "--temp", "temperature", a->temp) ||
+        cmd_check_sample(&spec_synth, "--top-p", "top_p", a->top_p))
+        return EXIT_USAGE;
     if (a->apply && a->dry) return cmd_usage_error(&spec_synth, "--apply and --dry-run are mutually exclusive");
     if (strchr(a->teacher, '"') || strchr(a->teacher, '\n'))
         return cmd_usage_error(&spec_synth, "--teacher cannot contain '\"' or newlines (it is written into the marker)");

@@ -10,6 +10,7 @@
 #include <pwd.h>
 
 #include "cmd/cmd.h"
+#include "infer/sample.h"
 #include "util/fs.h"
 #include "util/json.h"
 #include "util/str.h"
@@ -39,6 +40,13 @@ int cmd_usage_error(const cmd_spec *spec, const char *fmt, ...)
     if (spec) fprintf(stderr, "hint: see 'dlm %s --help'\n", spec->name);
     else fprintf(stderr, "hint: see 'dlm --help'\n");
     return EXIT_USAGE;
+}
+
+int cmd_check_sample(const cmd_spec *spec, const char *option, const char *knob, double v)
+{
+    char why[160];
+    if (!sample_check(knob, v, why, sizeof why)) return 0;
+    return cmd_usage_error(spec, "%s: %s", option, why);
 }
 
 void opts_usage(FILE *f, const cmd_spec *spec)

@@ -49,6 +49,7 @@ typedef struct vctx {
     int line, col;
     char loc[512];
     size_t loc_len;
+    char hint[600];     /* "did you mean" of the first unknown key that has one */
 } vctx;
 
 static size_t loc_push(vctx *v, const char *part)
@@ -424,8 +425,15 @@ static void extras(vctx *v, const ynode *map, const char *const *fields)
         if (known) continue;
         /* pydantic-core names a bool key by its int value here */
         size_t m = k->kind == YN_BOOL ? loc_push(v, k->b ? "1" : "0") : loc_push_node(v, k);
-        if (k->kind == YN_STR) verr(v, k, NULL, "Extra inputs are not permitted");
-        else verr(v, k, NULL, "Keys should be strings");
+        if (k->kind == YN_STR) {
+            verr(v, k, NULL, "Extra inputs are not permitted");
+            char key[128];
+            snprintf(key, sizeof key, "%.*s", (int)(k->len < 127 ? k->len : 127), k->text);
+            const char *best = v->hint[0] ? NULL : str_closest(key, fields);
+            if (best) /* v->loc[0..m) is the enclosing object's path */
+                snprintf(v->hint, sizeof v->hint, "did you mean '%.*s%s%s'? (docs/dlm-format.md lists the keys)",
+                         (int)m, v->loc, m ? "." : "", best);
+        } else verr(v, k, NULL, "Keys should be strings");
         loc_pop(v, m);
     }
 }
@@ -907,6 +915,7 @@ int doc_schema_validate(const char *path, const ynode *root, doc_frontmatter *fm
 
     if (v->nerr) {
         err_at(e, "SchemaValidationError", path, v->line, v->col, "%s", sb_str(&v->msg));
+        if (v->hint[0]) err_hint(e, "%s", v->hint);
         sb_free(&v->msg);
         doc_fm_free(fm);
         return -1;

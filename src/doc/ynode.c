@@ -389,6 +389,66 @@ static int fail_at(composer *c, yaml_mark_t m, const char *fmt, const char *arg)
     return err_at(c->e, "FrontmatterError", c->path, pos_line(c, m), pos_col(m), "invalid YAML: %s", msg);
 }
 
+/* Line `ln` (0-based) of the frontmatter text: 1 and its bytes, or 0. */
+static int line_text(const composer *c, size_t ln, const char **p, size_t *n)
+{
+    const char *s = c->text, *end = c->text + c->text_len;
+    for (size_t i = 0; i < ln; i++) {
+        const char *nl = memchr(s, '\n', (size_t)(end - s));
+        if (!nl) return 0;
+        s = nl + 1;
+    }
+    const char *nl = memchr(s, '\n', (size_t)(end - s));
+    *p = s;
+    *n = (size_t)((nl ? nl : end) - s);
+    return 1;
+}
+
+static size_t indent_of(const char *p, size_t n)
+{
+    size_t i = 0;
+    while (i < n && p[i] == ' ') i++;
+    return i;
+}
+
+/* Blank or a comment only. */
+static int blank_line(const composer *c, size_t ln)
+{
+    const char *p;
+    size_t n;
+    if (!line_text(c, ln, &p, &n)) return 0;
+    size_t i = indent_of(p, n);
+    return i == n || p[i] == '#' || p[i] == '\r';
+}
+
+/* The line holds a mapping key: a ':' followed by a space or the end. */
+static int has_colon(const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i] == ':' && (i + 1 == n || p[i + 1] == ' ' || p[i + 1] == '\r')) return 1;
+    return 0;
+}
+
+/* What to do about the commonest YAML mistakes in a frontmatter. */
+static int yaml_hint(dlm_err *e, const char *ctx, const char *problem)
+{
+    if (strstr(ctx, "flow sequence"))
+        return err_hint(e, "close the '[' opened here with ']' on the same line, or quote the value if it is text");
+    if (strstr(ctx, "flow mapping"))
+        return err_hint(e, "close the '{' opened here with '}', or quote the value if it is text");
+    if (strstr(ctx, "quoted scalar"))
+        return err_hint(e, "close the quote opened here; inside \"...\" write \\\" for a quote, inside '...' write ''");
+    if (strstr(ctx, "simple key"))
+        return err_hint(e, "a key needs ': ' (colon and space) before its value, e.g. 'num_epochs: 3'");
+    if (strstr(problem, "cannot start any token"))
+        return err_hint(e, "indent with spaces, never tabs; quote a value that starts with @, ` or %%");
+    if (strstr(problem, "mapping values are not allowed"))
+        return err_hint(e, "quote a value that contains ': ', e.g. system_prompt: \"Note: be brief\"");
+    if (strstr(problem, "expected key") || strstr(problem, "expected <block end>"))
+        return err_hint(e, "check this line's indentation: the keys of one mapping line up, nested keys 2 spaces deeper");
+    return err_hint(e, "the frontmatter between the two '---' lines is YAML: check this line's indentation, quotes and brackets");
+}
+
 static int parser_error(composer *c)
 {
     yaml_parser_t *p = &c->parser;
@@ -408,10 +468,40 @@ static int parser_error(composer *c)
                       "invalid YAML: %s", problem);
     }
     yaml_mark_t m = p->problem_mark;
+    /* An unclosed bracket or quote, or a key without its ':', is noticed
+     * where the next token starts, often on the next line: point at where
+     * it opened (libyaml's context mark), the line to fix. */
+    const char *ctx = p->context ? p->context : "";
+    int at_open = strstr(ctx, "flow sequence") || strstr(ctx, "flow mapping") || strstr(ctx, "quoted scalar") ||
+                  strstr(ctx, "simple key");
+    if (at_open) m = p->context_mark;
+    if (strstr(problem, "mapping values are not allowed") && m.line > 0) {
+        /* "key: value" where the scanner is inside a plain scalar: either the
+         * line above lacks its ':' (its text ran on into this one), or this
+         * line is indented under a key that already has a value */
+        const char *prev, *cur;
+        size_t prev_n, cur_n;
+        size_t pl = m.line - 1;
+        while (pl > 0 && blank_line(c, pl)) pl--;
+        if (line_text(c, pl, &prev, &prev_n) && line_text(c, m.line, &cur, &cur_n)) {
+            size_t pi = indent_of(prev, prev_n), ci = indent_of(cur, cur_n);
+            if (!has_colon(prev, prev_n) && (prev_n <= pi || prev[pi] != '-')) {
+                yaml_mark_t pm = {0, pl, pi};
+                return (err_at(c->e, "FrontmatterError", c->path, pos_line(c, pm), pos_col(pm),
+                               "invalid YAML: %s (this line has no ':' and runs on into the next)", problem),
+                        err_hint(c->e, "a key needs ': ' (colon and space) before its value, e.g. 'num_epochs: 3'"));
+            }
+            if (ci > pi)
+                return (err_at(c->e, "FrontmatterError", c->path, pos_line(c, m), pos_col(m), "invalid YAML: %s", problem),
+                        err_hint(c->e, "this key is indented deeper than the one above it, which already has a value: "
+                                       "line the keys of one mapping up"));
+        }
+    }
     if (p->context)
-        return err_at(c->e, "FrontmatterError", c->path, pos_line(c, m), pos_col(m),
-                      "invalid YAML: %s: %s", p->context, problem);
-    return err_at(c->e, "FrontmatterError", c->path, pos_line(c, m), pos_col(m), "invalid YAML: %s", problem);
+        err_at(c->e, "FrontmatterError", c->path, pos_line(c, m), pos_col(m), "invalid YAML: %s: %s", p->context,
+               problem);
+    else err_at(c->e, "FrontmatterError", c->path, pos_line(c, m), pos_col(m), "invalid YAML: %s", problem);
+    return yaml_hint(c->e, ctx, problem);
 }
 
 static int next_event(composer *c, yaml_event_t *ev)

@@ -1,6 +1,7 @@
 #include "infer/sample.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -132,4 +133,29 @@ int32_t sample_next(const sample_params *p, float *logits, int V, const int32_t 
         if (u < acc) return ids[i];
     }
     return last;
+}
+
+int sample_check(const char *name, double v, char *why, size_t cap)
+{
+    static const struct {
+        const char *name, *range;
+        double lo, hi;
+        int lo_open, integer;
+    } K[] = {
+        {"temperature", "[0, 2] (0 = greedy)", 0, SAMPLE_TEMP_MAX, 0, 0},
+        {"top_p", "(0, 1] (1 = off)", 0, 1, 1, 0},
+        {"top_k", "0 or more, an integer (0 = off)", 0, 1e9, 0, 1},
+        {"min_p", "[0, 1] (0 = off)", 0, 1, 0, 0},
+        {"repetition_penalty", "(0, 100] (1 = off)", 0, 100, 1, 0},
+    };
+    for (size_t i = 0; i < sizeof K / sizeof K[0]; i++) {
+        if (strcmp(name, K[i].name)) continue;
+        int ok = v == v && (K[i].lo_open ? v > K[i].lo : v >= K[i].lo) && v <= K[i].hi &&
+                 (!K[i].integer || v == (double)(long long)v);
+        if (ok) return 0;
+        snprintf(why, cap, "%s must be %s%s, got %g", name, K[i].integer ? "" : "in ", K[i].range, v);
+        return -1;
+    }
+    snprintf(why, cap, "unknown sampling parameter '%s'", name);
+    return -1;
 }

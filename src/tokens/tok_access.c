@@ -25,7 +25,7 @@ int tok_decode(const tok *t, const int32_t *ids, size_t n, int skip_special, str
         const char *b = tok_strtab_get(&t->raw, ids[i], &l);
         if (b && sb_append(&raw, b, l)) break;
     }
-    int rc = raw.oom ? -1 : tok_utf8_lossy(out, raw.buf ? raw.buf : "", raw.len);
+    int rc = raw.oom ? -1 : str_utf8_lossy(out, raw.buf ? raw.buf : "", raw.len);
     sb_free(&raw);
     return rc;
 }

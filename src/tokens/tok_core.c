@@ -183,47 +183,6 @@ int tok_bytelevel_decode(const char *s, size_t n, char *out, size_t *out_n)
     return 0;
 }
 
-/* Length of the maximal prefix of an ill-formed sequence at s that could
- * start a valid char (Unicode "maximal subpart"); at least 1. */
-static size_t utf8_bad_len(const unsigned char *s, size_t n)
-{
-    unsigned c = s[0];
-    size_t need;
-    unsigned lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF) need = 2;
-    else if (c >= 0xE0 && c <= 0xEF) {
-        need = 3;
-        if (c == 0xE0) lo = 0xA0;
-        if (c == 0xED) hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        need = 4;
-        if (c == 0xF0) lo = 0x90;
-        if (c == 0xF4) hi = 0x8F;
-    } else return 1;
-    size_t i = 1;
-    if (i < n && s[i] >= lo && s[i] <= hi) {
-        i++;
-        while (i < need && i < n && (s[i] & 0xC0) == 0x80) i++;
-    }
-    return i;
-}
-
-int tok_utf8_lossy(strbuf *out, const char *s, size_t n)
-{
-    const unsigned char *u = (const unsigned char *)s;
-    size_t run = 0, i = 0;
-    while (i < n) {
-        uint32_t cp;
-        size_t l = tok_utf8_dec(u + i, n - i, &cp);
-        if (l) { i += l; continue; }
-        if (sb_append(out, s + run, i - run)) return -1;
-        if (sb_append(out, "\xEF\xBF\xBD", 3)) return -1;
-        i += utf8_bad_len(u + i, n - i);
-        run = i;
-    }
-    return sb_append(out, s + run, n - run);
-}
-
 /* ---- normalizer -------------------------------------------------------------------- */
 
 /* A char that NFC leaves alone whatever surrounds it, as long as its

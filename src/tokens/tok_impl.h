@@ -210,9 +210,6 @@ int tok_char_to_byte(uint32_t c);   /* -1 when c is not a ByteLevel char */
 int tok_bytelevel_decode(const char *s, size_t n, char *out /* n */, size_t *out_n);
 /* Decode one UTF-8 char at s (n > 0 bytes); returns its length, 0 if invalid. */
 size_t tok_utf8_dec(const unsigned char *s, size_t n, uint32_t *cp);
-/* Append s as UTF-8 with invalid sequences replaced by U+FFFD the way Rust's
- * String::from_utf8_lossy does (one per maximal invalid subpart). */
-int tok_utf8_lossy(strbuf *out, const char *s, size_t n);
 
 /* Called once the id tables are filled: derived maps, byte ids, merges,
  * tries, raw bytes, scratch. merges_str: n "a b"-style pairs as (a,alen,b,blen). */

@@ -163,3 +163,75 @@ size_t str_utf8_complete(const unsigned char *p, size_t n)
     if (need == 1) return n;
     return back + 1 >= need ? n : i - 1;
 }
+
+/* Length of the well-formed UTF-8 character at s (n > 0 bytes), 0 if the
+ * bytes there are not one (overlong, surrogate, > U+10FFFF, truncated). */
+static size_t utf8_char_len(const unsigned char *s, size_t n)
+{
+    unsigned c = s[0];
+    if (c < 0x80) return 1;
+    size_t len;
+    unsigned v, min;
+    if (c >= 0xC2 && c <= 0xDF) { len = 2; v = c & 0x1F; min = 0x80; }
+    else if (c >= 0xE0 && c <= 0xEF) { len = 3; v = c & 0x0F; min = 0x800; }
+    else if (c >= 0xF0 && c <= 0xF4) { len = 4; v = c & 0x07; min = 0x10000; }
+    else return 0;
+    if (n < len) return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xC0) != 0x80) return 0;
+        v = (v << 6) | (s[i] & 0x3F);
+    }
+    if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF)) return 0;
+    return len;
+}
+
+/* Length of the maximal prefix of an ill-formed sequence at s that could
+ * start a valid char (Unicode "maximal subpart"); at least 1. */
+static size_t utf8_bad_len(const unsigned char *s, size_t n)
+{
+    unsigned c = s[0];
+    size_t need;
+    unsigned lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) need = 2;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        need = 3;
+        if (c == 0xE0) lo = 0xA0;
+        if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        need = 4;
+        if (c == 0xF0) lo = 0x90;
+        if (c == 0xF4) hi = 0x8F;
+    } else return 1;
+    size_t i = 1;
+    if (i < n && s[i] >= lo && s[i] <= hi) {
+        i++;
+        while (i < need && i < n && (s[i] & 0xC0) == 0x80) i++;
+    }
+    return i;
+}
+
+int str_utf8_lossy(strbuf *out, const char *s, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t run = 0, i = 0;
+    while (i < n) {
+        size_t l = utf8_char_len(u + i, n - i);
+        if (l) { i += l; continue; }
+        if (sb_append(out, s + run, i - run)) return -1;
+        if (sb_append(out, "\xEF\xBF\xBD", 3)) return -1;
+        i += utf8_bad_len(u + i, n - i);
+        run = i;
+    }
+    return sb_append(out, s + run, n - run);
+}
+
+const char *str_closest(const char *key, const char *const *cands)
+{
+    const char *best = NULL;
+    int bd = 3;
+    for (; *cands; cands++) {
+        int d = str_edit_distance(key, *cands);
+        if (d < bd) { bd = d; best = *cands; }
+    }
+    return best;
+}

@@ -34,6 +34,10 @@ int str_startswith(const char *s, const char *prefix);
 int str_endswith(const char *s, const char *suffix);
 /* Levenshtein distance (for "did you mean"); capped at 255. */
 int str_edit_distance(const char *a, const char *b);
+/* The "did you mean" of every unknown name (commands, frontmatter keys,
+ * templates): the candidate of the NULL-terminated cands closest to key,
+ * if it is at most 2 edits away (the first of equals); else NULL. */
+const char *str_closest(const char *key, const char *const *cands);
 /* Parse a byte size such as "8G", "512M", "1.5GiB", "1000" into *out. */
 int str_parse_size(const char *s, unsigned long long *out);
 /* Human-readable size into buf ("1.23 GiB"). Returns buf. */
@@ -42,5 +46,11 @@ char *str_human_size(unsigned long long n, char *buf, size_t cap);
  * boundary: a trailing incomplete sequence is held back (what a stream of
  * token bytes may print now). */
 size_t str_utf8_complete(const unsigned char *p, size_t n);
+/* Append s[0..n) to out with every ill-formed UTF-8 sequence replaced by
+ * U+FFFD, one per maximal invalid subpart (Unicode's recommended practice,
+ * as Rust's String::from_utf8_lossy and HF tokenizers' decode). The one
+ * repair of sampled bytes: the tokenizer's decode, the API's JSON bodies
+ * and the repl's conversation all go through it. 0 ok, -1 oom. */
+int str_utf8_lossy(strbuf *out, const char *s, size_t n);
 
 #endif

@@ -200,7 +200,7 @@ static const tcase CASES[] = {
     {"err_yaml_syntax", H
         "training: [unclosed\n"
         "---\n",
-     NULL, "FrontmatterError", "t.dlm:5:1: invalid YAML: while parsing a flow sequence: did not find expected ',' or ']'"},
+     NULL, "FrontmatterError", "t.dlm:4:11: invalid YAML: while parsing a flow sequence: did not find expected ',' or ']'"},
     {"err_yaml_tab", H
         "training:\n"
         "\tlora_r: 8\n"
