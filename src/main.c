@@ -3,10 +3,14 @@
  * This file is the command table and the dispatcher, nothing else: global
  * options, `dlm help`, `dlm --version`, then one row per command. Each
  * command lives in src/cmd/cmd_<name>.c and returns its exit code. */
+#include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cmd/cmd.h"
 #include "cmd/commands.h"
@@ -51,7 +55,7 @@ static void print_help(FILE *f)
         fprintf(f, "  %-12s %s\n", c->name, c->spec->summary);
     fprintf(f, "\nglobal options:\n"
                "  --home DIR     store root (else $DLM_HOME, else ~/.dlm)\n"
-               "  -v, --verbose  more detail, error class names\n"
+               "  -v, --verbose  more detail; class names on file:line errors too\n"
                "  -q, --quiet    warnings and progress off\n"
                "  --version      version, commit and CPU level\n\n"
                "'dlm help <command>' or 'dlm <command> --help' shows a command's options.\n");
@@ -68,6 +72,16 @@ static int suggest(const char *name)
     if (best) fprintf(stderr, "hint: did you mean 'dlm %s'?\n", best);
     else fprintf(stderr, "hint: see 'dlm --help' for the list of commands\n");
     return EXIT_USAGE;
+}
+
+/* stdout is a pipe or socket whose reading end is closed: poll reports
+ * POLLERR (a pipe) or POLLHUP (a socket) on the writing end. */
+static int stdout_reader_gone(void)
+{
+    struct stat st;
+    if (fstat(STDOUT_FILENO, &st) || !(S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) return 0;
+    struct pollfd p = {.fd = STDOUT_FILENO, .events = 0};
+    return poll(&p, 1, 0) == 1 && (p.revents & (POLLERR | POLLHUP));
 }
 
 int main(int argc, char **argv)
@@ -116,8 +130,17 @@ int main(int argc, char **argv)
      * after parsing, through cmd_apply_globals(). */
     int rc = c->fn(argc - i, argv + i, &ctx);
 
-    /* Like git: a failed write to stdout (full disk, closed pipe) is an error. */
+    /* Like git: a failed write to stdout (full disk) is an error, but a
+     * reader that went away (`dlm metrics DOC | head -1`) ends us quietly,
+     * as SIGPIPE would have (SIGPIPE is ignored for the sockets). */
+    errno = 0;
     if (fflush(stdout) != 0 || ferror(stdout)) {
+        if (errno == EPIPE || stdout_reader_gone()) {
+            fflush(stderr);
+            signal(SIGPIPE, SIG_DFL);
+            raise(SIGPIPE);
+            return 128 + SIGPIPE;
+        }
         if (rc == EXIT_OK) {
             fprintf(stderr, "dlm: error: cannot write to standard output\n");
             rc = EXIT_FAIL;

@@ -277,16 +277,21 @@ int cmd_doctor(int argc, char **argv, dlm_ctx *ctx)
     probe_host(&h, ctx->home[0] && fs_is_dir(ctx->home) ? ctx->home : "/");
     uint64_t budget = maxmem ? maxmem : h.budget;
     if (npos == 1) {
-        /* doctor reports; the refusal is train's */
-        dlm_err le;
-        err_clear(&le);
-        if (cmd_check_license(ctx, pos[0], NULL, 0, 0, &le))
-            log_warn("%s:%d: %s (hint: %s)", le.file, le.line, le.msg, le.hint);
         /* a document of named adapters: one plan per adapter, each with its
          * own sections and LoRA shape, as `dlm train` runs them
-         * (run/doctor.h); the top-level plan is the largest of them */
+         * (run/doctor.h); the top-level plan is the largest of them. A
+         * document that does not load is the one error printed. */
         dlm_doc *nd = doc_load(pos[0], &e);
         if (!nd) return cmd_fail(ctx, &e);
+        /* doctor reports a gated base's license; the refusal is train's */
+        dlm_err le;
+        err_clear(&le);
+        if (cmd_check_license(ctx, pos[0], NULL, 0, 0, &le)) {
+            char where[8192];
+            err_format(&le, where, sizeof where);
+            log_warn("%s", where);
+            if (le.hint[0] && log_level() != LOG_QUIET) fprintf(stderr, "hint: %s\n", le.hint);
+        }
         const doc_training *ntr = &doc_fm(nd)->training;
         int na = ntr->adapters ? ntr->n_adapters : 0, top = 0;
         doctor_doc *ds = calloc((size_t)(na ? na : 1), sizeof *ds);

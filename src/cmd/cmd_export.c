@@ -146,12 +146,13 @@ int cmd_export(int argc, char **argv, dlm_ctx *ctx)
         if (target == EXPORT_TARGET_VLLM)
             printf("  %s, vllm_launch.sh, vllm_config.json\n  run: %s/vllm_launch.sh\n", a.merged ? "model/ (HF format)" : "adapter/ (PEFT)", res.dir);
         else {
-            printf("  %s", res.model_file);
-            if (res.has_adapter) printf(", adapter.gguf");
-            printf(" (%d tensors:", res.info.n_tensors);
+            /* each file with its own tensor count */
+            printf("  %s (%d tensors:", res.model_file, res.info.n_tensors);
             for (int t = 0; t < DT_COUNT; t++)
                 if (res.info.n_by_type[t]) printf(" %d %s", res.info.n_by_type[t], dtype_name((dtype)t));
-            printf(")\n");
+            printf(")");
+            if (res.has_adapter) printf(", adapter.gguf (%d tensors: F32 LoRA A and B)", res.adapter_tensors);
+            printf("\n");
         }
         if (res.imatrix.used)
             printf("  imatrix: %s, %d chunks of %d tokens (sha256 %.12s)%s\n", res.imatrix.cached ? "reused" : "computed",

@@ -102,6 +102,15 @@ int cmd_prompt(int argc, char **argv, dlm_ctx *ctx)
         cmd_check_sample(&spec_prompt, "--min-p", "min_p", a.min_p) ||
         cmd_check_sample(&spec_prompt, "--repeat-penalty", "repetition_penalty", a.repeat))
         return EXIT_USAGE;
+    /* `dlm prompt "a question"`: the question was taken for the document;
+     * say that, before waiting on stdin for a query */
+    if (doc && !fs_exists(doc)) {
+        err_set(&e, "DocumentNotFoundError", "no document '%s'%s", doc,
+                query ? "" : ": the first argument is the .dlm document, the query comes second");
+        err_hint(&e, "dlm prompt PATH.dlm \"your question\" (or --base B \"your question\" for a bare base)");
+        e.code = EXIT_USAGE;
+        return cmd_fail(ctx, &e);
+    }
     char *owned = NULL;
     if (!query || !strcmp(query, "-")) {
         owned = read_stdin();

@@ -20,8 +20,8 @@ static const opt OPTS[] = {
 };
 
 const cmd_spec spec_templates = {
-    "templates", "list [--json]",
-    "list the document templates (name, title, steps and time on tiny, sample prompts)",
+    "templates", "[list] [--json]",
+    "list the document templates (name, steps and time on tiny, summary, sample prompts)",
     "Each template is a .dlm scaffold whose training settings suit the embedded\n"
     "base tiny: `dlm init doc.dlm --template NAME` then `dlm train doc.dlm`\n"
     "answers the template's sample prompts. expected_steps and\n"
@@ -39,8 +39,9 @@ int cmd_templates(int argc, char **argv, dlm_ctx *ctx)
     if (argc > 64) return cmd_usage_error(&spec_templates, "too many arguments");
     int r = opts_parse(&spec_templates, argc, argv, ctx, &a, pos, &npos);
     if (r) return r == 1 ? EXIT_OK : EXIT_USAGE;
-    if (npos != 1 || strcmp(pos[0], "list"))
-        return cmd_usage_error(&spec_templates, "templates takes one subcommand: list");
+    /* `dlm templates` alone lists, as `dlm templates list` */
+    if (npos > 1 || (npos == 1 && strcmp(pos[0], "list")))
+        return cmd_usage_error(&spec_templates, "templates takes one subcommand: list (or none)");
     dlm_err e;
     err_clear(&e);
     if (cmd_setup(ctx, &e)) return cmd_fail(ctx, &e);
@@ -56,18 +57,44 @@ int cmd_templates(int argc, char **argv, dlm_ctx *ctx)
         json_t *o = json_pack("{s:s, s:o}", "source", set.source, "templates", arr);
         cmd_print_json(o);
     } else {
-        printf("%-26s %-7s %-9s %s\n", "name", "steps", "time", "summary");
-        for (int i = 0; i < set.n; i++) {
-            json_t *m = json_loads(set.v[i].meta, 0, NULL);
-            long long steps = 0;
-            const char *dur = m ? jget_str(m, "expected_duration") : NULL;
-            if (m) jget_int(m, "expected_steps", &steps);
-            char sbuf[24];
-            if (steps > 0) snprintf(sbuf, sizeof sbuf, "%lld", steps);
-            else snprintf(sbuf, sizeof sbuf, "-");
-            printf("%-26s %-7s %-9s %s\n", set.v[i].name, sbuf, dur ? dur : "-", set.v[i].summary);
-            json_decref(m);
+        /* columns as wide as their longest cell; each template's sample
+         * prompts on the lines under it (what the trained document answers) */
+        int wn = 4, ws = 5, wt = 4;
+        json_t **meta = calloc((size_t)set.n + 1, sizeof *meta);
+        char (*steps)[24] = calloc((size_t)set.n + 1, sizeof *steps);
+        if (!meta || !steps) {
+            free(meta);
+            free(steps);
+            doc_templates_free(&set);
+            err_set(&e, "MemoryError", "out of memory");
+            return cmd_fail(ctx, &e);
         }
+        for (int i = 0; i < set.n; i++) {
+            meta[i] = json_loads(set.v[i].meta, 0, NULL);
+            long long n = 0;
+            if (meta[i]) jget_int(meta[i], "expected_steps", &n);
+            if (n > 0) snprintf(steps[i], sizeof steps[i], "%lld", n);
+            else snprintf(steps[i], sizeof steps[i], "-");
+            const char *dur = meta[i] ? jget_str(meta[i], "expected_duration") : NULL;
+            int l = (int)strlen(set.v[i].name);
+            if (l > wn) wn = l;
+            if ((l = (int)strlen(steps[i])) > ws) ws = l;
+            if (dur && (l = (int)strlen(dur)) > wt) wt = l;
+        }
+        printf("%-*s  %-*s  %-*s  %s\n", wn, "name", ws, "steps", wt, "time", "summary");
+        for (int i = 0; i < set.n; i++) {
+            const char *dur = meta[i] ? jget_str(meta[i], "expected_duration") : NULL;
+            printf("%-*s  %-*s  %-*s  %s\n", wn, set.v[i].name, ws, steps[i], wt, dur ? dur : "-", set.v[i].summary);
+            json_t *sp = meta[i] ? json_object_get(meta[i], "sample_prompts") : NULL;
+            size_t k;
+            json_t *q;
+            json_array_foreach(sp, k, q) {
+                if (json_is_string(q)) printf("%-*s  ask: %s\n", wn, "", json_string_value(q));
+            }
+            json_decref(meta[i]);
+        }
+        free(meta);
+        free(steps);
     }
     doc_templates_free(&set);
     return EXIT_OK;

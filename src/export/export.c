@@ -578,6 +578,14 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
         goto done;
     }
     if (!o->adapter_mix && (!T.version || !T.l)) {
+        /* the first run may be under way: say so, not "train one first" */
+        store_lock_info li;
+        if (store_lock_read(T.store, &li) == 1 && li.alive > 0 && !strcmp(li.command, "train")) {
+            err_set(e, "ExportError", "no trained version yet: a training run is in progress (PID %ld, dlm train)",
+                    li.pid);
+            err_hint(e, "export once it has committed its first version ('dlm status %s' shows it)", o->doc_path);
+            goto done;
+        }
         err_set(e, "ExportError", "no current adapter: %s/adapter%s%s/current.txt names no trained version", T.store,
                 T.adapter_name ? "/" : "", T.adapter_name ? T.adapter_name : "");
         err_hint(e, "train one first: dlm train %s", o->doc_path);
@@ -598,10 +606,15 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
         size_t k = 0;
         for (; fm->dlm_id[k] && k < sizeof id - 1; k++) id[k] = (char)tolower((unsigned char)fm->dlm_id[k]);
         id[k] = 0;
+        /* default: the document's file name (dlm-<dlm_id> when it has no
+         * usable character), one model per named adapter */
+        char stem[80];
+        export_ollama_doc_name(o->doc_path, stem, sizeof stem);
+        if (!stem[0]) snprintf(stem, sizeof stem, "dlm-%s", id);
         if (o->name) snprintf(r->ollama_name, sizeof r->ollama_name, "%s", o->name);
-        else if (T.adapter_name)   /* one model per named adapter */
-            snprintf(r->ollama_name, sizeof r->ollama_name, "dlm-%s-%s:v%04d", id, T.adapter_name, T.version);
-        else snprintf(r->ollama_name, sizeof r->ollama_name, "dlm-%s:v%04d", id, T.version);
+        else if (T.adapter_name)
+            snprintf(r->ollama_name, sizeof r->ollama_name, "%s-%s:v%04d", stem, T.adapter_name, T.version);
+        else snprintf(r->ollama_name, sizeof r->ollama_name, "%s:v%04d", stem, T.version);
         if (!export_ollama_name_ok(r->ollama_name)) {
             err_set(e, "ExportError", "'%s' is not a valid Ollama model name", r->ollama_name);
             err_hint(e, "use [namespace/]name[:tag] with letters, digits, '.', '-', '_' (at most 128 characters)");
@@ -713,6 +726,13 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
             add_artifact(arts, &n_arts, wdir, "adapter.gguf", NULL, e))
             goto done;
         r->has_adapter = 1;
+        /* the summary reports the adapter's own tensors (lora_a/lora_b
+         * pairs), read back from what was written */
+        gguf_file *ag;
+        if (gguf_open(ap, &ag, NULL) == 0) {
+            r->adapter_tensors = gguf_tensor_count(ag);
+            gguf_close(ag);
+        }
     }
 
     /* target files */

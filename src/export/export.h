@@ -58,13 +58,14 @@ typedef struct export_result {
     char dir[4096];
     char model_file[64];        /* "base.Q4_K_M.gguf" / "merged.Q4_K_M.gguf" */
     int has_adapter;            /* adapter.gguf written */
+    int adapter_tensors;        /* its tensors (lora_a + lora_b per adapted weight) */
     int reused_base;
     int adapter_version;
     const char *quant;
     const char *pre;            /* tokenizer.ggml.pre written */
     int add_bos, add_eos;       /* tokenizer.ggml.add_bos/eos_token written (-1: left out) */
     int drift_checked;          /* conversations the drift check compared (0 = not run) */
-    export_gguf_info info;
+    export_gguf_info info;      /* the model file's tensors (base or merged) */
     calib_result imatrix;       /* the importance matrix the K-quants used (imatrix.used 0: none) */
     int n_mix;                  /* adapters mixed (0: the current adapter) */
     int mix_rank;               /* rank of the mixed adapter */

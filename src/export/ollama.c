@@ -161,6 +161,28 @@ int export_ollama_name_ok(const char *s)
     return 1;
 }
 
+void export_ollama_doc_name(const char *doc_path, char *out, size_t cap)
+{
+    const char *b = strrchr(doc_path, '/');
+    b = b ? b + 1 : doc_path;
+    size_t n = strlen(b);
+    if (n > 4 && !strcmp(b + n - 4, ".dlm")) n -= 4;
+    size_t k = 0, max = cap - 1 < 64 ? cap - 1 : 64;
+    int dash = 0;
+    for (size_t i = 0; i < n && k < max; i++) {
+        unsigned char c = (unsigned char)b[i];
+        if (c >= 'A' && c <= 'Z') c = (unsigned char)(c - 'A' + 'a');
+        int ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_';
+        if (ok && !(c == '.' && k && out[k - 1] == '.')) { out[k++] = (char)c; dash = 0; }
+        else if (k && !dash) { out[k++] = '-'; dash = 1; }
+    }
+    while (k && (out[k - 1] == '-' || out[k - 1] == '.' || out[k - 1] == '_')) k--;
+    size_t s0 = 0;
+    while (s0 < k && (out[s0] == '-' || out[s0] == '.' || out[s0] == '_')) s0++;
+    memmove(out, out + s0, k - s0);
+    out[k - s0] = 0;
+}
+
 /* ---- Modelfile ------------------------------------------------------------------------------ */
 
 static int triple(strbuf *out, const char *key, const char *v, dlm_err *e)

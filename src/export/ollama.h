@@ -25,6 +25,11 @@ int export_stop_list(const tok *t, const chat_dialect *d, const char **out, int 
 /* Ollama model names: [namespace/]name[:tag], letters, digits, '.', '-',
  * '_', at most 128 bytes, no "..". */
 int export_ollama_name_ok(const char *name);
+/* The default model name of a document: its file name without ".dlm",
+ * lowercased, every run of characters outside [a-z0-9._-] one '-', no
+ * leading/trailing '-', '.' or '_', at most 64 characters ("My Notes
+ * (v2).dlm" -> "my-notes-v2"). Empty when nothing is left. */
+void export_ollama_doc_name(const char *doc_path, char *out, size_t cap);
 
 typedef struct export_modelfile {
     const char *version;        /* dlm version for the header */

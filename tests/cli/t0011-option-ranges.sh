@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sampling options out of range are usage errors (exit 2, the range named)
-# before anything loads, for dlm prompt; "nan"/"inf" are not numbers to any
+# before anything loads, for dlm prompt, and the same range and words for
+# repl, synth and preference mine; "nan"/"inf" are not numbers to any
 # option; a negative --threads is refused by every command that has it; the
 # edges of each range are accepted.
 set -euo pipefail
@@ -14,12 +15,13 @@ usage() {  # usage "EXPECTED FIRST LINE" ARGS...
     [ "$(head -1 err.txt)" = "dlm: error: $want" ] || fail "$*: $(head -1 err.txt)"
     [ ! -s out.txt ] || fail "$*: printed an answer"
 }
-usage "--temp must be 0..100 (0 = greedy)" --temp -1
-usage "--top-p must be in (0, 1] (1 = off)" --top-p 2
-usage "--top-p must be in (0, 1] (1 = off)" --top-p 0
-usage "--top-k must be >= 0 (0 = off)" --top-k -3
-usage "--min-p must be in [0, 1] (0 = off)" --min-p 1.5
-usage "--repeat-penalty must be in (0, 100] (1 = off)" --repeat-penalty 0
+usage "--temp: temperature must be in [0, 2] (0 = greedy), got -1" --temp -1
+usage "--temp: temperature must be in [0, 2] (0 = greedy), got 2.5" --temp 2.5
+usage "--top-p: top_p must be in (0, 1] (1 = off), got 2" --top-p 2
+usage "--top-p: top_p must be in (0, 1] (1 = off), got 0" --top-p 0
+usage "--top-k: top_k must be 0 or more, an integer (0 = off), got -3" --top-k -3
+usage "--min-p: min_p must be in [0, 1] (0 = off), got 1.5" --min-p 1.5
+usage "--repeat-penalty: repetition_penalty must be in (0, 100] (1 = off), got 0" --repeat-penalty 0
 usage "option '--temp' expects a number, got 'nan'" --temp nan
 usage "option '--top-p' expects a number, got 'inf'" --top-p inf
 usage "option '--temp' expects a number, got '0.5x'" --temp 0.5x
@@ -32,9 +34,18 @@ for c in api export perplexity preference repl synth train; do
     [ $rc -eq 2 ] && [ "$(head -1 err.txt)" = "dlm: error: --threads must be >= 0 (0 = all cores)" ] ||
         fail "$c --threads -2: exit $rc: $(cat err.txt)"
 done
+# one range for every front end (infer/sample.h): repl, synth and
+# preference mine refuse what prompt refuses, with the same words
+for c in "repl --base tiny" "synth instructions x.dlm" "preference mine x.dlm"; do
+    set +e
+    "$DLM" $c --temp 2.5 > out.txt 2> err.txt; rc=$?
+    set -e
+    [ $rc -eq 2 ] && [ "$(head -1 err.txt)" = "dlm: error: --temp: temperature must be in [0, 2] (0 = greedy), got 2.5" ] ||
+        fail "$c --temp 2.5: exit $rc: $(cat err.txt)"
+done
 # the edges are fine
 "$DLM" prompt --base tiny x -n 2 --temp 0 --top-p 1 --top-k 0 --min-p 0 --repeat-penalty 1 > out.txt 2>&1 ||
     fail "edge values refused: $(cat out.txt)"
-"$DLM" prompt --base tiny x -n 2 --temp 100 --top-p 0.01 --min-p 1 --repeat-penalty 100 > out.txt 2>&1 ||
+"$DLM" prompt --base tiny x -n 2 --temp 2 --top-p 0.01 --min-p 1 --repeat-penalty 100 > out.txt 2>&1 ||
     fail "edge values refused: $(cat out.txt)"
 echo ok

@@ -71,7 +71,7 @@ assert a['sha256'] == hashlib.sha256(open('$X/base.Q8_0.gguf', 'rb').read()).hex
 out=$(noollama "$DLM" export doc.dlm --quant F16)
 X="$S/exports/F16"
 grep -q "ollama is not installed" <<<"$out" || fail "no ollama hint: $out"
-grep -q "ollama create dlm-01jd0000000000000000000000:v0001 -f Modelfile" <<<"$out" || fail "no create command: $out"
+grep -q "ollama create doc:v0001 -f Modelfile" <<<"$out" || fail "no create command: $out"
 grep -q "template drift check: 5 conversations" <<<"$out" || fail "no drift check: $out"
 mf="$X/Modelfile"
 grep -qx "FROM ./base.F16.gguf" "$mf" || fail "FROM"
@@ -84,7 +84,7 @@ grep -qx 'PARAMETER top_p 0.9' "$mf" || fail "top_p"
 grep -qx 'PARAMETER num_ctx 96' "$mf" || fail "num_ctx = min(sequence_len, context)"
 grep -qx '# quant: F16' "$mf" || fail "header"
 grep -q '^SYSTEM' "$mf" && fail "SYSTEM without a system_prompt (chatml has no default)"
-py "import json; m = json.load(open('$X/export_manifest.json')); assert m['ollama_name'] == 'dlm-01jd0000000000000000000000:v0001' and m['template_drift_checked'] == 5, m" || fail "manifest ollama"
+py "import json; m = json.load(open('$X/export_manifest.json')); assert m['ollama_name'] == 'doc:v0001' and m['template_drift_checked'] == 5, m" || fail "manifest ollama"
 
 # a system prompt and export defaults from the document
 sed -i 's/^training:/system_prompt: "You answer like a pirate."\nexport:\n  default_quant: Q6_K\n  default_temperature: 0.3\n  default_top_p: 0.5\ntraining:/' doc.dlm

@@ -22,7 +22,7 @@ export OLLAMA_LOG="$T/ollama.log"
 out=$(PATH="$T/bin:$PATH" "$DLM" export doc.dlm --quant F32 --skip-ollama)
 [ ! -e "$OLLAMA_LOG" ] || fail "--skip-ollama ran ollama: $(cat "$OLLAMA_LOG")"
 [ -f "$S/exports/F32/Modelfile" ] || fail "no Modelfile"
-grep -q "ollama skipped (--skip-ollama)" <<<"$out" && grep -q "ollama create dlm-" <<<"$out" || fail "next steps: $out"
+grep -q "ollama skipped (--skip-ollama)" <<<"$out" && grep -q "ollama create doc:v0001" <<<"$out" || fail "next steps: $out"
 usage() {
     set +e; out=$("$DLM" export doc.dlm "$@" 2>&1); rc=$?; set -e
     [ $rc -eq 2 ] || fail "$* should be a usage error (2), got $rc: $out"
