@@ -30,7 +30,7 @@ const char api_page_html[] =
     "<header>\n"
     "  <b>dlm chat</b>\n"
     "  <label>model <select id=\"model\"></select></label>\n"
-    "  <label>temperature <input id=\"temp\" type=\"number\" min=\"0\" max=\"2\" step=\"0.1\" value=\"0.7\"></label>\n"
+    "  <label>temperature <input id=\"temp\" type=\"number\" min=\"0\" max=\"5\" step=\"0.1\" value=\"0.7\"></label>\n"
     "  <label>max tokens <input id=\"maxtok\" type=\"number\" min=\"1\" step=\"1\" value=\"256\"></label>\n"
     "  <label>API key <input id=\"key\" type=\"password\" size=\"10\"></label>\n"
     "  <button id=\"clear\" type=\"button\">clear</button>\n"

@@ -4,7 +4,7 @@
  * Accepted fields, as OpenAI defines them: model, messages (role system |
  * developer | user | assistant, content a string or an array of text
  * parts) or prompt (a string or an array of one string), stream,
- * stream_options.include_usage, temperature (0..2), top_p (0..1],
+ * stream_options.include_usage, temperature [0, 5] and top_p (0, 1] (infer/sample.h, every front end's ranges),
  * max_tokens / max_completion_tokens (>= 1), stop (a string or up to 4),
  * seed, n (only 1). Other fields are ignored, as OpenAI-compatible servers
  * do. Every failure fills an api_error: the HTTP status and an OpenAI-style

@@ -27,7 +27,7 @@ typedef struct prompt_args {
 static const opt OPTS[] = {
     {"base", 0, OPT_STR, offsetof(prompt_args, base), "BASE", "use this base (without PATH: no document, no adapter)"},
     {"max-tokens", 'n', OPT_INT, offsetof(prompt_args, max_tokens), "N", "tokens to generate (256)"},
-    {"temp", 't', OPT_DOUBLE, offsetof(prompt_args, temp), "T", "temperature [0, 2]; 0 = greedy (default 0.7)"},
+    {"temp", 't', OPT_DOUBLE, offsetof(prompt_args, temp), "T", "temperature [0, 5]; 0 = greedy (default 0.7)"},
     {"top-p", 0, OPT_DOUBLE, offsetof(prompt_args, top_p), "P", "nucleus sampling, (0, 1] (1 = off)"},
     {"top-k", 0, OPT_INT, offsetof(prompt_args, top_k), "K", "top-k sampling, >= 0 (0 = off)"},
     {"min-p", 0, OPT_DOUBLE, offsetof(prompt_args, min_p), "P", "min-p sampling, [0, 1] (0 = off)"},

@@ -42,7 +42,7 @@ static const opt OPTS[] = {
                                                                " default) or equal (off)"},
     {"base", 0, OPT_STR, offsetof(repl_args, base), "BASE", "use this base (without PATH: no document, no adapter)"},
     {"max-tokens", 'n', OPT_INT, offsetof(repl_args, max_tokens), "N", "tokens per answer (256)"},
-    {"temp", 't', OPT_DOUBLE, offsetof(repl_args, temp), "T", "temperature [0, 2]; 0 = greedy (0.7)"},
+    {"temp", 't', OPT_DOUBLE, offsetof(repl_args, temp), "T", "temperature [0, 5]; 0 = greedy (0.7)"},
     {"seed", 0, OPT_INT, offsetof(repl_args, seed), "N", "sampling seed (42)"},
     {"ctx", 0, OPT_INT, offsetof(repl_args, ctx), "N", "context in tokens (the model's, at most 4096)"},
     {"threads", 0, OPT_THREADS, offsetof(repl_args, threads), "N", "compute threads (default: all cores)"},
@@ -56,7 +56,7 @@ const cmd_spec spec_repl = {
     "Ctrl-C cancels an answer (the part written so far is kept), Ctrl-D exits.\n"
     "Commands: /help /exit /clear /save PATH /adapter NAME /params key=value\n"
     "/model /history. /params keys: temperature, top_p, repetition_penalty,\n"
-    "top_k, min_p (the ranges of dlm prompt, docs/cli.md), max_new_tokens.\n"
+    "top_k, min_p (the ranges of dlm prompt, README.md), max_new_tokens.\n"
     "Sampled bytes that are not UTF-8 show and are kept as U+FFFD. The line history is kept in the store (repl_history).\n"
     "A document with training.adapters: --adapter NAME uses one; without it the\n"
     "adapters are mixed as by dlm prompt (the gate's weights for each turn's text,\n"

@@ -142,7 +142,7 @@ int sample_check(const char *name, double v, char *why, size_t cap)
         double lo, hi;
         int lo_open, integer;
     } K[] = {
-        {"temperature", "[0, 2] (0 = greedy)", 0, SAMPLE_TEMP_MAX, 0, 0},
+        {"temperature", "[0, 5] (0 = greedy)", 0, SAMPLE_TEMP_MAX, 0, 0},
         {"top_p", "(0, 1] (1 = off)", 0, 1, 1, 0},
         {"top_k", "0 or more, an integer (0 = off)", 0, 1e9, 0, 1},
         {"min_p", "[0, 1] (0 = off)", 0, 1, 0, 0},

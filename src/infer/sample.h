@@ -24,16 +24,17 @@ typedef struct sample_params {
 void sample_defaults(sample_params *p);
 
 /* The one range of each sampling knob, shared by every front end (prompt,
- * repl /params, the API, synth and preference mine; docs/cli.md):
- *   temperature        [0, 2]     0 = greedy (OpenAI's range)
+ * repl /params, the API, synth and preference mine; README.md "Sampling"):
+ *   temperature        [0, 5]     0 = greedy (OpenAI stops at 2;
+ *                                  hotter is allowed, never needed)
  *   top_p              (0, 1]     1 = off
  *   top_k              >= 0       0 = off, an integer
  *   min_p              [0, 1]     0 = off
  *   repetition_penalty (0, 100]   1 = off
  * Check v for the knob `name` (one of those): 0 when in range, else -1
- * with why[] = "temperature must be in [0, 2] (0 = greedy), got 5", the
+ * with why[] = "temperature must be in [0, 5] (0 = greedy), got 7", the
  * message every front end prints. An unknown name is -1 too. */
-#define SAMPLE_TEMP_MAX 2.0
+#define SAMPLE_TEMP_MAX 5.0
 int sample_check(const char *name, double v, char *why, size_t cap);
 
 /* Pick a token from logits[V] (modified in place). history[n_hist] are the

@@ -15,8 +15,8 @@ usage() {  # usage "EXPECTED FIRST LINE" ARGS...
     [ "$(head -1 err.txt)" = "dlm: error: $want" ] || fail "$*: $(head -1 err.txt)"
     [ ! -s out.txt ] || fail "$*: printed an answer"
 }
-usage "--temp: temperature must be in [0, 2] (0 = greedy), got -1" --temp -1
-usage "--temp: temperature must be in [0, 2] (0 = greedy), got 2.5" --temp 2.5
+usage "--temp: temperature must be in [0, 5] (0 = greedy), got -1" --temp -1
+usage "--temp: temperature must be in [0, 5] (0 = greedy), got 5.5" --temp 5.5
 usage "--top-p: top_p must be in (0, 1] (1 = off), got 2" --top-p 2
 usage "--top-p: top_p must be in (0, 1] (1 = off), got 0" --top-p 0
 usage "--top-k: top_k must be 0 or more, an integer (0 = off), got -3" --top-k -3
@@ -38,14 +38,14 @@ done
 # preference mine refuse what prompt refuses, with the same words
 for c in "repl --base tiny" "synth instructions x.dlm" "preference mine x.dlm"; do
     set +e
-    "$DLM" $c --temp 2.5 > out.txt 2> err.txt; rc=$?
+    "$DLM" $c --temp 5.5 > out.txt 2> err.txt; rc=$?
     set -e
-    [ $rc -eq 2 ] && [ "$(head -1 err.txt)" = "dlm: error: --temp: temperature must be in [0, 2] (0 = greedy), got 2.5" ] ||
-        fail "$c --temp 2.5: exit $rc: $(cat err.txt)"
+    [ $rc -eq 2 ] && [ "$(head -1 err.txt)" = "dlm: error: --temp: temperature must be in [0, 5] (0 = greedy), got 5.5" ] ||
+        fail "$c --temp 5.5: exit $rc: $(cat err.txt)"
 done
 # the edges are fine
 "$DLM" prompt --base tiny x -n 2 --temp 0 --top-p 1 --top-k 0 --min-p 0 --repeat-penalty 1 > out.txt 2>&1 ||
     fail "edge values refused: $(cat out.txt)"
-"$DLM" prompt --base tiny x -n 2 --temp 2 --top-p 0.01 --min-p 1 --repeat-penalty 100 > out.txt 2>&1 ||
+"$DLM" prompt --base tiny x -n 2 --temp 5 --top-p 0.01 --min-p 1 --repeat-penalty 100 > out.txt 2>&1 ||
     fail "edge values refused: $(cat out.txt)"
 echo ok
