@@ -9,13 +9,17 @@
 #   make bench      benchmarks against their peers; appends bench/RESULTS.md
 #   make tiny-base  reproduce models/tiny.gguf from the recipe
 #   make demo       the main job end to end on the embedded base
+#   make install    build/dlm to $(DESTDIR)$(PREFIX)/bin (PREFIX=/usr/local) and
+#                   the base tiny to $(DESTDIR)$(PREFIX)/share/dlm
 #   make clean
 
 JOBS ?= $(shell nproc)
+PREFIX ?= /usr/local
+DESTDIR ?=
 FUZZ_SECONDS ?= 60
 CTEST_ARGS ?=
 
-.PHONY: all build test asan mpi fuzz fuzz-long bench tiny-base demo clean deps
+.PHONY: all build test asan mpi fuzz fuzz-long bench tiny-base demo install clean deps
 
 all: build
 
@@ -67,6 +71,12 @@ tiny-base: build
 # the dlm target), so a fresh machine gets there quickly.
 demo:
 	@scripts/demo.sh
+
+# The release build's files through CMake's install rules; DESTDIR stages
+# them (packaging), PREFIX is where they run from.
+install: build
+	@DESTDIR="$(DESTDIR)" cmake --install build --prefix "$(PREFIX)"
+	@echo "installed $(DESTDIR)$(PREFIX)/bin/dlm"
 
 clean:
 	rm -rf build build-asan build-fuzz

@@ -72,3 +72,7 @@ done_step "export"
 echo
 echo "==> demo: all steps passed in $(( $(date +%s) - t_all ))s"
 printf '    %s\n' "${times[@]}"
+echo
+echo "The binary is $DLM. To have 'dlm' on your PATH:"
+echo "    make install                    # /usr/local/bin/dlm (PREFIX=/usr/local)"
+echo "    make install PREFIX=\$HOME/.local # ~/.local/bin/dlm, no root needed"

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "util/fs.h"
+#include "util/log.h"
 
 int base_arch_supported(const char *a)
 {
@@ -54,13 +55,20 @@ int base_tiny_path(char *out, size_t cap, dlm_err *e)
     if (n > 0) {
         exe[n] = 0;
         fs_dirname(dir, sizeof dir, exe);
+        /* installed (make install: PREFIX/bin/dlm, PREFIX/share/dlm/), then a build tree */
+        snprintf(cand, sizeof cand, "%s/../share/dlm/tiny.gguf", dir);
+        if (fs_is_file(cand)) goto found;
         snprintf(cand, sizeof cand, "%s/../models/tiny.gguf", dir);
-        if (fs_is_file(cand)) { snprintf(out, cap, "%s", cand); return 0; }
+        if (fs_is_file(cand)) goto found;
     }
     snprintf(cand, sizeof cand, "%s/models/tiny.gguf", DLM_SOURCE_DIR);
-    if (fs_is_file(cand)) { snprintf(out, cap, "%s", cand); return 0; }
+    if (fs_is_file(cand)) goto found;
     err_set(e, "BaseError", "the embedded base 'tiny' (models/tiny.gguf) was not found");
     return err_hint(e, "set DLM_TINY=/path/to/tiny.gguf, or rebuild it with 'make tiny-base'");
+found:
+    log_debug("base tiny: %s", cand);
+    snprintf(out, cap, "%s", cand);
+    return 0;
 }
 
 int base_resolve(const char *spec, const hub_opts *o, base_ref *ref, char *path, size_t cap, dlm_err *e)
