@@ -12,6 +12,7 @@
 #include "store/store.h"
 #include "util/fs.h"
 #include "util/log.h"
+#include "util/progress.h"
 #include "weights/base.h"
 #include "weights/hub.h"
 #include "weights/registry.h"
@@ -58,6 +59,13 @@ int cmd_setup(dlm_ctx *ctx, dlm_err *e)
     log_set_level(ctx->quiet ? LOG_QUIET : ctx->verbose ? LOG_VERBOSE : LOG_NORMAL);
     const char *hold = getenv("DLM_TEST_HOLD_LOCK_MS"), *nk = getenv("DLM_TEST_NO_KERNEL_LOCK");
     store_lock_test_hooks(hold && *hold ? atoi(hold) : 0, nk && *nk && strcmp(nk, "0"));
+    /* test-only: $DLM_TEST_PROGRESS_MIN_S lowers the 2 s a step runs before
+     * its progress shows (0: every step shows), so a test sees the lines
+     * of a small base; $DLM_TEST_PROGRESS_BAR=1 draws the terminal bar into
+     * a file (util/progress.h) */
+    const char *pmin = getenv("DLM_TEST_PROGRESS_MIN_S"), *pbar = getenv("DLM_TEST_PROGRESS_BAR");
+    if (pmin && *pmin) progress_set_min_seconds(atof(pmin));
+    if (pbar && !strcmp(pbar, "1")) progress_set_mode(2);
     return ctx_resolve_home(ctx, e);
 }
 

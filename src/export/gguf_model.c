@@ -20,6 +20,7 @@
 #include "weights/gguf.h"
 #include "util/fs.h"
 #include "util/json.h"
+#include "util/progress.h"
 #include "util/str.h"
 
 enum { SRC_MAT, SRC_VEC, SRC_RAW, SRC_EXPS };
@@ -243,6 +244,7 @@ typedef struct fill_ctx {
     const export_gguf_opts *o;
     plan *p;
     export_gguf_info *info;
+    progress *prog;         /* tensors written so far */
     /* per tensor, for the parallel row loop */
     const plan_t *cur;
     uint8_t *dst;
@@ -311,7 +313,7 @@ static void fill_rows(void *vctx, int64_t r0, int64_t r1)
     free(row);
 }
 
-static int fill(void *vctx, int index, void *dst, size_t nbytes, dlm_err *e)
+static int fill_one(void *vctx, int index, void *dst, size_t nbytes, dlm_err *e)
 {
     fill_ctx *F = vctx;
     const plan_t *x = &F->p->t[index];
@@ -340,6 +342,15 @@ static int fill(void *vctx, int index, void *dst, size_t nbytes, dlm_err *e)
         return 0;
     }
     for (int64_t i = 0; i < x->n; i++) out[i] = x->v[x->perm_hs ? gguf_qk_hf_row(i, x->perm_hs) : i];
+    return 0;
+}
+
+/* Each tensor converted (quantized, merged) as the writer reaches it. */
+static int fill(void *vctx, int index, void *dst, size_t nbytes, dlm_err *e)
+{
+    fill_ctx *F = vctx;
+    if (fill_one(vctx, index, dst, nbytes, e)) return -1;
+    progress_update(F->prog, (uint64_t)index + 1);
     return 0;
 }
 
@@ -589,12 +600,18 @@ int export_write_model(const model *m, const tok *t, const export_gguf_opts *o, 
         gguf_w_u32(w, "quantize.imatrix.entries_count", (uint32_t)imatrix_count(o->imatrix));
         if (imatrix_chunks(o->imatrix) > 0) gguf_w_u32(w, "quantize.imatrix.chunks_count", (uint32_t)imatrix_chunks(o->imatrix));
     }
-    fill_ctx F = {.m = m, .l = o->merge, .o = o, .p = &p, .info = info};
+    progress pg;
+    char label[64];
+    snprintf(label, sizeof label, "writing %.52s", fs_basename(path));
+    progress_begin_count(&pg, label, (uint64_t)p.n, "tensors");
+    fill_ctx F = {.m = m, .l = o->merge, .o = o, .p = &p, .info = info, .prog = &pg};
     for (int i = 0; i < p.n; i++) {
         plan_t *x = &p.t[i];
         if (gguf_w_tensor(w, x->name, (int)x->type, x->n_dims, x->ne, NULL, fill, &F) < 0) break;
     }
     rc = gguf_w_write(w, path, e);
+    if (rc) progress_abort(&pg);
+    else progress_end(&pg);
 done:
     gguf_w_free(w);
     free(p.t);

@@ -11,6 +11,7 @@
 
 #include "decoder/decoder.h"
 #include "weights/gguf.h"
+#include "util/progress.h"
 
 typedef struct im_entry {
     char name[GGUF_MAX_NAME];
@@ -182,11 +183,16 @@ int imatrix_collect(const model *m, const lora *l, const int32_t *tokens, size_t
         return -1;
     }
     decoder_set_observer(d, observe, im);
+    progress pg;
+    progress_begin_count(&pg, "importance matrix", (uint64_t)nch, "chunks");
     for (size_t c = 0; c < nch && !im->failed; c++) {
         memcpy(buf, tokens + c * (size_t)cs, (size_t)cs * sizeof *buf);
         if (o->bos >= 0) buf[0] = o->bos;
         decoder_eval(d, buf, cs, 0, logits, 0);
+        progress_update(&pg, (uint64_t)c + 1);
     }
+    if (im->failed) progress_abort(&pg);
+    else progress_end(&pg);
     decoder_free(d);
     free(logits);
     free(buf);

@@ -97,8 +97,9 @@ int run_check_interrupted(run *R, dlm_err *e)
 
 /* sha256 of the base weights: the HF cache names LFS blobs by their sha256,
  * so a symlink into blobs/<64 hex> is read, not hashed; other files are
- * hashed once and remembered in <store>/cache/weights.json by (path, size,
- * mtime). */
+ * hashed once per content and remembered in <home>/cache/weights.json by
+ * (path, size, inode, mtime, ctime), so every document on that base, and
+ * every later start, reads the digest instead (-v says which). */
 static int file_sha(run *R, const char *path, char out[65], dlm_err *e)
 {
     char target[4096];
@@ -113,7 +114,7 @@ static int file_sha(run *R, const char *path, char out[65], dlm_err *e)
     struct stat st;
     if (stat(real, &st) != 0) return err_sys(e, "cannot stat '%s'", real);
     char cache[4200], key[4400];
-    snprintf(cache, sizeof cache, "%s/cache/weights.json", R->store);
+    snprintf(cache, sizeof cache, "%s/cache/weights.json", R->o->home);
     /* nanosecond mtime and ctime plus the inode: a same-second rewrite or a
      * replaced file is never mistaken for the hashed one */
     snprintf(key, sizeof key, "%s|%lld|%lld|%lld.%09ld|%lld.%09ld", real, (long long)st.st_size,
@@ -125,12 +126,17 @@ static int file_sha(run *R, const char *path, char out[65], dlm_err *e)
     if (hit && strlen(hit) == 64) {
         memcpy(out, hit, 65);
         json_decref(c);
+        log_debug("base sha256: %.12s… of %s from %s (not re-read)", out, real, cache);
         return 0;
     }
-    if (sha256_file_hex(real, out, e)) { json_decref(c); return -1; }
+    char label[64];
+    snprintf(label, sizeof label, "hashing %.48s", fs_basename(real));
+    if (sha256_file_hex_progress(real, label, out, e)) { json_decref(c); return -1; }
+    log_debug("base sha256: %.12s… of %s hashed (%lld bytes read), remembered in %s", out, real,
+              (long long)st.st_size, cache);
     json_object_set_new(c, key, json_string(out));
     char cdir[4200];
-    snprintf(cdir, sizeof cdir, "%s/cache", R->store);
+    snprintf(cdir, sizeof cdir, "%s/cache", R->o->home);
     if (!fs_mkdir_p(cdir, NULL)) json_save_file(cache, c, NULL);
     json_decref(c);
     return 0;

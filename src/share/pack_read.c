@@ -16,6 +16,7 @@
 #include "share/pack.h"
 #include "util/fs.h"
 #include "util/hash.h"
+#include "util/progress.h"
 #include "util/json.h"
 
 #define META_MAX (16u << 20)     /* metadata files are read into memory */
@@ -56,6 +57,7 @@ typedef struct zsrc {
     const char *what;            /* the pack's name for messages */
     dlm_err *e;
     int failed;
+    progress *pg;                /* compressed bytes read of the whole */
 } zsrc;
 
 static la_ssize_t zfail(struct archive *a, zsrc *s, const char *kind, const char *msg, const char *hint)
@@ -91,6 +93,7 @@ static la_ssize_t zread(struct archive *a, void *ud, const void **buf)
             }
             if (n == 0) s->eof = 1;
             s->comp += (uint64_t)n;
+            if (s->pg) progress_update(s->pg, s->comp);
             s->ib = (ZSTD_inBuffer){s->in, (size_t)n, 0};
         }
         if (s->ib.pos == s->ib.size && s->eof) {
@@ -565,6 +568,11 @@ static pack_contents *read_any(int fd, const void *mem, size_t len, const char *
     s->fd = fd;
     s->mem = mem;
     s->memlen = len;
+    progress pg;
+    struct stat pst;
+    progress_begin(&pg, dest ? "unpacking" : "reading pack",
+                   mem ? len : fstat(fd, &pst) == 0 ? (uint64_t)pst.st_size : 0, PROGRESS_BYTES);
+    s->pg = &pg;
     s->lim = lim;
     s->what = what;
     s->e = e;
@@ -615,7 +623,10 @@ static pack_contents *read_any(int fd, const void *mem, size_t len, const char *
     if (n < 0) goto out;
     if (check_contents(&rd, what, e)) goto out;
     rc = 0;
+    progress_end(&pg);
+    s->pg = NULL;
 out:
+    if (s && s->pg) progress_abort(s->pg);
     if (a) archive_read_free(a);
     if (s) ZSTD_freeDStream(s->z);
     free(s);

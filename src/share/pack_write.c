@@ -17,6 +17,7 @@
 #include "store/store.h"
 #include "util/fs.h"
 #include "util/hash.h"
+#include "util/progress.h"
 #include "util/json.h"
 #include "util/str.h"
 #include "util/timeutil.h"
@@ -121,7 +122,9 @@ static int walk(const char *store, const char *rel, const pack_opts *o, items *l
             item *it = items_add(l, name, e);
             if (!it || !(it->disk = strdup(p))) { rc = err_set(e, "OOMError", "out of memory"); break; }
             it->size = (uint64_t)st.st_size;
-            rc = sha256_file_hex(p, it->sha, e);
+            char label[64];
+            snprintf(label, sizeof label, "hashing %.48s", name);
+            rc = sha256_file_hex_progress(p, label, it->sha, e);
         } else {
             rc = err_set(e, "PackUnsupportedFileError", "%s: %s in the store; packs carry only files and folders", p,
                          S_ISLNK(st.st_mode) ? "symbolic link" : "special file");
@@ -194,7 +197,9 @@ static int add_base(const char *spec, items *l, json_t **out, dlm_err *e)
         item *it = items_add(l, name, e);
         if (!it || !(it->disk = strdup(f[i].path))) { err_set(e, "OOMError", "out of memory"); goto done; }
         it->size = (uint64_t)st.st_size;
-        if (sha256_file_hex(f[i].path, it->sha, e)) goto done;
+        char label[64];
+        snprintf(label, sizeof label, "hashing %.48s", name);
+        if (sha256_file_hex_progress(f[i].path, label, it->sha, e)) goto done;
         json_object_set_new(files, f[i].name,
                             json_pack("{s:s, s:I, s:s}", "blob", f[i].blob, "size", (json_int_t)it->size, "sha256",
                                       it->sha));
@@ -218,7 +223,7 @@ static const char *content_type(const pack_opts *o)
     return "minimal";
 }
 
-static int write_member(struct archive *a, const item *it, dlm_err *e)
+static int write_member(struct archive *a, const item *it, progress *pg, dlm_err *e)
 {
     struct archive_entry *en = archive_entry_new();
     if (!en) return err_set(e, "OOMError", "out of memory");
@@ -239,6 +244,7 @@ static int write_member(struct archive *a, const item *it, dlm_err *e)
     if (it->mem) {
         if (archive_write_data(a, it->mem, it->size) != (la_ssize_t)it->size)
             rc = err_set(e, "PackError", "cannot write %s: %s", it->name, archive_error_string(a));
+        progress_add(pg, it->size);
     } else if (it->disk) {
         int fd = open(it->disk, O_RDONLY | O_CLOEXEC);
         if (fd < 0) { rc = err_sys(e, "cannot open %s", it->disk); goto out; }
@@ -255,6 +261,7 @@ static int write_member(struct archive *a, const item *it, dlm_err *e)
                 break;
             }
             done += (uint64_t)n;
+            progress_add(pg, (uint64_t)n);
         }
         close(fd);
         if (!rc && done != it->size)
@@ -280,10 +287,16 @@ static int write_archive(const char *tmp, items *l, dlm_err *e)
         archive_write_free(a);
         return rc;
     }
-    for (int i = 0; i < l->n && !rc; i++) rc = write_member(a, &l->v[i], e);
+    uint64_t total = 0;
+    for (int i = 0; i < l->n; i++) total += l->v[i].is_dir ? 0 : l->v[i].size;
+    progress pg;
+    progress_begin(&pg, "packing (zstd)", total, PROGRESS_BYTES);
+    for (int i = 0; i < l->n && !rc; i++) rc = write_member(a, &l->v[i], &pg, e);
     if (archive_write_close(a) != ARCHIVE_OK && !rc)
         rc = err_set(e, "PackError", "cannot finish %s: %s", tmp, archive_error_string(a));
     archive_write_free(a);
+    if (rc) progress_abort(&pg);
+    else progress_end(&pg);
     return rc;
 }
 

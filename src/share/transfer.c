@@ -9,6 +9,7 @@
 
 #include "share/provenance.h"
 #include "share/transfer.h"
+#include "util/progress.h"
 #include "util/fs.h"
 #include "util/hash.h"
 #include "util/str.h"
@@ -35,6 +36,31 @@ static size_t on_data(char *p, size_t sz, size_t nm, void *ud)
     }
     s->n += n;
     return fwrite(p, 1, n, s->f);
+}
+
+/* libcurl's transfer callbacks: bytes downloaded / uploaded so far */
+static int on_down(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
+{
+    progress *p = ud;
+    (void)ultotal, (void)ulnow;
+    if (!p->total && dltotal > 0) p->total = (uint64_t)dltotal;
+    progress_update(p, (uint64_t)dlnow);
+    return 0;
+}
+
+static int on_up(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
+{
+    progress *p = ud;
+    (void)dltotal, (void)dlnow, (void)ultotal;
+    progress_update(p, (uint64_t)ulnow);
+    return 0;
+}
+
+static void with_progress(CURL *c, progress *p, int up)
+{
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, up ? on_up : on_down);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, p);
 }
 
 static CURL *handle(const share_http *h, const char *url, struct curl_slist **hl)
@@ -89,7 +115,12 @@ int share_http_get(const share_http *h, const char *url, const char *path, uint6
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+    progress pg;
+    progress_begin(&pg, "downloading pack", 0, PROGRESS_BYTES);
+    with_progress(c, &pg, 0);
     CURLcode rc = curl_easy_perform(c);
+    if (rc == CURLE_OK) progress_end(&pg);
+    else progress_abort(&pg);
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
     curl_easy_cleanup(c);
     curl_slist_free_all(hl);
@@ -141,7 +172,12 @@ int share_http_post(const share_http *h, const char *url, const char *path, long
     curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)fs_file_size(path));
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_discard);
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+    progress pg;
+    progress_begin(&pg, "uploading pack", (uint64_t)fs_file_size(path), PROGRESS_BYTES);
+    with_progress(c, &pg, 1);
     CURLcode rc = curl_easy_perform(c);
+    if (rc == CURLE_OK) progress_end(&pg);
+    else progress_abort(&pg);
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
     curl_easy_cleanup(c);
     curl_slist_free_all(hl);

@@ -1,7 +1,9 @@
 #include "util/hash.h"
+#include "util/progress.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <sodium.h>
 
@@ -45,26 +47,44 @@ void sha256_hex(const void *p, size_t n, char hex[65])
     hex_encode(d, 32, hex);
 }
 
-int sha256_file_hex(const char *path, char hex[65], dlm_err *e)
+static int file_hex(const char *path, const char *label, char hex[65], dlm_err *e)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return err_sys(e, "cannot open '%s'", path);
+    struct stat st;
+    progress p;
+    if (label) progress_begin(&p, label, fstat(fd, &st) == 0 ? (uint64_t)st.st_size : 0, PROGRESS_BYTES);
     sha256_ctx c;
     sha256_init(&c);
     static __thread unsigned char buf[1 << 16];
+    uint64_t done = 0;
     for (;;) {
         ssize_t r = read(fd, buf, sizeof buf);
         if (r < 0) {
             if (errno == EINTR) continue;
             close(fd);
+            if (label) progress_abort(&p);
             return err_sys(e, "cannot read '%s'", path);
         }
         if (r == 0) break;
         sha256_update(&c, buf, (size_t)r);
+        done += (uint64_t)r;
+        if (label && (done & ((1u << 22) - 1)) < (uint64_t)r) progress_update(&p, done);  /* every 4 MiB */
     }
     close(fd);
+    if (label) {
+        p.done = done;
+        progress_end(&p);
+    }
     unsigned char d[32];
     sha256_final(&c, d);
     hex_encode(d, 32, hex);
     return 0;
+}
+
+int sha256_file_hex(const char *path, char hex[65], dlm_err *e) { return file_hex(path, NULL, hex, e); }
+
+int sha256_file_hex_progress(const char *path, const char *label, char hex[65], dlm_err *e)
+{
+    return file_hex(path, label, hex, e);
 }

@@ -22,6 +22,8 @@ void hex_encode(const unsigned char *p, size_t n, char *out); /* out: 2n+1 */
 void blake2b_n(unsigned char *out, size_t outlen, const void *p, size_t n);
 /* Streamed hash of a file. */
 int sha256_file_hex(const char *path, char hex[65], dlm_err *e);
+/* Same, showing progress (util/progress.h) as `label` for a large file. */
+int sha256_file_hex_progress(const char *path, const char *label, char hex[65], dlm_err *e);
 
 /* Global library init (libsodium); idempotent. Returns 0 or -1. */
 int hash_init(void);

@@ -43,7 +43,7 @@ grep <<<"$out" -q "OOMError" || fail "no OOMError: $out"
 grep <<<"$out" -q "training needs .* but the budget is .* (--max-memory)" || fail "need/budget not named: $out"
 grep <<<"$out" -q "write in the frontmatter: training: {micro_batch_size: 1, grad_accum: 8, sequence_len: [0-9]*, recompute: on}" \
     || fail "no recommendation: $out"
-[ ! -e "$S/cache/weights.json" ] || fail "the weights were hashed before the plan refused"
+[ ! -e "$DLM_HOME/cache/weights.json" ] || fail "the weights were hashed before the plan refused"
 [ -z "$(ls "$S/adapter/versions")" ] || fail "a version was written"
 [ ! -e "$S/.lock" ] || fail "the store lock was left behind"
 seq=$(echo "$out" | sed -n 's/.*sequence_len: \([0-9]*\), recompute.*/\1/p')
