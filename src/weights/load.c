@@ -10,8 +10,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "util/fs.h"
+#include "util/log.h"
 #include "util/progress.h"
 #include "util/str.h"
 
@@ -447,28 +452,71 @@ int model_build(loader *L)
 
 /* ---- dispatch ---------------------------------------------------------------- */
 
-/* Read the mapped weights in now, in file order, with progress: a large
- * base on a cold page cache otherwise loads silently inside the first
- * forward (minutes for a 7B on a slow disk). A cached one costs a minor
- * fault per page, which the first forward would pay anyway. */
-static void page_in(const model *m)
+/* Bytes of the file at path in the page cache (mincore over a mapping
+ * that is never touched), and its size in *size. */
+static uint64_t cached_bytes(const char *path, uint64_t *size)
 {
-    const struct model_storage *s = m->storage;
-    uint64_t total = 0, done = 0;
-    for (int i = 0; i < s->ntensors; i++) total += s->tensors[i].nbytes;
-    progress p;
-    progress_begin(&p, "loading base", total, PROGRESS_BYTES);
-    volatile unsigned char sink = 0;
-    for (int i = 0; i < s->ntensors; i++) {
-        const unsigned char *d = s->tensors[i].data;
-        uint64_t n = s->tensors[i].nbytes;
-        if (!d) continue;
-        for (uint64_t k = 0; k < n; k += 4096) sink ^= d[k];
-        done += n;
-        progress_update(&p, done);
+    *size = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    struct stat st;
+    uint64_t in = 0;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+        *size = (uint64_t)st.st_size;
+        size_t pg = (size_t)sysconf(_SC_PAGESIZE), np = (*size + pg - 1) / pg;
+        void *p = mmap(NULL, (size_t)*size, PROT_READ, MAP_PRIVATE, fd, 0);
+        unsigned char *vec = p != MAP_FAILED ? malloc(np) : NULL;
+        if (vec && mincore(p, (size_t)*size, vec) == 0)
+            for (size_t k = 0; k < np; k++) in += vec[k] & 1 ? pg : 0;
+        else in = *size;   /* cannot tell: count it as cached, read nothing */
+        free(vec);
+        if (p != MAP_FAILED) munmap(p, (size_t)*size);
     }
-    (void)sink;
-    progress_end(&p);
+    close(fd);
+    return in;
+}
+
+/* A base that is not in the page cache is read in first, file by file, with
+ * progress ("reading base"): otherwise a 7B on a cold cache loads silently
+ * inside the first forward, for minutes. read() into a small buffer fills
+ * the page cache without mapping a page into this process, so the peak RSS
+ * (and qlora's convert-and-release of each matrix) is unchanged. Skipped
+ * when the files are (nearly) all cached already, and when they would not
+ * fit in half the RAM (the cache would evict its own start). dir: an HF
+ * folder (its .safetensors), else one file. */
+static void read_in(const char *path, int dir)
+{
+    char **names = NULL;
+    int n = 1;
+    if (dir && (n = fs_list_dir(path, &names, NULL)) < 0) return;
+    uint64_t all = 0, in = 0;
+    char f[4200];
+    for (int i = 0; i < n; i++) {
+        if (dir && !str_endswith(names[i], ".safetensors")) continue;
+        snprintf(f, sizeof f, "%s%s%s", path, dir ? "/" : "", dir ? names[i] : "");
+        uint64_t sz;
+        in += cached_bytes(f, &sz);
+        all += sz;
+    }
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    uint64_t ram = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
+    log_debug("base: %llu of %llu bytes in the page cache", (unsigned long long)in, (unsigned long long)all);
+    if (all && in < all - all / 50 && !(ram && all > ram / 2)) {
+        progress p;
+        progress_begin(&p, "reading base", all, PROGRESS_BYTES);
+        static __thread char buf[1 << 20];
+        for (int i = 0; i < n; i++) {
+            if (dir && !str_endswith(names[i], ".safetensors")) continue;
+            snprintf(f, sizeof f, "%s%s%s", path, dir ? "/" : "", dir ? names[i] : "");
+            int fd = open(f, O_RDONLY | O_CLOEXEC);
+            if (fd < 0) continue;
+            ssize_t r;
+            while ((r = read(fd, buf, sizeof buf)) > 0) progress_add(&p, (uint64_t)r);
+            close(fd);
+        }
+        progress_end(&p);
+    }
+    if (dir) fs_free_list(names, n);
 }
 
 int model_load(const char *path, model **out, dlm_err *e)
@@ -484,10 +532,12 @@ int model_load(const char *path, model **out, dlm_err *e)
     int rc;
     char dir[4096];
     if (fs_is_dir(path)) {
+        read_in(path, 1);
         rc = model_load_hf(path, m, e);
     } else if (!strcmp(fs_basename(path), "config.json")) {
         fs_dirname(dir, sizeof dir, path);
         snprintf(m->source, sizeof m->source, "%s", dir);
+        read_in(dir, 1);
         rc = model_load_hf(dir, m, e);
     } else if (!fs_exists(path)) {
         rc = err_set(e, KIND, "'%s' does not exist", path);
@@ -496,13 +546,13 @@ int model_load(const char *path, model **out, dlm_err *e)
         err_hint(e, "give the model folder (the one with config.json)");
     } else {
         m->from_gguf = 1;
+        read_in(path, 0);
         rc = model_load_gguf(path, m, e);
     }
     if (rc) {
         model_free(m);
         return -1;
     }
-    page_in(m);
     *out = m;
     return 0;
 }

@@ -2,8 +2,9 @@
 # Issue 30 point 6: every long step shows progress (util/progress.h), and the
 # base is hashed once per file content.
 #   - with the threshold lowered to 0 (DLM_TEST_PROGRESS_MIN_S, test-only),
-#     stderr not a terminal: one line per step when it ends, for loading the
-#     base, hashing each weights file for dlm.lock, the importance matrix,
+#     stderr not a terminal: one line per step when it ends, for reading a
+#     base that is not in the page cache (and nothing once it is), hashing
+#     each weights file for dlm.lock, the importance matrix,
 #     writing/quantizing the GGUF, packing and unpacking
 #   - -q: none of them
 #   - the terminal bar (DLM_TEST_PROGRESS_BAR=1 draws it into a file): redrawn
@@ -19,8 +20,6 @@ S="$DLM_HOME/store/$ID"
 shards="model-00001-of-00002.safetensors model-00002-of-00002.safetensors"
 
 "$DLM" -v train doc.dlm > /dev/null 2> t1.txt || fail "train: $(tail -5 t1.txt)"
-grep -Eq "^dlm: loading base: [0-9.]+ [KMG]iB in [0-9.]+[ms]* \([0-9.]+ [KMG]?i?B/s\)$" t1.txt ||
-    fail "no loading line: $(grep -n 'dlm:' t1.txt | head)"
 for f in $shards; do
     n=$(stat -c %s "$FIXTURE_QWEN/$f")
     grep -Eq "^dlm: hashing $f: .* in .*/s\)$" t1.txt || fail "no hashing line for $f: $(grep hashing t1.txt)"
@@ -60,18 +59,39 @@ grep -Eq "^dlm: unpacking: [0-9.]+ [KMG]?i?B in .*/s\)$" up.txt ||
     fail "no unpacking line: $(cat up.txt)"
 
 # -q: nothing
-"$DLM" -q train doc.dlm > /dev/null 2> q.txt
-grep -q "^dlm: loading base\|^dlm: hashing" q.txt && fail "-q printed progress: $(cat q.txt)"
+
+# reading a base that is not in the page cache: a private copy, written
+# back and dropped from the cache (posix_fadvise DONTNEED), so no other
+# test's reads can warm it; once read, the next start reads nothing
+cold() {
+    cp "$DLM_SRC/models/tiny.gguf" base.gguf
+    py "
+import os
+fd = os.open('base.gguf', os.O_RDONLY); os.fsync(fd)
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED); os.close(fd)"
+}
+cold
+"$DLM" prompt --base "$T/base.gguf" --raw "The" -n 2 --temp 0 > /dev/null 2> rd.txt || fail "prompt: $(cat rd.txt)"
+grep -Eq "^dlm: reading base: [0-9.]+ MiB in [0-9.]+[ms]* \([0-9.]+ [KMG]?i?B/s\)$" rd.txt || fail "no reading line: $(cat rd.txt)"
+"$DLM" prompt --base "$T/base.gguf" --raw "The" -n 2 --temp 0 > /dev/null 2> rd2.txt
+grep -q "reading base" rd2.txt && fail "a cached base was read again: $(cat rd2.txt)"
+# -q: nothing, even for a cold base
+cold
+"$DLM" -q prompt --base "$T/base.gguf" --raw "The" -n 2 --temp 0 > /dev/null 2> q.txt
+grep -q "reading base" q.txt && fail "-q printed progress: $(cat q.txt)"
 
 # the bar: redrawn in place (\r, erase line), done/total, rate, ETA, "done in"
-DLM_TEST_PROGRESS_BAR=1 "$DLM" prompt --base tiny --raw "The" -n 2 --temp 0 > /dev/null 2> bar.bin
+cold
+DLM_TEST_PROGRESS_BAR=1 "$DLM" prompt --base "$T/base.gguf" --raw "The" -n 2 --temp 0 > /dev/null 2> bar.bin
 py "
 import re
 s = open('bar.bin', 'rb').read().decode()
 draws = s.split('\r\x1b[K')
-bars = [d for d in draws if d.startswith('loading base [')]
+bars = [d for d in draws if d.startswith('reading base [')]
 assert bars, repr(s[:300])
-assert re.match(r'loading base \[[#.]{24}\] [0-9.]+ [KMG]?i?B of [0-9.]+ MiB \(\d+%\), [0-9.]+ [KMG]?i?B/s, ETA \d+:\d\d', bars[0]), bars[0]
-assert re.search(r'\[#{24}\] .*\(100%\).*, done in [0-9.]+[ms]*\n', bars[-1]), bars[-1]
+m = re.match(r'reading base \[[#.]{24}\] [0-9.]+ [KMG]?i?B of ([0-9.]+ MiB) \(\d+%\), [0-9.]+ [KMG]?i?B/s, ETA \d+:\d\d', bars[0])
+assert m, bars[0]
+size = m.group(1)
+assert re.search(r'\[#{24}\] ' + re.escape(size + ' of ' + size) + r' \(100%\).*, done in [0-9.]+[ms]*\n', bars[-1]), bars[-1]
 " || fail "bar: $(od -c bar.bin | head)"
 echo ok
