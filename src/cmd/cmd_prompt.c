@@ -56,11 +56,12 @@ const cmd_spec spec_prompt = {
 static volatile int g_cancel;
 static void on_int(int sig) { (void)sig; g_cancel = 1; }
 
+/* A reader that went away (`dlm prompt ... | head -c 20`) stops the
+ * generation; main ends quietly on the closed pipe. */
 static int emit(void *ctx, const char *s, size_t n)
 {
     (void)ctx;
-    fwrite(s, 1, n, stdout);
-    fflush(stdout);
+    if (fwrite(s, 1, n, stdout) != n || fflush(stdout)) return -1;
     return 0;
 }
 
