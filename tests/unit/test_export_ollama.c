@@ -307,6 +307,17 @@ static void test_modelfile(void)
 
 static void test_names_stops_script(void)
 {
+    /* the default name: the document's file name, sanitized */
+    char nm[80];
+    export_ollama_doc_name("notes/My Notes (v2).dlm", nm, sizeof nm);
+    CHECK_STR(nm, "my-notes-v2");
+    export_ollama_doc_name("/a/b/--Ünïcode__draft..dlm", nm, sizeof nm);
+    CHECK_STR(nm, "n-code__draft");
+    export_ollama_doc_name("/x/???.dlm", nm, sizeof nm);
+    CHECK_STR(nm, "");
+    export_ollama_doc_name("tutor.dlm", nm, sizeof nm);
+    CHECK_STR(nm, "tutor");
+    CHECK(export_ollama_name_ok("my-notes-v2:v0001"));
     CHECK(export_ollama_name_ok("dlm-01jd:v0001"));
     CHECK(export_ollama_name_ok("me/my.model_x-1:latest"));
     CHECK(!export_ollama_name_ok(""));

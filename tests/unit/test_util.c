@@ -113,6 +113,28 @@ static void test_str(void)
     for (size_t n = 0; n <= 10; n++) CHECK_INT((int)str_utf8_complete(u, n), (int)want[n]);
     const unsigned char bad[] = "\x80\x80";   /* continuation bytes only: nothing to wait for */
     CHECK_INT((int)str_utf8_complete(bad, 2), 2);
+
+    /* U+FFFD per maximal subpart: the Unicode Standard's own example
+     * (chapter 3, "U+FFFD Substitution of Maximal Subparts", Table 3-8):
+     * 61 F1 80 80 E1 80 C2 62 80 63 80 BF 64 -> a, 3 x FFFD, b, FFFD, c,
+     * 2 x FFFD, d; Python's bytes.decode('utf-8', 'replace') agrees */
+    strbuf sb = STRBUF_INIT;
+    const char t38[] = "\x61\xF1\x80\x80\xE1\x80\xC2\x62\x80\x63\x80\xBF\x64";
+    CHECK_INT(str_utf8_lossy(&sb, t38, sizeof t38 - 1), 0);
+    CHECK_STR(sb_str(&sb), "a\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD" "b\xEF\xBF\xBD" "c\xEF\xBF\xBD\xEF\xBF\xBD" "d");
+    sb_reset(&sb);
+    /* overlong, surrogate, above U+10FFFF; valid text passes as is */
+    const char odd[] = "\xC0\xAF|\xED\xA0\x80|\xF4\x90\x80\x80|\xC3\xA9\xF0\x9F\x98\x80";
+    CHECK_INT(str_utf8_lossy(&sb, odd, sizeof odd - 1), 0);
+    CHECK_STR(sb_str(&sb), "\xEF\xBF\xBD\xEF\xBF\xBD|\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD|"
+                           "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD|\xC3\xA9\xF0\x9F\x98\x80");
+    sb_free(&sb);
+
+    /* did you mean: the closest within 2 edits, else none */
+    const char *const keys[] = {"lora_r", "lora_alpha", "lora_dropout", NULL};
+    CHECK_STR(str_closest("lora_rr", keys), "lora_r");
+    CHECK_STR(str_closest("lora_alfa", keys), "lora_alpha");
+    CHECK(str_closest("learning_rate", keys) == NULL);
 }
 
 int main(void)
