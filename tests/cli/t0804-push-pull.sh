@@ -3,7 +3,8 @@
 # (tests/cli/share_server.py: Python's http.server + ssl, self-signed cert
 # made by openssl). The detached .minisig that push --sign writes verifies
 # with Debian's minisign; pull reports verified / unverified / unsigned and
-# refuses a bad signature with nothing installed.
+# refuses a bad signature with nothing installed. HTTPS push and pull show
+# their progress (a line per transfer once the test lowers the threshold).
 set -euo pipefail
 . "$DLM_SRC/tests/cli/lib.sh"
 PY=/usr/bin/python3
@@ -57,12 +58,15 @@ set +e; DLM_SHARE_AUTH="Bearer wrong" "$DLM" push t.dlm --to "$URL" 2> auth.err;
 [ $rc = 1 ] && grep -q "HTTP 401" auth.err || fail "wrong auth: $(cat auth.err)"
 set +e; DLM_SHARE_CA_BUNDLE= DLM_SHARE_AUTH="Bearer s3cret" "$DLM" push t.dlm --to "$URL" 2> ca.err; rc=$?; set -e
 [ $rc = 1 ] && grep -qi "certificate" ca.err || fail "a self-signed server was trusted without its CA: $(cat ca.err)"
-DLM_SHARE_AUTH="Bearer s3cret" "$DLM" push t.dlm --to "$URL" --sign > push.out
+DLM_TEST_PROGRESS_MIN_S=0 DLM_SHARE_AUTH="Bearer s3cret" "$DLM" push t.dlm --to "$URL" --sign > push.out 2> push.err
 grep -q "HTTP 201" push.out || fail "push: $(cat push.out)"
+# progress (issue 30): the upload's line, with the threshold lowered for the test
+grep -Eq "^dlm: uploading pack: [0-9.]+ [KMG]?i?B in .*/s\)$" push.err || fail "no upload progress: $(cat push.err)"
 export DLM_HOME="$T/h5"
 mkdir -p "$DLM_HOME/trusted-keys" && cp "$ME/minisign.pub" "$DLM_HOME/trusted-keys/"
-"$DLM" pull "$URL" --out h5out > pull5.out
+DLM_TEST_PROGRESS_MIN_S=0 "$DLM" pull "$URL" --out h5out > pull5.out 2> pull5.err
 grep -q "signature: verified" pull5.out || fail "https pull: $(cat pull5.out)"
+grep -Eq "^dlm: downloading pack: [0-9.]+ [KMG]?i?B in .*/s\)$" pull5.err || fail "no download progress: $(cat pull5.err)"
 cmp h5out/t.dlm t.dlm || fail "https pull: document differs"
 set +e; "$DLM" pull "https://127.0.0.1:$(cat port.txt)/packs/none.dlm.pack" 2> nf.err; rc=$?; set -e
 [ $rc = 1 ] && grep -q "HTTP 404" nf.err || fail "missing pack: $(cat nf.err)"
