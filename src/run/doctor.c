@@ -75,7 +75,6 @@ int doctor_plan_document(const char *doc_path, const char *home, const host_info
     memset(o, 0, sizeof *o);
     prep P;
     memset(&P, 0, sizeof P);
-    P.heap0 = plan_heap_in_use();
     json_t *manifest = NULL;
     dlm_doc *doc = doc_load(doc_path, e);
     if (!doc) return -1;

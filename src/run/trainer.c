@@ -363,7 +363,6 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
     R->lead = dist_rank() == 0;
     R->h = R->lead ? h : NULL;
     R->t0 = time_mono();
-    R->P.heap0 = plan_heap_in_use();
     R->last_val = NAN;
     int rc = -1;
     R->doc = doc_load(o->doc_path, e);
@@ -414,12 +413,7 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
         }
     }
     R->threads = plan_threads(o->threads > 0 ? o->threads : (int)tr->threads, R->host.cores_usable);
-    /* the kernels' per-thread scratch is the plan's "runtime" item, not
-     * part of what the records hold */
-    uint64_t k0 = plan_heap_in_use();
-    kern_init(R->threads);
-    uint64_t k1 = plan_heap_in_use();
-    if (k1 > k0) R->P.heap0 += k1 - k0;
+    kern_init(R->threads);   /* its per-thread scratch is the plan's "runtime" item */
     progress(R, PHASE_LOADING, 0, NAN, 0, 0);
     /* the others read the store after rank 0 has created and locked it */
     if (!R->lead) (void)dist_bcast_flag(1);

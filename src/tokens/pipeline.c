@@ -68,3 +68,23 @@ void pipeline_free(pipeline *p)
     free(p->cur_ids);
     memset(p, 0, sizeof *p);
 }
+
+uint64_t pipeline_doc_bytes(const dlm_doc *d)
+{
+    if (!d) return 0;
+    size_t raw = 0;
+    doc_raw(d, &raw);
+    uint64_t b = raw;
+    for (int i = 0; i < doc_nsections(d); i++) b += sizeof(doc_section) + doc_section_at(d, i)->content_len + 1;
+    return b;
+}
+
+uint64_t pipeline_mem_bytes(const pipeline *p)
+{
+    uint64_t b = pipeline_doc_bytes(p->rdoc) + (uint64_t)p->n_cur * sizeof *p->cur_ids;
+    const dataset *d = p->ds;
+    if (d)
+        b += sizeof *d + (uint64_t)d->cap_tok * 2 * sizeof(int32_t) + (uint64_t)d->cap_items * sizeof(ds_item) +
+             (uint64_t)(d->n_items + 1) * 3 * sizeof(int);   /* train, val, perm */
+    return b;
+}

@@ -59,4 +59,13 @@ typedef struct pipeline {
 int pipeline_build(const pipeline_in *in, pipeline *out, dlm_err *e);
 void pipeline_free(pipeline *p);
 
+/* What the memory plan counts (run/prepare.c), from the structures' sizes so
+ * that `dlm doctor PATH` and `dlm train PATH` plan the same bytes (a heap
+ * delta depends on what the process did before):
+ *   pipeline_mem_bytes  the dataset (token and target arrays, items, split
+ *                       and order tables) and the replay sample;
+ *   pipeline_doc_bytes  the parsed document (its text and section table). */
+uint64_t pipeline_mem_bytes(const pipeline *p);
+uint64_t pipeline_doc_bytes(const dlm_doc *d);
+
 #endif
