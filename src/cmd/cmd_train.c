@@ -25,7 +25,7 @@
 #include "util/timeutil.h"
 
 typedef struct train_args {
-    int no_mined, no_cache, resume, fresh, max_steps, seed, threads, update, ignore, strict, no_replay, force, json, offline, detach, dry_run, watch, watch_max_steps, watch_debounce_ms, recursive, no_recursive, rescaffold, accept;
+    int no_mined, no_cache, resume, cont, fresh, max_steps, seed, threads, update, ignore, strict, no_replay, force, json, offline, detach, dry_run, watch, watch_max_steps, watch_debounce_ms, recursive, no_recursive, rescaffold, accept;
     const char *max_memory, *base, *name, *policy, *phase, *adapter;
     opt_list include, exclude;
 } train_args;
@@ -34,7 +34,8 @@ static const opt OPTS[] = {
     {"phase", 0, OPT_STR, offsetof(train_args, phase), "sft|preference|all",
      "sft, the preference phase (DPO/ORPO on ::preference:: sections), or both (default all)"},
     {"adapter", 0, OPT_STR, offsetof(train_args, adapter), "NAME", "train only this adapter of training.adapters (default: all, in order)"},
-    {"resume", 0, OPT_FLAG, offsetof(train_args, resume), NULL, "continue the interrupted run (or the current version) exactly"},
+    {"resume", 0, OPT_FLAG, offsetof(train_args, resume), NULL, "continue the interrupted run exactly (from its checkpoint)"},
+    {"continue", 0, OPT_FLAG, offsetof(train_args, cont), NULL, "train the current version further: the interrupted run's checkpoint, else the version's weights and optimizer state for a new run"},
     {"fresh", 0, OPT_FLAG, offsetof(train_args, fresh), NULL, "start a new adapter from the base (drops a leftover checkpoint)"},
     {"max-steps", 0, OPT_INT, offsetof(train_args, max_steps), "N", "stop after N optimizer steps"},
     {"seed", 0, OPT_INT, offsetof(train_args, seed), "N", "override training.seed"},
@@ -67,13 +68,14 @@ static const opt OPTS[] = {
 };
 
 const cmd_spec spec_train = {
-    "train", "PATH|DIR [--adapter NAME] [--phase sft|preference|all] [--resume | --fresh] [--max-steps N] [--seed N] [--threads N] [--max-memory SIZE] [--detach] [--dry-run]",
+    "train", "PATH|DIR [--adapter NAME] [--phase sft|preference|all] [--resume | --continue | --fresh] [--max-steps N] [--seed N] [--threads N] [--max-memory SIZE] [--detach] [--dry-run]",
     "train a LoRA adapter on the document and commit it as the next version",
     "Each run trains on every prose and Q&A section plus a replay sample of sections\n"
     "earlier versions saw, checkpoints every training.save_steps, and commits\n"
     "adapter/versions/vNNNN in PEFT's format. Ctrl-C finishes the step, saves a\n"
     "checkpoint and stops (a second Ctrl-C stops at once); 'dlm train PATH --resume'\n"
-    "continues bit-exactly. SIGTERM does the same. Before loading the weights the\n"
+    "continues bit-exactly (with no checkpoint it says so and exits 1; --continue then\n"
+    "trains the current version further). SIGTERM does the same. Before loading the weights the\n"
     "memory plan (see 'dlm doctor PATH') must fit the budget: available RAM, the\n"
     "cgroup limit, or --max-memory; OOMError names what to write in the frontmatter.\n"
     "--detach runs in its own session (survives logout), logging into the store;\n"
@@ -370,7 +372,8 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
     if (a.recursive && a.no_recursive) return cmd_usage_error(&spec_train, "-r/--recursive and -R/--no-recursive are mutually exclusive");
     if (a.policy && strcmp(a.policy, "strict") && strcmp(a.policy, "permissive"))
         return cmd_usage_error(&spec_train, "--policy expects strict or permissive, got '%s'", a.policy);
-    if (a.resume && a.fresh) return cmd_usage_error(&spec_train, "--resume and --fresh are mutually exclusive");
+    if (a.resume + a.cont + a.fresh > 1)
+        return cmd_usage_error(&spec_train, "--resume, --continue and --fresh are mutually exclusive");
     if (a.update + a.ignore + a.strict > 1)
         return cmd_usage_error(&spec_train, "--strict-lock / --update-lock / --ignore-lock are mutually exclusive");
     if (a.max_steps < 0) return cmd_usage_error(&spec_train, "--max-steps must be >= 0");
@@ -460,7 +463,8 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
     const char *crash = getenv("DLM_TEST_CRASH_AFTER_STEP"), *delay = getenv("DLM_TEST_STEP_DELAY_MS"),
                *crash_rank = getenv("DLM_TEST_CRASH_RANK");
     if (crash && crash_rank && atoi(crash_rank) != dist_rank()) crash = NULL;
-    train_opts o = {.doc_path = pos[0], .home = ctx->home, .resume = a.resume, .fresh = a.fresh,
+    train_opts o = {.doc_path = pos[0], .home = ctx->home, .resume = a.resume || a.cont, .need_ckpt = a.resume,
+                    .fresh = a.fresh,
                     .max_steps = a.max_steps, .seed = a.seed, .threads = a.threads,
                     .lock = a.update ? LOCK_UPDATE : a.ignore ? LOCK_IGNORE : a.strict ? LOCK_STRICT : LOCK_DEFAULT,
                     .no_replay = a.no_replay, .max_memory = maxmem, .force = a.force, .base_override = base_override,
@@ -471,7 +475,7 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
     v.tty = isatty(2);
     v.quiet = ctx->quiet;
     v.notify_fd = -1;
-    v.resume = a.resume;
+    v.resume = a.resume || a.cont;
     char abs_doc[4096], console[4400];
     if (!realpath(pos[0], abs_doc)) snprintf(abs_doc, sizeof abs_doc, "%s", pos[0]);
     v.hbo.doc_path = abs_doc;
@@ -492,10 +496,11 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
     /* --phase all: does the document want the preference phase? */
     int both = ph_sft && ph_pref, pref_wanted = !both, ph_pref0 = ph_pref, ai = 0;
     train_result res, sft_res;
-    int have_sft = 0, cycle = 0;
+    int have_sft = 0, cycle = 0, n_nothing = 0;
 next_adapter:
     o.adapter = n_names ? names[ai] : NULL;
-    o.resume = a.resume;   /* the preference phase of the previous adapter cleared them */
+    o.resume = a.resume || a.cont;   /* the preference phase of the previous adapter cleared them */
+    o.need_ckpt = a.resume;
     o.fresh = a.fresh;
     ph_pref = ph_pref0;
     if (n_names > 1 && !ctx->quiet && !a.json) fprintf(stderr, "adapter %s (%d/%d)\n", names[ai], ai + 1, n_names);
@@ -552,6 +557,21 @@ again:
         clear_line(&v);
         hb_free(v.hb);
         v.hb = NULL;
+    }
+    if (r && n_names > 1 && !a.adapter && a.resume && !strcmp(e.kind, "ResumeError") &&
+        !strncmp(e.msg, "nothing to resume", 17)) {
+        /* --resume over named adapters: the ones with nothing to resume are
+         * said and passed; only when none has a checkpoint is it an error */
+        if (!ctx->quiet) fprintf(stderr, "adapter %s: %s\n", names[ai], e.msg);
+        n_nothing++;
+        if (n_nothing < n_names) {
+            err_clear(&e);
+            r = 0;
+            res.no_op = 1;
+            goto adapter_done;
+        }
+        err_set(&e, "ResumeError", "nothing to resume: no adapter of %s has a checkpoint", pos[0]);
+        err_hint(&e, "'dlm train %s' trains new versions; --continue trains the current ones further", pos[0]);
     }
     if (r && v.notify_fd >= 0) {
         /* failed before the run started: tell the waiting parent why */
@@ -649,6 +669,7 @@ watch:
             }
             if (!ctx->quiet) fprintf(stderr, "%d new section(s): retraining (resume mode, <= %d steps)\n", n_new, a.watch_max_steps);
             o.resume = 1;
+            o.need_ckpt = 0;
             o.fresh = 0;
             o.max_steps = a.watch_max_steps;
             cycle++;

@@ -53,6 +53,41 @@ static int64_t newest_ckpt(const run *R, char *out, size_t cap)
     return best;
 }
 
+/* `--resume` with no checkpoint: say what the last run of this adapter did
+ * instead of training on silently (issue 30) */
+int run_check_resumable(run *R, dlm_err *e)
+{
+    if (!R->o->resume || !R->o->need_ckpt) return 0;
+    store_sweep_temp(R->adir);
+    char path[4400];
+    if (newest_ckpt(R, path, sizeof path)) return 0;
+    const json_t *runs = json_object_get(R->manifest, "training_runs"), *last = NULL;
+    for (size_t i = 0; runs && i < json_array_size(runs); i++) {
+        const json_t *r = json_array_get(runs, i);
+        const char *an = jget_str(r, "adapter_name");
+        if ((an && R->aname && !strcmp(an, R->aname)) || (!an && !R->aname)) last = r;
+    }
+    int v = store_current_version_of(R->store, R->aname, NULL);
+    const char *st = last ? jget_str(last, "status") : NULL;
+    long long rid = 0, av = 0;
+    if (last) {
+        jget_int(last, "run_id", &rid);
+        jget_int(last, "adapter_version", &av);
+    }
+    if (!last && v <= 0)
+        err_set(e, "ResumeError", "nothing to resume: no run has started yet");
+    else if (st && !strcmp(st, "completed") && av > 0)
+        err_set(e, "ResumeError", "nothing to resume: the last run completed as v%04lld", av);
+    else if (st)
+        err_set(e, "ResumeError", "nothing to resume: the last run (run %lld) was %s before its first checkpoint", rid, st);
+    else
+        err_set(e, "ResumeError", "nothing to resume: there is no checkpoint");
+    if (v > 0)
+        return err_hint(e, "'dlm train %s' trains a new version from the base (--fresh also drops a leftover checkpoint);"
+                        " 'dlm train %s --continue' trains v%04d further", R->o->doc_path, R->o->doc_path, v);
+    return err_hint(e, "'dlm train %s' starts a run", R->o->doc_path);
+}
+
 int run_check_interrupted(run *R, dlm_err *e)
 {
     /* what a process that is gone left half-removed or half-written here

@@ -135,6 +135,10 @@ size_t run_optim_state_bytes(const run *R);   /* the whole training_state.bin */
 void run_optim_free(run *R);
 
 int run_check_interrupted(run *R, dlm_err *e);
+/* `--resume` (need_ckpt) with no checkpoint: ResumeError "nothing to resume:
+ * the last run completed as vNNNN" (or "no run has started yet"), with a
+ * hint naming a plain train and --continue; 0 otherwise. */
+int run_check_resumable(run *R, dlm_err *e);
 int run_lock_facts(run *R, dlm_err *e);
 int run_start_or_resume(run *R, dlm_err *e);
 /* The micro-batches per step (all ranks together) of the newest

@@ -99,6 +99,9 @@ static int open_store(run *R, dlm_err *e)
     }
     R->run_id = manifest_next_run_id(R->manifest);
     R->prev_version = store_current_version_of(R->store, R->aname, NULL);
+    /* before the run record exists: `dlm status` keeps saying what the last
+     * run did */
+    if (run_check_resumable(R, e)) return -1;
     if (R->h && R->h->started) R->h->started(R->h->ctx, R->store, R->run_id);
     R->started = 1;
     return 0;

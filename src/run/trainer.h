@@ -64,6 +64,9 @@ typedef struct train_opts {
                                      * preference checkpoint; the SFT note knows the preference phase follows */
     const char *home;               /* resolved DLM home */
     int resume, fresh;              /* mutually exclusive (checked by the command) */
+    int need_ckpt;                  /* with resume (`--resume`): a checkpoint must be there; without it
+                                     * (`--continue`, --watch's retrains) no checkpoint continues the
+                                     * current version (its weights and optimizer state, a new schedule) */
     int64_t max_steps;              /* 0 = from epochs */
     int64_t seed;                   /* -1 = the document's training.seed */
     int threads;                    /* 0 = training.threads or all cores */

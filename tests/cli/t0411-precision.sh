@@ -82,7 +82,7 @@ r=$(sha v0006)
 [ "$r" = "$u" ] || fail "bf16: the resumed run differs from the uninterrupted one: $r vs $u"
 # continuing the committed bf16 version in fp32: refused too
 set +e
-out=$("$DLM" train b32.dlm --max-steps 2 --resume 2>&1)
+out=$("$DLM" train b32.dlm --max-steps 2 --continue 2>&1)
 set -e
 grep <<<"$out" -q "version v0006 was trained with precision bf16" || fail "version continue: $out"
 
