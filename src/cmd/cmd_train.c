@@ -605,6 +605,7 @@ again:
     char dur[32], val[48] = "";
     time_fmt_duration(res.seconds, dur, sizeof dur);
     if (isfinite(res.val_loss)) snprintf(val, sizeof val, " (val %.3f)", res.val_loss);
+    else snprintf(val, sizeof val, " (no validation: every row trained)");
     if (a.json) {
         json_t *j = json_pack("{s:i, s:I, s:f, s:f, s:o, s:f, s:s, s:s, s:b}", "version", res.version, "steps",
                               (json_int_t)res.steps, "first_loss", res.first_loss, "final_loss", res.final_loss,
@@ -612,6 +613,9 @@ again:
                               res.seconds, "adapter_dir", res.version_dir, "log", res.log_path, "early_stopped",
                               res.early_stopped);
         if (o.adapter) json_object_set_new(j, "adapter", json_string(o.adapter));
+        json_object_set_new(j, "val_frac", json_real(res.val_frac));
+        json_object_set_new(j, "held_out_rows", json_integer(res.held_out));
+        json_object_set_new(j, "rows", json_integer(res.rows));
         cmd_print_json(j);
     } else {
         if (o.adapter) printf("adapter %s: ", o.adapter);

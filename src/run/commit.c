@@ -280,7 +280,10 @@ static int corrupt_ckpt(run *R, const char *newest, dlm_err *e)
     char msg[sizeof e->msg];
     snprintf(msg, sizeof msg, "%s; the older checkpoint %s (step %lld) is intact", e->msg, older, (long long)s);
     err_set(e, "ResumeIntegrityError", "%s", msg);
-    return err_hint(e, "resume from it: mv '%s' '%s-corrupt' && dlm train %s --resume", nb, nb, R->o->doc_path);
+    /* the run's --max-steps too: the checkpoint pins its number of steps */
+    char ms[40] = "";
+    if (R->o->max_steps > 0) snprintf(ms, sizeof ms, " --max-steps %lld", (long long)R->o->max_steps);
+    return err_hint(e, "resume from it: mv '%s' '%s-corrupt' && dlm train %s --resume%s", nb, nb, R->o->doc_path, ms);
 }
 
 /* --resume continues bytes trained with one numerics: a checkpoint or
@@ -418,6 +421,8 @@ int run_begin_records(run *R, dlm_err *e)
     json_object_set_new(b, "precision", json_string(R->prec.name));
     json_object_set_new(b, "precision_how", json_string(R->prec.how));
     if (!R->pref) json_object_set_new(b, "cpt", cpt_json(&R->cpt, &R->optim));
+    /* the validation split and every row it holds out (issue 30) */
+    if (!R->pref) json_object_set_new(b, "validation", pipeline_split_json(&R->P.data, R->doc));
     char *s = json_dumps(b, JSON_COMPACT);
     fprintf(R->log, "%s\n", s);
     fflush(R->log);

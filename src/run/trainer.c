@@ -69,6 +69,30 @@ static void progress(run *R, train_phase ph, int64_t step, double loss, double l
 
 /* ---- setup ----------------------------------------------------------------- */
 
+/* What the validation split did, and every row it holds out (up to 20 here;
+ * the run log's banner and `dlm doctor PATH --json` list all): a row is
+ * never held out of training silently. */
+static void note_split(run *R)
+{
+    char line[512];
+    pipeline_split_line(&R->P.data, line, sizeof line);
+    note(R, "%s", line);
+    held_row *h = NULL;
+    int n = pipeline_held_out(&R->P.data, R->doc, &h);
+    for (int i = 0; i < n && i < 20; i++) {
+        held_desc d;
+        char buf[1024];
+        pipeline_held_describe(R->doc, &h[i], &d);
+        pipeline_held_format(&d, buf, sizeof buf);
+        note(R, "  held out: %s", buf);
+    }
+    if (n > 20) note(R, "  ... and %d more ('dlm doctor %s --json' lists every one)", n - 20, R->o->doc_path);
+    if (n > 0)
+        note(R, "  to train on every row: write training.val_frac: 0 in the frontmatter (no validation loss, no early"
+                " stopping)");
+    free(h);
+}
+
 static int open_store(run *R, dlm_err *e)
 {
     const doc_frontmatter *fm = doc_fm(R->doc);
@@ -466,6 +490,7 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
         rc = 0;
         goto out;
     }
+    if (!R->pref) note_split(R);
     if (!R->pref && R->P.data.ds->n_pref_triples && !o->phase_all)
         note(R, "note: %d preference triple(s) are kept for the preference phase; this run trains prose and Q/A (SFT)",
              R->P.data.ds->n_pref_triples);
@@ -653,6 +678,12 @@ out:
         res->final_loss = R->last_loss;
         res->val_loss = R->P.data.ds && R->P.data.ds->n_val && !R->pref ? (R->early || R->best_val < R->last_val ? R->best_val : R->last_val) : NAN;
         res->early_stopped = R->early;
+        if (R->P.data.ds && !R->pref) {
+            const dataset *ds = R->P.data.ds;
+            res->val_frac = ds->n_val ? ds->val_frac : 0;
+            res->held_out = ds->val_text_rows + ds->val_msg_rows;
+            res->rows = ds->rows_prose + ds->rows_instr;
+        }
         res->run_id = R->run_id;
         res->phase = pref_phase_name(R);
         res->rewards_margin = R->rw_margin;

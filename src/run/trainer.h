@@ -97,6 +97,10 @@ typedef struct train_result {
     int early_stopped;
     int64_t steps, total;
     double first_loss, final_loss, val_loss, seconds;
+    /* SFT: the validation split (issue 30): the fraction used (0 none),
+     * the rows held out of training, the document's rows */
+    double val_frac;
+    int held_out, rows;
     int64_t run_id;
     char log_path[4096];
     char version_dir[4096];

@@ -149,6 +149,9 @@ def case(key):
     elif k in ("training.seed", "training.micro_batch_size", "training.grad_accum", "training.recompute", "training.threads"):
         field = k.split(".")[-1]
         effect(k, "train log banner." + field, g["banner"][field], base["banner"][field])
+    elif k == "training.val_frac":
+        f = run(doc(T("val_frac: 0.5")))
+        effect(k, "train log banner.val_items", f["banner"]["val_items"], base["banner"]["val_items"])
     elif k == "training.sequence_len":
         f = run(doc().replace("sequence_len: 64", "sequence_len: 128"))
         effect(k, "doctor document.sequence_len", doctor(f)["sequence_len"], doctor(base)["sequence_len"])

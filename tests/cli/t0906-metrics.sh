@@ -8,6 +8,8 @@
 . "$(dirname "$0")/lib.sh"
 PY=${PYTHON:-python3}
 write_doc doc.dlm 40
+# a validation split on this 4-pair document (below 20 rows there is none by default), so runs record evals
+sed -i 's/^training:$/training:\n  val_frac: 0.5/' doc.dlm
 S="$DLM_HOME/store/$ID"
 rc=0; "$DLM" metrics watch doc.dlm > none.txt || rc=$?
 [ $rc = 0 ] && grep -q "no training run in progress" none.txt || fail "watch without a run: rc $rc $(cat none.txt)"
