@@ -237,6 +237,8 @@ static void on_finished(void *ctx, const train_outcome *o)
         }
     } else if (!strcmp(o->status, "completed") && !o->version) {
         snprintf(msg, sizeof msg, "nothing to train");
+    } else if (!strcmp(o->status, "completed") && o->result && o->result->phase && !strcmp(o->result->phase, "sft")) {
+        train_summary(o->result, msg, sizeof msg);   /* the line train prints last */
     } else if (!strcmp(o->status, "completed")) {
         snprintf(msg, sizeof msg, "trained v%04d in %lld steps", o->version, (long long)o->steps);
     } else {
@@ -461,7 +463,7 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
     /* the test hooks are read here, the one place that reads the environment;
      * DLM_TEST_CRASH_RANK=R limits the crash to one rank of an MPI job */
     const char *crash = getenv("DLM_TEST_CRASH_AFTER_STEP"), *delay = getenv("DLM_TEST_STEP_DELAY_MS"),
-               *crash_rank = getenv("DLM_TEST_CRASH_RANK");
+               *crash_rank = getenv("DLM_TEST_CRASH_RANK"), *eval_every = getenv("DLM_TEST_EVAL_EVERY");
     if (crash && crash_rank && atoi(crash_rank) != dist_rank()) crash = NULL;
     train_opts o = {.doc_path = pos[0], .home = ctx->home, .resume = a.resume || a.cont, .need_ckpt = a.resume,
                     .fresh = a.fresh,
@@ -469,7 +471,8 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
                     .lock = a.update ? LOCK_UPDATE : a.ignore ? LOCK_IGNORE : a.strict ? LOCK_STRICT : LOCK_DEFAULT,
                     .no_replay = a.no_replay, .max_memory = maxmem, .force = a.force, .base_override = base_override,
                     .offline = a.offline, .test_crash_after_step = crash ? atoll(crash) : 0,
-                    .test_step_delay_ms = delay ? atoi(delay) : 0, .no_mined = a.no_mined, .no_cache = a.no_cache};
+                    .test_step_delay_ms = delay ? atoi(delay) : 0,
+                    .test_eval_every = eval_every ? atoi(eval_every) : 0, .no_mined = a.no_mined, .no_cache = a.no_cache};
     view v;
     memset(&v, 0, sizeof v);
     v.tty = isatty(2);
@@ -602,16 +605,17 @@ again:
         goto watch;
     }
     if (res.cancelled) return EXIT_INTERRUPTED;
-    char dur[32], val[48] = "";
+    char dur[32], line[512];
     time_fmt_duration(res.seconds, dur, sizeof dur);
-    if (isfinite(res.val_loss)) snprintf(val, sizeof val, " (val %.3f)", res.val_loss);
-    else snprintf(val, sizeof val, " (no validation: every row trained)");
+    train_summary(&res, line, sizeof line);
     if (a.json) {
         json_t *j = json_pack("{s:i, s:I, s:f, s:f, s:o, s:f, s:s, s:s, s:b}", "version", res.version, "steps",
                               (json_int_t)res.steps, "first_loss", res.first_loss, "final_loss", res.final_loss,
                               "val_loss", isfinite(res.val_loss) ? json_real(res.val_loss) : json_null(), "seconds",
                               res.seconds, "adapter_dir", res.version_dir, "log", res.log_path, "early_stopped",
                               res.early_stopped);
+        json_object_set_new(j, "committed_step", json_integer((json_int_t)res.committed_step));
+        json_object_set_new(j, "total_steps", json_integer((json_int_t)res.total));
         if (o.adapter) json_object_set_new(j, "adapter", json_string(o.adapter));
         json_object_set_new(j, "val_frac", json_real(res.val_frac));
         json_object_set_new(j, "held_out_rows", json_integer(res.held_out));
@@ -619,8 +623,7 @@ again:
         cmd_print_json(j);
     } else {
         if (o.adapter) printf("adapter %s: ", o.adapter);
-        printf("trained v%04d: %lld steps, loss %.3f → %.3f%s, %s\n", res.version, (long long)res.steps,
-               res.first_loss, res.final_loss, val, dur);
+        printf("%s, %s\n", line, dur);
         if (!ctx->quiet) fprintf(stderr, "adapter: %s\nlog: %s\n", res.version_dir, res.log_path);
     }
     if (res.steps > 1 && res.final_loss > 0.95 * res.first_loss)

@@ -337,6 +337,12 @@ int run_start_or_resume(run *R, dlm_err *e)
             return err_hint(e, "restore what changed, or start over with 'dlm train %s --fresh'", R->o->doc_path);
         }
         R->run_id = rid;
+        const json_t *fl = json_object_get(p, "first_loss"), *bl = json_object_get(p, "best_loss");
+        if (json_is_number(fl)) {
+            R->first_loss = json_number_value(fl);
+            R->have_first = 1;
+        }
+        if (json_is_number(bl)) R->best_loss = json_number_value(bl);
         if (lp) snprintf(R->log_path, sizeof R->log_path, "%s", lp);
         if (sa) snprintf(R->started_at, sizeof R->started_at, "%s", sa);
         json_decref(p);
@@ -503,6 +509,10 @@ int run_checkpoint(run *R, int64_t step, dlm_err *e)
                            "micro_batch_size", R->micro_batch, "grad_accum", R->grad_accum, "data_signature", R->data_sig, "log_path",
                            R->log_path, "started_at", R->started_at);
     json_object_set_new(pj, "precision", json_string(R->prec.name));
+    /* the run's first loss and the best evaluation's step loss: a resumed
+     * run reports the same numbers as an uninterrupted one */
+    json_object_set_new(pj, "first_loss", json_real(R->first_loss));
+    json_object_set_new(pj, "best_loss", isfinite(R->best_loss) ? json_real(R->best_loss) : json_null());
     snprintf(p, sizeof p, "%s/progress.json", tmp);
     int rc = json_save_file(p, pj, e);
     json_decref(pj);
@@ -581,10 +591,16 @@ static int write_version(run *R, const char *tmp, dlm_err *e)
 
 int run_commit(run *R, dlm_err *e)
 {
+    R->commit_step = R->steps_done;
+    R->commit_loss = R->last_loss;
+    R->commit_val = !R->pref && R->P.data.ds->n_val ? R->last_val : NAN;
     if (R->early && R->best && R->best_step > 0) {
         memcpy(R->l->w, R->best, R->l->n * sizeof(float));
         run_embed_restore_best(R);   /* the embeddings of that evaluation too */
         R->last_val = R->best_val;
+        R->commit_step = R->best_step;
+        R->commit_loss = R->best_loss;
+        R->commit_val = R->best_val;
     }
     int v = store_next_version_of(R->store, R->aname, e);
     if (v <= 0) return -1;
@@ -631,12 +647,12 @@ int run_commit(run *R, dlm_err *e)
     time_stamp_utc(time_now(), stamp, sizeof stamp);
     snprintf(sum_rel, sizeof sum_rel, "logs/train-%06lld-%s.summary.json", (long long)R->run_id, stamp);
     snprintf(sum_path, sizeof sum_path, "%s/%s", R->store, sum_rel);
-    double val = R->P.data.ds->n_val ? R->last_val : NAN;
+    double val = R->commit_val;
     json_t *wd = R->pref ? NULL : src_weight_distribution(doc_sources_report(R->doc));
     json_t *rec = json_pack("{s:I, s:s, s:s, s:i, s:s, s:I, s:I, s:f, s:o, s:s, s:{}, s:s, s:n, s:o}",
                             "run_id", (json_int_t)R->run_id, "started_at", R->started_at, "ended_at", now,
                             "adapter_version", v, "base_model_revision", R->revision, "seed", (json_int_t)R->seed,
-                            "steps", (json_int_t)R->steps_done, "final_train_loss", R->last_loss, "final_val_loss",
+                            "steps", (json_int_t)R->steps_done, "final_train_loss", R->commit_loss, "final_val_loss",
                             isfinite(val) ? json_real(val) : json_null(), "status", "completed", "pinned_versions",
                             "summary_path", sum_rel, "adapter_name", "weight_distribution", wd ? wd : json_null());
     if (rec && R->aname) json_object_set_new(rec, "adapter_name", json_string(R->aname));
@@ -673,11 +689,12 @@ int run_commit(run *R, dlm_err *e)
     json_t *sum = json_pack("{s:I, s:i, s:s, s:I, s:I, s:f, s:f, s:o, s:f, s:i, s:i, s:i, s:I, s:i, s:i, s:b}",
                             "run_id", (json_int_t)R->run_id, "adapter_version", v, "version_dir", vdir, "steps",
                             (json_int_t)R->steps_done, "total_steps", (json_int_t)R->total, "first_loss",
-                            R->first_loss, "final_loss", R->last_loss, "val_loss",
+                            R->first_loss, "final_loss", R->commit_loss, "val_loss",
                             isfinite(val) ? json_real(val) : json_null(), "seconds", time_mono() - R->t0,
                             "train_items", R->P.data.ds->n_train, "val_items", R->P.data.ds->n_val, "replay_sections", R->P.data.n_replay,
                             "train_loss_tokens", (json_int_t)R->P.data.ds->train_loss_tokens, "micro_batch_size", R->micro_batch,
                             "grad_accum", R->grad_accum, "early_stopped", R->early);
+    json_object_set_new(sum, "committed_step", json_integer((json_int_t)R->commit_step));
     json_save_file(sum_path, sum, NULL);
     json_decref(sum);
     if (R->log) {
@@ -686,6 +703,9 @@ int run_commit(run *R, dlm_err *e)
         fflush(R->log);
     }
     if (R->met) metrics_run_end(R->met, R->run_id, now, "completed", v, &e2);
+    if (R->met && metrics_run_result(R->met, R->run_id, R->commit_step, R->steps_done, R->first_loss, R->commit_loss,
+                                     R->commit_val, R->early, &e2))
+        log_warn("metrics: %s", e2.msg);
     char cdir[4200];
     ckpt_dir(R, cdir, sizeof cdir);
     /* a kill here must not leave a step-NNNNNN without its progress.json

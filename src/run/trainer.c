@@ -33,6 +33,20 @@
 #include "util/log.h"
 #include "util/timeutil.h"
 
+void train_summary(const train_result *r, char *out, size_t cap)
+{
+    char val[48] = "";
+    if (isfinite(r->val_loss)) snprintf(val, sizeof val, " (val %.3f)", r->val_loss);
+    else snprintf(val, sizeof val, " (no validation: every row trained)");
+    if (r->committed_step != r->steps)
+        snprintf(out, cap, "trained v%04d: stopped early at step %lld of %lld, committed step %lld: loss %.3f → %.3f%s",
+                 r->version, (long long)r->steps, (long long)r->total, (long long)r->committed_step, r->first_loss,
+                 r->final_loss, val);
+    else
+        snprintf(out, cap, "trained v%04d: %lld steps, loss %.3f → %.3f%s", r->version, (long long)r->steps,
+                 r->first_loss, r->final_loss, val);
+}
+
 const char *train_phase_name(train_phase p)
 {
     switch (p) {
@@ -558,8 +572,13 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
                 "warmup %lld of %lld steps", R->cpt.setting, 100.0 * R->cpt.fraction, R->optim.min_lr_ratio,
              (long long)optim_warmup_steps(&R->optim), (long long)R->total);
     R->save_every = tr->save_steps > 0 ? tr->save_steps : (R->total / 4 > 1 ? R->total / 4 : 1);
-    R->eval_every = R->total / 4 > 1 ? R->total / 4 : 1;
+    /* the original's cadence (train/trainer.py _default_eval_steps): four
+     * evaluations over a --max-steps run, else one every 50 steps, so that
+     * early stopping (patience 3) can stop a run to num_epochs */
+    R->eval_every = o->max_steps > 0 ? (R->total / 4 > 1 ? R->total / 4 : 1) : EVAL_EVERY_STEPS;
+    if (o->test_eval_every > 0) R->eval_every = o->test_eval_every;
     R->best_val = INFINITY;
+    R->best_loss = NAN;
 
     if (run_start_or_resume(R, e)) goto out;
     if (cpt_embed_step(&R->cpt, R->start_step)) {   /* a step of this run takes the embedding gradients */
@@ -603,7 +622,10 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
             err_hint(e, "lower training.learning_rate; the last checkpoint is kept");
             goto out_fail;
         }
-        if (step == R->start_step) R->first_loss = loss;
+        if (!R->have_first) {   /* the run's first loss: a resumed run kept it in progress.json */
+            R->first_loss = loss;
+            R->have_first = 1;
+        }
         R->last_loss = loss;
         tokens += nt;
         double now = time_mono(), dt = now - t_last > 1e-9 ? now - t_last : 1e-9, tps = (double)nt / dt;
@@ -618,15 +640,26 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
                  * others take its figure (early stopping agrees) */
                 R->last_val = dist_bcast_f64(R->lead ? evaluate(R) : 0);
                 if (R->lead) run_log_eval(R, step + 1, R->last_val);
+                /* transformers' EarlyStoppingCallback, threshold 0: a
+                 * strictly lower loss is an improvement, anything else
+                 * counts against the patience; at the patience the run
+                 * stops and commits the best evaluation's weights */
                 if (R->last_val < R->best_val) {
                     R->best_val = R->last_val;
                     R->best_step = step + 1;
+                    R->best_loss = loss;
                     R->bad_evals = 0;
                     memcpy(R->best, R->l->w, R->l->n * sizeof(float));
                     run_embed_keep_best(R);
-                } else if (++R->bad_evals >= 3) {
-                    note(R, "early stop: validation loss has not improved for 3 evaluations (best %.4f at step %lld)",
-                         R->best_val, (long long)R->best_step);
+                } else if (++R->bad_evals >= EARLY_STOP_PATIENCE) {
+                    if (step + 1 < R->total)
+                        note(R, "early stop at step %lld of %lld: the validation loss has not improved for %d"
+                                " evaluations (best %.4f at step %lld, whose weights are committed)",
+                             (long long)step + 1, (long long)R->total, EARLY_STOP_PATIENCE, R->best_val,
+                             (long long)R->best_step);
+                    else
+                        note(R, "the validation loss has not improved for %d evaluations: the best (%.4f at step"
+                                " %lld) is committed", EARLY_STOP_PATIENCE, R->best_val, (long long)R->best_step);
                     R->early = 1;
                     break;
                 }
@@ -675,8 +708,12 @@ out:
         res->steps = R->steps_done;
         res->total = R->total;
         res->first_loss = R->first_loss;
-        res->final_loss = R->last_loss;
-        res->val_loss = R->P.data.ds && R->P.data.ds->n_val && !R->pref ? (R->early || R->best_val < R->last_val ? R->best_val : R->last_val) : NAN;
+        /* what the version holds (run_commit): the best evaluation's step
+         * after early stopping, else the last step */
+        res->committed_step = R->version ? R->commit_step : R->steps_done;
+        res->final_loss = R->version ? R->commit_loss : R->last_loss;
+        res->val_loss = R->version ? R->commit_val
+                        : R->P.data.ds && R->P.data.ds->n_val && !R->pref ? R->last_val : NAN;
         res->early_stopped = R->early;
         if (R->P.data.ds && !R->pref) {
             const dataset *ds = R->P.data.ds;
@@ -696,7 +733,8 @@ out:
     if (R->started && h && h->finished) {
         train_outcome out = {.status = rc ? "failed" : res->cancelled ? "cancelled" : "completed",
                              .exit_code = rc ? (e->code ? e->code : 1) : res->cancelled ? 130 : 0,
-                             .err = rc ? e : NULL, .version = R->version, .steps = R->steps_done, .total = R->total};
+                             .err = rc ? e : NULL, .version = R->version, .steps = R->steps_done, .total = R->total,
+                             .result = res};
         h->finished(h->ctx, &out);
     }
     for (int i = 0; R->gpart && i < R->n_gpart; i++) free(R->gpart[i]);
