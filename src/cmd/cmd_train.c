@@ -25,7 +25,7 @@
 #include "util/timeutil.h"
 
 typedef struct train_args {
-    int no_mined, no_cache, resume, cont, fresh, max_steps, seed, threads, update, ignore, strict, no_replay, force, json, offline, detach, dry_run, watch, watch_max_steps, watch_debounce_ms, recursive, no_recursive, rescaffold, accept;
+    int no_mined, no_cache, same_store, resume, cont, fresh, max_steps, seed, threads, update, ignore, strict, no_replay, force, json, offline, detach, dry_run, watch, watch_max_steps, watch_debounce_ms, recursive, no_recursive, rescaffold, accept;
     const char *max_memory, *base, *name, *policy, *phase, *adapter;
     opt_list include, exclude;
 } train_args;
@@ -50,6 +50,7 @@ static const opt OPTS[] = {
     {"ignore-lock", 0, OPT_FLAG, offsetof(train_args, ignore), NULL, "skip the dlm.lock check, do not write it"},
     {"strict-lock", 0, OPT_FLAG, offsetof(train_args, strict), NULL, "lock warnings become errors"},
     {"offline", 0, OPT_FLAG, offsetof(train_args, offline), NULL, "never download the base"},
+    {"same-store", 0, OPT_FLAG, offsetof(train_args, same_store), NULL, "train even when another document with this dlm_id (a copy) owns the store"},
     {"i-accept-license", 0, OPT_FLAG, offsetof(train_args, accept), NULL, "accept a gated base's license (recorded in the store)"},
     {"json", 0, OPT_FLAG, offsetof(train_args, json), NULL, "print the result as JSON on stdout"},
     {"detach", 0, OPT_FLAG, offsetof(train_args, detach), NULL, "run in the background (own session, log in the store); see 'dlm status'"},
@@ -472,7 +473,8 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
                     .no_replay = a.no_replay, .max_memory = maxmem, .force = a.force, .base_override = base_override,
                     .offline = a.offline, .test_crash_after_step = crash ? atoll(crash) : 0,
                     .test_step_delay_ms = delay ? atoi(delay) : 0,
-                    .test_eval_every = eval_every ? atoi(eval_every) : 0, .no_mined = a.no_mined, .no_cache = a.no_cache};
+                    .test_eval_every = eval_every ? atoi(eval_every) : 0, .no_mined = a.no_mined, .no_cache = a.no_cache,
+                    .same_store = a.same_store};
     view v;
     memset(&v, 0, sizeof v);
     v.tty = isatty(2);

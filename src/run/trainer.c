@@ -128,6 +128,13 @@ static int open_store(run *R, dlm_err *e)
     if (fs_exists(R->manifest_path)) {
         R->manifest = manifest_load(R->manifest_path, e);
         if (!R->manifest) return -1;
+        /* a copied document shares the dlm_id: which one owns the store */
+        int changed;
+        char sn[9000];
+        if (store_source_check(R->manifest, R->o->doc_path, fm->dlm_id, R->o->same_store, &changed, sn, sizeof sn, e))
+            return -1;
+        if (sn[0]) note(R, "%s", sn);
+        if (changed && manifest_save(R->manifest_path, R->manifest, e)) return -1;
     } else {
         /* train without init: create the manifest, as the original does */
         char abs[4096];
