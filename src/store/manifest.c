@@ -306,6 +306,12 @@ static int file_has_id(const char *path, const char *id)
 int store_source_check(json_t *m, const char *doc_path, const char *dlm_id, int same_store, int *changed, char *note,
                        size_t cap, dlm_err *e)
 {
+    return store_source_check_as(m, doc_path, dlm_id, same_store, 1, changed, note, cap, e);
+}
+
+int store_source_check_as(json_t *m, const char *doc_path, const char *dlm_id, int same_store, int can_share,
+                          int *changed, char *note, size_t cap, dlm_err *e)
+{
     *changed = 0;
     if (note && cap) note[0] = 0;
     char abs[4096];
@@ -322,8 +328,9 @@ int store_source_check(json_t *m, const char *doc_path, const char *dlm_id, int 
         }
         err_set(e, "SharedStoreError", "%s has the dlm_id of %s (%s): the two share one store, and this would"
                 " write into the store of %s (its versions, replay corpus, exports)", doc_path, rec, dlm_id, rec);
-        return err_hint(e, "give %s a store of its own (a new dlm_id, the content kept): dlm init --from %s %s;"
-                        " or write into the shared store on purpose with --same-store", doc_path, doc_path, doc_path);
+        return err_hint(e, "give %s a store of its own (a new dlm_id, the content kept): dlm init --from %s %s%s",
+                        doc_path, doc_path, doc_path,
+                        can_share ? "; or write into the shared store on purpose with --same-store" : "");
     }
     /* no owner yet, or the owner moved (its old path is gone or no longer
      * holds this dlm_id): this document owns the store from now on */

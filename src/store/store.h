@@ -78,6 +78,10 @@ int64_t manifest_next_run_id(const json_t *m);
  * a note). note may be NULL. */
 int store_source_check(json_t *m, const char *doc_path, const char *dlm_id, int same_store, int *changed, char *note,
                        size_t cap, dlm_err *e);
+/* The same for a command without --same-store (can_share 0: the hint
+ * names dlm init --from only). */
+int store_source_check_as(json_t *m, const char *doc_path, const char *dlm_id, int same_store, int can_share,
+                          int *changed, char *note, size_t cap, dlm_err *e);
 
 /* ---- lock (docs/reference/original-spec.md §2.4) -------------------------------------------------------- */
 

@@ -4,7 +4,8 @@
 #     both files, hint: dlm init --from, --same-store); a's store is
 #     untouched (no v0002, its manifest's source_path still a.dlm);
 #   - --same-store trains into the shared store on purpose (a note, the
-#     owner stays a.dlm);
+#     owner stays a.dlm); synth/preference staging and apply on the copy
+#     are refused too (they stage in the store);
 #   - `dlm init --from a.dlm c.dlm` writes a's bytes with only the dlm_id
 #     changed (checked byte for byte in Python) and a store of its own; c
 #     trains without touching a's store; `dlm init --from b.dlm b.dlm`
@@ -32,6 +33,15 @@ src() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["source_
 out=$("$DLM" train b.dlm --same-store 2>&1) || fail "--same-store: $out"
 grep -q "note: b.dlm shares the store of $TR/a.dlm (dlm_id $ID; --same-store)" <<<"$out" || fail "no note: $out"
 [ "$(cat "$S/adapter/current.txt")" = "adapter/versions/v0002" ] && [ "$(src "$S")" = "$TR/a.dlm" ] || fail "--same-store"
+# synth / preference staging and apply write into the store too: refused for the copy
+for c in "synth apply" "preference apply"; do
+    set +e; out=$("$DLM" $c b.dlm 2>&1); rc=$?; set -e
+    [ $rc -eq 1 ] && grep -q "SharedStoreError: b.dlm has the dlm_id of" <<<"$out" &&
+        grep -q "^hint: give b.dlm a store of its own (a new dlm_id, the content kept): dlm init --from b.dlm b.dlm$" <<<"$out" ||
+        fail "$c on the copy: rc $rc: $out"
+done
+set +e; "$DLM" synth apply a.dlm > /dev/null 2>&1; rc=$?; set -e
+[ $rc -eq 2 ] || fail "synth apply on the owner: rc $rc (nothing staged is 2)"
 # init --from: a's bytes, a new id, a store of its own
 out=$("$DLM" init --from a.dlm c.dlm) || fail "init --from: $out"
 python3 - a.dlm c.dlm "$ID" <<'PY' || fail "init --from changed more than the id"
