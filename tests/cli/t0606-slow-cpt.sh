@@ -63,7 +63,7 @@ for k in ("setting", "schedule", "cpt_fraction", "text_rows", "messages_rows", "
           "min_lr_ratio", "embed_warmup_steps"):
     assert d[k] == r[k], (k, d[k], r[k])
 PY
-"$DLM" doctor p.dlm | grep "schedule: dapt (training.cpt.schedule auto; 3 prose + 0 Q/A train rows before replay, 100% prose > 70%)" >/dev/null ||
+"$DLM" doctor p.dlm | grep "schedule: dapt (training.cpt.schedule auto; 4 prose + 0 Q/A train rows before replay, 100% prose > 70%)" >/dev/null ||
     fail "doctor: $("$DLM" doctor p.dlm 2>&1)"
 # auto on a Q/A-heavy document: SFT (the document's cosine)
 doc q.dlm "  cpt:
