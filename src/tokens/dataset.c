@@ -356,6 +356,7 @@ int dataset_build(const dlm_doc *doc, const dlm_doc *replay, tok *t, const chat_
         d->val_text_rows = d->val_msg_rows = 0;
         d->n_val = 0;
         d->val_loss_tokens = 0;
+        d->val_all_in = 1;
     }
     int32_t pad = tok_pad(t);
     if (pad < 0 || pad == tok_eos(t)) pad = tok_unk(t);

@@ -54,6 +54,7 @@ typedef struct dataset {
      * (val_off_small: auto and fewer than DS_VAL_MIN_ROWS rows) */
     double val_frac;
     int val_off_small;
+    int val_all_in;         /* every row fell into the split: they train instead, no validation */
     int32_t pad_id;
     int *perm;              /* [n_train] this epoch's order (allocated at build) */
     int perm_epoch;         /* epoch perm holds, -1 none */

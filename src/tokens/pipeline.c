@@ -159,6 +159,7 @@ static const char *split_none(const dataset *d)
     if (d->n_val) return NULL;
     if (d->val_off_small) return "small document";
     if (d->val_frac <= 0) return "training.val_frac is 0";
+    if (d->val_all_in) return "every row fell into the split";
     return "no row fell into the split";
 }
 
@@ -192,6 +193,9 @@ void pipeline_split_line(const pipeline *p, char *out, size_t cap)
     else if (d->val_frac <= 0)
         snprintf(out, cap, "validation: none (training.val_frac: 0): every row trains; no validation loss, no early"
                  " stopping");
+    else if (!d->n_val && d->val_all_in)
+        snprintf(out, cap, "validation: none: all %d rows fell into the %g split, so every row trains; no validation"
+                 " loss, no early stopping", rows, d->val_frac);
     else if (!d->n_val)
         snprintf(out, cap, "validation: none: no row of %d fell into the %g split; every row trains, no validation"
                  " loss, no early stopping", rows, d->val_frac);

@@ -11,6 +11,7 @@
 #     by file:line and question, with the key that changes it;
 #   - a document of 24 rows with the key unset holds out 10% (the
 #     original's split), named the same way; val_frac 0 turns it off;
+#   - a one-row document whose row the 0.5 split takes trains it (said so);
 #   - val_frac above 0.5 is a schema error with file:line.
 set -euo pipefail
 . "$DLM_SRC/tests/cli/lib.sh"
@@ -93,6 +94,15 @@ mk big0.dlm 01JD0000000000000000000004 23 0
 grep -q "^validation: none (training.val_frac: 0): every row trains; no validation loss, no early stopping" err.txt ||
     fail "val_frac 0: $(cat err.txt)"
 grep -q "held out:" err.txt && fail "val_frac 0 held a row out: $(cat err.txt)"
+# a one-row document whose row the 0.5 split takes: it trains, said as such
+for w in alpha beta gamma delta epsilon zeta eta theta; do
+    printf -- '---\ndlm_id: 01JD0000000000000000000006\ndlm_version: 15\nbase_model: tiny\ntraining:\n  val_frac: 0.5\n---\nThe %s fox.\n' "$w" > one.dlm
+    sid=$("$DLM" show one.dlm --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["sections"][0]["id"])')
+    python3 -c 'import hashlib,sys; h=hashlib.sha256(b"42\0%s\0000" % sys.argv[1].encode()).digest()[:8]
+sys.exit(0 if int.from_bytes(h, "big") < int(0.5 * 2**64) else 1)' "$sid" && break
+done
+"$DLM" doctor one.dlm | grep -q "validation: none: all 1 rows fell into the 0.5 split, so every row trains" ||
+    fail "all rows in the split: $("$DLM" doctor one.dlm)"
 # out of range
 mk bad.dlm 01JD0000000000000000000005 2 0.7
 set +e; out=$("$DLM" show bad.dlm 2>&1); rc=$?; set -e
