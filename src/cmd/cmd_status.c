@@ -137,9 +137,10 @@ static void print_text(const run_report *r, const char *path, const char *store)
         break;
     case RUN_FINISHED:
         printf("run %lld (%s): %s", (long long)r->run_id, how, r->status);
-        if (r->version && r->committed_step && r->committed_step != r->step)   /* an early stop */
-            printf(", v%04d committed at step %lld (stopped early after step %lld/%lld) (exit %d)\n", r->version,
-                   (long long)r->committed_step, (long long)r->step, (long long)r->total, r->exit_code);
+        if (r->version && r->committed_step && r->committed_step != r->step)   /* the best evaluation's weights */
+            printf(", v%04d committed at step %lld (%s after step %lld/%lld) (exit %d)\n", r->version,
+                   (long long)r->committed_step, r->step < r->total ? "stopped early" : "the best evaluation",
+                   (long long)r->step, (long long)r->total, r->exit_code);
         else {
             if (r->version) printf(", v%04d committed", r->version);
             printf(" after step %lld/%lld (exit %d)\n", (long long)r->step, (long long)r->total, r->exit_code);

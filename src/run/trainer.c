@@ -38,7 +38,10 @@ void train_summary(const train_result *r, char *out, size_t cap)
     char val[48] = "";
     if (isfinite(r->val_loss)) snprintf(val, sizeof val, " (val %.3f)", r->val_loss);
     else snprintf(val, sizeof val, " (no validation: every row trained)");
-    if (r->committed_step != r->steps)
+    if (r->committed_step != r->steps && r->steps >= r->total)   /* the patience ran out at the last evaluation */
+        snprintf(out, cap, "trained v%04d: %lld steps, committed step %lld (the best validation loss): loss %.3f → %.3f%s",
+                 r->version, (long long)r->steps, (long long)r->committed_step, r->first_loss, r->final_loss, val);
+    else if (r->committed_step != r->steps)
         snprintf(out, cap, "trained v%04d: stopped early at step %lld of %lld, committed step %lld: loss %.3f → %.3f%s",
                  r->version, (long long)r->steps, (long long)r->total, (long long)r->committed_step, r->first_loss,
                  r->final_loss, val);

@@ -126,6 +126,8 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *r, dlm_er
  * line and the exit record `dlm status` shows:
  *   "trained v0001: 60 steps, loss 6.343 → 0.437 (val 4.514)"
  *   "trained v0001: stopped early at step 525 of 1500, committed step 375: loss 6.343 → 0.712 (val 5.243)"
+ *   "trained v0001: 1500 steps, committed step 1350 (the best validation loss): loss ..." (the patience
+ *     ran out at the last evaluation)
  *   "... (no validation: every row trained)" */
 void train_summary(const train_result *r, char *out, size_t cap);
 
