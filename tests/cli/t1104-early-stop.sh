@@ -2,7 +2,7 @@
 # Early stopping stops, and every report gives the committed numbers
 # (issue 30 point 7). A document with a validation split (val_frac 0.3)
 # trains to num_epochs (500 steps) at a high learning rate, evaluating every
-# 4 steps (DLM_TEST_EVAL_EVERY: the cadence is 50 steps, or a quarter of a
+# 2 steps (DLM_TEST_EVAL_EVERY: the cadence is 50 steps, or a quarter of a
 # --max-steps run, as the original's). A Python replay of transformers'
 # EarlyStoppingCallback (patience 3, threshold 0: a strictly lower loss
 # resets the count) over the run log's evaluations gives the step the run
@@ -17,10 +17,10 @@
 #     step 1's, not the first step after the resume.
 set -euo pipefail
 . "$DLM_SRC/tests/cli/lib.sh"
-export DLM_TEST_EVAL_EVERY=4
+export DLM_TEST_EVAL_EVERY=2
 mk() {
     { printf -- '---\ndlm_id: %s\ndlm_version: 15\nbase_model: tiny\ntraining:\n  sequence_len: 64\n  micro_batch_size: 2\n' "$ID"
-      printf -- '  grad_accum: 1\n  learning_rate: 0.01\n  num_epochs: 100\n  val_frac: 0.3\n  save_steps: 8\n---\n'
+      printf -- '  grad_accum: 1\n  learning_rate: 0.05\n  num_epochs: 100\n  val_frac: 0.3\n  save_steps: 4\n---\n'
       printf -- '# Notes\n\nParis is the capital of France.\n\n::instruction::\n'
       for i in $(seq 12); do printf '\n### Q\nWhat is %d plus %d?\n### A\n%d.\n' "$i" "$i" $((2 * i)); done; } > "$1"
 }
@@ -87,9 +87,9 @@ want = "v0001 committed at step %d (stopped early after step %d/500)" % (t["comm
 assert want in txt and "  trained v0001: stopped early at step %d of 500, committed step %d:" % (t["steps"], t["committed_step"]) in txt, txt
 PY
 a=$(sha256sum "$S/adapter/versions/v0001/adapter_model.safetensors" | cut -c1-64)
-# killed after the checkpoint at step 16, resumed: the same stop, bytes and numbers
-set +e; DLM_TEST_CRASH_AFTER_STEP=17 "$DLM" train doc.dlm -q > /dev/null 2>&1; set -e
-[ -d "$S/adapter/checkpoints/step-000016" ] || fail "no checkpoint at step 16"
+# killed after the checkpoint at step 8, resumed: the same stop, bytes and numbers
+set +e; DLM_TEST_CRASH_AFTER_STEP=9 "$DLM" train doc.dlm -q > /dev/null 2>&1; set -e
+[ -d "$S/adapter/checkpoints/step-000008" ] || fail "no checkpoint at step 8"
 "$DLM" train doc.dlm --resume > out2.txt 2> /dev/null || fail "resume"
 sed -n 's/^\(trained v0002: .*\), [0-9.]*s$/\1/p' out2.txt > line2.txt
 python3 - line2.txt "$S/run/exit.json" <<'PY' || fail "train's last line is not the exit record's"
