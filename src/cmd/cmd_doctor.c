@@ -9,6 +9,7 @@
 
 #include "cmd/commands.h"
 #include "run/doctor.h"
+#include "tokens/pipeline.h"
 #include "run/dist.h"
 #include "run/probe.h"
 #include "kern/cpu.h"
@@ -177,6 +178,21 @@ static void print_doc_plan(const doctor_doc *d, const char *path)
         printf("  dataset: %d train + %d validation items, %lld tokens (%lld with a loss), longest %d of"
                " sequence_len %d\n", d->n_train, d->n_val, (long long)d->tokens, (long long)d->loss_tokens, p->T,
                d->seq_cfg);
+    if (d->from_files && d->split) {   /* the split, and every row it holds out (as train says it) */
+        printf("  %s\n", d->split_line);
+        const json_t *ho = json_object_get(d->split, "held_out");
+        for (size_t i = 0; i < json_array_size(ho); i++) {
+            const json_t *r = json_array_get(ho, i);
+            held_desc hd = {.kind = jget_str(r, "kind"), .file = jget_str(r, "file"),
+                            .line = (int)json_integer_value(json_object_get(r, "line"))};
+            snprintf(hd.text, sizeof hd.text, "%s", jget_str(r, "text"));
+            char buf[1024];
+            pipeline_held_format(&hd, buf, sizeof buf);
+            printf("    held out: %s\n", buf);
+        }
+        if (json_array_size(ho))
+            printf("    to train on every row: write training.val_frac: 0 in the frontmatter\n");
+    }
     if (d->replay_sections)
         printf("  replay: %d sections in the corpus; train adds a sample of them (not counted here)\n",
                d->replay_sections);
@@ -347,6 +363,7 @@ int cmd_doctor(int argc, char **argv, dlm_ctx *ctx)
                                                                dp->pref_pairs, "fits", dp->pref_fits));
             }
             json_object_set_new(json_object_get(o, "document"), "precision", precision_json(dp));
+            if (dp->split) json_object_set(json_object_get(o, "document"), "validation", dp->split);
             cmd_print_json(o);
         } else {
             print_host(&h);
@@ -356,6 +373,7 @@ int cmd_doctor(int argc, char **argv, dlm_ctx *ctx)
             json_decref(gv);
             json_decref(av);
         }
+        for (int i = 0; i < (na ? na : 1); i++) json_decref(ds[i].split);
         free(ds);
         doc_free(nd);
         return EXIT_OK;

@@ -16,7 +16,7 @@
 #include "util/ulid.h"
 
 typedef struct init_args {
-    const char *base, *template;
+    const char *base, *template, *from;
     int force, list, json, accept;
 } init_args;
 
@@ -24,6 +24,7 @@ static const opt init_opts[] = {
     {"base", 0, OPT_STR, offsetof(init_args, base), "KEY", "base model: registry key, hf:org/name[@rev], a path, or tiny (default)"},
     {"template", 0, OPT_STR, offsetof(init_args, template), "NAME", "start from this template (default: default)"},
     {"force", 0, OPT_FLAG, offsetof(init_args, force), NULL, "overwrite an existing file at PATH"},
+    {"from", 0, OPT_STR, offsetof(init_args, from), "SRC", "copy the document SRC to PATH with a new dlm_id (its own store); SRC = PATH re-ids in place"},
     {"i-accept-license", 0, OPT_FLAG, offsetof(init_args, accept), NULL, "accept a gated base's license (recorded in the manifest)"},
     {"list-templates", 0, OPT_FLAG, offsetof(init_args, list), NULL, "list the templates and exit (same as dlm templates list)"},
     {"json", 0, OPT_FLAG, offsetof(init_args, json), NULL, "with --list-templates: print JSON"},
@@ -32,7 +33,7 @@ static const opt init_opts[] = {
 
 const cmd_spec spec_init = {
     "init",
-    "PATH [--base KEY] [--template NAME] [--force] [--i-accept-license] | --list-templates [--json]",
+    "PATH [--base KEY] [--template NAME] [--force] [--i-accept-license] | --from SRC PATH [--force] | --list-templates [--json]",
     "create a .dlm document and its store",
     "Writes a dlm_version 15 document with a fresh dlm_id (a ULID) and creates\n"
     "$DLM_HOME/store/<dlm_id>/ with its manifest. Every template's training\n"
@@ -40,7 +41,10 @@ const cmd_spec spec_init = {
     "`dlm train` then `dlm prompt` answers its questions; on a registry base\n"
     "lower training.learning_rate and num_epochs (see the comment in the\n"
     "frontmatter). `dlm templates list` shows the gallery; templates are files\n"
-    "(templates/<name>.dlm + index.json; $DLM_TEMPLATES overrides the directory).",
+    "(templates/<name>.dlm + index.json; $DLM_TEMPLATES overrides the directory).\n"
+    "--from SRC copies a document with a new dlm_id, frontmatter and body byte for\n"
+    "byte otherwise, and creates its own store: a copy made with cp shares SRC's\n"
+    "store (same dlm_id), which 'dlm train' refuses (docs/dlm-format.md).",
     init_opts,
 };
 
@@ -72,9 +76,98 @@ static int abs_path(const char *path, char *out, size_t cap, dlm_err *e)
     return 0;
 }
 
+/* The offset of the dlm_id value in a document's text: the first line of
+ * the frontmatter that starts with `dlm_id:`, its value (quotes allowed);
+ * -1 when there is none. */
+static long id_offset(const char *txt, size_t len, const char *id)
+{
+    const char *p = txt, *end = txt + len;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *le = nl ? nl : end;
+        if (le - p >= 7 && !strncmp(p, "dlm_id:", 7)) {
+            for (const char *v = p + 7; v + 26 <= le; v++)
+                if (!strncmp(v, id, 26)) return (long)(v - txt);
+            return -1;
+        }
+        if (!nl) break;
+        p = nl + 1;
+    }
+    return -1;
+}
+
+/* dlm init --from SRC PATH: SRC's bytes with a new dlm_id, and a store of
+ * its own (issue 30: a copy made with cp shares SRC's store). */
+static int init_from(dlm_ctx *ctx, const init_args *a, const char *path)
+{
+    dlm_err e;
+    err_clear(&e);
+    char *txt = NULL;
+    size_t len = 0;
+    if (fs_read_all(a->from, 1u << 26, &txt, &len, &e)) return cmd_fail(ctx, &e);
+    dlm_doc *d = doc_parse(a->from, txt, len, &e);
+    if (!d) { free(txt); return cmd_fail(ctx, &e); }
+    char old[27], base_str[4200];
+    snprintf(old, sizeof old, "%s", doc_fm(d)->dlm_id);
+    snprintf(base_str, sizeof base_str, "%s", doc_fm(d)->base_model ? doc_fm(d)->base_model : "");
+    doc_free(d);
+    long at = id_offset(txt, len, old);
+    if (at < 0) {
+        free(txt);
+        err_set(&e, NULL, "%s: no 'dlm_id: %s' line to rewrite", a->from, old);
+        return cmd_fail(ctx, &e);
+    }
+    char id[27];
+    ulid_new(id);
+    memcpy(txt + at, id, 26);   /* the only bytes that change */
+    d = doc_parse(path, txt, len, &e);
+    int ok = d && !strcmp(doc_fm(d)->dlm_id, id);
+    doc_free(d);
+    if (!ok) {
+        free(txt);
+        if (!e.msg[0]) err_set(&e, NULL, "%s: the new dlm_id did not take", a->from);
+        return cmd_fail(ctx, &e);
+    }
+    char rs[PATH_MAX], rd[PATH_MAX];
+    int same = realpath(a->from, rs) && realpath(path, rd) && !strcmp(rs, rd);
+    if (!same && fs_exists(path) && !a->force) {
+        free(txt);
+        err_set(&e, NULL, "%s already exists", path);
+        err_hint(&e, "re-run with --force to overwrite it with %s's content and a new dlm_id (or give %s itself a new"
+                 " dlm_id: dlm init --from %s %s)", a->from, path, path, path);
+        return cmd_fail(ctx, &e);
+    }
+    char parent[4096], abspath[4200], store[4200];
+    fs_dirname(parent, sizeof parent, path);
+    if (fs_mkdir_p(parent, &e) || abs_path(path, abspath, sizeof abspath, &e) ||
+        store_dir(ctx->home, id, store, sizeof store, &e) || store_create_skeleton(store, &e)) {
+        free(txt);
+        return cmd_fail(ctx, &e);
+    }
+    store_lock lk;
+    if (store_lock_acquire(store, "init", &lk, &e)) { free(txt); return cmd_fail(ctx, &e); }
+    json_t *m = manifest_new(id, base_str, NULL, abspath, NULL);
+    char mpath[4300];
+    snprintf(mpath, sizeof mpath, "%s/manifest.json", store);
+    int rc = !m || manifest_save(mpath, m, &e) || fs_write_atomic(path, txt, len, 0644, &e);
+    json_decref(m);
+    free(txt);
+    store_lock_release(&lk);
+    if (rc) {
+        dlm_err ignore;
+        fs_remove_tree(store, &ignore);
+        return cmd_fail(ctx, &e);
+    }
+    if (!ctx->quiet) {
+        printf("init: wrote %s from %s with a new dlm_id (the content is unchanged)\n", path, a->from);
+        printf("dlm_id: %s (was %s)\nstore:  %s\n", id, old, store);
+    }
+    return EXIT_OK;
+}
+
 int cmd_init(int argc, char **argv, dlm_ctx *ctx)
 {
-    init_args a = {.base = "tiny"};
+    init_args a = {0};
     char *pos[64];
     int npos = 0;
     if (argc > 64) return cmd_usage_error(&spec_init, "too many arguments");
@@ -87,6 +180,11 @@ int cmd_init(int argc, char **argv, dlm_ctx *ctx)
     if (a.list) return list_templates(ctx, &a);
     if (npos != 1) return cmd_usage_error(&spec_init, "init takes exactly one PATH (the .dlm file to create)");
     const char *path = pos[0];
+    if (a.from) {
+        if (a.base || a.template) return cmd_usage_error(&spec_init, "--from copies SRC as it is: no --base or --template");
+        return init_from(ctx, &a, path);
+    }
+    if (!a.base) a.base = "tiny";
 
     if (fs_exists(path) && !a.force) {
         err_set(&e, NULL, "%s already exists", path);

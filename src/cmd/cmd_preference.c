@@ -97,7 +97,7 @@ static int cmd_mine(dlm_ctx *ctx, const preference_args *a, const char *path)
     dlm_err e;
     err_clear(&e);
     char store[4096], pend[4200];
-    if (cmd_doc_store(ctx, path, store, sizeof store, &e)) return cmd_fail(ctx, &e);
+    if (cmd_doc_store_owned(ctx, path, store, sizeof store, &e)) return cmd_fail(ctx, &e);
     grow_pending_path(store, "preference", pend, sizeof pend);
     int64_t run = last_run_id(store, &e);
     if (run < 0) return cmd_fail(ctx, &e);

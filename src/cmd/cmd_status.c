@@ -88,6 +88,11 @@ static json_t *report_json(const run_report *r, const char *store)
         json_object_set_new(o, "message", json_string(r->message));
         json_object_set_new(o, "version", r->version ? json_integer(r->version) : json_null());
         json_object_set_new(o, "ended_at", r->ended_at[0] ? json_string(r->ended_at) : json_null());
+        /* what the version holds: train's summary numbers */
+        json_object_set_new(o, "committed_step", r->committed_step ? json_integer((json_int_t)r->committed_step) : json_null());
+        json_object_set_new(o, "early_stopped", json_boolean(r->early_stopped));
+        json_object_set_new(o, "first_loss", numj(r->first_loss));
+        json_object_set_new(o, "final_loss", numj(r->final_loss));
     } else {
         json_object_set_new(o, "status", r->state == RUN_DIED ? json_string("died") : json_null());
     }
@@ -132,8 +137,14 @@ static void print_text(const run_report *r, const char *path, const char *store)
         break;
     case RUN_FINISHED:
         printf("run %lld (%s): %s", (long long)r->run_id, how, r->status);
-        if (r->version) printf(", v%04d committed", r->version);
-        printf(" after step %lld/%lld (exit %d)\n", (long long)r->step, (long long)r->total, r->exit_code);
+        if (r->version && r->committed_step && r->committed_step != r->step)   /* the best evaluation's weights */
+            printf(", v%04d committed at step %lld (%s after step %lld/%lld) (exit %d)\n", r->version,
+                   (long long)r->committed_step, r->step < r->total ? "stopped early" : "the best evaluation",
+                   (long long)r->step, (long long)r->total, r->exit_code);
+        else {
+            if (r->version) printf(", v%04d committed", r->version);
+            printf(" after step %lld/%lld (exit %d)\n", (long long)r->step, (long long)r->total, r->exit_code);
+        }
         if (r->message[0]) printf("  %s\n", r->message);
         break;
     default:
@@ -149,7 +160,10 @@ static void print_text(const run_report *r, const char *path, const char *store)
         if (stale_lock(r, store, lk, sizeof lk)) printf("  it left its store lock: rm %s\n", lk);
         break;
     }
-    if (isfinite(r->loss)) {
+    if (r->state == RUN_FINISHED && isfinite(r->first_loss) && isfinite(r->final_loss)) {
+        /* a committed run: its message is train's summary line (the
+         * committed step, its losses, the run's first loss) */
+    } else if (isfinite(r->loss)) {
         printf("  loss %.4f", r->loss);
         if (isfinite(r->val_loss)) printf(", val %.4f", r->val_loss);
         if (isfinite(r->tokens_per_sec) && r->tokens_per_sec > 0) printf(", %.0f tok/s", r->tokens_per_sec);

@@ -136,7 +136,7 @@ static int cmd_instructions(dlm_ctx *ctx, const synth_args *a, const char *path)
     dlm_err e;
     err_clear(&e);
     char store[4096], pend[4200];
-    if (cmd_doc_store(ctx, path, store, sizeof store, &e)) return cmd_fail(ctx, &e);
+    if (cmd_doc_store_owned(ctx, path, store, sizeof store, &e)) return cmd_fail(ctx, &e);
     grow_pending_path(store, "synth", pend, sizeof pend);
     dlm_doc *d = doc_load(path, &e);
     if (!d) return cmd_fail(ctx, &e);

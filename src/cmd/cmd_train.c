@@ -25,7 +25,7 @@
 #include "util/timeutil.h"
 
 typedef struct train_args {
-    int no_mined, no_cache, resume, fresh, max_steps, seed, threads, update, ignore, strict, no_replay, force, json, offline, detach, dry_run, watch, watch_max_steps, watch_debounce_ms, recursive, no_recursive, rescaffold, accept;
+    int no_mined, no_cache, same_store, resume, cont, fresh, max_steps, seed, threads, update, ignore, strict, no_replay, force, json, offline, detach, dry_run, watch, watch_max_steps, watch_debounce_ms, recursive, no_recursive, rescaffold, accept;
     const char *max_memory, *base, *name, *policy, *phase, *adapter;
     opt_list include, exclude;
 } train_args;
@@ -34,7 +34,8 @@ static const opt OPTS[] = {
     {"phase", 0, OPT_STR, offsetof(train_args, phase), "sft|preference|all",
      "sft, the preference phase (DPO/ORPO on ::preference:: sections), or both (default all)"},
     {"adapter", 0, OPT_STR, offsetof(train_args, adapter), "NAME", "train only this adapter of training.adapters (default: all, in order)"},
-    {"resume", 0, OPT_FLAG, offsetof(train_args, resume), NULL, "continue the interrupted run (or the current version) exactly"},
+    {"resume", 0, OPT_FLAG, offsetof(train_args, resume), NULL, "continue the interrupted run exactly (from its checkpoint)"},
+    {"continue", 0, OPT_FLAG, offsetof(train_args, cont), NULL, "train the current version further: the interrupted run's checkpoint, else the version's weights and optimizer state for a new run"},
     {"fresh", 0, OPT_FLAG, offsetof(train_args, fresh), NULL, "start a new adapter from the base (drops a leftover checkpoint)"},
     {"max-steps", 0, OPT_INT, offsetof(train_args, max_steps), "N", "stop after N optimizer steps"},
     {"seed", 0, OPT_INT, offsetof(train_args, seed), "N", "override training.seed"},
@@ -49,6 +50,7 @@ static const opt OPTS[] = {
     {"ignore-lock", 0, OPT_FLAG, offsetof(train_args, ignore), NULL, "skip the dlm.lock check, do not write it"},
     {"strict-lock", 0, OPT_FLAG, offsetof(train_args, strict), NULL, "lock warnings become errors"},
     {"offline", 0, OPT_FLAG, offsetof(train_args, offline), NULL, "never download the base"},
+    {"same-store", 0, OPT_FLAG, offsetof(train_args, same_store), NULL, "train even when another document with this dlm_id (a copy) owns the store"},
     {"i-accept-license", 0, OPT_FLAG, offsetof(train_args, accept), NULL, "accept a gated base's license (recorded in the store)"},
     {"json", 0, OPT_FLAG, offsetof(train_args, json), NULL, "print the result as JSON on stdout"},
     {"detach", 0, OPT_FLAG, offsetof(train_args, detach), NULL, "run in the background (own session, log in the store); see 'dlm status'"},
@@ -67,13 +69,14 @@ static const opt OPTS[] = {
 };
 
 const cmd_spec spec_train = {
-    "train", "PATH|DIR [--adapter NAME] [--phase sft|preference|all] [--resume | --fresh] [--max-steps N] [--seed N] [--threads N] [--max-memory SIZE] [--detach] [--dry-run]",
+    "train", "PATH|DIR [--adapter NAME] [--phase sft|preference|all] [--resume | --continue | --fresh] [--max-steps N] [--seed N] [--threads N] [--max-memory SIZE] [--detach] [--dry-run]",
     "train a LoRA adapter on the document and commit it as the next version",
     "Each run trains on every prose and Q&A section plus a replay sample of sections\n"
     "earlier versions saw, checkpoints every training.save_steps, and commits\n"
     "adapter/versions/vNNNN in PEFT's format. Ctrl-C finishes the step, saves a\n"
     "checkpoint and stops (a second Ctrl-C stops at once); 'dlm train PATH --resume'\n"
-    "continues bit-exactly. SIGTERM does the same. Before loading the weights the\n"
+    "continues bit-exactly (with no checkpoint it says so and exits 1; --continue then\n"
+    "trains the current version further). SIGTERM does the same. Before loading the weights the\n"
     "memory plan (see 'dlm doctor PATH') must fit the budget: available RAM, the\n"
     "cgroup limit, or --max-memory; OOMError names what to write in the frontmatter.\n"
     "--detach runs in its own session (survives logout), logging into the store;\n"
@@ -235,6 +238,8 @@ static void on_finished(void *ctx, const train_outcome *o)
         }
     } else if (!strcmp(o->status, "completed") && !o->version) {
         snprintf(msg, sizeof msg, "nothing to train");
+    } else if (!strcmp(o->status, "completed") && o->result && o->result->phase && !strcmp(o->result->phase, "sft")) {
+        train_summary(o->result, msg, sizeof msg);   /* the line train prints last */
     } else if (!strcmp(o->status, "completed")) {
         snprintf(msg, sizeof msg, "trained v%04d in %lld steps", o->version, (long long)o->steps);
     } else {
@@ -370,7 +375,8 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
     if (a.recursive && a.no_recursive) return cmd_usage_error(&spec_train, "-r/--recursive and -R/--no-recursive are mutually exclusive");
     if (a.policy && strcmp(a.policy, "strict") && strcmp(a.policy, "permissive"))
         return cmd_usage_error(&spec_train, "--policy expects strict or permissive, got '%s'", a.policy);
-    if (a.resume && a.fresh) return cmd_usage_error(&spec_train, "--resume and --fresh are mutually exclusive");
+    if (a.resume + a.cont + a.fresh > 1)
+        return cmd_usage_error(&spec_train, "--resume, --continue and --fresh are mutually exclusive");
     if (a.update + a.ignore + a.strict > 1)
         return cmd_usage_error(&spec_train, "--strict-lock / --update-lock / --ignore-lock are mutually exclusive");
     if (a.max_steps < 0) return cmd_usage_error(&spec_train, "--max-steps must be >= 0");
@@ -458,20 +464,23 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
     /* the test hooks are read here, the one place that reads the environment;
      * DLM_TEST_CRASH_RANK=R limits the crash to one rank of an MPI job */
     const char *crash = getenv("DLM_TEST_CRASH_AFTER_STEP"), *delay = getenv("DLM_TEST_STEP_DELAY_MS"),
-               *crash_rank = getenv("DLM_TEST_CRASH_RANK");
+               *crash_rank = getenv("DLM_TEST_CRASH_RANK"), *eval_every = getenv("DLM_TEST_EVAL_EVERY");
     if (crash && crash_rank && atoi(crash_rank) != dist_rank()) crash = NULL;
-    train_opts o = {.doc_path = pos[0], .home = ctx->home, .resume = a.resume, .fresh = a.fresh,
+    train_opts o = {.doc_path = pos[0], .home = ctx->home, .resume = a.resume || a.cont, .need_ckpt = a.resume,
+                    .fresh = a.fresh,
                     .max_steps = a.max_steps, .seed = a.seed, .threads = a.threads,
                     .lock = a.update ? LOCK_UPDATE : a.ignore ? LOCK_IGNORE : a.strict ? LOCK_STRICT : LOCK_DEFAULT,
                     .no_replay = a.no_replay, .max_memory = maxmem, .force = a.force, .base_override = base_override,
                     .offline = a.offline, .test_crash_after_step = crash ? atoll(crash) : 0,
-                    .test_step_delay_ms = delay ? atoi(delay) : 0, .no_mined = a.no_mined, .no_cache = a.no_cache};
+                    .test_step_delay_ms = delay ? atoi(delay) : 0,
+                    .test_eval_every = eval_every ? atoi(eval_every) : 0, .no_mined = a.no_mined, .no_cache = a.no_cache,
+                    .same_store = a.same_store};
     view v;
     memset(&v, 0, sizeof v);
     v.tty = isatty(2);
     v.quiet = ctx->quiet;
     v.notify_fd = -1;
-    v.resume = a.resume;
+    v.resume = a.resume || a.cont;
     char abs_doc[4096], console[4400];
     if (!realpath(pos[0], abs_doc)) snprintf(abs_doc, sizeof abs_doc, "%s", pos[0]);
     v.hbo.doc_path = abs_doc;
@@ -492,10 +501,11 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
     /* --phase all: does the document want the preference phase? */
     int both = ph_sft && ph_pref, pref_wanted = !both, ph_pref0 = ph_pref, ai = 0;
     train_result res, sft_res;
-    int have_sft = 0, cycle = 0;
+    int have_sft = 0, cycle = 0, n_nothing = 0;
 next_adapter:
     o.adapter = n_names ? names[ai] : NULL;
-    o.resume = a.resume;   /* the preference phase of the previous adapter cleared them */
+    o.resume = a.resume || a.cont;   /* the preference phase of the previous adapter cleared them */
+    o.need_ckpt = a.resume;
     o.fresh = a.fresh;
     ph_pref = ph_pref0;
     if (n_names > 1 && !ctx->quiet && !a.json) fprintf(stderr, "adapter %s (%d/%d)\n", names[ai], ai + 1, n_names);
@@ -553,6 +563,21 @@ again:
         hb_free(v.hb);
         v.hb = NULL;
     }
+    if (r && n_names > 1 && !a.adapter && a.resume && !strcmp(e.kind, "ResumeError") &&
+        !strncmp(e.msg, "nothing to resume", 17)) {
+        /* --resume over named adapters: the ones with nothing to resume are
+         * said and passed; only when none has a checkpoint is it an error */
+        if (!ctx->quiet) fprintf(stderr, "adapter %s: %s\n", names[ai], e.msg);
+        n_nothing++;
+        if (n_nothing < n_names) {
+            err_clear(&e);
+            r = 0;
+            res.no_op = 1;
+            goto adapter_done;
+        }
+        err_set(&e, "ResumeError", "nothing to resume: no adapter of %s has a checkpoint", pos[0]);
+        err_hint(&e, "'dlm train %s' trains new versions; --continue trains the current ones further", pos[0]);
+    }
     if (r && v.notify_fd >= 0) {
         /* failed before the run started: tell the waiting parent why */
         char line[8192];
@@ -582,21 +607,25 @@ again:
         goto watch;
     }
     if (res.cancelled) return EXIT_INTERRUPTED;
-    char dur[32], val[48] = "";
+    char dur[32], line[512];
     time_fmt_duration(res.seconds, dur, sizeof dur);
-    if (isfinite(res.val_loss)) snprintf(val, sizeof val, " (val %.3f)", res.val_loss);
+    train_summary(&res, line, sizeof line);
     if (a.json) {
         json_t *j = json_pack("{s:i, s:I, s:f, s:f, s:o, s:f, s:s, s:s, s:b}", "version", res.version, "steps",
                               (json_int_t)res.steps, "first_loss", res.first_loss, "final_loss", res.final_loss,
                               "val_loss", isfinite(res.val_loss) ? json_real(res.val_loss) : json_null(), "seconds",
                               res.seconds, "adapter_dir", res.version_dir, "log", res.log_path, "early_stopped",
                               res.early_stopped);
+        json_object_set_new(j, "committed_step", json_integer((json_int_t)res.committed_step));
+        json_object_set_new(j, "total_steps", json_integer((json_int_t)res.total));
         if (o.adapter) json_object_set_new(j, "adapter", json_string(o.adapter));
+        json_object_set_new(j, "val_frac", json_real(res.val_frac));
+        json_object_set_new(j, "held_out_rows", json_integer(res.held_out));
+        json_object_set_new(j, "rows", json_integer(res.rows));
         cmd_print_json(j);
     } else {
         if (o.adapter) printf("adapter %s: ", o.adapter);
-        printf("trained v%04d: %lld steps, loss %.3f → %.3f%s, %s\n", res.version, (long long)res.steps,
-               res.first_loss, res.final_loss, val, dur);
+        printf("%s, %s\n", line, dur);
         if (!ctx->quiet) fprintf(stderr, "adapter: %s\nlog: %s\n", res.version_dir, res.log_path);
     }
     if (res.steps > 1 && res.final_loss > 0.95 * res.first_loss)
@@ -649,6 +678,7 @@ watch:
             }
             if (!ctx->quiet) fprintf(stderr, "%d new section(s): retraining (resume mode, <= %d steps)\n", n_new, a.watch_max_steps);
             o.resume = 1;
+            o.need_ckpt = 0;
             o.fresh = 0;
             o.max_steps = a.watch_max_steps;
             cycle++;

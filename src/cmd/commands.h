@@ -47,6 +47,11 @@ int cmd_setup(dlm_ctx *ctx, dlm_err *e);
 /* cmd_setup, then the store folder of the document at path (commands that
  * read a run's records: logs, status, metrics). */
 int cmd_doc_store(dlm_ctx *ctx, const char *path, char *store, size_t cap, dlm_err *e);
+/* The same for a command that writes into the store for the document
+ * (synth and preference staging, their apply): refused with
+ * SharedStoreError when the document is a copy of the store's owner
+ * (store_source_check). */
+int cmd_doc_store_owned(dlm_ctx *ctx, const char *path, char *store, size_t cap, dlm_err *e);
 /* Licence check for a command about to resolve a base: the document's
  * base_model (or base_override) when it is gated needs an acceptance
  * recorded in the document's store manifest (`init`/`train

@@ -82,7 +82,7 @@ int grow_cmd_apply(dlm_ctx *ctx, const char *path, const char *tool, const char 
     dlm_err e;
     err_clear(&e);
     char store[4096], pend[4200];
-    if (cmd_doc_store(ctx, path, store, sizeof store, &e)) return cmd_fail(ctx, &e);
+    if (cmd_doc_store_owned(ctx, path, store, sizeof store, &e)) return cmd_fail(ctx, &e);
     grow_pending_path(store, tool, pend, sizeof pend);
     json_t *j = doc_grow_pending_load(pend, tool, &e);
     if (!j) {

@@ -79,6 +79,24 @@ int cmd_doc_store(dlm_ctx *ctx, const char *path, char *store, size_t cap, dlm_e
     return rc;
 }
 
+int cmd_doc_store_owned(dlm_ctx *ctx, const char *path, char *store, size_t cap, dlm_err *e)
+{
+    if (cmd_setup(ctx, e)) return -1;
+    dlm_doc *d = doc_load(path, e);
+    if (!d) return -1;
+    int rc = store_dir(ctx->home, doc_fm(d)->dlm_id, store, cap, e);
+    char mp[4200];
+    snprintf(mp, sizeof mp, "%s/manifest.json", store);
+    json_t *m = !rc && fs_is_file(mp) ? manifest_load(mp, e) : NULL;
+    if (!rc && fs_is_file(mp) && !m) rc = -1;
+    int changed;
+    /* a check only: the owner is recorded by train, under the store lock */
+    if (m && store_source_check_as(m, path, doc_fm(d)->dlm_id, 0, 0, &changed, NULL, 0, e)) rc = -1;
+    json_decref(m);
+    doc_free(d);
+    return rc;
+}
+
 /* 1-based line of the frontmatter key `base_model:` (0 when absent). */
 static int base_line(const dlm_doc *d)
 {

@@ -216,6 +216,7 @@ typedef struct doc_training {
     struct { int64_t max_bytes; int enabled; } replay;
     doc_recompute recompute;           /* auto */
     int64_t threads;                   /* 0 = "auto" */
+    double val_frac;                   /* -1 = null (auto: 0 below DS_VAL_MIN_ROWS rows, else 0.1), or 0..0.5 */
 } doc_training;
 
 typedef struct doc_export {

@@ -246,6 +246,7 @@ static void emit_training(emitter *em, const doc_training *t, strbuf *o)
     block(em, o, 2, P, "replay", &sub);
     field(em, o, 2, P, "recompute", t->recompute == 0, doc_recompute_names[t->recompute]);
     field(em, o, 2, P, "threads", !t->threads, t->threads ? RENDER(sb_printf(&v, "%lld", (long long)t->threads)) : "auto");
+    field(em, o, 2, P, "val_frac", t->val_frac < 0, t->val_frac < 0 ? "null" : RENDER(put_float(&v, t->val_frac)));
     sb_free(&v);
     sb_free(&sub);
     sb_free(&sub2);

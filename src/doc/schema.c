@@ -649,7 +649,7 @@ static const char *const TRAINING_FIELDS[] = {
     "sources", "sources_policy",
     /* dlm extensions */
     "loss_on", "packing", "save_steps", "weight_decay", "min_lr_ratio", "replay", "recompute", "threads",
-    NULL};
+    "val_frac", NULL};
 
 static void v_adapters(vctx *v, const ynode *val, const ynode *at, doc_training *t)
 {
@@ -778,6 +778,10 @@ static void v_training(vctx *v, const ynode *map, const ynode *tkey, doc_trainin
         else if (!f_lit_node(v, val, AT, doc_recompute_names, NULL, &k)) t->recompute = (doc_recompute)k;
     }
     FIELD(map, "threads") f_auto_int(v, val, AT, &t->threads);
+    FIELD(map, "val_frac") {
+        if (val->kind == YN_NULL) t->val_frac = -1;
+        else f_float_node(v, val, AT, &t->val_frac, F_GELE(0.0, 0.5));
+    }
 
     extras(v, map, TRAINING_FIELDS);
     if (v->nerr != before) return;
@@ -839,6 +843,7 @@ void doc_training_defaults(doc_training *t)
     t->min_lr_ratio = 0.1;
     t->replay.max_bytes = 268435456;
     t->replay.enabled = 1;
+    t->val_frac = -1;
 }
 
 static void strlist_free(doc_strlist *l)

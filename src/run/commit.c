@@ -53,6 +53,41 @@ static int64_t newest_ckpt(const run *R, char *out, size_t cap)
     return best;
 }
 
+/* `--resume` with no checkpoint: say what the last run of this adapter did
+ * instead of training on silently (issue 30) */
+int run_check_resumable(run *R, dlm_err *e)
+{
+    if (!R->o->resume || !R->o->need_ckpt) return 0;
+    store_sweep_temp(R->adir);
+    char path[4400];
+    if (newest_ckpt(R, path, sizeof path)) return 0;
+    const json_t *runs = json_object_get(R->manifest, "training_runs"), *last = NULL;
+    for (size_t i = 0; runs && i < json_array_size(runs); i++) {
+        const json_t *r = json_array_get(runs, i);
+        const char *an = jget_str(r, "adapter_name");
+        if ((an && R->aname && !strcmp(an, R->aname)) || (!an && !R->aname)) last = r;
+    }
+    int v = store_current_version_of(R->store, R->aname, NULL);
+    const char *st = last ? jget_str(last, "status") : NULL;
+    long long rid = 0, av = 0;
+    if (last) {
+        jget_int(last, "run_id", &rid);
+        jget_int(last, "adapter_version", &av);
+    }
+    if (!last && v <= 0)
+        err_set(e, "ResumeError", "nothing to resume: no run has started yet");
+    else if (st && !strcmp(st, "completed") && av > 0)
+        err_set(e, "ResumeError", "nothing to resume: the last run completed as v%04lld", av);
+    else if (st)
+        err_set(e, "ResumeError", "nothing to resume: the last run (run %lld) was %s before its first checkpoint", rid, st);
+    else
+        err_set(e, "ResumeError", "nothing to resume: there is no checkpoint");
+    if (v > 0)
+        return err_hint(e, "'dlm train %s' trains a new version from the base (--fresh also drops a leftover checkpoint);"
+                        " 'dlm train %s --continue' trains v%04d further", R->o->doc_path, R->o->doc_path, v);
+    return err_hint(e, "'dlm train %s' starts a run", R->o->doc_path);
+}
+
 int run_check_interrupted(run *R, dlm_err *e)
 {
     /* what a process that is gone left half-removed or half-written here
@@ -251,7 +286,10 @@ static int corrupt_ckpt(run *R, const char *newest, dlm_err *e)
     char msg[sizeof e->msg];
     snprintf(msg, sizeof msg, "%s; the older checkpoint %s (step %lld) is intact", e->msg, older, (long long)s);
     err_set(e, "ResumeIntegrityError", "%s", msg);
-    return err_hint(e, "resume from it: mv '%s' '%s-corrupt' && dlm train %s --resume", nb, nb, R->o->doc_path);
+    /* the run's --max-steps too: the checkpoint pins its number of steps */
+    char ms[40] = "";
+    if (R->o->max_steps > 0) snprintf(ms, sizeof ms, " --max-steps %lld", (long long)R->o->max_steps);
+    return err_hint(e, "resume from it: mv '%s' '%s-corrupt' && dlm train %s --resume%s", nb, nb, R->o->doc_path, ms);
 }
 
 /* --resume continues bytes trained with one numerics: a checkpoint or
@@ -305,6 +343,12 @@ int run_start_or_resume(run *R, dlm_err *e)
             return err_hint(e, "restore what changed, or start over with 'dlm train %s --fresh'", R->o->doc_path);
         }
         R->run_id = rid;
+        const json_t *fl = json_object_get(p, "first_loss"), *bl = json_object_get(p, "best_loss");
+        if (json_is_number(fl)) {
+            R->first_loss = json_number_value(fl);
+            R->have_first = 1;
+        }
+        if (json_is_number(bl)) R->best_loss = json_number_value(bl);
         if (lp) snprintf(R->log_path, sizeof R->log_path, "%s", lp);
         if (sa) snprintf(R->started_at, sizeof R->started_at, "%s", sa);
         json_decref(p);
@@ -389,6 +433,8 @@ int run_begin_records(run *R, dlm_err *e)
     json_object_set_new(b, "precision", json_string(R->prec.name));
     json_object_set_new(b, "precision_how", json_string(R->prec.how));
     if (!R->pref) json_object_set_new(b, "cpt", cpt_json(&R->cpt, &R->optim));
+    /* the validation split and every row it holds out (issue 30) */
+    if (!R->pref) json_object_set_new(b, "validation", pipeline_split_json(&R->P.data, R->doc));
     char *s = json_dumps(b, JSON_COMPACT);
     fprintf(R->log, "%s\n", s);
     fflush(R->log);
@@ -469,6 +515,10 @@ int run_checkpoint(run *R, int64_t step, dlm_err *e)
                            "micro_batch_size", R->micro_batch, "grad_accum", R->grad_accum, "data_signature", R->data_sig, "log_path",
                            R->log_path, "started_at", R->started_at);
     json_object_set_new(pj, "precision", json_string(R->prec.name));
+    /* the run's first loss and the best evaluation's step loss: a resumed
+     * run reports the same numbers as an uninterrupted one */
+    json_object_set_new(pj, "first_loss", json_real(R->first_loss));
+    json_object_set_new(pj, "best_loss", isfinite(R->best_loss) ? json_real(R->best_loss) : json_null());
     snprintf(p, sizeof p, "%s/progress.json", tmp);
     int rc = json_save_file(p, pj, e);
     json_decref(pj);
@@ -547,10 +597,16 @@ static int write_version(run *R, const char *tmp, dlm_err *e)
 
 int run_commit(run *R, dlm_err *e)
 {
+    R->commit_step = R->steps_done;
+    R->commit_loss = R->last_loss;
+    R->commit_val = !R->pref && R->P.data.ds->n_val ? R->last_val : NAN;
     if (R->early && R->best && R->best_step > 0) {
         memcpy(R->l->w, R->best, R->l->n * sizeof(float));
         run_embed_restore_best(R);   /* the embeddings of that evaluation too */
         R->last_val = R->best_val;
+        R->commit_step = R->best_step;
+        R->commit_loss = R->best_loss;
+        R->commit_val = R->best_val;
     }
     int v = store_next_version_of(R->store, R->aname, e);
     if (v <= 0) return -1;
@@ -597,12 +653,12 @@ int run_commit(run *R, dlm_err *e)
     time_stamp_utc(time_now(), stamp, sizeof stamp);
     snprintf(sum_rel, sizeof sum_rel, "logs/train-%06lld-%s.summary.json", (long long)R->run_id, stamp);
     snprintf(sum_path, sizeof sum_path, "%s/%s", R->store, sum_rel);
-    double val = R->P.data.ds->n_val ? R->last_val : NAN;
+    double val = R->commit_val;
     json_t *wd = R->pref ? NULL : src_weight_distribution(doc_sources_report(R->doc));
     json_t *rec = json_pack("{s:I, s:s, s:s, s:i, s:s, s:I, s:I, s:f, s:o, s:s, s:{}, s:s, s:n, s:o}",
                             "run_id", (json_int_t)R->run_id, "started_at", R->started_at, "ended_at", now,
                             "adapter_version", v, "base_model_revision", R->revision, "seed", (json_int_t)R->seed,
-                            "steps", (json_int_t)R->steps_done, "final_train_loss", R->last_loss, "final_val_loss",
+                            "steps", (json_int_t)R->steps_done, "final_train_loss", R->commit_loss, "final_val_loss",
                             isfinite(val) ? json_real(val) : json_null(), "status", "completed", "pinned_versions",
                             "summary_path", sum_rel, "adapter_name", "weight_distribution", wd ? wd : json_null());
     if (rec && R->aname) json_object_set_new(rec, "adapter_name", json_string(R->aname));
@@ -639,11 +695,12 @@ int run_commit(run *R, dlm_err *e)
     json_t *sum = json_pack("{s:I, s:i, s:s, s:I, s:I, s:f, s:f, s:o, s:f, s:i, s:i, s:i, s:I, s:i, s:i, s:b}",
                             "run_id", (json_int_t)R->run_id, "adapter_version", v, "version_dir", vdir, "steps",
                             (json_int_t)R->steps_done, "total_steps", (json_int_t)R->total, "first_loss",
-                            R->first_loss, "final_loss", R->last_loss, "val_loss",
+                            R->first_loss, "final_loss", R->commit_loss, "val_loss",
                             isfinite(val) ? json_real(val) : json_null(), "seconds", time_mono() - R->t0,
                             "train_items", R->P.data.ds->n_train, "val_items", R->P.data.ds->n_val, "replay_sections", R->P.data.n_replay,
                             "train_loss_tokens", (json_int_t)R->P.data.ds->train_loss_tokens, "micro_batch_size", R->micro_batch,
                             "grad_accum", R->grad_accum, "early_stopped", R->early);
+    json_object_set_new(sum, "committed_step", json_integer((json_int_t)R->commit_step));
     json_save_file(sum_path, sum, NULL);
     json_decref(sum);
     if (R->log) {
@@ -652,6 +709,9 @@ int run_commit(run *R, dlm_err *e)
         fflush(R->log);
     }
     if (R->met) metrics_run_end(R->met, R->run_id, now, "completed", v, &e2);
+    if (R->met && metrics_run_result(R->met, R->run_id, R->commit_step, R->steps_done, R->first_loss, R->commit_loss,
+                                     R->commit_val, R->early, &e2))
+        log_warn("metrics: %s", e2.msg);
     char cdir[4200];
     ckpt_dir(R, cdir, sizeof cdir);
     /* a kill here must not leave a step-NNNNNN without its progress.json

@@ -75,7 +75,6 @@ int doctor_plan_document(const char *doc_path, const char *home, const host_info
     memset(o, 0, sizeof *o);
     prep P;
     memset(&P, 0, sizeof P);
-    P.heap0 = plan_heap_in_use();
     json_t *manifest = NULL;
     dlm_doc *doc = doc_load(doc_path, e);
     if (!doc) return -1;
@@ -140,6 +139,8 @@ int doctor_plan_document(const char *doc_path, const char *home, const host_info
     const dataset *ds = P.data.ds;
     o->n_train = ds->n_train;
     o->n_val = ds->n_val;
+    pipeline_split_line(&P.data, o->split_line, sizeof o->split_line);
+    o->split = pipeline_split_json(&P.data, doc);
     o->tokens = ds->n_tok;
     o->loss_tokens = ds->train_loss_tokens;
     o->qlora = P.qlora;

@@ -8,6 +8,7 @@
 #define DLM_DOCTOR_H
 
 #include <stdint.h>
+#include <jansson.h>
 #include "run/cpt.h"
 #include "run/plan.h"
 #include "run/precision.h"
@@ -28,6 +29,10 @@ typedef struct doctor_doc {
     prec_choice prec;
     char prec_refused[512];     /* "" unless refused */
     int n_train, n_val;         /* dataset items (from_files only) */
+    /* the validation split as train will make it (from_files only): its
+     * line and pipeline_split_json (owned: json_decref it) */
+    char split_line[512];
+    json_t *split;
     int64_t tokens, loss_tokens;
     /* training.cpt (from_files only): the schedule train will choose for a
      * run of the document's epochs with the plan's batch shape */

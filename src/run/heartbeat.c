@@ -258,18 +258,35 @@ int hb_finish(heartbeat *h, const train_outcome *o, const char *message, dlm_err
     time_iso_utc(time_now(), now, sizeof now);
     esc(message ? message : "", msg, sizeof msg);
     pthread_mutex_lock(&h->mu);
+    /* a committed SFT run: what the version holds (train's summary numbers) */
+    const train_result *r = o->version && o->result && o->result->phase && !strcmp(o->result->phase, "sft")
+                            ? o->result : NULL;
     if (h->have_p) {
-        /* the last state, with the final step count */
+        /* the last state, with the final step count, and the committed
+         * step's losses: `dlm status` says what train said */
         h->p.phase = PHASE_DONE;
         h->p.step = o->steps;
+        if (r) {
+            h->p.loss = r->final_loss;
+            h->p.val_loss = r->val_loss;
+        }
         write_hb(h, NULL);
     }
     pthread_mutex_unlock(&h->mu);
+    char res[512] = "", fl[32], cl[32], vl[32];
+    if (r) {
+        num(r->first_loss, fl, sizeof fl);
+        num(r->final_loss, cl, sizeof cl);
+        num(r->val_loss, vl, sizeof vl);
+        snprintf(res, sizeof res, "  \"committed_step\": %lld,\n  \"early_stopped\": %s,\n  \"final_loss\": %s,\n"
+                 "  \"first_loss\": %s,\n  \"val_loss\": %s,\n", (long long)r->committed_step,
+                 r->early_stopped ? "true" : "false", cl, fl, vl);
+    }
     int n = snprintf(text, sizeof text,
-                     "{\n  \"ended_at\": \"%s\",\n  \"exit_code\": %d,\n  \"message\": \"%s\",\n  \"pid\": %ld,\n"
+                     "{\n%s  \"ended_at\": \"%s\",\n  \"exit_code\": %d,\n  \"message\": \"%s\",\n  \"pid\": %ld,\n"
                      "  \"run_id\": %lld,\n  \"status\": \"%s\",\n  \"steps\": %lld,\n  \"total\": %lld,\n"
                      "  \"version\": %d\n}\n",
-                     now, o->exit_code, msg, h->pid, (long long)h->run_id, o->status, (long long)o->steps,
+                     res, now, o->exit_code, msg, h->pid, (long long)h->run_id, o->status, (long long)o->steps,
                      (long long)o->total, o->version);
     if (n < 0 || n >= (int)sizeof text) return err_set(e, NULL, "exit record too long");
     return fs_write_atomic(h->exit_path, text, (size_t)n, 0644, e);
@@ -330,6 +347,7 @@ int hb_read(const char *store, run_report *r, dlm_err *e)
 {
     memset(r, 0, sizeof *r);
     r->loss = r->val_loss = r->lr = r->tokens_per_sec = r->elapsed = r->eta = r->age = NAN;
+    r->first_loss = r->final_loss = NAN;
     char p[4400];
     snprintf(p, sizeof p, "%s/run/heartbeat.json", store);
     if (!fs_is_file(p)) return 0;
@@ -374,6 +392,12 @@ int hb_read(const char *store, run_report *r, dlm_err *e)
         jstr(ex, "ended_at", r->ended_at, sizeof r->ended_at);
         if (!jget_int(ex, "exit_code", &v)) r->exit_code = (int)v;
         if (!jget_int(ex, "version", &v)) r->version = (int)v;
+        if (!jget_int(ex, "committed_step", &v)) r->committed_step = v;
+        int es;
+        if (!jget_bool(ex, "early_stopped", &es)) r->early_stopped = es;
+        r->first_loss = jnum(ex, "first_loss");
+        r->final_loss = jnum(ex, "final_loss");
+        if (json_object_get(ex, "val_loss")) r->val_loss = jnum(ex, "val_loss");
         json_decref(ex);
         return 0;
     }

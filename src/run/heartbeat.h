@@ -73,6 +73,12 @@ typedef struct run_report {
     char status[16];
     int exit_code, version;
     char message[2048], ended_at[32];
+    /* a completed SFT run: the committed step (the best evaluation's after
+     * early stopping), the run's first loss, the committed step's loss; its
+     * validation loss is val_loss (NaN / 0 when not recorded) */
+    int64_t committed_step;
+    int early_stopped;
+    double first_loss, final_loss;
 } run_report;
 
 /* Read <store>/run. A store with no run record gives RUN_NONE (0 returned). */

@@ -64,9 +64,9 @@ typedef struct plan_in {
     int recompute;              /* -1 auto, 0 off, 1 on */
     int threads;                /* compute threads (0 = cores) */
     int cores;                  /* usable cores (auto threads) */
-    uint64_t tokenizer_bytes;   /* heap the tokenizer holds */
-    uint64_t dataset_bytes;     /* heap the dataset holds */
-    uint64_t other_bytes;       /* document, manifest, replay sample, ... */
+    uint64_t tokenizer_bytes;   /* what the tokenizer's tables hold (tok_mem_bytes) */
+    uint64_t dataset_bytes;     /* what the dataset holds (pipeline_mem_bytes) */
+    uint64_t other_bytes;       /* the document, plus PLAN_RECORDS_BYTES */
     int64_t distinct_tokens;    /* token ids the dataset uses (0 = unknown: the whole embedding) */
     uint64_t budget;            /* bytes we may use (0 = unknown: everything fits) */
     int keep_best;              /* a validation split: early stopping keeps the best params */
@@ -145,5 +145,9 @@ uint64_t plan_peak_vm(void);
 /* Kernel scratch per thread (kern_impl.h KERN_SCRATCH_BYTES; a unit test
  * keeps the two equal). */
 #define PLAN_THREAD_SCRATCH (6ull << 20)
+/* The run's records besides the document: manifest, lock, run record, log
+ * and path buffers (measured at about 40 KB on a run of the embedded base;
+ * a constant, so the plan is one number in doctor and train). */
+#define PLAN_RECORDS_BYTES (64ull << 10)
 
 #endif

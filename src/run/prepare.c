@@ -8,11 +8,7 @@
 
 int prep_base(prep *P, const char *model_path, const reg_entry *entry, dlm_err *e)
 {
-    uint64_t h0 = plan_heap_in_use();
     if (tok_load_for_model(model_path, &P->tok, e)) return -1;
-    plan_heap_trim();
-    uint64_t h1 = plan_heap_in_use();
-    P->tok_bytes = h1 > h0 ? h1 - h0 : 0;
     /* the base's shape and bytes from its headers: the plan needs them
      * before a weight is mapped */
     if (plan_base_read(model_path, &P->base, e)) return -1;
@@ -50,11 +46,8 @@ int prep_data(prep *P, pipeline_in *in, dlm_err *e)
     in->tok = P->tok;
     in->dialect = P->dialect;
     if (!in->max_pos) in->max_pos = P->base.cfg.max_pos;
-    uint64_t h0 = plan_heap_in_use();
     if (pipeline_build(in, &P->data, e)) return -1;
-    plan_heap_trim();
-    uint64_t h1 = plan_heap_in_use();
-    P->data_bytes = h1 > h0 ? h1 - h0 : 0;
+    P->doc_bytes = pipeline_doc_bytes(in->doc);
     return 0;
 }
 
@@ -90,11 +83,10 @@ void prep_plan_inputs(const prep *P, const doc_training *tr, int threads, int co
     in->recompute = tr->recompute == DOC_RECOMPUTE_ON ? 1 : tr->recompute == DOC_RECOMPUTE_OFF ? 0 : -1;
     in->threads = plan_threads(threads > 0 ? threads : (int)tr->threads, cores);
     in->cores = cores;
-    in->tokenizer_bytes = P->tok_bytes;
-    in->dataset_bytes = P->data_bytes;
-    uint64_t heap = plan_heap_in_use();
-    uint64_t known = P->heap0 + P->tok_bytes + P->data_bytes;
-    in->other_bytes = heap > known ? heap - known : 0;
+    /* counted, not measured: doctor and train plan the same bytes */
+    in->tokenizer_bytes = tok_mem_bytes(P->tok);
+    in->dataset_bytes = pipeline_mem_bytes(&P->data);
+    in->other_bytes = P->doc_bytes + PLAN_RECORDS_BYTES;
     in->distinct_tokens = plan_distinct_tokens(ds->tok, ds->n_tok, P->base.cfg.vocab);
     in->budget = budget;
     in->keep_best = ds->n_val > 0;

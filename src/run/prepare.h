@@ -22,8 +22,7 @@ typedef struct prep {
     int qlora;                      /* quantize the base's projections to Q4_K in memory */
     int bf16_base;                  /* training.precision bf16: F32/F16 projections re-stored as BF16 once */
     pipeline data;
-    uint64_t heap0;                 /* heap in use before the command loaded anything */
-    uint64_t tok_bytes, data_bytes; /* heap held by the tokenizer, by the data */
+    uint64_t doc_bytes;             /* the parsed document (pipeline_doc_bytes) */
 } prep;
 
 /* Tokenizer, base shape, vocabulary check, dialect. entry: the base's

@@ -65,6 +65,15 @@ typedef struct run {
     optim_config optim;
     int64_t total, start_step, steps_done, t_offset, save_every, eval_every, best_step;
     double first_loss, last_loss, last_val, best_val, last_lr;
+    double best_loss;               /* the training loss of the best evaluation's step */
+    int have_first;                 /* first_loss is the run's (from step 1, or a checkpoint's progress.json) */
+    /* what the committed version is (run_commit): the step whose weights it
+     * holds (the best evaluation's after early stopping), that step's loss
+     * and validation loss; train's summary, the exit record `dlm status`
+     * reads, the manifest, the summary file and metrics' run_results say
+     * these (issue 30) */
+    int64_t commit_step;
+    double commit_loss, commit_val;
     int64_t step_rows;             /* sequences (packed rows) in this rank's micro-batches of the step: the log's "rows" */
     int bad_evals, early, resumed;
     int defer;                      /* --phase all --resume: the checkpoint is the preference phase's */
@@ -135,6 +144,10 @@ size_t run_optim_state_bytes(const run *R);   /* the whole training_state.bin */
 void run_optim_free(run *R);
 
 int run_check_interrupted(run *R, dlm_err *e);
+/* `--resume` (need_ckpt) with no checkpoint: ResumeError "nothing to resume:
+ * the last run completed as vNNNN" (or "no run has started yet"), with a
+ * hint naming a plain train and --continue; 0 otherwise. */
+int run_check_resumable(run *R, dlm_err *e);
 int run_lock_facts(run *R, dlm_err *e);
 int run_start_or_resume(run *R, dlm_err *e);
 /* The micro-batches per step (all ranks together) of the newest

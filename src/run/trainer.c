@@ -33,6 +33,23 @@
 #include "util/log.h"
 #include "util/timeutil.h"
 
+void train_summary(const train_result *r, char *out, size_t cap)
+{
+    char val[48] = "";
+    if (isfinite(r->val_loss)) snprintf(val, sizeof val, " (val %.3f)", r->val_loss);
+    else snprintf(val, sizeof val, " (no validation: every row trained)");
+    if (r->committed_step != r->steps && r->steps >= r->total)   /* the patience ran out at the last evaluation */
+        snprintf(out, cap, "trained v%04d: %lld steps, committed step %lld (the best validation loss): loss %.3f → %.3f%s",
+                 r->version, (long long)r->steps, (long long)r->committed_step, r->first_loss, r->final_loss, val);
+    else if (r->committed_step != r->steps)
+        snprintf(out, cap, "trained v%04d: stopped early at step %lld of %lld, committed step %lld: loss %.3f → %.3f%s",
+                 r->version, (long long)r->steps, (long long)r->total, (long long)r->committed_step, r->first_loss,
+                 r->final_loss, val);
+    else
+        snprintf(out, cap, "trained v%04d: %lld steps, loss %.3f → %.3f%s", r->version, (long long)r->steps,
+                 r->first_loss, r->final_loss, val);
+}
+
 const char *train_phase_name(train_phase p)
 {
     switch (p) {
@@ -69,6 +86,30 @@ static void progress(run *R, train_phase ph, int64_t step, double loss, double l
 
 /* ---- setup ----------------------------------------------------------------- */
 
+/* What the validation split did, and every row it holds out (up to 20 here;
+ * the run log's banner and `dlm doctor PATH --json` list all): a row is
+ * never held out of training silently. */
+static void note_split(run *R)
+{
+    char line[512];
+    pipeline_split_line(&R->P.data, line, sizeof line);
+    note(R, "%s", line);
+    held_row *h = NULL;
+    int n = pipeline_held_out(&R->P.data, R->doc, &h);
+    for (int i = 0; i < n && i < 20; i++) {
+        held_desc d;
+        char buf[1024];
+        pipeline_held_describe(R->doc, &h[i], &d);
+        pipeline_held_format(&d, buf, sizeof buf);
+        note(R, "  held out: %s", buf);
+    }
+    if (n > 20) note(R, "  ... and %d more ('dlm doctor %s --json' lists every one)", n - 20, R->o->doc_path);
+    if (n > 0)
+        note(R, "  to train on every row: write training.val_frac: 0 in the frontmatter (no validation loss, no early"
+                " stopping)");
+    free(h);
+}
+
 static int open_store(run *R, dlm_err *e)
 {
     const doc_frontmatter *fm = doc_fm(R->doc);
@@ -90,6 +131,13 @@ static int open_store(run *R, dlm_err *e)
     if (fs_exists(R->manifest_path)) {
         R->manifest = manifest_load(R->manifest_path, e);
         if (!R->manifest) return -1;
+        /* a copied document shares the dlm_id: which one owns the store */
+        int changed;
+        char sn[9000];
+        if (store_source_check(R->manifest, R->o->doc_path, fm->dlm_id, R->o->same_store, &changed, sn, sizeof sn, e))
+            return -1;
+        if (sn[0]) note(R, "%s", sn);
+        if (changed && manifest_save(R->manifest_path, R->manifest, e)) return -1;
     } else {
         /* train without init: create the manifest, as the original does */
         char abs[4096];
@@ -99,6 +147,9 @@ static int open_store(run *R, dlm_err *e)
     }
     R->run_id = manifest_next_run_id(R->manifest);
     R->prev_version = store_current_version_of(R->store, R->aname, NULL);
+    /* before the run record exists: `dlm status` keeps saying what the last
+     * run did */
+    if (run_check_resumable(R, e)) return -1;
     if (R->h && R->h->started) R->h->started(R->h->ctx, R->store, R->run_id);
     R->started = 1;
     return 0;
@@ -363,7 +414,6 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
     R->lead = dist_rank() == 0;
     R->h = R->lead ? h : NULL;
     R->t0 = time_mono();
-    R->P.heap0 = plan_heap_in_use();
     R->last_val = NAN;
     int rc = -1;
     R->doc = doc_load(o->doc_path, e);
@@ -414,12 +464,7 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
         }
     }
     R->threads = plan_threads(o->threads > 0 ? o->threads : (int)tr->threads, R->host.cores_usable);
-    /* the kernels' per-thread scratch is the plan's "runtime" item, not
-     * part of what the records hold */
-    uint64_t k0 = plan_heap_in_use();
-    kern_init(R->threads);
-    uint64_t k1 = plan_heap_in_use();
-    if (k1 > k0) R->P.heap0 += k1 - k0;
+    kern_init(R->threads);   /* its per-thread scratch is the plan's "runtime" item */
     progress(R, PHASE_LOADING, 0, NAN, 0, 0);
     /* the others read the store after rank 0 has created and locked it */
     if (!R->lead) (void)dist_bcast_flag(1);
@@ -469,6 +514,7 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
         rc = 0;
         goto out;
     }
+    if (!R->pref) note_split(R);
     if (!R->pref && R->P.data.ds->n_pref_triples && !o->phase_all)
         note(R, "note: %d preference triple(s) are kept for the preference phase; this run trains prose and Q/A (SFT)",
              R->P.data.ds->n_pref_triples);
@@ -536,8 +582,13 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
                 "warmup %lld of %lld steps", R->cpt.setting, 100.0 * R->cpt.fraction, R->optim.min_lr_ratio,
              (long long)optim_warmup_steps(&R->optim), (long long)R->total);
     R->save_every = tr->save_steps > 0 ? tr->save_steps : (R->total / 4 > 1 ? R->total / 4 : 1);
-    R->eval_every = R->total / 4 > 1 ? R->total / 4 : 1;
+    /* the original's cadence (train/trainer.py _default_eval_steps): four
+     * evaluations over a --max-steps run, else one every 50 steps, so that
+     * early stopping (patience 3) can stop a run to num_epochs */
+    R->eval_every = o->max_steps > 0 ? (R->total / 4 > 1 ? R->total / 4 : 1) : EVAL_EVERY_STEPS;
+    if (o->test_eval_every > 0) R->eval_every = o->test_eval_every;
     R->best_val = INFINITY;
+    R->best_loss = NAN;
 
     if (run_start_or_resume(R, e)) goto out;
     if (cpt_embed_step(&R->cpt, R->start_step)) {   /* a step of this run takes the embedding gradients */
@@ -581,7 +632,10 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
             err_hint(e, "lower training.learning_rate; the last checkpoint is kept");
             goto out_fail;
         }
-        if (step == R->start_step) R->first_loss = loss;
+        if (!R->have_first) {   /* the run's first loss: a resumed run kept it in progress.json */
+            R->first_loss = loss;
+            R->have_first = 1;
+        }
         R->last_loss = loss;
         tokens += nt;
         double now = time_mono(), dt = now - t_last > 1e-9 ? now - t_last : 1e-9, tps = (double)nt / dt;
@@ -596,15 +650,26 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
                  * others take its figure (early stopping agrees) */
                 R->last_val = dist_bcast_f64(R->lead ? evaluate(R) : 0);
                 if (R->lead) run_log_eval(R, step + 1, R->last_val);
+                /* transformers' EarlyStoppingCallback, threshold 0: a
+                 * strictly lower loss is an improvement, anything else
+                 * counts against the patience; at the patience the run
+                 * stops and commits the best evaluation's weights */
                 if (R->last_val < R->best_val) {
                     R->best_val = R->last_val;
                     R->best_step = step + 1;
+                    R->best_loss = loss;
                     R->bad_evals = 0;
                     memcpy(R->best, R->l->w, R->l->n * sizeof(float));
                     run_embed_keep_best(R);
-                } else if (++R->bad_evals >= 3) {
-                    note(R, "early stop: validation loss has not improved for 3 evaluations (best %.4f at step %lld)",
-                         R->best_val, (long long)R->best_step);
+                } else if (++R->bad_evals >= EARLY_STOP_PATIENCE) {
+                    if (step + 1 < R->total)
+                        note(R, "early stop at step %lld of %lld: the validation loss has not improved for %d"
+                                " evaluations (best %.4f at step %lld, whose weights are committed)",
+                             (long long)step + 1, (long long)R->total, EARLY_STOP_PATIENCE, R->best_val,
+                             (long long)R->best_step);
+                    else
+                        note(R, "the validation loss has not improved for %d evaluations: the best (%.4f at step"
+                                " %lld) is committed", EARLY_STOP_PATIENCE, R->best_val, (long long)R->best_step);
                     R->early = 1;
                     break;
                 }
@@ -653,9 +718,19 @@ out:
         res->steps = R->steps_done;
         res->total = R->total;
         res->first_loss = R->first_loss;
-        res->final_loss = R->last_loss;
-        res->val_loss = R->P.data.ds && R->P.data.ds->n_val && !R->pref ? (R->early || R->best_val < R->last_val ? R->best_val : R->last_val) : NAN;
+        /* what the version holds (run_commit): the best evaluation's step
+         * after early stopping, else the last step */
+        res->committed_step = R->version ? R->commit_step : R->steps_done;
+        res->final_loss = R->version ? R->commit_loss : R->last_loss;
+        res->val_loss = R->version ? R->commit_val
+                        : R->P.data.ds && R->P.data.ds->n_val && !R->pref ? R->last_val : NAN;
         res->early_stopped = R->early;
+        if (R->P.data.ds && !R->pref) {
+            const dataset *ds = R->P.data.ds;
+            res->val_frac = ds->n_val ? ds->val_frac : 0;
+            res->held_out = ds->val_text_rows + ds->val_msg_rows;
+            res->rows = ds->rows_prose + ds->rows_instr;
+        }
         res->run_id = R->run_id;
         res->phase = pref_phase_name(R);
         res->rewards_margin = R->rw_margin;
@@ -668,7 +743,8 @@ out:
     if (R->started && h && h->finished) {
         train_outcome out = {.status = rc ? "failed" : res->cancelled ? "cancelled" : "completed",
                              .exit_code = rc ? (e->code ? e->code : 1) : res->cancelled ? 130 : 0,
-                             .err = rc ? e : NULL, .version = R->version, .steps = R->steps_done, .total = R->total};
+                             .err = rc ? e : NULL, .version = R->version, .steps = R->steps_done, .total = R->total,
+                             .result = res};
         h->finished(h->ctx, &out);
     }
     for (int i = 0; R->gpart && i < R->n_gpart; i++) free(R->gpart[i]);

@@ -11,6 +11,7 @@
 #ifndef DLM_TRAINER_H
 #define DLM_TRAINER_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "store/dlmlock.h"
 #include "util/err.h"
@@ -38,7 +39,13 @@ typedef struct train_outcome {
     const dlm_err *err;           /* the error when failed, else NULL */
     int version;                  /* committed version, 0 none */
     int64_t steps, total;
+    const struct train_result *result;   /* what train_summary formats (completed SFT runs) */
 } train_outcome;
+
+/* Early stopping and evaluation (the original's EarlyStoppingCallback with
+ * patience 3, threshold 0, and its eval cadence). */
+#define EARLY_STOP_PATIENCE 3
+#define EVAL_EVERY_STEPS 50
 
 typedef struct train_hooks {
     void *ctx;
@@ -64,6 +71,9 @@ typedef struct train_opts {
                                      * preference checkpoint; the SFT note knows the preference phase follows */
     const char *home;               /* resolved DLM home */
     int resume, fresh;              /* mutually exclusive (checked by the command) */
+    int need_ckpt;                  /* with resume (`--resume`): a checkpoint must be there; without it
+                                     * (`--continue`, --watch's retrains) no checkpoint continues the
+                                     * current version (its weights and optimizer state, a new schedule) */
     int64_t max_steps;              /* 0 = from epochs */
     int64_t seed;                   /* -1 = the document's training.seed */
     int threads;                    /* 0 = training.threads or all cores */
@@ -75,6 +85,7 @@ typedef struct train_opts {
     int offline;                    /* no downloads */
     int no_mined;                   /* leave auto-mined preference sections out */
     int no_cache;                   /* tokenize every section (training.cache off for this run) */
+    int same_store;                 /* --same-store: train a store another document (same dlm_id) owns */
     const char *adapter;            /* a name of training.adapters: train that adapter on its routed sections
                                      * into adapter/<name>/ (required when the document declares adapters) */
     /* Test hooks (the command layer reads them from the environment):
@@ -82,6 +93,8 @@ typedef struct train_opts {
      * sleep this long after each step so a test can signal a run mid-way. */
     int64_t test_crash_after_step;
     int test_step_delay_ms;
+    int test_eval_every;            /* evaluate every N steps instead of the cadence (a test of early
+                                     * stopping in a few steps) */
 } train_opts;
 
 typedef struct train_result {
@@ -92,13 +105,30 @@ typedef struct train_result {
     double rewards_margin, rewards_accuracy;   /* preference: the last step's rewards/margins, accuracies */
     int cancelled;                  /* stopped by a signal after a checkpoint */
     int early_stopped;
-    int64_t steps, total;
-    double first_loss, final_loss, val_loss, seconds;
+    int64_t steps, total;           /* steps run (an early stop ends before total) */
+    int64_t committed_step;         /* the step whose weights the version holds (the best evaluation's
+                                     * after early stopping) */
+    double first_loss;              /* the run's first step's loss (a resumed run's too) */
+    double final_loss, val_loss;    /* the committed step's loss and validation loss (NaN: none) */
+    double seconds;
+    /* SFT: the validation split (issue 30): the fraction used (0 none),
+     * the rows held out of training, the document's rows */
+    double val_frac;
+    int held_out, rows;
     int64_t run_id;
     char log_path[4096];
     char version_dir[4096];
 } train_result;
 
 int train_run(const train_opts *o, const train_hooks *h, train_result *r, dlm_err *e);
+
+/* The summary line of a completed SFT run, one text for `dlm train`'s last
+ * line and the exit record `dlm status` shows:
+ *   "trained v0001: 60 steps, loss 6.343 → 0.437 (val 4.514)"
+ *   "trained v0001: stopped early at step 525 of 1500, committed step 375: loss 6.343 → 0.712 (val 5.243)"
+ *   "trained v0001: 1500 steps, committed step 1350 (the best validation loss): loss ..." (the patience
+ *     ran out at the last evaluation)
+ *   "... (no validation: every row trained)" */
+void train_summary(const train_result *r, char *out, size_t cap);
 
 #endif

@@ -6,9 +6,12 @@
  * original's: unknown keys and wrong types make the manifest "corrupt". */
 #include "store/store.h"
 
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "util/fs.h"
 #include "util/json.h"
 #include "util/timeutil.h"
 
@@ -276,4 +279,65 @@ int manifest_add_export(json_t *m, json_t *exp, dlm_err *e)
         json_object_set_new(m, "exports", exps);
     }
     return json_array_append(exps, exp) ? err_set(e, "MemoryError", "out of memory") : 0;
+}
+
+/* ---- which document owns the store --------------------------------------------- */
+
+/* Does the file at path still declare dlm_id id in its frontmatter? A
+ * scan for the `dlm_id:` line of the first 64 KiB (the store must not
+ * parse documents); quotes around the value are allowed. */
+static int file_has_id(const char *path, const char *id)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    char buf[65536];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    for (char *l = buf; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        if (strncmp(l, "dlm_id:", 7)) continue;
+        const char *v = l + 7;
+        while (*v == ' ' || *v == '\t' || *v == '"' || *v == '\'') v++;
+        return !strncmp(v, id, 26);
+    }
+    return 0;
+}
+
+int store_source_check(json_t *m, const char *doc_path, const char *dlm_id, int same_store, int *changed, char *note,
+                       size_t cap, dlm_err *e)
+{
+    return store_source_check_as(m, doc_path, dlm_id, same_store, 1, changed, note, cap, e);
+}
+
+int store_source_check_as(json_t *m, const char *doc_path, const char *dlm_id, int same_store, int can_share,
+                          int *changed, char *note, size_t cap, dlm_err *e)
+{
+    *changed = 0;
+    if (note && cap) note[0] = 0;
+    char abs[4096];
+    if (!realpath(doc_path, abs)) snprintf(abs, sizeof abs, "%s", doc_path);
+    const char *rec = json_string_value(json_object_get(m, "source_path"));
+    char rabs[4096];
+    if (rec && realpath(rec, rabs) && !strcmp(rabs, abs)) return 0;
+    if (rec && !strcmp(rec, abs)) return 0;
+    if (rec && fs_is_file(rec) && file_has_id(rec, dlm_id)) {
+        /* two documents with one dlm_id: a copy */
+        if (same_store) {
+            if (note) snprintf(note, cap, "note: %s shares the store of %s (dlm_id %s; --same-store)", doc_path, rec, dlm_id);
+            return 0;
+        }
+        err_set(e, "SharedStoreError", "%s has the dlm_id of %s (%s): the two share one store, and this would"
+                " write into the store of %s (its versions, replay corpus, exports)", doc_path, rec, dlm_id, rec);
+        return err_hint(e, "give %s a store of its own (a new dlm_id, the content kept): dlm init --from %s %s%s",
+                        doc_path, doc_path, doc_path,
+                        can_share ? "; or write into the shared store on purpose with --same-store" : "");
+    }
+    /* no owner yet, or the owner moved (its old path is gone or no longer
+     * holds this dlm_id): this document owns the store from now on */
+    if (rec && note)
+        snprintf(note, cap, "note: %s is now the store's document (it was %s, which %s)", abs, rec,
+                 fs_is_file(rec) ? "holds another dlm_id now" : "no longer exists");
+    json_object_set_new(m, "source_path", json_string(abs));
+    *changed = 1;
+    return 0;
 }

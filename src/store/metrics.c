@@ -27,7 +27,12 @@ static const char *SCHEMA =
     /* the preference phase's per-step rewards (TRL's rewards/...), beside
      * steps so older stores keep their tables */
     "CREATE TABLE IF NOT EXISTS preference_steps(run_id INTEGER, step INTEGER, rewards_chosen REAL,"
-    " rewards_rejected REAL, rewards_margins REAL, rewards_accuracies REAL, PRIMARY KEY(run_id, step));";
+    " rewards_rejected REAL, rewards_margins REAL, rewards_accuracies REAL, PRIMARY KEY(run_id, step));"
+    /* what a completed run committed (dlm's, beside the original's runs
+     * table): the step whose weights the version holds, the steps run, the
+     * run's first loss, the committed step's loss and validation loss */
+    "CREATE TABLE IF NOT EXISTS run_results(run_id INTEGER PRIMARY KEY, committed_step INTEGER, steps INTEGER,"
+    " first_loss REAL, final_loss REAL, val_loss REAL, early_stopped INTEGER);";
 
 /* SQLite reports a full disk as SQLITE_FULL, or as an I/O error whose
  * system errno is ENOSPC: either way the user needs to hear "disk full". */
@@ -149,6 +154,27 @@ int metrics_run_end(metrics *m, int64_t run_id, const char *ended_at, const char
     return rc;
 }
 
+int metrics_run_result(metrics *m, int64_t run_id, int64_t committed_step, int64_t steps, double first_loss,
+                       double final_loss, double val_loss, int early_stopped, dlm_err *e)
+{
+    metrics_flush(m);
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(m->db, "INSERT OR REPLACE INTO run_results(run_id, committed_step, steps, first_loss,"
+                                  " final_loss, val_loss, early_stopped) VALUES(?,?,?,?,?,?,?)", -1, &st, NULL) != SQLITE_OK)
+        return fail(m->db, e, "run result");
+    sqlite3_bind_int64(st, 1, run_id);
+    sqlite3_bind_int64(st, 2, committed_step);
+    sqlite3_bind_int64(st, 3, steps);
+    sqlite3_bind_double(st, 4, first_loss);
+    sqlite3_bind_double(st, 5, final_loss);
+    if (isfinite(val_loss)) sqlite3_bind_double(st, 6, val_loss);
+    else sqlite3_bind_null(st, 6);
+    sqlite3_bind_int(st, 7, early_stopped);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : fail(m->db, e, "run result");
+    sqlite3_finalize(st);
+    return rc;
+}
+
 void metrics_step(metrics *m, int64_t run_id, int64_t step, double loss, double lr, double grad_norm,
                   double tokens_per_sec, const char *at)
 {
@@ -218,16 +244,30 @@ int metrics_query(const char *store, const char *table, const metrics_filter *f,
     const char *desc = runs ? "t.run_id DESC" : "t.run_id DESC, t.step DESC";
     /* a preference phase's steps carry their rewards (TRL's rewards/...) */
     int rewards = f->phase && strcmp(f->phase, "sft") && !strcmp(table, "steps");
+    /* runs: what each committed (run_results; a store from before it has none) */
+    int results = 0;
+    if (runs) {
+        sqlite3_stmt *t;
+        if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type='table' AND name='run_results'", -1, &t,
+                               NULL) == SQLITE_OK) {
+            results = sqlite3_step(t) == SQLITE_ROW;
+            sqlite3_finalize(t);
+        }
+    }
+    const char *rcols = !runs ? "" : results ? ", x.committed_step, x.first_loss, x.final_loss, x.val_loss, x.early_stopped"
+                        : ", NULL AS committed_step, NULL AS first_loss, NULL AS final_loss, NULL AS val_loss,"
+                          " NULL AS early_stopped";
     snprintf(sql, sizeof sql,
-             "SELECT t.*%s FROM %s t LEFT JOIN runs r ON r.run_id = t.run_id%s"
+             "SELECT t.*%s%s FROM %s t LEFT JOIN runs r ON r.run_id = t.run_id%s%s"
              " WHERE (?1 IS NULL OR t.run_id = ?1) AND (?2 IS NULL OR r.phase = ?2)"
              " AND (?3 IS NULL OR %s >= ?3) AND (?4 IS NULL OR %s > ?4)"
              " ORDER BY %s LIMIT ?5",
              rewards ? ", p.rewards_chosen AS \"rewards/chosen\", p.rewards_rejected AS \"rewards/rejected\","
                        " p.rewards_margins AS \"rewards/margins\", p.rewards_accuracies AS \"rewards/accuracies\""
                      : "",
-             runs ? "runs" : table,
-             rewards ? " LEFT JOIN preference_steps p ON p.run_id = t.run_id AND p.step = t.step" : "", at,
+             rcols, runs ? "runs" : table,
+             rewards ? " LEFT JOIN preference_steps p ON p.run_id = t.run_id AND p.step = t.step" : "",
+             results ? " LEFT JOIN run_results x ON x.run_id = t.run_id" : "", at,
              runs ? "-1" : "t.step", f->limit > 0 ? desc : asc);
     char outer[2200];
     const char *q = sql;

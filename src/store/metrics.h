@@ -16,6 +16,11 @@ int metrics_run_start(metrics *m, int64_t run_id, const char *started_at, int ad
                       const char *phase, int64_t seed, dlm_err *e);
 int metrics_run_end(metrics *m, int64_t run_id, const char *ended_at, const char *status,
                     int adapter_version, dlm_err *e);
+/* A completed run's result (table run_results): the committed step, the
+ * steps run, the run's first loss, the committed step's loss and
+ * validation loss (NaN: none), whether early stopping ended it. */
+int metrics_run_result(metrics *m, int64_t run_id, int64_t committed_step, int64_t steps, double first_loss,
+                       double final_loss, double val_loss, int early_stopped, dlm_err *e);
 void metrics_step(metrics *m, int64_t run_id, int64_t step, double loss, double lr, double grad_norm,
                   double tokens_per_sec, const char *at);
 void metrics_pref_step(metrics *m, int64_t run_id, int64_t step, double chosen, double rejected, double margins,

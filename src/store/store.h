@@ -68,6 +68,20 @@ int manifest_save(const char *path, json_t *m, dlm_err *e);
 int manifest_add_run(json_t *m, json_t *run, dlm_err *e);
 int manifest_add_export(json_t *m, json_t *exp, dlm_err *e);
 int64_t manifest_next_run_id(const json_t *m);
+/* Which document owns the store (the manifest's source_path), checked by
+ * every command that writes to a store for a document (train, export): the
+ * same file (by real path) passes; no owner yet, or an owner that moved
+ * (its old path is gone or holds another dlm_id now) makes doc_path the
+ * owner (*changed = 1: save the manifest; note says so when it moved); an
+ * owner that still exists with this dlm_id is a copy: SharedStoreError with
+ * a hint naming `dlm init --from` and --same-store, unless same_store (then
+ * a note). note may be NULL. */
+int store_source_check(json_t *m, const char *doc_path, const char *dlm_id, int same_store, int *changed, char *note,
+                       size_t cap, dlm_err *e);
+/* The same for a command without --same-store (can_share 0: the hint
+ * names dlm init --from only). */
+int store_source_check_as(json_t *m, const char *doc_path, const char *dlm_id, int same_store, int can_share,
+                          int *changed, char *note, size_t cap, dlm_err *e);
 
 /* ---- lock (docs/reference/original-spec.md §2.4) -------------------------------------------------------- */
 

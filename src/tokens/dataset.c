@@ -244,7 +244,7 @@ static int add_sections(dataset *d, const dlm_doc *doc, int replay, tok *t, cons
             const uint8_t *mask = hit ? cr.rows[0].mask : rb->train;
             int n = hit ? cr.rows[0].n : (int)rb->ids.n;
             for (int k = 0; k < copies; k++) {
-                int val = !replay && dataset_is_val(o->seed, s->id, k, o->val_frac);
+                int val = !replay && dataset_is_val(o->seed, s->id, k, o->val_frac < 0 ? DS_VAL_FRAC : o->val_frac);
                 if (add_row(d, ids, mask, n, L, s->id, k, val, replay)) goto oom;
                 if (replay) d->rows_replay++; else d->rows_prose++;
                 if (val) d->val_text_rows++; else d->train_text_rows++;
@@ -256,7 +256,7 @@ static int add_sections(dataset *d, const dlm_doc *doc, int replay, tok *t, cons
             int hit = cache_rows(o, s, s->n_pairs, &cr);
             if (hit < 0) goto oom;
             for (int k = 0; k < s->n_pairs; k++) {
-                int val = !replay && dataset_is_val(o->seed, s->id, k, o->val_frac);
+                int val = !replay && dataset_is_val(o->seed, s->id, k, o->val_frac < 0 ? DS_VAL_FRAC : o->val_frac);
                 if (val) d->val_msg_rows++; else d->train_msg_rows++;
                 if (hit) {
                     if (add_row(d, cr.rows[k].ids, cr.rows[k].mask, cr.rows[k].n, L, s->id, k, val, replay)) goto oom;
@@ -326,6 +326,16 @@ int dataset_build(const dlm_doc *doc, const dlm_doc *replay, tok *t, const chat_
         err_set(e, "DatasetError", "weights dropped every row");
         return err_hint(e, "check the `weights` of the .dlm/training.yaml files for zeros across all tag values");
     }
+    d->val_frac = o->val_frac < 0 ? DS_VAL_FRAC : o->val_frac;
+    if (o->val_frac < 0 && d->rows_prose + d->rows_instr < DS_VAL_MIN_ROWS) {
+        /* auto and a small document: every row trains (dataset.h) */
+        for (int i = 0; i < d->n_items; i++) d->items[i].val = 0;
+        d->train_text_rows += d->val_text_rows;
+        d->train_msg_rows += d->val_msg_rows;
+        d->val_text_rows = d->val_msg_rows = 0;
+        d->val_frac = 0;
+        d->val_off_small = 1;
+    }
     d->train = malloc((size_t)(d->n_items + 1) * sizeof(int));
     d->val = malloc((size_t)(d->n_items + 1) * sizeof(int));
     d->perm = malloc((size_t)(d->n_items + 1) * sizeof(int));
@@ -346,6 +356,7 @@ int dataset_build(const dlm_doc *doc, const dlm_doc *replay, tok *t, const chat_
         d->val_text_rows = d->val_msg_rows = 0;
         d->n_val = 0;
         d->val_loss_tokens = 0;
+        d->val_all_in = 1;
     }
     int32_t pad = tok_pad(t);
     if (pad < 0 || pad == tok_eos(t)) pad = tok_unk(t);

@@ -50,18 +50,32 @@ typedef struct dataset {
      * CPT fraction of run/cpt.h is train text / (train text + train messages) */
     int train_text_rows, train_msg_rows, val_text_rows, val_msg_rows;
     int rows_weight_dropped, rows_weight_extra;   /* tag weights: rows dropped, copies added */
+    /* the split as decided: the fraction used, and why there is none
+     * (val_off_small: auto and fewer than DS_VAL_MIN_ROWS rows) */
+    double val_frac;
+    int val_off_small;
+    int val_all_in;         /* every row fell into the split: they train instead, no validation */
     int32_t pad_id;
     int *perm;              /* [n_train] this epoch's order (allocated at build) */
     int perm_epoch;         /* epoch perm holds, -1 none */
     uint64_t perm_seed;
 } dataset;
 
+/* The validation split (training.val_frac, a dlm extension). The original
+ * always holds out 10% of the rows by hash (its splitter with val_frac=0.1);
+ * null (auto) does that only for documents of DS_VAL_MIN_ROWS rows or more:
+ * below that the split would hold out 0-2 rows, too few for a validation
+ * loss that means anything, and each one a lesson the adapter never sees,
+ * so every row trains and there is no validation or early stopping. */
+#define DS_VAL_FRAC 0.1
+#define DS_VAL_MIN_ROWS 20
+
 typedef struct ds_opts {
     int seq_len;
     int loss_on_all;
     uint64_t seed;
     const char *system_prompt;       /* NULL = none */
-    double val_frac;                 /* 0.1 */
+    double val_frac;                 /* training.val_frac; < 0 = auto (DS_VAL_MIN_ROWS) */
     int no_mined;                    /* drop auto-mined preference sections (train --no-mined) */
     struct tcache *cache;            /* tokenized sections kept in the store (tokens/tcache.h), or NULL */
     const char *tok_sha256;          /* the tokenizer's source hash (tok_source_sha256), with cache */

@@ -59,4 +59,33 @@ typedef struct pipeline {
 int pipeline_build(const pipeline_in *in, pipeline *out, dlm_err *e);
 void pipeline_free(pipeline *p);
 
+/* What the memory plan counts (run/prepare.c), from the structures' sizes so
+ * that `dlm doctor PATH` and `dlm train PATH` plan the same bytes (a heap
+ * delta depends on what the process did before):
+ *   pipeline_mem_bytes  the dataset (token and target arrays, items, split
+ *                       and order tables) and the replay sample;
+ *   pipeline_doc_bytes  the parsed document (its text and section table). */
+uint64_t pipeline_mem_bytes(const pipeline *p);
+
+/* A row the validation split holds out of training (issue 30: never
+ * silently): its section and row (pair index of a Q/A section). */
+typedef struct held_row { const doc_section *s; int row; } held_row;
+/* The held-out rows of the document, in dataset order, each once (a long
+ * row's windows are one row); *out is malloc'd (NULL when none). Returns
+ * the count, -1 when out of memory. */
+int pipeline_held_out(const pipeline *p, const dlm_doc *doc, held_row **out);
+/* Where the row is and what it says: `PATH:LINE: Q "question"`,
+ * `PATH:LINE: prose "first words..."`, or `FILE (training.sources): prose
+ * "..."`; kind, file, line and text also apart for JSON. */
+typedef struct held_desc { const char *kind, *file; int line; char text[96]; } held_desc;
+void pipeline_held_describe(const dlm_doc *doc, const held_row *h, held_desc *d);
+void pipeline_held_format(const held_desc *d, char *out, size_t cap);
+/* The split as one JSON object: {"fraction", "rows", "held_out": [{"file",
+ * "line", "kind", "text"}], "none": why there is no validation or null}. */
+json_t *pipeline_split_json(const pipeline *p, const dlm_doc *doc);
+/* One line saying what the split did (no trailing newline), e.g.
+ * "validation: 2 of 40 rows held out (training.val_frac 0.1): they are not trained". */
+void pipeline_split_line(const pipeline *p, char *out, size_t cap);
+uint64_t pipeline_doc_bytes(const dlm_doc *d);
+
 #endif

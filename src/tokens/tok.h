@@ -146,6 +146,12 @@ const char *tok_token_str(const tok *t, int32_t id, size_t *len);
 int tok_token_type(const tok *t, int32_t id);
 
 size_t tok_n_merges(const tok *t);
+/* Bytes the tokenizer's tables hold (string tables, maps, merges, added
+ * tokens, tries, the BPE cache once an encode made it): counted from their
+ * sizes, so the memory plan's "tokenizer" is the same number in every
+ * process that loads the same file (a heap delta depends on what the
+ * process freed before). */
+uint64_t tok_mem_bytes(const tok *t);
 /* Merge i as "a b" (a space inside a part written as 'Ġ', as llama.cpp's
  * converter does), into out (replaced). */
 int tok_merge_str(const tok *t, size_t i, strbuf *out);

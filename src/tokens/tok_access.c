@@ -48,6 +48,32 @@ int tok_add_bos(const tok *t) { return t->add_bos; }
 int tok_add_eos(const tok *t) { return t->add_eos; }
 size_t tok_vocab_size(const tok *t) { return t->n_ids; }
 size_t tok_n_merges(const tok *t) { return t->n_merges; }
+
+static uint64_t strtab_bytes(const tok_strtab *s, size_t n_ids)
+{
+    return (uint64_t)s->cap + (s->off ? (uint64_t)n_ids * 8 : 0);
+}
+
+uint64_t tok_mem_bytes(const tok *t)
+{
+    uint64_t b = sizeof *t;
+    b += strtab_bytes(&t->str, t->n_ids) + strtab_bytes(&t->vraw, t->n_ids) + strtab_bytes(&t->raw, t->n_ids) +
+         strtab_bytes(&t->all, t->n_ids);
+    b += (uint64_t)t->n_ids * (1 + 1 + 4);                        /* in_vocab, type, added_of */
+    if (t->scores) b += (uint64_t)t->n_ids * sizeof *t->scores;
+    const tok_idmap *maps[] = {&t->vocab_str, &t->vocab_raw, &t->all_map};
+    for (size_t i = 0; i < sizeof maps / sizeof maps[0]; i++)
+        if (maps[i]->slot) b += ((uint64_t)maps[i]->mask + 1) * sizeof *maps[i]->slot;
+    if (t->mtab) b += ((uint64_t)t->mmask + 1) * sizeof *t->mtab;
+    b += (uint64_t)t->n_merges * sizeof *t->merges;
+    b += (uint64_t)t->added_cap * sizeof *t->added + t->added_text_cap;
+    b += (uint64_t)(t->trie_raw.cap + t->trie_norm.cap) * sizeof(tok_trie_node);
+    if (t->chat_template) b += strlen(t->chat_template) + 1;
+    if (t->cache)
+        b += (uint64_t)TOK_CACHE_SLOTS * sizeof *t->cache + (uint64_t)TOK_CACHE_MAX_ENTRIES * TOK_CACHE_MAX_KEY +
+             TOK_CACHE_BYTES;
+    return b;
+}
 const char *tok_chat_template(const tok *t) { return t->chat_template; }
 
 int tok_is_special(const tok *t, int32_t id)

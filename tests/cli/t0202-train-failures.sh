@@ -45,7 +45,8 @@ for d in "$S"/adapter/checkpoints/step-*; do
     [ -e "$d" ] || continue
     [ -f "$d/progress.json" ] || fail "a half-removed checkpoint is left: $(ls -la "$d")"
 done
-"$DLM" train doc.dlm --max-steps 6 --resume -q >/dev/null || fail "--resume after a stopped removal failed"
+expect_fail 1 "nothing to resume: the last run completed as v0003" "$DLM" train doc.dlm --max-steps 6 --resume
+"$DLM" train doc.dlm --max-steps 6 --continue -q >/dev/null || fail "--continue after a stopped removal failed"
 [ "$(cat "$S/adapter/current.txt")" = "adapter/versions/v0004" ] || fail "v0004 not committed"
 left=$(find "$S/adapter" -name '*.tmp-*')
 [ -z "$left" ] || fail "the stopped removal's folder was not swept: $left"

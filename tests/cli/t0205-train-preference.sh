@@ -91,7 +91,7 @@ grep -q "p.dlm has no prose or Q/A for an SFT version to be the DPO reference: s
     <<<"$out" || fail "preference-only --phase all: $out"
 # no preference sections
 pref_doc n.dlm "" 0
-expect_fail NoPreferenceContentError "$DLM" train n.dlm --phase preference
+expect_fail NoPreferenceContentError "$DLM" train n.dlm --same-store --phase preference
 # bad --phase
 set +e; "$DLM" train a.dlm --phase dpo >/dev/null 2>&1; rc=$?; set -e
 [ $rc -eq 2 ] || fail "--phase dpo should be a usage error (2), got $rc"

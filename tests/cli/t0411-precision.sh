@@ -48,11 +48,11 @@ b=$(sha v0002)
 [ "$a" = "$b" ] || fail "bf16: threads 1 vs 2 changed the adapter: $a vs $b"
 # fp32 (explicit, and null) give other bytes: the mode is not a no-op
 prec_doc f.dlm "precision: fp32"
-"$DLM" train f.dlm --max-steps 8 -q >/dev/null 2>&1 || true   # dlm.lock warns: precision changed
+"$DLM" train f.dlm --same-store --max-steps 8 -q >/dev/null 2>&1 || true   # dlm.lock warns: precision changed
 f=$(sha v0003)
 [ "$f" != "$a" ] || fail "bf16 and fp32 trained the same bytes"
 prec_doc n.dlm ""
-out=$("$DLM" train n.dlm --max-steps 8 2>&1) || fail "null: $out"
+out=$("$DLM" train n.dlm --same-store --max-steps 8 2>&1) || fail "null: $out"
 grep <<<"$out" -q "^precision: fp32 (exact f32 numerics; training.precision null" || fail "null: no fp32 banner: $out"
 [ "$(sha v0004)" = "$f" ] || fail "null and fp32 differ on this CPU"
 
@@ -70,7 +70,7 @@ python3 -c "import json,sys; assert json.load(open(sys.argv[1]))['precision'] ==
 # --resume in fp32 from the bf16 checkpoint: refused, naming what it needs
 sed 's/precision: bf16/precision: fp32/' b.dlm > b32.dlm
 set +e
-out=$("$DLM" train b32.dlm --max-steps 8 --resume 2>&1)
+out=$("$DLM" train b32.dlm --same-store --max-steps 8 --resume 2>&1)
 rc=$?
 set -e
 [ $rc -ne 0 ] || fail "a bf16 checkpoint resumed in fp32: $out"
@@ -82,7 +82,7 @@ r=$(sha v0006)
 [ "$r" = "$u" ] || fail "bf16: the resumed run differs from the uninterrupted one: $r vs $u"
 # continuing the committed bf16 version in fp32: refused too
 set +e
-out=$("$DLM" train b32.dlm --max-steps 2 --resume 2>&1)
+out=$("$DLM" train b32.dlm --same-store --max-steps 2 --continue 2>&1)
 set -e
 grep <<<"$out" -q "version v0006 was trained with precision bf16" || fail "version continue: $out"
 

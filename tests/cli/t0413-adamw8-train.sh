@@ -65,11 +65,11 @@ doc d.dlm adamw_bnb_8bit
 "$DLM" train d.dlm --max-steps 6 --resume -q >/dev/null
 [ "$a" = "$(sha v0003)" ] || fail "the resumed run differs from the uninterrupted one"
 
-# no checkpoint left: --resume continues the committed version's state,
+# no checkpoint left: --continue continues the committed version's state,
 # and that too is refused for the other optimizer
 doc d.dlm adamw_torch
 set +e
-out=$("$DLM" train d.dlm --max-steps 6 --resume 2>&1)
+out=$("$DLM" train d.dlm --max-steps 6 --continue 2>&1)
 rc=$?
 set -e
 [ $rc -ne 0 ] || fail "continuing an 8-bit version with adamw_torch was accepted"

@@ -63,22 +63,22 @@ for k in ("setting", "schedule", "cpt_fraction", "text_rows", "messages_rows", "
           "min_lr_ratio", "embed_warmup_steps"):
     assert d[k] == r[k], (k, d[k], r[k])
 PY
-"$DLM" doctor p.dlm | grep "schedule: dapt (training.cpt.schedule auto; 3 prose + 0 Q/A train rows before replay, 100% prose > 70%)" >/dev/null ||
+"$DLM" doctor p.dlm | grep "schedule: dapt (training.cpt.schedule auto; 4 prose + 0 Q/A train rows before replay, 100% prose > 70%)" >/dev/null ||
     fail "doctor: $("$DLM" doctor p.dlm 2>&1)"
 # auto on a Q/A-heavy document: SFT (the document's cosine)
 doc q.dlm "  cpt:
     schedule: auto" 12
-out=$("$DLM" train q.dlm --fresh --max-steps 10 2>&1) || fail "train: $out"
+out=$("$DLM" train q.dlm --same-store --fresh --max-steps 10 2>&1) || fail "train: $out"
 grep <<<"$out" -q "DAPT" && fail "auto chose DAPT on a Q/A document: $out"
 check_lr sft >/dev/null || fail "auto/qa lr"
 # forced sft on prose, forced dapt on Q/A
 doc s.dlm "  cpt:
     schedule: sft"
-"$DLM" train s.dlm --fresh --max-steps 10 -q >/dev/null 2>&1 || fail "train sft"
+"$DLM" train s.dlm --same-store --fresh --max-steps 10 -q >/dev/null 2>&1 || fail "train sft"
 check_lr sft >/dev/null || fail "sft lr"
 doc d.dlm "  cpt:
     schedule: dapt" 12
-"$DLM" train d.dlm --fresh --max-steps 10 -q >/dev/null 2>&1 || fail "train dapt"
+"$DLM" train d.dlm --same-store --fresh --max-steps 10 -q >/dev/null 2>&1 || fail "train dapt"
 check_lr dapt >/dev/null || fail "dapt lr"
 
 # bad values: refused where they are written

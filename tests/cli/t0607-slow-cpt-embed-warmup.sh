@@ -26,7 +26,7 @@ b0=$(sha256sum "$base" | cut -c1-64)
 doc w.dlm "  cpt:
     schedule: dapt
     embed_warmup_steps: 3"
-out=$("$DLM" train w.dlm --fresh --max-steps 8 --threads 2 2>&1) || fail "train w: $out"
+out=$("$DLM" train w.dlm --same-store --fresh --max-steps 8 --threads 2 2>&1) || fail "train w: $out"
 grep <<<"$out" -q "embed warm-up: steps 1..3 train the embedding and LM head (tied: one matrix)" ||
     fail "no warm-up note: $out"
 cp "$(lastlog)" w.jsonl
@@ -35,22 +35,22 @@ a=$(sha)
 "$DLM" doctor w.dlm 2>&1 | grep "cpt embed warm-up: f32 embedding/head copies, gradients, AdamW moments" >/dev/null ||
     fail "doctor's plan does not count the warm-up"
 # threads 1: the same bytes
-"$DLM" train w.dlm --fresh --max-steps 8 --threads 1 -q >/dev/null 2>&1 || fail "train w threads 1"
+"$DLM" train w.dlm --same-store --fresh --max-steps 8 --threads 1 -q >/dev/null 2>&1 || fail "train w threads 1"
 b=$(sha)
 [ "$a" = "$b" ] || fail "threads 1 vs 2 changed the adapter: $a vs $b"
 # killed after step 2 (inside the warm-up; checkpoints every 2 steps), resumed
 set +e
-DLM_TEST_CRASH_AFTER_STEP=2 "$DLM" train w.dlm --fresh --max-steps 8 -q >/dev/null 2>&1
+DLM_TEST_CRASH_AFTER_STEP=2 "$DLM" train w.dlm --same-store --fresh --max-steps 8 -q >/dev/null 2>&1
 rc=$?
 set -e
 [ $rc -ne 0 ] || fail "the crash hook did not kill the run"
 cp "$store"/adapter/checkpoints/step-000002/embed_state.safetensors step2.st || fail "no embed state at step 2"
-"$DLM" train w.dlm --max-steps 8 --resume -q >/dev/null 2>&1 || fail "resume"
+"$DLM" train w.dlm --same-store --max-steps 8 --resume -q >/dev/null 2>&1 || fail "resume"
 c=$(sha)
 [ "$a" = "$c" ] || fail "kill -9 + --resume differs from the uninterrupted run: $a vs $c"
 # a run killed after step 4 (past the warm-up): its checkpoint's matrix is the final one
 set +e
-DLM_TEST_CRASH_AFTER_STEP=4 "$DLM" train w.dlm --fresh --max-steps 8 -q >/dev/null 2>&1
+DLM_TEST_CRASH_AFTER_STEP=4 "$DLM" train w.dlm --same-store --fresh --max-steps 8 -q >/dev/null 2>&1
 set -e
 cp "$store"/adapter/checkpoints/step-000004/embed_state.safetensors step4.st || fail "no embed state at step 4"
 "$py" - w0.jsonl w.jsonl "$store/$(cur)" step2.st step4.st <<'PY' || fail "embed warm-up records"

@@ -64,7 +64,7 @@ PY
 sed 's/^  sequence_len: 64$/  sequence_len: 64\n  optimizer: adamw_bnb_8bit/' e.dlm > e8.dlm
 line=$(grep -n "embed_warmup_steps" e8.dlm | cut -d: -f1)
 set +e
-out=$("$DLM" train e8.dlm --max-steps 1 2>&1)
+out=$("$DLM" train e8.dlm --same-store --max-steps 1 2>&1)
 rc=$?
 set -e
 [ $rc -ne 0 ] && grep <<<"$out" -q "e8.dlm:$line:1: training.cpt.embed_warmup_steps trains the embedding and LM head with 32-bit AdamW only" &&

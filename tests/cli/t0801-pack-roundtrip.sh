@@ -5,7 +5,7 @@
 #   → Python's tarfile checks the normalised headers, the order and
 #   content_sha256 from the spec → remove the store → unpack into a fresh home
 #   → the .dlm is byte-identical, `prompt --temp 0` prints the same text, and
-#   training on from either store (replay included, and --resume) gives the
+#   training on from either store (replay included, and --continue) gives the
 #   same adapter bytes.
 set -euo pipefail
 . "$DLM_SRC/tests/cli/lib.sh"
@@ -129,8 +129,8 @@ rm -rf "$T/homeA/store/$ID" && cp -a saved-store "$T/homeA/store/$ID"
 "$DLM" train out/t.dlm --max-steps 2 -q >/dev/null
 cmp "$T/homeA/store/$ID/adapter/versions/v0003/adapter_model.safetensors" "$S2/adapter/versions/v0003/adapter_model.safetensors" \
     || fail "training on after unpack is not identical (replay/state lost?)"
-"$DLM" --home "$T/homeA" train a/t.dlm --resume --max-steps 3 -q >/dev/null
-"$DLM" train out/t.dlm --resume --max-steps 3 -q >/dev/null
+"$DLM" --home "$T/homeA" train a/t.dlm --continue --max-steps 3 -q >/dev/null
+"$DLM" train out/t.dlm --continue --max-steps 3 -q >/dev/null
 va=$(cat "$T/homeA/store/$ID/adapter/current.txt"); vb=$(cat "$S2/adapter/current.txt")
 [ "$va" = "$vb" ] || fail "resume: $va vs $vb"
 cmp "$T/homeA/store/$ID/$va/adapter_model.safetensors" "$S2/$vb/adapter_model.safetensors" || fail "--resume differs after unpack"

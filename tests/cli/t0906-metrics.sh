@@ -8,6 +8,8 @@
 . "$(dirname "$0")/lib.sh"
 PY=${PYTHON:-python3}
 write_doc doc.dlm 40
+# a validation split on this 4-pair document (below 20 rows there is none by default), so runs record evals
+sed -i 's/^training:$/training:\n  val_frac: 0.5/' doc.dlm
 S="$DLM_HOME/store/$ID"
 rc=0; "$DLM" metrics watch doc.dlm > none.txt || rc=$?
 [ $rc = 0 ] && grep -q "no training run in progress" none.txt || fail "watch without a run: rc $rc $(cat none.txt)"
@@ -67,10 +69,11 @@ done
 $PY - runs.txt <<'P'
 import sys
 lines = open(sys.argv[1]).read().splitlines()
-assert lines[0].split() == ["run_id", "started_at", "ended_at", "adapter_version", "phase", "seed", "status"], lines[0]
+assert lines[0].split() == ["run_id", "started_at", "ended_at", "adapter_version", "phase", "seed", "status",
+                            "committed_step", "first_loss", "final_loss", "val_loss", "early_stopped"], lines[0]
 for l in lines[1:]:
     f = l.split()
-    assert len(f) == 7 and f[1][10] == "T" and f[2][10] == "T" and f[6] == "completed", l
+    assert len(f) == 12 and f[1][10] == "T" and f[2][10] == "T" and f[6] == "completed", l
 P
 rc=0; "$DLM" metrics show doc.dlm --since 5x 2> err.txt || rc=$?
 [ $rc = 2 ] && grep -q "^hint:" err.txt || fail "--since 5x: rc $rc"

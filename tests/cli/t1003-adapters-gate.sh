@@ -66,7 +66,7 @@ import json, sys
 j = json.load(sys.stdin); assert j["adapter_weights"] == {"sql": 0.5, "tone": 0.5} and j["gate"] == "off", j'
 # cold start: fewer than cold_start_floor prompts per adapter → uniform, no weights file
 mkdoc cold.dlm 7
-out=$("$DLM" train cold.dlm --max-steps 1 2>&1)
+out=$("$DLM" train cold.dlm --same-store --max-steps 1 2>&1)
 grep -q "gate: uniform (cold start)" <<<"$out" || fail "no cold start: $out"
 grep -q '"mode": "uniform"' "$S/adapter/_gate/gate_config.json" || fail "gate_config.json is not uniform"
 [ ! -e "$S/adapter/_gate/gate.safetensors" ] || fail "a uniform gate left gate.safetensors"

@@ -773,7 +773,7 @@ static void test_frontmatter_json(void)
               "\"reference\":\"pre_adapter\"},\"recompute\":\"auto\",\"replay\":{\"enabled\":true,"
               "\"max_bytes\":268435456},\"save_steps\":null,\"seed\":42,\"sequence_len\":2048,\"sources\":null,"
               "\"sources_policy\":\"permissive\",\"target_modules\":\"auto\",\"threads\":\"auto\","
-              "\"warmup_ratio\":0.1,\"weight_decay\":0.0}}");
+              "\"val_frac\":null,\"warmup_ratio\":0.1,\"weight_decay\":0.0}}");
     sb_free(&sb);
     json_decref(j);
     doc_free(d);

@@ -200,7 +200,7 @@ static void run(int recompute, int threads)
     fprintf(stderr, "note: allocation counting is off under AddressSanitizer\n");
 #endif
     CHECK(isfinite(first) && isfinite(last) && last < first);
-    train_outcome oc2 = {"completed", 0, NULL, 1, 12, 12};
+    train_outcome oc2 = {"completed", 0, NULL, 1, 12, 12, NULL};
     CHECK(hb_finish(hb, &oc2, "done", &e) == 0);
     hb_free(hb);
     sb_free(&ck);

@@ -74,7 +74,7 @@ int main(void)
     CHECK(r.stopping);
 
     /* the exit record of this run: finished */
-    train_outcome oc = {"cancelled", 130, NULL, 0, 4, 10};
+    train_outcome oc = {"cancelled", 130, NULL, 0, 4, 10, NULL};
     CHECK(hb_finish(h, &oc, "cancelled after \"step\" 4\nof 10", &e) == 0);
     hb_free(h);
     CHECK_INT(hb_read(store, &r, &e), 0);
