@@ -15,8 +15,14 @@ const [cmd, a, b, out, dialect] = process.argv.slice(2);
 // cards: Qwen3's chat template switches thinking with enable_thinking
 // (https://huggingface.co/Qwen/Qwen3-8B, "Switching Between Thinking and
 // Non-Thinking Mode"); dlm's qwen3 is the non-thinking mode, qwen3thinking
-// the thinking one.
-const DIALECT_VARS = { qwen3: { enable_thinking: false }, qwen3thinking: { enable_thinking: true } };
+// the thinking one. SmolLM3's template reads the same variable
+// (https://huggingface.co/HuggingFaceTB/SmolLM3-3B, "Enabling and Disabling
+// Extended Thinking Mode"; undefined means on): smollm3 is off,
+// smollm3thinking on.
+const DIALECT_VARS = {
+  qwen3: { enable_thinking: false }, qwen3thinking: { enable_thinking: true },
+  smollm3: { enable_thinking: false }, smollm3thinking: { enable_thinking: true },
+};
 if (cmd === 'extract') {
   const cfg = JSON.parse(fs.readFileSync(a, 'utf8'));
   let t = cfg.chat_template;
