@@ -641,7 +641,7 @@ static const char *const TRAINING_FIELDS[] = {
     "sources", "sources_policy",
     /* dlm extensions */
     "loss_on", "packing", "save_steps", "weight_decay", "min_lr_ratio", "replay", "recompute", "threads",
-    NULL};
+    "multi_turn", NULL};
 
 static void v_adapters(vctx *v, const ynode *val, const ynode *at, doc_training *t)
 {
@@ -770,6 +770,7 @@ static void v_training(vctx *v, const ynode *map, const ynode *tkey, doc_trainin
         else if (!f_lit_node(v, val, AT, doc_recompute_names, NULL, &k)) t->recompute = (doc_recompute)k;
     }
     FIELD(map, "threads") f_auto_int(v, val, AT, &t->threads);
+    FIELD(map, "multi_turn") f_int_node(v, val, AT, &t->multi_turn, GELE(0, 8));
 
     extras(v, map, TRAINING_FIELDS);
     if (v->nerr != before) return;
@@ -831,6 +832,7 @@ void doc_training_defaults(doc_training *t)
     t->min_lr_ratio = 0.1;
     t->replay.max_bytes = 268435456;
     t->replay.enabled = 1;
+    t->multi_turn = DOC_MULTI_TURN_DEFAULT;
 }
 
 static void strlist_free(doc_strlist *l)
