@@ -107,17 +107,19 @@ static const char GO_OLMO2[] =
     "{{- else }}<|{{ .Role }}|>\n{{ .Content }}\n{{ end }}"
     "{{- end }}<|assistant|>\n";
 
-/* SmolLM3 (tokens/chat.c render_smollm3): the metadata header, the system
- * text (.System: the Modelfile SYSTEM, which is the mode's default
- * instructions when the document has no system prompt, or the request's
- * system messages; the Jinja template takes the first), then ChatML turns
- * without the system messages. Go cannot remove /think or /no_think from
+/* SmolLM3 (tokens/chat.c render_smollm3): the metadata header with the
+ * day dlm pins, the system text (.System: the Modelfile SYSTEM, which is
+ * the mode's default instructions when the document has no system prompt,
+ * or the request's system messages; the Jinja template takes the first)
+ * and a blank line (no <|im_end|>: the template closes the system turn
+ * only when it lists tools), then ChatML turns without the system
+ * messages. Go cannot remove /think, /no_think or /system_override from
  * the system text: a system prompt carrying them is template drift, which
  * the export's check reports. SYSTEM is trimmed (export.c) as the
  * template rstrips it. */
 #define GO_SMOLLM3(mode, think)                                                                                 \
-    "<|im_start|>system\n## Metadata\n\nKnowledge Cutoff Date: June 2025\nReasoning Mode: " mode "\n\n"        \
-    "## Custom Instructions\n\n{{ .System }}\n\n<|im_end|>\n"                                                  \
+    "<|im_start|>system\n## Metadata\n\nKnowledge Cutoff Date: June 2025\nToday Date: 08 July 2025\n"          \
+    "Reasoning Mode: " mode "\n\n## Custom Instructions\n\n{{ .System }}\n\n"                                    \
     "{{ range .Messages }}{{ if eq .Role \"user\" }}<|im_start|>user\n{{ .Content }}<|im_end|>\n"               \
     "{{ else if eq .Role \"assistant\" }}<|im_start|>assistant\n" think "{{ .Content }}<|im_end|>\n{{ end }}"    \
     "{{ end }}<|im_start|>assistant\n" think

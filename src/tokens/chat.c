@@ -27,6 +27,10 @@ static const char *const STOPS_SMOLLM3[] = {"<|im_end|>", "<|end_of_text|>", "<|
 
 static const char SYS_SMOLLM2[] = "You are a helpful AI assistant named SmolLM, trained by Hugging Face";
 static const char SYS_QWEN25[] = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.";
+/* SmolLM3's template writes "Today Date: " + strftime_now("%d %B %Y"); dlm
+ * pins the day (the model's release, 8 July 2025) as it pins Llama 3's, so
+ * prompts and training rows do not change with the day. */
+static const char SMOLLM3_TODAY[] = "08 July 2025";
 /* SmolLM3's defaults for the Custom Instructions section when the system
  * message brings none, by reasoning mode (its chat template). */
 static const char SMOLLM3_SYS[] = "You are a helpful AI assistant named SmolLM, trained by Hugging Face.";
@@ -87,7 +91,7 @@ json_t *chat_dialect_vars(const chat_dialect *d)
         return json_pack("{s:b}", "enable_thinking", d->style == STYLE_QWEN3_THINKING);
     /* SmolLM3's: enable_thinking undefined means true (reasoning mode /think) */
     if (d && (d->style == STYLE_SMOLLM3 || d->style == STYLE_SMOLLM3_THINKING))
-        return json_pack("{s:b}", "enable_thinking", d->style == STYLE_SMOLLM3_THINKING);
+        return json_pack("{s:b, s:s}", "enable_thinking", d->style == STYLE_SMOLLM3_THINKING, "strftime_now", SMOLLM3_TODAY);
     return NULL;
 }
 
@@ -465,42 +469,59 @@ static void remove_all(strbuf *s, const char *pat)
     if (s->buf) s->buf[w] = 0;
 }
 
-/* SmolLM3 (HuggingFaceTB/SmolLM3-3B's template as llama.cpp ships it,
- * models/templates/HuggingFaceTB-SmolLM3-3B.jinja: the Hub template without
- * its "Today Date" line, which strftime_now would change every day, and
- * without tools). A system turn always opens: "## Metadata" with the
- * reasoning mode, then "## Custom Instructions": the first system
- * message's text with "/no_think" and "/think" removed and rstripped, or
- * the mode's default when that is empty. The flags switch the mode
- * ("/no_think" wins); enable_thinking (the dialect: smollm3 false,
+/* rstrip (Python whitespace, as trim() reads it) of s, in place. */
+static void rstrip_sb(strbuf *s)
+{
+    size_t b = s->len;
+    while (b > 0) {
+        size_t k = b - 1;
+        while (k > 0 && ((unsigned char)s->buf[k] & 0xC0) == 0x80) k--;
+        unsigned c;
+        dec(s->buf + k, b - k, &c);
+        if (!py_space(c)) break;
+        b = k;
+    }
+    s->len = b;
+    if (s->buf) s->buf[b] = 0;
+}
+
+/* SmolLM3 (HuggingFaceTB/SmolLM3-3B's chat_template, without tools). A
+ * system turn always opens: "## Metadata" with the knowledge cutoff, the
+ * day (SMOLLM3_TODAY) and the reasoning mode, then "## Custom
+ * Instructions": the first system message's text with "/no_think" and
+ * "/think" removed and rstripped, or the mode's default when that is empty,
+ * and a blank line. The template closes that turn with <|im_end|> only in
+ * its tools branch, so without tools the first user turn follows directly.
+ * "/system_override" in the system message replaces the whole header with
+ * the instructions (the flag removed) and <|im_end|>. The flags switch the
+ * mode ("/no_think" wins); enable_thinking (the dialect: smollm3 false,
  * smollm3thinking true) sets it otherwise. Other system messages are not
- * rendered. Answers are lstrip('\n')ed; with thinking off each opens with
- * an empty think block, which the generation prompt ends with too. */
+ * rendered. Answers are lstrip('\n')ed; with thinking off each opens with an
+ * empty think block, which the generation prompt ends with too. */
 static void render_smollm3(render *r, const chat_msg *m, size_t n, const size_t *idx, int gen, int think)
 {
     strbuf custom = STRBUF_INIT;
+    int override = 0;
     if (n && !strcmp(m[0].role, "system")) {
         const char *sys = m[0].content;
         if (strstr(sys, "/no_think")) think = 0;
         else if (strstr(sys, "/think")) think = 1;
+        override = strstr(sys, "/system_override") != NULL;
         sb_puts(&custom, sys);
         remove_all(&custom, "/no_think");
         remove_all(&custom, "/think");
-        size_t b = custom.len;
-        while (b > 0) {  /* rstrip: Python whitespace, as trim() reads it */
-            size_t k = b - 1;
-            while (k > 0 && ((unsigned char)custom.buf[k] & 0xC0) == 0x80) k--;
-            unsigned c;
-            dec(custom.buf + k, b - k, &c);
-            if (!py_space(c)) break;
-            b = k;
-        }
-        custom.len = b;
-        if (custom.buf) custom.buf[b] = 0;
+        rstrip_sb(&custom);
     }
-    sb_printf(r->out, "<|im_start|>system\n## Metadata\n\nKnowledge Cutoff Date: June 2025\nReasoning Mode: %s\n\n"
-                      "## Custom Instructions\n\n%s\n\n<|im_end|>\n",
-              think ? "/think" : "/no_think", custom.len ? sb_str(&custom) : think ? SMOLLM3_SYS_THINK : SMOLLM3_SYS);
+    if (override) {
+        remove_all(&custom, "/system_override");
+        rstrip_sb(&custom);
+        sb_printf(r->out, "<|im_start|>system\n%s<|im_end|>\n", sb_str(&custom));
+    } else {
+        sb_printf(r->out, "<|im_start|>system\n## Metadata\n\nKnowledge Cutoff Date: June 2025\nToday Date: %s\n"
+                          "Reasoning Mode: %s\n\n## Custom Instructions\n\n%s\n\n",
+                  SMOLLM3_TODAY, think ? "/think" : "/no_think",
+                  custom.len ? sb_str(&custom) : think ? SMOLLM3_SYS_THINK : SMOLLM3_SYS);
+    }
     sb_free(&custom);
     for (size_t i = 0; i < n; i++) {
         const char *c = m[i].content;

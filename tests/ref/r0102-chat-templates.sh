@@ -134,22 +134,33 @@ done
 # github.com/mauer4/Attention-From-Scratch
 # weights/allenai/OLMo-2-1124-13B-Instruct/tokenizer_config.json), pinned by
 # its sha256 below. Its bos_token and eos_token are both <|endoftext|>.
-# SmolLM3: tests/ref/chat/smollm3-3b.jinja is llama.cpp's
-# models/templates/HuggingFaceTB-SmolLM3-3B.jinja (checked against the
-# bundle above when it is installed): HuggingFaceTB/SmolLM3-3B's template
-# with its "Today Date" line (strftime_now) and tool sections left out, which
-# is what a GGUF export of the model carries. Rendered with enable_thinking
+# SmolLM3: tests/ref/chat/hub/smollm3-3b.jinja is HuggingFaceTB/SmolLM3-3B's
+# chat_template (tokenizer_config.json) as the tests of a Swift Jinja port
+# quote it (ChatTemplates.swift, "Jinja, created by Anthony DePasquale",
+# `static let smollm3`, its 8-space indentation removed; whitespace control
+# makes indentation inert), pinned by its sha256 below; its long default instructions are
+# checked equal to those of llama.cpp's copy (models/templates/
+# HuggingFaceTB-SmolLM3-3B.jinja, an edit without the date, tools and
+# /system_override). The template writes strftime_now's day: render.js pins
+# the clock, dlm the dialect (08 July 2025). Rendered with enable_thinking
 # false (smollm3) and true (smollm3thinking); conversations whose system
 # prompt carries /think or /no_think switch the mode.
 olmo=$ref/chat/olmo-2-1124-instruct.jinja
 echo "a3fff33b9c6fb5c804dab4d85d06d33452e646ec1e038b1b29f170569e2f0380  $olmo" | sha256sum -c --quiet - ||
     { echo "r0102: $olmo is not OLMo 2 Instruct's published template" >&2; fail=1; }
+smol=$ref/chat/hub/smollm3-3b.jinja
+echo "b4e89a709e686577c0125424af02c1c671725c369c4d19eef4f5c33dd2cf50c2  $smol" | sha256sum -c --quiet - ||
+    { echo "r0102: $smol is not the SmolLM3-3B template quoted" >&2; fail=1; }
 if [ -f "$bundle" ]; then
     git --git-dir="$out/llama.git" show "HEAD:models/templates/HuggingFaceTB-SmolLM3-3B.jinja" > "$out/copy.jinja"
-    cmp -s "$out/copy.jinja" "$ref/chat/smollm3-3b.jinja" ||
-        { echo "r0102: tests/ref/chat/smollm3-3b.jinja differs from llama.cpp's HuggingFaceTB-SmolLM3-3B.jinja" >&2; fail=1; }
+    /usr/bin/python3 - "$out/copy.jinja" "$smol" <<'PY' || fail=1
+import re, sys
+pat = r'"(You are a helpful AI assistant named SmolLM, trained by Hugging Face\. Your role.*?)" -\}\}'
+a, b = (re.search(pat, open(f).read()).group(1) for f in sys.argv[1:])
+assert a == b, "SmolLM3's default thinking instructions differ from llama.cpp's copy"
+PY
 fi
-for pair in "olmo-2-1124-instruct:olmo2" "smollm3-3b:smollm3" "smollm3-3b:smollm3thinking"; do
+for pair in "olmo-2-1124-instruct:olmo2" "hub/smollm3-3b:smollm3" "hub/smollm3-3b:smollm3thinking"; do
     tmpl=$ref/chat/${pair%%:*}.jinja; want=${pair##*:}
     got=$("$DLM_BUILD/test_chat" --detect "$tmpl")
     [ "$want" = smollm3thinking ] && got=smollm3thinking   # the registry's variant of the detected smollm3

@@ -209,23 +209,29 @@ static void test_olmo2_smollm3(void)
     CHECK_INT(p.len, sp[0].start);
     sb_free(&sb);
     sb_free(&p);
-    static const char HEAD[] = "<|im_start|>system\n## Metadata\n\nKnowledge Cutoff Date: June 2025\nReasoning Mode: ";
+    static const char HEAD[] = "<|im_start|>system\n## Metadata\n\nKnowledge Cutoff Date: June 2025\nToday Date: 08 July 2025\n"
+                               "Reasoning Mode: ";
+    /* the system turn has no <|im_end|>: the template closes it only when it lists tools */
     expect("smollm3", NULL, c, 3, 1,
-           "<|im_start|>system\n## Metadata\n\nKnowledge Cutoff Date: June 2025\nReasoning Mode: /no_think\n\n"
-           "## Custom Instructions\n\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face.\n\n<|im_end|>\n"
+           "<|im_start|>system\n## Metadata\n\nKnowledge Cutoff Date: June 2025\nToday Date: 08 July 2025\n"
+           "Reasoning Mode: /no_think\n\n"
+           "## Custom Instructions\n\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face.\n\n"
            "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\nHello!<|im_end|>\n"
            "<|im_start|>user\nJoke?<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n");
     /* /think in the system prompt switches thinking on and leaves the instructions */
     strbuf w = STRBUF_INIT;
-    sb_printf(&w, "%s/think\n\n## Custom Instructions\n\nBe brief.\n\n<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
+    sb_printf(&w, "%s/think\n\n## Custom Instructions\n\nBe brief.\n\n<|im_start|>user\nHi<|im_end|>\n"
                   "<|im_start|>assistant\n", HEAD);
     expect("smollm3", "Be brief. /think \n", c, 1, 1, sb_str(&w));
     sb_free(&w);
     /* /no_think wins over thinking on; an emptied system text takes the default */
     sb_printf(&w, "%s/no_think\n\n## Custom Instructions\n\nYou are a helpful AI assistant named SmolLM, trained by Hugging "
-                  "Face.\n\n<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n", HEAD);
+                  "Face.\n\n<|im_start|>user\nHi<|im_end|>\n", HEAD);
     expect("smollm3thinking", "/no_think", c, 1, 0, sb_str(&w));
     sb_free(&w);
+    /* /system_override: the instructions alone, closed */
+    expect("smollm3", "Only this. /system_override", c, 1, 0,
+           "<|im_start|>system\nOnly this.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n");
     /* answers: lstrip('\n'), and the training span starts after the think block */
     const chat_msg a[] = {{"user", "Q"}, {"assistant", "\n A"}};
     CHECK_INT(chat_render(chat_dialect_find("smollm3"), NULL, a, 2, 0, &sb, sp, &ns, &e), 0);
@@ -331,8 +337,8 @@ static void test_fast_path(void)
         {"mistral-7b-instruct-v0.3.jinja", "mistral-v3", "<s>", "</s>"},
         {"mistral-pre-v1.jinja", "mistral-legacy", "<s>", "</s>"},
         {"olmo-2-1124-instruct.jinja", "olmo2", "<|endoftext|>", "<|endoftext|>"},
-        {"smollm3-3b.jinja", "smollm3", "<|begin_of_text|>", "<|eot_id|>"},
-        {"smollm3-3b.jinja", "smollm3thinking", "<|begin_of_text|>", "<|eot_id|>"}};
+        {"hub/smollm3-3b.jinja", "smollm3", "<|begin_of_text|>", "<|eot_id|>"},
+        {"hub/smollm3-3b.jinja", "smollm3thinking", "<|begin_of_text|>", "<|eot_id|>"}};
     dlm_err e;
     json_t *convs = json_load_path(DLM_SOURCE_DIR "/tests/ref/chat/conversations.json", 1u << 20, &e);
     CHECK(json_is_array(convs));

