@@ -2,9 +2,9 @@
 # training.multi_turn (issue 30, point 9), the quick part: the key acts (the
 # dataset `dlm doctor` and `dlm train` build has one conversation row per
 # Q/A pair by default, three with multi_turn: 3, none with 0, and none for a
-# document with a single pair), is refused out of range with file:line, and
-# training with it is deterministic and resumes exactly. The answers it buys
-# are measured by t1140-slow-multiturn-tutor.
+# document with a single pair; training_run.json records them), and is
+# refused out of range with file:line. The answers it buys are measured by
+# t1140-slow-multiturn-tutor.
 . "$(dirname "$0")/lib.sh"
 items() { "$DLM" doctor "$1" --json | python3 -c 'import json,sys; d=json.load(sys.stdin)["document"]; print(d["train_items"])'; }
 cat > a.dlm <<DOC
@@ -14,7 +14,7 @@ dlm_version: 15
 base_model: tiny
 training:
   sequence_len: 128
-  num_epochs: 20
+  num_epochs: 2
 ---
 Paris is the capital of France.
 
@@ -55,14 +55,9 @@ sed 's/^training:$/training:\n  multi_turn: 9/' a.dlm > bad.dlm
 rc=0; "$DLM" show bad.dlm > err.txt 2>&1 || rc=$?
 [ $rc != 0 ] && grep -q "bad.dlm:[0-9]*:[0-9]*: training.multi_turn: Input should be less than or equal to 8" err.txt ||
     fail "multi_turn: 9: rc $rc $(cat err.txt)"
-# deterministic and resumable with the rows in: killed after step 4 (of 8,
-# checkpoints every 2) then resumed = uninterrupted, byte for byte
-sha() { sha256sum "$DLM_HOME/store/$ID/adapter/versions/$1/adapter_model.safetensors" | cut -c1-64; }
-"$DLM" train a.dlm -q --max-steps 8 > /dev/null || fail "train"
-a=$(sha v0001)
-rc=0; DLM_TEST_CRASH_AFTER_STEP=4 "$DLM" train a.dlm -q --max-steps 8 > /dev/null 2>&1 || rc=$?
-[ $rc != 0 ] || fail "the crash hook did not kill the run"
-"$DLM" train a.dlm -q --max-steps 8 --resume > /dev/null || fail "resume"
-[ "$(sha v0002)" = "$a" ] || fail "the resumed adapter differs from the uninterrupted one"
-python3 -c 'import json,sys; m=json.load(open(sys.argv[1]))["multi_turn"]; assert m["rows_per_pair"]==1 and m["rows"]>=2, m' \
-    "$DLM_HOME/store/$ID/adapter/versions/v0002/training_run.json" || fail "training_run.json has no multi_turn record"
+# the run records its conversation rows. (Determinism across thread counts
+# and an exact resume with the rows in: t0201, whose document has three
+# pairs and the default multi_turn.)
+"$DLM" train a.dlm -q --max-steps 2 > /dev/null || fail "train"
+python3 -c 'import json,sys; m=json.load(open(sys.argv[1]))["multi_turn"]; assert m=={"rows_per_pair":1,"rows":4,"shortened":0}, m' \
+    "$DLM_HOME/store/$ID/adapter/versions/v0001/training_run.json" || fail "training_run.json has no multi_turn record"
