@@ -15,6 +15,7 @@
 #include <jansson.h>
 
 #include "tokens/chat.h"
+#include "weights/registry.h"
 #include "util/fs.h"
 #include "util/json.h"
 
@@ -152,6 +153,12 @@ static void test_registry(void)
     CHECK(chat_dialect_find("nope") == NULL);
     CHECK(chat_dialect_detect("{{ messages }}") == NULL);
     CHECK_STR(chat_dialect_detect("{{'<|im_start|>' + m}}")->name, "chatml");
+    /* every text row of the base registry names a dialect dlm renders (olmo2
+     * and smollm3 were missing: those bases fell back to a wrong one) */
+    for (int i = 0; i < registry_count(); i++) {
+        const reg_entry *r = registry_at(i);
+        if (r->modality == REG_TEXT) CHECK_MSG(chat_dialect_find(r->dialect) != NULL, "%s: dialect %s", r->key, r->dialect);
+    }
 }
 
 /* Mistral, written out from mistral-common's v1 / v3 templates and the pre-v1 one
