@@ -8,7 +8,7 @@ training:
   # base (smollm2-135m, qwen2.5-0.5b, ...) start from learning_rate: 0.0002
   # and num_epochs: 3.
   learning_rate: 0.004
-  num_epochs: 60
+  num_epochs: 80
   lora_dropout: 0.0
 ---
 

@@ -217,7 +217,12 @@ typedef struct doc_training {
     doc_recompute recompute;           /* auto */
     int64_t threads;                   /* 0 = "auto" */
     double val_frac;                   /* -1 = null (auto: 0 below DS_VAL_MIN_ROWS rows, else 0.1), or 0..0.5 */
+    int64_t multi_turn;                /* DOC_MULTI_TURN_DEFAULT: conversation rows per Q/A pair, 0..8 */
 } doc_training;
+
+/* training.multi_turn's default (tokens/dataset.h: each Q/A pair also
+ * trained once after 1 to 3 earlier pairs of the document) */
+#define DOC_MULTI_TURN_DEFAULT 1
 
 typedef struct doc_export {
     doc_quant default_quant;

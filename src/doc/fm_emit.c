@@ -247,6 +247,8 @@ static void emit_training(emitter *em, const doc_training *t, strbuf *o)
     field(em, o, 2, P, "recompute", t->recompute == 0, doc_recompute_names[t->recompute]);
     field(em, o, 2, P, "threads", !t->threads, t->threads ? RENDER(sb_printf(&v, "%lld", (long long)t->threads)) : "auto");
     field(em, o, 2, P, "val_frac", t->val_frac < 0, t->val_frac < 0 ? "null" : RENDER(put_float(&v, t->val_frac)));
+    field(em, o, 2, P, "multi_turn", t->multi_turn == DOC_MULTI_TURN_DEFAULT,
+          RENDER(sb_printf(&v, "%lld", (long long)t->multi_turn)));
     sb_free(&v);
     sb_free(&sub);
     sb_free(&sub2);

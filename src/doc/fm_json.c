@@ -126,6 +126,7 @@ static json_t *training_json(const doc_training *t)
     json_object_set_new(o, "recompute", json_string(doc_recompute_names[t->recompute]));
     json_object_set_new(o, "threads", auto_or_int(t->threads));
     json_object_set_new(o, "val_frac", t->val_frac < 0 ? json_null() : json_real(t->val_frac));
+    json_object_set_new(o, "multi_turn", json_integer(t->multi_turn));
     return o;
 }
 

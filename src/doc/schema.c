@@ -649,7 +649,7 @@ static const char *const TRAINING_FIELDS[] = {
     "sources", "sources_policy",
     /* dlm extensions */
     "loss_on", "packing", "save_steps", "weight_decay", "min_lr_ratio", "replay", "recompute", "threads",
-    "val_frac", NULL};
+    "val_frac", "multi_turn", NULL};
 
 static void v_adapters(vctx *v, const ynode *val, const ynode *at, doc_training *t)
 {
@@ -782,6 +782,7 @@ static void v_training(vctx *v, const ynode *map, const ynode *tkey, doc_trainin
         if (val->kind == YN_NULL) t->val_frac = -1;
         else f_float_node(v, val, AT, &t->val_frac, F_GELE(0.0, 0.5));
     }
+    FIELD(map, "multi_turn") f_int_node(v, val, AT, &t->multi_turn, GELE(0, 8));
 
     extras(v, map, TRAINING_FIELDS);
     if (v->nerr != before) return;
@@ -844,6 +845,7 @@ void doc_training_defaults(doc_training *t)
     t->replay.max_bytes = 268435456;
     t->replay.enabled = 1;
     t->val_frac = -1;
+    t->multi_turn = DOC_MULTI_TURN_DEFAULT;
 }
 
 static void strlist_free(doc_strlist *l)

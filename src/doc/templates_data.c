@@ -279,7 +279,7 @@ const doc_template doc_templates_embedded[] = {
      "### A\n"
      "Tea, because you do not drink coffee.\n"},
     {"regex-buddy", "regular expressions explained and written on request",
-     "{\"name\":\"regex-buddy\",\"title\":\"Regex buddy\",\"summary\":\"regular expressions explained and written on request\",\"domain_tags\":[\"code\",\"regex\"],\"recommended_base\":\"qwen2.5-coder-1.5b\",\"expected_steps\":60,\"expected_duration\":\"<1m on 2 cores\",\"sample_prompts\":[\"Write a regex that matches a whole line of digits.\",\"What does a plus sign do in a regex?\",\"Write a regex for a line of lowercase letters.\"]}",
+     "{\"name\":\"regex-buddy\",\"title\":\"Regex buddy\",\"summary\":\"regular expressions explained and written on request\",\"domain_tags\":[\"code\",\"regex\"],\"recommended_base\":\"qwen2.5-coder-1.5b\",\"expected_steps\":80,\"expected_duration\":\"<1m on 2 cores\",\"sample_prompts\":[\"Write a regex that matches a whole line of digits.\",\"What does a plus sign do in a regex?\",\"Write a regex for a line of lowercase letters.\"]}",
      "---\n"
      "dlm_id: {{DLM_ID}}\n"
      "dlm_version: 15\n"
@@ -290,7 +290,7 @@ const doc_template doc_templates_embedded[] = {
      "  # base (smollm2-135m, qwen2.5-0.5b, ...) start from learning_rate: 0.0002\n"
      "  # and num_epochs: 3.\n"
      "  learning_rate: 0.004\n"
-     "  num_epochs: 60\n"
+     "  num_epochs: 80\n"
      "  lora_dropout: 0.0\n"
      "---\n"
      "\n"

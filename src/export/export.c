@@ -500,9 +500,10 @@ static int preflight(const export_opts *o, infer_target *T, const lora *L, expor
             return err_hint(e, "--no-template leaves TEMPLATE out (Ollama then guesses one from the GGUF)");
         }
         if (!*mf_system) *mf_system = T->dialect->default_system;
-        /* Llama 3 templates |trim the system prompt; Go cannot, so SYSTEM
-         * carries it trimmed (a YAML block scalar ends with a newline) */
-        if (*mf_system && !strcmp(T->dialect->family, "llama3"))
+        /* Llama 3 templates |trim the system prompt, SmolLM3's rstrips it;
+         * Go cannot, so SYSTEM carries it trimmed (a YAML block scalar ends
+         * with a newline) */
+        if (*mf_system && (!strcmp(T->dialect->family, "llama3") || !strcmp(T->dialect->family, "smollm3")))
             *mf_system = trimmed(*mf_system, r->system_buf, sizeof r->system_buf);
         /* the ids llama.cpp adds around a prompt with the exported metadata */
         int32_t bos = tok_bos(T->t) >= 0 ? tok_bos(T->t) : T->m->cfg.bos_id;

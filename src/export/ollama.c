@@ -97,6 +97,35 @@ static const char GO_MISTRAL_LEGACY[] =
     "{{- else if eq .Role \"assistant\" }}{{ .Content }}</s>{{ $first = false }}"
     "{{- end }}{{- end }}";
 
+/* OLMo 2 Instruct: BOS is the template's own "<|endoftext|>" text (llama.cpp
+ * adds none for its vocabulary); an answer is followed by "\n" unless it is
+ * the last message. */
+static const char GO_OLMO2[] =
+    "<|endoftext|>{{- range $i, $_ := .Messages }}"
+    "{{- if eq .Role \"assistant\" }}<|assistant|>\n{{ .Content }}<|endoftext|>"
+    "{{- if ne (len (slice $.Messages $i)) 1 }}\n{{ end }}"
+    "{{- else }}<|{{ .Role }}|>\n{{ .Content }}\n{{ end }}"
+    "{{- end }}<|assistant|>\n";
+
+/* SmolLM3 (tokens/chat.c render_smollm3): the metadata header with the
+ * day dlm pins, the system text (.System: the Modelfile SYSTEM, which is
+ * the mode's default instructions when the document has no system prompt,
+ * or the request's system messages; the Jinja template takes the first)
+ * and a blank line (no <|im_end|>: the template closes the system turn
+ * only when it lists tools), then ChatML turns without the system
+ * messages. Go cannot remove /think, /no_think or /system_override from
+ * the system text: a system prompt carrying them is template drift, which
+ * the export's check reports. SYSTEM is trimmed (export.c) as the
+ * template rstrips it. */
+#define GO_SMOLLM3(mode, think)                                                                                 \
+    "<|im_start|>system\n## Metadata\n\nKnowledge Cutoff Date: June 2025\nToday Date: 08 July 2025\n"          \
+    "Reasoning Mode: " mode "\n\n## Custom Instructions\n\n{{ .System }}\n\n"                                    \
+    "{{ range .Messages }}{{ if eq .Role \"user\" }}<|im_start|>user\n{{ .Content }}<|im_end|>\n"               \
+    "{{ else if eq .Role \"assistant\" }}<|im_start|>assistant\n" think "{{ .Content }}<|im_end|>\n{{ end }}"    \
+    "{{ end }}<|im_start|>assistant\n" think
+static const char GO_SMOLLM3_NOTHINK[] = GO_SMOLLM3("/no_think", "<think>\n\n</think>\n");
+static const char GO_SMOLLM3_THINKING[] = GO_SMOLLM3("/think", "");
+
 const char *export_ollama_template(const chat_dialect *d)
 {
     if (!d) return NULL;
@@ -110,6 +139,9 @@ const char *export_ollama_template(const chat_dialect *d)
     if (!strcmp(d->name, "mistral")) return GO_MISTRAL;
     if (!strcmp(d->name, "mistral-v3")) return GO_MISTRAL_V3;
     if (!strcmp(d->name, "mistral-legacy")) return GO_MISTRAL_LEGACY;
+    if (!strcmp(d->name, "olmo2")) return GO_OLMO2;
+    if (!strcmp(d->name, "smollm3")) return GO_SMOLLM3_NOTHINK;
+    if (!strcmp(d->name, "smollm3thinking")) return GO_SMOLLM3_THINKING;
     return NULL;
 }
 

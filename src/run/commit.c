@@ -580,6 +580,11 @@ static int write_version(run *R, const char *tmp, dlm_err *e)
     if (!R->pref && (R->P.data.ds->rows_weight_dropped || R->P.data.ds->rows_weight_extra))
         json_object_set_new(tr, "tag_weights", json_pack("{s:i, s:i}", "rows_dropped", R->P.data.ds->rows_weight_dropped,
                                                           "copies_added", R->P.data.ds->rows_weight_extra));
+    /* training.multi_turn: the conversation rows trained (tokens/dataset.h) */
+    if (!R->pref && R->P.data.ds->rows_conv)
+        json_object_set_new(tr, "multi_turn", json_pack("{s:i, s:i, s:i}", "rows_per_pair",
+                                                        (int)doc_fm(R->doc)->training.multi_turn, "rows",
+                                                        R->P.data.ds->rows_conv, "shortened", R->P.data.ds->rows_conv_short));
     /* what training.sources contributed: per-directive counts, each kept file's path, size, sha256 */
     const src_report *srcs = doc_sources_report(R->doc);
     if (srcs) json_object_set_new(tr, "sources", src_report_json(srcs, 2));

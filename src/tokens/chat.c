@@ -9,7 +9,8 @@
 #include "tokens/jinja.h"
 
 enum { STYLE_CHATML = 1, STYLE_QWEN3, STYLE_LLAMA3, STYLE_LLAMA3_NODATE, STYLE_LLAMA3_NODATE_ALWAYS, STYLE_GEMMA, STYLE_PHI3,
-       STYLE_PHI4MINI, STYLE_QWEN3_THINKING, STYLE_MISTRAL, STYLE_MISTRAL_V3, STYLE_MISTRAL_LEGACY };
+       STYLE_PHI4MINI, STYLE_QWEN3_THINKING, STYLE_MISTRAL, STYLE_MISTRAL_V3, STYLE_MISTRAL_LEGACY, STYLE_OLMO2,
+       STYLE_SMOLLM3, STYLE_SMOLLM3_THINKING };
 
 static const char *const STOPS_CHATML[] = {"<|im_end|>", "<|endoftext|>", "<|im_start|>", NULL};
 static const char *const STOPS_GEMMA[] = {"<end_of_turn>", "<eos>", "<start_of_turn>", NULL};
@@ -18,11 +19,33 @@ static const char PHI4MINI_SYSTEM[] = "Your name is Phi, an AI math expert devel
 /* the original's mistral row (src/dlm/export/ollama/template_registry.py) */
 static const char *const STOPS_MISTRAL[] = {"</s>", "[/INST]", "[INST]", NULL};
 static const char *const STOPS_LLAMA3[] = {"<|eot_id|>", "<|end_of_text|>", "<|start_header_id|>", "<|eom_id|>", NULL};
+/* the original's olmo2 and smollm3 rows (template_registry.py) */
+static const char *const STOPS_OLMO2[] = {"<|endoftext|>", "<|user|>", "<|assistant|>", "<|system|>", NULL};
+static const char *const STOPS_SMOLLM3[] = {"<|im_end|>", "<|end_of_text|>", "<|im_start|>", NULL};
 
 /* Ollama Go templates: chatml from docs/reference/original-spec.md §6.2, llama3 from docs/reference/formats.md §5.3. */
 
 static const char SYS_SMOLLM2[] = "You are a helpful AI assistant named SmolLM, trained by Hugging Face";
 static const char SYS_QWEN25[] = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.";
+/* SmolLM3's template writes "Today Date: " + strftime_now("%d %B %Y"); dlm
+ * pins the day (the model's release, 8 July 2025) as it pins Llama 3's, so
+ * prompts and training rows do not change with the day. */
+static const char SMOLLM3_TODAY[] = "08 July 2025";
+/* SmolLM3's defaults for the Custom Instructions section when the system
+ * message brings none, by reasoning mode (its chat template). */
+static const char SMOLLM3_SYS[] = "You are a helpful AI assistant named SmolLM, trained by Hugging Face.";
+static const char SMOLLM3_SYS_THINK[] =
+    "You are a helpful AI assistant named SmolLM, trained by Hugging Face. Your role as an assistant involves thoroughly "
+    "exploring questions through a systematic thinking process before providing the final precise and accurate solutions. "
+    "This requires engaging in a comprehensive cycle of analysis, summarizing, exploration, reassessment, reflection, "
+    "backtracking, and iteration to develop well-considered thinking process. Please structure your response into two main "
+    "sections: Thought and Solution using the specified format: <think> Thought section </think> Solution section. In the "
+    "Thought section, detail your reasoning process in steps. Each step should include detailed considerations such as "
+    "analysing questions, summarizing relevant findings, brainstorming new ideas, verifying the accuracy of the current "
+    "steps, refining any errors, and revisiting previous steps. In the Solution section, based on various attempts, "
+    "explorations, and reflections from the Thought section, systematically present the final solution that you deem "
+    "correct. The Solution section should be logical, accurate, and concise and detail necessary steps needed to reach the "
+    "conclusion.";
 
 static const chat_dialect DIALECTS[] = {
     {"chatml", "chatml", NULL, STOPS_CHATML, 0.9, STYLE_CHATML},
@@ -40,6 +63,12 @@ static const chat_dialect DIALECTS[] = {
     {"mistral", "mistral", NULL, STOPS_MISTRAL, 0.9, STYLE_MISTRAL},
     {"mistral-v3", "mistral", NULL, STOPS_MISTRAL, 0.9, STYLE_MISTRAL_V3},
     {"mistral-legacy", "mistral", NULL, STOPS_MISTRAL, 0.9, STYLE_MISTRAL_LEGACY},
+    {"olmo2", "olmo2", NULL, STOPS_OLMO2, 0.9, STYLE_OLMO2},
+    /* top_p 0.95: the original's smollm3 row; the defaults are what the
+     * template writes as custom instructions without a system prompt (the
+     * export's Modelfile SYSTEM) */
+    {"smollm3", "smollm3", SMOLLM3_SYS, STOPS_SMOLLM3, 0.95, STYLE_SMOLLM3},
+    {"smollm3thinking", "smollm3", SMOLLM3_SYS_THINK, STOPS_SMOLLM3, 0.95, STYLE_SMOLLM3_THINKING},
 };
 #define N_DIALECTS (sizeof DIALECTS / sizeof DIALECTS[0])
 
@@ -60,6 +89,9 @@ json_t *chat_dialect_vars(const chat_dialect *d)
      * false` adds the empty think block to the generation prompt */
     if (d && (d->style == STYLE_QWEN3 || d->style == STYLE_QWEN3_THINKING))
         return json_pack("{s:b}", "enable_thinking", d->style == STYLE_QWEN3_THINKING);
+    /* SmolLM3's: enable_thinking undefined means true (reasoning mode /think) */
+    if (d && (d->style == STYLE_SMOLLM3 || d->style == STYLE_SMOLLM3_THINKING))
+        return json_pack("{s:b, s:s}", "enable_thinking", d->style == STYLE_SMOLLM3_THINKING, "strftime_now", SMOLLM3_TODAY);
     return NULL;
 }
 
@@ -67,6 +99,7 @@ const chat_dialect *chat_dialect_refine(const chat_dialect *detected, const char
 {
     const chat_dialect *n = chat_dialect_find(named);
     if (detected && n && detected->style == STYLE_QWEN3 && n->style == STYLE_QWEN3_THINKING) return n;
+    if (detected && n && detected->style == STYLE_SMOLLM3 && n->style == STYLE_SMOLLM3_THINKING) return n;
     return detected;
 }
 
@@ -96,9 +129,16 @@ const chat_dialect *chat_dialect_detect(const char *j)
         if (strstr(j, "\"[INST] \"") && strstr(j, "\"[/INST]\"") && strstr(j, "loop.last and system_message"))
             return chat_dialect_find("mistral-v3");
     }
+    /* OLMo 2 Instruct (the Tulu 3 template): "<|user|>\n" turns without
+     * Phi's "<|end|>", answers closed by the eos token */
+    if (strstr(j, "<|user|>\\n") && strstr(j, "<|assistant|>\\n") && strstr(j, "eos_token") && !strstr(j, "<|end|>"))
+        return chat_dialect_find("olmo2");
     if (strstr(j, "<|end|>") && strstr(j, PHI4MINI_SYSTEM)) return chat_dialect_find("phi4mini");
     if (strstr(j, "<|end|>") && strstr(j, "<|user|>\n")) return chat_dialect_find("phi3");
     if (strstr(j, "<|im_start|>")) {
+        /* SmolLM3's metadata header; before SmolLM2, whose default system
+         * text starts SmolLM3's */
+        if (strstr(j, "Reasoning Mode: ") && strstr(j, "/no_think")) return chat_dialect_find("smollm3");
         if (strstr(j, SYS_SMOLLM2)) return chat_dialect_find("chatml-smollm2");
         if (strstr(j, SYS_QWEN25)) return chat_dialect_find("chatml-qwen2.5");
         if (strstr(j, "</think>") && strstr(j, "last_query_index")) return chat_dialect_find("qwen3");
@@ -389,6 +429,110 @@ static void render_mistral(render *r, const chat_msg *m, size_t n, const size_t 
     }
 }
 
+/* OLMo 2 Instruct (allenai/OLMo-2-1124-*-Instruct's chat_template, the Tulu 3
+ * one): bos ("<|endoftext|>"), then per message "<|system|>\n" / "<|user|>\n"
+ * + content + "\n", or "<|assistant|>\n" + content + eos ("<|endoftext|>")
+ * + "\n" unless it is the last message; the generation prompt
+ * "<|assistant|>\n" only after at least one message. No trimming, no
+ * default system prompt. */
+static void render_olmo2(render *r, const chat_msg *m, size_t n, const size_t *idx, int gen)
+{
+    sb_puts(r->out, "<|endoftext|>");
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(m[i].role, "assistant")) {
+            sb_printf(r->out, "<|%s|>\n%s\n", m[i].role, m[i].content);
+            continue;
+        }
+        sb_puts(r->out, "<|assistant|>\n");
+        size_t start = r->out->len;
+        sb_puts(r->out, m[i].content);
+        size_t end = r->out->len;
+        sb_puts(r->out, "<|endoftext|>");
+        span_add(r, idx[i], start, end, r->out->len);
+        if (i + 1 < n) sb_putc(r->out, '\n');
+    }
+    if (gen && n) sb_puts(r->out, "<|assistant|>\n");
+}
+
+/* s with every occurrence of pat removed (Python str.replace(pat, "")). */
+static void remove_all(strbuf *s, const char *pat)
+{
+    size_t pl = strlen(pat), w = 0;
+    for (size_t i = 0; i < s->len;) {
+        if (i + pl <= s->len && !memcmp(s->buf + i, pat, pl)) {
+            i += pl;
+            continue;
+        }
+        s->buf[w++] = s->buf[i++];
+    }
+    s->len = w;
+    if (s->buf) s->buf[w] = 0;
+}
+
+/* rstrip (Python whitespace, as trim() reads it) of s, in place. */
+static void rstrip_sb(strbuf *s)
+{
+    size_t b = s->len;
+    while (b > 0) {
+        size_t k = b - 1;
+        while (k > 0 && ((unsigned char)s->buf[k] & 0xC0) == 0x80) k--;
+        unsigned c;
+        dec(s->buf + k, b - k, &c);
+        if (!py_space(c)) break;
+        b = k;
+    }
+    s->len = b;
+    if (s->buf) s->buf[b] = 0;
+}
+
+/* SmolLM3 (HuggingFaceTB/SmolLM3-3B's chat_template, without tools). A
+ * system turn always opens: "## Metadata" with the knowledge cutoff, the
+ * day (SMOLLM3_TODAY) and the reasoning mode, then "## Custom
+ * Instructions": the first system message's text with "/no_think" and
+ * "/think" removed and rstripped, or the mode's default when that is empty,
+ * and a blank line. The template closes that turn with <|im_end|> only in
+ * its tools branch, so without tools the first user turn follows directly.
+ * "/system_override" in the system message replaces the whole header with
+ * the instructions (the flag removed) and <|im_end|>. The flags switch the
+ * mode ("/no_think" wins); enable_thinking (the dialect: smollm3 false,
+ * smollm3thinking true) sets it otherwise. Other system messages are not
+ * rendered. Answers are lstrip('\n')ed; with thinking off each opens with an
+ * empty think block, which the generation prompt ends with too. */
+static void render_smollm3(render *r, const chat_msg *m, size_t n, const size_t *idx, int gen, int think)
+{
+    strbuf custom = STRBUF_INIT;
+    int override = 0;
+    if (n && !strcmp(m[0].role, "system")) {
+        const char *sys = m[0].content;
+        if (strstr(sys, "/no_think")) think = 0;
+        else if (strstr(sys, "/think")) think = 1;
+        override = strstr(sys, "/system_override") != NULL;
+        sb_puts(&custom, sys);
+        remove_all(&custom, "/no_think");
+        remove_all(&custom, "/think");
+        rstrip_sb(&custom);
+    }
+    if (override) {
+        remove_all(&custom, "/system_override");
+        rstrip_sb(&custom);
+        sb_printf(r->out, "<|im_start|>system\n%s<|im_end|>\n", sb_str(&custom));
+    } else {
+        sb_printf(r->out, "<|im_start|>system\n## Metadata\n\nKnowledge Cutoff Date: June 2025\nToday Date: %s\n"
+                          "Reasoning Mode: %s\n\n## Custom Instructions\n\n%s\n\n",
+                  SMOLLM3_TODAY, think ? "/think" : "/no_think",
+                  custom.len ? sb_str(&custom) : think ? SMOLLM3_SYS_THINK : SMOLLM3_SYS);
+    }
+    sb_free(&custom);
+    for (size_t i = 0; i < n; i++) {
+        const char *c = m[i].content;
+        if (!strcmp(m[i].role, "user")) chatml_turn(r, "user", c, strlen(c), idx[i], NULL);
+        if (strcmp(m[i].role, "assistant")) continue;
+        while (*c == '\n') c++;
+        chatml_turn(r, "assistant", c, strlen(c), idx[i], think ? NULL : "<think>\n\n</think>\n");
+    }
+    if (gen) sb_puts(r->out, think ? "<|im_start|>assistant\n" : "<|im_start|>assistant\n<think>\n\n</think>\n");
+}
+
 int chat_render(const chat_dialect *d, const char *system_prompt, const chat_msg *msgs, size_t n,
                 int add_generation_prompt, strbuf *out, chat_span *spans, size_t *n_spans, dlm_err *e)
 {
@@ -451,6 +595,13 @@ int chat_render(const chat_dialect *d, const char *system_prompt, const chat_msg
     case STYLE_MISTRAL_V3:
     case STYLE_MISTRAL_LEGACY:
         render_mistral(&r, m, total, idx, d->style == STYLE_MISTRAL_V3, d->style == STYLE_MISTRAL_LEGACY);
+        break;
+    case STYLE_OLMO2:
+        render_olmo2(&r, m, total, idx, add_generation_prompt);
+        break;
+    case STYLE_SMOLLM3:
+    case STYLE_SMOLLM3_THINKING:
+        render_smollm3(&r, m, total, idx, add_generation_prompt, d->style == STYLE_SMOLLM3_THINKING);
         break;
     default:
         render_llama3(&r, d, m, total, idx, add_generation_prompt);

@@ -34,6 +34,14 @@
  *   mistral-legacy   the pre-v1 template (Mistral-7B-Instruct-v0.1, early Mixtral snapshots):
  *                    "[INST] " + content + " [/INST]", answers content + "</s>"; it has no
  *                    system role, so the system prompt goes where v1 puts it
+ *   olmo2            OLMo 2 Instruct (the Tulu 3 template): <|endoftext|>, then
+ *                    "<|role|>\n" + content + "\n" per system / user message, answers
+ *                    "<|assistant|>\n" + content + "<|endoftext|>" (+ "\n" unless last)
+ *   smollm3          SmolLM3 with enable_thinking=false: a system turn with a metadata
+ *                    block (reasoning mode) and the custom instructions (the system text
+ *                    without its /think and /no_think flags, which switch the mode), answers
+ *                    after an empty <think>\n\n</think>\n block, as the generation prompt
+ *   smollm3thinking  the same with enable_thinking=true (no think block added)
  *
  * The rendered string contains special-token text (BOS too, for llama3);
  * tokenize it with TOK_PARSE_SPECIAL and without TOK_ADD_SPECIAL, as

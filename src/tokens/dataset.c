@@ -307,6 +307,98 @@ fail:
     return -1;
 }
 
+/* ---- multi-turn rows ----------------------------------------------------------
+ * A chat client sends the whole conversation back each turn; a model trained
+ * only on single-turn rows has never seen a question after earlier answers
+ * and answers it worse there (issue 30). Each training pair therefore also
+ * appears as the last turn of o->multi_turn conversations: row r of pair i
+ * puts 1 + (i + r) % 3 earlier turns before it (so one row per pair asks
+ * the pairs as turn 2, 3, 4, 2, ... in document order, and three rows ask
+ * each pair as turns 2, 3 and 4), each one of the
+ * document's other training pairs drawn by Philox from (seed, pair, r, turn),
+ * with replacement (a short document repeats pairs, as a user asking again
+ * does). The loss is on the last answer only: the earlier answers are what a
+ * client sends back, not targets (each answer stays the target of 1 +
+ * multi_turn rows, whatever the other pairs). A conversation longer than
+ * sequence_len loses its oldest turns until it fits; none is dropped into
+ * windows that would cut the question from its answer. Validation pairs get
+ * no conversation rows and are never drawn as earlier turns, so the
+ * validation loss and the split are what they are without multi_turn. */
+
+typedef struct qa_ref { const doc_qa *p; const char *sid; int row; } qa_ref;
+
+static int conv_row(dataset *d, tok *t, const chat_dialect *dialect, const ds_opts *o, const qa_ref *pool,
+                    const int *ctx, int n_ctx, const qa_ref *q, rowbuf *rb, strbuf *sb, dlm_err *e)
+{
+    chat_msg msgs[2 * 4 + 2];
+    chat_span spans[8];
+    for (int drop = 0; drop < n_ctx; drop++) {
+        size_t n = 0, nsp = 0;
+        for (int m = drop; m < n_ctx; m++) {
+            msgs[n++] = (chat_msg){"user", pool[ctx[m]].p->question};
+            msgs[n++] = (chat_msg){"assistant", pool[ctx[m]].p->answer};
+        }
+        msgs[n++] = (chat_msg){"user", q->p->question};
+        msgs[n++] = (chat_msg){"assistant", q->p->answer};
+        sb_reset(sb);
+        if (chat_render(dialect, o->system_prompt, msgs, n, 0, sb, spans, &nsp, e)) return -1;
+        if (nsp != n / 2) return err_set(e, "DatasetError", "chat template gave %zu assistant turns for %zu", nsp, n / 2);
+        const chat_span *last = &spans[nsp - 1];
+        rb->ids.n = 0;
+        uint8_t all = o->loss_on_all ? 1 : 0;
+        if (encode_seg(t, rb, sb->buf, last->start, all, e) ||
+            encode_seg(t, rb, sb->buf + last->start, last->turn_end - last->start, 1, e) ||
+            encode_seg(t, rb, sb->buf + last->turn_end, sb->len - last->turn_end, all, e))
+            return -1;
+        if ((int)rb->ids.n - 1 > o->seq_len) continue;   /* too long: one earlier turn less */
+        if (add_row(d, rb->ids.v, rb->train, (int)rb->ids.n, o->seq_len, q->sid, q->row, 0, 0))
+            return err_set(e, "MemoryError", "out of memory building the dataset");
+        d->rows_conv++;
+        d->rows_conv_short += drop > 0;
+        return 0;
+    }
+    return 0;   /* not even one earlier turn fits: the single-turn row stands alone */
+}
+
+static int add_conversations(dataset *d, const dlm_doc *doc, tok *t, const chat_dialect *dialect, const ds_opts *o,
+                             rowbuf *rb, strbuf *sb, dlm_err *e)
+{
+    int n = 0;
+    for (int i = 0; i < doc_nsections(doc); i++) {
+        const doc_section *s = doc_section_at(doc, i);
+        if (s->type == DOC_INSTRUCTION) n += s->n_pairs;
+    }
+    if (n < 2) return 0;
+    /* the split dataset_build decides: with training.val_frac null a small
+     * document holds nothing out, a larger one DS_VAL_FRAC (rows counted
+     * so far are this document's own; replay comes after) */
+    double frac = o->val_frac >= 0 ? o->val_frac
+                  : d->rows_prose + d->rows_instr < DS_VAL_MIN_ROWS ? 0 : DS_VAL_FRAC;
+    qa_ref *pool = malloc((size_t)n * sizeof *pool);
+    if (!pool) return err_set(e, "MemoryError", "out of memory");
+    int np = 0;
+    for (int i = 0; i < doc_nsections(doc); i++) {
+        const doc_section *s = doc_section_at(doc, i);
+        if (s->type != DOC_INSTRUCTION) continue;
+        for (int k = 0; k < s->n_pairs; k++)
+            if (!dataset_is_val(o->seed, s->id, k, frac)) pool[np++] = (qa_ref){&s->pairs[k], s->id, k};
+    }
+    int rc = 0;
+    for (int i = 0; i < np && np >= 2 && !rc; i++)
+        for (int r = 0; r < o->multi_turn && !rc; r++) {
+            int ctx[3], n_ctx = 1 + (i + r) % 3;
+            for (int m = 0; m < n_ctx; m++) {
+                /* one of the np - 1 other pairs */
+                int j = (int)(rng_u64(o->seed, RNG_CONVERSATION, (uint64_t)i, (uint64_t)r * 8 + (uint64_t)m) %
+                              (uint64_t)(np - 1));
+                ctx[m] = j < i ? j : j + 1;
+            }
+            rc = conv_row(d, t, dialect, o, pool, ctx, n_ctx, &pool[i], rb, sb, e);
+        }
+    free(pool);
+    return rc;
+}
+
 int dataset_build(const dlm_doc *doc, const dlm_doc *replay, tok *t, const chat_dialect *dialect,
                   const ds_opts *o, dataset **out, dlm_err *e)
 {
@@ -316,6 +408,7 @@ int dataset_build(const dlm_doc *doc, const dlm_doc *replay, tok *t, const chat_
     rowbuf rb = {{0}, NULL, 0};
     strbuf sb = STRBUF_INIT;
     int rc = add_sections(d, doc, 0, t, dialect, o, &rb, &sb, e);
+    if (!rc && o->multi_turn > 0) rc = add_conversations(d, doc, t, dialect, o, &rb, &sb, e);
     if (!rc && replay) rc = add_sections(d, replay, 1, t, dialect, o, &rb, &sb, e);
     tok_ids_free(&rb.ids);
     free(rb.train);

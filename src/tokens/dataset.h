@@ -4,6 +4,11 @@
  *   Q/A pair     → the base's chat template over (system_prompt?, user Q,
  *                  assistant A); loss on the assistant turn (content + its
  *                  end-of-turn token) unless training.loss_on: all
+ *   conversation → training.multi_turn rows per Q/A pair (not of the
+ *                  validation split): the pair asked after 1 to 3 earlier
+ *                  pairs of the document, drawn by the seed from
+ *                  its other training pairs; loss on the last assistant
+ *                  turn only (or on all with loss_on: all)
  *   preference   → kept aside for the preference phase (not SFT)
  *   image/audio  → refused (dlm trains text bases)
  *
@@ -55,6 +60,8 @@ typedef struct dataset {
     double val_frac;
     int val_off_small;
     int val_all_in;         /* every row fell into the split: they train instead, no validation */
+    int rows_conv;          /* multi-turn rows (training.multi_turn); not in train_msg_rows */
+    int rows_conv_short;    /* of them, with fewer earlier turns than drawn (sequence_len) */
     int32_t pad_id;
     int *perm;              /* [n_train] this epoch's order (allocated at build) */
     int perm_epoch;         /* epoch perm holds, -1 none */
@@ -80,6 +87,7 @@ typedef struct ds_opts {
     struct tcache *cache;            /* tokenized sections kept in the store (tokens/tcache.h), or NULL */
     const char *tok_sha256;          /* the tokenizer's source hash (tok_source_sha256), with cache */
     const char *dialect_name;        /* with cache: part of the key */
+    int multi_turn;                  /* conversation rows per Q/A pair (training.multi_turn), 0 = none */
 } ds_opts;
 
 /* Sections of the document, then the replay sections (already sampled; a

@@ -22,15 +22,27 @@ static jenv *env_new(rt *r, jenv *parent)
 
 static jval env_get(rt *r, jenv *e, const char *k, size_t kn)
 {
+    static const char *const builtins[] = {"raise_exception", "range", "namespace", "strftime_now", "dict"};
     for (; e; e = e->parent) {
         jval *v = jv_dict_find(e->vars, k, kn);
+        /* a string bound to strftime_now pins the clock: the builtin returns
+         * it whatever the format (dlm pins dates so that prompts and
+         * training rows do not change with the day; chat_dialect_vars) */
+        if (v && v->k == V_STR && kn == 12 && !memcmp(k, "strftime_now", 12)) {
+            jval f = {V_FUNC, {0}};
+            f.m = jx_alloc(X, sizeof *f.m);
+            memset(f.m, 0, sizeof *f.m);
+            f.m->name = builtins[3];
+            f.m->self = *v;
+            return f;
+        }
         if (v) return *v;
     }
-    static const char *const builtins[] = {"raise_exception", "range", "namespace", "strftime_now", "dict"};
     for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
         if (kn == strlen(builtins[i]) && !memcmp(k, builtins[i], kn)) {
             jval f = {V_FUNC, {0}};
             f.m = jx_alloc(X, sizeof *f.m);
+            memset(f.m, 0, sizeof *f.m);
             f.m->name = builtins[i];
             return f;
         }
@@ -226,6 +238,7 @@ static jval call_value(rt *r, jval f, const jargs *a)
         }
         if (!strcmp(nm, "strftime_now")) {
             jstr *fmt = jv_arg_str(r, a, 0, NULL, "strftime_now");
+            if (f.m->self.k == V_STR) return f.m->self;   /* pinned (env_get) */
             char b[256];
             time_t now = time(NULL);
             struct tm tmv;

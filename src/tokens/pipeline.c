@@ -57,7 +57,8 @@ int pipeline_build(const pipeline_in *in, pipeline *out, dlm_err *e)
     if (in->max_pos > 0 && seq > in->max_pos) seq = in->max_pos;
     ds_opts dso = {.seq_len = seq, .loss_on_all = tr->loss_on == DOC_LOSS_ON_ALL, .seed = in->seed,
                    .system_prompt = fm->system_prompt, .val_frac = tr->val_frac, .no_mined = in->no_mined,
-                   .cache = in->cache, .tok_sha256 = in->tok_sha256, .dialect_name = out->dialect->name};
+                   .cache = in->cache, .tok_sha256 = in->tok_sha256, .dialect_name = out->dialect->name,
+                   .multi_turn = (int)tr->multi_turn};
     return dataset_build(in->doc, out->rdoc, in->tok, out->dialect, &dso, &out->ds, e);
 }
 

@@ -18,6 +18,7 @@ enum {
     RNG_REPLAY = 5,       /* replay sampling */
     RNG_WEIGHT_INIT = 6,  /* full-model init (embedded base) */
     RNG_GATE = 7,         /* adapter gate: step 0 init (index = element), step 1+e batch order of pass e */
+    RNG_CONVERSATION = 8, /* multi-turn rows: step = Q/A pair, index = row*8 + earlier turn */
 };
 
 /* Four 32-bit words for (seed, purpose, step, index). */

@@ -210,6 +210,10 @@ def case(key):
              "learning_rate": "0.001"}[field]
         f = run(doc(T("adapters:\n  extra:\n    %s: %s" % (field, v))))
         effect_or_note(k, f, "adapter folders", lambda f: sorted(os.listdir(glob.glob(f["dir"] + "/home/store/*/adapter")[0])), "training.adapters")
+    elif k == "training.multi_turn":
+        # conversation rows need two Q/A pairs: QAS adds eight
+        f, b = run(doc(T("multi_turn: 0")) + QAS), run(doc() + QAS)
+        effect(k, "doctor document.train_items", doctor(f)["train_items"], doctor(b)["train_items"])
     elif k == "training.loss_on":
         f = run(doc(T("loss_on: all")))
         effect(k, "train log banner.train_loss_tokens", f["banner"]["train_loss_tokens"], base["banner"]["train_loss_tokens"])

@@ -36,7 +36,9 @@ aps = {a["adapter"]: a for a in d["adapter_plans"]}
 assert list(aps) == ["sql", "tone"], list(aps)
 assert aps["sql"]["lora"]["r"] == 8 and aps["tone"]["lora"]["r"] == 4 and aps["tone"]["lora"]["alpha"] == 8
 assert aps["tone"]["lora"]["target_modules"] == ["q_proj", "v_proj", "o_proj"], aps["tone"]["lora"]
-assert (aps["sql"]["train_items"], aps["tone"]["train_items"]) == (6, 4)
+# tone: its 4 pairs and a conversation row each (training.multi_turn); sql's
+# 6 pairs, whose two-turn conversations do not fit sequence_len 64
+assert (aps["sql"]["train_items"], aps["tone"]["train_items"]) == (6, 8), aps
 assert d["plan"]["total_bytes"] == max(a["plan"]["total_bytes"] for a in aps.values())
 for name, ap in aps.items():
     f = open(f"{sys.argv[2]}/adapter/{name}/versions/v0001/adapter_model.safetensors", "rb")

@@ -128,5 +128,59 @@ for pair in "mixtral-8x7b-instruct-v0.1:mistral" "mistral-7b-instruct-v0.3:mistr
         echo "  dlm:   $(sed -n "${line:-1}p" "$out/dlm.jsonl")" >&2
     fi
 done
+# OLMo 2 Instruct: tests/ref/chat/olmo-2-1124-instruct.jinja is the
+# chat_template of allenai/OLMo-2-1124-7B-Instruct's tokenizer_config.json
+# (the Tulu 3 template; the 13B Instruct carries the same text, as copied in
+# github.com/mauer4/Attention-From-Scratch
+# weights/allenai/OLMo-2-1124-13B-Instruct/tokenizer_config.json), pinned by
+# its sha256 below. Its bos_token and eos_token are both <|endoftext|>.
+# SmolLM3: tests/ref/chat/hub/smollm3-3b.jinja is HuggingFaceTB/SmolLM3-3B's
+# chat_template (tokenizer_config.json) as the tests of a Swift Jinja port
+# quote it (ChatTemplates.swift, "Jinja, created by Anthony DePasquale",
+# `static let smollm3`, its 8-space indentation removed; whitespace control
+# makes indentation inert), pinned by its sha256 below; its long default instructions are
+# checked equal to those of llama.cpp's copy (models/templates/
+# HuggingFaceTB-SmolLM3-3B.jinja, an edit without the date, tools and
+# /system_override). The template writes strftime_now's day: render.js pins
+# the clock, dlm the dialect (08 July 2025). Rendered with enable_thinking
+# false (smollm3) and true (smollm3thinking); conversations whose system
+# prompt carries /think or /no_think switch the mode.
+olmo=$ref/chat/olmo-2-1124-instruct.jinja
+echo "a3fff33b9c6fb5c804dab4d85d06d33452e646ec1e038b1b29f170569e2f0380  $olmo" | sha256sum -c --quiet - ||
+    { echo "r0102: $olmo is not OLMo 2 Instruct's published template" >&2; fail=1; }
+smol=$ref/chat/hub/smollm3-3b.jinja
+echo "b4e89a709e686577c0125424af02c1c671725c369c4d19eef4f5c33dd2cf50c2  $smol" | sha256sum -c --quiet - ||
+    { echo "r0102: $smol is not the SmolLM3-3B template quoted" >&2; fail=1; }
+if [ -f "$bundle" ]; then
+    git --git-dir="$out/llama.git" show "HEAD:models/templates/HuggingFaceTB-SmolLM3-3B.jinja" > "$out/copy.jinja"
+    /usr/bin/python3 - "$out/copy.jinja" "$smol" <<'PY' || fail=1
+import re, sys
+pat = r'"(You are a helpful AI assistant named SmolLM, trained by Hugging Face\. Your role.*?)" -\}\}'
+a, b = (re.search(pat, open(f).read()).group(1) for f in sys.argv[1:])
+assert a == b, "SmolLM3's default thinking instructions differ from llama.cpp's copy"
+PY
+fi
+for pair in "olmo-2-1124-instruct:olmo2" "hub/smollm3-3b:smollm3" "hub/smollm3-3b:smollm3thinking"; do
+    tmpl=$ref/chat/${pair%%:*}.jinja; want=${pair##*:}
+    got=$("$DLM_BUILD/test_chat" --detect "$tmpl")
+    [ "$want" = smollm3thinking ] && got=smollm3thinking   # the registry's variant of the detected smollm3
+    if [ "$got" != "$want" ]; then
+        echo "r0102: $(basename "$tmpl") detected as '$got', expected '$want'" >&2; fail=1; continue
+    fi
+    node "$r" render "$tmpl" "$convs" "$out/jinja.jsonl" "$want"
+    # render.js passes Llama 3's bos/eos; OLMo 2's are both <|endoftext|>
+    sed 's/<|begin_of_text|>/<|endoftext|>/g; s/<|eot_id|>/<|endoftext|>/g' "$out/jinja.jsonl" > "$out/want.jsonl"
+    "$DLM_BUILD/test_chat" --render "$want" "$convs" > "$out/dlm.jsonl"
+    "$DLM_BUILD/test_chat" --render "$want" "$convs" "$tmpl" > "$out/interp.jsonl"
+    if cmp -s "$out/want.jsonl" "$out/dlm.jsonl" && cmp -s "$out/jinja.jsonl" "$out/interp.jsonl"; then
+        echo "r0102: $want ($(basename "$tmpl")): $(wc -l < "$out/dlm.jsonl") renderings identical (dialect and interpreter)"
+    else
+        fail=1
+        line=$(cmp "$out/want.jsonl" "$out/dlm.jsonl" | awk '{print $NF}' || true)
+        echo "r0102: $want ($(basename "$tmpl")): first difference at line ${line:-? (interpreter)}" >&2
+        echo "  jinja: $(sed -n "${line:-1}p" "$out/want.jsonl")" >&2
+        echo "  dlm:   $(sed -n "${line:-1}p" "$out/dlm.jsonl")" >&2
+    fi
+done
 [ $fail = 0 ] || { echo "r0102: FAILED" >&2; exit 1; }
 echo "r0102: all chat dialects identical to their Jinja templates"

@@ -15,6 +15,7 @@
 #include <jansson.h>
 
 #include "tokens/chat.h"
+#include "weights/registry.h"
 #include "util/fs.h"
 #include "util/json.h"
 
@@ -152,6 +153,12 @@ static void test_registry(void)
     CHECK(chat_dialect_find("nope") == NULL);
     CHECK(chat_dialect_detect("{{ messages }}") == NULL);
     CHECK_STR(chat_dialect_detect("{{'<|im_start|>' + m}}")->name, "chatml");
+    /* every text row of the base registry names a dialect dlm renders (olmo2
+     * and smollm3 were missing: those bases fell back to a wrong one) */
+    for (int i = 0; i < registry_count(); i++) {
+        const reg_entry *r = registry_at(i);
+        if (r->modality == REG_TEXT) CHECK_MSG(chat_dialect_find(r->dialect) != NULL, "%s: dialect %s", r->key, r->dialect);
+    }
 }
 
 /* Mistral, written out from mistral-common's v1 / v3 templates and the pre-v1 one
@@ -185,6 +192,71 @@ static void test_mistral(void)
     expect("mistral-legacy", "Be brief.", c, 1, 1, "<s>[INST] Be brief.\n\nHi [/INST]");
     CHECK_STR(chat_dialect_find("mistral")->stops[0], "</s>");
     CHECK(chat_dialect_detect("{{ '[SYSTEM_PROMPT] ' + system_message + '[/SYSTEM_PROMPT]' }}{{ ' [INST] ' }}") == NULL);
+}
+
+/* OLMo 2 and SmolLM3, written out from their templates
+ * (tests/ref/chat/olmo-2-1124-instruct.jinja, smollm3-3b.jinja). */
+static void test_olmo2_smollm3(void)
+{
+    const chat_msg c[] = {{"user", "Hi"}, {"assistant", "Hello!"}, {"user", "Joke?"}};
+    expect("olmo2", "Be brief.", c, 3, 1,
+           "<|endoftext|><|system|>\nBe brief.\n<|user|>\nHi\n<|assistant|>\nHello!<|endoftext|>\n<|user|>\nJoke?\n"
+           "<|assistant|>\n");
+    /* the last answer has no newline after its eos; the prompt of a turn is the text before it */
+    chat_span sp[2];
+    size_t ns;
+    strbuf sb = STRBUF_INIT, p = STRBUF_INIT;
+    dlm_err e;
+    CHECK_INT(chat_render(chat_dialect_find("olmo2"), NULL, c, 2, 0, &sb, sp, &ns, &e), 0);
+    CHECK_STR(sb_str(&sb), "<|endoftext|><|user|>\nHi\n<|assistant|>\nHello!<|endoftext|>");
+    CHECK_INT(ns, 1);
+    CHECK_STR(sb_str(&sb) + sp[0].start, "Hello!<|endoftext|>");
+    CHECK_INT(sp[0].turn_end, sb.len);
+    CHECK_INT(chat_render(chat_dialect_find("olmo2"), NULL, c, 1, 1, &p, NULL, NULL, &e), 0);
+    CHECK_INT(p.len, sp[0].start);
+    sb_free(&sb);
+    sb_free(&p);
+    static const char HEAD[] = "<|im_start|>system\n## Metadata\n\nKnowledge Cutoff Date: June 2025\nToday Date: 08 July 2025\n"
+                               "Reasoning Mode: ";
+    /* the system turn has no <|im_end|>: the template closes it only when it lists tools */
+    expect("smollm3", NULL, c, 3, 1,
+           "<|im_start|>system\n## Metadata\n\nKnowledge Cutoff Date: June 2025\nToday Date: 08 July 2025\n"
+           "Reasoning Mode: /no_think\n\n"
+           "## Custom Instructions\n\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face.\n\n"
+           "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\nHello!<|im_end|>\n"
+           "<|im_start|>user\nJoke?<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n");
+    /* /think in the system prompt switches thinking on and leaves the instructions */
+    strbuf w = STRBUF_INIT;
+    sb_printf(&w, "%s/think\n\n## Custom Instructions\n\nBe brief.\n\n<|im_start|>user\nHi<|im_end|>\n"
+                  "<|im_start|>assistant\n", HEAD);
+    expect("smollm3", "Be brief. /think \n", c, 1, 1, sb_str(&w));
+    sb_free(&w);
+    /* /no_think wins over thinking on; an emptied system text takes the default */
+    sb_printf(&w, "%s/no_think\n\n## Custom Instructions\n\nYou are a helpful AI assistant named SmolLM, trained by Hugging "
+                  "Face.\n\n<|im_start|>user\nHi<|im_end|>\n", HEAD);
+    expect("smollm3thinking", "/no_think", c, 1, 0, sb_str(&w));
+    sb_free(&w);
+    /* /system_override: the instructions alone, closed */
+    expect("smollm3", "Only this. /system_override", c, 1, 0,
+           "<|im_start|>system\nOnly this.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n");
+    /* answers: lstrip('\n'), and the training span starts after the think block */
+    const chat_msg a[] = {{"user", "Q"}, {"assistant", "\n A"}};
+    CHECK_INT(chat_render(chat_dialect_find("smollm3"), NULL, a, 2, 0, &sb, sp, &ns, &e), 0);
+    CHECK_INT(ns, 1);
+    CHECK_STR(sb_str(&sb) + sp[0].start, " A<|im_end|>\n");
+    CHECK_INT(chat_render(chat_dialect_find("smollm3"), NULL, a, 1, 1, &p, NULL, NULL, &e), 0);
+    CHECK_INT(p.len, sp[0].start);
+    sb_free(&sb);
+    sb_free(&p);
+    json_t *v = chat_dialect_vars(chat_dialect_find("smollm3"));
+    CHECK(v && json_is_false(json_object_get(v, "enable_thinking")));
+    json_decref(v);
+    CHECK(chat_dialect_refine(chat_dialect_find("smollm3"), "smollm3thinking") == chat_dialect_find("smollm3thinking"));
+    /* detection: SmolLM3's template quotes SmolLM2's default system text; OLMo 2's has Phi's "<|user|>" without "<|end|>" */
+    CHECK_STR(chat_dialect_detect("{{ '<|im_start|>system\\n' }}Reasoning Mode: {{ '/no_think' }} You are a helpful AI "
+                                  "assistant named SmolLM, trained by Hugging Face")->name, "smollm3");
+    CHECK_STR(chat_dialect_detect("{{ '<|user|>\\n' + c }}{{ '<|assistant|>\\n' + c + eos_token }}")->name, "olmo2");
+    CHECK_STR(chat_dialect_detect("{{ '<|user|>\n' + c + '<|end|>' }}{{ '<|assistant|>\n' + eos_token }}")->name, "phi3");
 }
 
 /* ---- modes for r0102 ------------------------------------------------------------------------ */
@@ -270,7 +342,10 @@ static void test_fast_path(void)
         {"chatml.jinja", "chatml", "<|begin_of_text|>", "<|eot_id|>"},
         {"mixtral-8x7b-instruct-v0.1.jinja", "mistral", "<s>", "</s>"},
         {"mistral-7b-instruct-v0.3.jinja", "mistral-v3", "<s>", "</s>"},
-        {"mistral-pre-v1.jinja", "mistral-legacy", "<s>", "</s>"}};
+        {"mistral-pre-v1.jinja", "mistral-legacy", "<s>", "</s>"},
+        {"olmo-2-1124-instruct.jinja", "olmo2", "<|endoftext|>", "<|endoftext|>"},
+        {"hub/smollm3-3b.jinja", "smollm3", "<|begin_of_text|>", "<|eot_id|>"},
+        {"hub/smollm3-3b.jinja", "smollm3thinking", "<|begin_of_text|>", "<|eot_id|>"}};
     dlm_err e;
     json_t *convs = json_load_path(DLM_SOURCE_DIR "/tests/ref/chat/conversations.json", 1u << 20, &e);
     CHECK(json_is_array(convs));
@@ -284,6 +359,7 @@ static void test_fast_path(void)
             continue;
         }
         const chat_dialect *d = chat_dialect_find(pairs[p].dialect);
+        json_t *vars = chat_dialect_vars(d);
         size_t i;
         json_t *c;
         json_array_foreach(convs, i, c) {
@@ -300,7 +376,7 @@ static void test_fast_path(void)
                 strbuf a = STRBUF_INIT, b = STRBUF_INIT;
                 int ra = chat_render(d, jget_str(c, "system"), m, n, gen, &a, NULL, NULL, &e);
                 int rb = chat_render_template(tmpl, jget_str(c, "system"), m, n, gen, pairs[p].bos, pairs[p].eos,
-                                              NULL, &b, &e);
+                                              vars, &b, &e);
                 CHECK_MSG(ra == rb, "%s conversation %zu: dialect rc %d, template rc %d (%s)", pairs[p].dialect, i, ra, rb, e.msg);
                 if (!ra && !rb)
                     CHECK_MSG(!strcmp(sb_str(&a), sb_str(&b)), "%s conversation %zu gen %d: dialect and template differ",
@@ -311,6 +387,7 @@ static void test_fast_path(void)
             }
             free(m);
         }
+        json_decref(vars);
         free(tmpl);
     }
     CHECK(compared >= 100);
@@ -326,6 +403,7 @@ int main(int argc, char **argv)
     test_llama3();
     test_spans();
     test_mistral();
+    test_olmo2_smollm3();
     test_registry();
     test_fast_path();
     return check_done();

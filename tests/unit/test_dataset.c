@@ -188,6 +188,118 @@ static void test_packing_loss(tok *t, const chat_dialect *dl)
     doc_free(doc);
 }
 
+/* training.multi_turn: each training pair also as the last turn of a
+ * conversation with 1 + (i + r) % 3 earlier turns drawn from the other
+ * training pairs; loss on its answer only; validation pairs neither asked
+ * nor drawn; too long a conversation loses its oldest turns. */
+static int count_id(const int32_t *v, int n, int32_t id)
+{
+    int c = 0;
+    for (int i = 0; i < n; i++) c += v[i] == id;
+    return c;
+}
+
+static void test_conversations(tok *t, const chat_dialect *dl)
+{
+    char text[4096];
+    snprintf(text, sizeof text,
+             "%s::instruction::\n### Q\nQ zero?\n### A\nA zero.\n\n### Q\nQ one?\n### A\nA one.\n\n"
+             "### Q\nQ two?\n### A\nA two.\n\n::instruction::\n### Q\nQ three?\n### A\nA three.\n", HDR);
+    dlm_doc *doc = parse(text);
+    ds_opts o = {.seq_len = 2048, .seed = 42, .val_frac = 0.0};
+    dataset *d0, *d, *d2;
+    dlm_err e;
+    CHECK_INT(dataset_build(doc, NULL, t, dl, &o, &d0, &e), 0);
+    CHECK_INT(d0->n_items, 4);
+    CHECK_INT(d0->rows_conv, 0);
+    o.multi_turn = 1;
+    CHECK_INT(dataset_build(doc, NULL, t, dl, &o, &d, &e), 0);
+    CHECK_INT(d->n_items, 8);
+    CHECK_INT(d->rows_conv, 4);
+    CHECK_INT(d->rows_instr, 4);
+    CHECK_INT(d->train_msg_rows, 4);   /* the CPT fraction counts the document's rows only */
+    /* the single-turn rows are unchanged, first */
+    CHECK_INT(d->n_items > 0 && d0->n_tok <= d->n_tok, 1);
+    CHECK(!memcmp(d->tok, d0->tok, (size_t)d0->n_tok * sizeof *d->tok));
+    int32_t im = tok_find(t, "<|im_start|>");
+    const char *ans[] = {"A zero.", "A one.", "A two.", "A three."}, *qs[] = {"Q zero?", "Q one?", "Q two?", "Q three?"};
+    for (int i = 0; i < 4; i++) {
+        const ds_item *it = &d->items[4 + i];
+        /* turns: 1 + i % 3 earlier pairs, then the pair: two <|im_start|> per pair */
+        CHECK_INT(count_id(d->tok + it->off, it->len, im), 2 * (2 + i % 3));
+        CHECK_INT(it->val, 0);
+        /* targets: this pair's answer and <|im_end|> only */
+        strbuf want = STRBUF_INIT, got = STRBUF_INIT, in = STRBUF_INIT;
+        sb_printf(&want, "%s<|im_end|>", ans[i]);
+        int32_t tg[64];
+        int nt = 0;
+        for (int k = 0; k < it->len && nt < 64; k++)
+            if (d->tgt[it->off + k] >= 0) tg[nt++] = d->tgt[it->off + k];
+        tok_decode(t, tg, (size_t)nt, 0, &got);
+        CHECK_STR(sb_str(&got), sb_str(&want));
+        CHECK_INT(it->n_loss, nt);
+        /* the inputs end with this pair's question and the assistant header; the
+         * earlier questions are the other pairs' */
+        tok_decode(t, d->tok + it->off, (size_t)it->len, 0, &in);
+        sb_reset(&want);
+        sb_printf(&want, "<|im_start|>user\n%s<|im_end|>\n<|im_start|>assistant\n%s", qs[i], ans[i]);
+        CHECK(strstr(sb_str(&in), sb_str(&want)) != NULL);
+        CHECK(strstr(sb_str(&in), qs[i]) == strstr(sb_str(&in), sb_str(&want)) + strlen("<|im_start|>user\n"));
+        sb_free(&want);
+        sb_free(&got);
+        sb_free(&in);
+    }
+    /* deterministic from the seed, and another seed draws other turns */
+    CHECK_INT(dataset_build(doc, NULL, t, dl, &o, &d2, &e), 0);
+    CHECK(d2->n_tok == d->n_tok && !memcmp(d2->tok, d->tok, (size_t)d->n_tok * sizeof *d->tok));
+    dataset_free(d2);
+    int differs = 0;
+    for (uint64_t seed = 1; seed < 6 && !differs; seed++) {
+        o.seed = seed;
+        CHECK_INT(dataset_build(doc, NULL, t, dl, &o, &d2, &e), 0);
+        differs = d2->n_tok != d->n_tok || memcmp(d2->tok, d->tok, (size_t)d->n_tok * sizeof *d->tok);
+        dataset_free(d2);
+    }
+    CHECK(differs);
+    o.seed = 42;
+    /* three rows per pair: turns 2, 3 and 4 each */
+    o.multi_turn = 3;
+    CHECK_INT(dataset_build(doc, NULL, t, dl, &o, &d2, &e), 0);
+    CHECK_INT(d2->rows_conv, 12);
+    int turns[5] = {0};
+    for (int k = 4; k < d2->n_items; k++) turns[count_id(d2->tok + d2->items[k].off, d2->items[k].len, im) / 2]++;
+    CHECK(turns[2] == 4 && turns[3] == 4 && turns[4] == 4);
+    dataset_free(d2);
+    /* a short sequence_len: conversations lose their oldest turns, never split */
+    o.seq_len = d->items[5].len - 1;   /* item 5 (pair 1) has 2 earlier turns */
+    CHECK_INT(dataset_build(doc, NULL, t, dl, &o, &d2, &e), 0);
+    CHECK(d2->rows_conv_short >= 1);
+    CHECK_INT(d2->n_windows_split, 0);
+    for (int k = 4; k < d2->n_items; k++) CHECK(d2->items[k].len <= o.seq_len);
+    dataset_free(d2);
+    /* validation pairs: no conversation row, never an earlier turn */
+    o.seq_len = 2048;
+    o.multi_turn = 1;
+    o.val_frac = 0.5;
+    CHECK_INT(dataset_build(doc, NULL, t, dl, &o, &d2, &e), 0);
+    int n_val_pairs = 0;
+    for (int k = 0; k < 4; k++) n_val_pairs += d2->items[k].val;
+    CHECK(n_val_pairs >= 1 && n_val_pairs <= 2);
+    CHECK_INT(d2->rows_conv, 4 - n_val_pairs);
+    for (int k = 4; k < d2->n_items; k++) {
+        strbuf in = STRBUF_INIT;
+        CHECK_INT(d2->items[k].val, 0);
+        tok_decode(t, d2->tok + d2->items[k].off, (size_t)d2->items[k].len, 0, &in);
+        for (int v = 0; v < 4; v++)
+            if (d2->items[v].val) CHECK(strstr(sb_str(&in), qs[v]) == NULL);
+        sb_free(&in);
+    }
+    dataset_free(d2);
+    dataset_free(d);
+    dataset_free(d0);
+    doc_free(doc);
+}
+
 int main(void)
 {
     kern_init(2);
@@ -199,6 +311,7 @@ int main(void)
     test_rows(t, dl);
     test_windows(t, dl);
     test_packing_loss(t, dl);
+    test_conversations(t, dl);
     tok_free(t);
     return check_done();
 }

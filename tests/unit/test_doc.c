@@ -334,6 +334,7 @@ static const tcase CASES[] = {
         "    enabled: false\n"
         "  recompute: off\n"
         "  threads: 4\n"
+        "  multi_turn: 0\n"
         "---\n",
      "", NULL, NULL},
     {"err_extension_ranges", H
@@ -342,8 +343,9 @@ static const tcase CASES[] = {
         "  save_steps: 0\n"
         "  min_lr_ratio: 2\n"
         "  threads: 0\n"
+        "  multi_turn: 9\n"
         "---\n",
-     NULL, "SchemaValidationError", "t.dlm:5:3: training.loss_on: Input should be 'completion' or 'all'; training.save_steps: Input should be greater than or equal to 1; training.min_lr_ratio: Input should be less than or equal to 1; training.threads: Value error, must be a positive int or 'auto', got 0"},
+     NULL, "SchemaValidationError", "t.dlm:5:3: training.loss_on: Input should be 'completion' or 'all'; training.save_steps: Input should be greater than or equal to 1; training.min_lr_ratio: Input should be less than or equal to 1; training.threads: Value error, must be a positive int or 'auto', got 0; training.multi_turn: Input should be less than or equal to 8"},
     {"merge_keys_and_anchors", H
         "training:\n"
         "  <<: {lora_r: 4, seed: 7}\n"
@@ -647,7 +649,7 @@ static void test_values(void)
     /* dlm extensions */
     d = parse_ok(H "training:\n  lr_scheduler: cosine_min_lr\n  loss_on: all\n  packing: false\n  save_steps: 50\n"
                    "  weight_decay: 0.01\n  min_lr_ratio: 0.05\n  replay:\n    max_bytes: 1000\n    enabled: false\n"
-                   "  recompute: off\n  threads: 4\n---\n");
+                   "  recompute: off\n  threads: 4\n  multi_turn: 3\n---\n");
     if (d) {
         const doc_training *t = &doc_fm(d)->training;
         CHECK_INT(t->lr_scheduler, DOC_SCHED_COSINE_MIN_LR);
@@ -660,6 +662,7 @@ static void test_values(void)
         CHECK_INT(t->replay.enabled, 0);
         CHECK_INT(t->recompute, DOC_RECOMPUTE_OFF);   /* YAML's bare off is a bool: taken as meant */
         CHECK_INT(t->threads, 4);
+        CHECK_INT(t->multi_turn, 3);
         doc_free(d);
     }
     /* adapters, sources, export, system_prompt */
@@ -767,7 +770,7 @@ static void test_frontmatter_json(void)
               "\"gate\":{\"cold_start_floor\":4,\"enabled\":false,\"entropy_lambda\":0.01,\"hidden_proj_dim\":64,"
               "\"lr\":0.0003,\"steps\":200},\"grad_accum\":\"auto\",\"learning_rate\":0.0002,\"lora_alpha\":16,"
               "\"lora_dropout\":0.05,\"lora_r\":8,\"loss_on\":\"completion\",\"lr_scheduler\":\"cosine\","
-              "\"micro_batch_size\":\"auto\",\"min_lr_ratio\":0.1,\"num_epochs\":3,\"optimizer\":\"adamw_torch\","
+              "\"micro_batch_size\":\"auto\",\"min_lr_ratio\":0.1,\"multi_turn\":1,\"num_epochs\":3,\"optimizer\":\"adamw_torch\","
               "\"packing\":true,\"precision\":null,\"preference\":{\"enabled\":false,\"hyperparams\":{\"alpha\":0.1,"
               "\"beta\":0.1,\"learning_rate\":5e-06,\"num_epochs\":1},\"loss_type\":\"sigmoid\",\"method\":\"dpo\","
               "\"reference\":\"pre_adapter\"},\"recompute\":\"auto\",\"replay\":{\"enabled\":true,"

@@ -156,6 +156,15 @@ static void test_dialect_templates(void)
               "[INST] Hi[/INST] Hello!</s>[INST] Be brief.\n\nJoke?[/INST]");
     CHECK_STR(render_ollama(export_ollama_template(D("mistral-legacy")), "Be brief.", c, 3),
               "[INST] Be brief.\n\nHi [/INST]Hello!</s>[INST] Joke? [/INST]");
+    CHECK_STR(render_ollama(export_ollama_template(D("olmo2")), "Be brief.", c, 3),
+              "<|endoftext|><|system|>\nBe brief.\n<|user|>\nHi\n<|assistant|>\nHello!<|endoftext|>\n<|user|>\nJoke?\n"
+              "<|assistant|>\n");
+    CHECK_STR(render_ollama(export_ollama_template(D("smollm3")), D("smollm3")->default_system, c, 3),
+              "<|im_start|>system\n## Metadata\n\nKnowledge Cutoff Date: June 2025\nToday Date: 08 July 2025\n"
+              "Reasoning Mode: /no_think\n\n"
+              "## Custom Instructions\n\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face.\n\n"
+              "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\nHello!<|im_end|>\n"
+              "<|im_start|>user\nJoke?<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n");
     /* every dialect has one */
     for (size_t i = 0; i < chat_dialect_count(); i++)
         CHECK_MSG(export_ollama_template(chat_dialect_at(i)) != NULL, "%s has no Ollama TEMPLATE", chat_dialect_at(i)->name);
@@ -210,8 +219,8 @@ static void test_drift(void)
     if (!tc || !tl) { CHECK(0); return; }
     int n;
     dlm_err e;
-    const char *names[] = {"chatml", "chatml-smollm2", "chatml-qwen2.5", "qwen3", "qwen3thinking"};
-    for (int i = 0; i < 5; i++)
+    const char *names[] = {"chatml", "chatml-smollm2", "chatml-qwen2.5", "qwen3", "qwen3thinking", "smollm3", "smollm3thinking"};
+    for (int i = 0; i < 7; i++)
         for (int s = 0; s < 2; s++) {
             const chat_dialect *d = D(names[i]);
             const char *sys = s ? "You are a pirate." : NULL, *mf = sys ? sys : d->default_system;
@@ -226,6 +235,18 @@ static void test_drift(void)
             CHECK_MSG(export_drift_check(d, export_ollama_template(d), sys, sys, tl, 256, -1, &n, &e) == 0 && n == 5, "%s: %s",
                       lnames[i], e.msg);
         }
+    /* OLMo 2: the template's own BOS text, llama.cpp adds none */
+    const char *olmo_sp[] = {"<|endoftext|>", "<|user|>", "<|assistant|>", "<|system|>"};
+    tok *to = byte_tok(olmo_sp, 4, 0);
+    for (int s = 0; to && s < 2; s++) {
+        const char *sys = s ? "You are a pirate." : NULL;
+        CHECK_MSG(export_drift_check(D("olmo2"), export_ollama_template(D("olmo2")), sys, sys, to, -1, -1, &n, &e) == 0 &&
+                      n == 5, "olmo2: %s", e.msg);
+    }
+    /* SmolLM3: a system prompt with a /think flag switches the Jinja mode, which Go cannot */
+    CHECK(export_drift_check(D("smollm3"), export_ollama_template(D("smollm3")), "Be brief. /think", "Be brief. /think", tc, -1,
+                             -1, &n, &e) == -1 && !strcmp(e.kind, "TemplateDriftError"));
+    tok_free(to);
     /* a template that prints .System and also ranges over the system
      * message: the system prompt twice under Ollama → drift */
     const char *twice = "{{- if .System }}<|im_start|>system\n{{ .System }}<|im_end|>\n{{ end }}"

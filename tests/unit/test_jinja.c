@@ -137,6 +137,16 @@ static void test_statements(void)
                 "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"add_generation_prompt\":true}", "user:hi\nA:");
 }
 
+/* strftime_now: the clock, unless a string is bound to the name, which
+ * pins it (the date a dialect stands for; tokens/chat.c SmolLM3) */
+static void test_strftime_pin(void)
+{
+    expect_vars("{{ strftime_now('%d %B %Y') }}", "{\"strftime_now\": \"08 July 2025\"}", "08 July 2025");
+    expect_vars("{% set t = strftime_now('%Y') %}[{{ t }}]", "{\"strftime_now\": \"08 July 2025\"}", "[08 July 2025]");
+    /* bound to something else than a string, it is that value (not callable) */
+    expect_error("{{ strftime_now('%Y') }}", "{\"strftime_now\": 3}", "");
+}
+
 static void test_errors(void)
 {
     expect_error("{{ raise_exception('Roles must alternate') }}", NULL, "Roles must alternate");
@@ -242,5 +252,6 @@ int main(int argc, char **argv)
     test_tests();
     test_statements();
     test_errors();
+    test_strftime_pin();
     return check_done();
 }

