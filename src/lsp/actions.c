@@ -305,7 +305,7 @@ void lsp_poll_progress(lsp_server *s)
     for (int i = 0; i < s->ndocs; i++) {
         lsp_doc *d = &s->docs[i];
         char store[4096];
-        if (doc_store(s, d, store, sizeof store) || !store_exists(store)) continue;
+        if (doc_store(s, d, store, sizeof store)) continue;   /* a run writes run/ before its manifest */
         run_report r;
         dlm_err e;
         if (hb_read(store, &r, &e) || r.state != RUN_RUNNING) continue;
@@ -315,8 +315,8 @@ void lsp_poll_progress(lsp_server *s)
         json_t *p = json_pack("{s:I, s:I, s:I, s:s}", "run_id", (json_int_t)r.run_id, "step", (json_int_t)r.step,
                               "total_steps", (json_int_t)r.total, "phase", r.phase);
         if (!isnan(r.loss)) json_object_set_new(p, "loss", json_real(r.loss));
-        const char *scoped = strstr(r.doc, "#");   /* the heartbeat names no adapter: none sent */
-        (void)scoped;
+        /* adapter_name: the heartbeat does not record it, so it is left out as
+         * the original leaves out its None fields */
         lsp_notify(s, "dlm/trainingProgress", p);
     }
 }

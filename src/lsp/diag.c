@@ -243,6 +243,13 @@ static dlm_doc *collect(const char *label, const char *text, size_t len, json_t 
             /* a key whose block was all blanked here is an error of ours, not the author's */
             artefact = n_sub > 0 && n_bl == n_sub;
         }
+        const char *req = strstr(e.msg, ": Field required");
+        if (req && round > 0) {   /* a required key this function blanked */
+            char loc[256];
+            snprintf(loc, sizeof loc, "%.*s", (int)(req - e.msg), e.msg);
+            const fm_line *f = fm_outline_find(&o, loc);
+            if (f && bl[f->line]) artefact = 1;
+        }
         if (!artefact) add_err(arr, text, len, &e);
         if (e.line <= 0 || o.open_line != 0 || o.close_line < 0) break;
         if (l <= o.close_line) {
