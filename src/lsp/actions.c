@@ -267,7 +267,7 @@ json_t *lsp_document_state(lsp_server *s, const char *uri)
         json_object_set_new(counts, t, json_integer(json_integer_value(json_object_get(counts, t)) + 1));
     }
     json_t *st = json_pack("{s:s, s:s, s:i, s:s, s:o, s:o}", "uri", uri, "dlm_id", fm->dlm_id, "dlm_version",
-                           fm->source_version, "base_model", fm->base_model, "base_model_spec",
+                           fm->dlm_version, "base_model", fm->base_model, "base_model_spec",
                            lsp_base_spec(fm->base_model), "section_counts", counts);
     /* dlm's additions: the store, its adapter versions and the last run */
     char store[4096];
