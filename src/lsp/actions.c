@@ -230,6 +230,7 @@ json_t *lsp_list_templates(void)
 
 int lsp_base_fits(lsp_server *s, const char *key)
 {
+    if (!s->opt.home) return -1;   /* no dlm home: no host plan either */
     if (!s->host_probed) {
         s->host_probed = 1;
         host_info h;

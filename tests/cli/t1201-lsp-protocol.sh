@@ -17,8 +17,8 @@ def fail(msg):
     print("FAIL:", msg, file=sys.stderr); sys.exit(1)
 
 class Client:
-    def __init__(self):
-        self.p = subprocess.Popen([dlm, "lsp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    def __init__(self, cmd=None):
+        self.p = subprocess.Popen(cmd or [dlm, "lsp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     def raw(self, b):
         os.write(self.p.stdin.fileno(), b)
     def frame(self, body):
@@ -116,5 +116,17 @@ c.raw(b"Content-Length: 1000000000\r\n\r\n" + b"x" * 100000)
 c.expect_error(-32600, None, "message over the size limit")
 c.p.stdin.close()
 if c.p.wait() != 1: fail("oversized: status %d" % c.p.returncode)
+# linked as dlm-lsp (what the original's VS Code extension starts, with no
+# arguments): the same server
+link = os.path.join(os.environ["DLM_HOME"], "dlm-lsp")
+os.symlink(os.path.abspath(dlm), link)
+c = Client([link])
+c.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}})
+m = c.recv()
+if m.get("result", {}).get("serverInfo", {}).get("name") != "dlm": fail("dlm-lsp link: %r" % m)
+c.send({"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
+c.recv()
+c.send({"jsonrpc": "2.0", "method": "exit"})
+if c.p.wait() != 0: fail("dlm-lsp link: exit status %d" % c.p.returncode)
 print("t1201 ok")
 PY
