@@ -35,10 +35,23 @@ class Server:
         self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         self.next = 0
 
+    @staticmethod
+    def frame(o):
+        # as editors send it: UTF-8, non-ASCII not escaped (JSON.stringify)
+        b = json.dumps(o, ensure_ascii=False).encode()
+        return b"Content-Length: %d\r\n\r\n" % len(b) + b
+
     def send(self, o):
-        b = json.dumps(o).encode()
-        self.p.stdin.write(b"Content-Length: %d\r\n\r\n" % len(b) + b)
+        self.send_bytes(self.frame(o))
+
+    def send_bytes(self, b):
+        self.p.stdin.write(b)
         self.p.stdin.flush()
+
+    def cpu_ms(self):
+        """The server's user + system CPU time so far (load-independent)."""
+        f = open(f"/proc/{self.p.pid}/stat").read().rsplit(")", 1)[1].split()
+        return (int(f[11]) + int(f[12])) * 1000 / os.sysconf("SC_CLK_TCK")
 
     def recv(self):
         h = b""
@@ -66,21 +79,25 @@ def main():
     out = {}
     for label, broken in (("clean", False), ("two errors", True)):
         text = document(1 << 20, broken)
-        times, ndiag = [], None
+        times, cpus, ndiag = [], [], None
         for r in range(runs + 1):   # the first is a warm-up
             uri = f"file:///tmp/bench-lsp-{label.replace(' ', '-')}-{r}.dlm"
-            t0 = time.perf_counter()
-            s.send({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
+            msg = s.frame({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
                 "uri": uri, "languageId": "dlm", "version": 1, "text": text}}})
+            c0 = s.cpu_ms()
+            t0 = time.perf_counter()
+            s.send_bytes(msg)
             m = s.until(lambda m: m.get("method") == "textDocument/publishDiagnostics")
             dt = time.perf_counter() - t0
+            cpus.append(s.cpu_ms() - c0)
             ndiag = len(m["params"]["diagnostics"])
             s.send({"jsonrpc": "2.0", "method": "textDocument/didClose", "params": {"textDocument": {"uri": uri}}})
             s.until(lambda m: m.get("method") == "textDocument/publishDiagnostics")
             if r:
                 times.append(dt * 1000)
         out[label] = {"bytes": len(text.encode()), "diagnostics": ndiag, "median_ms": statistics.median(times),
-                      "min_ms": min(times), "max_ms": max(times), "runs": runs}
+                      "min_ms": min(times), "max_ms": max(times), "runs": runs,
+                      "server_cpu_median_ms": statistics.median(cpus[1:])}
     s.send({"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
     s.until(lambda m: m.get("id") == 2)
     s.send({"jsonrpc": "2.0", "method": "exit"})

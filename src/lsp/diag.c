@@ -263,16 +263,24 @@ static dlm_doc *collect(const char *label, const char *text, size_t len, json_t 
             continue;
         }
         if (strstr(e.msg, "unterminated")) break;
-        int start = l, n = text_nlines(w, wl);
-        for (; start > o.close_line + 1; start--) {
-            size_t so = text_line_start(w, wl, start);
-            if (is_fence(w + so, text_line_len(w, wl, so))) break;
+        /* line starts of w, once: the search below walks lines both ways */
+        int n = text_nlines(w, wl);
+        size_t *ix = malloc((size_t)n * sizeof *ix);
+        if (!ix) break;
+        size_t at = 0;
+        for (int k = 0; k < n; k++) {
+            ix[k] = at;
+            at += text_line_len(w, wl, at);
+            if (at + 1 < wl && w[at] == '\r' && w[at + 1] == '\n') at++;
+            at++;
         }
+        int start = l < n ? l : n - 1;
+        for (; start > o.close_line + 1; start--)
+            if (is_fence(w + ix[start], text_line_len(w, wl, ix[start]))) break;
         end = l + 1;
-        for (; end < n; end++) {
-            size_t so = text_line_start(w, wl, end);
-            if (is_fence(w + so, text_line_len(w, wl, so))) break;
-        }
+        for (; end < n; end++)
+            if (is_fence(w + ix[end], text_line_len(w, wl, ix[end]))) break;
+        free(ix);
         if (!blank_lines(w, &wl, start, end)) break;
     }
     free(w);
