@@ -24,7 +24,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pwd.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "weights/registry.h"
 
@@ -327,9 +329,19 @@ static void check_sources(json_t *arr, const char *t, size_t len, const char *pa
         const doc_source *src = &fm->training.sources[i];
         if (!src->path) continue;
         char full[8200];
-        if (src->path[0] == '~') {
-            const char *home = getenv("HOME");   /* as the CLI expands it (doc/sources.c) */
-            snprintf(full, sizeof full, "%s%s", home ? home : "", src->path + 1);
+        if (src->path[0] == '~') {   /* "~" and "~user" from the password database, as doc/sources.c */
+            const char *sl = strchr(src->path, '/');
+            size_t k = sl ? (size_t)(sl - src->path) : strlen(src->path);
+            char name[256];
+            struct passwd *pw = NULL;
+            if (k == 1) pw = getpwuid(getuid());
+            else if (k - 1 < sizeof name) {
+                memcpy(name, src->path + 1, k - 1);
+                name[k - 1] = 0;
+                pw = getpwnam(name);
+            }
+            if (!pw || !pw->pw_dir) continue;   /* `dlm train` says it cannot expand it */
+            snprintf(full, sizeof full, "%s%s", pw->pw_dir, src->path + k);
         } else if (src->path[0] == '/') snprintf(full, sizeof full, "%s", src->path);
         else snprintf(full, sizeof full, "%s/%s", dir, src->path);
         struct stat sb;
