@@ -87,12 +87,13 @@ def main():
             c0 = s.cpu_ms()
             t0 = time.perf_counter()
             s.send_bytes(msg)
-            m = s.until(lambda m: m.get("method") == "textDocument/publishDiagnostics")
+            m = s.until(lambda m: m.get("method") == "textDocument/publishDiagnostics" and
+                        m["params"]["uri"] == uri)
             dt = time.perf_counter() - t0
             cpus.append(s.cpu_ms() - c0)
             ndiag = len(m["params"]["diagnostics"])
+            # (dlm then clears the closed document's diagnostics; the original does not)
             s.send({"jsonrpc": "2.0", "method": "textDocument/didClose", "params": {"textDocument": {"uri": uri}}})
-            s.until(lambda m: m.get("method") == "textDocument/publishDiagnostics")
             if r:
                 times.append(dt * 1000)
         out[label] = {"bytes": len(text.encode()), "diagnostics": ndiag, "median_ms": statistics.median(times),
