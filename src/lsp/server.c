@@ -11,6 +11,7 @@
 #include "lsp/lsp_internal.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -191,7 +192,17 @@ static void handle_notification(lsp_server *s, const char *method, json_t *param
     const char *uri = json_string_value(json_object_get(td, "uri"));
     if (!strcmp(method, "textDocument/didOpen")) {
         json_t *t = json_object_get(td, "text");
-        if (!uri || !json_is_string(t) || json_string_length(t) > DOC_MAX_BYTES) return;
+        if (!uri || !json_is_string(t)) return;
+        if (json_string_length(t) > DOC_MAX_BYTES) {   /* as the CLI refuses the file */
+            char msg[160];
+            snprintf(msg, sizeof msg, "document of %zu bytes is larger than the %u-byte limit",
+                     json_string_length(t), DOC_MAX_BYTES);
+            lsp_notify(s, "textDocument/publishDiagnostics",
+                       json_pack("{s:s, s:[{s:{s:{s:i,s:i},s:{s:i,s:i}}, s:i, s:s, s:s}]}", "uri", uri, "diagnostics",
+                                 "range", "start", "line", 0, "character", 0, "end", "line", 0, "character", 0,
+                                 "severity", 1, "source", "dlm", "message", msg));
+            return;
+        }
         json_int_t v = json_integer_value(json_object_get(td, "version"));
         lsp_doc *d = doc_open(s, uri, json_string_value(t), json_string_length(t), v);
         if (d) lsp_diagnose(s, d);

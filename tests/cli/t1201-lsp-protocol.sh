@@ -94,6 +94,14 @@ if m.get("method") != "textDocument/publishDiagnostics": fail("didOpen: %r" % m)
 c.send({"jsonrpc": "2.0", "id": 11, "method": "textDocument/hover",
         "params": {"textDocument": {"uri": uri}, "position": {"line": -1, "character": "x"}}})
 c.expect_error(-32602, 11, "bad position")
+# a document over the CLI's 64 MB cap: refused with a diagnostic, as dlm show refuses the file
+c.send({"jsonrpc": "2.0", "method": "textDocument/didOpen",
+        "params": {"textDocument": {"uri": uri + "big", "languageId": "dlm", "version": 1,
+                                    "text": "a" * (64 * 1024 * 1024 + 1)}}})
+m = c.recv()
+d = m.get("params", {}).get("diagnostics", [])
+if len(d) != 1 or "67108865 bytes is larger than the 67108864-byte limit" not in d[0]["message"]:
+    fail("oversized document: %r" % m)
 c.send({"jsonrpc": "2.0", "id": 12, "method": "shutdown"})
 m = c.recv()
 if m.get("id") != 12 or "result" not in m or m["result"] is not None: fail("shutdown: %r" % m)
