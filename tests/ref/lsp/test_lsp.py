@@ -302,3 +302,30 @@ async def test_training_progress(client: LanguageClient):
     finally:
         runner.kill()
         runner.wait()
+
+
+async def test_commands_apply_edit(client: LanguageClient):
+    """The original's dlm.setBaseModel / dlm.addSourceDirective commands (the
+    VS Code side panel's buttons): the server asks the client to apply the
+    edit with workspace/applyEdit."""
+    edits = []
+
+    @client.feature(T.WORKSPACE_APPLY_EDIT)
+    def on_apply(params: T.ApplyWorkspaceEditParams):
+        edits.append(params.edit)
+        return T.ApplyWorkspaceEditResult(applied=True)
+
+    uri, _ = await open_doc(client, "base")
+    await client.workspace_execute_command_async(T.ExecuteCommandParams(
+        command="dlm.setBaseModel", arguments=[uri, "qwen2.5-0.5b"]))
+    await client.workspace_execute_command_async(T.ExecuteCommandParams(
+        command="dlm.addSourceDirective", arguments=[uri, "docs"]))
+    # the server sends each applyEdit before its command's answer, and the
+    # client handles messages in order: both are in by now
+    assert len(edits) == 2
+    text = apply(DOCS["base"], edits[0].changes[uri])
+    assert "base_model: qwen2.5-0.5b\n" in text and cli_ok(text).returncode == 0
+    text = apply(text, edits[1].changes[uri])
+    r = cli_ok(text)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["frontmatter"]["training"]["sources"][0]["path"] == "docs"
