@@ -15,6 +15,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util/str.h"
@@ -398,6 +399,13 @@ int lsp_server_feed(lsp_server *s, const void *bytes, size_t n)
     return s->exited;
 }
 
+static double mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 typedef struct fd_sink {
     int fd;
     int failed;
@@ -427,6 +435,7 @@ int lsp_serve(int in, int out, const lsp_options *o, dlm_err *e)
     char *buf = malloc(1 << 16);
     int rc = 0;
     if (!buf) { lsp_server_free(s); return err_set(e, "MemoryError", "out of memory"); }
+    double last_poll = mono_ms();
     for (;;) {
         struct pollfd p = {.fd = in, .events = POLLIN};
         int pr = poll(&p, 1, poll_ms);
@@ -435,10 +444,12 @@ int lsp_serve(int in, int out, const lsp_options *o, dlm_err *e)
             rc = err_sys(e, "lsp: poll");
             break;
         }
-        if (pr == 0) {
+        /* the run's progress: when idle, and between messages of a busy client */
+        if (pr == 0 || mono_ms() - last_poll >= poll_ms) {
             if (s->initialized && !s->shutdown) lsp_poll_progress(s);
-            continue;
+            last_poll = mono_ms();
         }
+        if (pr == 0) continue;
         ssize_t k = read(in, buf, 1 << 16);
         if (k < 0) {
             if (errno == EINTR || errno == EAGAIN) continue;
