@@ -97,6 +97,16 @@ int main(int argc, char **argv)
     err_clear(&e);
     if (cmd_read_env(&e)) return cmd_fail(&ctx, &e);
 
+    /* Run as `dlm-lsp` (a link to dlm), the language server: editors' dlm
+     * extensions start that name with no arguments (docs/editors.md). */
+    const char *self = argc > 0 ? strrchr(argv[0], '/') : NULL;
+    self = self ? self + 1 : argc > 0 ? argv[0] : "";
+    if (!strcmp(self, "dlm-lsp")) {
+        static char lsp_name[] = "lsp";
+        argv[0] = lsp_name;
+        return cmd_lsp(argc, argv, &ctx);
+    }
+
     int i = 1;
     for (; i < argc && argv[i][0] == '-'; i++) {
         const char *a = argv[i];

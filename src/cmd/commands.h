@@ -15,6 +15,7 @@
     X(init)                 \
     X(keygen)               \
     X(logs)                 \
+    X(lsp)                  \
     X(metrics)              \
     X(migrate)              \
     X(pack)                 \
