@@ -17,12 +17,13 @@
 
 typedef struct init_args {
     const char *base, *template;
-    int force, list, json, accept;
+    int force, list, json, accept, multimodal;
 } init_args;
 
 static const opt init_opts[] = {
     {"base", 0, OPT_STR, offsetof(init_args, base), "KEY", "base model: registry key, hf:org/name[@rev], a path, or tiny (default)"},
     {"template", 0, OPT_STR, offsetof(init_args, template), "NAME", "start from this template (default: default)"},
+    {"multimodal", 0, OPT_FLAG, offsetof(init_args, multimodal), NULL, "a document with an ::image:: section on a vision-language base (default paligemma-3b-mix-224)"},
     {"force", 0, OPT_FLAG, offsetof(init_args, force), NULL, "overwrite an existing file at PATH"},
     {"i-accept-license", 0, OPT_FLAG, offsetof(init_args, accept), NULL, "accept a gated base's license (recorded in the manifest)"},
     {"list-templates", 0, OPT_FLAG, offsetof(init_args, list), NULL, "list the templates and exit (same as dlm templates list)"},
@@ -32,7 +33,7 @@ static const opt init_opts[] = {
 
 const cmd_spec spec_init = {
     "init",
-    "PATH [--base KEY] [--template NAME] [--force] [--i-accept-license] | --list-templates [--json]",
+    "PATH [--base KEY] [--template NAME | --multimodal] [--force] [--i-accept-license] | --list-templates [--json]",
     "create a .dlm document and its store",
     "Writes a dlm_version 15 document with a fresh dlm_id (a ULID) and creates\n"
     "$DLM_HOME/store/<dlm_id>/ with its manifest. Every template's training\n"
@@ -40,7 +41,11 @@ const cmd_spec spec_init = {
     "`dlm train` then `dlm prompt` answers its questions; on a registry base\n"
     "lower training.learning_rate and num_epochs (see the comment in the\n"
     "frontmatter). `dlm templates list` shows the gallery; templates are files\n"
-    "(templates/<name>.dlm + index.json; $DLM_TEMPLATES overrides the directory).",
+    "(templates/<name>.dlm + index.json; $DLM_TEMPLATES overrides the directory).\n"
+    "--multimodal writes the original's vision scaffold instead: an ::image::\n"
+    "fence whose path (figures/your-image.png) you replace with a real image,\n"
+    "on paligemma-3b-mix-224 (gated: --i-accept-license) unless --base names\n"
+    "another vision-language base; docs/images.md says what trains today.",
     init_opts,
 };
 
@@ -72,9 +77,11 @@ static int abs_path(const char *path, char *out, size_t cap, dlm_err *e)
     return 0;
 }
 
+static int init_write(const dlm_ctx *ctx, const char *path, const base_ref *bp, const doc_template *t, const char *tname);
+
 int cmd_init(int argc, char **argv, dlm_ctx *ctx)
 {
-    init_args a = {.base = "tiny"};
+    init_args a = {0};
     char *pos[64];
     int npos = 0;
     if (argc > 64) return cmd_usage_error(&spec_init, "too many arguments");
@@ -93,10 +100,24 @@ int cmd_init(int argc, char **argv, dlm_ctx *ctx)
         err_hint(&e, "re-run with --force to overwrite it");
         return cmd_fail(ctx, &e);
     }
+    if (a.multimodal && a.template)
+        return cmd_usage_error(&spec_init, "--multimodal and --template are mutually exclusive (no template has images)");
+    if (!a.base) a.base = a.multimodal ? "paligemma-3b-mix-224" : "tiny";
     base_ref base;
-    if (registry_parse_base(a.base, &base, &e) || registry_check_trainable(&base, &e) ||
-        base_check_runnable(&base, &e) || registry_check_license(&base, a.accept, &e))
+    if (a.multimodal) {
+        /* the vision rows are not trainable yet (docs/images.md), so only
+         * their kind and license are checked here */
+        if (registry_parse_base(a.base, &base, &e)) return cmd_fail(ctx, &e);
+        if (base.kind != BASE_REGISTRY || base.entry->modality != REG_VISION) {
+            err_set(&e, "UsageError", "--multimodal requires a vision-language base; '%s' is not one", a.base);
+            err_hint(&e, "pick --base paligemma-3b-mix-224 or qwen2-vl-2b-instruct, or drop --multimodal");
+            return cmd_fail(ctx, &e);
+        }
+        if (registry_check_license(&base, a.accept, &e)) return cmd_fail(ctx, &e);
+    } else if (registry_parse_base(a.base, &base, &e) || registry_check_trainable(&base, &e) ||
+               base_check_runnable(&base, &e) || registry_check_license(&base, a.accept, &e))
         return cmd_fail(ctx, &e);
+    if (a.multimodal) return init_write(ctx, path, &base, NULL, "multimodal");
 
     doc_template_set set;
     if (doc_templates_load(&set, &e)) return cmd_fail(ctx, &e);
@@ -112,15 +133,45 @@ int cmd_init(int argc, char **argv, dlm_ctx *ctx)
         return EXIT_USAGE;
     }
 
+    int rc = init_write(ctx, path, &base, t, tname);
+    doc_templates_free(&set);
+    return rc;
+}
+
+/* The original's vision scaffold (store/bootstrap.py
+ * _write_init_scaffold_multimodal): the placeholder image does not exist,
+ * so the first `dlm train` names it. */
+static char *multimodal_text(const char *id, const char *base_yaml)
+{
+    strbuf sb = STRBUF_INIT;
+    sb_printf(&sb, "---\ndlm_id: %s\ndlm_version: %d\nbase_model: %s\n---\n\n", id, DOC_SCHEMA_VERSION, base_yaml);
+    sb_puts(&sb, "# Your document title\n\n"
+                 "Write prose here. It will train via continued pretraining (CPT) loss.\n\n"
+                 "::image path=\"figures/your-image.png\" alt=\"short description\"::\n"
+                 "Caption text describing the image. Training rows bundle the image\n"
+                 "with this caption as `<image>\\n<caption>`.\n\n"
+                 "::instruction::\n\n### Q\nWhat is in this image?\n\n### A\nDescribe what the image shows.\n");
+    if (sb.oom) { sb_free(&sb); return NULL; }
+    return sb.buf;
+}
+
+/* Render the document (template t, or the multimodal scaffold when t is
+ * NULL), check it parses, create the store and write both. */
+static int init_write(const dlm_ctx *ctx, const char *path, const base_ref *bp, const doc_template *t, const char *tname)
+{
+    base_ref base = *bp;
+    dlm_err e;
+    err_clear(&e);
     char id[27], base_str[4200];
     ulid_new(id);
     registry_base_string(&base, base_str, sizeof base_str);
     strbuf quoted = STRBUF_INIT;
     doc_yaml_scalar(&quoted, base_str);
     char *text = NULL;
-    int rc = doc_template_render(t, id, sb_str(&quoted), &text, &e);
+    int rc = 0;
+    if (t) rc = doc_template_render(t, id, sb_str(&quoted), &text, &e);
+    else if (!(text = multimodal_text(id, sb_str(&quoted)))) rc = err_set(&e, "MemoryError", "out of memory");
     sb_free(&quoted);
-    doc_templates_free(&set);
     if (rc) return cmd_fail(ctx, &e);
 
     /* The scaffold must be a valid document before anything is written. */
@@ -164,7 +215,7 @@ int cmd_init(int argc, char **argv, dlm_ctx *ctx)
         return cmd_fail(ctx, &e);
     }
     if (!ctx->quiet) {
-        printf("init: wrote %s (template %s, base %s)\n", path, tname, base_str);
+        printf("init: wrote %s (%s %s, base %s)\n", path, t ? "template" : "scaffold", tname, base_str);
         printf("dlm_id: %s\nstore:  %s\n", id, store);
     }
     return EXIT_OK;
