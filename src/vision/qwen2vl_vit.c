@@ -7,38 +7,9 @@
 #include <string.h>
 
 #include "kern/kern.h"
+#include "vision/ops.h"
 
 /* ---- weights ---------------------------------------------------------------------- */
-
-static float *tensor_f32(const st_file *f, const char *prefix, const char *name, int64_t n0, int64_t n1, dlm_err *e)
-{
-    char full[512];
-    snprintf(full, sizeof full, "%s%s", prefix, name);
-    const st_tensor *t = st_find(f, full);
-    if (!t) { err_set(e, "WeightsError", "vision tower tensor '%s' is missing", full); return NULL; }
-    int64_t n = 1;
-    for (int i = 0; i < t->ndim; i++) n *= t->shape[i];
-    if (n != n0 * n1 || (t->ndim && t->shape[0] != n0)) {
-        err_set(e, "WeightsError", "vision tower tensor '%s' has %lld values, expected %lld x %lld", full, (long long)n,
-                (long long)n0, (long long)n1);
-        return NULL;
-    }
-    float *o = malloc((size_t)n * sizeof *o);
-    if (!o) { err_set(e, "MemoryError", "out of memory"); return NULL; }
-    for (int64_t i = 0; i < n; i++) {
-        const unsigned char *p = (const unsigned char *)t->data;
-        switch (t->dtype) {
-        case ST_F32: memcpy(&o[i], p + 4 * i, 4); break;
-        case ST_BF16: { uint16_t h; memcpy(&h, p + 2 * i, 2); o[i] = bf16_to_f32(h); break; }
-        case ST_F16: { uint16_t h; memcpy(&h, p + 2 * i, 2); o[i] = fp16_to_f32(h); break; }
-        default:
-            free(o);
-            err_set(e, "WeightsError", "vision tower tensor '%s' is %s (f32, bf16 or f16 expected)", full, st_dtype_name(t->dtype));
-            return NULL;
-        }
-    }
-    return o;
-}
 
 void qwen2vl_vit_free(qwen2vl_vit *v)
 {
@@ -63,7 +34,7 @@ int qwen2vl_vit_load(const st_file *f, const char *prefix, const vit_cfg *c, qwe
     if (D % c->heads || (D / c->heads) % 4) return err_set(e, "ConfigError", "vision embed_dim %lld / %d heads: head_dim must be a multiple of 4", (long long)D, c->heads);
     v->blk = calloc((size_t)c->depth, sizeof *v->blk);
     if (!v->blk) return err_set(e, "MemoryError", "out of memory");
-    if (!(v->patch_w = tensor_f32(f, prefix, "patch_embed.proj.weight", D, K, e))) goto fail;
+    if (!(v->patch_w = vis_tensor_f32(f, prefix, "patch_embed.proj.weight", D, K, e))) goto fail;
     for (int l = 0; l < c->depth; l++) {
         vit_block *b = &v->blk[l];
         struct { float **dst; const char *name; int64_t n0, n1; } w[] = {
@@ -77,15 +48,15 @@ int qwen2vl_vit_load(const st_file *f, const char *prefix, const vit_cfg *c, qwe
         for (size_t i = 0; i < sizeof w / sizeof *w; i++) {
             char name[128];
             snprintf(name, sizeof name, "blocks.%d.%s", l, w[i].name);
-            if (!(*w[i].dst = tensor_f32(f, prefix, name, w[i].n0, w[i].n1, e))) goto fail;
+            if (!(*w[i].dst = vis_tensor_f32(f, prefix, name, w[i].n0, w[i].n1, e))) goto fail;
         }
     }
-    if (!(v->lnq_w = tensor_f32(f, prefix, "merger.ln_q.weight", D, 1, e)) ||
-        !(v->lnq_b = tensor_f32(f, prefix, "merger.ln_q.bias", D, 1, e)) ||
-        !(v->m0_w = tensor_f32(f, prefix, "merger.mlp.0.weight", M, M, e)) ||
-        !(v->m0_b = tensor_f32(f, prefix, "merger.mlp.0.bias", M, 1, e)) ||
-        !(v->m2_w = tensor_f32(f, prefix, "merger.mlp.2.weight", c->hidden_size, M, e)) ||
-        !(v->m2_b = tensor_f32(f, prefix, "merger.mlp.2.bias", c->hidden_size, 1, e)))
+    if (!(v->lnq_w = vis_tensor_f32(f, prefix, "merger.ln_q.weight", D, 1, e)) ||
+        !(v->lnq_b = vis_tensor_f32(f, prefix, "merger.ln_q.bias", D, 1, e)) ||
+        !(v->m0_w = vis_tensor_f32(f, prefix, "merger.mlp.0.weight", M, M, e)) ||
+        !(v->m0_b = vis_tensor_f32(f, prefix, "merger.mlp.0.bias", M, 1, e)) ||
+        !(v->m2_w = vis_tensor_f32(f, prefix, "merger.mlp.2.weight", c->hidden_size, M, e)) ||
+        !(v->m2_b = vis_tensor_f32(f, prefix, "merger.mlp.2.bias", c->hidden_size, 1, e)))
         goto fail;
     return 0;
 fail:
@@ -94,30 +65,6 @@ fail:
 }
 
 /* ---- forward ---------------------------------------------------------------------- */
-
-/* y[N][O] = x[N][I] · W[O][I]ᵀ + b */
-static void linear(float *y, const float *x, const float *W, const float *b, int64_t N, int64_t I, int64_t O)
-{
-    kern_sgemm(0, 1, N, O, I, 1.0f, x, I, W, I, 0.0f, y, O);
-    if (b)
-        for (int64_t n = 0; n < N; n++)
-            for (int64_t o = 0; o < O; o++) y[n * O + o] += b[o];
-}
-
-/* y[N][C] = LayerNorm(x) (biased variance, as torch) */
-static void layernorm(float *y, const float *x, const float *w, const float *b, int64_t N, int64_t C, float eps)
-{
-    for (int64_t n = 0; n < N; n++) {
-        const float *r = x + n * C;
-        double mean = 0, var = 0;
-        for (int64_t i = 0; i < C; i++) mean += r[i];
-        mean /= C;
-        for (int64_t i = 0; i < C; i++) var += (r[i] - mean) * (r[i] - mean);
-        var /= C;
-        float rs = (float)(1.0 / sqrt(var + eps));
-        for (int64_t i = 0; i < C; i++) y[n * C + i] = (float)(r[i] - mean) * rs * w[i] + b[i];
-    }
-}
 
 /* x[N][H][hd]: rotate_half rotary with per-row cos/sin [N][hd] */
 static void rotary(float *x, const float *cs, const float *sn, int64_t N, int H, int hd, int64_t stride)
@@ -161,7 +108,7 @@ int qwen2vl_vit_forward(const qwen2vl_vit *v, const float *pixels, const int (*g
         return err_set(e, "MemoryError", "out of memory for %lld vision patches", (long long)N);
     }
     /* patch embedding: Conv3d with kernel = stride is one matmul per row */
-    linear(x, pixels, v->patch_w, NULL, N, K, D);
+    vis_linear(x, pixels, v->patch_w, NULL, N, K, D);
     /* rotary angles: rows in merge order, (h, w) = (bh*m + mh, bw*m + mw);
      * angle j < hd/4 uses h, the next hd/4 use w, then both again */
     int q4 = (int)hd / 4;
@@ -187,8 +134,8 @@ int qwen2vl_vit_forward(const qwen2vl_vit *v, const float *pixels, const int (*g
     float scale = (float)(1.0 / sqrt((double)hd));
     for (int l = 0; l < c->depth; l++) {
         const vit_block *b = &v->blk[l];
-        layernorm(hbuf, x, b->n1_w, b->n1_b, N, D, 1e-6f);
-        linear(wide, hbuf, b->qkv_w, b->qkv_b, N, D, 3 * D);   /* [N][3][H][hd] */
+        vis_layernorm(hbuf, x, b->n1_w, b->n1_b, N, D, 1e-6f);
+        vis_linear(wide, hbuf, b->qkv_w, b->qkv_b, N, D, 3 * D);   /* [N][3][H][hd] */
         rotary(wide, cs, sn, N, (int)H, (int)hd, 3 * D);
         rotary(wide + D, cs, sn, N, (int)H, (int)hd, 3 * D);
         /* full attention inside each frame of each image */
@@ -196,45 +143,26 @@ int qwen2vl_vit_forward(const qwen2vl_vit *v, const float *pixels, const int (*g
         for (int i = 0; i < n_images; i++)
             for (int t = 0; t < grid[i][0]; t++) {
                 int64_t L = (int64_t)grid[i][1] * grid[i][2];
-                for (int64_t h = 0; h < H; h++)
-                    for (int64_t qi = s0; qi < s0 + L; qi++) {
-                        const float *q = wide + qi * 3 * D + h * hd;
-                        float mx = -INFINITY;
-                        for (int64_t kj = 0; kj < L; kj++) {
-                            const float *k = wide + (s0 + kj) * 3 * D + D + h * hd;
-                            float d = 0;
-                            for (int64_t u = 0; u < hd; u++) d += q[u] * k[u];
-                            sc[kj] = d * scale;
-                            if (sc[kj] > mx) mx = sc[kj];
-                        }
-                        double sum = 0;
-                        for (int64_t kj = 0; kj < L; kj++) { sc[kj] = expf(sc[kj] - mx); sum += sc[kj]; }
-                        float *o = att + qi * D + h * hd;
-                        memset(o, 0, (size_t)hd * sizeof *o);
-                        for (int64_t kj = 0; kj < L; kj++) {
-                            const float *vv = wide + (s0 + kj) * 3 * D + 2 * D + h * hd;
-                            float p = (float)(sc[kj] / sum);
-                            for (int64_t u = 0; u < hd; u++) o[u] += p * vv[u];
-                        }
-                    }
+                const float *q = wide + s0 * 3 * D;
+                vis_attention(att + s0 * D, q, q + D, q + 2 * D, 3 * D, 3 * D, 3 * D, L, (int)H, (int)hd, scale, sc);
                 s0 += L;
             }
-        linear(hbuf, att, b->proj_w, b->proj_b, N, D, D);
+        vis_linear(hbuf, att, b->proj_w, b->proj_b, N, D, D);
         for (int64_t i = 0; i < N * D; i++) x[i] += hbuf[i];
-        layernorm(hbuf, x, b->n2_w, b->n2_b, N, D, 1e-6f);
-        linear(wide, hbuf, b->fc1_w, b->fc1_b, N, D, F);
+        vis_layernorm(hbuf, x, b->n2_w, b->n2_b, N, D, 1e-6f);
+        vis_linear(wide, hbuf, b->fc1_w, b->fc1_b, N, D, F);
         for (int64_t i = 0; i < N * F; i++) wide[i] = wide[i] / (1.0f + expf(-1.702f * wide[i]));   /* quick_gelu */
-        linear(hbuf, wide, b->fc2_w, b->fc2_b, N, F, D);
+        vis_linear(hbuf, wide, b->fc2_w, b->fc2_b, N, F, D);
         for (int64_t i = 0; i < N * D; i++) x[i] += hbuf[i];
     }
     /* merger: LayerNorm per patch, then m*m consecutive rows as one */
     int64_t M = D * m * m, NM = N / (m * m);
-    layernorm(hbuf, x, v->lnq_w, v->lnq_b, N, D, 1e-6f);
+    vis_layernorm(hbuf, x, v->lnq_w, v->lnq_b, N, D, 1e-6f);
     float *mid = realloc(att, (size_t)NM * M * sizeof *mid);
     if (!mid) { free(x); free(hbuf); free(wide); free(att); free(cs); free(sn); free(sc); return err_set(e, "MemoryError", "out of memory"); }
-    linear(mid, hbuf, v->m0_w, v->m0_b, NM, M, M);
+    vis_linear(mid, hbuf, v->m0_w, v->m0_b, NM, M, M);
     for (int64_t i = 0; i < NM * M; i++) mid[i] = 0.5f * mid[i] * (1.0f + erff(mid[i] * (float)M_SQRT1_2));
-    linear(out, mid, v->m2_w, v->m2_b, NM, M, c->hidden_size);
+    vis_linear(out, mid, v->m2_w, v->m2_b, NM, M, c->hidden_size);
     free(x); free(hbuf); free(wide); free(mid); free(cs); free(sn); free(sc);
     return 0;
 }

@@ -12,6 +12,7 @@
 #include "util/fs.h"
 #include "vision/mrope.h"
 #include "vision/qwen2vl_vit.h"
+#include "vision/siglip.h"
 
 static const vit_cfg CFG = {.depth = 2, .embed_dim = 64, .heads = 4, .mlp_hidden = 128, .in_ch = 3, .patch = 14,
                             .temporal = 2, .merge = 2, .hidden_size = 48, .rope_theta = 10000.0};
@@ -115,11 +116,44 @@ static int mrope_mode(const char *dir)
     return check_done();
 }
 
+/* --siglip DIR: PaliGemma's get_image_features within 1e-4 */
+static int siglip_mode(const char *dir)
+{
+    static const siglip_cfg SC = {.layers = 2, .hidden = 64, .heads = 4, .mlp_hidden = 96, .image_size = 56, .patch = 14,
+                                  .in_ch = 3, .proj_dim = 48};
+    dlm_err e;
+    char p[4096];
+    snprintf(p, sizeof p, "%s/siglip.safetensors", dir);
+    st_file *f = NULL;
+    CHECK(st_open(p, &f, &e) == 0);
+    if (!f) return check_done();
+    siglip s;
+    int rc = siglip_load(f, "model.vision_tower.", "model.multi_modal_projector.linear.", &SC, &s, &e);
+    CHECK_MSG(rc == 0, "%s", e.msg);
+    size_t np = 0, no = 0;
+    float *px = read_f32(dir, "pixels.f32", &np), *want = read_f32(dir, "out.f32", &no);
+    CHECK(px && want && np == 2 * 3 * 56 * 56 && no == 2 * 16 * 48);
+    if (!rc && px && want && no == 2 * 16 * 48) {
+        float got[2 * 16 * 48];
+        for (int i = 0; i < 2; i++) CHECK(siglip_forward(&s, px + (size_t)i * 3 * 56 * 56, got + i * 16 * 48, &e) == 0);
+        CHECK(check_tensor("paligemma image features", got, want, no, 1e-4));
+        double mx = 0;
+        for (size_t i = 0; i < no; i++) mx = fmax(mx, fabs((double)got[i] - want[i]));
+        printf("test_vision --siglip: %zu outputs, max|diff| %.3g\n", no, mx);
+        siglip_free(&s);
+    }
+    free(px);
+    free(want);
+    st_close(f);
+    return check_done();
+}
+
 int main(int argc, char **argv)
 {
     kern_init(1);
     if (argc == 3 && !strcmp(argv[1], "--ref")) return ref_mode(argv[2]);
     if (argc == 3 && !strcmp(argv[1], "--mrope")) return mrope_mode(argv[2]);
+    if (argc == 3 && !strcmp(argv[1], "--siglip")) return siglip_mode(argv[2]);
     /* a weights file without the tower: the first missing tensor is named */
     st_out t = {.name = "other.weight", .dtype = ST_F32, .ndim = 1, .shape = {1}, .data = "\0\0\0\0"};
     const char *dir = check_tmpdir("vision");
