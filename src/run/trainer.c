@@ -398,7 +398,7 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
     for (int i = 0; i < doc_nsections(R->doc); i++) {
         const doc_section *s = doc_section_at(R->doc, i);
         if (s->type == DOC_IMAGE && !vl) {
-            err_at(e, "ModalityError", o->doc_path, s->line, 1, "image section '%s' needs a vision-language base; %s is text-only",
+            err_at(e, "ModalityError", o->doc_path, s->line, 1, "image section '%s' needs a vision-language registry base; %s is not one",
                    s->media_path, R->base_spec);
             err_hint(e, "set base_model: paligemma-3b-mix-224 or qwen2-vl-2b-instruct (dlm init --multimodal), or remove the section");
             goto out;
