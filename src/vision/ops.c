@@ -2,10 +2,9 @@
 #include "vision/ops.h"
 
 #include <math.h>
-#include <string.h>
-
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kern/kern.h"
 
@@ -34,27 +33,20 @@ void vis_layernorm(float *y, const float *x, const float *w, const float *b, int
 void vis_attention(float *out, const float *q, const float *k, const float *v, int64_t qs, int64_t ks, int64_t vs,
                    int64_t L, int H, int hd, float scale, float *sc)
 {
-    for (int h = 0; h < H; h++)
+    int64_t od = (int64_t)H * hd;
+    for (int h = 0; h < H; h++) {
+        /* S[L][L] = scale · Q_h · K_hᵀ, then row softmax, then O_h = P · V_h */
+        kern_sgemm(0, 1, L, L, hd, scale, q + (int64_t)h * hd, qs, k + (int64_t)h * hd, ks, 0.0f, sc, L);
         for (int64_t i = 0; i < L; i++) {
-            const float *qi = q + i * qs + (int64_t)h * hd;
-            float mx = -INFINITY;
-            for (int64_t j = 0; j < L; j++) {
-                const float *kj = k + j * ks + (int64_t)h * hd;
-                float d = 0;
-                for (int u = 0; u < hd; u++) d += qi[u] * kj[u];
-                sc[j] = d * scale;
-                if (sc[j] > mx) mx = sc[j];
-            }
+            float *r = sc + i * L, mx = -INFINITY;
+            for (int64_t j = 0; j < L; j++) mx = r[j] > mx ? r[j] : mx;
             double sum = 0;
-            for (int64_t j = 0; j < L; j++) { sc[j] = expf(sc[j] - mx); sum += sc[j]; }
-            float *o = out + i * (int64_t)H * hd + (int64_t)h * hd;
-            memset(o, 0, (size_t)hd * sizeof *o);
-            for (int64_t j = 0; j < L; j++) {
-                const float *vj = v + j * vs + (int64_t)h * hd;
-                float p = (float)(sc[j] / sum);
-                for (int u = 0; u < hd; u++) o[u] += p * vj[u];
-            }
+            for (int64_t j = 0; j < L; j++) { r[j] = expf(r[j] - mx); sum += r[j]; }
+            float inv = (float)(1.0 / sum);
+            for (int64_t j = 0; j < L; j++) r[j] *= inv;
         }
+        kern_sgemm(0, 0, L, hd, L, 1.0f, sc, L, v + (int64_t)h * hd, vs, 0.0f, out + (int64_t)h * hd, od);
+    }
 }
 
 float *vis_tensor_f32(const st_file *f, const char *prefix, const char *name, int64_t n0, int64_t n1, dlm_err *e)

@@ -1,5 +1,6 @@
-/* ops — the vision towers' shared row operations (plain loops over f32 rows,
- * except the matmuls, which go to kern_sgemm). Internal to vision/. */
+/* ops — the vision towers' shared operations: LayerNorm as a plain loop,
+ * every matmul (attention's two included) through kern_sgemm, and loading a
+ * tensor as f32. Internal to vision/. */
 #ifndef DLM_VISION_OPS_H
 #define DLM_VISION_OPS_H
 
@@ -13,7 +14,8 @@ void vis_linear(float *y, const float *x, const float *W, const float *b, int64_
 /* y[N][C] = LayerNorm(x) · w + b, biased variance as torch */
 void vis_layernorm(float *y, const float *x, const float *w, const float *b, int64_t N, int64_t C, float eps);
 /* Full (non-causal) attention over L rows: q, k, v rows of H heads of hd
- * floats at row strides qs, ks, vs; out [L][H*hd]; sc: L floats of scratch. */
+ * floats at row strides qs, ks, vs; out [L][H*hd]; sc: L*L floats of
+ * scratch (one head's score matrix: both products go to kern_sgemm). */
 void vis_attention(float *out, const float *q, const float *k, const float *v, int64_t qs, int64_t ks, int64_t vs,
                    int64_t L, int H, int hd, float scale, float *sc);
 

@@ -102,7 +102,7 @@ int qwen2vl_vit_forward(const qwen2vl_vit *v, const float *pixels, const int (*g
     int64_t maxseg = 0;
     for (int i = 0; i < n_images; i++)
         if ((int64_t)grid[i][1] * grid[i][2] > maxseg) maxseg = (int64_t)grid[i][1] * grid[i][2];
-    float *sc = malloc((size_t)maxseg * sizeof *sc);
+    float *sc = malloc((size_t)maxseg * maxseg * sizeof *sc);
     if (!x || !hbuf || !wide || !att || !cs || !sn || !sc) {
         free(x); free(hbuf); free(wide); free(att); free(cs); free(sn); free(sc);
         return err_set(e, "MemoryError", "out of memory for %lld vision patches", (long long)N);

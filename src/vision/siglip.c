@@ -71,7 +71,7 @@ int siglip_forward(const siglip *s, const float *pixels, float *out, dlm_err *e)
     int64_t D = c->hidden, F = c->mlp_hidden, K = (int64_t)c->in_ch * P * P, N = (int64_t)G * G, hd = D / H;
     float *x = malloc((size_t)N * D * sizeof *x), *hb = malloc((size_t)N * D * sizeof *hb);
     float *q = malloc((size_t)N * D * sizeof *q), *k = malloc((size_t)N * D * sizeof *k), *v = malloc((size_t)N * D * sizeof *v);
-    float *wide = malloc((size_t)N * (F > K ? F : K) * sizeof *wide), *sc = malloc((size_t)N * sizeof *sc);
+    float *wide = malloc((size_t)N * (F > K ? F : K) * sizeof *wide), *sc = malloc((size_t)N * N * sizeof *sc);
     int rc = -1;
     if (!x || !hb || !q || !k || !v || !wide || !sc) { err_set(e, "MemoryError", "out of memory"); goto out; }
     /* patches [N][C][P][P] in row-major patch order, as Conv2d's output flattened */
