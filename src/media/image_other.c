@@ -39,44 +39,70 @@ static int gif_read(GifFileType *g, GifByteType *buf, int len)
     return (int)k;
 }
 
+/* Read records up to the first image, as Image.open shows it: its
+ * descriptor is checked (covering the screen, inside the pixel bound)
+ * before any line is decoded, so a frame header claiming 65535x65535 costs
+ * nothing; the graphics control extension before it gives the transparent
+ * index. */
 int image_decode_gif(const uint8_t *data, size_t n, image_rgb *out, dlm_err *e)
 {
     gif_src s = {data, n, 0};
     int ge = 0;
     GifFileType *g = DGifOpen(&s, gif_read, &ge);
     if (!g) return err_set(e, "ImageError", "corrupt GIF: %s", GifErrorString(ge));
-    int rc = -1;
+    int rc = -1, trans = -1;
+    uint8_t *line = NULL;
     if (image_alloc(out, g->SWidth, g->SHeight, "GIF", e)) goto out;
-    if (DGifSlurp(g) != GIF_OK || g->ImageCount < 1) {
-        err_set(e, "ImageError", "corrupt or truncated GIF: %s", GifErrorString(g->Error));
+    for (;;) {
+        GifRecordType rt;
+        if (DGifGetRecordType(g, &rt) != GIF_OK) goto corrupt;
+        if (rt == TERMINATE_RECORD_TYPE) { err_set(e, "ImageError", "GIF has no image"); goto out; }
+        if (rt == EXTENSION_RECORD_TYPE) {
+            int code;
+            GifByteType *ext;
+            if (DGifGetExtension(g, &code, &ext) != GIF_OK) goto corrupt;
+            while (ext) {
+                GraphicsControlBlock gcb;
+                if (code == GRAPHICS_EXT_FUNC_CODE && DGifExtensionToGCB(ext[0], ext + 1, &gcb) == GIF_OK)
+                    trans = gcb.TransparentColor;
+                if (DGifGetExtensionNext(g, &ext) != GIF_OK) goto corrupt;
+            }
+            continue;
+        }
+        if (rt != IMAGE_DESC_RECORD_TYPE) continue;
+        if (DGifGetImageDesc(g) != GIF_OK) goto corrupt;
+        const GifImageDesc *d = &g->Image;
+        if (d->Left != 0 || d->Top != 0 || d->Width != g->SWidth || d->Height != g->SHeight) {
+            err_set(e, "ImageError", "GIF whose first frame does not cover the screen (%dx%d at %d,%d in %dx%d) is not supported",
+                    d->Width, d->Height, d->Left, d->Top, g->SWidth, g->SHeight);
+            goto out;
+        }
+        ColorMapObject *cm = d->ColorMap ? d->ColorMap : g->SColorMap;
+        if (!cm) { err_set(e, "ImageError", "GIF has no color table"); goto out; }
+        if (trans >= 0 && trans < cm->ColorCount) {
+            out->has_key = 1;
+            out->key[0] = cm->Colors[trans].Red; out->key[1] = cm->Colors[trans].Green; out->key[2] = cm->Colors[trans].Blue;
+        }
+        if (!(line = malloc((size_t)out->w))) { err_set(e, "MemoryError", "out of memory"); goto out; }
+        /* interlaced GIFs store rows in four passes */
+        static const int start[4] = {0, 4, 2, 1}, step[4] = {8, 8, 4, 2};
+        int passes = d->Interlace ? 4 : 1;
+        for (int p = 0; p < passes; p++)
+            for (int y = d->Interlace ? start[p] : 0; y < out->h; y += d->Interlace ? step[p] : 1) {
+                if (DGifGetLine(g, line, out->w) != GIF_OK) goto corrupt;
+                uint8_t *o = out->px + (size_t)y * out->w * 3;
+                for (int x = 0; x < out->w; x++) {
+                    GifColorType c = line[x] < cm->ColorCount ? cm->Colors[line[x]] : (GifColorType){0, 0, 0};
+                    o[3 * x] = c.Red; o[3 * x + 1] = c.Green; o[3 * x + 2] = c.Blue;
+                }
+            }
+        rc = 0;
         goto out;
     }
-    /* the first frame, as Image.open shows it */
-    SavedImage *f = &g->SavedImages[0];
-    ColorMapObject *cm = f->ImageDesc.ColorMap ? f->ImageDesc.ColorMap : g->SColorMap;
-    if (!cm) { err_set(e, "ImageError", "GIF has no color table"); goto out; }
-    const GifImageDesc *d = &f->ImageDesc;
-    if (d->Left != 0 || d->Top != 0 || d->Width != g->SWidth || d->Height != g->SHeight) {
-        err_set(e, "ImageError", "GIF whose first frame does not cover the screen (%dx%d at %d,%d in %dx%d) is not supported",
-                d->Width, d->Height, d->Left, d->Top, g->SWidth, g->SHeight);
-        goto out;
-    }
-    GraphicsControlBlock gcb;
-    if (DGifSavedExtensionToGCB(g, 0, &gcb) == GIF_OK && gcb.TransparentColor >= 0 &&
-        gcb.TransparentColor < cm->ColorCount) {
-        GifColorType c = cm->Colors[gcb.TransparentColor];
-        out->has_key = 1;
-        out->key[0] = c.Red; out->key[1] = c.Green; out->key[2] = c.Blue;
-    }
-    for (long i = 0; i < (long)out->w * out->h; i++) {
-        int k = f->RasterBits[i];
-        GifColorType c = k < cm->ColorCount ? cm->Colors[k] : (GifColorType){0, 0, 0};
-        out->px[3 * i] = c.Red;
-        out->px[3 * i + 1] = c.Green;
-        out->px[3 * i + 2] = c.Blue;
-    }
-    rc = 0;
+corrupt:
+    err_set(e, "ImageError", "corrupt or truncated GIF: %s", GifErrorString(g->Error));
 out:
+    free(line);
     DGifCloseFile(g, &ge);
     return rc;
 }

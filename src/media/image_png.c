@@ -55,6 +55,7 @@ int image_decode_png(const uint8_t *data, size_t n, image_rgb *out, int *orient,
         return err_set(e, "MemoryError", "out of memory");
     }
     uint8_t *volatile rows = NULL;
+    png_bytep *volatile rp = NULL;   /* volatile: freed after a longjmp from png_read_image */
     volatile int rc = -1;
     if (setjmp(png_jmpbuf(png))) {
         err_set(e, "ImageError", "corrupt or truncated PNG: %s", s.msg[0] ? s.msg : "libpng error");
@@ -111,11 +112,10 @@ int image_decode_png(const uint8_t *data, size_t n, image_rgb *out, int *orient,
         }
     } else {
         rows = malloc(rb * h);
-        png_bytep *rp = rows ? malloc(h * sizeof *rp) : NULL;
+        rp = rows ? malloc(h * sizeof *rp) : NULL;
         if (!rp) { err_set(e, "MemoryError", "out of memory"); goto out; }
         for (png_uint_32 y = 0; y < h; y++) rp[y] = rows + rb * y;
         png_read_image(png, rp);
-        free(rp);
         for (png_uint_32 y = 0; y < h; y++) row_rgb(out->px + (size_t)y * w * 3, rows + rb * y, (int)w, ch, gray16);
     }
     png_read_end(png, info);   /* an eXIf chunk may follow the image data */
@@ -127,6 +127,7 @@ int image_decode_png(const uint8_t *data, size_t n, image_rgb *out, int *orient,
 #endif
     rc = 0;
 out:
+    free(rp);
     free(rows);
     png_destroy_read_struct(&png, &info, NULL);
     return rc;

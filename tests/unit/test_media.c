@@ -87,6 +87,14 @@ static void test_refusals(void)
                                    0, 0, 0, 0, 'I', 'D', 'A', 'T'};   /* IDAT: the header is read up to here */
     CHECK(image_decode(bomb, sizeof bomb, &im, &e) != 0);
     CHECK_MSG(strstr(e.msg, "over the bound") != NULL, "%s", e.msg);
+    /* a GIF screen of 65535 x 65535, and a 1x1 screen whose frame claims 65535 x 65535 */
+    static const uint8_t gbomb[] = {'G', 'I', 'F', '8', '9', 'a', 0xff, 0xff, 0xff, 0xff, 0, 0, 0, ';'};
+    CHECK(image_decode(gbomb, sizeof gbomb, &im, &e) != 0);
+    CHECK_MSG(strstr(e.msg, "over the bound") != NULL, "%s", e.msg);
+    static const uint8_t gframe[] = {'G', 'I', 'F', '8', '9', 'a', 1, 0, 1, 0, 0x80, 0, 0, 0, 0, 0, 255, 255, 255,
+                                     ',', 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 2, 2, 0x4c, 0x01, 0, ';'};
+    CHECK(image_decode(gframe, sizeof gframe, &im, &e) != 0);
+    CHECK_MSG(strstr(e.msg, "does not cover the screen") != NULL, "%s", e.msg);
     /* EXIF: big- and little-endian IFD0 with Orientation */
     static const uint8_t mm[] = {'M', 'M', 0, 42, 0, 0, 0, 8, 0, 1, 0x01, 0x12, 0, 3, 0, 0, 0, 1, 0, 6, 0, 0, 0, 0, 0, 0};
     static const uint8_t ii[] = {'I', 'I', 42, 0, 8, 0, 0, 0, 1, 0, 0x12, 0x01, 3, 0, 1, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0};
