@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "api/request.h"
 #include "doc/doc.h"
 #include "media/blob.h"
 #include "media/image.h"
@@ -101,6 +102,23 @@ static void test_refusals(void)
     CHECK_INT(image_exif_orientation(mm, sizeof mm), 6);
     CHECK_INT(image_exif_orientation(ii, sizeof ii), 8);
     CHECK_INT(image_exif_orientation(ii, 12), 1);   /* cut short: no orientation */
+}
+
+/* the API's OpenAI image parts: an http URL is refused as a network fetch,
+ * a data: URL as not built yet; both name the part */
+static void test_api_image_parts(void)
+{
+    static const char http[] = "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\","
+                               "\"text\":\"hi\"},{\"type\":\"image_url\",\"image_url\":{\"url\":\"http://x/a.png\"}}]}]}";
+    static const char data[] = "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image_url\","
+                               "\"image_url\":{\"url\":\"data:image/png;base64,iVBORw0KGgo=\"}}]}]}";
+    api_request r;
+    api_error err;
+    CHECK(api_request_parse(API_CHAT, http, sizeof http - 1, &r, &err) != 0);
+    CHECK_INT(err.status, 400);
+    CHECK_MSG(strstr(err.message, "[1].image_url: only data: URLs are accepted") != NULL, "%s", err.message);
+    CHECK(api_request_parse(API_CHAT, data, sizeof data - 1, &r, &err) != 0);
+    CHECK_MSG(strstr(err.message, "[0]: image parts are not supported yet") != NULL, "%s", err.message);
 }
 
 /* ---- --ref DIR ------------------------------------------------------------------------ */
@@ -227,5 +245,6 @@ int main(int argc, char **argv)
     test_section_id();
     test_smart_resize();
     test_refusals();
+    test_api_image_parts();
     return check_done();
 }
