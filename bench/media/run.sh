@@ -33,3 +33,8 @@ for _ in range(20):
 print(f"  transformers: {im.size[0]}x{im.size[1]} decode {best[0]*1e3:.2f} ms, paligemma-224 {best[1]*1e3:.2f} ms, qwen2-vl {best[2]*1e3:.2f} ms")
 PY
 done
+# the vision tower: one Qwen2-VL-2B block (plus patch embedding and merger) on
+# grace_hopper.jpg's 42x36 patch grid, random weights; the tower is 32 blocks
+gcc -O2 -std=c11 -D_GNU_SOURCE -I"$root/src" -I"$root/build/gen" "$here/bench_vit.c" "$root/build/libdlmcore.a" \
+    $(pkg-config --libs libpng libjpeg libwebp libtiff-4 jansson yaml-0.1 libsodium libzstd) -lgif -lm -lpthread -o "$out/bench_vit"
+"$out/bench_vit" 42 36
