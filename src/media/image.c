@@ -36,23 +36,39 @@ static uint32_t rd32(const uint8_t *p, int le)
 
 int image_exif_orientation(const uint8_t *p, size_t n)
 {
-    if (n < 8) return 1;
+    if (n >= 6 && !memcmp(p, "Exif\0\0", 6)) { p += 6; n -= 6; }   /* Exif.load strips it */
+    if (n < 8) return 0;
     int le;
     if (!memcmp(p, "II*\0", 4)) le = 1;
     else if (!memcmp(p, "MM\0*", 4)) le = 0;
-    else return 1;
+    else return 0;
     uint32_t ifd = rd32(p + 4, le);
-    if (ifd > n - 2 || ifd < 8) return 1;
+    if (ifd > n - 2 || ifd < 8) return 0;
     unsigned cnt = rd16(p + ifd, le);
     for (unsigned i = 0; i < cnt; i++) {
         size_t o = ifd + 2 + (size_t)i * 12;
-        if (o + 12 > n) return 1;
+        if (o + 12 > n) return 0;
         if (rd16(p + o, le) == 0x0112) {
-            unsigned type = rd16(p + o + 2, le), v = type == 3 ? rd16(p + o + 8, le) : type == 4 ? rd32(p + o + 8, le) : 1;
-            return v >= 1 && v <= 8 ? (int)v : 1;
+            unsigned type = rd16(p + o + 2, le);
+            uint32_t v = type == 3 ? rd16(p + o + 8, le) : type == 4 ? rd32(p + o + 8, le) : 0;
+            return v > 255 ? 255 : (int)v;   /* present: XMP is not consulted; only 2..8 transpose */
         }
     }
-    return 1;
+    return 0;
+}
+
+int image_xmp_orientation(const uint8_t *p, size_t n)
+{
+    static const char key[] = "tiff:Orientation";
+    size_t k = sizeof key - 1;
+    for (size_t i = 0; i + k + 2 <= n; i++) {
+        if (memcmp(p + i, key, k)) continue;
+        const uint8_t *q = p + i + k;
+        size_t left = n - i - k;
+        if (left >= 3 && q[0] == '=' && q[1] == '"' && q[2] >= '0' && q[2] <= '9') return q[2] - '0';
+        if (left >= 2 && q[0] == '>' && q[1] >= '0' && q[1] <= '9') return q[1] - '0';
+    }
+    return 0;
 }
 
 /* PIL.ImageOps.exif_transpose: 2 FLIP_LEFT_RIGHT, 3 ROTATE_180, 4
@@ -92,7 +108,7 @@ int image_decode(const uint8_t *d, size_t n, image_rgb *out, dlm_err *e)
     int o = 1, rc;
     if (n >= 8 && !memcmp(d, "\x89PNG\r\n\x1a\n", 8)) rc = image_decode_png(d, n, out, &o, e);
     else if (n >= 3 && d[0] == 0xff && d[1] == 0xd8 && d[2] == 0xff) rc = image_decode_jpeg(d, n, out, &o, e);
-    else if (n >= 12 && !memcmp(d, "RIFF", 4) && !memcmp(d + 8, "WEBP", 4)) rc = image_decode_webp(d, n, out, e);
+    else if (n >= 12 && !memcmp(d, "RIFF", 4) && !memcmp(d + 8, "WEBP", 4)) rc = image_decode_webp(d, n, out, &o, e);
     else if (n >= 6 && (!memcmp(d, "GIF87a", 6) || !memcmp(d, "GIF89a", 6))) rc = image_decode_gif(d, n, out, e);
     else if (n >= 2 && !memcmp(d, "BM", 2)) rc = image_decode_bmp(d, n, out, e);
     else if (n >= 4 && (!memcmp(d, "II*\0", 4) || !memcmp(d, "MM\0*", 4))) rc = image_decode_tiff(d, n, out, e);

@@ -10,8 +10,10 @@
  *   byte (Pillow's RGB;16B unpackers); 16-bit gray → mode I;16, whose
  *   convert("RGB") clips at 255; 1/2/4-bit gray → scaled to 0..255; CMYK
  *   JPEG → Pillow's cmyk2rgb (Adobe files inverted first, as Pillow's
- *   CMYK;I); EXIF Orientation 2..8 (JPEG APP1, PNG eXIf) → the same
- *   transposes as exif_transpose.
+ *   CMYK;I); Orientation 2..8 → the same transposes as exif_transpose,
+ *   found where Pillow's getexif finds it: EXIF (JPEG APP1, PNG eXIf or a
+ *   "Raw profile type exif" text chunk, WebP EXIF chunk), else XMP's
+ *   tiff:Orientation (JPEG APP1, PNG XML:com.adobe.xmp, WebP XMP chunk).
  *
  * Bounds: an image over IMAGE_MAX_PIXELS is refused from its header, before
  * any pixel is decoded (Pillow's MAX_IMAGE_PIXELS, which it warns about and
@@ -47,11 +49,11 @@ typedef struct image_rgb {
 int image_decode(const uint8_t *data, size_t n, image_rgb *out, dlm_err *e);
 void image_free(image_rgb *im);
 
-/* The decoders (image_png.c, image_jpeg.c, image_other.c): before EXIF
- * orientation. *orient receives the EXIF Orientation (1 when none). */
+/* The decoders (image_png.c, image_jpeg.c, image_other.c): before
+ * orientation. *orient receives the Orientation (0 or 1 when none). */
 int image_decode_png(const uint8_t *data, size_t n, image_rgb *out, int *orient, dlm_err *e);
 int image_decode_jpeg(const uint8_t *data, size_t n, image_rgb *out, int *orient, dlm_err *e);
-int image_decode_webp(const uint8_t *data, size_t n, image_rgb *out, dlm_err *e);
+int image_decode_webp(const uint8_t *data, size_t n, image_rgb *out, int *orient, dlm_err *e);
 int image_decode_gif(const uint8_t *data, size_t n, image_rgb *out, dlm_err *e);
 int image_decode_bmp(const uint8_t *data, size_t n, image_rgb *out, dlm_err *e);
 int image_decode_tiff(const uint8_t *data, size_t n, image_rgb *out, dlm_err *e);
@@ -59,8 +61,11 @@ int image_decode_tiff(const uint8_t *data, size_t n, image_rgb *out, dlm_err *e)
 /* Shared by the decoders: refuse w x h over the bound (or not positive),
  * else allocate out->px. */
 int image_alloc(image_rgb *out, long long w, long long h, const char *fmt, dlm_err *e);
-/* The EXIF Orientation in a TIFF-structured EXIF block (after "Exif\0\0"),
- * 1 when absent or unreadable. */
+/* The Orientation tag of IFD0 in an EXIF block (TIFF-structured, with or
+ * without a leading "Exif\0\0"), as stored; 0 when absent or unreadable. */
 int image_exif_orientation(const uint8_t *p, size_t n);
+/* XMP's tiff:Orientation="N" or tiff:Orientation>N (one digit, Pillow's
+ * pattern), 0 when absent. */
+int image_xmp_orientation(const uint8_t *p, size_t n);
 
 #endif

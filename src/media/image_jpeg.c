@@ -58,12 +58,16 @@ int image_decode_jpeg(const uint8_t *data, size_t n, image_rgb *out, int *orient
     jpeg_save_markers(&c, JPEG_APP0 + 1, 0xffff);
     jpeg_read_header(&c, TRUE);
     if (image_alloc(out, c.image_width, c.image_height, "JPEG", e)) goto out;
-    *orient = 1;
-    for (jpeg_saved_marker_ptr m = c.marker_list; m; m = m->next)
-        if (m->marker == JPEG_APP0 + 1 && m->data_length > 6 && !memcmp(m->data, "Exif\0\0", 6)) {
-            *orient = image_exif_orientation(m->data + 6, m->data_length - 6);
-            break;
-        }
+    /* Pillow: the first Exif APP1 is info["exif"], the last XMP APP1 info["xmp"] */
+    int ex = -1, xmp = 0;
+    static const char xmp_id[] = "http://ns.adobe.com/xap/1.0/";
+    for (jpeg_saved_marker_ptr m = c.marker_list; m; m = m->next) {
+        if (m->marker != JPEG_APP0 + 1) continue;
+        if (ex < 0 && m->data_length >= 6 && !memcmp(m->data, "Exif\0\0", 6)) ex = image_exif_orientation(m->data, m->data_length);
+        else if (m->data_length >= sizeof xmp_id && !memcmp(m->data, xmp_id, sizeof xmp_id))
+            xmp = image_xmp_orientation(m->data + sizeof xmp_id, m->data_length - sizeof xmp_id);
+    }
+    *orient = ex > 0 ? ex : xmp;
     int cmyk = c.jpeg_color_space == JCS_CMYK || c.jpeg_color_space == JCS_YCCK;
     int adobe = c.saw_Adobe_marker;
     c.out_color_space = cmyk ? JCS_CMYK : c.num_components == 1 ? JCS_GRAYSCALE : JCS_RGB;

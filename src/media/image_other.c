@@ -13,7 +13,9 @@
 
 /* ---- WebP ------------------------------------------------------------------------ */
 
-int image_decode_webp(const uint8_t *data, size_t n, image_rgb *out, dlm_err *e)
+static uint32_t le32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+
+int image_decode_webp(const uint8_t *data, size_t n, image_rgb *out, int *orient, dlm_err *e)
 {
     WebPBitstreamFeatures f;
     if (WebPGetFeatures(data, n, &f) != VP8_STATUS_OK)
@@ -23,6 +25,16 @@ int image_decode_webp(const uint8_t *data, size_t n, image_rgb *out, dlm_err *e)
     /* alpha is dropped by convert("RGB"): decoding to RGB gives the same colors */
     if (!WebPDecodeRGBInto(data, n, out->px, (size_t)out->w * out->h * 3, out->w * 3))
         return err_set(e, "ImageError", "corrupt or truncated WebP data");
+    /* the extended format's EXIF and XMP chunks (Pillow's info["exif"], info["xmp"]) */
+    int ex = 0, xmp = 0;
+    for (size_t o = 12; o + 8 <= n;) {
+        uint32_t len = le32(data + o + 4);
+        if (len > n - o - 8) break;
+        if (!memcmp(data + o, "EXIF", 4)) ex = image_exif_orientation(data + o + 8, len);
+        else if (!memcmp(data + o, "XMP ", 4)) xmp = image_xmp_orientation(data + o + 8, len);
+        o += 8 + (size_t)len + (len & 1);
+    }
+    *orient = ex > 0 ? ex : xmp;
     return 0;
 }
 
@@ -109,7 +121,6 @@ out:
 
 /* ---- BMP ------------------------------------------------------------------------- */
 
-static uint32_t le32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
 static unsigned le16(const uint8_t *p) { return p[0] | p[1] << 8; }
 
 /* BITMAPINFOHEADER and later (40, 52, 56, 108, 124 bytes): 1/4/8-bit
@@ -215,7 +226,6 @@ int image_decode_tiff(const uint8_t *data, size_t n, image_rgb *out, dlm_err *e)
     TIFFGetFieldDefaulted(t, TIFFTAG_BITSPERSAMPLE, &bps);
     TIFFGetFieldDefaulted(t, TIFFTAG_SAMPLESPERPIXEL, &spp);
     TIFFGetFieldDefaulted(t, TIFFTAG_PLANARCONFIG, &planar);
-    TIFFGetFieldDefaulted(t, TIFFTAG_ORIENTATION, &orient);
     if (!TIFFGetField(t, TIFFTAG_PHOTOMETRIC, &photo)) { err_set(e, "ImageError", "TIFF has no photometric tag"); goto out; }
     int ok = bps == 8 && planar == PLANARCONFIG_CONTIG && !TIFFIsTiled(t) &&
              ((photo == PHOTOMETRIC_RGB && (spp == 3 || spp == 4)) ||
@@ -227,7 +237,14 @@ int image_decode_tiff(const uint8_t *data, size_t n, image_rgb *out, dlm_err *e)
         err_hint(e, "dlm reads 8-bit stripped gray, RGB(A) and palette TIFFs; convert it to PNG");
         goto out;
     }
-    if (orient != 1) { err_set(e, "ImageError", "TIFF Orientation %u is not supported (only 1)", orient); goto out; }
+    uint32_t nx = 0;
+    const uint8_t *xp = NULL;
+    int xo = TIFFGetField(t, TIFFTAG_ORIENTATION, &orient) ? 1 : (TIFFGetField(t, TIFFTAG_XMLPACKET, &nx, &xp) && xp)
+                                                                    ? image_xmp_orientation(xp, nx) : 1;
+    if (orient != 1 || (xo >= 2 && xo <= 8)) {
+        err_set(e, "ImageError", "TIFF orientation %u is not supported (only 1)", orient != 1 ? orient : (unsigned)xo);
+        goto out;
+    }
     if (image_alloc(out, w, h, "TIFF", e)) goto out;
     uint16_t *cr = NULL, *cg = NULL, *cb = NULL;
     if (photo == PHOTOMETRIC_PALETTE && !TIFFGetField(t, TIFFTAG_COLORMAP, &cr, &cg, &cb)) {

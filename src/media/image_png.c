@@ -119,12 +119,46 @@ int image_decode_png(const uint8_t *data, size_t n, image_rgb *out, int *orient,
         for (png_uint_32 y = 0; y < h; y++) row_rgb(out->px + (size_t)y * w * 3, rows + rb * y, (int)w, ch, gray16);
     }
     png_read_end(png, info);   /* an eXIf chunk may follow the image data */
-    *orient = 1;
+    /* Pillow's getexif: the eXIf chunk, else a "Raw profile type exif" text
+     * chunk (hex after its third line); XMP's tiff:Orientation when the
+     * EXIF has none */
+    int ex = 0, xmp = 0;
 #ifdef PNG_eXIf_SUPPORTED
     png_bytep exif = NULL;
     png_uint_32 ne = 0;
-    if (png_get_eXIf_1(png, info, &ne, &exif) && exif) *orient = image_exif_orientation(exif, ne);
+    int has_exif = png_get_eXIf_1(png, info, &ne, &exif) && exif;
+    if (has_exif) ex = image_exif_orientation(exif, ne);
+#else
+    int has_exif = 0;
 #endif
+    png_textp text = NULL;
+    int nt = png_get_text(png, info, &text, NULL);
+    for (int i = 0; i < nt; i++) {
+        const char *t = text[i].text ? text[i].text : "";
+        size_t tl = text[i].itxt_length ? text[i].itxt_length : text[i].text_length;
+        if (!strcmp(text[i].key, "XML:com.adobe.xmp")) xmp = image_xmp_orientation((const uint8_t *)t, tl);
+        else if (!has_exif && !strcmp(text[i].key, "Raw profile type exif")) {
+            const char *hx = t;   /* past the first three lines: "", "exif", the length */
+            for (int line = 0; line < 3 && hx; line++) {
+                const char *nl = memchr(hx, '\n', tl - (size_t)(hx - t));
+                hx = nl ? nl + 1 : NULL;
+            }
+            uint8_t *raw = hx ? malloc(tl / 2 + 1) : NULL;
+            size_t nr = 0;
+            int hi = -1;
+            for (const char *c = hx; raw && c < t + tl; c++) {
+                int v = *c >= '0' && *c <= '9' ? *c - '0' : *c >= 'a' && *c <= 'f' ? *c - 'a' + 10
+                      : *c >= 'A' && *c <= 'F' ? *c - 'A' + 10 : -1;
+                if (v < 0) continue;
+                if (hi < 0) hi = v;
+                else { raw[nr++] = (uint8_t)(hi << 4 | v); hi = -1; }
+            }
+            if (raw) ex = image_exif_orientation(raw, nr);
+            free(raw);
+            has_exif = 1;
+        }
+    }
+    *orient = ex > 0 ? ex : xmp;
     rc = 0;
 out:
     free(rp);

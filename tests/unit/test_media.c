@@ -101,7 +101,7 @@ static void test_refusals(void)
     static const uint8_t ii[] = {'I', 'I', 42, 0, 8, 0, 0, 0, 1, 0, 0x12, 0x01, 3, 0, 1, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0};
     CHECK_INT(image_exif_orientation(mm, sizeof mm), 6);
     CHECK_INT(image_exif_orientation(ii, sizeof ii), 8);
-    CHECK_INT(image_exif_orientation(ii, 12), 1);   /* cut short: no orientation */
+    CHECK_INT(image_exif_orientation(ii, 12), 0);   /* cut short: no orientation */
 }
 
 /* the API's OpenAI image parts: an http URL is refused as a network fetch,

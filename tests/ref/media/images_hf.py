@@ -103,6 +103,23 @@ case("hopper_cmyk_jpg", save(small.convert("CMYK"), "hopper_cmyk.jpg"))
 for o in range(1, 9):
     case(f"hopper_exif{o}_jpg", save(small.crop((0, 0, 151, 120)), f"hopper_exif{o}.jpg", exif=exif_orient(o)))
 case("hopper_exif6_png", save(small.crop((0, 0, 151, 120)), "hopper_exif6.png", exif=exif_orient(6)))
+# orientation where Pillow's getexif also looks: a WebP EXIF chunk, XMP (JPEG, PNG, WebP), PNG's
+# "Raw profile type exif" text chunk, and EXIF without Orientation next to XMP with one
+from PIL import PngImagePlugin
+crop = small.crop((0, 0, 151, 120))
+xmp = lambda o: ('<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">'
+                 f'<rdf:Description xmlns:tiff="http://ns.adobe.com/tiff/1.0/" tiff:Orientation="{o}"/></rdf:RDF></x:xmpmeta>')
+case("webp_exif6", save(crop, "exif6.webp", exif=exif_orient(6), lossless=True))
+case("webp_xmp8", save(crop, "xmp8.webp", xmp=xmp(8).encode(), lossless=True))
+case("jpeg_xmp3", save(crop, "xmp3.jpg", xmp=xmp(3).encode()))
+noor = Image.Exif(); noor[0x010F] = "dlm"
+case("jpeg_exif_noorient_xmp5", save(crop, "xmp5.jpg", exif=noor.tobytes(), xmp=xmp(5).encode()))
+case("jpeg_exif1_xmp5", save(crop, "exif1xmp5.jpg", exif=exif_orient(1), xmp=xmp(5).encode()))
+pi = PngImagePlugin.PngInfo(); pi.add_itxt("XML:com.adobe.xmp", xmp(7))
+case("png_xmp7", save(crop, "xmp7.png", pnginfo=pi))
+raw = exif_orient(8)
+pi = PngImagePlugin.PngInfo(); pi.add_text("Raw profile type exif", f"\nexif\n{len(raw):8d}\n" + raw.hex())
+case("png_rawprofile8", save(crop, "raw8.png", pnginfo=pi))
 
 # ---- synthetic edge cases -----------------------------------------------------------
 noise = lambda h, w, c: rng.integers(0, 256, (h, w, c), dtype=np.uint8)
