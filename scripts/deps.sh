@@ -19,7 +19,8 @@ libyaml-dev libjansson-dev libpcre2-dev libutf8proc-dev libzstd-dev
 libarchive-dev libsqlite3-dev libcurl4-openssl-dev libsodium-dev
 libmicrohttpd-dev libedit-dev
 libopenblas-dev
-python3 python3-numpy python3-torch python3-zstandard python3-jinja2
+libpng-dev libjpeg62-turbo-dev libwebp-dev libgif-dev libtiff-dev
+python3 python3-numpy python3-torch python3-zstandard python3-jinja2 python-matplotlib-data
 tmux curl chromium minisign
 golang-go
 libopenmpi-dev openmpi-bin
@@ -31,6 +32,7 @@ libyaml-dev libjansson-dev libpcre2-dev libutf8proc-dev libzstd-dev
 libarchive-dev libsqlite3-dev libcurl4-openssl-dev libsodium-dev
 libmicrohttpd-dev libedit-dev
 libopenblas-dev
+libpng-dev libjpeg62-turbo-dev libwebp-dev libgif-dev libtiff-dev
 "
 
 if [ "${1:-}" = "--build" ]; then

@@ -71,6 +71,20 @@ static char *message_content(const json_t *c, api_error *err, const char *param)
     json_t *part;
     json_array_foreach(c, i, part) {
         const json_t *ty = json_object_get(part, "type"), *tx = json_object_get(part, "text");
+        if (json_is_object(part) && json_is_string(ty) && !strcmp(json_string_value(ty), "image_url")) {
+            /* OpenAI's image part: {"type":"image_url","image_url":{"url":...}} (docs/images.md) */
+            const json_t *iu = json_object_get(part, "image_url");
+            const json_t *u = json_is_object(iu) ? json_object_get(iu, "url") : iu;
+            const char *url = json_is_string(u) ? json_string_value(u) : "";
+            sb_free(&sb);
+            if (strncmp(url, "data:", 5))
+                BAD(param, "%s[%zu].image_url: only data: URLs are accepted (dlm fetches nothing from the network)",
+                    param, i);
+            else
+                BAD(param, "%s[%zu]: image parts are not supported yet: dlm serves text bases only (docs/images.md)",
+                    param, i);
+            return NULL;
+        }
         if (!json_is_object(part) || !json_is_string(ty) || strcmp(json_string_value(ty), "text") ||
             !json_is_string(tx)) {
             sb_free(&sb);

@@ -17,12 +17,13 @@
 
 typedef struct init_args {
     const char *base, *template, *from;
-    int force, list, json, accept;
+    int force, list, json, accept, multimodal;
 } init_args;
 
 static const opt init_opts[] = {
     {"base", 0, OPT_STR, offsetof(init_args, base), "KEY", "base model: registry key, hf:org/name[@rev], a path, or tiny (default)"},
     {"template", 0, OPT_STR, offsetof(init_args, template), "NAME", "start from this template (default: default)"},
+    {"multimodal", 0, OPT_FLAG, offsetof(init_args, multimodal), NULL, "a document with an ::image:: section on a vision-language base (default paligemma-3b-mix-224)"},
     {"force", 0, OPT_FLAG, offsetof(init_args, force), NULL, "overwrite an existing file at PATH"},
     {"from", 0, OPT_STR, offsetof(init_args, from), "SRC", "copy the document SRC to PATH with a new dlm_id (its own store); SRC = PATH re-ids in place"},
     {"i-accept-license", 0, OPT_FLAG, offsetof(init_args, accept), NULL, "accept a gated base's license (recorded in the manifest)"},
@@ -33,7 +34,7 @@ static const opt init_opts[] = {
 
 const cmd_spec spec_init = {
     "init",
-    "PATH [--base KEY] [--template NAME] [--force] [--i-accept-license] | --from SRC PATH [--force] | --list-templates [--json]",
+    "PATH [--base KEY] [--template NAME | --multimodal] [--force] [--i-accept-license] | --from SRC PATH [--force] | --list-templates [--json]",
     "create a .dlm document and its store",
     "Writes a dlm_version 15 document with a fresh dlm_id (a ULID) and creates\n"
     "$DLM_HOME/store/<dlm_id>/ with its manifest. Every template's training\n"
@@ -44,7 +45,11 @@ const cmd_spec spec_init = {
     "(templates/<name>.dlm + index.json; $DLM_TEMPLATES overrides the directory).\n"
     "--from SRC copies a document with a new dlm_id, frontmatter and body byte for\n"
     "byte otherwise, and creates its own store: a copy made with cp shares SRC's\n"
-    "store (same dlm_id), which 'dlm train' refuses (docs/dlm-format.md).",
+    "store (same dlm_id), which 'dlm train' refuses (docs/dlm-format.md).\n"
+    "--multimodal writes the original's vision scaffold instead: an ::image::\n"
+    "fence whose path (figures/your-image.png) you replace with a real image,\n"
+    "on paligemma-3b-mix-224 (gated: --i-accept-license) unless --base names\n"
+    "another vision-language base; docs/images.md says what trains today.",
     init_opts,
 };
 
@@ -164,6 +169,7 @@ static int init_from(dlm_ctx *ctx, const init_args *a, const char *path)
     }
     return EXIT_OK;
 }
+static int init_write(const dlm_ctx *ctx, const char *path, const base_ref *bp, const doc_template *t, const char *tname);
 
 int cmd_init(int argc, char **argv, dlm_ctx *ctx)
 {
@@ -181,20 +187,34 @@ int cmd_init(int argc, char **argv, dlm_ctx *ctx)
     if (npos != 1) return cmd_usage_error(&spec_init, "init takes exactly one PATH (the .dlm file to create)");
     const char *path = pos[0];
     if (a.from) {
-        if (a.base || a.template) return cmd_usage_error(&spec_init, "--from copies SRC as it is: no --base or --template");
+        if (a.base || a.template || a.multimodal)
+            return cmd_usage_error(&spec_init, "--from copies SRC as it is: no --base, --template or --multimodal");
         return init_from(ctx, &a, path);
     }
-    if (!a.base) a.base = "tiny";
 
     if (fs_exists(path) && !a.force) {
         err_set(&e, NULL, "%s already exists", path);
         err_hint(&e, "re-run with --force to overwrite it");
         return cmd_fail(ctx, &e);
     }
+    if (a.multimodal && a.template)
+        return cmd_usage_error(&spec_init, "--multimodal and --template are mutually exclusive (no template has images)");
+    if (!a.base) a.base = a.multimodal ? "paligemma-3b-mix-224" : "tiny";
     base_ref base;
-    if (registry_parse_base(a.base, &base, &e) || registry_check_trainable(&base, &e) ||
-        base_check_runnable(&base, &e) || registry_check_license(&base, a.accept, &e))
+    if (a.multimodal) {
+        /* the vision rows are not trainable yet (docs/images.md), so only
+         * their kind and license are checked here */
+        if (registry_parse_base(a.base, &base, &e)) return cmd_fail(ctx, &e);
+        if (base.kind != BASE_REGISTRY || base.entry->modality != REG_VISION) {
+            err_set(&e, "UsageError", "--multimodal requires a vision-language base; '%s' is not one", a.base);
+            err_hint(&e, "pick --base paligemma-3b-mix-224 or qwen2-vl-2b-instruct, or drop --multimodal");
+            return cmd_fail(ctx, &e);
+        }
+        if (registry_check_license(&base, a.accept, &e)) return cmd_fail(ctx, &e);
+    } else if (registry_parse_base(a.base, &base, &e) || registry_check_trainable(&base, &e) ||
+               base_check_runnable(&base, &e) || registry_check_license(&base, a.accept, &e))
         return cmd_fail(ctx, &e);
+    if (a.multimodal) return init_write(ctx, path, &base, NULL, "multimodal");
 
     doc_template_set set;
     if (doc_templates_load(&set, &e)) return cmd_fail(ctx, &e);
@@ -217,15 +237,45 @@ int cmd_init(int argc, char **argv, dlm_ctx *ctx)
         return EXIT_USAGE;
     }
 
+    int rc = init_write(ctx, path, &base, t, tname);
+    doc_templates_free(&set);
+    return rc;
+}
+
+/* The original's vision scaffold (store/bootstrap.py
+ * _write_init_scaffold_multimodal): the placeholder image does not exist,
+ * so the first `dlm train` names it. */
+static char *multimodal_text(const char *id, const char *base_yaml)
+{
+    strbuf sb = STRBUF_INIT;
+    sb_printf(&sb, "---\ndlm_id: %s\ndlm_version: %d\nbase_model: %s\n---\n\n", id, DOC_SCHEMA_VERSION, base_yaml);
+    sb_puts(&sb, "# Your document title\n\n"
+                 "Write prose here. It will train via continued pretraining (CPT) loss.\n\n"
+                 "::image path=\"figures/your-image.png\" alt=\"short description\"::\n"
+                 "Caption text describing the image. Training rows bundle the image\n"
+                 "with this caption as `<image>\\n<caption>`.\n\n"
+                 "::instruction::\n\n### Q\nWhat is in this image?\n\n### A\nDescribe what the image shows.\n");
+    if (sb.oom) { sb_free(&sb); return NULL; }
+    return sb.buf;
+}
+
+/* Render the document (template t, or the multimodal scaffold when t is
+ * NULL), check it parses, create the store and write both. */
+static int init_write(const dlm_ctx *ctx, const char *path, const base_ref *bp, const doc_template *t, const char *tname)
+{
+    base_ref base = *bp;
+    dlm_err e;
+    err_clear(&e);
     char id[27], base_str[4200];
     ulid_new(id);
     registry_base_string(&base, base_str, sizeof base_str);
     strbuf quoted = STRBUF_INIT;
     doc_yaml_scalar(&quoted, base_str);
     char *text = NULL;
-    int rc = doc_template_render(t, id, sb_str(&quoted), &text, &e);
+    int rc = 0;
+    if (t) rc = doc_template_render(t, id, sb_str(&quoted), &text, &e);
+    else if (!(text = multimodal_text(id, sb_str(&quoted)))) rc = err_set(&e, "MemoryError", "out of memory");
     sb_free(&quoted);
-    doc_templates_free(&set);
     if (rc) return cmd_fail(ctx, &e);
 
     /* The scaffold must be a valid document before anything is written. */
@@ -269,7 +319,7 @@ int cmd_init(int argc, char **argv, dlm_ctx *ctx)
         return cmd_fail(ctx, &e);
     }
     if (!ctx->quiet) {
-        printf("init: wrote %s (template %s, base %s)\n", path, tname, base_str);
+        printf("init: wrote %s (%s %s, base %s)\n", path, t ? "template" : "scaffold", tname, base_str);
         printf("dlm_id: %s\nstore:  %s\n", id, store);
     }
     return EXIT_OK;

@@ -319,7 +319,7 @@ void doc_section_clear(doc_section *s)
         free(s->triples[i].prompt); free(s->triples[i].chosen); free(s->triples[i].rejected);
     }
     free(s->triples);
-    free(s->media_path); free(s->media_alt); free(s->media_transcript);
+    free(s->media_path); free(s->media_alt); free(s->media_transcript); free(s->media_src);
     free(s->harvest_source);
     free(s->judge_name); free(s->judge_score_chosen_text); free(s->judge_score_rejected_text); free(s->mined_at);
     free(s->synth_teacher); free(s->synth_strategy); free(s->synth_at); free(s->source_section_id);

@@ -196,6 +196,14 @@ const doc_frontmatter *doc_fm(const dlm_doc *d) { return &d->fm; }
 int doc_nsections(const dlm_doc *d) { return d->n; }
 const doc_section *doc_section_at(const dlm_doc *d, int i) { return i >= 0 && i < d->n ? &d->sections[i] : NULL; }
 int doc_body_line(const dlm_doc *d) { return d->body_line; }
+
+void doc_set_media_blob(dlm_doc *d, int i, const char *sha)
+{
+    if (i < 0 || i >= d->n) return;
+    doc_section *s = &d->sections[i];
+    snprintf(s->media_blob_sha, sizeof s->media_blob_sha, "%s", sha);
+    doc_media_section_id(s->type, s->media_path, s->media_blob_sha, s->id);
+}
 int doc_dirty(const dlm_doc *d) { return d->dirty; }
 
 /* ---- edits ------------------------------------------------------------------- */

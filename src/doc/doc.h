@@ -78,6 +78,12 @@ typedef struct doc_section {
 
     /* media fences (image: path + optional alt; audio: path + transcript) */
     char *media_path, *media_alt, *media_transcript;
+    /* the bytes' file for an image reached by training.sources (absolute;
+     * NULL for a fence, whose media_path is relative to the document's
+     * directory), and the blob's sha256 once media/ingest.h stored it
+     * ("" before: the section id is then sha256(type "\n" path)[:16]) */
+    char *media_src;
+    char media_blob_sha[65];
 
     /* provenance markers (first line(s) of instruction/preference bodies) */
     int auto_harvest;
@@ -291,6 +297,14 @@ json_t *doc_frontmatter_json(const dlm_doc *d);
  * Idempotent; a no-op without directives. Errors: DirectivePolicyError,
  * DirectivePathError at the directive's file:line. */
 int doc_expand_sources(dlm_doc *d, dlm_err *e);
+/* The same, and when images is set an image file (png, jpg/jpeg, webp, gif,
+ * bmp, tiff) becomes an image section (media_path its relpath, media_alt its
+ * stem, media_src its absolute path) instead of a "media" skip: the trainer
+ * sets it for a vision-language base, whose media/ingest.h stores the bytes. */
+int doc_expand_sources_images(dlm_doc *d, int images, dlm_err *e);
+/* Record section i's blob (64 hex) and recompute its id as the original:
+ * sha256(type "\n" path "\n" blob_sha)[:16]. */
+void doc_set_media_blob(dlm_doc *d, int i, const char *sha);
 /* Per-file verdicts and totals of the expansion; NULL until it ran. */
 struct src_report;
 const struct src_report *doc_sources_report(const dlm_doc *d);

@@ -304,6 +304,7 @@ static src_verdict rule_verdict(walker *w, const char *rel, strbuf *why, src_fil
     return SRC_KEPT;
 }
 
+/* 1 image, 2 audio, 0 neither (the original's _IMAGE_EXTENSIONS / _AUDIO_EXTENSIONS) */
 static int is_media(const char *name)
 {
     static const char *const ext[] = {".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp", ".tiff",
@@ -311,7 +312,7 @@ static int is_media(const char *name)
     const char *dot = strrchr(name, '.');
     if (!dot || dot == name || !dot[1]) return 0;     /* Path.suffix */
     for (int i = 0; ext[i]; i++)
-        if (!strcasecmp(dot, ext[i])) return 1;
+        if (!strcasecmp(dot, ext[i])) return i < 7 ? 1 : 2;
     return 0;
 }
 
@@ -396,9 +397,23 @@ static int do_file(walker *w, const char *abs, const char *rel, int is_link, dlm
                   (unsigned long long)cap);
         goto done;
     }
-    if (is_media(fs_basename(rel))) {
+    int media = is_media(fs_basename(rel));
+    if (media == 1 && w->o->images) {
+        /* the bytes go to the blob store (media/ingest.h), not into text */
+        f->verdict = SRC_KEPT;
+        f->image = 1;
+        w->st->kept++;
+        w->st->kept_bytes += f->size;
+        w->r->kept++;
+        w->r->kept_bytes += f->size;
+        sb_free(&why);
+        if (w->sink && !w->o->list_only && w->sink(w->ctx, f, abs, strlen(abs), e)) return -1;
+        return 0;
+    }
+    if (media) {
         v = SRC_MEDIA;
-        sb_puts(&why, "image/audio file: directive media ingestion needs a blob store (the trainer has none)");
+        sb_puts(&why, media == 2 ? "audio file: dlm does not ingest audio yet"
+                                 : "image file: the base is text-only (a vision-language base ingests it)");
         goto done;
     }
     if (read_capped(w, abs, (size_t)cap, &len)) { v = SRC_UNREADABLE; sb_printf(&why, "%s", strerror(errno)); goto done; }
@@ -804,6 +819,27 @@ static int append_section(void *ctx, const src_file *f, const char *content, siz
     }
     doc_section *s = &d->sections[d->n];
     memset(s, 0, sizeof *s);
+    if (f->image) {
+        /* as the original's walker: path = relpath, alt = the file's stem */
+        const char *base = fs_basename(f->relpath), *dot = strrchr(base, '.');
+        s->type = DOC_IMAGE;
+        s->content = strdup("");
+        s->media_path = strdup(f->relpath);
+        s->media_alt = str_ndup(base, dot && dot != base ? (size_t)(dot - base) : strlen(base));
+        s->media_src = str_ndup(content, len);
+        s->source_file = strdup(f->relpath);
+        if (!s->content || !s->media_path || !s->media_alt || !s->media_src || !s->source_file) {
+            doc_section_clear(s);
+            return err_set(e, "MemoryError", "out of memory");
+        }
+        doc_media_section_id(DOC_IMAGE, s->media_path, NULL, s->id);
+        s->line = d->fm.training.sources[f->directive].line;
+        s->content_line = s->line;
+        s->source_index = (int)(f - ac->r->files);
+        s->source_weight = 1.0;
+        d->n++;
+        return 0;
+    }
     s->type = DOC_PROSE;
     s->content = str_ndup(content, len);
     s->source_file = strdup(f->relpath);
@@ -824,10 +860,15 @@ static int append_section(void *ctx, const src_file *f, const char *content, siz
 
 int doc_expand_sources(dlm_doc *d, dlm_err *e)
 {
+    return doc_expand_sources_images(d, 0, e);
+}
+
+int doc_expand_sources_images(dlm_doc *d, int images, dlm_err *e)
+{
     if (d->sources || !d->fm.training.n_sources) return 0;
     src_report *r = calloc(1, sizeof *r);
     if (!r) return err_set(e, "MemoryError", "out of memory");
-    src_opts o = {0};
+    src_opts o = {.images = images};
     int n0 = d->n;
     append_ctx ac = {d, r};
     if (src_expand(d->path, &d->fm, &o, append_section, &ac, r, e)) {

@@ -95,7 +95,7 @@ typedef enum {
     SRC_EXCLUDED,           /* directive exclude / default / yaml exclude / ignore rule */
     SRC_SYMLINK_ESCAPE,     /* symlink resolving outside the directive root */
     SRC_TOO_LARGE,          /* over max_bytes_per_file (or dlm's DOC_MAX_BYTES) */
-    SRC_MEDIA,              /* image/audio extension: media ingestion is not done by the trainer */
+    SRC_MEDIA,              /* audio, or an image without src_opts.images (a text base) */
     SRC_BINARY,             /* NUL in the first 1024 bytes */
     SRC_NOT_UTF8,
     SRC_MAX_FILES,          /* walk stopped: max_files sections produced */
@@ -114,6 +114,7 @@ typedef struct src_file {
     char id[17];            /* section id (kept files) */
     char *tags_json;        /* merged metadata as a JSON object, NULL when none */
     double weight;          /* product of matching training.yaml weights (1.0) */
+    int image;              /* kept image (src_opts.images): the sink gets its absolute path as content */
 } src_file;
 
 typedef struct src_directive_stats {
@@ -143,6 +144,7 @@ typedef int (*src_sink)(void *ctx, const src_file *f, const char *content, size_
 
 typedef struct src_opts {
     int list_only;          /* record verdicts, do not call sink for kept files' content */
+    int images;             /* image files are kept (src_file.image), not SRC_MEDIA */
 } src_opts;
 
 /* Walk every directive of fm. doc_path anchors relative paths (the .dlm's

@@ -17,6 +17,7 @@
 #include "run/dist.h"
 #include "kern/cpu.h"
 #include "kern/kern.h"
+#include "media/ingest.h"
 #include "weights/base.h"
 #include "store/metrics.h"
 #include "store/store.h"
@@ -418,7 +419,16 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
     int rc = -1;
     R->doc = doc_load(o->doc_path, e);
     if (!R->doc) goto out;
-    if (doc_expand_sources(R->doc, e)) goto out;   /* training.sources → prose sections (doc/sources.h) */
+    /* a vision-language base takes image files from training.sources as
+     * image sections; a text base skips them (doc/sources.h) */
+    int vl = 0;
+    {
+        const char *spec0 = o->base_override ? o->base_override : doc_fm(R->doc)->base_model;
+        base_ref b0;
+        dlm_err ignore;
+        vl = !registry_parse_base(spec0, &b0, &ignore) && b0.kind == BASE_REGISTRY && b0.entry->modality == REG_VISION;
+    }
+    if (doc_expand_sources_images(R->doc, vl, e)) goto out;   /* training.sources → sections (doc/sources.h) */
     /* named adapters (§3.9): this run sees only the sections routed to its
      * adapter, with that adapter's LoRA config (doc/route.c) */
     if (o->adapter || doc_fm(R->doc)->training.adapters) {
@@ -437,10 +447,15 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
     R->packing = tr->packing;
     for (int i = 0; i < doc_nsections(R->doc); i++) {
         const doc_section *s = doc_section_at(R->doc, i);
-        if (s->type == DOC_IMAGE || s->type == DOC_AUDIO) {
-            err_at(e, "ModalityError", o->doc_path, s->line, 1, "%s sections cannot be trained: dlm trains text bases only",
-                   doc_section_type_name(s->type));
-            err_hint(e, "remove the section or move its content into prose");
+        if (s->type == DOC_IMAGE && !vl) {
+            err_at(e, "ModalityError", o->doc_path, s->line, 1, "image section '%s' needs a vision-language registry base; %s is not one",
+                   s->media_path, R->base_spec);
+            err_hint(e, "set base_model: paligemma-3b-mix-224 or qwen2-vl-2b-instruct (dlm init --multimodal), or remove the section");
+            goto out;
+        }
+        if (s->type == DOC_AUDIO) {
+            err_at(e, "ModalityError", o->doc_path, s->line, 1, "audio sections cannot be trained: dlm does not ingest audio yet");
+            err_hint(e, "remove the section or move its transcript into prose");
             goto out;
         }
     }
@@ -470,6 +485,16 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
     if (!R->lead) (void)dist_bcast_flag(1);
     if (open_store(R, e) || (R->lead && run_check_interrupted(R, e))) goto out;
     if (R->lead) (void)dist_bcast_flag(1);
+    if (vl && media_count_images(R->doc)) {
+        /* the images are checked and stored (docs/images.md); the vision
+         * towers that would train on them are not built yet */
+        media_ingest_stats ms;
+        if (R->lead && media_ingest_images(R->doc, R->store, &ms, e)) goto out;
+        err_set(e, "ModalityError", "%s: %d image(s) checked and in the blob store (%d new); training on images with %s "
+                "is not built yet", o->doc_path, media_count_images(R->doc), R->lead ? ms.written : 0, R->base_spec);
+        err_hint(e, "docs/images.md says what works today: image decoding, the processors' pixel values and the blob store");
+        goto out;
+    }
     if (R->defer) {
         res->no_op = res->deferred = 1;
         rc = 0;

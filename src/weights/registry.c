@@ -150,7 +150,9 @@ int registry_check_trainable(const base_ref *b, dlm_err *e)
         err_set(e, "UnsupportedBaseError", "%s is a%s %s base; dlm trains text bases only", b->entry->key,
                 b->entry->modality == REG_AUDIO ? "n" : "",
                 b->entry->modality == REG_VISION ? "vision-language" : "audio-language");
-        return err_hint(e, "pick a text base, e.g. --base qwen2.5-1.5b (or tiny)");
+        return err_hint(e, "pick a text base, e.g. --base qwen2.5-1.5b (or tiny)%s",
+                        b->entry->modality == REG_VISION ? "; dlm init --multimodal writes an image document "
+                                                           "for it, whose images train does check and store (docs/images.md)" : "");
     }
     return 0;
 }
