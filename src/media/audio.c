@@ -68,7 +68,7 @@ static SNDFILE *open_sf(const char *path, SF_INFO *si, audio_info *info, dlm_err
     info->channels = si->channels;
     info->frames = si->frames;
     SF_FORMAT_INFO fi = {.format = si->format & SF_FORMAT_TYPEMASK};
-    if (!sf_command(NULL, SFC_GET_FORMAT_MAJOR, &fi, sizeof fi) && fi.extension)
+    if (!sf_command(NULL, SFC_GET_FORMAT_INFO, &fi, sizeof fi) && fi.extension)
         snprintf(info->format, sizeof info->format, "%s", fi.extension);
     for (char *c = info->format; *c; c++) if (*c >= 'a' && *c <= 'z') *c -= 32;
     return sf;
