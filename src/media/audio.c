@@ -112,8 +112,9 @@ static int read_mono(SNDFILE *sf, const SF_INFO *si, int64_t want, float **out, 
     free(buf);
     if (got < total) {
         free(x);
-        err_set(e, "AudioError", "truncated or corrupt: %lld of the %lld frames the header promises could be decoded (%s)",
-                (long long)got, (long long)si->frames, sf_strerror(sf));
+        err_set(e, "AudioError", "truncated or corrupt: %lld of the %lld frames the header promises could be decoded%s%s%s",
+                (long long)got, (long long)si->frames, sf_error(sf) ? " (" : "", sf_error(sf) ? sf_strerror(sf) : "",
+                sf_error(sf) ? ")" : "");
         return err_hint(e, "the file was cut short or damaged; export it again");
     }
     *out = x;

@@ -54,6 +54,8 @@ head -c 20000 full.wav > clips/your-clip.wav
 expect_fail "doc.dlm:$fence:1: audio 'clips/your-clip.wav' (.*clips/your-clip.wav): truncated WAV" "$DLM" train doc.dlm
 printf 'RIFF....WAVEjunk, not audio at all' > clips/your-clip.wav
 expect_fail "doc.dlm:$fence:1: audio .*not an audio file" "$DLM" train doc.dlm
+sox full.wav full.flac && head -c 3000 full.flac > clips/your-clip.wav   # a FLAC named .wav, cut short
+expect_fail "doc.dlm:$fence:1: audio .*truncated or corrupt: .* of the 16000 frames the header promises" "$DLM" train doc.dlm
 echo "plain text named .wav" > clips/your-clip.wav
 expect_fail "not an audio file libsndfile reads" "$DLM" train doc.dlm
 wav clips/your-clip.wav 44100 1
