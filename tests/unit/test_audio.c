@@ -13,7 +13,10 @@
 #include "check.h"
 #include "media/audio.h"
 #include "media/mel.h"
+#include "kern/kern.h"
 #include "util/fs.h"
+#include "vision/qwen2audio.h"
+#include "weights/safetensors.h"
 
 /* a 16-bit mono WAV of n samples of f(i) */
 static void write_wav(const char *path, int rate, int n, double hz, double amp, int cut)
@@ -199,9 +202,54 @@ static int ref_mode(const char *dir)
     return check_done();
 }
 
+/* --qwen2audio DIR: the encoder + projector within 1e-4 (tests/ref/media/qwen2audio_hf.py) */
+static int qwen2audio_mode(const char *dir)
+{
+    static const qwen2audio_cfg QC = {.layers = 2, .d_model = 32, .heads = 4, .ffn = 48, .n_mels = 128, .max_pos = 1500,
+                                      .text_hidden = 40};
+    dlm_err e;
+    char p[4096];
+    snprintf(p, sizeof p, "%s/q2a.safetensors", dir);
+    st_file *f = NULL;
+    CHECK(st_open(p, &f, &e) == 0);
+    if (!f) return check_done();
+    qwen2audio_enc q;
+    int rc = qwen2audio_load(f, "model.audio_tower.", "model.multi_modal_projector.linear.", &QC, &q, &e);
+    CHECK_MSG(rc == 0, "%s", e.msg);
+    float *mel = read_raw(dir, "mel.f32", 2 * 128 * 3000 * sizeof(float));
+    char *lens = read_raw(dir, "nmel.txt", 0);
+    CHECK(mel && lens);
+    int nm[2] = {0}, no[2] = {0};
+    if (lens) CHECK(sscanf(lens, "%d %d\n%d %d", &nm[0], &no[0], &nm[1], &no[1]) == 4);
+    CHECK_INT(no[1], 750);
+    for (int i = 0; !rc && mel && i < 2; i++) {
+        CHECK_INT(qwen2audio_out_len(nm[i]), no[i]);
+        char nmf[32];
+        snprintf(nmf, sizeof nmf, "out%d.f32", i);
+        float *want = read_raw(dir, nmf, (size_t)no[i] * 40 * sizeof(float));
+        float *got = malloc((size_t)no[i] * 40 * sizeof *got);
+        CHECK(want && got && qwen2audio_forward(&q, mel + (size_t)i * 128 * 3000, nm[i], got, &e) == 0);
+        if (want && got) {
+            CHECK(check_tensor("qwen2-audio features", got, want, (size_t)no[i] * 40, 1e-4));
+            double mx = max_abs(got, want, (size_t)no[i] * 40);
+            CHECK_MSG(mx <= 1e-4, "clip %d: max |diff| %.3g", i, mx);
+            printf("test_audio --qwen2audio: clip %d, %d mel frames, %d audio tokens, max|diff| %.3g\n", i, nm[i], no[i], mx);
+        }
+        free(want);
+        free(got);
+    }
+    if (!rc) qwen2audio_free(&q);
+    free(mel);
+    free(lens);
+    st_close(f);
+    return check_done();
+}
+
 int main(int argc, char **argv)
 {
+    kern_init(1);
     if (argc == 3 && !strcmp(argv[1], "--ref")) return ref_mode(argv[2]);
+    if (argc == 3 && !strcmp(argv[1], "--qwen2audio")) return qwen2audio_mode(argv[2]);
     test_wav_and_cache();
     test_mel_facts();
     return check_done();
