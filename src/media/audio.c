@@ -70,6 +70,9 @@ static SNDFILE *open_sf(const char *path, SF_INFO *si, audio_info *info, dlm_err
     SF_FORMAT_INFO fi = {.format = si->format & SF_FORMAT_TYPEMASK};
     if (!sf_command(NULL, SFC_GET_FORMAT_INFO, &fi, sizeof fi) && fi.extension)
         snprintf(info->format, sizeof info->format, "%s", fi.extension);
+    /* libsndfile's extensions, named as people say them */
+    if (!strcmp(info->format, "m1a")) snprintf(info->format, sizeof info->format, "mp3");
+    if (!strcmp(info->format, "oga")) snprintf(info->format, sizeof info->format, "ogg");
     for (char *c = info->format; *c; c++) if (*c >= 'a' && *c <= 'z') *c -= 32;
     return sf;
 }
@@ -175,6 +178,11 @@ int audio_load(const char *path, int target_rate, double max_seconds, int auto_r
     int rc = read_mono(sf, &si, want, &x, &n, e);
     sf_close(sf);
     if (rc) return -1;
+    if (!n) {   /* nothing to hear, nothing to train on */
+        free(x);
+        err_set(e, "AudioError", "the file holds no audio (0 frames)");
+        return err_hint(e, "record or export the clip again, or remove the section");
+    }
     if (w->src.rate != target_rate) {
         float *y;
         size_t ny;

@@ -143,12 +143,21 @@ int whisper_log_mel(const whisper_fe *fe, const float *x, size_t n, float *out, 
     float vmax = -FLT_MAX;
     for (int f = 0; f < F; f++) {
         const double *src = w + (size_t)f * fe->hop;
-        for (int j = 0; j < N; j++) { buf[2 * j] = src[j] * fe->window[j]; buf[2 * j + 1] = 0; }
-        fft_rec(buf, 1, spec, N, fe->factors, fe->tw, N);
-        for (int b = 0; b < nb; b++) {   /* the spectrogram is complex64 */
-            double re = (float)spec[2 * b], im = (float)spec[2 * b + 1];
-            double a = hypot(re, im);
-            pw[b] = a * a;
+        /* the 30 s padding's frames are zeros, whose spectrum is exactly
+         * zero: most of a short clip's frames cost nothing (unless the
+         * clip reaches into the last half frame, which the right reflect
+         * padding mirrors) */
+        size_t first = (size_t)f * fe->hop;
+        int zero = first >= (size_t)half + n && n + (size_t)half + 1 <= L;
+        if (zero) {
+            memset(pw, 0, (size_t)nb * sizeof *pw);
+        } else {
+            for (int j = 0; j < N; j++) { buf[2 * j] = src[j] * fe->window[j]; buf[2 * j + 1] = 0; }
+            fft_rec(buf, 1, spec, N, fe->factors, fe->tw, N);
+            for (int b = 0; b < nb; b++) {   /* the spectrogram is complex64; |.|^2 in double */
+                double re = (float)spec[2 * b], im = (float)spec[2 * b + 1];
+                pw[b] = re * re + im * im;
+            }
         }
         for (int m = 0; m < M; m++) {
             const double *fl = fe->filters + (size_t)m * nb;

@@ -39,6 +39,8 @@ synth = {
     "float32": write("float32.wav", 0.7 * np.sin(2 * math.pi * 1000 * t(0.5, rate)), rate, "FLOAT"),
     # 45 s at 44.1 kHz: the 30 s cut after resampling, and dlm reads only 31 s
     "long44k": write("long44k.wav", 0.3 * np.sin(2 * math.pi * 220 * t(45, 44100)) * np.sin(2 * math.pi * 0.5 * t(45, 44100)), 44100),
+    # 29.99 s: the clip reaches the last half frame, which the reflect padding mirrors
+    "edge16k": write("edge16k.wav", 0.2 * np.sin(2 * math.pi * 523 * t(29.99, rate)), rate),
     # 40 s at 16 kHz: truncated to exactly 480000 samples
     "long16k": write("long16k.wav", 0.2 * np.sin(2 * math.pi * 523 * t(40, rate)), rate),
 }
@@ -47,6 +49,10 @@ speech = {n: os.path.join(d, f) for n, f in [("speech22k", "speech22k.wav"), ("s
          ("speech_ogg", "speech.ogg")]}
 for p in speech.values():
     assert os.path.exists(p), p
+# MP3 (libsndfile >= 1.1 reads and, with LAME, writes it): the speech re-encoded
+x16, _ = sf.read(speech["speech16k"], dtype="float32")
+sf.write(os.path.join(d, "speech.mp3"), x16, rate, format="MP3", subtype="MPEG_LAYER_III")
+speech["speech_mp3"] = os.path.join(d, "speech.mp3")
 
 fes = {m: WhisperFeatureExtractor(feature_size=m) for m in (80, 128)}
 for m, fe in fes.items():
