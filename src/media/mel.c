@@ -121,6 +121,28 @@ static void fft_rec(const double *in, size_t s, double *out, int n, const int *f
     }
 }
 
+/* The spectrum X[0..N/2] of N real values (N even) from one complex FFT of
+ * N/2 points, z[j] = x[2j] + i x[2j+1], Z = FFT(z):
+ *   X[k] = (Z[k] + conj Z[M-k]) / 2 - i W^k (Z[k] - conj Z[M-k]) / 2,
+ * W = exp(-2 pi i / N), M = N/2, Z[M] = Z[0]. z and Z: 2M doubles each;
+ * spec: 2(M+1). */
+static void rfft(const double *z, double *Z, double *spec, int N, const int *fac, const double *tw)
+{
+    int M = N / 2;
+    fft_rec(z, 1, Z, M, fac, tw, N);
+    for (int k = 0; k <= M; k++) {
+        int a = k % M, b = (M - k) % M;
+        double zr = Z[2 * a], zi = Z[2 * a + 1], cr = Z[2 * b], ci = -Z[2 * b + 1];
+        double er = 0.5 * (zr + cr), ei = 0.5 * (zi + ci);   /* the even samples' spectrum */
+        double dr = 0.5 * (zr - cr), di = 0.5 * (zi - ci);   /* i times the odd samples' */
+        double wr = tw[2 * k], wi = tw[2 * k + 1];
+        /* odd = -i d: (di, -dr); X = even + W^k odd */
+        double orr = di, oi = -dr;
+        spec[2 * k] = er + wr * orr - wi * oi;
+        spec[2 * k + 1] = ei + wr * oi + wi * orr;
+    }
+}
+
 int whisper_log_mel(const whisper_fe *fe, const float *x, size_t n, float *out, dlm_err *e)
 {
     int N = fe->n_fft, half = N / 2, nb = N / 2 + 1, F = fe->frames, M = fe->n_mels;
@@ -129,7 +151,7 @@ int whisper_log_mel(const whisper_fe *fe, const float *x, size_t n, float *out, 
     /* the padded signal, reflect-padded by half on each side */
     size_t P = L + 2 * (size_t)half;
     double *w = malloc(P * sizeof *w);
-    double *buf = malloc(2 * (size_t)N * sizeof *buf), *spec = malloc(2 * (size_t)N * sizeof *spec);
+    double *buf = malloc(2 * (size_t)N * sizeof *buf), *spec = malloc((4 * (size_t)N + 2) * sizeof *spec);
     double *pw = malloc((size_t)nb * sizeof *pw);
     if (!w || !buf || !spec || !pw) {
         free(w); free(buf); free(spec); free(pw);
@@ -152,8 +174,13 @@ int whisper_log_mel(const whisper_fe *fe, const float *x, size_t n, float *out, 
         if (zero) {
             memset(pw, 0, (size_t)nb * sizeof *pw);
         } else {
-            for (int j = 0; j < N; j++) { buf[2 * j] = src[j] * fe->window[j]; buf[2 * j + 1] = 0; }
-            fft_rec(buf, 1, spec, N, fe->factors, fe->tw, N);
+            if (N % 2 == 0 && fe->factors[0] == 2) {   /* real input: one FFT of N/2 points */
+                for (int j = 0; j < N; j++) buf[j] = src[j] * fe->window[j];
+                rfft(buf, spec + 2 * (size_t)N, spec, N, fe->factors + 1, fe->tw);
+            } else {
+                for (int j = 0; j < N; j++) { buf[2 * j] = src[j] * fe->window[j]; buf[2 * j + 1] = 0; }
+                fft_rec(buf, 1, spec, N, fe->factors, fe->tw, N);
+            }
             for (int b = 0; b < nb; b++) {   /* the spectrogram is complex64; |.|^2 in double */
                 double re = (float)spec[2 * b], im = (float)spec[2 * b + 1];
                 pw[b] = re * re + im * im;
