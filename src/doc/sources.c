@@ -767,7 +767,8 @@ int src_expand(const char *doc_path, const doc_frontmatter *fm, const src_opts *
     walker w;
     memset(&w, 0, sizeof w);
     w.doc_path = doc_path;
-    w.o = o;
+    static const src_opts none;   /* NULL opts: the defaults (do_file reads them) */
+    w.o = o ? o : &none;
     w.sink = sink;
     w.ctx = ctx;
     w.r = r;

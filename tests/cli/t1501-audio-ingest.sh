@@ -128,13 +128,24 @@ training:
 ---
 Some prose.
 DOC
+"$DLM" show src.dlm --sources > list.txt
+grep -E '^ *kept .*a\.wav' list.txt >/dev/null || fail "show --sources: a.wav not kept: $(cat list.txt)"
+grep -E 'media .*b\.wav .*without its transcript sidecar b\.txt' list.txt >/dev/null || fail "show --sources: b.wav: $(cat list.txt)"
 expect_fail "4 audio clip(s) checked and in the blob store (3 new)" "$DLM" train src.dlm
 S2="$DLM_HOME/store/01JD0000000000000000000001"
 [ "$(find "$S2/blobs" -name '*.flac' | wc -l)" = 1 ] && [ "$(find "$S2/blobs" -name '*.ogg' | wc -l)" = 1 ] || fail "flac/ogg blobs"
 echo "   " > corpus/d.txt
 expect_fail "src.dlm:7:1: audio 'd.ogg' has an empty transcript" "$DLM" train src.dlm
 
-# 7. a text base: an audio fence is refused before anything is written
+# 7. a text base: sources' clips and images are listed as media skips (this
+#    listing crashed on an image or clip before: NULL walker options)
+sed 's/^base_model: qwen2-audio-7b-instruct$/base_model: tiny/' src.dlm > srctext.dlm
+printf 'P' > corpus/pic.png
+"$DLM" show srctext.dlm --sources > list2.txt || fail "show --sources on a text base: $(cat list2.txt)"
+grep -E 'media .*a\.wav .*not audio-language' list2.txt >/dev/null || fail "text base listing: $(cat list2.txt)"
+grep -E 'media .*pic\.png' list2.txt >/dev/null || fail "text base listing: $(cat list2.txt)"
+
+# 8. a text base: an audio fence is refused before anything is written
 write_doc text.dlm 1
 printf '\n::audio path="clips/your-clip.wav" transcript="x"::\n' >> text.dlm
 line=$(grep -n '^::audio' text.dlm | cut -d: -f1)
