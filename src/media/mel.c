@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/json.h"
+
 /* transformers' audio_utils hertz_to_mel / mel_to_hertz, mel_scale "slaney" */
 static double hz_to_mel(double f)
 {
@@ -89,6 +91,32 @@ int whisper_fe_init(whisper_fe *fe, int n_mels, int n_fft, int hop, int rate, in
     }
     free(ff);
     return 0;
+}
+
+int whisper_fe_load(const char *preprocessor_json, whisper_fe *fe, dlm_err *e)
+{
+    memset(fe, 0, sizeof *fe);
+    json_t *j = json_load_path(preprocessor_json, 1u << 22, e);
+    if (!j) return -1;
+    const char *cls = jget_str(j, "feature_extractor_type");
+    long long v[5];
+    static const char *const keys[5] = {"feature_size", "n_fft", "hop_length", "sampling_rate", "chunk_length"};
+    int rc = 0, norm = 0;
+    double pad = 0, dither = 0;
+    if (!cls || strcmp(cls, "WhisperFeatureExtractor"))
+        rc = err_set(e, "ConfigError", "%s: feature_extractor_type is %s%s%s, not WhisperFeatureExtractor", preprocessor_json,
+                     cls ? "'" : "", cls ? cls : "missing", cls ? "'" : "");
+    for (int i = 0; i < 5 && !rc; i++)
+        if (jget_int(j, keys[i], &v[i]) || v[i] < 1 || v[i] > 1 << 24)
+            rc = err_set(e, "ConfigError", "%s: %s is missing or not a positive integer", preprocessor_json, keys[i]);
+    if (!rc && ((json_object_get(j, "padding_value") && (jget_num(j, "padding_value", &pad) || pad != 0)) ||
+                (json_object_get(j, "do_normalize") && (jget_bool(j, "do_normalize", &norm) || norm)) ||
+                (json_object_get(j, "dither") && (jget_num(j, "dither", &dither) || dither != 0))))
+        rc = err_set(e, "ConfigError", "%s: padding_value %g / do_normalize %d / dither %g: only 0 / false / 0 are built",
+                     preprocessor_json, pad, norm, dither);
+    json_decref(j);
+    if (rc) return -1;
+    return whisper_fe_init(fe, (int)v[0], (int)v[1], (int)v[2], (int)v[3], (int)v[4], e);
 }
 
 /* Mixed-radix decimation-in-time DFT of in[0], in[s], ... (n points, complex

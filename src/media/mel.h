@@ -34,6 +34,11 @@ typedef struct whisper_fe {
  * factor into primes <= 7. */
 int whisper_fe_init(whisper_fe *fe, int n_mels, int n_fft, int hop, int rate, int chunk_seconds, dlm_err *e);
 void whisper_fe_free(whisper_fe *fe);
+/* From a preprocessor_config.json (WhisperFeatureExtractor's
+ * feature_size, n_fft, hop_length, sampling_rate, chunk_length); its class
+ * must be WhisperFeatureExtractor with padding_value 0, dither 0 and no
+ * do_normalize. */
+int whisper_fe_load(const char *preprocessor_json, whisper_fe *fe, dlm_err *e);
 
 /* x: n mono samples at fe->rate (more than n_samples: the rest is cut, as
  * the extractor's truncation). out: n_mels * frames floats. */

@@ -6,7 +6,33 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/json.h"
 #include "vision/ops.h"
+
+int qwen2audio_cfg_load(const char *config_json, qwen2audio_cfg *c, dlm_err *e)
+{
+    memset(c, 0, sizeof *c);
+    json_t *j = json_load_path(config_json, 1u << 22, e);
+    if (!j) return -1;
+    const json_t *a = json_object_get(j, "audio_config"), *t = json_object_get(j, "text_config");
+    struct { const json_t *o; const char *sec, *key; int *dst; } k[] = {
+        {a, "audio_config", "encoder_layers", &c->layers}, {a, "audio_config", "d_model", &c->d_model},
+        {a, "audio_config", "encoder_attention_heads", &c->heads}, {a, "audio_config", "encoder_ffn_dim", &c->ffn},
+        {a, "audio_config", "num_mel_bins", &c->n_mels}, {a, "audio_config", "max_source_positions", &c->max_pos},
+        {t, "text_config", "hidden_size", &c->text_hidden},
+    };
+    int rc = 0;
+    for (size_t i = 0; i < sizeof k / sizeof *k && !rc; i++) {
+        long long v;
+        if (!json_is_object(k[i].o) || jget_int(k[i].o, k[i].key, &v) || v < 1 || v > 1 << 20)
+            rc = err_set(e, "ConfigError", "%s: %s.%s is missing or not a positive integer", config_json, k[i].sec,
+                         k[i].key);
+        else
+            *k[i].dst = (int)v;
+    }
+    json_decref(j);
+    return rc;
+}
 
 int qwen2audio_out_len(int n_mel)
 {

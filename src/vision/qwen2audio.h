@@ -38,6 +38,12 @@ typedef struct qwen2audio_enc {
     float *ln_w, *ln_b, *proj_w, *proj_b;
 } qwen2audio_enc;
 
+/* From a checkpoint's config.json (Qwen2AudioConfig): audio_config's
+ * encoder_layers, d_model, encoder_attention_heads, encoder_ffn_dim,
+ * num_mel_bins, max_source_positions and text_config's hidden_size. A
+ * missing key is an error naming it (no defaults are guessed). */
+int qwen2audio_cfg_load(const char *config_json, qwen2audio_cfg *c, dlm_err *e);
+
 /* The number of audio tokens for n_mel valid mel frames. */
 int qwen2audio_out_len(int n_mel);
 

@@ -115,6 +115,42 @@ static void test_mel_facts(void)
     CHECK(whisper_fe_init(&fe, 80, 398, 160, 16000, 30, &e) == -1);   /* 398 = 2 * 199 */
 }
 
+/* configs and weights that do not fit: the key or tensor is named */
+static void test_loaders(void)
+{
+    const char *dir = check_tmpdir("audio-cfg");
+    char p[4200];
+    dlm_err e;
+    snprintf(p, sizeof p, "%s/config.json", dir);
+    FILE *f = fopen(p, "w");
+    fputs("{\"audio_config\": {\"encoder_layers\": 2, \"d_model\": 32, \"encoder_attention_heads\": 4, "
+          "\"encoder_ffn_dim\": 48, \"num_mel_bins\": 128}, \"text_config\": {\"hidden_size\": 40}}", f);
+    fclose(f);
+    qwen2audio_cfg c;
+    CHECK(qwen2audio_cfg_load(p, &c, &e) == -1);
+    CHECK_MSG(strstr(e.msg, "audio_config.max_source_positions is missing") != NULL, "%s", e.msg);
+    snprintf(p, sizeof p, "%s/preprocessor_config.json", dir);
+    f = fopen(p, "w");
+    fputs("{\"feature_extractor_type\": \"WhisperFeatureExtractor\", \"feature_size\": 80, \"n_fft\": 400, "
+          "\"hop_length\": 160, \"sampling_rate\": 16000, \"chunk_length\": 30, \"dither\": 1.0}", f);
+    fclose(f);
+    whisper_fe fe;
+    CHECK(whisper_fe_load(p, &fe, &e) == -1);
+    CHECK_MSG(strstr(e.msg, "dither 1") != NULL, "%s", e.msg);
+    /* a weights file without the tower: the first missing tensor is named */
+    st_out t = {.name = "other.weight", .dtype = ST_F32, .ndim = 1, .shape = {1}, .data = "\0\0\0\0"};
+    snprintf(p, sizeof p, "%s/x.safetensors", dir);
+    CHECK(st_write(p, &t, 1, NULL, &e) == 0);
+    st_file *sf = NULL;
+    CHECK(st_open(p, &sf, &e) == 0);
+    static const qwen2audio_cfg QC = {.layers = 1, .d_model = 8, .heads = 2, .ffn = 8, .n_mels = 4, .max_pos = 4,
+                                      .text_hidden = 8};
+    qwen2audio_enc q;
+    CHECK(sf && qwen2audio_load(sf, "audio_tower.", "multi_modal_projector.linear.", &QC, &q, &e) != 0);
+    CHECK_MSG(strstr(e.msg, "'audio_tower.conv1.weight' is missing") != NULL, "%s", e.msg);
+    st_close(sf);
+}
+
 /* ---- --ref DIR ------------------------------------------------------------------------ */
 
 static void *read_raw(const char *dir, const char *name, size_t want)
@@ -210,10 +246,19 @@ static int ref_mode(const char *dir)
 /* --qwen2audio DIR: the encoder + projector within 1e-4 (tests/ref/media/qwen2audio_hf.py) */
 static int qwen2audio_mode(const char *dir)
 {
-    static const qwen2audio_cfg QC = {.layers = 2, .d_model = 32, .heads = 4, .ffn = 48, .n_mels = 128, .max_pos = 1500,
-                                      .text_hidden = 40};
+    static const qwen2audio_cfg WANT = {.layers = 2, .d_model = 32, .heads = 4, .ffn = 48, .n_mels = 128, .max_pos = 1500,
+                                        .text_hidden = 40};
     dlm_err e;
     char p[4096];
+    /* the shapes from the checkpoint's own config.json */
+    qwen2audio_cfg QC;
+    snprintf(p, sizeof p, "%s/config.json", dir);
+    CHECK_MSG(qwen2audio_cfg_load(p, &QC, &e) == 0, "%s", e.msg);
+    CHECK(!memcmp(&QC, &WANT, sizeof QC));
+    whisper_fe fe;
+    snprintf(p, sizeof p, "%s/preprocessor_config.json", dir);
+    CHECK_MSG(whisper_fe_load(p, &fe, &e) == 0, "%s", e.msg);
+    CHECK(fe.n_mels == 128 && fe.n_fft == 400 && fe.hop == 160 && fe.n_samples == 480000);
     snprintf(p, sizeof p, "%s/q2a.safetensors", dir);
     st_file *f = NULL;
     CHECK(st_open(p, &f, &e) == 0);
@@ -227,6 +272,20 @@ static int qwen2audio_mode(const char *dir)
     int nm[2] = {0}, no[2] = {0};
     if (lens) CHECK(sscanf(lens, "%d %d\n%d %d", &nm[0], &no[0], &nm[1], &no[1]) == 4);
     CHECK_INT(no[1], 750);
+    /* dlm's own features of the speech clip vs the processor's (this venv has
+     * torch, so transformers took its torch STFT path: float32) */
+    snprintf(p, sizeof p, "%s/speech16k.wav", dir);
+    audio_wave w;
+    float *own = malloc(128 * 3000 * sizeof *own);
+    if (mel && own && !audio_load(p, 16000, 30.0, 0, &w, &e)) {
+        CHECK(whisper_log_mel(&fe, w.x, w.n, own, &e) == 0);
+        double d = max_abs(own, mel, 128 * 3000);
+        CHECK_MSG(d <= 1e-4, "speech features vs transformers' torch path: max |diff| %.3g", d);
+        printf("test_audio --qwen2audio: dlm's log-mel vs the processor's (torch path): max|diff| %.3g\n", d);
+        audio_wave_free(&w);
+    } else CHECK_MSG(0, "%s", e.msg);
+    free(own);
+    whisper_fe_free(&fe);
     for (int i = 0; !rc && mel && i < 2; i++) {
         CHECK_INT(qwen2audio_out_len(nm[i]), no[i]);
         char nmf[32];
@@ -257,5 +316,6 @@ int main(int argc, char **argv)
     if (argc == 3 && !strcmp(argv[1], "--qwen2audio")) return qwen2audio_mode(argv[2]);
     test_wav_and_cache();
     test_mel_facts();
+    test_loaders();
     return check_done();
 }

@@ -6,6 +6,7 @@ feature attention mask's lengths, the bidirectional key mask, the audio
 tower, the projector, the first audio_output_lengths rows. Inputs: the
 Whisper log-mel features (128 bins) of espeak-ng speech (a short clip) and
 of a full 30 s synthetic signal. Writes into DIR: q2a.safetensors,
+config.json, preprocessor_config.json,
 mel.f32 [2][128][3000], nmel.txt, out0.f32, out1.f32."""
 import math, os, sys, wave
 
@@ -36,7 +37,9 @@ with torch.no_grad():
                 p.copy_(torch.randn_like(p) * (0.5 if p.ndim == 1 else 0.1) + (1.0 if ln else 0.0))
             sd[name] = p.detach().contiguous().clone()
 save_file(sd, os.path.join(out, "q2a.safetensors"))
+model.config.save_pretrained(out)            # config.json: dlm reads the encoder's shape from it
 fe = WhisperFeatureExtractor(feature_size=128)
+fe.save_pretrained(out)                      # preprocessor_config.json: and the features' from this
 w = wave.open(os.path.join(out, "speech16k.wav"))
 assert w.getframerate() == 16000 and w.getsampwidth() == 2 and w.getnchannels() == 1
 speech = np.frombuffer(w.readframes(w.getnframes()), "<i2").astype(np.float32) / 32768
