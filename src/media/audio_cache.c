@@ -15,13 +15,12 @@
 
 static uint32_t crc32_buf(uint32_t crc, const unsigned char *p, size_t n)
 {
-    static uint32_t t[256];
-    if (!t[1])
-        for (uint32_t i = 0; i < 256; i++) {
-            uint32_t c = i;
-            for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-            t[i] = c;
-        }
+    uint32_t t[256];   /* built per call (no shared state): 2 KiB of work next to a 1.9 MB entry */
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+        t[i] = c;
+    }
     crc = ~crc;
     for (size_t i = 0; i < n; i++) crc = t[(crc ^ p[i]) & 0xff] ^ (crc >> 8);
     return ~crc;
