@@ -20,6 +20,7 @@ libarchive-dev libsqlite3-dev libcurl4-openssl-dev libsodium-dev
 libmicrohttpd-dev libedit-dev
 libopenblas-dev
 libpng-dev libjpeg62-turbo-dev libwebp-dev libgif-dev libtiff-dev
+libsndfile1-dev libsoxr-dev espeak-ng sox
 python3 python3-numpy python3-torch python3-zstandard python3-jinja2 python-matplotlib-data
 tmux curl chromium minisign
 golang-go
@@ -33,6 +34,7 @@ libarchive-dev libsqlite3-dev libcurl4-openssl-dev libsodium-dev
 libmicrohttpd-dev libedit-dev
 libopenblas-dev
 libpng-dev libjpeg62-turbo-dev libwebp-dev libgif-dev libtiff-dev
+libsndfile1-dev libsoxr-dev
 "
 
 if [ "${1:-}" = "--build" ]; then

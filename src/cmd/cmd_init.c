@@ -17,13 +17,14 @@
 
 typedef struct init_args {
     const char *base, *template, *from;
-    int force, list, json, accept, multimodal;
+    int force, list, json, accept, multimodal, audio;
 } init_args;
 
 static const opt init_opts[] = {
     {"base", 0, OPT_STR, offsetof(init_args, base), "KEY", "base model: registry key, hf:org/name[@rev], a path, or tiny (default)"},
     {"template", 0, OPT_STR, offsetof(init_args, template), "NAME", "start from this template (default: default)"},
     {"multimodal", 0, OPT_FLAG, offsetof(init_args, multimodal), NULL, "a document with an ::image:: section on a vision-language base (default paligemma-3b-mix-224)"},
+    {"audio", 0, OPT_FLAG, offsetof(init_args, audio), NULL, "a document with an ::audio:: section on an audio-language base (default qwen2-audio-7b-instruct)"},
     {"force", 0, OPT_FLAG, offsetof(init_args, force), NULL, "overwrite an existing file at PATH"},
     {"from", 0, OPT_STR, offsetof(init_args, from), "SRC", "copy the document SRC to PATH with a new dlm_id (its own store); SRC = PATH re-ids in place"},
     {"i-accept-license", 0, OPT_FLAG, offsetof(init_args, accept), NULL, "accept a gated base's license (recorded in the manifest)"},
@@ -34,7 +35,7 @@ static const opt init_opts[] = {
 
 const cmd_spec spec_init = {
     "init",
-    "PATH [--base KEY] [--template NAME | --multimodal] [--force] [--i-accept-license] | --from SRC PATH [--force] | --list-templates [--json]",
+    "PATH [--base KEY] [--template NAME | --multimodal | --audio] [--force] [--i-accept-license] | --from SRC PATH [--force] | --list-templates [--json]",
     "create a .dlm document and its store",
     "Writes a dlm_version 15 document with a fresh dlm_id (a ULID) and creates\n"
     "$DLM_HOME/store/<dlm_id>/ with its manifest. Every template's training\n"
@@ -49,7 +50,10 @@ const cmd_spec spec_init = {
     "--multimodal writes the original's vision scaffold instead: an ::image::\n"
     "fence whose path (figures/your-image.png) you replace with a real image,\n"
     "on paligemma-3b-mix-224 (gated: --i-accept-license) unless --base names\n"
-    "another vision-language base; docs/images.md says what trains today.",
+    "another vision-language base; docs/images.md says what trains today.\n"
+    "--audio writes the original's audio scaffold: an ::audio:: fence\n"
+    "(clips/your-clip.wav, with its transcript) on qwen2-audio-7b-instruct;\n"
+    "docs/audio.md says what trains today.",
     init_opts,
 };
 
@@ -187,8 +191,8 @@ int cmd_init(int argc, char **argv, dlm_ctx *ctx)
     if (npos != 1) return cmd_usage_error(&spec_init, "init takes exactly one PATH (the .dlm file to create)");
     const char *path = pos[0];
     if (a.from) {
-        if (a.base || a.template || a.multimodal)
-            return cmd_usage_error(&spec_init, "--from copies SRC as it is: no --base, --template or --multimodal");
+        if (a.base || a.template || a.multimodal || a.audio)
+            return cmd_usage_error(&spec_init, "--from copies SRC as it is: no --base, --template, --multimodal or --audio");
         return init_from(ctx, &a, path);
     }
 
@@ -199,7 +203,11 @@ int cmd_init(int argc, char **argv, dlm_ctx *ctx)
     }
     if (a.multimodal && a.template)
         return cmd_usage_error(&spec_init, "--multimodal and --template are mutually exclusive (no template has images)");
-    if (!a.base) a.base = a.multimodal ? "paligemma-3b-mix-224" : "tiny";
+    if (a.multimodal && a.audio)
+        return cmd_usage_error(&spec_init, "--multimodal and --audio are mutually exclusive (each targets a different modality)");
+    if (a.audio && a.template)
+        return cmd_usage_error(&spec_init, "--audio and --template are mutually exclusive (no template has audio)");
+    if (!a.base) a.base = a.multimodal ? "paligemma-3b-mix-224" : a.audio ? "qwen2-audio-7b-instruct" : "tiny";
     base_ref base;
     if (a.multimodal) {
         /* the vision rows are not trainable yet (docs/images.md), so only
@@ -211,10 +219,20 @@ int cmd_init(int argc, char **argv, dlm_ctx *ctx)
             return cmd_fail(ctx, &e);
         }
         if (registry_check_license(&base, a.accept, &e)) return cmd_fail(ctx, &e);
+    } else if (a.audio) {
+        /* likewise the audio row (docs/audio.md) */
+        if (registry_parse_base(a.base, &base, &e)) return cmd_fail(ctx, &e);
+        if (base.kind != BASE_REGISTRY || base.entry->modality != REG_AUDIO) {
+            err_set(&e, "UsageError", "--audio requires an audio-language base; '%s' is not one", a.base);
+            err_hint(&e, "pick --base qwen2-audio-7b-instruct, or drop --audio");
+            return cmd_fail(ctx, &e);
+        }
+        if (registry_check_license(&base, a.accept, &e)) return cmd_fail(ctx, &e);
     } else if (registry_parse_base(a.base, &base, &e) || registry_check_trainable(&base, &e) ||
                base_check_runnable(&base, &e) || registry_check_license(&base, a.accept, &e))
         return cmd_fail(ctx, &e);
     if (a.multimodal) return init_write(ctx, path, &base, NULL, "multimodal");
+    if (a.audio) return init_write(ctx, path, &base, NULL, "audio");
 
     doc_template_set set;
     if (doc_templates_load(&set, &e)) return cmd_fail(ctx, &e);
@@ -259,6 +277,20 @@ static char *multimodal_text(const char *id, const char *base_yaml)
     return sb.buf;
 }
 
+/* The original's audio scaffold (store/bootstrap.py
+ * _write_init_scaffold_audio): the placeholder clip does not exist either. */
+static char *audio_text(const char *id, const char *base_yaml)
+{
+    strbuf sb = STRBUF_INIT;
+    sb_printf(&sb, "---\ndlm_id: %s\ndlm_version: %d\nbase_model: %s\n---\n\n", id, DOC_SCHEMA_VERSION, base_yaml);
+    sb_puts(&sb, "# Your document title\n\n"
+                 "Write prose here. It will train via continued pretraining (CPT) loss.\n\n"
+                 "::audio path=\"clips/your-clip.wav\" transcript=\"Transcript of the audio clip.\"::\n\n"
+                 "::instruction::\n\n### Q\nWhat was said in this recording?\n\n### A\nDescribe what you hear in the audio.\n");
+    if (sb.oom) { sb_free(&sb); return NULL; }
+    return sb.buf;
+}
+
 /* Render the document (template t, or the multimodal scaffold when t is
  * NULL), check it parses, create the store and write both. */
 static int init_write(const dlm_ctx *ctx, const char *path, const base_ref *bp, const doc_template *t, const char *tname)
@@ -274,7 +306,8 @@ static int init_write(const dlm_ctx *ctx, const char *path, const base_ref *bp, 
     char *text = NULL;
     int rc = 0;
     if (t) rc = doc_template_render(t, id, sb_str(&quoted), &text, &e);
-    else if (!(text = multimodal_text(id, sb_str(&quoted)))) rc = err_set(&e, "MemoryError", "out of memory");
+    else if (!(text = !strcmp(tname, "audio") ? audio_text(id, sb_str(&quoted)) : multimodal_text(id, sb_str(&quoted))))
+        rc = err_set(&e, "MemoryError", "out of memory");
     sb_free(&quoted);
     if (rc) return cmd_fail(ctx, &e);
 

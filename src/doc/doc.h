@@ -302,6 +302,12 @@ int doc_expand_sources(dlm_doc *d, dlm_err *e);
  * stem, media_src its absolute path) instead of a "media" skip: the trainer
  * sets it for a vision-language base, whose media/ingest.h stores the bytes. */
 int doc_expand_sources_images(dlm_doc *d, int images, dlm_err *e);
+/* The same, and when audio is set a .wav/.flac/.ogg file with a <stem>.txt
+ * sidecar becomes an audio section (media_path its relpath,
+ * media_transcript the sidecar's text stripped, media_src its absolute
+ * path); one without a sidecar is skipped as "media": the trainer sets it
+ * for an audio-language base. */
+int doc_expand_sources_media(dlm_doc *d, int images, int audio, dlm_err *e);
 /* Record section i's blob (64 hex) and recompute its id as the original:
  * sha256(type "\n" path "\n" blob_sha)[:16]. */
 void doc_set_media_blob(dlm_doc *d, int i, const char *sha);

@@ -3,6 +3,7 @@
 #include "doc/doc_internal.h"
 #include "doc/sources.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -34,6 +35,7 @@ void src_report_free(src_report *r)
         free(r->files[i].relpath);
         free(r->files[i].reason);
         free(r->files[i].tags_json);
+        free(r->files[i].transcript);
     }
     free(r->files);
     for (int i = 0; i < r->n_dirs; i++) { free(r->dirs[i].path); free(r->dirs[i].root); }
@@ -410,9 +412,47 @@ static int do_file(walker *w, const char *abs, const char *rel, int is_link, dlm
         if (w->sink && !w->o->list_only && w->sink(w->ctx, f, abs, strlen(abs), e)) return -1;
         return 0;
     }
+    if (media == 2 && w->o->audio) {
+        /* as the original's walker: the transcript is <stem>.txt beside the
+         * clip, stripped; without one the clip has no training signal and is
+         * skipped (an empty one is refused at train time) */
+        char side[PATH_MAX + 8];
+        const char *dot = strrchr(abs, '.');
+        snprintf(side, sizeof side, "%.*s.txt", (int)(dot - abs), abs);
+        char *raw = NULL, *txt = NULL;
+        size_t rl = 0, tl = 0;
+        dlm_err te;
+        if (!fs_is_file(side)) {
+            v = SRC_MEDIA;
+            sb_printf(&why, "audio file without its transcript sidecar %s", fs_basename(side));
+            goto done;
+        }
+        if (fs_read_all(side, DOC_MAX_BYTES, &raw, &rl, &te) || doc_text_normalize(side, raw, rl, &txt, &tl, NULL, &te)) {
+            free(raw);
+            v = SRC_MEDIA;
+            sb_printf(&why, "transcript sidecar %s: %s", fs_basename(side), te.msg);
+            goto done;
+        }
+        free(raw);
+        size_t a = 0;
+        while (a < tl && isspace((unsigned char)txt[a])) a++;
+        while (tl > a && isspace((unsigned char)txt[tl - 1])) tl--;
+        f->transcript = str_ndup(txt + a, tl - a);
+        free(txt);
+        if (!f->transcript) { sb_free(&why); return err_set(e, "MemoryError", "out of memory"); }
+        f->verdict = SRC_KEPT;
+        f->audio = 1;
+        w->st->kept++;
+        w->st->kept_bytes += f->size;
+        w->r->kept++;
+        w->r->kept_bytes += f->size;
+        sb_free(&why);
+        if (w->sink && !w->o->list_only && w->sink(w->ctx, f, abs, strlen(abs), e)) return -1;
+        return 0;
+    }
     if (media) {
         v = SRC_MEDIA;
-        sb_puts(&why, media == 2 ? "audio file: dlm does not ingest audio yet"
+        sb_puts(&why, media == 2 ? "audio file: the base is not audio-language (an audio-language base ingests it)"
                                  : "image file: the base is text-only (a vision-language base ingests it)");
         goto done;
     }
@@ -727,7 +767,8 @@ int src_expand(const char *doc_path, const doc_frontmatter *fm, const src_opts *
     walker w;
     memset(&w, 0, sizeof w);
     w.doc_path = doc_path;
-    w.o = o;
+    static const src_opts none;   /* NULL opts: the defaults (do_file reads them) */
+    w.o = o ? o : &none;
     w.sink = sink;
     w.ctx = ctx;
     w.r = r;
@@ -840,6 +881,26 @@ static int append_section(void *ctx, const src_file *f, const char *content, siz
         d->n++;
         return 0;
     }
+    if (f->audio) {
+        /* as the original's walker: path = relpath, transcript = the sidecar */
+        s->type = DOC_AUDIO;
+        s->content = strdup("");
+        s->media_path = strdup(f->relpath);
+        s->media_transcript = strdup(f->transcript);
+        s->media_src = str_ndup(content, len);
+        s->source_file = strdup(f->relpath);
+        if (!s->content || !s->media_path || !s->media_transcript || !s->media_src || !s->source_file) {
+            doc_section_clear(s);
+            return err_set(e, "MemoryError", "out of memory");
+        }
+        doc_media_section_id(DOC_AUDIO, s->media_path, NULL, s->id);
+        s->line = d->fm.training.sources[f->directive].line;
+        s->content_line = s->line;
+        s->source_index = (int)(f - ac->r->files);
+        s->source_weight = 1.0;
+        d->n++;
+        return 0;
+    }
     s->type = DOC_PROSE;
     s->content = str_ndup(content, len);
     s->source_file = strdup(f->relpath);
@@ -865,10 +926,15 @@ int doc_expand_sources(dlm_doc *d, dlm_err *e)
 
 int doc_expand_sources_images(dlm_doc *d, int images, dlm_err *e)
 {
+    return doc_expand_sources_media(d, images, 0, e);
+}
+
+int doc_expand_sources_media(dlm_doc *d, int images, int audio, dlm_err *e)
+{
     if (d->sources || !d->fm.training.n_sources) return 0;
     src_report *r = calloc(1, sizeof *r);
     if (!r) return err_set(e, "MemoryError", "out of memory");
-    src_opts o = {.images = images};
+    src_opts o = {.images = images, .audio = audio};
     int n0 = d->n;
     append_ctx ac = {d, r};
     if (src_expand(d->path, &d->fm, &o, append_section, &ac, r, e)) {

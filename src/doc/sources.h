@@ -115,6 +115,8 @@ typedef struct src_file {
     char *tags_json;        /* merged metadata as a JSON object, NULL when none */
     double weight;          /* product of matching training.yaml weights (1.0) */
     int image;              /* kept image (src_opts.images): the sink gets its absolute path as content */
+    int audio;              /* kept audio clip (src_opts.audio): the same, transcript from its sidecar */
+    char *transcript;       /* <stem>.txt beside the clip, stripped (audio only) */
 } src_file;
 
 typedef struct src_directive_stats {
@@ -145,6 +147,7 @@ typedef int (*src_sink)(void *ctx, const src_file *f, const char *content, size_
 typedef struct src_opts {
     int list_only;          /* record verdicts, do not call sink for kept files' content */
     int images;             /* image files are kept (src_file.image), not SRC_MEDIA */
+    int audio;              /* .wav/.flac/.ogg files with a <stem>.txt sidecar are kept (src_file.audio) */
 } src_opts;
 
 /* Walk every directive of fm. doc_path anchors relative paths (the .dlm's

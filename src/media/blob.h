@@ -29,6 +29,11 @@ void blob_ext(const char *name, char out[8]);
 /* Store data under store/blobs/. */
 int blob_put(const char *store, const void *data, size_t n, const char *ext, blob_handle *h, dlm_err *e);
 
+/* Store the file src, streamed (never read whole), as want_sha: the sha the
+ * caller computed when it checked the file; other bytes now (the file
+ * changed) are refused and nothing is written. */
+int blob_put_file(const char *store, const char *src, const char *want_sha, blob_handle *h, dlm_err *e);
+
 /* The path of blob sha (any suffix) in store: 0 found, 1 missing, -1 error
  * (a sha that is not 64 lowercase hex). */
 int blob_find(const char *store, const char *sha, char *out, size_t cap, dlm_err *e);

@@ -24,8 +24,8 @@ int run_inert_notes(const doc_training *t, inert_note_fn fn, void *ctx)
          t->gate.cold_start_floor != d.gate.cold_start_floor || t->gate.lr != d.gate.lr ||
          t->gate.entropy_lambda != d.gate.entropy_lambda))
         NOTE("training.gate: keys are set but training.gate.enabled is false; no gate is trained");
-    if (t->audio.auto_resample != d.audio.auto_resample)
-        NOTE("training.audio: audio sections are not trained (dlm trains text bases only)");
+    /* training.audio.auto_resample acts: media/ingest_audio.c resamples
+     * clips whose rate is not the base's instead of refusing them */
 #undef NOTE
     return n;
 }

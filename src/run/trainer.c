@@ -17,6 +17,7 @@
 #include "run/dist.h"
 #include "kern/cpu.h"
 #include "kern/kern.h"
+#include "media/audio.h"
 #include "media/ingest.h"
 #include "weights/base.h"
 #include "store/metrics.h"
@@ -421,14 +422,16 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
     if (!R->doc) goto out;
     /* a vision-language base takes image files from training.sources as
      * image sections; a text base skips them (doc/sources.h) */
-    int vl = 0;
+    int vl = 0, al = 0;
     {
         const char *spec0 = o->base_override ? o->base_override : doc_fm(R->doc)->base_model;
         base_ref b0;
         dlm_err ignore;
-        vl = !registry_parse_base(spec0, &b0, &ignore) && b0.kind == BASE_REGISTRY && b0.entry->modality == REG_VISION;
+        int reg = !registry_parse_base(spec0, &b0, &ignore) && b0.kind == BASE_REGISTRY;
+        vl = reg && b0.entry->modality == REG_VISION;
+        al = reg && b0.entry->modality == REG_AUDIO;   /* audio clips likewise (docs/audio.md) */
     }
-    if (doc_expand_sources_images(R->doc, vl, e)) goto out;   /* training.sources → sections (doc/sources.h) */
+    if (doc_expand_sources_media(R->doc, vl, al, e)) goto out;   /* training.sources → sections (doc/sources.h) */
     /* named adapters (§3.9): this run sees only the sections routed to its
      * adapter, with that adapter's LoRA config (doc/route.c) */
     if (o->adapter || doc_fm(R->doc)->training.adapters) {
@@ -453,9 +456,10 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
             err_hint(e, "set base_model: paligemma-3b-mix-224 or qwen2-vl-2b-instruct (dlm init --multimodal), or remove the section");
             goto out;
         }
-        if (s->type == DOC_AUDIO) {
-            err_at(e, "ModalityError", o->doc_path, s->line, 1, "audio sections cannot be trained: dlm does not ingest audio yet");
-            err_hint(e, "remove the section or move its transcript into prose");
+        if (s->type == DOC_AUDIO && !al) {
+            err_at(e, "ModalityError", o->doc_path, s->line, 1, "audio section '%s' needs an audio-language registry base; %s is not one",
+                   s->media_path, R->base_spec);
+            err_hint(e, "set base_model: qwen2-audio-7b-instruct (dlm init --audio), or remove the section");
             goto out;
         }
     }
@@ -493,6 +497,19 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
         err_set(e, "ModalityError", "%s: %d image(s) checked and in the blob store (%d new); training on images with %s "
                 "is not built yet", o->doc_path, media_count_images(R->doc), R->lead ? ms.written : 0, R->base_spec);
         err_hint(e, "docs/images.md says what works today: image decoding, the processors' pixel values and the blob store");
+        goto out;
+    }
+    if (al && media_count_audio(R->doc)) {
+        /* the clips are checked, stored and their waveforms cached
+         * (docs/audio.md); the encoder that would train on them is not
+         * built yet */
+        media_ingest_stats ms = {0};
+        media_audio_opts ao = {AUDIO_RATE, AUDIO_MAX_SECONDS, tr->audio.auto_resample};
+        if (R->lead && media_ingest_audio(R->doc, R->store, &ao, &ms, e)) goto out;
+        err_set(e, "ModalityError", "%s: %d audio clip(s) checked and in the blob store (%d new); training on audio with %s "
+                "is not built yet", o->doc_path, media_count_audio(R->doc), R->lead ? ms.written : 0, R->base_spec);
+        err_hint(e, "docs/audio.md says what works today: decoding, resampling, the blob store, the waveform cache and "
+                    "Whisper log-mel features");
         goto out;
     }
     if (R->defer) {

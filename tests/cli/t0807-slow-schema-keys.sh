@@ -202,8 +202,19 @@ def case(key):
         else:
             effect_or_note(k, f, "adapter files", lambda f: f["cfg"], "training.gate")
     elif k == "training.audio.auto_resample":
-        f = run(doc(T("audio:\n  auto_resample: true")))
-        effect_or_note(k, f, "-", lambda f: None, "training.audio")
+        # an 8 kHz clip on the audio-language base: refused at 16 kHz
+        # without the key, resampled and ingested with it (docs/audio.md)
+        import wave
+        def audio_run(extra):
+            d = os.path.abspath("a%d" % len(extra)); os.makedirs(d, exist_ok=True)
+            w = wave.open(os.path.join(d, "c.wav"), "wb"); w.setnchannels(1); w.setsampwidth(2); w.setframerate(8000)
+            w.writeframes(b"\0\1" * 4000); w.close()
+            p = os.path.join(d, "k.dlm")
+            open(p, "w").write("---\ndlm_id: %s\ndlm_version: 15\nbase_model: qwen2-audio-7b-instruct\n%s---\n"
+                               "::audio path=\"c.wav\" transcript=\"hi\"::\n" % (ID, extra))
+            r = subprocess.run([DLM, "train", p], capture_output=True, text=True, env=dict(os.environ, DLM_HOME=d + "/home"))
+            return (r.stdout + r.stderr).strip().splitlines()[-2 if "hint:" in r.stdout + r.stderr else -1]
+        effect(k, "an 8 kHz clip's ingestion", audio_run("training:\n  audio:\n    auto_resample: true\n"), audio_run(""))
     elif k.startswith("training.adapters.*."):
         field = k.split(".")[-1]
         v = {"adapter": "lora", "lora_r": "4", "lora_alpha": "8", "lora_dropout": "0.1", "target_modules": "[q_proj]",
