@@ -154,6 +154,18 @@ int opts_parse(const cmd_spec *spec, int argc, char **argv, dlm_ctx *ctx, void *
     return 0;
 }
 
+int cmd_check_backend(const cmd_spec *spec, const char *backend)
+{
+    if (!backend || !strcmp(backend, "auto") || !strcmp(backend, "pytorch")) return 0;
+    if (!strcmp(backend, "mlx")) {
+        fprintf(stderr, "dlm: error: --backend mlx is not available: MLX is Apple's Python/Metal runtime, and dlm runs "
+                        "its own CPU kernels on every host\n"
+                        "hint: leave --backend out (or use auto or pytorch, which mean the same here)\n");
+        return EXIT_USAGE;
+    }
+    return cmd_usage_error(spec, "--backend must be auto, pytorch or mlx (got '%s')", backend);
+}
+
 void cmd_print_json(json_t *o)
 {
     strbuf sb = STRBUF_INIT;

@@ -238,7 +238,7 @@ int teacher_open(const teacher_opts *o, teacher **out, dlm_err *e)
     if (!strcmp(o->spec, "self")) {
         t->kind = T_SELF;
         if (!o->doc_path) { teacher_close(t); return err_set(e, "TeacherError", "teacher self needs a document"); }
-        target_opts to = {o->doc_path, NULL, o->home, 1, 1, NULL};
+        target_opts to = {o->doc_path, NULL, o->home, 1, 1, o->adapter_name};
         if (target_open(&to, &t->tg, e)) { teacher_close(t); return -1; }
         t->tg_open = 1;
         if (!t->tg.l) {
@@ -265,6 +265,17 @@ int teacher_open(const teacher_opts *o, teacher **out, dlm_err *e)
         t->kind = T_CLI;
         t->cmd = strdup(o->spec + 4);
         if (!t->cmd) goto oom;
+    } else if (!strncmp(o->spec, "hf:", 3) || !strncmp(o->spec, "anthropic:", 10)) {
+        /* the original's spellings; not built in dlm yet (issue 31) */
+        int hf = o->spec[0] == 'h';
+        teacher_close(t);
+        if (hf) {
+            err_set(e, "TeacherError", "teacher %s (a second local base in process) is not supported by dlm yet", o->spec);
+            return err_hint(e, "serve that base with 'dlm serve --base MODEL' (or llama-server/vLLM) and pass "
+                               "--teacher openai:http://127.0.0.1:PORT");
+        }
+        err_set(e, "TeacherError", "teacher %s (Anthropic's Messages API) is not supported by dlm yet", o->spec);
+        return err_hint(e, "use an OpenAI-compatible endpoint (--teacher openai:URL) or a program (--teacher cli:CMD)");
     } else {
         teacher_close(t);
         err_set(e, "TeacherError", "unknown teacher '%s'", o->spec);
@@ -324,6 +335,19 @@ int judge_open(const char *spec, double timeout_s, judge **out, dlm_err *e)
     int cli = !strncmp(spec, "cli:", 4);
     const char *c = cli ? spec + 4 : NULL;
     while (c && (*c == ' ' || *c == '\t')) c++;
+    if (!strcmp(spec, "sway")) {
+        /* the original's default: dlm-sway's scorer, which loads the
+         * adapter through sway's Python backend (PyTorch + PEFT) */
+        err_set(e, "JudgeUnavailableError", "--judge sway scores with the dlm-sway Python package's backend, which dlm "
+                                            "(no Python at run time) does not embed");
+        return err_hint(e, "use --judge ref (difflib ratio to the document's answer) or --judge cli:CMD (any scorer "
+                           "program, sway's included)");
+    }
+    if (!strncmp(spec, "hf:", 3)) {
+        err_set(e, "JudgeUnavailableError", "--judge %s: HF reward models (sequence-classification heads) are not "
+                                            "loaded by dlm", spec);
+        return err_hint(e, "use --judge cli:CMD with a program that scores with that model, or --judge ref");
+    }
     if (!(cli && *c) && strcmp(spec, "ref")) {
         err_set(e, "InvalidJudgeSpecError", "unknown judge '%s'", spec);
         return err_hint(e, "one of: cli:CMD (stdin {\"prompt\", \"candidate\"}, stdout {\"score\": N}), ref");

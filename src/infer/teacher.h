@@ -30,6 +30,7 @@ typedef struct teacher_opts {
     const char *doc_path;        /* self: the document */
     const char *home;            /* self: the store root */
     const char *adapter_dir;     /* self: a specific adapter version dir, NULL = current */
+    const char *adapter_name;    /* self: that adapter of training.adapters (its current version) */
     const char *model;           /* openai: "model" field (NULL = "default") */
     const char *api_key;         /* openai: Bearer token, NULL = none */
     double temp, top_p;          /* top_p 1 = off */

@@ -389,6 +389,7 @@ int run_begin_records(run *R, dlm_err *e)
     free(s);
     json_decref(b);
     if (metrics_open(R->store, &R->met, e)) return -1;
+    metrics_set_strict(R->met, R->o->strict_metrics);
     return metrics_run_start(R->met, R->run_id, R->started_at, 0, pref_phase_name(R), (int64_t)R->seed, e);
 }
 
