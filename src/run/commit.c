@@ -316,6 +316,17 @@ int run_start_or_resume(run *R, dlm_err *e)
         }
         char vn[16];
         store_version_name(v, vn, sizeof vn);
+        char pt[4500], bin[4500];
+        snprintf(pt, sizeof pt, "%s/versions/%s/training_state.pt", R->adir, vn);
+        snprintf(bin, sizeof bin, "%s/versions/%s/training_state.bin", R->adir, vn);
+        if (!fs_exists(bin) && fs_is_file(pt)) {
+            /* a version the original DocumentLanguageModel trained: its
+             * optimizer state is a torch pickle of torch.optim's layout */
+            err_set(e, "ResumeError", "%s was trained by the original DocumentLanguageModel: its optimizer state "
+                    "(training_state.pt, a PyTorch pickle) cannot be continued by dlm", vn);
+            return err_hint(e, "train on without --resume: 'dlm train %s' trains the next version after %s, "
+                               "with the replay corpus the original wrote", R->o->doc_path, vn);
+        }
         char tj[4500], what[64];
         snprintf(tj, sizeof tj, "%s/versions/%s/training_run.json", R->adir, vn);
         dlm_err je;   /* an unreadable record: the state's own checks decide */
