@@ -510,6 +510,17 @@ static int write_version(run *R, const char *tmp, dlm_err *e)
                          R->base.kind == BASE_PATH || R->base.kind == BASE_TINY ? NULL : R->revision};
     if (adapter_save(tmp, R->l, &meta, e)) return -1;
     char p[4600];
+    /* the base's tokenizer files beside the adapter, as the original's
+     * tokenizer.save_pretrained(adapter_dir) leaves them: its prompt,
+     * export and retrain load the tokenizer from the version folder */
+    static const char *const TOKF[] = {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+                                       "chat_template.jinja", "tokenizer.model"};
+    for (size_t i = 0; fs_is_dir(R->model_path) && i < sizeof TOKF / sizeof TOKF[0]; i++) {
+        char src[4400];
+        snprintf(src, sizeof src, "%s/%s", R->model_path, TOKF[i]);
+        snprintf(p, sizeof p, "%s/%s", tmp, TOKF[i]);
+        if (fs_is_file(src) && fs_copy_file(src, p, e)) return -1;
+    }
     train_state s = make_state(R, R->steps_done);
     snprintf(p, sizeof p, "%s/training_state.bin", tmp);
     if (state_save_buf(p, &s, &R->ckbuf, e)) return -1;
