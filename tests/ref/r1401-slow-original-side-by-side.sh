@@ -14,7 +14,8 @@
 #      corpus;
 #   2. dlm trains; the original's own loaders accept dlm's dlm.lock and
 #      replay corpus (pydantic schemas with extra="forbid", cbor2), the
-#      original shows the store, prompts dlm's greedy answer, packs it, and
+#      original shows the store, prompts dlm's greedy answer, unpacks dlm's
+#      pack, packs the store (dlm verifies and unpacks that pack), and
 #      retrains v0002 on top of dlm's v0001.
 set -euo pipefail
 : "${DLM:?}" "${DLM_SRC:?}"
@@ -128,8 +129,17 @@ PYEOF
 "$O" show b.dlm > o-show2.txt 2>&1 || fail "original show: $(tail -5 o-show2.txt)"
 grep -q "adapter: *v0001" o-show2.txt || fail "original show: $(cat o-show2.txt)"
 same_answer b.dlm
+# packs both ways: the original unpacks dlm's, dlm verifies (unsigned: exit
+# 1, as the original's verify) and unpacks the original's
+"$DLM" pack b.dlm --out d.dlm.pack > /dev/null || fail "dlm pack"
+DLM_HOME="$T/h5" "$O" unpack d.dlm.pack --out u5 > o-unpack.txt 2>&1 || fail "original unpack of dlm's pack: $(tail -3 o-unpack.txt)"
+DLM_HOME="$T/h5" "$O" show u5/b.dlm > o-show5.txt 2>&1 && grep -q "adapter: *v0001" o-show5.txt || fail "original show of the unpacked store: $(tail -5 o-show5.txt)"
 "$O" pack b.dlm > o-pack.txt 2>&1 || fail "original pack: $(tail -3 o-pack.txt)"
 [ -s b.dlm.pack ] || fail "no pack"
+rc=0; "$DLM" verify b.dlm.pack 2> v.err || rc=$?
+[ $rc = 1 ] && grep -q "holds no provenance.json" v.err || fail "dlm verify of the original's unsigned pack: rc $rc $(cat v.err)"
+DLM_HOME="$T/h6" "$DLM" unpack b.dlm.pack --out u6 > /dev/null || fail "dlm unpack of the original's pack"
+DLM_HOME="$T/h6" "$DLM" show u6/b.dlm > d-show6.txt && grep -q "adapter *v0001" d-show6.txt || fail "dlm show of the unpacked store: $(cat d-show6.txt)"
 doc b.dlm "$B" no-qa
 "$O" train b.dlm --max-steps 2 > o-train2.log 2>&1 || fail "original retrain on dlm's store: $(tail -5 o-train2.log)"
 [ -f "$S/adapter/versions/v0002/adapter_model.safetensors" ] || fail "the original wrote no v0002"
