@@ -4,6 +4,7 @@
 # reason. prompt/repl/preference --backend auto|pytorch (mlx refused),
 # synth preferences = preference mine, preference mine --adapter NAME,
 # --judge sway / hf: refused, synth --teacher hf: / anthropic: refused,
+# push/pull hf:org/repo refused,
 # export --target mlx-serve (mlx-lm's adapter layout, checked against the
 # store's PEFT tensors by the original's conversion rules, written here in
 # Python), export --draft/--no-draft (the original's draft comments),
@@ -86,6 +87,12 @@ for t in hf:Qwen/Qwen2.5-0.5B-Instruct anthropic:claude-3-5-haiku; do
     rc=0; "$DLM" synth instructions flat.dlm --teacher "$t" 2> err.txt || rc=$?
     [ $rc = 1 ] && grep -q "teacher $t .* is not supported by dlm yet" err.txt && grep -q "^hint:" err.txt || fail "teacher $t: rc $rc $(cat err.txt)"
 done
+
+# --- push / pull hf:org/repo: refused with the reason ---------------------------------
+rc=0; "$DLM" pull hf:org/repo 2> err.txt || rc=$?
+[ $rc = 1 ] && grep -q "pulling from the Hugging Face hub (hf:) is not supported" err.txt && grep -q "^hint:" err.txt || fail "pull hf: rc $rc $(cat err.txt)"
+rc=0; "$DLM" push flat.dlm --to hf:org/repo 2> err.txt || rc=$?
+[ $rc = 1 ] && grep -q "pushing to the Hugging Face hub (hf:) is not supported" err.txt || fail "push hf: rc $rc $(cat err.txt)"
 
 # --- export --target mlx-serve, --draft / --no-draft ---------------------------------
 write_doc q.dlm 1
