@@ -37,7 +37,7 @@ typedef struct preference_args {
 
 static const opt OPTS[] = {
     {"samples", 0, OPT_INT, offsetof(preference_args, samples), "N", "answers sampled per question (>= 2, default 4)"},
-    {"judge", 0, OPT_STR, offsetof(preference_args, judge), "J", "cli:CMD (stdin {prompt, candidate}, stdout {score}) or ref (default); sway and hf: are refused"},
+    {"judge", 0, OPT_STR, offsetof(preference_args, judge), "J", "cli:CMD (stdin {prompt, candidate}, stdout {score}), ref (default) or sway (the adapter's log-probability); hf: is refused"},
     {"threshold", 0, OPT_DOUBLE, offsetof(preference_args, threshold), "M", "smallest score margin kept (default 0.1)"},
     {"max-pairs", 0, OPT_INT, offsetof(preference_args, max_pairs), "N", "mine at most N triples (default: no limit)"},
     {"max-new-tokens", 0, OPT_INT, offsetof(preference_args, max_new), "N", "answer length limit (default 256)"},
@@ -54,7 +54,7 @@ static const opt OPTS[] = {
 };
 
 const cmd_spec spec_preference = {
-    "preference", "mine PATH [--samples 4] [--judge cli:CMD|ref] [--threshold M] [--max-pairs N] [--temp 0.7]\n"
+    "preference", "mine PATH [--samples 4] [--judge cli:CMD|ref|sway] [--threshold M] [--max-pairs N] [--temp 0.7]\n"
                   "         [--top-p P] [--apply]\n"
                   "       dlm preference apply|revert|list PATH",
     "mine preference triples from the trained adapter's own answers",
@@ -96,7 +96,7 @@ static int cmd_mine(dlm_ctx *ctx, const preference_args *a, const char *path)
         return cmd_usage_error(&spec_preference, "--judge cannot contain '\"' or newlines (it is written into the marker)");
     dlm_err e;
     err_clear(&e);
-    judge *probe;   /* a judge dlm cannot run (sway, hf:) is refused before any work */
+    judge *probe;   /* a judge dlm cannot run (hf:) is refused before any work */
     if (judge_open(a->judge, a->timeout, &probe, &e)) return cmd_fail(ctx, &e);
     judge_close(probe);
     dlm_doc *d = doc_load(path, &e);
@@ -140,7 +140,8 @@ static int cmd_mine(dlm_ctx *ctx, const preference_args *a, const char *path)
     char **cand = calloc((size_t)a->samples, sizeof *cand);
     double *score = calloc((size_t)a->samples, sizeof *score);
     if (!cand || !score) { err_set(&e, "MemoryError", "out of memory"); goto fail; }
-    if (judge_open(a->judge, a->timeout, &jg, &e) || teacher_open(&to, &t, &e)) goto fail;
+    if (judge_open(a->judge, a->timeout, &jg, &e) || teacher_open(&to, &t, &e) || judge_bind_teacher(jg, t, &e))
+        goto fail;
     double th = isnan(a->threshold) ? judge_default_threshold(jg) : a->threshold;
     char now[32];
     time_iso_utc(time_now(), now, sizeof now);

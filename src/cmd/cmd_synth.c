@@ -149,7 +149,8 @@ static int cmd_instructions(dlm_ctx *ctx, const synth_args *a, const char *path)
     judge *jg = NULL;
     plan p = {.items = json_array()};
     int rc = EXIT_FAIL;
-    if (teacher_open(&to, &t, &e) || (a->judge && judge_open(a->judge, 30, &jg, &e))) goto fail;
+    if (teacher_open(&to, &t, &e) || (a->judge && (judge_open(a->judge, 30, &jg, &e) || judge_bind_teacher(jg, t, &e))))
+        goto fail;
     char now[32];
     time_iso_utc(time_now(), now, sizeof now);
     strcat(now, "Z");

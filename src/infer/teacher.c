@@ -327,7 +327,71 @@ void teacher_close(teacher *t)
 struct judge {
     char *spec, *cmd;
     double timeout_s;
+    int sway;               /* the original's default judge (judge_bind_teacher) */
+    teacher *self;          /* sway: the self teacher whose base + adapter score */
 };
+
+/* The original's sway judge (preference/judge.py SwayJudge over dlm-sway's
+ * HF backend logprob_of): the summed log-probability of the tokens that
+ * prompt + candidate adds after prompt's own tokens (each text tokenized
+ * whole, special tokens as the tokenizer adds them), under base + adapter,
+ * divided by max(1, characters(candidate) / 4). */
+static int sway_score(teacher *t, const char *prompt, const char *cand, double *score, dlm_err *e)
+{
+    infer_target *T = &t->tg;
+    tok_ids p = {0}, f = {0};
+    session *s = NULL;
+    float *logits = NULL;
+    int rc = -1;
+    size_t pl = strlen(prompt), cl = strlen(cand);
+    char *full = malloc(pl + cl + 1);
+    if (!full) return err_set(e, "MemoryError", "out of memory");
+    memcpy(full, prompt, pl);
+    memcpy(full + pl, cand, cl + 1);
+    if (tok_encode_append(T->t, prompt, pl, TOK_PARSE_SPECIAL | TOK_ADD_SPECIAL, &p, e) ||
+        tok_encode_append(T->t, full, pl + cl, TOK_PARSE_SPECIAL | TOK_ADD_SPECIAL, &f, e))
+        goto out;
+    if (f.n <= p.n || p.n < 1) {
+        err_set(e, "JudgeInvocationError", "sway judge: the candidate tokenized to zero tokens");
+        goto out;
+    }
+    int V = T->m->cfg.vocab, n = (int)f.n;
+    if (session_create(T->m, T->l, n, 256, &s, e)) goto out;
+    logits = malloc((size_t)n * (size_t)V * sizeof *logits);
+    if (!logits) { err_set(e, "MemoryError", "out of memory"); goto out; }
+    if (session_eval(s, f.v, n, logits, 1, e)) goto out;
+    double sum = 0;
+    for (int i = (int)p.n - 1; i + 1 < n; i++) {
+        const float *lg = logits + (size_t)i * (size_t)V;
+        float mx = lg[0];
+        for (int k = 1; k < V; k++) if (lg[k] > mx) mx = lg[k];
+        double z = 0;
+        for (int k = 0; k < V; k++) z += exp((double)(lg[k] - mx));
+        sum += (double)(lg[f.v[i + 1]] - mx) - log(z);
+    }
+    size_t chars = 0;   /* Python's len(): code points */
+    for (const unsigned char *c = (const unsigned char *)cand; *c; c++) chars += (*c & 0xC0) != 0x80;
+    *score = sum / (double)(chars / 4 > 1 ? chars / 4 : 1);
+    rc = 0;
+out:
+    free(logits);
+    session_free(s);
+    tok_ids_free(&p);
+    tok_ids_free(&f);
+    free(full);
+    return rc;
+}
+
+int judge_bind_teacher(judge *j, teacher *t, dlm_err *e)
+{
+    if (!j || !j->sway) return 0;
+    if (!t || t->kind != T_SELF || !t->tg.l) {
+        err_set(e, "JudgeUnavailableError", "the sway judge scores with the document's trained adapter");
+        return err_hint(e, "use it with the self teacher (preference mine, or synth --teacher self)");
+    }
+    j->self = t;
+    return 0;
+}
 
 int judge_open(const char *spec, double timeout_s, judge **out, dlm_err *e)
 {
@@ -335,35 +399,34 @@ int judge_open(const char *spec, double timeout_s, judge **out, dlm_err *e)
     int cli = !strncmp(spec, "cli:", 4);
     const char *c = cli ? spec + 4 : NULL;
     while (c && (*c == ' ' || *c == '\t')) c++;
-    if (!strcmp(spec, "sway")) {
-        /* the original's default: dlm-sway's scorer, which loads the
-         * adapter through sway's Python backend (PyTorch + PEFT) */
-        err_set(e, "JudgeUnavailableError", "--judge sway scores with the dlm-sway Python package's backend, which dlm "
-                                            "(no Python at run time) does not embed");
-        return err_hint(e, "use --judge ref (difflib ratio to the document's answer) or --judge cli:CMD (any scorer "
-                           "program, sway's included)");
-    }
     if (!strncmp(spec, "hf:", 3)) {
         err_set(e, "JudgeUnavailableError", "--judge %s: HF reward models (sequence-classification heads) are not "
                                             "loaded by dlm", spec);
         return err_hint(e, "use --judge cli:CMD with a program that scores with that model, or --judge ref");
     }
-    if (!(cli && *c) && strcmp(spec, "ref")) {
+    int sway = !strcmp(spec, "sway");
+    if (!(cli && *c) && strcmp(spec, "ref") && !sway) {
         err_set(e, "InvalidJudgeSpecError", "unknown judge '%s'", spec);
-        return err_hint(e, "one of: cli:CMD (stdin {\"prompt\", \"candidate\"}, stdout {\"score\": N}), ref");
+        return err_hint(e, "one of: cli:CMD (stdin {\"prompt\", \"candidate\"}, stdout {\"score\": N}), ref, sway");
     }
     judge *j = calloc(1, sizeof *j);
-    if (!j || !(j->spec = strdup(spec)) || (cli && !(j->cmd = strdup(c)))) {
+    /* sway's marker name is the original's */
+    if (!j || !(j->spec = strdup(sway ? "sway:preference_judge" : spec)) || (cli && !(j->cmd = strdup(c)))) {
         judge_close(j);
         return err_set(e, "MemoryError", "out of memory");
     }
     j->timeout_s = timeout_s > 0 ? timeout_s : 30;
+    j->sway = sway;
     *out = j;
     return 0;
 }
 
 int judge_score(judge *j, const char *prompt, const char *candidate, const char *reference, double *score, dlm_err *e)
 {
+    if (j->sway) {
+        if (!j->self) return err_set(e, "JudgeUnavailableError", "the sway judge has no adapter to score with");
+        return sway_score(j->self, prompt, candidate, score, e);
+    }
     if (!j->cmd) {
         double r = synth_ratio(candidate, reference ? reference : "");
         if (r < 0) return err_set(e, "MemoryError", "out of memory");

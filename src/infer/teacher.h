@@ -16,7 +16,12 @@
  *                 {"prompt", "candidate"} and stdout must be a JSON object
  *                 {"score": number, "reasoning"?: string};
  *   ref           the candidate's difflib ratio to the section's reference
- *                 answer (no program needed). */
+ *                 answer (no program needed);
+ *   sway          the original's default (dlm-sway's preference judge): the
+ *                 candidate's log-probability after the prompt under the
+ *                 document's base + adapter, per 4 characters; it needs the
+ *                 self teacher (judge_bind_teacher). Named
+ *                 "sway:preference_judge" in markers, as the original. */
 #ifndef DLM_TEACHER_H
 #define DLM_TEACHER_H
 
@@ -54,6 +59,8 @@ int judge_open(const char *spec, double timeout_s, judge **out, dlm_err *e);
 int judge_score(judge *j, const char *prompt, const char *candidate, const char *reference, double *score,
                 dlm_err *e);
 const char *judge_name(const judge *j);
+/* sway: score with t (a self teacher, open); a no-op for other judges. */
+int judge_bind_teacher(judge *j, teacher *t, dlm_err *e);
 /* The margin below which a pair is not worth keeping (the original's 0.1). */
 double judge_default_threshold(const judge *j);
 void judge_close(judge *j);

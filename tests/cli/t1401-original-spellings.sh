@@ -3,7 +3,7 @@
 # (issue 31, item 4): each is accepted and acts, or is refused with the
 # reason. prompt/repl/preference --backend auto|pytorch (mlx refused),
 # synth preferences = preference mine, preference mine --adapter NAME,
-# --judge sway / hf: refused, synth --teacher hf: / anthropic: refused,
+# --judge sway (the adapter's log-probability) and hf: (refused), synth --teacher hf: / anthropic: refused,
 # push/pull hf:org/repo refused,
 # export --target mlx-serve (mlx-lm's adapter layout, checked against the
 # store's PEFT tensors by the original's conversion rules, written here in
@@ -71,16 +71,22 @@ rc=0; "$DLM" synth preferences named.dlm --adapter sql --samples 1 2> err.txt ||
 [ $rc = 2 ] && grep -q "samples must be 2..64" err.txt || fail "synth preferences --samples: rc $rc $(cat err.txt)"
 rc=0; "$DLM" synth preferences flat.dlm 2> err.txt || rc=$?
 [ $rc = 1 ] && grep -q "has no training run to mine" err.txt || fail "synth preferences untrained: rc $rc $(cat err.txt)"
-for j in sway hf:OpenAssistant/reward-model-deberta-v3-large; do
-    rc=0; "$DLM" preference mine flat.dlm --judge "$j" 2> err.txt || rc=$?
-    [ $rc = 1 ] && grep -q "JudgeUnavailableError\|^dlm: error: --judge" err.txt && grep -q "^hint: use --judge" err.txt || fail "judge $j: rc $rc $(cat err.txt)"
-done
+rc=0; "$DLM" preference mine flat.dlm --judge hf:OpenAssistant/reward-model-deberta-v3-large 2> err.txt || rc=$?
+[ $rc = 1 ] && grep -q "HF reward models" err.txt && grep -q "^hint: use --judge" err.txt || fail "judge hf: rc $rc $(cat err.txt)"
+# sway scores with the adapter: a cli teacher has none
+rc=0; "$DLM" synth instructions flat.dlm --teacher "cli:cat" --filter judge --judge sway 2> err.txt || rc=$?
+[ $rc = 1 ] && grep -q "the sway judge scores with the document's trained adapter" err.txt || fail "sway + cli teacher: rc $rc $(cat err.txt)"
 rc=0; "$DLM" preference mine flat.dlm --backend mlx 2> err.txt || rc=$?
 [ $rc = 2 ] && grep -q "backend mlx is not available" err.txt || fail "preference mlx: rc $rc"
 "$DLM" train named.dlm --max-steps 1 > /dev/null 2>&1 || fail "train named"
 "$DLM" synth preferences named.dlm --adapter sql --backend pytorch --judge ref --samples 2 --temp 1.5 \
     --max-new-tokens 6 --json > mine.json 2> err.txt || [ $? = 2 ] || fail "mine --adapter sql: $(cat err.txt)"
 $PY -c 'import json; o = json.load(open("mine.json")); assert o["prompts"] == 1, o' || fail "mine --adapter: $(cat mine.json)"
+# the original's default judge (its scores are checked against the original in tests/ref/r1401)
+"$DLM" preference mine named.dlm --adapter sql --judge sway --samples 3 --temp 1.5 --threshold 0 \
+    --max-new-tokens 6 --json > mine.json 2> err.txt || fail "mine --judge sway: $(cat err.txt)"
+$PY -c 'import json; o = json.load(open("mine.json")); assert o["triples"] and all(t["judge_name"] == "sway:preference_judge" and t["judge_score_chosen"] > t["judge_score_rejected"] for t in o["triples"]), o' ||
+    fail "mine --judge sway: $(cat mine.json)"
 
 # --- synth --teacher hf: / anthropic: ---------------------------------------------
 for t in hf:Qwen/Qwen2.5-0.5B-Instruct anthropic:claude-3-5-haiku; do

@@ -14,7 +14,8 @@
 #      corpus;
 #   2. dlm trains; the original's own loaders accept dlm's dlm.lock and
 #      replay corpus (pydantic schemas with extra="forbid", cbor2), the
-#      original shows the store, prompts dlm's greedy answer, unpacks dlm's
+#      original shows the store, prompts dlm's greedy answer, scores dlm's
+#      `preference mine --judge sway` pairs as dlm did, unpacks dlm's
 #      pack, packs the store (dlm verifies and unpacks that pack), and
 #      retrains v0002 on top of dlm's v0001.
 set -euo pipefail
@@ -129,6 +130,23 @@ PYEOF
 "$O" show b.dlm > o-show2.txt 2>&1 || fail "original show: $(tail -5 o-show2.txt)"
 grep -q "adapter: *v0001" o-show2.txt || fail "original show: $(cat o-show2.txt)"
 same_answer b.dlm
+# the original's default preference judge: dlm's `--judge sway` scores are
+# the original's SwayJudge (dlm-sway's HF backend) scores of the same pairs
+"$DLM" preference mine b.dlm --judge sway --samples 3 --temp 1.5 --max-new-tokens 6 --threshold 0 --json \
+    > mine.json 2> mine.err || fail "dlm preference mine --judge sway: $(cat mine.err)"
+"$PY" - <<'PYEOF' || fail "dlm's sway judge scores differ from the original's SwayJudge"
+import json
+from pathlib import Path
+from dlm.preference.judge import SwayJudge
+tr = json.load(open("mine.json"))["triples"]
+assert tr, "no triples"
+j = SwayJudge(Path("b.dlm"))
+for t in tr:
+    assert t["judge_name"] == "sway:preference_judge", t
+    ps = j.score_pair(t["prompt"], t["chosen"], t["rejected"])
+    for a, b in ((ps.score_a, t["judge_score_chosen"]), (ps.score_b, t["judge_score_rejected"])):
+        assert abs(a - b) <= 1e-4 * max(1.0, abs(a)), (a, b, t)
+PYEOF
 # packs both ways: the original unpacks dlm's, dlm verifies (unsigned: exit
 # 1, as the original's verify) and unpacks the original's
 "$DLM" pack b.dlm --out d.dlm.pack > /dev/null || fail "dlm pack"
