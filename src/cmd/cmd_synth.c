@@ -35,7 +35,7 @@ typedef struct synth_args {
 } synth_args;
 
 static const opt OPTS[] = {
-    {"teacher", 0, OPT_STR, offsetof(synth_args, teacher), "T", "self (the document's adapter), openai:URL or cli:CMD (default self); hf: and anthropic: are refused"},
+    {"teacher", 0, OPT_STR, offsetof(synth_args, teacher), "T", "self (the document's adapter), openai:URL, vllm-server:URL or cli:CMD (default self); hf: and anthropic: are refused"},
     {"per-section", 0, OPT_INT, offsetof(synth_args, per_section), "N", "pairs asked for per prose section and strategy (default 3)"},
     {"strategy", 0, OPT_STR, offsetof(synth_args, strategy), "S", "extraction, expansion or both (default extraction)"},
     {"filter", 0, OPT_STR, offsetof(synth_args, filter), "F", "dedup-only (default), none, or judge (with --judge)"},
@@ -46,7 +46,7 @@ static const opt OPTS[] = {
     {"temp", 0, OPT_DOUBLE, offsetof(synth_args, temp), "T", "teacher temperature (default 0.0)"},
     {"top-p", 0, OPT_DOUBLE, offsetof(synth_args, top_p), "P", "teacher top-p (default 1 = off)"},
     {"seed", 0, OPT_INT, offsetof(synth_args, seed), "N", "sampling seed (default 42)"},
-    {"model", 0, OPT_STR, offsetof(synth_args, model), "NAME", "openai: the model name sent (default \"default\")"},
+    {"model", 0, OPT_STR, offsetof(synth_args, model), "NAME", "openai: the model name sent (default \"default\"; vllm-server: the server's first)"},
     {"timeout", 0, OPT_DOUBLE, offsetof(synth_args, timeout), "S", "openai/cli: seconds per request (default 300)"},
     {"threads", 0, OPT_THREADS, offsetof(synth_args, threads), "N", "self: compute threads (default: all cores)"},
     {"apply", 0, OPT_FLAG, offsetof(synth_args, apply), NULL, "write the sections into the document now"},

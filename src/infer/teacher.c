@@ -28,6 +28,8 @@ typedef enum { T_SELF, T_OPENAI, T_CLI } tkind;
 struct teacher {
     tkind kind;
     char *spec, *url, *cmd;
+    int vllm;               /* vllm-server:URL, the original's spelling: the model is asked for */
+    char *model_id;         /* ... and kept here */
     teacher_opts o;
     infer_target tg;
     int tg_open;
@@ -109,10 +111,46 @@ static size_t on_body(char *p, size_t sz, size_t n, void *ud)
     return sz * n;
 }
 
+/* vllm-server:URL without --model: the first model the server lists
+ * (GET <root>/v1/models, data[0].id), as the original's teacher asks */
+static int fetch_model_id(teacher *t, dlm_err *e)
+{
+    strbuf url = STRBUF_INIT, resp = STRBUF_INIT;
+    size_t n = strlen(t->url) - strlen("/chat/completions");   /* t->url ends so (teacher_open) */
+    sb_append(&url, t->url, n);
+    sb_puts(&url, "/models");
+    CURL *c = curl_easy_init();
+    int rc = -1;
+    long code = 0;
+    if (!c || url.oom) { err_set(e, "MemoryError", "out of memory"); goto out; }
+    curl_easy_setopt(c, CURLOPT_URL, sb_str(&url));
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &resp);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)((t->o.timeout_s > 0 ? t->o.timeout_s : 300) * 1000));
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    CURLcode cr = curl_easy_perform(c);
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+    json_t *j = cr == CURLE_OK && code == 200 ? json_loadb(resp.buf ? resp.buf : "", resp.len, 0, NULL) : NULL;
+    const char *id = jget_str(json_array_get(json_object_get(j, "data"), 0), "id");
+    if (id && (t->model_id = strdup(id))) rc = 0;
+    else {
+        err_set(e, "TeacherError", "vllm-server teacher could not query models from %s: %s", sb_str(&url),
+                cr != CURLE_OK ? curl_easy_strerror(cr) : code != 200 ? "HTTP error" : "no data[0].id");
+        err_hint(e, "name the model with --model NAME");
+    }
+    json_decref(j);
+out:
+    if (c) curl_easy_cleanup(c);
+    sb_free(&url);
+    sb_free(&resp);
+    return rc;
+}
+
 static int openai_ask(teacher *t, const char *system, const char *user, int sample, char **reply, dlm_err *e)
 {
+    if (t->vllm && !t->o.model && !t->model_id && fetch_model_id(t, e)) return -1;
     json_t *req = json_pack("{s:s, s:[{s:s, s:s}, {s:s, s:s}], s:f, s:i, s:I}", "model",
-                            t->o.model ? t->o.model : "default", "messages", "role", "system", "content", system,
+                            t->o.model ? t->o.model : t->model_id ? t->model_id : "default", "messages", "role", "system", "content", system,
                             "role", "user", "content", user, "temperature", t->o.temp, "max_tokens",
                             t->o.max_new_tokens, "seed", (json_int_t)(t->o.seed + (uint64_t)sample));
     if (!req) return err_set(e, "MemoryError", "out of memory");
@@ -246,12 +284,16 @@ int teacher_open(const teacher_opts *o, teacher **out, dlm_err *e)
             err_set(e, "TeacherError", "teacher self needs a trained adapter; %s has none", o->doc_path);
             return err_hint(e, "train first (dlm train %s), or use --teacher openai:URL or cli:CMD", o->doc_path);
         }
-    } else if (!strncmp(o->spec, "openai:", 7) && o->spec[7]) {
+    } else if ((!strncmp(o->spec, "openai:", 7) && o->spec[7]) || (!strncmp(o->spec, "vllm-server:", 12) && o->spec[12])) {
         t->kind = T_OPENAI;
-        const char *u = o->spec + 7;
+        t->vllm = o->spec[0] == 'v';
+        const char *u = o->spec + (t->vllm ? 12 : 7);
         if (strncmp(u, "http://", 7) && strncmp(u, "https://", 8)) {
+            int vllm = t->vllm;
             teacher_close(t);
-            return err_set(e, "TeacherError", "openai:URL needs an http:// or https:// URL, got '%s'", u);
+            err_set(e, "TeacherError", "%s needs an http:// or https:// URL, got '%s'", vllm ? "vllm-server:URL" : "openai:URL", u);
+            return vllm ? -1 : err_hint(e, "the original's openai:MODEL (OpenAI's API) is --teacher "
+                                           "openai:https://api.openai.com/v1 --model MODEL here");
         }
         strbuf sb = STRBUF_INIT;
         size_t n = strlen(u);
@@ -319,6 +361,7 @@ void teacher_close(teacher *t)
     free(t->spec);
     free(t->url);
     free(t->cmd);
+    free(t->model_id);
     free(t);
 }
 

@@ -6,6 +6,8 @@
  *   openai:URL    any OpenAI-compatible chat-completions server (dlm's own,
  *                 llama-server, vLLM): URL is the server root, the /v1 root
  *                 or the full .../chat/completions address;
+ *   vllm-server:URL  the original's spelling of the same; without a model
+ *                 name it asks the server for its first (GET .../v1/models);
  *   cli:CMD       a program run through /bin/sh: stdin gets one JSON object
  *                 {"system", "prompt", "max_new_tokens", "temperature",
  *                 "top_p", "seed"}, stdout is the reply text.

@@ -4,7 +4,8 @@
 # reason. prompt/repl/preference --backend auto|pytorch (mlx refused),
 # synth preferences = preference mine, preference mine --adapter NAME,
 # --judge sway (the adapter's log-probability) and hf: (refused), synth --teacher hf: / anthropic: refused,
-# push/pull hf:org/repo refused,
+# push/pull hf:org/repo refused, synth --teacher vllm-server:URL (the
+# server's first model, asked at /v1/models) and openai:MODEL (a hint),
 # export --target mlx-serve (mlx-lm's adapter layout, checked against the
 # store's PEFT tensors by the original's conversion rules, written here in
 # Python), export --draft/--no-draft (the original's draft comments),
@@ -93,6 +94,31 @@ for t in hf:Qwen/Qwen2.5-0.5B-Instruct anthropic:claude-3-5-haiku; do
     rc=0; "$DLM" synth instructions flat.dlm --teacher "$t" 2> err.txt || rc=$?
     [ $rc = 1 ] && grep -q "teacher $t .* is not supported by dlm yet" err.txt && grep -q "^hint:" err.txt || fail "teacher $t: rc $rc $(cat err.txt)"
 done
+
+# --- synth --teacher vllm-server:URL: the model is the server's first ------------------
+printf '[{"question": "Where is Berlin?", "answer": "In Germany."}]\n' > reply.txt
+$PY "$DLM_SRC/tests/cli/helpers/openai_standin.py" req.log reply.txt > port.txt &
+SRV=$!
+trap 'kill $SRV 2>/dev/null || true; rm -rf "$T"' EXIT
+for _ in $(seq 600); do [ -s port.txt ] && break; sleep 0.1; done
+port=$(cat port.txt)
+[ -n "$port" ] || fail "the stand-in server did not start"
+cp flat.dlm v.dlm
+"$DLM" synth instructions v.dlm --teacher "vllm-server:http://127.0.0.1:$port" --per-section 1 --json > v.json 2> err.txt ||
+    fail "vllm-server teacher: $(cat err.txt)"
+$PY - <<'PYEOF' || fail "vllm-server requests: $(cat req.log)"
+import json
+reqs = [json.loads(l) for l in open("req.log")]
+assert reqs[0]["path"] == "/v1/models" and reqs[0]["body"] is None, reqs[0]
+posts = [r for r in reqs if r["body"]]
+assert posts and all(r["path"] == "/v1/chat/completions" and r["body"]["model"] == "standin-model" for r in posts), posts
+o = json.load(open("v.json"))
+assert [p["question"] for p in o["pairs"]] == ["Where is Berlin?"], o
+assert all(p["synth_teacher"].startswith("vllm-server:") for p in o["pairs"]), o
+PYEOF
+kill $SRV 2>/dev/null || true
+rc=0; "$DLM" synth instructions flat.dlm --teacher openai:gpt-4o-mini 2> err.txt || rc=$?
+[ $rc = 1 ] && grep -q "^hint: the original's openai:MODEL" err.txt || fail "openai:MODEL: rc $rc $(cat err.txt)"
 
 # --- push / pull hf:org/repo: refused with the reason ---------------------------------
 rc=0; "$DLM" pull hf:org/repo 2> err.txt || rc=$?
