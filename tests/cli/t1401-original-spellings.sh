@@ -193,6 +193,18 @@ grep -q "warning: metrics.sqlite: a steps row: steps refused by the test; traini
 rc=0; "$DLM" train q.dlm --max-steps 1 --fresh --strict-metrics > out.txt 2> err.txt || rc=$?
 [ $rc = 1 ] && grep -q "^dlm: error: .*metrics.sqlite: a steps row: steps refused by the test" err.txt && grep -q "^hint: --strict-metrics" err.txt || fail "strict: rc $rc $(cat err.txt)"
 
+# --- the original's options dlm does not take: the reason, not "unknown option" ---------
+for c in "train flat.dlm --gpus all" "train flat.dlm --listen-rpc 127.0.0.1:7000" "train flat.dlm --max-cycles 3" \
+         "train flat.dlm --watch --repl" "train flat.dlm --skip-export-probes" "init z.dlm --multimodal" \
+         "init z.dlm --skip-export-probes" "prompt flat.dlm --image x.png" "export flat.dlm --emit-sway-json"; do
+    rc=0; "$DLM" $c 2> err.txt || rc=$?
+    set -- $c
+    opt=$(grep -o -- '--[a-z-]*' <<<"$c" | grep -v -- '--watch' | head -1)
+    [ $rc = 2 ] && grep -q "^dlm: error: $1 $opt (the original's option) is not supported: " err.txt && grep -q "^hint: " err.txt ||
+        fail "$c: rc $rc $(cat err.txt)"
+done
+[ ! -e z.dlm ] || fail "init wrote a document"
+
 # --- completion ------------------------------------------------------------------------
 "$DLM" completion bash > c.bash && bash -n c.bash || fail "bash script"
 "$DLM" completion zsh > c.zsh && "$DLM" completion fish > c.fish || fail "zsh/fish scripts"
