@@ -71,6 +71,11 @@ int cmd_usage_error(const cmd_spec *spec, const char *fmt, ...)
  * sample_check): 0 in range, else the usage error "OPTION: <knob> must be
  * in ..." is printed and 2 returned. */
 int cmd_check_sample(const cmd_spec *spec, const char *option, const char *knob, double v);
+/* The original's --backend (prompt, repl, preference mine): NULL, "auto"
+ * and "pytorch" pass (dlm has one backend, its CPU kernels, which is what
+ * the original's pytorch backend is on a CPU host); "mlx" and anything
+ * else print a usage error with the reason and return 2. */
+int cmd_check_backend(const cmd_spec *spec, const char *backend);
 /* Print e and return its exit code (e->code or 1). */
 int cmd_fail(const dlm_ctx *ctx, const dlm_err *e);
 /* o as sorted JSON and a newline on stdout (every --json), then released. */

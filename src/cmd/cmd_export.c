@@ -12,12 +12,12 @@
 #include "util/fs.h"
 
 typedef struct export_args {
-    int merged, dequantize, no_template, no_smoke, threads, offline, accept, skip_ollama, no_imatrix;
-    const char *target, *quant, *name, *out, *pre, *mix, *mix_method, *adapter;
+    int merged, dequantize, no_template, no_smoke, threads, offline, accept, skip_ollama, no_imatrix, no_draft;
+    const char *target, *quant, *name, *out, *pre, *mix, *mix_method, *adapter, *draft;
 } export_args;
 
 static const opt OPTS[] = {
-    {"target", 0, OPT_STR, offsetof(export_args, target), "T", "ollama (default), gguf (files only), llama-server or vllm"},
+    {"target", 0, OPT_STR, offsetof(export_args, target), "T", "ollama (default), gguf (files only), llama-server, vllm or mlx-serve"},
     {"quant", 0, OPT_STR, offsetof(export_args, quant), "Q", "Q4_K_M Q5_K_M Q6_K Q8_0 Q4_0 F16 BF16 F32 (default: export.default_quant, Q4_K_M)"},
     {"merged", 0, OPT_FLAG, offsetof(export_args, merged), NULL, "merge the adapter into the base (one GGUF, no adapter.gguf)"},
     {"no-imatrix", 0, OPT_FLAG, offsetof(export_args, no_imatrix), NULL, "K-quants without the importance matrix (default: calibrated on the replay corpus)"},
@@ -26,6 +26,8 @@ static const opt OPTS[] = {
     {"out", 0, OPT_STR, offsetof(export_args, out), "DIR", "write here instead of <store>/exports/<QUANT>"},
     {"no-template", 0, OPT_FLAG, offsetof(export_args, no_template), NULL, "no TEMPLATE / chat template (and no drift check)"},
     {"no-smoke", 0, OPT_FLAG, offsetof(export_args, no_smoke), NULL, "skip the one-line smoke prompt after ollama create"},
+    {"draft", 0, OPT_STR, offsetof(export_args, draft), "TAG", "ollama: name this speculative-decoding draft in the Modelfile (default: the base's pair)"},
+    {"no-draft", 0, OPT_FLAG, offsetof(export_args, no_draft), NULL, "ollama: no draft, even where the base has a pair"},
     {"skip-ollama", 0, OPT_FLAG, offsetof(export_args, skip_ollama), NULL, "write the Modelfile but do not run ollama create"},
     {"adapter", 0, OPT_STR, offsetof(export_args, adapter), "NAME", "export this adapter of training.adapters (its current version)"},
     {"adapter-mix", 0, OPT_STR, offsetof(export_args, mix), "SRC:W,...", "export a weighted mix of adapters (names, versions vNNNN or folders)"},
@@ -38,12 +40,14 @@ static const opt OPTS[] = {
 };
 
 const cmd_spec spec_export = {
-    "export", "PATH [--target ollama|gguf|llama-server|vllm] [--quant Q] [--merged] [--adapter NAME | --adapter-mix SRC:W,...] [--out DIR]",
+    "export", "PATH [--target ollama|gguf|llama-server|vllm|mlx-serve] [--quant Q] [--merged] [--adapter NAME | --adapter-mix SRC:W,...] [--out DIR]",
     "export the base and adapter as GGUF for llama.cpp and Ollama (or HF/PEFT for vLLM)",
     "Writes <store>/exports/<QUANT>/: base.<QUANT>.gguf quantized with llama.cpp's mix\n"
     "rules, adapter.gguf (a llama.cpp LoRA), export_manifest.json, and for the ollama\n"
     "target a Modelfile (then `ollama create` when ollama is installed), for\n"
-    "llama-server chat-template.jinja and llama-server_launch.sh. An unchanged base\n"
+    "llama-server chat-template.jinja and llama-server_launch.sh. --target vllm and\n"
+    "mlx-serve write exports/vllm or exports/mlx-serve instead (an adapter folder and a\n"
+    "launcher; mlx-lm's server runs on Apple Silicon). An unchanged base\n"
     "GGUF from an earlier export is reused. See docs/export.md.",
     OPTS,
 };
@@ -91,7 +95,7 @@ int cmd_export(int argc, char **argv, dlm_ctx *ctx)
     if (npos != 1) return cmd_usage_error(&spec_export, npos ? "too many arguments" : "export needs a PATH");
     int target = export_target_parse(a.target);
     if (target < 0)
-        return cmd_usage_error(&spec_export, "unknown export target '%s'; available targets: ollama, gguf, llama-server, vllm",
+        return cmd_usage_error(&spec_export, "unknown export target '%s'; available targets: ollama, gguf, llama-server, vllm, mlx-serve",
                                a.target);
     if (a.quant && !export_mix_find(a.quant))
         return cmd_usage_error(&spec_export, "unknown --quant '%s' (Q4_K_M Q5_K_M Q6_K Q8_0 Q4_0 F16 BF16 F32)", a.quant);
@@ -106,6 +110,13 @@ int cmd_export(int argc, char **argv, dlm_ctx *ctx)
     if (a.skip_ollama && target != EXPORT_TARGET_OLLAMA)
         return cmd_usage_error(&spec_export, "--skip-ollama applies to --target ollama");
     if (a.name && target != EXPORT_TARGET_OLLAMA) return cmd_usage_error(&spec_export, "--name applies to --target ollama");
+    if ((a.draft || a.no_draft) && target != EXPORT_TARGET_OLLAMA)
+        return cmd_usage_error(&spec_export, "--draft/--no-draft apply to --target ollama (the Modelfile)");
+    if (a.draft && a.no_draft) return cmd_usage_error(&spec_export, "--draft and --no-draft are mutually exclusive");
+    if (a.draft && (!*a.draft || strpbrk(a.draft, " \t\r\n`\"")))
+        return cmd_usage_error(&spec_export, "--draft expects an Ollama tag such as qwen2.5:0.5b, got '%s'", a.draft);
+    if (a.merged && target == EXPORT_TARGET_MLX_SERVE)
+        return cmd_usage_error(&spec_export, "--merged does not apply to --target mlx-serve (mlx-lm loads the base and the adapter)");
     dlm_err e;
     err_clear(&e);
     if (cmd_setup(ctx, &e)) return cmd_fail(ctx, &e);
@@ -126,7 +137,8 @@ int cmd_export(int argc, char **argv, dlm_ctx *ctx)
                      .merged = a.merged, .dequantize = a.dequantize, .no_template = a.no_template,
                      .no_smoke = a.no_smoke, .name = a.name, .out_dir = a.out, .pre_tokenizer = a.pre,
                      .offline = a.offline, .adapter_mix = a.mix, .adapter = a.adapter, .mix_method = method,
-                     .skip_ollama = a.skip_ollama, .gate_mode = gmode, .no_imatrix = a.no_imatrix};
+                     .skip_ollama = a.skip_ollama, .gate_mode = gmode, .no_imatrix = a.no_imatrix,
+                     .draft = a.draft, .no_draft = a.no_draft};
     export_result res;
     if (export_run(&o, &res, &e)) return cmd_fail(ctx, &e);
     if (!ctx->quiet) {
@@ -145,6 +157,8 @@ int cmd_export(int argc, char **argv, dlm_ctx *ctx)
                    res.mix_max_err);
         if (target == EXPORT_TARGET_VLLM)
             printf("  %s, vllm_launch.sh, vllm_config.json\n  run: %s/vllm_launch.sh\n", a.merged ? "model/ (HF format)" : "adapter/ (PEFT)", res.dir);
+        else if (target == EXPORT_TARGET_MLX_SERVE)
+            printf("  adapter/ (mlx-lm), mlx_serve_launch.sh\n  run (Apple Silicon, mlx-lm installed): %s/mlx_serve_launch.sh\n", res.dir);
         else {
             /* each file with its own tensor count */
             printf("  %s (%d tensors:", res.model_file, res.info.n_tensors);
@@ -166,6 +180,7 @@ int cmd_export(int argc, char **argv, dlm_ctx *ctx)
             printf("  %s; to load it run:\n    %s\n", a.skip_ollama ? "ollama skipped (--skip-ollama)" : "ollama is not installed", res.next_steps);
         }
         if (target == EXPORT_TARGET_LLAMA_SERVER) printf("  run: %s/llama-server_launch.sh\n", res.dir);
+        if (res.draft) printf("  draft: %s (Modelfile comments; OLLAMA_DRAFT_MODEL=%s at run time)\n", res.draft, res.draft);
     }
     return EXIT_OK;
 }

@@ -30,14 +30,14 @@
 #include "util/timeutil.h"
 
 typedef struct preference_args {
-    const char *judge, *adapter;
+    const char *judge, *adapter, *backend;
     int samples, max_pairs, max_new, seed, apply, json, threads;
     double temp, top_p, threshold, timeout;
 } preference_args;
 
 static const opt OPTS[] = {
     {"samples", 0, OPT_INT, offsetof(preference_args, samples), "N", "answers sampled per question (>= 2, default 4)"},
-    {"judge", 0, OPT_STR, offsetof(preference_args, judge), "J", "cli:CMD (stdin {prompt, candidate}, stdout {score}) or ref (default)"},
+    {"judge", 0, OPT_STR, offsetof(preference_args, judge), "J", "cli:CMD (stdin {prompt, candidate}, stdout {score}), ref (default) or sway (the adapter's log-probability); hf: is refused"},
     {"threshold", 0, OPT_DOUBLE, offsetof(preference_args, threshold), "M", "smallest score margin kept (default 0.1)"},
     {"max-pairs", 0, OPT_INT, offsetof(preference_args, max_pairs), "N", "mine at most N triples (default: no limit)"},
     {"max-new-tokens", 0, OPT_INT, offsetof(preference_args, max_new), "N", "answer length limit (default 256)"},
@@ -46,14 +46,15 @@ static const opt OPTS[] = {
     {"seed", 0, OPT_INT, offsetof(preference_args, seed), "N", "sampling seed (default 42)"},
     {"timeout", 0, OPT_DOUBLE, offsetof(preference_args, timeout), "S", "cli judge: seconds per call (default 30)"},
     {"threads", 0, OPT_THREADS, offsetof(preference_args, threads), "N", "compute threads (default: all cores)"},
-    {"adapter", 0, OPT_STR, offsetof(preference_args, adapter), "NAME", "a named adapter (training.adapters; not supported yet)"},
+    {"adapter", 0, OPT_STR, offsetof(preference_args, adapter), "NAME", "mine this adapter of training.adapters (required there)"},
+    {"backend", 0, OPT_STR, offsetof(preference_args, backend), "auto|pytorch", "the original's backend choice: both run dlm's CPU kernels; mlx is refused"},
     {"apply", 0, OPT_FLAG, offsetof(preference_args, apply), NULL, "write the triples into the document now"},
     {"json", 0, OPT_FLAG, offsetof(preference_args, json), NULL, "JSON output"},
     {0},
 };
 
 const cmd_spec spec_preference = {
-    "preference", "mine PATH [--samples 4] [--judge cli:CMD|ref] [--threshold M] [--max-pairs N] [--temp 0.7]\n"
+    "preference", "mine PATH [--samples 4] [--judge cli:CMD|ref|sway] [--threshold M] [--max-pairs N] [--temp 0.7]\n"
                   "         [--top-p P] [--apply]\n"
                   "       dlm preference apply|revert|list PATH",
     "mine preference triples from the trained adapter's own answers",
@@ -91,35 +92,57 @@ static int cmd_mine(dlm_ctx *ctx, const preference_args *a, const char *path)
         cmd_check_sample(&spec_preference, "--top-p", "top_p", a->top_p))
         return EXIT_USAGE;
     if (!isnan(a->threshold) && a->threshold < 0) return cmd_usage_error(&spec_preference, "--threshold must be >= 0");
-    if (a->adapter) return cmd_usage_error(&spec_preference, "--adapter: named adapters are not supported yet; mine the document's adapter");
+    if (cmd_check_backend(&spec_preference, a->backend)) return EXIT_USAGE;
     if (strchr(a->judge, '"') || strchr(a->judge, '\n'))
         return cmd_usage_error(&spec_preference, "--judge cannot contain '\"' or newlines (it is written into the marker)");
     dlm_err e;
     err_clear(&e);
-    char store[4096], pend[4200];
-    if (cmd_doc_store_owned(ctx, path, store, sizeof store, &e)) return cmd_fail(ctx, &e);
-    grow_pending_path(store, "preference", pend, sizeof pend);
-    int64_t run = last_run_id(store, &e);
-    if (run < 0) return cmd_fail(ctx, &e);
-    if (run == 0) {
-        err_set(&e, "PreferenceError", "%s has no training run to mine", path);
-        err_hint(&e, "train first: dlm train %s", path);
-        return cmd_fail(ctx, &e);
-    }
+    judge *probe;   /* a judge dlm cannot run (hf:) is refused before any work */
+    if (judge_open(a->judge, a->timeout, &probe, &e)) return cmd_fail(ctx, &e);
+    judge_close(probe);
     dlm_doc *d = doc_load(path, &e);
     if (!d) return cmd_fail(ctx, &e);
+    /* as the original: --adapter names one of training.adapters, which a
+     * document declaring them needs (mining samples one adapter) */
+    int ads = doc_fm(d)->training.adapters != NULL;
+    if (a->adapter && !ads) {
+        doc_free(d);
+        return cmd_usage_error(&spec_preference, "--adapter is only valid on documents that declare training.adapters");
+    }
+    if (!a->adapter && ads) {
+        doc_free(d);
+        return cmd_usage_error(&spec_preference, "%s declares training.adapters: pass --adapter NAME to pick the one to mine", path);
+    }
+    if (a->adapter && doc_adapter_index(doc_fm(d), a->adapter) < 0) {
+        doc_free(d);
+        return cmd_usage_error(&spec_preference, "--adapter '%s' is not declared in training.adapters", a->adapter);
+    }
+    char store[4096], pend[4200];
+    if (cmd_doc_store_owned(ctx, path, store, sizeof store, &e)) { doc_free(d); return cmd_fail(ctx, &e); }
+    grow_pending_path(store, "preference", pend, sizeof pend);
+    int64_t run = last_run_id(store, &e);
+    if (run <= 0) {
+        if (run == 0) {
+            err_set(&e, "PreferenceError", "%s has no training run to mine", path);
+            err_hint(&e, "train first: dlm train %s", path);
+        }
+        doc_free(d);
+        return cmd_fail(ctx, &e);
+    }
     kern_init(a->threads);
     judge *jg = NULL;
     teacher *t = NULL;
     teacher_opts to = {.spec = "self", .doc_path = path, .home = ctx->home, .temp = a->temp, .top_p = a->top_p,
-                       .max_new_tokens = a->max_new, .seed = (uint64_t)a->seed};
+                       .max_new_tokens = a->max_new, .seed = (uint64_t)a->seed,
+                       .adapter_name = a->adapter};
     json_t *items = json_array();
     mine_stats st = {0};
     int rc = EXIT_FAIL;
     char **cand = calloc((size_t)a->samples, sizeof *cand);
     double *score = calloc((size_t)a->samples, sizeof *score);
     if (!cand || !score) { err_set(&e, "MemoryError", "out of memory"); goto fail; }
-    if (judge_open(a->judge, a->timeout, &jg, &e) || teacher_open(&to, &t, &e)) goto fail;
+    if (judge_open(a->judge, a->timeout, &jg, &e) || teacher_open(&to, &t, &e) || judge_bind_teacher(jg, t, &e))
+        goto fail;
     double th = isnan(a->threshold) ? judge_default_threshold(jg) : a->threshold;
     char now[32];
     time_iso_utc(time_now(), now, sizeof now);

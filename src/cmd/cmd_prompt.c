@@ -21,7 +21,7 @@
 typedef struct prompt_args {
     int max_tokens, top_k, seed, raw, no_adapter, json, threads, offline, accept;
     double temp, top_p, min_p, repeat;
-    const char *base, *adapter, *mix, *gate;
+    const char *base, *adapter, *mix, *gate, *backend;
 } prompt_args;
 
 static const opt OPTS[] = {
@@ -42,6 +42,7 @@ static const opt OPTS[] = {
     {"offline", 0, OPT_FLAG, offsetof(prompt_args, offline), NULL, "never download the base"},
     {"i-accept-license", 0, OPT_FLAG, offsetof(prompt_args, accept), NULL, "accept a gated base's license for this run"},
     {"json", 0, OPT_FLAG, offsetof(prompt_args, json), NULL, "print {text, tokens, prompt_tokens, stop} as JSON instead of streaming"},
+    {"backend", 0, OPT_STR, offsetof(prompt_args, backend), "auto|pytorch", "the original's backend choice: both run dlm's CPU kernels; mlx is refused"},
     {0},
 };
 
@@ -96,6 +97,7 @@ int cmd_prompt(int argc, char **argv, dlm_ctx *ctx)
         if (npos == 2) query = pos[1];
         if (npos > 2) return cmd_usage_error(&spec_prompt, "too many arguments (quote the query)");
     }
+    if (cmd_check_backend(&spec_prompt, a.backend)) return EXIT_USAGE;
     if (a.max_tokens < 1) return cmd_usage_error(&spec_prompt, "--max-tokens must be >= 1");
     if ((!isnan(a.temp) && cmd_check_sample(&spec_prompt, "--temp", "temperature", a.temp)) ||
         cmd_check_sample(&spec_prompt, "--top-p", "top_p", a.top_p) ||

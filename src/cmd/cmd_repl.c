@@ -29,7 +29,7 @@
 #include "util/str.h"
 
 typedef struct repl_args {
-    const char *base, *adapter, *mix, *gate;
+    const char *base, *adapter, *mix, *gate, *backend;
     int max_tokens, seed, threads, offline, ctx;
     double temp;
 } repl_args;
@@ -46,6 +46,7 @@ static const opt OPTS[] = {
     {"seed", 0, OPT_INT, offsetof(repl_args, seed), "N", "sampling seed (42)"},
     {"ctx", 0, OPT_INT, offsetof(repl_args, ctx), "N", "context in tokens (the model's, at most 4096)"},
     {"threads", 0, OPT_THREADS, offsetof(repl_args, threads), "N", "compute threads (default: all cores)"},
+    {"backend", 0, OPT_STR, offsetof(repl_args, backend), "auto|pytorch", "the original's backend choice: both run dlm's CPU kernels; mlx is refused"},
     {"offline", 0, OPT_FLAG, offsetof(repl_args, offline), NULL, "never download the base"},
     {0},
 };
@@ -490,6 +491,7 @@ int cmd_repl(int argc, char **argv, dlm_ctx *ctx)
     int npos;
     int rc0 = opts_parse(&spec_repl, argc, argv, ctx, &a, pos, &npos);
     if (rc0) return rc0 == 1 ? EXIT_OK : EXIT_USAGE;
+    if (cmd_check_backend(&spec_repl, a.backend)) return EXIT_USAGE;
     if (npos > 1) return cmd_usage_error(&spec_repl, "too many arguments");
     if (!npos && !a.base) return cmd_usage_error(&spec_repl, "repl needs a PATH (or --base B)");
     if (a.max_tokens < 1) return cmd_usage_error(&spec_repl, "--max-tokens must be >= 1");

@@ -35,7 +35,7 @@ typedef struct synth_args {
 } synth_args;
 
 static const opt OPTS[] = {
-    {"teacher", 0, OPT_STR, offsetof(synth_args, teacher), "T", "self (the document's adapter), openai:URL or cli:CMD (default self)"},
+    {"teacher", 0, OPT_STR, offsetof(synth_args, teacher), "T", "self (the document's adapter), openai:URL, vllm-server:URL or cli:CMD (default self); hf: and anthropic: are refused"},
     {"per-section", 0, OPT_INT, offsetof(synth_args, per_section), "N", "pairs asked for per prose section and strategy (default 3)"},
     {"strategy", 0, OPT_STR, offsetof(synth_args, strategy), "S", "extraction, expansion or both (default extraction)"},
     {"filter", 0, OPT_STR, offsetof(synth_args, filter), "F", "dedup-only (default), none, or judge (with --judge)"},
@@ -46,7 +46,7 @@ static const opt OPTS[] = {
     {"temp", 0, OPT_DOUBLE, offsetof(synth_args, temp), "T", "teacher temperature (default 0.0)"},
     {"top-p", 0, OPT_DOUBLE, offsetof(synth_args, top_p), "P", "teacher top-p (default 1 = off)"},
     {"seed", 0, OPT_INT, offsetof(synth_args, seed), "N", "sampling seed (default 42)"},
-    {"model", 0, OPT_STR, offsetof(synth_args, model), "NAME", "openai: the model name sent (default \"default\")"},
+    {"model", 0, OPT_STR, offsetof(synth_args, model), "NAME", "openai: the model name sent (default \"default\"; vllm-server: the server's first)"},
     {"timeout", 0, OPT_DOUBLE, offsetof(synth_args, timeout), "S", "openai/cli: seconds per request (default 300)"},
     {"threads", 0, OPT_THREADS, offsetof(synth_args, threads), "N", "self: compute threads (default: all cores)"},
     {"apply", 0, OPT_FLAG, offsetof(synth_args, apply), NULL, "write the sections into the document now"},
@@ -65,6 +65,8 @@ const cmd_spec spec_synth = {
     "them), or writes them at once with --apply. revert removes every\n"
     "auto-synth section; list shows the staged and the written ones.\n"
     "OPENAI_API_KEY, when set, is sent as the Bearer token to openai:URL.\n"
+    "`dlm synth preferences PATH ...` is `dlm preference mine PATH ...` (the\n"
+    "original's spelling).\n"
     "A cli:CMD teacher reads {\"system\", \"prompt\", \"max_new_tokens\",\n"
     "\"temperature\", \"top_p\", \"seed\"} on stdin and prints its reply.\n"
     "Exit: 0 pairs staged/written/listed, 1 failure, 2 usage or nothing to do.",
@@ -148,7 +150,8 @@ static int cmd_instructions(dlm_ctx *ctx, const synth_args *a, const char *path)
     judge *jg = NULL;
     plan p = {.items = json_array()};
     int rc = EXIT_FAIL;
-    if (teacher_open(&to, &t, &e) || (a->judge && judge_open(a->judge, 30, &jg, &e))) goto fail;
+    if (teacher_open(&to, &t, &e) || (a->judge && (judge_open(a->judge, 30, &jg, &e) || judge_bind_teacher(jg, t, &e))))
+        goto fail;
     char now[32];
     time_iso_utc(time_now(), now, sizeof now);
     strcat(now, "Z");
@@ -268,6 +271,17 @@ static void synth_describe(const json_t *w, char *buf, size_t cap)
 
 int cmd_synth(int argc, char **argv, dlm_ctx *ctx)
 {
+    /* the original's `synth preferences` is `preference mine` (same
+     * options): hand the rest of the line over */
+    if (argc >= 2 && !strcmp(argv[1], "preferences")) {
+        char *fw[130];
+        if (argc > 128) return cmd_usage_error(&spec_synth, "too many arguments");
+        fw[0] = (char *)"preference";
+        fw[1] = (char *)"mine";
+        for (int i = 2; i < argc; i++) fw[i] = argv[i];
+        fw[argc] = NULL;
+        return cmd_preference(argc, fw, ctx);
+    }
     synth_args a = {.teacher = "self", .strategy = "extraction", .filter = "dedup-only", .per_section = 3, .max_new = 512,
                     .seed = 42, .temp = 0.0, .top_p = 1.0, .threshold = NAN, .timeout = 300};
     char *pos[64];
@@ -283,6 +297,6 @@ int cmd_synth(int argc, char **argv, dlm_ctx *ctx)
     if (!strcmp(sub, "list"))
         return grow_cmd_list(ctx, path, a.json, "synth", "auto-synth", "question", synth_entry, synth_describe);
     if (!strcmp(sub, "preferences"))
-        return cmd_usage_error(&spec_synth, "synth preferences is dlm preference mine");
+        return cmd_usage_error(&spec_synth, "synth preferences comes first on the line: dlm synth preferences PATH [options] (= dlm preference mine)");
     return cmd_usage_error(&spec_synth, "unknown synth subcommand '%s' (instructions, apply, revert, list)", sub);
 }

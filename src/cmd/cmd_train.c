@@ -25,7 +25,7 @@
 #include "util/timeutil.h"
 
 typedef struct train_args {
-    int no_mined, no_cache, same_store, resume, cont, fresh, max_steps, seed, threads, update, ignore, strict, no_replay, force, json, offline, detach, dry_run, watch, watch_max_steps, watch_debounce_ms, recursive, no_recursive, rescaffold, accept;
+    int no_mined, no_cache, same_store, resume, cont, fresh, max_steps, seed, threads, update, ignore, strict, no_replay, force, json, offline, detach, dry_run, watch, watch_max_steps, watch_debounce_ms, recursive, no_recursive, rescaffold, accept, strict_metrics;
     const char *max_memory, *base, *name, *policy, *phase, *adapter;
     opt_list include, exclude;
 } train_args;
@@ -43,6 +43,7 @@ static const opt OPTS[] = {
     {"base", 0, OPT_STR, offsetof(train_args, base), "BASE", "override base_model for this run"},
     {"no-replay", 0, OPT_FLAG, offsetof(train_args, no_replay), NULL, "train on the current document only"},
     {"no-cache", 0, OPT_FLAG, offsetof(train_args, no_cache), NULL, "tokenize every section (do not read or write training.cache)"},
+    {"strict-metrics", 0, OPT_FLAG, offsetof(train_args, strict_metrics), NULL, "a metrics.sqlite row that cannot be written fails the run (default: warn, train on)"},
     {"no-mined", 0, OPT_FLAG, offsetof(train_args, no_mined), NULL, "leave out auto-mined preference sections (dlm preference mine)"},
     {"max-memory", 0, OPT_STR, offsetof(train_args, max_memory), "SIZE", "memory budget, e.g. 8G (default: available RAM)"},
     {"force", 0, OPT_FLAG, offsetof(train_args, force), NULL, "train even when the memory plan does not fit"},
@@ -474,7 +475,7 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
                     .offline = a.offline, .test_crash_after_step = crash ? atoll(crash) : 0,
                     .test_step_delay_ms = delay ? atoi(delay) : 0,
                     .test_eval_every = eval_every ? atoi(eval_every) : 0, .no_mined = a.no_mined, .no_cache = a.no_cache,
-                    .same_store = a.same_store};
+                    .same_store = a.same_store, .strict_metrics = a.strict_metrics};
     view v;
     memset(&v, 0, sizeof v);
     v.tty = isatty(2);

@@ -9,6 +9,7 @@
 #define DLM_COMMAND_LIST(X) \
     X(api)                  \
     X(cache)                \
+    X(completion)           \
     X(doctor)               \
     X(export)               \
     X(harvest)              \

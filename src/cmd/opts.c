@@ -29,6 +29,38 @@ static const opt *find_short(const opt *o, char c)
     return NULL;
 }
 
+/* The original DocumentLanguageModel's options that dlm does not take:
+ * said with the reason instead of "unknown option" (a user switching
+ * tools types them). */
+static const struct {
+    const char *cmd, *opt, *why, *hint;
+} ORIGINAL_ONLY[] = {
+    {"train", "gpus", "dlm trains on CPU cores, not GPUs",
+     "several processes or machines: mpirun -np N dlm train PATH (docs/mpi.md)"},
+    {"train", "listen-rpc", "the original's probe-injection RPC loop (dlm-sway) is not in dlm yet",
+     "train with --watch and grow the document with dlm harvest"},
+    {"train", "max-cycles", "the original's probe-injection RPC loop (dlm-sway) is not in dlm yet",
+     "train with --watch and grow the document with dlm harvest"},
+    {"train", "repl", "dlm train --watch has no built-in REPL", "run 'dlm repl PATH' in another terminal"},
+    {"train", "skip-export-probes", "dlm runs no export probes when it trains", "leave the option out"},
+    {"init", "skip-export-probes", "dlm runs no export probes when it initialises a document", "leave the option out"},
+    {"prompt", "image", "prompting a vision-language base is not built yet (docs/images.md)", "prompt with text"},
+    {"prompt", "audio", "prompting an audio-language base is not built yet (docs/audio.md)", "prompt with text"},
+    {"export", "emit-sway-json", "writing sway.yaml (dlm-sway's autogen) is not in dlm yet",
+     "write the sway.yaml by hand, or with the original's dlm export --emit-sway-json"},
+};
+
+static int original_only(const cmd_spec *spec, const char *name)
+{
+    for (size_t i = 0; spec && i < sizeof ORIGINAL_ONLY / sizeof ORIGINAL_ONLY[0]; i++)
+        if (!strcmp(spec->name, ORIGINAL_ONLY[i].cmd) && !strcmp(name, ORIGINAL_ONLY[i].opt)) {
+            fprintf(stderr, "dlm: error: %s --%s (the original's option) is not supported: %s\nhint: %s\n",
+                    spec->name, name, ORIGINAL_ONLY[i].why, ORIGINAL_ONLY[i].hint);
+            return 1;
+        }
+    return 0;
+}
+
 int cmd_usage_error(const cmd_spec *spec, const char *fmt, ...)
 {
     va_list ap;
@@ -133,6 +165,7 @@ int opts_parse(const cmd_spec *spec, int argc, char **argv, dlm_ctx *ctx, void *
                 int bd = 4;
                 char want[64];
                 snprintf(want, sizeof want, "%.*s", (int)(n < 63 ? n : 63), name);
+                if (original_only(spec, want)) return EXIT_USAGE;
                 for (const opt *p = spec->opts; p && p->type != OPT_END; p++) {
                     int d = str_edit_distance(want, p->name);
                     if (d < bd) { bd = d; best = p->name; }
@@ -160,6 +193,18 @@ int opts_parse(const cmd_spec *spec, int argc, char **argv, dlm_ctx *ctx, void *
         if (set_value(spec, o, args, a, val)) return EXIT_USAGE;
     }
     return 0;
+}
+
+int cmd_check_backend(const cmd_spec *spec, const char *backend)
+{
+    if (!backend || !strcmp(backend, "auto") || !strcmp(backend, "pytorch")) return 0;
+    if (!strcmp(backend, "mlx")) {
+        fprintf(stderr, "dlm: error: --backend mlx is not available: MLX is Apple's Python/Metal runtime, and dlm runs "
+                        "its own CPU kernels on every host\n"
+                        "hint: leave --backend out (or use auto or pytorch, which mean the same here)\n");
+        return EXIT_USAGE;
+    }
+    return cmd_usage_error(spec, "--backend must be auto, pytorch or mlx (got '%s')", backend);
 }
 
 void cmd_print_json(json_t *o)

@@ -15,6 +15,7 @@
 #include "export/admix.h"
 #include "export/ollama.h"
 #include "export/vllm.h"
+#include "export/mlx_serve.h"
 #include "infer/target.h"
 #include "weights/gguf.h"
 #include "store/store.h"
@@ -27,16 +28,29 @@
 
 #define EXPORT_FORMAT 1         /* bump when the bytes of an exported base change */
 
-static const char *const TARGETS[] = {"ollama", "gguf", "llama-server", "vllm"};
+static const char *const TARGETS[] = {"ollama", "gguf", "llama-server", "vllm", "mlx-serve"};
+
+const char *export_draft_for(const char *key)
+{
+    static const char *const PAIRS[][2] = {
+        {"qwen2.5-3b", "qwen2.5:0.5b"},
+        {"qwen2.5-coder-1.5b", "qwen2.5:0.5b"},
+        {"llama-3.2-3b", "llama3.2:1b"},
+        {"smollm2-1.7b", "smollm2:360m"},
+    };
+    for (size_t i = 0; key && i < sizeof PAIRS / sizeof PAIRS[0]; i++)
+        if (!strcmp(key, PAIRS[i][0])) return PAIRS[i][1];
+    return NULL;
+}
 
 int export_target_parse(const char *s)
 {
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < (int)(sizeof TARGETS / sizeof TARGETS[0]); i++)
         if (!strcmp(s, TARGETS[i])) return i;
     return -1;
 }
 
-const char *export_target_name(export_target t) { return (unsigned)t < 4 ? TARGETS[t] : "?"; }
+const char *export_target_name(export_target t) { return (unsigned)t < sizeof TARGETS / sizeof TARGETS[0] ? TARGETS[t] : "?"; }
 
 /* ---- small helpers ------------------------------------------------------------------------ */
 
@@ -433,6 +447,30 @@ static int write_vllm(const export_opts *o, const infer_target *T, const lora *L
     return 0;
 }
 
+/* ---- mlx-serve ----------------------------------------------------------------------------- */
+
+static int write_mlx(const infer_target *T, const lora *L, const char *wdir, artifact *arts, int *n_arts, dlm_err *e)
+{
+    const reg_entry *ent = T->base.entry;
+    const char *hf = ent ? ent->hf_id : T->base.kind == BASE_HF ? T->base.hf_id : NULL;
+    const char *rev = ent ? ent->revision : T->base.kind == BASE_HF && T->base.revision[0] ? T->base.revision : NULL;
+    char abs[4096];
+    if (!hf) {   /* a local folder: mlx_lm.server --model takes its path */
+        if (!realpath(T->model_path, abs)) snprintf(abs, sizeof abs, "%s", T->model_path);
+        hf = abs;
+        rev = NULL;
+    }
+    export_mlx_opts mo = {.model_ref = hf, .dlm_version = DLM_VERSION, .dlm_id = doc_fm(T->doc)->dlm_id,
+                          .adapter_version = T->version};
+    adapter_meta meta = {.base_model = hf, .revision = rev};
+    char names[8][64];
+    int n;
+    if (export_mlx_write(L, &meta, &mo, wdir, names, 8, &n, e)) return -1;
+    for (int i = 0; i < n; i++)
+        if (add_artifact(arts, n_arts, wdir, names[i], NULL, e)) return -1;
+    return 0;
+}
+
 /* ---- the flow ------------------------------------------------------------------------------- */
 
 /* s without leading/trailing ASCII whitespace, in buf (cap bytes). */
@@ -460,10 +498,11 @@ static int preflight(const export_opts *o, infer_target *T, const lora *L, expor
         err_set(e, "ExportError", "preflight: a DoRA adapter cannot run as a separate llama.cpp adapter");
         return err_hint(e, "export it merged: dlm export %s --merged", o->doc_path);
     }
-    if (o->target == EXPORT_TARGET_VLLM) {   /* vLLM reads the HF folder: no GGUF checks */
+    if (o->target == EXPORT_TARGET_VLLM || o->target == EXPORT_TARGET_MLX_SERVE) {
+        /* vLLM and mlx-lm read the HF folder: no GGUF checks */
         if (T->m->from_gguf || !fs_is_dir(T->model_path)) {
-            err_set(e, "ExportError", "preflight: the vllm target needs an HF-format base (a folder with config.json); "
-                                      "%s is a GGUF file", T->base_spec);
+            err_set(e, "ExportError", "preflight: the %s target needs an HF-format base (a folder with config.json); "
+                                      "%s is a GGUF file", export_target_name(o->target), T->base_spec);
             return err_hint(e, "use an HF id or folder as base_model, or export --target gguf / llama-server");
         }
         return 0;
@@ -526,7 +565,7 @@ static int export_imatrix(const export_opts *o, infer_target *T, const export_mi
 {
     calib_result *ir = &r->imatrix;
     memset(ir, 0, sizeof *ir);
-    if (o->target == EXPORT_TARGET_VLLM || (mix->def != DT_Q4_K && mix->def != DT_Q5_K && mix->def != DT_Q6_K)) {
+    if (o->target == EXPORT_TARGET_VLLM || o->target == EXPORT_TARGET_MLX_SERVE || (mix->def != DT_Q4_K && mix->def != DT_Q5_K && mix->def != DT_Q6_K)) {
         ir->reason = "not a K-quant";
         return 0;
     }
@@ -601,7 +640,7 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
         e->code = 2;
         goto done;
     }
-    r->quant = o->target == EXPORT_TARGET_VLLM ? "HF" : mix->name;
+    r->quant = o->target == EXPORT_TARGET_VLLM ? "HF" : o->target == EXPORT_TARGET_MLX_SERVE ? "hf" : mix->name;
     if (o->target == EXPORT_TARGET_OLLAMA) {
         char id[32];
         size_t k = 0;
@@ -626,7 +665,7 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
     const char *go_tmpl = NULL, *mf_system = NULL;
     if (o->adapter_mix && load_mix(o, &T, r, &mixed, &mixj, e)) goto done;
     const lora *L = mixed ? mixed : T.l;
-    if (L && L->embd && !o->merged && o->target != EXPORT_TARGET_VLLM) {
+    if (L && L->embd && !o->merged && o->target != EXPORT_TARGET_VLLM && o->target != EXPORT_TARGET_MLX_SERVE) {
         /* llama.cpp's convert_lora_to_gguf.py refuses such adapters too
          * ("Embeddings is present in the adapter") */
         err_set(e, "ExportError", "the adapter carries whole embed_tokens / lm_head matrices (modules_to_save, from"
@@ -643,7 +682,7 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
         char rel[128];
         /* a named adapter exports beside the others: exports/<name>/<QUANT> */
         snprintf(rel, sizeof rel, "exports/%s%s%s", T.adapter_name ? T.adapter_name : "", T.adapter_name ? "/" : "",
-                 o->target == EXPORT_TARGET_VLLM ? "vllm" : mix->name);
+                 o->target == EXPORT_TARGET_VLLM ? "vllm" : o->target == EXPORT_TARGET_MLX_SERVE ? "mlx-serve" : mix->name);
         if (store_path(T.store, rel, r->dir, sizeof r->dir, e)) goto done;
     }
     /* A store export is written into a hidden staging folder and swapped
@@ -686,6 +725,10 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
     int num_ctx = fm->training.sequence_len < ctxlen ? fm->training.sequence_len : ctxlen;
     if (o->target == EXPORT_TARGET_VLLM) {
         if (write_vllm(o, &T, L, num_ctx, wdir, arts, &n_arts, e)) goto done;
+        goto complete_folder;
+    }
+    if (o->target == EXPORT_TARGET_MLX_SERVE) {
+        if (write_mlx(&T, L, wdir, arts, &n_arts, e)) goto done;
         goto complete_folder;
     }
 
@@ -754,7 +797,9 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
             .temperature = fm->export.has_temperature ? fm->export.default_temperature
                            : ent && ent->reasoning_tuned ? 0.6 : 0.7,
             .top_p = fm->export.has_top_p ? fm->export.default_top_p : T.dialect ? T.dialect->top_p : 0.9,
-            .num_ctx = num_ctx, .system = mf_system, .license = ent && ent->license ? ent->license : NULL};
+            .num_ctx = num_ctx, .system = mf_system, .license = ent && ent->license ? ent->license : NULL,
+            .draft = o->no_draft ? NULL : o->draft ? o->draft : export_draft_for(ent ? ent->key : NULL)};
+        r->draft = mf.draft;
         if (export_modelfile_text(&mf, &sb, e) || write_text(wdir, "Modelfile", sb.buf, sb.len, 0644, e) ||
             add_artifact(arts, &n_arts, wdir, "Modelfile", NULL, e))
             goto done;

@@ -25,9 +25,11 @@
 #include "export/export_gguf.h"
 #include "util/err.h"
 
-typedef enum { EXPORT_TARGET_OLLAMA = 0, EXPORT_TARGET_GGUF, EXPORT_TARGET_LLAMA_SERVER, EXPORT_TARGET_VLLM } export_target;
+typedef enum { EXPORT_TARGET_OLLAMA = 0, EXPORT_TARGET_GGUF, EXPORT_TARGET_LLAMA_SERVER, EXPORT_TARGET_VLLM,
+               EXPORT_TARGET_MLX_SERVE } export_target;
 
-/* "ollama", "gguf", "llama-server", "vllm" (export/vllm.h) → target; -1 if unknown. */
+/* "ollama", "gguf", "llama-server", "vllm" (export/vllm.h), "mlx-serve"
+ * (export/mlx_serve.h) → target; -1 if unknown. */
 int export_target_parse(const char *s);
 const char *export_target_name(export_target t);
 
@@ -52,7 +54,15 @@ typedef struct export_opts {
     const char *gate_mode;      /* adapter_mix stands for training.gate ("static_mean": the gate's mean
                                  * weights; "uniform": a cold-start gate): export_manifest.json gate_mode */
     int no_imatrix;             /* K-quants without the importance matrix (export/calib.h) */
+    const char *draft;          /* ollama: --draft TAG, the speculative-decoding draft named in the Modelfile */
+    int no_draft;               /* ollama: --no-draft, none even where export_draft_for has a pair */
 } export_opts;
+
+/* The original's draft table (export/draft_registry.py): the Ollama tag of
+ * the small sibling of a registry base, or NULL. qwen2.5-3b and
+ * qwen2.5-coder-1.5b → qwen2.5:0.5b, llama-3.2-3b → llama3.2:1b,
+ * smollm2-1.7b → smollm2:360m. */
+const char *export_draft_for(const char *registry_key);
 
 typedef struct export_result {
     char dir[4096];
@@ -76,6 +86,7 @@ typedef struct export_result {
     char smoke[256];            /* first line of the smoke answer */
     char next_steps[2048];      /* commands to run when ollama is not installed */
     char system_buf[8192];      /* the Modelfile SYSTEM when it had to be trimmed */
+    const char *draft;          /* the draft tag the Modelfile names, or NULL */
 } export_result;
 
 int export_run(const export_opts *o, export_result *r, dlm_err *e);

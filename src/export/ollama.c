@@ -269,6 +269,10 @@ int export_modelfile_text(const export_modelfile *m, strbuf *out, dlm_err *e)
     sb_printf(out, "PARAMETER temperature %g\n", m->temperature);
     sb_printf(out, "PARAMETER top_p %g\n", m->top_p);
     sb_printf(out, "PARAMETER num_ctx %d\n", m->num_ctx);
+    if (m->draft) {
+        sb_printf(out, "# Speculative-decoding draft: `ollama pull %s`\n", m->draft);
+        sb_printf(out, "# then run with `OLLAMA_DRAFT_MODEL=%s ollama run <this-model>`\n", m->draft);
+    }
     if (m->system || m->license) sb_putc(out, '\n');
     if (m->system && triple(out, "SYSTEM", m->system, e)) return -1;
     if (m->license && triple(out, "LICENSE", m->license, e)) return -1;

@@ -49,6 +49,8 @@ typedef struct export_modelfile {
     int num_ctx;
     const char *system;         /* NULL: no SYSTEM */
     const char *license;        /* NULL: no LICENSE */
+    const char *draft;          /* speculative-decoding draft tag: two comment lines (Ollama has no
+                                 * PARAMETER for it; the original writes the same comments), or NULL */
 } export_modelfile;
 
 /* The Modelfile text. A value that cannot be quoted for Ollama's parser

@@ -28,6 +28,8 @@ typedef enum { T_SELF, T_OPENAI, T_CLI } tkind;
 struct teacher {
     tkind kind;
     char *spec, *url, *cmd;
+    int vllm;               /* vllm-server:URL, the original's spelling: the model is asked for */
+    char *model_id;         /* ... and kept here */
     teacher_opts o;
     infer_target tg;
     int tg_open;
@@ -109,10 +111,46 @@ static size_t on_body(char *p, size_t sz, size_t n, void *ud)
     return sz * n;
 }
 
+/* vllm-server:URL without --model: the first model the server lists
+ * (GET <root>/v1/models, data[0].id), as the original's teacher asks */
+static int fetch_model_id(teacher *t, dlm_err *e)
+{
+    strbuf url = STRBUF_INIT, resp = STRBUF_INIT;
+    size_t n = strlen(t->url) - strlen("/chat/completions");   /* t->url ends so (teacher_open) */
+    sb_append(&url, t->url, n);
+    sb_puts(&url, "/models");
+    CURL *c = curl_easy_init();
+    int rc = -1;
+    long code = 0;
+    if (!c || url.oom) { err_set(e, "MemoryError", "out of memory"); goto out; }
+    curl_easy_setopt(c, CURLOPT_URL, sb_str(&url));
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &resp);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)((t->o.timeout_s > 0 ? t->o.timeout_s : 300) * 1000));
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    CURLcode cr = curl_easy_perform(c);
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+    json_t *j = cr == CURLE_OK && code == 200 ? json_loadb(resp.buf ? resp.buf : "", resp.len, 0, NULL) : NULL;
+    const char *id = jget_str(json_array_get(json_object_get(j, "data"), 0), "id");
+    if (id && (t->model_id = strdup(id))) rc = 0;
+    else {
+        err_set(e, "TeacherError", "vllm-server teacher could not query models from %s: %s", sb_str(&url),
+                cr != CURLE_OK ? curl_easy_strerror(cr) : code != 200 ? "HTTP error" : "no data[0].id");
+        err_hint(e, "name the model with --model NAME");
+    }
+    json_decref(j);
+out:
+    if (c) curl_easy_cleanup(c);
+    sb_free(&url);
+    sb_free(&resp);
+    return rc;
+}
+
 static int openai_ask(teacher *t, const char *system, const char *user, int sample, char **reply, dlm_err *e)
 {
+    if (t->vllm && !t->o.model && !t->model_id && fetch_model_id(t, e)) return -1;
     json_t *req = json_pack("{s:s, s:[{s:s, s:s}, {s:s, s:s}], s:f, s:i, s:I}", "model",
-                            t->o.model ? t->o.model : "default", "messages", "role", "system", "content", system,
+                            t->o.model ? t->o.model : t->model_id ? t->model_id : "default", "messages", "role", "system", "content", system,
                             "role", "user", "content", user, "temperature", t->o.temp, "max_tokens",
                             t->o.max_new_tokens, "seed", (json_int_t)(t->o.seed + (uint64_t)sample));
     if (!req) return err_set(e, "MemoryError", "out of memory");
@@ -238,7 +276,7 @@ int teacher_open(const teacher_opts *o, teacher **out, dlm_err *e)
     if (!strcmp(o->spec, "self")) {
         t->kind = T_SELF;
         if (!o->doc_path) { teacher_close(t); return err_set(e, "TeacherError", "teacher self needs a document"); }
-        target_opts to = {o->doc_path, NULL, o->home, 1, 1, NULL};
+        target_opts to = {o->doc_path, NULL, o->home, 1, 1, o->adapter_name};
         if (target_open(&to, &t->tg, e)) { teacher_close(t); return -1; }
         t->tg_open = 1;
         if (!t->tg.l) {
@@ -246,12 +284,16 @@ int teacher_open(const teacher_opts *o, teacher **out, dlm_err *e)
             err_set(e, "TeacherError", "teacher self needs a trained adapter; %s has none", o->doc_path);
             return err_hint(e, "train first (dlm train %s), or use --teacher openai:URL or cli:CMD", o->doc_path);
         }
-    } else if (!strncmp(o->spec, "openai:", 7) && o->spec[7]) {
+    } else if ((!strncmp(o->spec, "openai:", 7) && o->spec[7]) || (!strncmp(o->spec, "vllm-server:", 12) && o->spec[12])) {
         t->kind = T_OPENAI;
-        const char *u = o->spec + 7;
+        t->vllm = o->spec[0] == 'v';
+        const char *u = o->spec + (t->vllm ? 12 : 7);
         if (strncmp(u, "http://", 7) && strncmp(u, "https://", 8)) {
+            int vllm = t->vllm;
             teacher_close(t);
-            return err_set(e, "TeacherError", "openai:URL needs an http:// or https:// URL, got '%s'", u);
+            err_set(e, "TeacherError", "%s needs an http:// or https:// URL, got '%s'", vllm ? "vllm-server:URL" : "openai:URL", u);
+            return vllm ? -1 : err_hint(e, "the original's openai:MODEL (OpenAI's API) is --teacher "
+                                           "openai:https://api.openai.com/v1 --model MODEL here");
         }
         strbuf sb = STRBUF_INIT;
         size_t n = strlen(u);
@@ -265,6 +307,17 @@ int teacher_open(const teacher_opts *o, teacher **out, dlm_err *e)
         t->kind = T_CLI;
         t->cmd = strdup(o->spec + 4);
         if (!t->cmd) goto oom;
+    } else if (!strncmp(o->spec, "hf:", 3) || !strncmp(o->spec, "anthropic:", 10)) {
+        /* the original's spellings; not built in dlm yet (issue 31) */
+        int hf = o->spec[0] == 'h';
+        teacher_close(t);
+        if (hf) {
+            err_set(e, "TeacherError", "teacher %s (a second local base in process) is not supported by dlm yet", o->spec);
+            return err_hint(e, "serve that base with 'dlm serve --base MODEL' (or llama-server/vLLM) and pass "
+                               "--teacher openai:http://127.0.0.1:PORT");
+        }
+        err_set(e, "TeacherError", "teacher %s (Anthropic's Messages API) is not supported by dlm yet", o->spec);
+        return err_hint(e, "use an OpenAI-compatible endpoint (--teacher openai:URL) or a program (--teacher cli:CMD)");
     } else {
         teacher_close(t);
         err_set(e, "TeacherError", "unknown teacher '%s'", o->spec);
@@ -308,6 +361,7 @@ void teacher_close(teacher *t)
     free(t->spec);
     free(t->url);
     free(t->cmd);
+    free(t->model_id);
     free(t);
 }
 
@@ -316,7 +370,71 @@ void teacher_close(teacher *t)
 struct judge {
     char *spec, *cmd;
     double timeout_s;
+    int sway;               /* the original's default judge (judge_bind_teacher) */
+    teacher *self;          /* sway: the self teacher whose base + adapter score */
 };
+
+/* The original's sway judge (preference/judge.py SwayJudge over dlm-sway's
+ * HF backend logprob_of): the summed log-probability of the tokens that
+ * prompt + candidate adds after prompt's own tokens (each text tokenized
+ * whole, special tokens as the tokenizer adds them), under base + adapter,
+ * divided by max(1, characters(candidate) / 4). */
+static int sway_score(teacher *t, const char *prompt, const char *cand, double *score, dlm_err *e)
+{
+    infer_target *T = &t->tg;
+    tok_ids p = {0}, f = {0};
+    session *s = NULL;
+    float *logits = NULL;
+    int rc = -1;
+    size_t pl = strlen(prompt), cl = strlen(cand);
+    char *full = malloc(pl + cl + 1);
+    if (!full) return err_set(e, "MemoryError", "out of memory");
+    memcpy(full, prompt, pl);
+    memcpy(full + pl, cand, cl + 1);
+    if (tok_encode_append(T->t, prompt, pl, TOK_PARSE_SPECIAL | TOK_ADD_SPECIAL, &p, e) ||
+        tok_encode_append(T->t, full, pl + cl, TOK_PARSE_SPECIAL | TOK_ADD_SPECIAL, &f, e))
+        goto out;
+    if (f.n <= p.n || p.n < 1) {
+        err_set(e, "JudgeInvocationError", "sway judge: the candidate tokenized to zero tokens");
+        goto out;
+    }
+    int V = T->m->cfg.vocab, n = (int)f.n;
+    if (session_create(T->m, T->l, n, 256, &s, e)) goto out;
+    logits = malloc((size_t)n * (size_t)V * sizeof *logits);
+    if (!logits) { err_set(e, "MemoryError", "out of memory"); goto out; }
+    if (session_eval(s, f.v, n, logits, 1, e)) goto out;
+    double sum = 0;
+    for (int i = (int)p.n - 1; i + 1 < n; i++) {
+        const float *lg = logits + (size_t)i * (size_t)V;
+        float mx = lg[0];
+        for (int k = 1; k < V; k++) if (lg[k] > mx) mx = lg[k];
+        double z = 0;
+        for (int k = 0; k < V; k++) z += exp((double)(lg[k] - mx));
+        sum += (double)(lg[f.v[i + 1]] - mx) - log(z);
+    }
+    size_t chars = 0;   /* Python's len(): code points */
+    for (const unsigned char *c = (const unsigned char *)cand; *c; c++) chars += (*c & 0xC0) != 0x80;
+    *score = sum / (double)(chars / 4 > 1 ? chars / 4 : 1);
+    rc = 0;
+out:
+    free(logits);
+    session_free(s);
+    tok_ids_free(&p);
+    tok_ids_free(&f);
+    free(full);
+    return rc;
+}
+
+int judge_bind_teacher(judge *j, teacher *t, dlm_err *e)
+{
+    if (!j || !j->sway) return 0;
+    if (!t || t->kind != T_SELF || !t->tg.l) {
+        err_set(e, "JudgeUnavailableError", "the sway judge scores with the document's trained adapter");
+        return err_hint(e, "use it with the self teacher (preference mine, or synth --teacher self)");
+    }
+    j->self = t;
+    return 0;
+}
 
 int judge_open(const char *spec, double timeout_s, judge **out, dlm_err *e)
 {
@@ -324,22 +442,34 @@ int judge_open(const char *spec, double timeout_s, judge **out, dlm_err *e)
     int cli = !strncmp(spec, "cli:", 4);
     const char *c = cli ? spec + 4 : NULL;
     while (c && (*c == ' ' || *c == '\t')) c++;
-    if (!(cli && *c) && strcmp(spec, "ref")) {
+    if (!strncmp(spec, "hf:", 3)) {
+        err_set(e, "JudgeUnavailableError", "--judge %s: HF reward models (sequence-classification heads) are not "
+                                            "loaded by dlm", spec);
+        return err_hint(e, "use --judge cli:CMD with a program that scores with that model, or --judge ref");
+    }
+    int sway = !strcmp(spec, "sway");
+    if (!(cli && *c) && strcmp(spec, "ref") && !sway) {
         err_set(e, "InvalidJudgeSpecError", "unknown judge '%s'", spec);
-        return err_hint(e, "one of: cli:CMD (stdin {\"prompt\", \"candidate\"}, stdout {\"score\": N}), ref");
+        return err_hint(e, "one of: cli:CMD (stdin {\"prompt\", \"candidate\"}, stdout {\"score\": N}), ref, sway");
     }
     judge *j = calloc(1, sizeof *j);
-    if (!j || !(j->spec = strdup(spec)) || (cli && !(j->cmd = strdup(c)))) {
+    /* sway's marker name is the original's */
+    if (!j || !(j->spec = strdup(sway ? "sway:preference_judge" : spec)) || (cli && !(j->cmd = strdup(c)))) {
         judge_close(j);
         return err_set(e, "MemoryError", "out of memory");
     }
     j->timeout_s = timeout_s > 0 ? timeout_s : 30;
+    j->sway = sway;
     *out = j;
     return 0;
 }
 
 int judge_score(judge *j, const char *prompt, const char *candidate, const char *reference, double *score, dlm_err *e)
 {
+    if (j->sway) {
+        if (!j->self) return err_set(e, "JudgeUnavailableError", "the sway judge has no adapter to score with");
+        return sway_score(j->self, prompt, candidate, score, e);
+    }
     if (!j->cmd) {
         double r = synth_ratio(candidate, reference ? reference : "");
         if (r < 0) return err_set(e, "MemoryError", "out of memory");

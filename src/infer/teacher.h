@@ -6,6 +6,8 @@
  *   openai:URL    any OpenAI-compatible chat-completions server (dlm's own,
  *                 llama-server, vLLM): URL is the server root, the /v1 root
  *                 or the full .../chat/completions address;
+ *   vllm-server:URL  the original's spelling of the same; without a model
+ *                 name it asks the server for its first (GET .../v1/models);
  *   cli:CMD       a program run through /bin/sh: stdin gets one JSON object
  *                 {"system", "prompt", "max_new_tokens", "temperature",
  *                 "top_p", "seed"}, stdout is the reply text.
@@ -16,7 +18,12 @@
  *                 {"prompt", "candidate"} and stdout must be a JSON object
  *                 {"score": number, "reasoning"?: string};
  *   ref           the candidate's difflib ratio to the section's reference
- *                 answer (no program needed). */
+ *                 answer (no program needed);
+ *   sway          the original's default (dlm-sway's preference judge): the
+ *                 candidate's log-probability after the prompt under the
+ *                 document's base + adapter, per 4 characters; it needs the
+ *                 self teacher (judge_bind_teacher). Named
+ *                 "sway:preference_judge" in markers, as the original. */
 #ifndef DLM_TEACHER_H
 #define DLM_TEACHER_H
 
@@ -30,6 +37,7 @@ typedef struct teacher_opts {
     const char *doc_path;        /* self: the document */
     const char *home;            /* self: the store root */
     const char *adapter_dir;     /* self: a specific adapter version dir, NULL = current */
+    const char *adapter_name;    /* self: that adapter of training.adapters (its current version) */
     const char *model;           /* openai: "model" field (NULL = "default") */
     const char *api_key;         /* openai: Bearer token, NULL = none */
     double temp, top_p;          /* top_p 1 = off */
@@ -53,6 +61,8 @@ int judge_open(const char *spec, double timeout_s, judge **out, dlm_err *e);
 int judge_score(judge *j, const char *prompt, const char *candidate, const char *reference, double *score,
                 dlm_err *e);
 const char *judge_name(const judge *j);
+/* sway: score with t (a self teacher, open); a no-op for other judges. */
+int judge_bind_teacher(judge *j, teacher *t, dlm_err *e);
 /* The margin below which a pair is not worth keeping (the original's 0.1). */
 double judge_default_threshold(const judge *j);
 void judge_close(judge *j);

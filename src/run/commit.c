@@ -366,6 +366,17 @@ int run_start_or_resume(run *R, dlm_err *e)
         }
         char vn[16];
         store_version_name(v, vn, sizeof vn);
+        char pt[4500], bin[4500];
+        snprintf(pt, sizeof pt, "%s/versions/%s/training_state.pt", R->adir, vn);
+        snprintf(bin, sizeof bin, "%s/versions/%s/training_state.bin", R->adir, vn);
+        if (!fs_exists(bin) && fs_is_file(pt)) {
+            /* a version the original DocumentLanguageModel trained: its
+             * optimizer state is a torch pickle of torch.optim's layout */
+            err_set(e, "ResumeError", "%s was trained by the original DocumentLanguageModel: its optimizer state "
+                    "(training_state.pt, a PyTorch pickle) cannot be continued by dlm", vn);
+            return err_hint(e, "train on without --resume: 'dlm train %s' trains the next version after %s, "
+                               "with the replay corpus the original wrote", R->o->doc_path, vn);
+        }
         char tj[4500], what[64];
         snprintf(tj, sizeof tj, "%s/versions/%s/training_run.json", R->adir, vn);
         dlm_err je;   /* an unreadable record: the state's own checks decide */
@@ -441,6 +452,7 @@ int run_begin_records(run *R, dlm_err *e)
     free(s);
     json_decref(b);
     if (metrics_open(R->store, &R->met, e)) return -1;
+    metrics_set_strict(R->met, R->o->strict_metrics);
     return metrics_run_start(R->met, R->run_id, R->started_at, 0, pref_phase_name(R), (int64_t)R->seed, e);
 }
 
@@ -554,6 +566,17 @@ static int write_version(run *R, const char *tmp, dlm_err *e)
                          R->base.kind == BASE_PATH || R->base.kind == BASE_TINY ? NULL : R->revision};
     if (adapter_save(tmp, R->l, &meta, e)) return -1;
     char p[4600];
+    /* the base's tokenizer files beside the adapter, as the original's
+     * tokenizer.save_pretrained(adapter_dir) leaves them: its prompt,
+     * export and retrain load the tokenizer from the version folder */
+    static const char *const TOKF[] = {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+                                       "chat_template.jinja", "tokenizer.model"};
+    for (size_t i = 0; fs_is_dir(R->model_path) && i < sizeof TOKF / sizeof TOKF[0]; i++) {
+        char src[4400];
+        snprintf(src, sizeof src, "%s/%s", R->model_path, TOKF[i]);
+        snprintf(p, sizeof p, "%s/%s", tmp, TOKF[i]);
+        if (fs_is_file(src) && fs_copy_file(src, p, e)) return -1;
+    }
     train_state s = make_state(R, R->steps_done);
     snprintf(p, sizeof p, "%s/training_state.bin", tmp);
     if (state_save_buf(p, &s, &R->ckbuf, e)) return -1;

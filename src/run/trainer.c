@@ -684,6 +684,7 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
         t_last = now;
         R->steps_done = step + 1;
         if (R->lead) run_log_step(R, step + 1, loss, gn, tps, dt);
+        if (R->lead && metrics_check(R->met, e)) goto out_fail;   /* --strict-metrics */
         progress(R, PHASE_TRAINING, step + 1, loss, R->last_lr, tps);
         if ((step + 1) % R->eval_every == 0 || step + 1 == R->total) {
             if (R->P.data.ds->n_val && !R->pref) {
@@ -692,6 +693,7 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
                  * others take its figure (early stopping agrees) */
                 R->last_val = dist_bcast_f64(R->lead ? evaluate(R) : 0);
                 if (R->lead) run_log_eval(R, step + 1, R->last_val);
+                if (R->lead && metrics_check(R->met, e)) goto out_fail;
                 /* transformers' EarlyStoppingCallback, threshold 0: a
                  * strictly lower loss is an improvement, anything else
                  * counts against the patience; at the patience the run

@@ -86,6 +86,7 @@ typedef struct train_opts {
     int no_mined;                   /* leave auto-mined preference sections out */
     int no_cache;                   /* tokenize every section (training.cache off for this run) */
     int same_store;                 /* --same-store: train a store another document (same dlm_id) owns */
+    int strict_metrics;             /* a metrics.sqlite row that cannot be written fails the run */
     const char *adapter;            /* a name of training.adapters: train that adapter on its routed sections
                                      * into adapter/<name>/ (required when the document declares adapters) */
     /* Test hooks (the command layer reads them from the environment):

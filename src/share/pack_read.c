@@ -527,6 +527,18 @@ static int check_contents(reader *rd, const char *what, dlm_err *e)
             snprintf(c->dlm_rel, sizeof c->dlm_rel, "%s", m->name);
         }
     }
+    /* the original's packer lists PACK_HEADER.json among the entries too
+     * (every checksummed file; content_sha256 leaves it out) */
+    json_t *hz = json_object_get(ent, "PACK_HEADER.json");
+    if (hz) {
+        const pack_member *hm = NULL;
+        for (int i = 0; i < c->n && !hm; i++)
+            if (!c->m[i].is_dir && !strcmp(c->m[i].name, "PACK_HEADER.json")) hm = &c->m[i];
+        if (!hm || !json_is_integer(hz) || (uint64_t)json_integer_value(hz) != hm->size)
+            return err_at(e, "PackIntegrityError", what, 0, 0,
+                          "manifest.json: entry for PACK_HEADER.json is missing or has the wrong size");
+        ncontent++;
+    }
     if ((int)json_object_size(ent) != ncontent)
         return err_at(e, "PackIntegrityError", what, 0, 0, "manifest.json lists files the pack does not hold");
     unsigned char d[32];

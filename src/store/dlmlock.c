@@ -17,16 +17,18 @@ int dlmlock_write(const char *store, const lock_facts *f, dlm_err *e)
     char path[4200], now[24];
     snprintf(path, sizeof path, "%s/dlm.lock", store);
     time_iso_utc(time_now(), now, sizeof now);
-    json_t *o = json_pack("{s:i, s:s, s:s, s:s, s:s, s:s, s:s, s:{s:s, s:s}, s:s, s:s, s:I, s:{}, s:s, s:n, s:I, s:i}",
+    /* the original's DlmLock (extra="forbid"): dlm's own facts (the base
+     * key, the ISA, the precision) go into its free-form determinism_flags */
+    json_t *o = json_pack("{s:i, s:s, s:s, s:s, s:s, s:s, s:{s:s, s:s}, s:s, s:I, s:{s:s, s:s, s:s}, s:s, s:n, s:I, s:i}",
                           "lock_version", 1, "created_at", now, "dlm_id", f->dlm_id, "dlm_sha256", f->dlm_sha256,
-                          "base_model", f->base_model, "base_model_revision", f->base_model_revision,
+                          "base_model_revision", f->base_model_revision,
                           "base_model_sha256", f->base_model_sha256, "pinned_versions", "dlm", DLM_VERSION,
-                          "dlm_commit", DLM_COMMIT, "hardware_tier", "cpu", "isa_class", f->isa, "seed",
-                          (json_int_t)f->seed, "determinism_flags", "determinism_class", f->determinism_class,
-                          "license_acceptance", "last_run_id", (json_int_t)f->last_run_id, "world_size",
-                          f->world_size > 1 ? f->world_size : 1);
+                          "dlm_commit", DLM_COMMIT, "hardware_tier", "cpu", "seed", (json_int_t)f->seed,
+                          "determinism_flags", "dlm_base_model", f->base_model, "dlm_isa_class", f->isa,
+                          "dlm_precision", f->precision ? f->precision : "fp32", "determinism_class",
+                          f->determinism_class, "license_acceptance", "last_run_id", (json_int_t)f->last_run_id,
+                          "world_size", f->world_size > 1 ? f->world_size : 1);
     if (!o) return err_set(e, "MemoryError", "out of memory");
-    json_object_set_new(o, "precision", json_string(f->precision ? f->precision : "fp32"));
     int rc = json_save_file(path, o, e);
     json_decref(o);
     return rc;
@@ -56,7 +58,11 @@ int dlmlock_check(const char *store, const char *doc_path, const lock_facts *f, 
         {"precision", f->precision ? f->precision : "fp32", 0},   /* a lock from before the key: unchecked */
     };
     for (size_t i = 0; i < sizeof cmp / sizeof cmp[0]; i++) {
+        /* dlm before wrote base_model, isa_class and precision at the top */
+        char fk[64];
+        snprintf(fk, sizeof fk, "dlm_%s", cmp[i].key);
         const char *was = jget_str(o, cmp[i].key);
+        if (!was) was = jget_str(json_object_get(o, "determinism_flags"), fk);
         if (!was || !cmp[i].now || !strcmp(was, cmp[i].now)) continue;
         strbuf *sb = cmp[i].error ? &errs : &warns;
         sb_printf(sb, "%s%s changed ('%s' -> '%s')", sb->len ? "; " : "", cmp[i].key, was, cmp[i].now);

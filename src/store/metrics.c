@@ -8,6 +8,7 @@
 #include <sqlite3.h>
 
 #include "util/fs.h"
+#include "util/log.h"
 #include "util/timeutil.h"
 
 struct metrics {
@@ -15,7 +16,36 @@ struct metrics {
     sqlite3_stmt *step, *eval, *pref;
     int in_tx;
     double tx_start;
+    int strict;         /* metrics_set_strict: a failed row write fails the run */
+    int failed;         /* a row or commit write failed (first one in why) */
+    char why[512];
 };
+
+/* A step/eval row or a commit did not reach the file: remember the first
+ * failure; without --strict-metrics say it once and train on, as the
+ * original's recorder does. */
+static void row_done(metrics *m, int rc, const char *what)
+{
+    if (rc == SQLITE_DONE || rc == SQLITE_OK || m->failed) return;
+    m->failed = 1;
+    snprintf(m->why, sizeof m->why, "%s: %s", what, sqlite3_errmsg(m->db));
+    if (!m->strict)
+        log_warn("metrics.sqlite: %s; training goes on without those rows (train --strict-metrics makes this an error)",
+                 m->why);
+}
+
+void metrics_set_strict(metrics *m, int strict)
+{
+    if (m) m->strict = strict;
+}
+
+int metrics_check(const metrics *m, dlm_err *e)
+{
+    if (!m || !m->strict || !m->failed) return 0;
+    err_set(e, "MetricsError", "metrics.sqlite: %s", m->why);
+    return err_hint(e, "--strict-metrics stops the run when a metrics row cannot be written; without it the run "
+                       "goes on and warns");
+}
 
 static const char *SCHEMA =
     "CREATE TABLE IF NOT EXISTS runs(run_id INTEGER PRIMARY KEY, started_at TEXT, ended_at TEXT,"
@@ -86,6 +116,7 @@ int metrics_open(const char *store, metrics **out, dlm_err *e)
                        -1, &m->eval, NULL);
     sqlite3_prepare_v2(m->db, "INSERT OR REPLACE INTO preference_steps(run_id, step, rewards_chosen, rewards_rejected,"
                               " rewards_margins, rewards_accuracies) VALUES(?,?,?,?,?,?)", -1, &m->pref, NULL);
+    if (!m->step || !m->eval || !m->pref) row_done(m, SQLITE_ERROR, "cannot prepare the row inserts");
     *out = m;
     return 0;
 }
@@ -93,7 +124,7 @@ int metrics_open(const char *store, metrics **out, dlm_err *e)
 void metrics_flush(metrics *m)
 {
     if (m && m->in_tx) {
-        sqlite3_exec(m->db, "COMMIT", NULL, NULL, NULL);
+        row_done(m, sqlite3_exec(m->db, "COMMIT", NULL, NULL, NULL), "commit");
         m->in_tx = 0;
     }
 }
@@ -113,8 +144,9 @@ static void begin(metrics *m)
 {
     if (m->in_tx && time_mono() - m->tx_start > 5.0) metrics_flush(m);
     if (!m->in_tx) {
-        sqlite3_exec(m->db, "BEGIN", NULL, NULL, NULL);
-        m->in_tx = 1;
+        int rc = sqlite3_exec(m->db, "BEGIN", NULL, NULL, NULL);
+        row_done(m, rc, "begin");
+        m->in_tx = rc == SQLITE_OK;
         m->tx_start = time_mono();
     }
 }
@@ -188,7 +220,7 @@ void metrics_step(metrics *m, int64_t run_id, int64_t step, double loss, double 
     sqlite3_bind_double(m->step, 5, grad_norm);
     sqlite3_bind_double(m->step, 6, tokens_per_sec);
     sqlite3_bind_text(m->step, 7, at, -1, SQLITE_TRANSIENT);
-    sqlite3_step(m->step);
+    row_done(m, sqlite3_step(m->step), "a steps row");
 }
 
 void metrics_pref_step(metrics *m, int64_t run_id, int64_t step, double chosen, double rejected, double margins,
@@ -203,7 +235,7 @@ void metrics_pref_step(metrics *m, int64_t run_id, int64_t step, double chosen, 
     sqlite3_bind_double(m->pref, 4, rejected);
     sqlite3_bind_double(m->pref, 5, margins);
     sqlite3_bind_double(m->pref, 6, accuracies);
-    sqlite3_step(m->pref);
+    row_done(m, sqlite3_step(m->pref), "a preference_steps row");
 }
 
 void metrics_eval(metrics *m, int64_t run_id, int64_t step, double val_loss, const char *at)
@@ -216,7 +248,7 @@ void metrics_eval(metrics *m, int64_t run_id, int64_t step, double val_loss, con
     sqlite3_bind_double(m->eval, 3, val_loss);
     sqlite3_bind_double(m->eval, 4, val_loss < 50 ? exp(val_loss) : 0);
     sqlite3_bind_text(m->eval, 5, at, -1, SQLITE_TRANSIENT);
-    sqlite3_step(m->eval);
+    row_done(m, sqlite3_step(m->eval), "an evals row");
 }
 
 int metrics_query(const char *store, const char *table, const metrics_filter *f, metrics_row_fn fn, void *ctx,

@@ -27,6 +27,11 @@ void metrics_pref_step(metrics *m, int64_t run_id, int64_t step, double chosen, 
                        double accuracies);
 void metrics_eval(metrics *m, int64_t run_id, int64_t step, double val_loss, const char *at);
 void metrics_flush(metrics *m);
+/* `train --strict-metrics`: a step/eval row or commit that fails to write
+ * makes metrics_check fail (MetricsError); without it the first failure is
+ * a warning and the run goes on. */
+void metrics_set_strict(metrics *m, int strict);
+int metrics_check(const metrics *m, dlm_err *e);
 
 /* Reading, for `dlm metrics`: which rows of a table. Zero/NULL = no filter. */
 typedef struct metrics_filter {

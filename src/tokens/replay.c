@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "util/cbor.h"
 #include "util/fs.h"
 #include "util/json.h"
 #include "util/rng.h"
@@ -15,11 +16,17 @@
 
 #define MAX_RECORD (64u << 20)
 
+/* dlm's own bookkeeping beside the original's index.json, which forbids
+ * extra keys: {section_id: {section_type, first_run, last_run}} */
+#define SIDECAR "dlm-runs.json"
+
 struct replay {
-    char dir[4096], corpus[4200], index[4200];
+    char dir[4096], corpus[4200], index[4200], side[4200];
     replay_entry *e;
     int n, cap;
 };
+
+static int read_frame(const char *path, int64_t off, int64_t len, json_t **rec, dlm_err *e);
 
 static int cmp_entry(const void *a, const void *b)
 {
@@ -48,11 +55,18 @@ int replay_open(const char *store, replay **out, dlm_err *e)
     snprintf(r->dir, sizeof r->dir, "%s/replay", store);
     snprintf(r->corpus, sizeof r->corpus, "%s/corpus.zst", r->dir);
     snprintf(r->index, sizeof r->index, "%s/index.json", r->dir);
+    snprintf(r->side, sizeof r->side, "%s/" SIDECAR, r->dir);
     if (fs_is_file(r->index)) {
-        json_t *a = json_load_path(r->index, 256u << 20, e);
+        json_t *a = json_load_path(r->index, 256u << 20, e), *side = NULL;
         if (!a) { replay_free(r); return -1; }
+        if (fs_is_file(r->side) && !(side = json_load_path(r->side, 256u << 20, e))) {
+            json_decref(a);
+            replay_free(r);
+            return -1;
+        }
         if (!json_is_array(a)) {
             json_decref(a);
+            json_decref(side);
             err_set(e, "ReplayCorruptError", "%s: not a JSON array", r->index);   /* before r goes */
             replay_free(r);
             return -1;
@@ -65,23 +79,53 @@ int replay_open(const char *store, replay **out, dlm_err *e)
                        *at = jget_str(it, "added_at");
             long long off, len, fr = 0, lr = 0;
             double w = 1.0;
+            json_t *st = sid ? json_object_get(side, sid) : NULL;
+            if (!ty && st) ty = jget_str(st, "section_type");
             /* off + len could overflow: compare against what is left */
-            if (!sid || strlen(sid) != 16 || !ty || jget_int(it, "byte_offset", &off) ||
+            if (!sid || strlen(sid) != 16 || jget_int(it, "byte_offset", &off) ||
                 jget_int(it, "length", &len) || off < 0 || len <= 0 || off > csize || len > csize - off) {
                 json_decref(a);
+                json_decref(side);
                 err_set(e, "ReplayCorruptError", "%s: entry %zu is malformed or points past the corpus", r->index, i);
                 err_hint(e, "move %s aside to start a new replay corpus", r->dir);
                 replay_free(r);   /* after the message: it names r's paths */
                 return -1;
             }
-            jget_int(it, "first_run", &fr);
-            jget_int(it, "last_run", &lr);
+            json_t *src = json_object_get(it, "first_run") ? it : st;
+            json_t *rec = NULL;
+            if (!ty || !src) {
+                /* the original's index: the type and the runs are in the
+                 * record (section_type, training_runs_seen) */
+                if (read_frame(r->corpus, off, len, &rec, e)) { json_decref(a); json_decref(side); replay_free(r); return -1; }
+                if (!ty) ty = jget_str(rec, "section_type");
+                json_t *runs = json_object_get(rec, "training_runs_seen"), *v;
+                size_t k;
+                json_array_foreach(runs, k, v) {
+                    long long x = json_integer_value(v);
+                    if (!fr || x < fr) fr = x;
+                    if (x > lr) lr = x;
+                }
+            }
+            if (!ty || strlen(ty) >= sizeof ((replay_entry *)0)->type) {
+                json_decref(rec);
+                json_decref(a);
+                json_decref(side);
+                err_set(e, "ReplayCorruptError", "%s: entry %zu has no section_type", r->index, i);
+                err_hint(e, "move %s aside to start a new replay corpus", r->dir);
+                replay_free(r);
+                return -1;
+            }
+            if (src) {
+                jget_int(src, "first_run", &fr);
+                jget_int(src, "last_run", &lr);
+            }
             jget_num(it, "weight", &w);
             replay_entry *x = push(r);
-            if (!x) { json_decref(a); replay_free(r); return err_set(e, "MemoryError", "out of memory"); }
+            if (!x) { json_decref(rec); json_decref(a); json_decref(side); replay_free(r); return err_set(e, "MemoryError", "out of memory"); }
             memcpy(x->sid, sid, 17);
             snprintf(x->type, sizeof x->type, "%s", ty);
             snprintf(x->added_at, sizeof x->added_at, "%s", at ? at : "");
+            json_decref(rec);
             x->off = off;
             x->len = len;
             x->first_run = fr;
@@ -89,6 +133,7 @@ int replay_open(const char *store, replay **out, dlm_err *e)
             x->weight = w;
         }
         json_decref(a);
+        json_decref(side);
         qsort(r->e, (size_t)r->n, sizeof *r->e, cmp_entry);
     }
     *out = r;
@@ -141,10 +186,25 @@ static int read_frame(const char *path, int64_t off, int64_t len, json_t **rec, 
     size_t n = ZSTD_decompress(out, (size_t)sz, buf, (size_t)len);
     free(buf);
     if (ZSTD_isError(n) || n != sz) { free(out); return err_set(e, "ReplayCorruptError", "%s: corrupt frame at %lld", path, (long long)off); }
-    json_error_t je;
-    *rec = json_loadb(out, n, 0, &je);
+    /* CBOR (the original's framing, which dlm writes too) or JSON (what
+     * dlm wrote before): a CBOR map never starts with '{' */
+    if (n && out[0] == '{') {
+        json_error_t je;
+        *rec = json_loadb(out, n, 0, &je);
+        free(out);
+        if (!*rec) return err_set(e, "ReplayCorruptError", "%s: bad record at %lld: %s", path, (long long)off, je.text);
+        return 0;
+    }
+    dlm_err ce;
+    err_clear(&ce);
+    int rc = cbor_to_json((const uint8_t *)out, n, rec, &ce);
     free(out);
-    if (!*rec) return err_set(e, "ReplayCorruptError", "%s: bad record at %lld: %s", path, (long long)off, je.text);
+    if (rc || !json_is_object(*rec)) {
+        json_decref(*rec);
+        *rec = NULL;
+        return err_set(e, "ReplayCorruptError", "%s: bad record at %lld: %s", path, (long long)off,
+                       rc ? ce.msg : "not a map");
+    }
     return 0;
 }
 
@@ -239,17 +299,21 @@ dlm_doc *replay_doc(const replay *r, const int *idx, int n, dlm_err *e)
 static int save_index(replay *r, dlm_err *e)
 {
     qsort(r->e, (size_t)r->n, sizeof *r->e, cmp_entry);
-    json_t *a = json_array();
+    /* index.json exactly as the original's IndexEntry (extra="forbid");
+     * the run bookkeeping goes to the sidecar, written first (an entry the
+     * index lacks is ignored, one the sidecar lacks reads its record) */
+    json_t *a = json_array(), *side = json_object();
     for (int i = 0; i < r->n; i++) {
         replay_entry *x = &r->e[i];
-        json_array_append_new(a, json_pack("{s:s, s:s, s:I, s:I, s:s, s:I, s:I, s:f}", "section_id", x->sid,
-                                           "section_type", x->type, "byte_offset", (json_int_t)x->off, "length",
-                                           (json_int_t)x->len, "added_at", x->added_at, "first_run",
-                                           (json_int_t)x->first_run, "last_run", (json_int_t)x->last_run,
-                                           "weight", x->weight));
+        json_array_append_new(a, json_pack("{s:s, s:I, s:I, s:s, s:f}", "section_id", x->sid, "byte_offset",
+                                           (json_int_t)x->off, "length", (json_int_t)x->len, "added_at",
+                                           x->added_at, "weight", x->weight));
+        json_object_set_new(side, x->sid, json_pack("{s:s, s:I, s:I}", "section_type", x->type, "first_run",
+                                                    (json_int_t)x->first_run, "last_run", (json_int_t)x->last_run));
     }
-    int rc = json_save_file(r->index, a, e);
+    int rc = json_save_file(r->side, side, e) || json_save_file(r->index, a, e) ? -1 : 0;
     json_decref(a);
+    json_decref(side);
     return rc;
 }
 
@@ -289,30 +353,54 @@ static int compact(replay *r, dlm_err *e)
     return rc ? -1 : save_index(r, e);
 }
 
+/* One section as the original's SectionSnapshot, cbor2.dumps(...,
+ * canonical=True, timezone=UTC): keys shorter first then bytewise, the
+ * datetimes as tag 0 strings ("2026-12-05T08:22:17Z"). */
+static void record_cbor(strbuf *sb, const doc_section *s, const char *stamp, int64_t run_id)
+{
+    const char *ty = doc_section_type_name(s->type);
+    cbor_put_map(sb, 7);
+    cbor_put_text(sb, "content", 7);
+    cbor_put_text(sb, s->content, s->content_len);
+    cbor_put_text(sb, "auto_mined", 10);
+    cbor_put_bool(sb, s->type == DOC_PREFERENCE && s->auto_mined);
+    cbor_put_text(sb, "section_id", 10);
+    cbor_put_text(sb, s->id, strlen(s->id));
+    cbor_put_text(sb, "last_seen_at", 12);
+    cbor_put_tag(sb, 0);
+    cbor_put_text(sb, stamp, strlen(stamp));
+    cbor_put_text(sb, "section_type", 12);
+    cbor_put_text(sb, ty, strlen(ty));
+    cbor_put_text(sb, "first_seen_at", 13);
+    cbor_put_tag(sb, 0);
+    cbor_put_text(sb, stamp, strlen(stamp));
+    cbor_put_text(sb, "training_runs_seen", 18);
+    cbor_put_array(sb, 1);
+    cbor_put_uint(sb, (uint64_t)run_id);
+}
+
 int replay_commit(replay *r, const dlm_doc *doc, int64_t run_id, uint64_t max_bytes, dlm_err *e)
 {
     if (fs_mkdir_p(r->dir, e)) return -1;
     int fd = open(r->corpus, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0) return err_sys(e, "cannot open '%s'", r->corpus);
     int64_t end = fs_file_size(r->corpus);
-    char now[24];
+    char now[24], stamp[32];
     time_iso_utc(time_now(), now, sizeof now);
+    snprintf(stamp, sizeof stamp, "%sZ", now);
     int n_cur = doc_nsections(doc);
     for (int i = 0; i < n_cur; i++) {
         const doc_section *s = doc_section_at(doc, i);
         if (s->type != DOC_PROSE && s->type != DOC_INSTRUCTION && s->type != DOC_PREFERENCE) continue;
         int k = replay_find(r, s->id);
         if (k >= 0) { r->e[k].last_run = run_id; continue; }
-        json_t *rec = json_pack("{s:s, s:s, s:s%, s:I}", "section_id", s->id, "section_type",
-                                doc_section_type_name(s->type), "content", s->content, s->content_len,
-                                "first_seen_run", (json_int_t)run_id);
-        char *js = json_dumps(rec, JSON_COMPACT | JSON_SORT_KEYS);
-        json_decref(rec);
-        if (!js) { close(fd); return err_set(e, "MemoryError", "out of memory"); }
-        size_t jl = strlen(js), cap = ZSTD_compressBound(jl);
+        strbuf rec = STRBUF_INIT;
+        record_cbor(&rec, s, stamp, run_id);
+        if (rec.oom) { sb_free(&rec); close(fd); return err_set(e, "MemoryError", "out of memory"); }
+        size_t cap = ZSTD_compressBound(rec.len);
         void *z = malloc(cap);
-        size_t zn = z ? ZSTD_compress(z, cap, js, jl, 3) : 0;
-        free(js);
+        size_t zn = z ? ZSTD_compress(z, cap, rec.buf, rec.len, 3) : 0;
+        sb_free(&rec);
         if (!z || ZSTD_isError(zn)) { free(z); close(fd); return err_set(e, "ReplayError", "zstd compression failed"); }
         if (write_all(fd, z, zn)) { free(z); close(fd); return err_sys(e, "cannot append to '%s'", r->corpus); }
         free(z);

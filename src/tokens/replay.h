@@ -2,11 +2,18 @@
  * forget what an edit removed from the document.
  *
  *   <store>/replay/corpus.zst   append-only; one zstd frame per section, each
- *                               a JSON record {section_id, section_type,
- *                               content, first_seen_run}
- *   <store>/replay/index.json   [{section_id, section_type, byte_offset,
- *                               length, added_at, first_run, last_run,
- *                               weight}] sorted by section_id (atomic rewrite)
+ *                               the original's CBOR SectionSnapshot {content,
+ *                               auto_mined, section_id, last_seen_at,
+ *                               section_type, first_seen_at,
+ *                               training_runs_seen} (JSON records, which dlm
+ *                               wrote before, are still read)
+ *   <store>/replay/index.json   the original's [{section_id, byte_offset,
+ *                               length, added_at, weight}] sorted by
+ *                               section_id (atomic rewrite)
+ *   <store>/replay/dlm-runs.json  {section_id: {section_type, first_run,
+ *                               last_run}}: dlm's recency in runs; an entry
+ *                               without one (a corpus the original wrote)
+ *                               takes them from its record
  *
  * After each committed run the document's new sections are appended and
  * every current section's last_run is bumped. Each run trains on the whole

@@ -292,6 +292,10 @@ static int need(const hub_opts *o, const char *repo, const char *rev, const char
                 size_t cap, dlm_err *e)
 {
     int r = hub_resolve_file(o, repo, rev, file, path, cap, e);
+    /* offline, an optional file the cache neither holds nor marks missing
+     * is absent, as transformers takes it (a snapshot written by
+     * save_pretrained, or the original's cache, has no .no_exist markers) */
+    if (r < 0 && !required && o->offline && !strcmp(e->kind, "HubOfflineError")) return HUB_NOT_FOUND;
     if (r == HUB_NOT_FOUND && required) {
         err_set(e, "EntryNotFoundError", "%s@%s has no '%s'", repo, rev, file);
         return err_hint(e, "dlm needs an HF model repository with config.json, tokenizer.json and safetensors weights");

@@ -39,7 +39,7 @@ import glob, json, sys
 s = sys.argv[1]
 tr = json.load(open(s + "/adapter/versions/v0001/training_run.json"))
 assert tr["precision"] == "bf16", tr.get("precision")
-assert json.load(open(s + "/dlm.lock"))["precision"] == "bf16"
+assert json.load(open(s + "/dlm.lock"))["determinism_flags"]["dlm_precision"] == "bf16"
 ban = [json.loads(l) for l in open(sorted(glob.glob(s + "/logs/train-*.jsonl"))[0]) if '"banner"' in l][0]
 assert ban["precision"] == "bf16" and "emulated" in ban["precision_how"], ban
 PY

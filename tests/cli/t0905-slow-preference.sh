@@ -81,8 +81,8 @@ rc=0; "$DLM" preference mine m.dlm --judge "cli:echo nonsense" -q 2> err.txt || 
 [ $rc = 1 ] && grep -q "must print a JSON object" err.txt || fail "bad judge output: rc $rc $(cat err.txt)"
 rc=0; "$DLM" preference mine m.dlm --judge "cli:exit 4" -q 2> err.txt || rc=$?
 [ $rc = 1 ] && grep -q "exited 4" err.txt || fail "failing judge: rc $rc $(cat err.txt)"
-rc=0; "$DLM" preference mine m.dlm --judge sway -q 2> err.txt || rc=$?
-[ $rc = 1 ] && grep -q "^hint:" err.txt || fail "unknown judge: rc $rc"
+rc=0; "$DLM" preference mine m.dlm --judge bogus -q 2> err.txt || rc=$?
+[ $rc = 1 ] && grep -q "unknown judge .bogus." err.txt && grep -q "^hint:" err.txt || fail "unknown judge: rc $rc"
 for args in "mine m.dlm --samples 1" "mine m.dlm --adapter tone" "mine m.dlm --top-p 0" "frob m.dlm" "mine"; do
     rc=0; "$DLM" preference $args >/dev/null 2>&1 || rc=$?
     [ $rc = 2 ] || fail "usage '$args': rc $rc"

@@ -20,6 +20,7 @@
 
 #include "export/gotmpl.h"
 #include "export/ollama.h"
+#include "export/export.h"
 #include "tokens/tok_gguf.h"
 #include "util/fs.h"
 #include "util/json.h"
@@ -290,7 +291,7 @@ static void test_modelfile(void)
     const char *stops[] = {"<|im_end|>", "<|im_start|>"};
     export_modelfile m = {"0.1.0", "2026-11-30T00:00:00", "/x/doc.dlm", "01JD", 3, "smollm2-135m", "abc", "Q4_K_M",
                           0, "./base.Q4_K_M.gguf", "./adapter.gguf", "T{{ .Content }}", stops, 2, 0.7, 0.9, 2048,
-                          "Be \"brief\".", "Apache-2.0"};
+                          "Be \"brief\".", "Apache-2.0", NULL};
     strbuf out = STRBUF_INIT;
     dlm_err e;
     CHECK(export_modelfile_text(&m, &out, &e) == 0);
@@ -302,6 +303,20 @@ static void test_modelfile(void)
                             "PARAMETER stop \"<|im_end|>\"\nPARAMETER stop \"<|im_start|>\"\n"
                             "PARAMETER temperature 0.7\nPARAMETER top_p 0.9\nPARAMETER num_ctx 2048\n\n"
                             "SYSTEM \"\"\"Be \"brief\".\"\"\"\nLICENSE \"\"\"Apache-2.0\"\"\"\n");
+    /* a draft: the original's two comment lines after num_ctx
+     * (export/ollama/modelfile_shared.py build_param_lines) */
+    export_modelfile md = m;
+    md.draft = "qwen2.5:0.5b";
+    sb_reset(&out);
+    CHECK(export_modelfile_text(&md, &out, &e) == 0);
+    CHECK(strstr(sb_str(&out), "PARAMETER num_ctx 2048\n# Speculative-decoding draft: `ollama pull qwen2.5:0.5b`\n"
+                               "# then run with `OLLAMA_DRAFT_MODEL=qwen2.5:0.5b ollama run <this-model>`\n\nSYSTEM") != NULL);
+    /* the original's draft table (export/draft_registry.py DRAFT_PAIRS) */
+    CHECK_STR(export_draft_for("qwen2.5-3b"), "qwen2.5:0.5b");
+    CHECK_STR(export_draft_for("qwen2.5-coder-1.5b"), "qwen2.5:0.5b");
+    CHECK_STR(export_draft_for("llama-3.2-3b"), "llama3.2:1b");
+    CHECK_STR(export_draft_for("smollm2-1.7b"), "smollm2:360m");
+    CHECK(export_draft_for("smollm2-135m") == NULL && export_draft_for(NULL) == NULL);
     /* merged, no template, no system/license */
     export_modelfile m2 = m;
     m2.merged = 1;

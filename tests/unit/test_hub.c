@@ -154,6 +154,24 @@ static void test_cache(void)
     CHECK_STR(E.kind, "HubOfflineError");
     CHECK_INT(hub_snapshot(&o, "org/m", "main", out, sizeof out, &E), -1);
     CHECK(strstr(E.msg, "tokenizer.json") != NULL);
+    /* with the required files cached, the optional ones the cache neither
+     * holds nor marks missing (special_tokens_map.json, chat_template.jinja:
+     * a save_pretrained folder, the original's cache) are absent offline,
+     * as transformers takes them; generation_config.json has its marker */
+    {
+        const char *files[] = {"tokenizer.json", "tokenizer_config.json", "model.safetensors"};
+        for (int i = 0; i < 3; i++) {
+            snprintf(p, sizeof p, "%s/snapshots/" C1 "/%s", rd, files[i]);
+            fs_write_atomic(p, "{}", 2, 0644, &E);
+        }
+        char sd[4200];
+        snprintf(sd, sizeof sd, "%s/snapshots/" C1, rd);
+        CHECK_INT(hub_snapshot(&o, "org/m", "main", out, sizeof out, &E), 0);
+        CHECK_STR(out, sd);
+        o.offline = 0;   /* online, the same request is a network question, not an absence */
+        CHECK_INT(hub_snapshot(&o, "org/m", "main", out, sizeof out, &E), -1);
+        o.offline = 1;
+    }
     /* bad ids never touch the file system */
     CHECK_INT(hub_resolve_file(&o, "org/../m", "main", "config.json", out, sizeof out, &E), -1);
     CHECK_INT(hub_resolve_file(&o, "org/m", "main", "../config.json", out, sizeof out, &E), -1);
