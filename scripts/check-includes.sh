@@ -4,7 +4,7 @@
 # it. Fails (exit 1) naming each upward include. Run by CTest (lint/includes)
 # and so by CI; docs/architecture.md explains the order.
 set -eu
-LAYERS="util kern doc store media weights vision tokens decoder grad adapter infer export share api run cmd"
+LAYERS="util kern doc store media weights vision tokens decoder grad adapter infer export share api run lsp cmd"
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root/src"
 rank() { i=0; for l in $LAYERS; do [ "$l" = "$1" ] && { echo $i; return; }; i=$((i + 1)); done; echo -1; }

@@ -19,6 +19,7 @@ qa() { for i in $(seq "$1"); do printf '\n### Q\nWhat is %d plus %d?\n### A\n%d.
 mk() { # mk FILE ID NPAIRS [VAL_FRAC]
     { printf -- '---\ndlm_id: %s\ndlm_version: 15\nbase_model: tiny\ntraining:\n  sequence_len: 64\n  micro_batch_size: 2\n' "$2"
       [ -z "${4:-}" ] || printf '  val_frac: %s\n' "$4"
+      printf '  multi_turn: 0\n'   # item counts are the split's rows alone (t1141 counts conversations)
       printf -- '---\n# Notes\n\nParis is the capital of France and Berlin the capital of Germany.\n\n::instruction::\n'
       qa "$3"; } > "$1"
 }

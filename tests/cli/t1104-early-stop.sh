@@ -20,7 +20,7 @@ set -euo pipefail
 export DLM_TEST_EVAL_EVERY=2
 mk() {
     { printf -- '---\ndlm_id: %s\ndlm_version: 15\nbase_model: tiny\ntraining:\n  sequence_len: 64\n  micro_batch_size: 2\n' "$ID"
-      printf -- '  grad_accum: 1\n  learning_rate: 0.05\n  num_epochs: 100\n  val_frac: 0.3\n  save_steps: 4\n---\n'
+      printf -- '  grad_accum: 1\n  learning_rate: 0.05\n  num_epochs: 100\n  val_frac: 0.3\n  save_steps: 4\n  multi_turn: 0\n---\n'
       printf -- '# Notes\n\nParis is the capital of France.\n\n::instruction::\n'
       for i in $(seq 12); do printf '\n### Q\nWhat is %d plus %d?\n### A\n%d.\n' "$i" "$i" $((2 * i)); done; } > "$1"
 }
