@@ -141,6 +141,8 @@ void kern_set_bf16(int on);
 typedef enum { KERN_BF16_FMA = 0, KERN_BF16_AVX512BF16 = 1, KERN_BF16_AMX = 2, KERN_BF16_AMX_MODEL = 3 } kern_bf16_be;
 kern_bf16_be kern_bf16_backend(void);
 const char *kern_bf16_backend_name(kern_bf16_be be);
+/* 1 if back end be can run here (fma and amx-model everywhere). */
+int kern_bf16_available(kern_bf16_be be);
 /* Use back end `name` (fma, avx512bf16, amx, amx-model: the AMX kernel on
  * the C model of the tile unit, for tests) or, NULL, the picked one again.
  * -1: unknown name; -2: not on this CPU. Call between kernel calls. */

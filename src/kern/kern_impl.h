@@ -186,7 +186,6 @@ extern const kern_isa kern_isa_avx512;
 #define AMX_MR 32           /* 2×2 tiles of 16×16 fp32 */
 #define AMX_NR 32
 #define AMX_KT 32           /* bf16 per A tile row (64 bytes) */
-int kern_bf16_available(kern_bf16_be be);
 /* kpad: kc rounded up to AMX_KT, or to even below AMX_KT (the tiles are
  * then configured that narrow); kpad <= 2·kc, so the panel fits. */
 int64_t bf16_amx_kpad(int64_t kc);
