@@ -56,6 +56,7 @@ void gemm_pack_a(const kern_isa *isa, const gemm_prob *p, float *dst, int64_t m0
     /* bf16 numerics: the activations are rounded here, once per packed
      * element, so every micro-kernel reads bf16 values (zero padding stays 0) */
     if (p->bf16) {
+        if (bf16_pack_a_direct(isa, p, dst, m0, mc, k0, kc)) return;
         gemm_prob q = *p;
         q.bf16 = 0;
         gemm_pack_a(isa, &q, dst, m0, mc, k0, kc);
@@ -93,6 +94,7 @@ void gemm_pack_b(const kern_isa *isa, const gemm_prob *p, float *dst, float *tmp
      * weight is exact already; an F32/F16 one gets the value a one-time
      * conversion to bf16 would give, since the rounding is per element) */
     if (p->bf16) {
+        if (bf16_pack_b_direct(isa, p, dst, tmp, n0, nc, k0, kc)) return;
         gemm_prob q = *p;
         q.bf16 = 0;
         gemm_pack_b(isa, &q, dst, tmp, n0, nc, k0, kc);

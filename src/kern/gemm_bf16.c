@@ -249,3 +249,105 @@ void kern_sgemm_bf16dp_ref(kern_bf16_be be, int ta, int tb, int64_t M, int64_t N
     free(a);
     free(b);
 }
+
+/* ---- direct pair panels (avx512bf16) ----------------------------------------
+ * One pass from the operands to the pairs panel: rows K-contiguous (A, and
+ * B of GB_ROWS_K) become dword rows (bf16_pairs_f32, or a BF16 weight's
+ * bytes as they are: two bf16 in k order are one pair dword) and then one
+ * dword transpose (pack_t moves 32-bit lanes, bits untouched); B of
+ * GB_ROWS_N pairs two source rows per dword row (bf16_zip_*). The same
+ * dwords as packing f32, rounding and pairing (bf16_pack_pairs). */
+#if defined(__x86_64__)
+int bf16_pack_a_direct(const kern_isa *isa, const gemm_prob *p, float *dst, int64_t m0, int64_t mc, int64_t k0,
+                       int64_t kc)
+{
+    if (isa->panel != KERN_PANEL_PAIRS || p->ta || kc > GEMM_KC || isa->mr > 32) return 0;
+    const int mr = isa->mr;
+    const int64_t kp = (kc + 1) / 2;
+    uint32_t rows[32][GEMM_KC / 2];
+    for (int64_t i0 = 0; i0 < mc; i0 += mr, dst += kc * mr) {
+        int n = (int)(mc - i0 < mr ? mc - i0 : mr);
+        const float *rp[32];
+        for (int i = 0; i < mr; i++) {
+            rp[i] = NULL;
+            if (i >= n) continue;
+            bf16_pairs_f32_avx512bf16(rows[i], p->A + (m0 + i0 + i) * p->lda + k0, kc);
+            rp[i] = (const float *)rows[i];
+        }
+        isa->pack_t(dst, rp, mr, kp);
+    }
+    return 1;
+}
+
+int bf16_pack_b_direct(const kern_isa *isa, const gemm_prob *p, float *dst, float *tmp, int64_t n0, int64_t nc,
+                       int64_t k0, int64_t kc)
+{
+    if (isa->panel != KERN_PANEL_PAIRS || kc > GEMM_KC || nc > GEMM_NC || isa->nr > 32) return 0;
+    const int nr = isa->nr;
+    const int64_t kp = (kc + 1) / 2;
+    const uint8_t *base = p->B;
+    const size_t be = dtype_block_elems(p->bt), bb = dtype_block_bytes(p->bt);
+    if (p->bkind == GB_ROWS_K) {
+        for (int64_t j0 = 0; j0 < nc; j0 += nr, dst += kc * nr) {
+            int cols = (int)(nc - j0 < nr ? nc - j0 : nr);
+            const float *rp[32];
+            for (int j = 0; j < nr; j++) {
+                rp[j] = NULL;
+                if (j >= cols) continue;
+                const uint8_t *row = base + (size_t)(n0 + j0 + j) * p->ldb_bytes;
+                float *t = tmp + (int64_t)j * GEMM_KC;
+                if (p->bt == DT_BF16 && !(kc & 1)) {
+                    rp[j] = (const float *)(row + (size_t)k0 * 2);      /* already pairs */
+                    continue;
+                }
+                if (p->bt == DT_F32) {
+                    bf16_pairs_f32_avx512bf16((uint32_t *)t, (const float *)row + k0, kc);
+                } else {
+                    kern_dequant_row(p->bt, row + (size_t)k0 / be * bb, t, kc);
+                    bf16_pairs_f32_avx512bf16((uint32_t *)t, t, kc);
+                }
+                rp[j] = t;
+            }
+            isa->pack_t(dst, rp, nr, kp);
+        }
+        return 1;
+    }
+    /* GB_ROWS_N: dword row p from source rows k0 + 2p and k0 + 2p + 1 */
+    uint32_t *d = (uint32_t *)tmp;
+    float *f0 = tmp + GEMM_NC, *f1 = f0 + GEMM_NC;
+    const int64_t strips = (nc + nr - 1) / nr;
+    for (int64_t q = 0; q < kp; q++) {
+        const uint8_t *r0 = base + (size_t)(k0 + 2 * q) * p->ldb_bytes;
+        const uint8_t *r1 = 2 * q + 1 < kc ? r0 + p->ldb_bytes : NULL;
+        if (p->bt == DT_BF16) {
+            bf16_zip_bf16_avx512bf16(d, (const uint16_t *)r0 + n0, r1 ? (const uint16_t *)r1 + n0 : NULL, nc);
+        } else if (p->bt == DT_F32) {
+            bf16_zip_f32_avx512bf16(d, (const float *)r0 + n0, r1 ? (const float *)r1 + n0 : NULL, nc);
+        } else {
+            kern_dequant_row(p->bt, r0 + (size_t)n0 / be * bb, f0, nc);
+            if (r1) kern_dequant_row(p->bt, r1 + (size_t)n0 / be * bb, f1, nc);
+            bf16_zip_f32_avx512bf16(d, f0, r1 ? f1 : NULL, nc);
+        }
+        for (int64_t s = 0; s < strips; s++) {
+            uint32_t *o = (uint32_t *)dst + s * kc * nr + q * nr;
+            int64_t w = nc - s * nr < nr ? nc - s * nr : nr;
+            memcpy(o, d + s * nr, (size_t)w * 4);
+            if (w < nr) memset(o + w, 0, (size_t)(nr - w) * 4);
+        }
+    }
+    return 1;
+}
+#else
+int bf16_pack_a_direct(const kern_isa *isa, const gemm_prob *p, float *dst, int64_t m0, int64_t mc, int64_t k0,
+                       int64_t kc)
+{
+    (void)isa, (void)p, (void)dst, (void)m0, (void)mc, (void)k0, (void)kc;
+    return 0;
+}
+int bf16_pack_b_direct(const kern_isa *isa, const gemm_prob *p, float *dst, float *tmp, int64_t n0, int64_t nc,
+                       int64_t k0, int64_t kc)
+{
+    (void)isa, (void)p, (void)dst, (void)tmp, (void)n0, (void)nc, (void)k0, (void)kc;
+    return 0;
+}
+#endif

@@ -110,3 +110,65 @@ KT void BF_FN(gemm_bf16_block)(int64_t mc, int64_t nc, int64_t kc, const float *
     }
 }
 #endif
+
+/* ---- pair packers --------------------------------------------------------------
+ * The panels of the bf16 pairs layout straight from the operands' rows, one
+ * pass each (gemm_bf16.c), with f32_to_bf16's rounding (round to nearest
+ * even; a NaN keeps its high half with the quiet bit set). */
+#if defined(__x86_64__) || defined(DLM_SIMDE)
+KT static inline __attribute__((always_inline)) __m512i rnd16(__m512 v)
+{
+    const __m512i u = _mm512_castps_si512(v);
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    const __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff))), 16);
+    const __m512i q = _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(64));
+    const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
+                                                  _mm512_set1_epi32(0x7f800000));
+    return _mm512_mask_blend_epi32(nan, r, q);
+}
+
+/* dst[p] = bf16(src[2p]) | bf16(src[2p+1]) << 16, p < ceil(n/2), the high
+ * half 0 past n. dst may be src (each dword is stored after the floats it
+ * needs, and never past them). */
+KT void BF_FN(bf16_pairs_f32)(uint32_t *dst, const float *src, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        const __m512i a = rnd16(_mm512_loadu_ps(src + i)), b = rnd16(_mm512_loadu_ps(src + i + 16));
+        /* a: pairs 0..7 as (lo, hi) dwords once narrowed to 16 bits */
+        const __m256i lo = _mm512_cvtepi32_epi16(a), hi = _mm512_cvtepi32_epi16(b);
+        _mm256_storeu_si256((__m256i *)(dst + i / 2), lo);
+        _mm256_storeu_si256((__m256i *)(dst + i / 2 + 8), hi);
+    }
+    for (; i < n; i += 2) {
+        uint32_t lo = f32_to_bf16(src[i]), hi = i + 1 < n ? f32_to_bf16(src[i + 1]) : 0;
+        dst[i / 2] = lo | hi << 16;
+    }
+}
+
+/* dst[j] = bf16(r0[j]) | bf16(r1[j]) << 16 (r1 NULL: 0), j < n. */
+KT void BF_FN(bf16_zip_f32)(uint32_t *dst, const float *r0, const float *r1, int64_t n)
+{
+    int64_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+        __m512i a = rnd16(_mm512_loadu_ps(r0 + j));
+        if (r1) a = _mm512_or_si512(a, _mm512_slli_epi32(rnd16(_mm512_loadu_ps(r1 + j)), 16));
+        _mm512_storeu_si512(dst + j, a);
+    }
+    for (; j < n; j++) dst[j] = (uint32_t)f32_to_bf16(r0[j]) | (r1 ? (uint32_t)f32_to_bf16(r1[j]) << 16 : 0);
+}
+
+/* The same from bf16 rows (no rounding). */
+KT void BF_FN(bf16_zip_bf16)(uint32_t *dst, const uint16_t *r0, const uint16_t *r1, int64_t n)
+{
+    int64_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+        __m512i a = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(r0 + j)));
+        if (r1)
+            a = _mm512_or_si512(a, _mm512_slli_epi32(
+                                       _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(r1 + j))), 16));
+        _mm512_storeu_si512(dst + j, a);
+    }
+    for (; j < n; j++) dst[j] = (uint32_t)r0[j] | (r1 ? (uint32_t)r1[j] << 16 : 0);
+}
+#endif

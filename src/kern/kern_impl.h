@@ -195,6 +195,16 @@ void bf16_pack_amx_a(uint16_t *dst, const float *strip, int R, int64_t kc);
 void bf16_pack_amx_b(uint16_t *dst, const float *strip, int R, int64_t kc);
 void gemm_bf16_block_avx512bf16(int64_t mc, int64_t nc, int64_t kc, const float *Ap, const float *Bp, float *C,
                                 int64_t ldc, const gemm_epi *e);
+/* Pair packers (isa_avx512bf16.c, AVX512_BF16 CPUs; _emu under SIMDe). */
+void bf16_pairs_f32_avx512bf16(uint32_t *dst, const float *src, int64_t n);
+void bf16_zip_f32_avx512bf16(uint32_t *dst, const float *r0, const float *r1, int64_t n);
+void bf16_zip_bf16_avx512bf16(uint32_t *dst, const uint16_t *r0, const uint16_t *r1, int64_t n);
+/* The pairs panel straight from the operands (one pass, no f32 panel);
+ * 0 where the case is not covered (the caller packs f32, rounds, pairs). */
+int bf16_pack_a_direct(const struct kern_isa *isa, const gemm_prob *p, float *dst, int64_t m0, int64_t mc, int64_t k0,
+                       int64_t kc);
+int bf16_pack_b_direct(const struct kern_isa *isa, const gemm_prob *p, float *dst, float *tmp, int64_t n0, int64_t nc,
+                       int64_t k0, int64_t kc);
 void gemm_amx_block_model(int64_t mc, int64_t nc, int64_t kc, const float *Ap, const float *Bp, float *C,
                           int64_t ldc, const gemm_epi *e);
 void gemm_amx_block_native(int64_t mc, int64_t nc, int64_t kc, const float *Ap, const float *Bp, float *C,

@@ -16,7 +16,8 @@
  * DAZ or FTZ. Those are replaced below by exact lane loops (fmaf, and
  * bf16_model.h's VDPBF16PS lane), so an emulated kernel gives the bits the
  * hardware gives. Intrinsics SIMDe 0.7.4 lacks (__mmask16,
- * _mm512_maskz_loadu_ps, _mm512_mask_storeu_ps) are supplied the same way.
+ * _mm512_maskz_loadu_ps, _mm512_mask_storeu_ps, _mm512_cmpgt_epu32_mask,
+ * _mm512_cvtepi32_epi16, _mm512_cvtepu16_epi32) are supplied the same way.
  * Kernels call kx_dpbf16_ps (integer-vector operands: the
  * __m512bh type differs between compilers and SIMDe) and the usual names
  * for the rest. Add a replacement here whenever a kernel starts to use an
@@ -102,6 +103,37 @@ static inline void kx_mask_storeu_ps(float *p, __mmask16 k, __m512 v)
     for (int i = 0; i < 16; i++)
         if ((k >> i) & 1) p[i] = t[i];
 }
+static inline __mmask16 kx_cmpgt_epu32_mask(__m512i a, __m512i b)
+{
+    uint32_t x[16], y[16];
+    _mm512_storeu_si512(x, a);
+    _mm512_storeu_si512(y, b);
+    __mmask16 m = 0;
+    for (int i = 0; i < 16; i++) m = (__mmask16)(m | (x[i] > y[i]) << i);
+    return m;
+}
+static inline __m256i kx_cvtepi32_epi16(__m512i a)
+{
+    uint32_t x[16];
+    uint16_t y[16];
+    _mm512_storeu_si512(x, a);
+    for (int i = 0; i < 16; i++) y[i] = (uint16_t)x[i];
+    return _mm256_loadu_si256((const __m256i *)y);
+}
+static inline __m512i kx_cvtepu16_epi32(__m256i a)
+{
+    uint16_t x[16];
+    uint32_t y[16];
+    _mm256_storeu_si256((__m256i *)x, a);
+    for (int i = 0; i < 16; i++) y[i] = x[i];
+    return _mm512_loadu_si512(y);
+}
+#undef _mm512_cmpgt_epu32_mask
+#undef _mm512_cvtepi32_epi16
+#undef _mm512_cvtepu16_epi32
+#define _mm512_cmpgt_epu32_mask(a, b) kx_cmpgt_epu32_mask(a, b)
+#define _mm512_cvtepi32_epi16(a) kx_cvtepi32_epi16(a)
+#define _mm512_cvtepu16_epi32(a) kx_cvtepu16_epi32(a)
 #define _mm512_maskz_loadu_ps(k, p) kx_maskz_loadu_ps(k, p)
 #define _mm512_mask_storeu_ps(p, k, v) kx_mask_storeu_ps(p, k, v)
 

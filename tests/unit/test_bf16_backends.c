@@ -95,53 +95,65 @@ static void test_sgemm_twins(void)
     kern_bf16_force(NULL);
 }
 
-/* kern_matmul (f32 and quantized weights go through the same panels),
- * the fused LoRA product and kern_matmul_dx against the twin, plus the
- * tolerance to the double-sum twin and thread independence. */
+/* kern_matmul (F32, BF16 and Q8_0 weights: the direct pair packers read
+ * each type its own way), the fused LoRA product and kern_matmul_dx
+ * against the twin, plus the tolerance to the double-sum twin and thread
+ * independence. */
 static void test_entry_points(void)
 {
-    const int64_t N = 50, O = 96, I = 272, R = 8;
+    const int64_t N = 50, O = 96, I = 288, R = 8;
     trng r = {21};
     float *x = xmalloc((size_t)N * I * 4), *W = xmalloc((size_t)O * I * 4), *U = xmalloc((size_t)N * R * 4);
-    float *Bm = xmalloc((size_t)O * R * 4), *dy = xmalloc((size_t)N * O * 4);
+    float *Bm = xmalloc((size_t)O * R * 4), *dy = xmalloc((size_t)N * O * 4), *Wd = xmalloc((size_t)O * I * 4);
+    uint8_t *Wq = xmalloc((size_t)O * I * 4);
     fill_rand(&r, x, (size_t)N * I, 1.f);
     fill_rand(&r, W, (size_t)O * I, 0.2f);
     fill_rand(&r, U, (size_t)N * R, 1.f);
     fill_rand(&r, Bm, (size_t)O * R, 1.f);
     fill_rand(&r, dy, (size_t)N * O, 1.f);
-    wmat w = {.type = DT_F32, .rows = O, .cols = I, .row_bytes = (size_t)I * 4, .data = W};
     float *y = xmalloc((size_t)N * O * 4), *yr = xmalloc((size_t)N * O * 4), *yd = xmalloc((size_t)N * O * 4);
     float *dx = xmalloc((size_t)N * I * 4), *dxr = xmalloc((size_t)N * I * 4);
-    for (int bi = 0; bi < 4; bi++) {
-        if (kern_bf16_force(k_be[bi]) || (bi == KERN_BF16_FMA && cpu_level() < CPU_AVX2)) continue;
-        kern_set_bf16(1);
-        kern_matmul_lora(y, x, &w, NULL, N, 0, U, Bm, (int)R, 2.f);
-        kern_matmul_dx_to(dx, dy, &w, N, 0);
-        kern_set_bf16(0);
-        kern_sgemm_bf16dp_ref((kern_bf16_be)bi, 0, 1, N, O, I, 1.f, x, I, W, I, 0.f, yr, O);
-        kern_sgemm_bf16dp_ref((kern_bf16_be)bi, 0, 1, N, O, R, 2.f, U, R, Bm, R, 1.f, yr, O);
-        kern_sgemm_bf16dp_ref((kern_bf16_be)bi, 0, 0, N, I, O, 1.f, dy, O, W, I, 0.f, dxr, I);
-        size_t at = 0;
-        CHECK_MSG(same_bits(y, yr, (size_t)N * O, &at), "%s matmul_lora: element %zu %a vs twin %a", k_be[bi], at,
-                  y[at], yr[at]);
-        CHECK_MSG(same_bits(dx, dxr, (size_t)N * I, &at), "%s matmul_dx: element %zu %a vs twin %a", k_be[bi], at,
-                  dx[at], dxr[at]);
-        /* within bf16's error of the exact sums of the rounded inputs */
-        kern_sgemm_bf16_ref(0, 1, N, O, I, 1.f, x, I, W, I, 0.f, yd, O);
-        kern_sgemm_bf16_ref(0, 1, N, O, R, 2.f, U, R, Bm, R, 1.f, yd, O);
-        CHECK_CLOSE(k_be[bi], y, yd, (size_t)N * O, 3e-6, 0);
-        /* the same bytes for any thread count */
-        for (int t = 1; t <= 3; t++) {
-            kern_init(t);
-            kern_set_bf16(1);
-            kern_matmul_lora(yd, x, &w, NULL, N, 0, U, Bm, (int)R, 2.f);
-            kern_set_bf16(0);
-            CHECK_MSG(!memcmp(y, yd, (size_t)N * O * 4), "%s: bytes differ at %d threads", k_be[bi], t);
+    const dtype types[] = {DT_F32, DT_BF16, DT_Q8_0};
+    for (int ti = 0; ti < 3; ti++) {
+        dtype t = types[ti];
+        size_t rb = dtype_row_bytes(t, I);
+        for (int64_t o = 0; o < O; o++) {
+            kern_quant_row(t, W + o * I, Wq + (size_t)o * rb, I);
+            kern_dequant_row(t, Wq + (size_t)o * rb, Wd + o * I, I);     /* the values the twin multiplies */
         }
-        kern_init(2);
+        wmat w = {.type = t, .rows = O, .cols = I, .row_bytes = rb, .data = Wq};
+        for (int bi = 0; bi < 4; bi++) {
+            if (kern_bf16_force(k_be[bi]) || (bi == KERN_BF16_FMA && cpu_level() < CPU_AVX2)) continue;
+            kern_set_bf16(1);
+            kern_matmul_lora(y, x, &w, NULL, N, 0, U, Bm, (int)R, 2.f);
+            kern_matmul_dx_to(dx, dy, &w, N, 0);
+            kern_set_bf16(0);
+            kern_sgemm_bf16dp_ref((kern_bf16_be)bi, 0, 1, N, O, I, 1.f, x, I, Wd, I, 0.f, yr, O);
+            kern_sgemm_bf16dp_ref((kern_bf16_be)bi, 0, 1, N, O, R, 2.f, U, R, Bm, R, 1.f, yr, O);
+            kern_sgemm_bf16dp_ref((kern_bf16_be)bi, 0, 0, N, I, O, 1.f, dy, O, Wd, I, 0.f, dxr, I);
+            size_t at = 0;
+            CHECK_MSG(same_bits(y, yr, (size_t)N * O, &at), "%s %s matmul_lora: element %zu %a vs twin %a", k_be[bi],
+                      dtype_name(t), at, y[at], yr[at]);
+            CHECK_MSG(same_bits(dx, dxr, (size_t)N * I, &at), "%s %s matmul_dx: element %zu %a vs twin %a", k_be[bi],
+                      dtype_name(t), at, dx[at], dxr[at]);
+            /* within bf16's error of the exact sums of the rounded inputs */
+            kern_sgemm_bf16_ref(0, 1, N, O, I, 1.f, x, I, Wd, I, 0.f, yd, O);
+            kern_sgemm_bf16_ref(0, 1, N, O, R, 2.f, U, R, Bm, R, 1.f, yd, O);
+            CHECK_CLOSE(k_be[bi], y, yd, (size_t)N * O, 3e-6, 0);
+            /* the same bytes for any thread count */
+            for (int th = 1; th <= 3; th++) {
+                kern_init(th);
+                kern_set_bf16(1);
+                kern_matmul_lora(yd, x, &w, NULL, N, 0, U, Bm, (int)R, 2.f);
+                kern_set_bf16(0);
+                CHECK_MSG(!memcmp(y, yd, (size_t)N * O * 4), "%s: bytes differ at %d threads", k_be[bi], th);
+            }
+            kern_init(2);
+        }
     }
     kern_bf16_force(NULL);
     free(x); free(W); free(U); free(Bm); free(dy); free(y); free(yr); free(yd); free(dx); free(dxr);
+    free(Wd); free(Wq);
 }
 
 /* The tile model's rules on small hand-checked cases. */
