@@ -3,7 +3,8 @@
  * runs on any x86-64, checked bit for bit against its plain-loop twin
  * gemm_bf16_block_ref (bf16_model.h's VDPBF16PS lanes) over packed panels:
  * K odd / even / below and above one block, edge tiles, transposed C,
- * bias, alpha/beta, operands down in the subnormal range (DAZ/FTZ). The
+ * bias, alpha/beta, operands down in the subnormal range (DAZ/FTZ); its
+ * pair packers against f32_to_bf16 (ties, carries, Inf, NaN). The
  * AMX kernel on the tile model is checked the same way (it needs no
  * SIMDe). Where the CPU has AVX512_BF16 the native kernel must give the
  * same bits as the emulated one. */
@@ -19,6 +20,63 @@
 /* isa_avx512bf16.c built with -DDLM_SIMDE */
 void gemm_bf16_block_emu(int64_t mc, int64_t nc, int64_t kc, const float *Ap, const float *Bp, float *C,
                          int64_t ldc, const gemm_epi *e);
+void bf16_pairs_f32_emu(uint32_t *dst, const float *src, int64_t n);
+void bf16_zip_f32_emu(uint32_t *dst, const float *r0, const float *r1, int64_t n);
+void bf16_zip_bf16_emu(uint32_t *dst, const uint16_t *r0, const uint16_t *r1, int64_t n);
+
+/* The pair packers against f32_to_bf16 on awkward values (ties, carries
+ * into the exponent, Inf, NaN, subnormals) and lengths (odd, below and
+ * above a vector), emulated and, where present, native. */
+static void test_packers(void)
+{
+    trng r = {5};
+    float src[203];
+    uint16_t h0[203], h1[203];
+    const uint32_t odd[] = {0x3f808000u, 0x3f818000u, 0x7f7fffffu, 0x7f800000u, 0xff800001u, 0x7fc00001u,
+                            0x00000001u, 0x80008000u, 0x3f7fffffu, 0x00ff8000u};
+    for (int i = 0; i < 203; i++) {
+        uint32_t u = (uint32_t)trng_u64(&r);
+        if (i % 3 == 0) u = odd[(i / 3) % 10];
+        memcpy(&src[i], &u, 4);
+        h0[i] = f32_to_bf16(src[i]);
+        h1[i] = (uint16_t)trng_u64(&r);
+    }
+    const int64_t lens[] = {1, 2, 15, 31, 32, 33, 64, 101, 203};
+    int bad = 0;
+    for (int li = 0; li < 9; li++) {
+        int64_t n = lens[li];
+        uint32_t want[203], got[203], got2[203];
+        for (int64_t p = 0; p < (n + 1) / 2; p++)
+            want[p] = (uint32_t)h0[2 * p] | (2 * p + 1 < n ? (uint32_t)h0[2 * p + 1] << 16 : 0);
+        bf16_pairs_f32_emu(got, src, n);
+        bad += memcmp(got, want, (size_t)(n + 1) / 2 * 4) != 0;
+        float inplace[203];
+        memcpy(inplace, src, sizeof inplace);
+        bf16_pairs_f32_emu((uint32_t *)inplace, inplace, n);
+        bad += memcmp(inplace, want, (size_t)(n + 1) / 2 * 4) != 0;
+        for (int64_t j = 0; j < n; j++) want[j] = (uint32_t)h0[j] | (uint32_t)f32_to_bf16(src[202 - j]) << 16;
+        float rev[203];
+        for (int j = 0; j < 203; j++) rev[j] = src[202 - j];
+        bf16_zip_f32_emu(got, src, rev, n);
+        bad += memcmp(got, want, (size_t)n * 4) != 0;
+        for (int64_t j = 0; j < n; j++) want[j] = (uint32_t)h0[j] | (uint32_t)h1[j] << 16;
+        bf16_zip_bf16_emu(got, h0, h1, n);
+        bad += memcmp(got, want, (size_t)n * 4) != 0;
+        bf16_zip_bf16_emu(got, h0, NULL, n);
+        for (int64_t j = 0; j < n; j++) bad += got[j] != h0[j];
+#if defined(__x86_64__)
+        if (kern_bf16_available(KERN_BF16_AVX512BF16)) {
+            bf16_pairs_f32_avx512bf16(got2, src, n);
+            bf16_pairs_f32_emu(got, src, n);
+            bad += memcmp(got, got2, (size_t)(n + 1) / 2 * 4) != 0;
+            bf16_zip_f32_avx512bf16(got2, src, rev, n);
+            bf16_zip_f32_emu(got, src, rev, n);
+            bad += memcmp(got, got2, (size_t)n * 4) != 0;
+        }
+#endif
+    }
+    CHECK_INT(bad, 0);
+}
 
 static uint32_t u_of(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 
@@ -123,6 +181,7 @@ int main(void)
 #if defined(__x86_64__)
     if (kern_bf16_available(KERN_BF16_AVX512BF16)) native = gemm_bf16_block_avx512bf16;
 #endif
+    test_packers();
     run_all(KERN_BF16_AVX512BF16, gemm_bf16_block_emu, native);
     block_fn amx_native = NULL;
 #if defined(KERN_AMX_NATIVE)
