@@ -57,6 +57,9 @@ if [ -z "$ppy" ]; then
 fi
 tv=$("$ppy" -c 'import torch; print(torch.__version__)')
 cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)
+fam=$(sed -n 's/^cpu family[[:space:]]*: //p' /proc/cpuinfo | head -1)
+mod=$(sed -n 's/^model[[:space:]]*: //p' /proc/cpuinfo | head -1)
+cpu="$cpu (family $fam model $mod)"
 flags=$(grep -o -w -E 'avx512f|avx512_bf16|avx512_vnni|amx_tile|amx_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ')
 cpu="$cpu [${flags% }]"
 bf16be=$("$DLM" --version | sed -n 's/^bf16: \([^;]*\);.*/\1/p')
