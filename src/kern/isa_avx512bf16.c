@@ -93,17 +93,22 @@ KT static inline __attribute__((always_inline)) void ukr(int64_t kp, const uint3
 }
 
 /* kern_isa.gemm_block over pair panels: strips at the f32 panel offsets
- * (Ap + ir·kc floats), each holding ceil(kc/2)·MR dwords. */
+ * (Ap + ir·kc floats), each holding ceil(kc/2)·MR dwords. Row strips
+ * outside, column strips inside: the C tile's rows are then walked along,
+ * which the prefetchers follow (perf: the epilogue's C load fell from 21%
+ * to 17% of the kernel; 512×4864×896 went from 253–263 to 300–311
+ * GFLOPS, one thread, Zen 5, three interleaved rounds). Tiles are
+ * independent: the order changes no bit. */
 KT void BF_FN(gemm_bf16_block)(int64_t mc, int64_t nc, int64_t kc, const float *Ap, const float *Bp, float *C,
                                int64_t ldc, const gemm_epi *e)
 {
     const int64_t kp = (kc + 1) / 2;
-    for (int64_t jr = 0; jr < nc; jr += NR) {
-        int nv = (int)(nc - jr < NR ? nc - jr : NR);
-        gemm_epi ej = *e;
-        if (ej.bias) ej.bias += jr;
-        for (int64_t ir = 0; ir < mc; ir += MR) {
-            int mv = (int)(mc - ir < MR ? mc - ir : MR);
+    for (int64_t ir = 0; ir < mc; ir += MR) {
+        int mv = (int)(mc - ir < MR ? mc - ir : MR);
+        for (int64_t jr = 0; jr < nc; jr += NR) {
+            int nv = (int)(nc - jr < NR ? nc - jr : NR);
+            gemm_epi ej = *e;
+            if (ej.bias) ej.bias += jr;
             float *ct = e->ct ? C + jr * ldc + ir : C + ir * ldc + jr;
             ukr(kp, (const uint32_t *)(Ap + ir * kc), (const uint32_t *)(Bp + jr * kc), ct, ldc, mv, nv, &ej);
         }
