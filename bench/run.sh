@@ -205,8 +205,8 @@ print(f"Machine: {cpu}, {ncpu} cores ({isa.strip()}); load average {load0} at st
       "inference: best of 2 runs each; GEMM: 1 thread, process CPU clock, best of 3 rounds, against the "
       "FMA peak timed the same way.")
 print()
-print("| benchmark | dlm | peer | dlm / peer | target | met |")
-print("|---|---|---|---|---|---|")
+print("| benchmark | dlm | peer | dlm / peer | target | met | CPU [flags] |")
+print("|---|---|---|---|---|---|---|")
 for r in rows:
     d, p = r["dlm"], r["peer"]
     if d is None or p is None or p == 0:
@@ -222,7 +222,8 @@ for r in rows:
     tgt = (f"≤ {r['target']}x" if r["kind"] == "inv" else f"≥ {100 * r['target']:.0f}%" if r["kind"] == "frac"
            else f"≥ {r['target']}x")
     fmt = lambda v: "n/a" if v is None else (f"{v:.1f}" if v < 1000 else f"{v:.0f}")
-    print(f"| {r['name']} ({r['unit']}) | {fmt(d)} | {fmt(p)} {r['peer_name']} | {ratio} | {tgt} | {met} |")
+    rc = r.get("cpu") or f"{cpu} [{isa.strip()}]"
+    print(f"| {r['name']} ({r['unit']}) | {fmt(d)} | {fmt(p)} {r['peer_name']} | {ratio} | {tgt} | {met} | {rc} |")
 print()
 PY
 if [ -s "$run/isa_peak.txt" ]; then

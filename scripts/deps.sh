@@ -18,7 +18,7 @@ build-essential cmake pkg-config git clang libclang-rt-14-dev
 libyaml-dev libjansson-dev libpcre2-dev libutf8proc-dev libzstd-dev
 libarchive-dev libsqlite3-dev libcurl4-openssl-dev libsodium-dev
 libmicrohttpd-dev libedit-dev
-libopenblas-dev
+libopenblas-dev libsimde-dev
 libpng-dev libjpeg62-turbo-dev libwebp-dev libgif-dev libtiff-dev
 libsndfile1-dev libsoxr-dev espeak-ng sox
 python3 python3-numpy python3-torch python3-zstandard python3-jinja2 python-matplotlib-data
@@ -32,7 +32,7 @@ build-essential cmake pkg-config
 libyaml-dev libjansson-dev libpcre2-dev libutf8proc-dev libzstd-dev
 libarchive-dev libsqlite3-dev libcurl4-openssl-dev libsodium-dev
 libmicrohttpd-dev libedit-dev
-libopenblas-dev
+libopenblas-dev libsimde-dev
 libpng-dev libjpeg62-turbo-dev libwebp-dev libgif-dev libtiff-dev
 libsndfile1-dev libsoxr-dev
 "

@@ -15,6 +15,7 @@
 #include "cmd/cmd.h"
 #include "cmd/commands.h"
 #include "kern/cpu.h"
+#include "kern/kern.h"
 #include "util/hash.h"
 #include "util/log.h"
 #include "util/str.h"
@@ -43,6 +44,11 @@ static void print_version(void)
     cpu_amx_describe(amx, sizeof amx);
     printf("dlm %s (commit %s)\n", DLM_VERSION, DLM_COMMIT);
     printf("cpu: %s (dispatch level %s; amx %s)\n", cpu, cpu_level_name(cpu_level()), amx);
+    char bf[96];
+    kern_bf16_describe(bf, sizeof bf);
+    kern_bf16_be be = kern_bf16_backend();
+    printf("bf16: %s; training.precision null trains %s\n", bf,
+           be == KERN_BF16_AMX || be == KERN_BF16_AVX512BF16 ? "bf16" : "fp32");
     printf("mpi: %s\n", dist_compiled() ? "yes (data-parallel 'mpirun -np N dlm train'; docs/mpi.md)" : "no (build with 'make mpi')");
 }
 

@@ -23,10 +23,17 @@
 # timed steps. Peak RSS: /usr/bin/time's maxrss of `dlm train` (the whole
 # command: load, tokenize, train, write) against the peer's ru_maxrss.
 #
+# dlm runs once per training.precision in CMD_PRECS ("fp32 bf16": the exact
+# path and the bf16 back end of `dlm --version`), the peer once per amp.
+# The peer's Python: CMD_PEER_PY, else the pinned PyPI venv of PyTorch 2.x
+# (scripts/ref-venv.sh torch2: the torch a user installs, with oneDNN's
+# bf16 kernels), else Debian's /usr/bin/python3 (torch 1.13). Every row
+# carries the CPU model and its AVX-512/AMX flags.
+#
 # Knobs: CMD_SHAPES ("smol135-l3 qwen05"), CMD_STDS ("0.02 0.3"),
 # CMD_STEPS (timed steps, default 4), CMD_AMPS (peer configurations,
 # "none bf16"; bf16 autocast without AVX512-BF16/AMX is emulated and slow),
-# BENCH_THREADS (2),
+# CMD_PRECS ("fp32 bf16"), CMD_PEER_PY, BENCH_THREADS (2),
 # DLM_BENCH_SHARED (the shared folder; default ../shared next to the repo).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -37,14 +44,29 @@ shapes=${CMD_SHAPES:-"smol135-l3 qwen05"}
 stds=${CMD_STDS:-"0.02 0.3"}
 steps=${CMD_STEPS:-4}
 amps=${CMD_AMPS:-"none bf16"}
+precs=${CMD_PRECS:-"fp32 bf16"}
 thr=${BENCH_THREADS:-2}
 py=/usr/bin/python3
 DLM="$root/build/dlm"
 mkdir -p "$tmp"
 log() { echo "[bench-cmd $(date +%H:%M:%S)] $*" >&2; }
+ppy=${CMD_PEER_PY:-}
+if [ -z "$ppy" ]; then
+    v=$("$root/scripts/ref-venv.sh" torch2 2>/dev/null) && [ -x "$v/bin/python" ] && ppy="$v/bin/python"
+    ppy=${ppy:-/usr/bin/python3}
+fi
+tv=$("$ppy" -c 'import torch; print(torch.__version__)')
+cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)
+fam=$(sed -n 's/^cpu family[[:space:]]*: //p' /proc/cpuinfo | head -1)
+mod=$(sed -n 's/^model[[:space:]]*: //p' /proc/cpuinfo | head -1)
+cpu="$cpu (family $fam model $mod)"
+flags=$(grep -o -w -E 'avx512f|avx512_bf16|avx512_vnni|amx_tile|amx_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ')
+cpu="$cpu [${flags% }]"
+bf16be=$("$DLM" --version | sed -n 's/^bf16: \([^;]*\);.*/\1/p')
+log "peer: $ppy (torch $tv); cpu: $cpu; dlm bf16 back end: $bf16be"
 emit() {
-    printf '{"section":"cmd","name":"%s","dlm":%s,"peer":%s,"unit":"%s","target":%s,"kind":"%s","peer_name":"%s"}\n' \
-        "$1" "${2:-null}" "${3:-null}" "$4" "$5" "$6" "$7" >> "$res"
+    printf '{"section":"cmd","name":"%s","dlm":%s,"peer":%s,"unit":"%s","target":%s,"kind":"%s","peer_name":"%s","cpu":"%s"}\n' \
+        "$1" "${2:-null}" "${3:-null}" "$4" "$5" "$6" "$7" "$cpu" >> "$res"
 }
 jget() { $py -c 'import json,sys; d=json.loads(sys.argv[1]); v=d.get(sys.argv[2]); print("null" if v is None else v)' "$1" "$2"; }
 
@@ -61,10 +83,10 @@ make_base() { # make_base SHAPE STD → the base folder
     echo "$d"
 }
 
-write_doc() { # write_doc FILE BASE: 30 sections, each longer than 512 tokens, so every row is full (the peer's rows are 512)
-    $py - "$1" "$2" <<'PY'
+write_doc() { # write_doc FILE BASE PRECISION: 30 sections, each longer than 512 tokens, so every row is full (the peer's rows are 512)
+    $py - "$1" "$2" "$3" <<'PY'
 import random, sys
-path, base = sys.argv[1:3]
+path, base, prec = sys.argv[1:4]
 random.seed(1)
 words = ("the quick brown fox jumps over lazy dog model reads document learns facts answers questions training "
          "runs on cpu with weights kept in their stored type adapter is small").split()
@@ -72,7 +94,7 @@ body = "\n\n".join(" ".join(random.choice(words) for _ in range(600)) + "." for 
 open(path, "w").write("---\ndlm_id: 01JD0000000000000000CMD016\ndlm_version: 15\nbase_model: %s\ntraining:\n"
                       "  sequence_len: 512\n  micro_batch_size: 1\n  grad_accum: 1\n  lora_r: 8\n"
                       "  target_modules: [q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj]\n"
-                      "  num_epochs: 1\n---\n# Bench\n\n%s\n" % (base, body))
+                      "  precision: %s\n  num_epochs: 1\n---\n# Bench\n\n%s\n" % (base, prec, body))
 PY
 }
 
@@ -93,33 +115,45 @@ for s in $shapes; do
     case $s in smol135-l3) ps="smollm2-135m --vocab 128256" ;; qwen05) ps="qwen2.5-0.5b" ;; esac
     for std in $stds; do
         base=$(make_base "$s" "$std")
-        home="$tmp/home-$s-$std"
-        rm -rf "$home"
-        doc="$tmp/$s-$std.dlm"
-        write_doc "$doc" "$base"
-        log "$s std $std: dlm train --max-steps $((steps + 1))"
-        DLM_HOME="$home" /usr/bin/time -f "%M" -o "$tmp/$s-$std.maxrss" "$DLM" train "$doc" \
-            --max-steps $((steps + 1)) --threads "$thr" > "$tmp/$s-$std.out" 2>&1 \
-            || { cat "$tmp/$s-$std.out" >&2; exit 1; }
-        jl=$(ls "$home"/store/*/logs/train-*.jsonl | head -1)
-        d=$(dlm_steps "$jl")
-        rss=$($py -c "print(round($(tail -1 "$tmp/$s-$std.maxrss") / 1024, 1))")
+        declare -A dt=()
+        for prec in $precs; do
+            home="$tmp/home-$s-$std-$prec"
+            rm -rf "$home"
+            doc="$tmp/$s-$std-$prec.dlm"
+            write_doc "$doc" "$base" "$prec"
+            log "$s std $std: dlm train --max-steps $((steps + 1)), precision $prec"
+            DLM_HOME="$home" /usr/bin/time -f "%M" -o "$tmp/$s-$std.maxrss" "$DLM" train "$doc" \
+                --max-steps $((steps + 1)) --threads "$thr" > "$tmp/$s-$std.out" 2>&1 \
+                || { cat "$tmp/$s-$std.out" >&2; exit 1; }
+            grep '^precision:' "$tmp/$s-$std.out" >&2 || true
+            jl=$(ls "$home"/store/*/logs/train-*.jsonl | head -1)
+            d=$(dlm_steps "$jl")
+            rss=$($py -c "print(round($(tail -1 "$tmp/$s-$std.maxrss") / 1024, 1))")
+            dt[$prec]=$(jget "$d" best)
+            log "$s std $std: dlm $prec $d, peak RSS $rss MB"
+        done
+        d=$($py -c "import sys; v=[float(x) for x in sys.argv[1:] if x not in ('', 'null')]; print('{\"best\": %s}' % (max(v) if v else 'null'))" "${dt[fp32]:-}" "${dt[bf16]:-}")
+        [ -n "${dt[fp32]:-}" ] && [ -n "${dt[bf16]:-}" ] &&
+            emit "dlm train $s std $std tok/s: bf16 ($bf16be) vs fp32" "${dt[bf16]}" "${dt[fp32]}" "tok/s" 1.0 ratio "dlm fp32"
         tok[$s-$std]=$(jget "$d" best)
-        log "$s std $std: dlm $d, peak RSS $rss MB"
         pbest=0; prss=
         for amp in $amps; do
-            log "$s std $std: PyTorch peer, amp $amp"
+            log "$s std $std: PyTorch $tv peer, amp $amp"
             # shellcheck disable=SC2086
-            p=$(OMP_WAIT_POLICY=PASSIVE $py "$here/peer_qwen.py" --mode train --shape $ps --seq 512 --batch 1 \
+            p=$(OMP_WAIT_POLICY=PASSIVE "$ppy" "$here/peer_qwen.py" --mode train --shape $ps --seq 512 --batch 1 \
                 --rank 8 --steps "$steps" --warmup 1 --threads "$thr" --init-std 0.02 --attn-std "$std" \
                 --amp "$amp" | sed -n 's/^RESULT //p')
             pt=$(jget "$p" tok_s_max); pr=$(jget "$p" peak_rss_mb)
             log "$s std $std: peer amp $amp ${pt} tok/s, peak RSS ${pr} MB"
-            [ "$amp" = none ] && { emit "dlm train $s std $std tok/s" "$(jget "$d" best)" "$pt" "tok/s" 1.0 ratio "PyTorch fp32"; prss=$pr; }
-            [ "$amp" = bf16 ] && emit "dlm train $s std $std tok/s" "$(jget "$d" best)" "$pt" "tok/s" 1.0 ratio "PyTorch bf16 autocast"
+            for prec in $precs; do
+                [ -n "${dt[$prec]:-}" ] || continue
+                [ "$amp" = none ] && emit "dlm $prec train $s std $std tok/s" "${dt[$prec]}" "$pt" "tok/s" 1.0 ratio "PyTorch $tv fp32"
+                [ "$amp" = bf16 ] && emit "dlm $prec train $s std $std tok/s" "${dt[$prec]}" "$pt" "tok/s" 1.0 ratio "PyTorch $tv bf16 autocast"
+            done
+            [ "$amp" = none ] && prss=$pr
             pbest=$($py -c "print(max($pbest, ${pt/null/0}))")
         done
-        emit "dlm train $s std $std tok/s, peer's best" "$(jget "$d" best)" "$pbest" "tok/s" 4.0 ratio "PyTorch best"
+        emit "dlm train $s std $std tok/s (best precision), peer's best" "$(jget "$d" best)" "$pbest" "tok/s" 2.0 ratio "PyTorch $tv best"
         emit "dlm train $s std $std peak RSS" "$rss" "$prss" "MB" 0.25 inv "PyTorch fp32"
     done
     if [ -n "${tok[$s-0.3]:-}" ] && [ -n "${tok[$s-0.02]:-}" ]; then

@@ -13,6 +13,7 @@
 #include "run/dist.h"
 #include "run/probe.h"
 #include "kern/cpu.h"
+#include "kern/kern.h"
 #include "store/store.h"
 #include "util/log.h"
 #include "util/fs.h"
@@ -74,6 +75,10 @@ static json_t *host_json(const host_info *h)
                      "compute", "cpu", "determinism_class", h->determinism, "disk_path", h->disk_path);
     prec_choice pc;
     json_object_set_new(o, "precision_default", json_string(default_precision(&pc)));
+    char bf[96];
+    kern_bf16_describe(bf, sizeof bf);
+    json_object_set_new(o, "bf16_backend", json_pack("{s:s, s:s}", "name", kern_bf16_backend_name(kern_bf16_backend()),
+                                                     "describe", bf));
     return o;
 }
 
@@ -148,8 +153,12 @@ static void print_host(const host_info *h)
     printf("determinism: %s (same bytes for any thread count)\n", h->determinism);
     prec_choice pc;
     default_precision(&pc);
+    char bf[96];
+    kern_bf16_describe(bf, sizeof bf);
+    printf("bf16:    %s\n", bf);
     printf("precision: %s; bf16 %s\n", pc.how,
-           pc.bf16 ? "is the default here" : "would be emulated here (no AMX bf16 tiles): its numerics, no faster");
+           pc.bf16 ? "is the default here"
+                   : "would be emulated here (no AMX or AVX512-BF16): its numerics, no faster");
     printf("mpi:     %s\n", dist_compiled() ? "built in: 'mpirun -np N dlm train' shares each step's micro-batches"
                                              " (grad_accum is per rank; 'dlm doctor PATH --ranks N': one rank's plan)"
                                            : "not built in ('make mpi' builds build-mpi/dlm)");

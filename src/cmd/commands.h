@@ -41,7 +41,7 @@ DLM_COMMAND_LIST(X)
 #undef X
 
 /* At start-up, before any command: hand the environment's settings
- * (DLM_CPU_LEVEL, DLM_DECODE, HF_*, DLM_TINY, DLM_TEMPLATES, the
+ * (DLM_CPU_LEVEL, DLM_BF16_BACKEND, DLM_DECODE, HF_*, DLM_TINY, DLM_TEMPLATES, the
  * DLM_FAIL_WRITE test hook) to the libraries. */
 int cmd_read_env(dlm_err *e);
 /* After opts_parse: apply -v/-q to the logger and resolve the home dir. */

@@ -31,6 +31,11 @@ int cmd_read_env(dlm_err *e)
     const char *v;
     if ((v = getenv("DLM_CPU_LEVEL")) && *v && cpu_cap_level(v))
         return err_set(e, NULL, "DLM_CPU_LEVEL=%s: expected scalar, avx2 or avx512", v);
+    if ((v = getenv("DLM_BF16_BACKEND")) && *v) {
+        int rc = kern_bf16_force(v);
+        if (rc == -1) return err_set(e, NULL, "DLM_BF16_BACKEND=%s: expected fma, avx512bf16, amx or amx-model", v);
+        if (rc == -2) return err_set(e, NULL, "DLM_BF16_BACKEND=%s: this CPU cannot run it", v);
+    }
     if ((v = getenv("DLM_DECODE")) && *v) {
         if (strcmp(v, "f32") && strcmp(v, "int8")) return err_set(e, NULL, "DLM_DECODE=%s: expected f32 or int8", v);
         kern_set_int8_decode(!strcmp(v, "int8"));

@@ -5,21 +5,24 @@
 #include <string.h>
 
 #include "kern/cpu.h"
+#include "kern/kern.h"
 
 void precision_cpu_probe(prec_cpu *c)
 {
     const cpu_features *f = cpu_get_features();
     /* AMX tiles as the run-time probe found them (kern/cpu.c: CPUID, XCR0,
-     * the tile-data permission); the tile kernels themselves are not built
-     * yet (issue 16), so null still means fp32 on an AMX machine */
+     * the tile-data permission) and the back end the kernels picked from
+     * them (kern/gemm_bf16.c; $DLM_BF16_BACKEND may have forced one) */
     *c = (prec_cpu){.isa = cpu_level_name(cpu_level()), .amx_bf16 = cpu_get_amx()->usable,
-                    .avx512bf16 = f->avx512bf16, .tile_kernels = 0};
+                    .avx512bf16 = f->avx512bf16, .tile_kernels = kern_bf16_available(KERN_BF16_AMX),
+                    .backend = kern_bf16_backend_name(kern_bf16_backend())};
 }
 
 int precision_decide(doc_precision asked, const prec_cpu *cpu, prec_choice *out, dlm_err *e)
 {
     memset(out, 0, sizeof *out);
-    int fast = cpu->amx_bf16 && cpu->tile_kernels;
+    const char *be = cpu->backend ? cpu->backend : "fma";
+    int amx = !strcmp(be, "amx"), dp = !strcmp(be, "avx512bf16"), fast = amx || dp;
     if (asked == DOC_PREC_FP16) {
         err_set(e, "PrecisionError", "training.precision: fp16 is not supported: dlm has no fp16 training path");
         return err_hint(e, "use bf16 (bf16 numerics, f32 master weights) or fp32 (exact), or null to let dlm pick");
@@ -29,14 +32,19 @@ int precision_decide(doc_precision asked, const prec_cpu *cpu, prec_choice *out,
     out->name = out->bf16 ? "bf16" : "fp32";
     if (!out->bf16)
         snprintf(out->how, sizeof out->how, "fp32 (exact f32 numerics%s)",
-                 out->picked ? "; training.precision null: fp32 on CPUs without AMX bf16 tiles" : "");
+                 out->picked ? "; training.precision null: fp32 on CPUs without AMX-BF16 or AVX512-BF16" : "");
     else if (fast)
-        snprintf(out->how, sizeof out->how, "bf16 (AMX tiles%s)", out->picked ? "; training.precision null" : "");
+        snprintf(out->how, sizeof out->how, "bf16 (%s%s)",
+                 amx ? "AMX tiles, tdpbf16ps" : "AVX512-BF16, vdpbf16ps", out->picked ? "; training.precision null" : "");
+    else if (!strcmp(be, "amx-model"))
+        snprintf(out->how, sizeof out->how,
+                 "bf16 on the C model of the AMX tile unit (DLM_BF16_BACKEND=amx-model: for tests, very slow)");
     else
         snprintf(out->how, sizeof out->how,
                  "bf16 emulated on %s%s: GEMM inputs rounded to bf16 on the f32 FMA units, the slow path "
-                 "(no faster than fp32; bf16 pays off with AMX)", cpu->isa,
-                 cpu->avx512bf16 ? " (AVX512-BF16 present, not used yet)" : " (no AMX, no AVX512-BF16)");
+                 "(no faster than fp32; bf16 pays off with AMX or AVX512-BF16)", cpu->isa,
+                 cpu->avx512bf16 || cpu->amx_bf16 ? " (bf16 instructions present, back end fma forced)"
+                                                  : " (no AMX, no AVX512-BF16)");
     return 0;
 }
 

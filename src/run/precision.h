@@ -21,7 +21,9 @@ typedef struct prec_cpu {
     const char *isa;        /* kernel dispatch level, e.g. "avx2" */
     int amx_bf16;           /* AMX tiles with TDPBF16PS usable by this process */
     int avx512bf16;         /* AVX512-BF16 (VDPBF16PS) */
-    int tile_kernels;       /* dlm was built with bf16 tile kernels that use amx_bf16 (none yet) */
+    int tile_kernels;       /* dlm was built with the native AMX tile kernel */
+    const char *backend;    /* the bf16 GEMM back end in use (kern_bf16_backend_name):
+                             * amx, avx512bf16 (the fast ones), fma, amx-model */
 } prec_cpu;
 
 typedef struct prec_choice {
@@ -32,11 +34,12 @@ typedef struct prec_choice {
 } prec_choice;
 
 /* THE decision of the precision a run uses, from the document's key and
- * the CPU. null → bf16 where the CPU has AMX-BF16 and dlm has tile kernels
- * for it (then bf16 is the fast path), fp32 everywhere else; an explicit
- * fp32/bf16 is honoured on every CPU (bf16 without tiles is emulated on the
- * f32 FMA units: the same numerics, no faster than fp32; "how" says so);
- * fp16 → PrecisionError with a hint. 0 or -1. */
+ * the CPU. null → bf16 where the bf16 back end runs on bf16 instructions
+ * (amx: AMX-BF16 tiles; avx512bf16: VDPBF16PS — then bf16 is the fast
+ * path), fp32 everywhere else; an explicit fp32/bf16 is honoured on every
+ * CPU (bf16 on the fma back end is emulated on the f32 FMA units: the same
+ * numerics, no faster than fp32; "how" says so); fp16 → PrecisionError
+ * with a hint. 0 or -1. */
 int precision_decide(doc_precision asked, const prec_cpu *cpu, prec_choice *out, dlm_err *e);
 
 /* This machine's prec_cpu (the kernels' dispatch level and features). */

@@ -1,6 +1,7 @@
 /* training.precision's decision (run/precision.h): precision_decide over
- * the CPU cases (no AMX, AMX without tile kernels, AMX with them), the
- * refusal of fp16, and the key's line for errors. */
+ * the bf16 back ends (fma, avx512bf16, amx, the tile model, fma forced on a
+ * CPU with the instructions), the refusal of fp16, and the key's line for
+ * errors. */
 #include "check.h"
 
 #include <string.h>
@@ -9,29 +10,37 @@
 
 static void test_decide(void)
 {
-    const prec_cpu plain = {"avx2", 0, 0, 0}, bf16isa = {"avx512", 0, 1, 0};
-    const prec_cpu amx_nokern = {"avx512", 1, 1, 0}, amx = {"avx512", 1, 1, 1};
+    const prec_cpu plain = {"avx2", 0, 0, 0, "fma"}, bf16isa = {"avx512", 0, 1, 0, "avx512bf16"};
+    const prec_cpu forced_fma = {"avx512", 0, 1, 0, "fma"}, amx = {"avx512", 1, 1, 1, "amx"};
+    const prec_cpu model = {"avx2", 0, 0, 0, "amx-model"};
     prec_choice c;
     dlm_err e;
-    /* null: fp32 unless AMX tiles and kernels for them are both there */
+    /* null: fp32 unless the back end runs on bf16 instructions */
     CHECK_INT(precision_decide(DOC_PREC_AUTO, &plain, &c, &e), 0);
     CHECK(!c.bf16 && c.picked);
     CHECK_STR(c.name, "fp32");
     CHECK(strstr(c.how, "training.precision null") != NULL);
     CHECK_INT(precision_decide(DOC_PREC_AUTO, &bf16isa, &c, &e), 0);
+    CHECK(c.bf16 && c.picked);
+    CHECK_STR(c.how, "bf16 (AVX512-BF16, vdpbf16ps; training.precision null)");
+    CHECK_INT(precision_decide(DOC_PREC_AUTO, &forced_fma, &c, &e), 0);
     CHECK(!c.bf16);
-    CHECK_INT(precision_decide(DOC_PREC_AUTO, &amx_nokern, &c, &e), 0);
-    CHECK(!c.bf16);
+    CHECK_INT(precision_decide(DOC_PREC_AUTO, &model, &c, &e), 0);
+    CHECK(!c.bf16);                     /* the tile model is for tests, never picked */
     CHECK_INT(precision_decide(DOC_PREC_AUTO, &amx, &c, &e), 0);
     CHECK(c.bf16 && c.picked);
     CHECK_STR(c.name, "bf16");
-    CHECK(strstr(c.how, "AMX") != NULL && !strstr(c.how, "emulated"));
-    /* explicit values are honoured on every CPU; bf16 without tiles says it is emulated */
+    CHECK(strstr(c.how, "AMX tiles, tdpbf16ps") != NULL && !strstr(c.how, "emulated"));
+    /* explicit values are honoured on every CPU; bf16 without the instructions says it is emulated */
     CHECK_INT(precision_decide(DOC_PREC_BF16, &plain, &c, &e), 0);
     CHECK(c.bf16 && !c.picked);
     CHECK(!strncmp(c.how, "bf16 emulated on avx2 (no AMX, no AVX512-BF16)", 46));
     CHECK_INT(precision_decide(DOC_PREC_BF16, &bf16isa, &c, &e), 0);
-    CHECK(strstr(c.how, "emulated on avx512 (AVX512-BF16 present, not used yet)") != NULL);
+    CHECK_STR(c.how, "bf16 (AVX512-BF16, vdpbf16ps)");
+    CHECK_INT(precision_decide(DOC_PREC_BF16, &forced_fma, &c, &e), 0);
+    CHECK(strstr(c.how, "emulated on avx512 (bf16 instructions present, back end fma forced)") != NULL);
+    CHECK_INT(precision_decide(DOC_PREC_BF16, &model, &c, &e), 0);
+    CHECK(c.bf16 && strstr(c.how, "model of the AMX tile unit") != NULL);
     CHECK_INT(precision_decide(DOC_PREC_FP32, &amx, &c, &e), 0);
     CHECK(!c.bf16 && !c.picked);
     CHECK_STR(c.how, "fp32 (exact f32 numerics)");
