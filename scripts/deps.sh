@@ -18,7 +18,7 @@ build-essential cmake pkg-config git clang libclang-rt-14-dev
 libyaml-dev libjansson-dev libpcre2-dev libutf8proc-dev libzstd-dev
 libarchive-dev libsqlite3-dev libcurl4-openssl-dev libsodium-dev
 libmicrohttpd-dev libedit-dev
-libopenblas-dev
+libopenblas-dev libsimde-dev
 python3 python3-numpy python3-torch python3-zstandard python3-jinja2
 tmux curl chromium minisign
 golang-go
@@ -30,7 +30,7 @@ build-essential cmake pkg-config
 libyaml-dev libjansson-dev libpcre2-dev libutf8proc-dev libzstd-dev
 libarchive-dev libsqlite3-dev libcurl4-openssl-dev libsodium-dev
 libmicrohttpd-dev libedit-dev
-libopenblas-dev
+libopenblas-dev libsimde-dev
 "
 
 if [ "${1:-}" = "--build" ]; then

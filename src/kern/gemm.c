@@ -28,6 +28,26 @@
 static int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+/* The rounded f32 strips (R wide, kc deep, each at its f32 offset) into
+ * the panel the bf16 back end's micro-kernel reads (KERN_PANEL_*). */
+static void to_bf16_panel(const kern_isa *isa, float *dst, int R, int64_t strips, int64_t kc, int is_a)
+{
+    if (isa->panel == KERN_PANEL_PAIRS) {
+        for (int64_t s = 0; s < strips; s++) bf16_pack_pairs(dst + s * kc * R, R, kc);
+    } else if (isa->panel == KERN_PANEL_AMX) {
+        float tmp[AMX_MR * GEMM_KC];
+        for (int64_t s = 0; s < strips; s++) {
+            float *st = dst + s * kc * R;
+            if (is_a && R <= AMX_MR && kc <= GEMM_KC) {
+                memcpy(tmp, st, (size_t)(kc * R) * 4);
+                bf16_pack_amx_a((uint16_t *)st, tmp, R, kc);
+            } else {
+                bf16_pack_amx_b((uint16_t *)st, st, R, kc);
+            }
+        }
+    }
+}
+
 /* Pack rows [m0, m0+mc) × [k0, k0+kc) of A into MR strips (dst[k][i]). */
 void gemm_pack_a(const kern_isa *isa, const gemm_prob *p, float *dst, int64_t m0, int64_t mc, int64_t k0,
                  int64_t kc)
@@ -40,6 +60,7 @@ void gemm_pack_a(const kern_isa *isa, const gemm_prob *p, float *dst, int64_t m0
         q.bf16 = 0;
         gemm_pack_a(isa, &q, dst, m0, mc, k0, kc);
         kern_round_bf16(dst, (mc + mr - 1) / mr * mr * kc);
+        to_bf16_panel(isa, dst, mr, (mc + mr - 1) / mr, kc, 1);
         return;
     }
     for (int64_t i0 = 0; i0 < mc; i0 += mr, dst += kc * mr) {
@@ -76,6 +97,7 @@ void gemm_pack_b(const kern_isa *isa, const gemm_prob *p, float *dst, float *tmp
         q.bf16 = 0;
         gemm_pack_b(isa, &q, dst, tmp, n0, nc, k0, kc);
         kern_round_bf16(dst, (nc + nr - 1) / nr * nr * kc);
+        to_bf16_panel(isa, dst, nr, (nc + nr - 1) / nr, kc, 0);
         return;
     }
     if (p->bkind == GB_ROWS_K) {
@@ -218,7 +240,7 @@ void gemm_run(const gemm_prob *p)
     gemm_prob swapped;
     if (swap_operands(p, kern_isa_get()->nr, &swapped)) p = &swapped;
     kern_ensure_init();
-    const kern_isa *isa = kern_isa_get();
+    const kern_isa *isa = p->bf16 ? kern_isa_bf16() : kern_isa_get();
     const int64_t mr = isa->mr;
     int nt = kern_threads();
     if (2.0 * (double)p->M * (double)p->N * (double)p->K < 4e5) nt = 1;

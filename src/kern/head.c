@@ -18,9 +18,11 @@
  * any number of threads. The sums differ in rounding from kern_matmul +
  * kern_xent + kern_matmul_dx (the reference twin), within ~1e-6 relative.
  * Under kern_set_bf16 x and W are rounded to bf16 where they are packed
- * (the logits GEMM and the W of dx); the logits' gradient stays f32: it
- * never exists as one matrix here (P·W is summed per part and rescaled),
- * so rounding its pieces would not be rounding it. */
+ * (the logits GEMM and the W of dx). On the `fma` back end the logits'
+ * gradient stays f32: it never exists as one matrix here (P·W is summed
+ * per part and rescaled), so rounding its pieces would not be rounding it;
+ * the bf16 instructions take bf16 operands only, so there P's tile is
+ * rounded where it is packed (as autocast rounds the logits' gradient). */
 #include "kern/kern_impl.h"
 
 #include <math.h>
@@ -77,7 +79,9 @@ static void part_unit(void *ctx, int64_t b, int64_t e)
                     .bf16 = j->bf16};
     gemm_prob pd = {.bkind = GB_ROWS_N, .bt = j->W->type, .B = j->W->data, .ldb_bytes = j->W->row_bytes,
                     .bf16 = j->bf16};
-    gemm_prob ps = {.A = S, .lda = HT, .ta = 0};
+    /* P is rounded too where the back end's panels hold bf16 (it is one
+     * more GEMM input there; the f32 panels of `fma` keep it exact) */
+    gemm_prob ps = {.A = S, .lda = HT, .ta = 0, .bf16 = j->bf16 && isa->panel != KERN_PANEL_F32};
     for (int64_t part = b; part < e; part++) {
         int64_t t0 = part * j->ntiles / j->parts, t1 = (part + 1) * j->ntiles / j->parts;
         float *acc = j->acc + (size_t)part * nr * C;
@@ -162,9 +166,10 @@ double kern_head_xent(float *dx, float *nll, const float *x, const wmat *W, cons
     const int64_t V = W->rows, C = W->cols;
     if (N <= 0 || V <= 0 || C <= 0) return 0;
     kern_ensure_init();
-    const kern_isa *isa = kern_isa_get();
+    const int bf16 = kern_bf16_active();
+    const kern_isa *isa = bf16 ? kern_isa_bf16() : kern_isa_get();
     head_job j = {.isa = isa, .x = x, .W = W, .tg = targets, .dx = dx, .nll = nll, .gs = grad_scale,
-                  .C = (int)C, .V = (int)V, .want_dx = dx != NULL, .bf16 = kern_bf16_active()};
+                  .C = (int)C, .V = (int)V, .want_dx = dx != NULL, .bf16 = bf16};
     j.ntiles = (int)((V + HT - 1) / HT);
     j.parts = j.ntiles < HEAD_PARTS ? j.ntiles : HEAD_PARTS;
     /* rows per block: HEAD_ROWS, fewer if the packed x or a unit's tiles

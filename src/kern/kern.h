@@ -138,10 +138,24 @@ void kern_matmul_dx_lora(float *dx, const float *dy, const wmat *W, int64_t N, i
  * LoRA shapes are bypassed so that every product sees rounded inputs.
  * Off (the default): the exact f32 path, bit for bit as before. Call it
  * from the thread that drives the kernels, between kernel calls; the
- * results stay bit-identical for any thread count. On CPUs without AMX or
- * AVX512-BF16 this emulates bf16 on the f32 FMA units (the same speed
- * class as f32: it saves no time, it only reproduces bf16 numerics). */
+ * results stay bit-identical for any thread count. With AMX or
+ * AVX512_BF16 the products run on the bf16 instructions (about twice the
+ * f32 rate); elsewhere bf16 is emulated on the f32 FMA units (the speed of
+ * f32, the numerics of bf16). */
 void kern_set_bf16(int on);
+/* The bf16 back end (src/kern/gemm_bf16.c): picked once from the CPU probe,
+ * amx where the tiles are usable, avx512bf16 (VDPBF16PS) where the CPU has
+ * AVX512_BF16, fma (f32 FMA on rounded inputs) elsewhere. Results are
+ * deterministic within a back end; their last bits differ between them. */
+typedef enum { KERN_BF16_FMA = 0, KERN_BF16_AVX512BF16 = 1, KERN_BF16_AMX = 2, KERN_BF16_AMX_MODEL = 3 } kern_bf16_be;
+kern_bf16_be kern_bf16_backend(void);
+const char *kern_bf16_backend_name(kern_bf16_be be);
+/* Use back end `name` (fma, avx512bf16, amx, amx-model: the AMX kernel on
+ * the C model of the tile unit, for tests) or, NULL, the picked one again.
+ * -1: unknown name; -2: not on this CPU. Call between kernel calls. */
+int kern_bf16_force(const char *name);
+/* "avx512bf16 (vdpbf16ps)" */
+void kern_bf16_describe(char *buf, int cap);
 /* General f32 GEMM, row-major: C[M,N] = alpha·op(A)·op(B) + beta·C with
  * op(A) [M,K] (A is [K,M] when ta), op(B) [K,N] (B is [N,K] when tb).
  * Used for LoRA and weight gradients: dW[O,I] += dyᵀ·x is

@@ -110,8 +110,19 @@ typedef struct gemm_epi {
     int ct;                 /* C stored transposed: element (i, j) at C[j·ldc + i] */
 } gemm_epi;
 
+/* What gemm_block reads from its packed panels (gemm_pack_a/b write it):
+ *   KERN_PANEL_F32    f32 strips [kc][R] (in bf16 mode holding bf16 values);
+ *   KERN_PANEL_PAIRS  bf16 pairs along K: dword (p, r) = k 2p low, 2p+1
+ *                     high, ceil(kc/2)·R dwords (VDPBF16PS);
+ *   KERN_PANEL_AMX    A: per K chunk of min(kpad, AMX_KT) a row-major
+ *                     [R][chunk] bf16 block; B: pairs to kpad (TDPBF16PS).
+ * Every layout fits the f32 strip's bytes, so strips stay at the f32
+ * offsets (Ap + ir·kc floats) whatever the panel. */
+enum { KERN_PANEL_F32 = 0, KERN_PANEL_PAIRS = 1, KERN_PANEL_AMX = 2 };
+
 typedef struct kern_isa {
     int mr, nr;             /* GEMM micro-tile */
+    int panel;              /* KERN_PANEL_*: 0 for the f32 tables */
     /* C[mc,nc] (+)= Ap·Bp for packed Ap (ceil(mc/mr) strips of kc×mr) and
      * Bp (ceil(nc/nr) strips of kc×nr). */
     void (*gemm_block)(int64_t mc, int64_t nc, int64_t kc, const float *Ap, const float *Bp,
@@ -158,11 +169,47 @@ int narrow_sgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, c
                  const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
 
 const kern_isa *kern_isa_get(void);
+/* The table the GEMM engine uses under kern_set_bf16: the back end's
+ * micro-kernel and panel (gemm_bf16.c); kern_isa_get() for `fma`. */
+const kern_isa *kern_isa_bf16(void);
 extern const kern_isa kern_isa_scalar;
 #if defined(__x86_64__) || defined(__i386__)
 extern const kern_isa kern_isa_avx2;
 extern const kern_isa kern_isa_avx512;
 #endif
+
+/* ---- bf16 back ends (gemm_bf16.c, isa_avx512bf16.c, gemm_amx.inc) ---------- */
+/* The native AMX kernel needs the compiler's tile intrinsics. */
+#if defined(__x86_64__) && ((defined(__clang__) && __clang_major__ >= 12) || (!defined(__clang__) && __GNUC__ >= 11))
+#define KERN_AMX_NATIVE 1
+#endif
+#define AMX_MR 32           /* 2×2 tiles of 16×16 fp32 */
+#define AMX_NR 32
+#define AMX_KT 32           /* bf16 per A tile row (64 bytes) */
+int kern_bf16_available(kern_bf16_be be);
+/* kpad: kc rounded up to AMX_KT, or to even below AMX_KT (the tiles are
+ * then configured that narrow); kpad <= 2·kc, so the panel fits. */
+int64_t bf16_amx_kpad(int64_t kc);
+/* A rounded f32 strip [kc][R] to the pair panel, in place. */
+void bf16_pack_pairs(float *strip, int R, int64_t kc);
+void bf16_pack_amx_a(uint16_t *dst, const float *strip, int R, int64_t kc);
+void bf16_pack_amx_b(uint16_t *dst, const float *strip, int R, int64_t kc);
+void gemm_bf16_block_avx512bf16(int64_t mc, int64_t nc, int64_t kc, const float *Ap, const float *Bp, float *C,
+                                int64_t ldc, const gemm_epi *e);
+void gemm_amx_block_model(int64_t mc, int64_t nc, int64_t kc, const float *Ap, const float *Bp, float *C,
+                          int64_t ldc, const gemm_epi *e);
+void gemm_amx_block_native(int64_t mc, int64_t nc, int64_t kc, const float *Ap, const float *Bp, float *C,
+                           int64_t ldc, const gemm_epi *e);
+/* The twin of one gemm_block call of back end be over unpacked bf16
+ * operands: C[i, j] (tile element, ct as in e) gets the back end's sum of
+ * A[i·lda + k]·B[j·ldb + k] over k < kc, then e's epilogue. */
+void gemm_bf16_block_ref(kern_bf16_be be, int64_t mc, int64_t nc, int64_t kc, const uint16_t *A, int64_t lda,
+                         const uint16_t *B, int64_t ldb, float *C, int64_t ldc, const gemm_epi *e);
+/* kern_sgemm's twin under kern_set_bf16 with back end be (AVX2/AVX-512
+ * levels: the `fma` back end is then one FMA per k). */
+void kern_sgemm_bf16dp_ref(kern_bf16_be be, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
+                           const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
+                           int64_t ldc);
 
 /* Scalar dequantizers (the definition of each format's values). */
 void dequant_row_scalar(dtype t, const void *src, float *dst, int64_t n);

@@ -1,0 +1,112 @@
+/* isa_avx512bf16 — the bf16 GEMM micro-kernel on VDPBF16PS (AVX512_BF16:
+ * Cooper Lake, Sapphire Rapids and later, AMD Zen 4/5).
+ *
+ *   C tile [mv ≤ 12, nv ≤ 32] (+)= A pairs [kp][12] · B pairs [kp][32]
+ *
+ * The panels are bf16 pairs along K (gemm.c, bf16_pack_pairs): dword
+ * (p, i) holds element k = 2p in its low half and k = 2p + 1 in its high
+ * half, a zero pads an odd K block. Each step broadcasts one A dword and
+ * issues two VDPBF16PS per row of the tile: 32 multiply-adds per
+ * instruction where the f32 kernel does 16, on panels half the bytes. The
+ * 12×32 tile is the f32 one (24 accumulators + 2 B vectors of the 32 zmm).
+ *
+ * Every C element is, per K block, Σ over pairs in order of the
+ * instruction's lane arithmetic (bf16_model.h: odd product first, fused,
+ * DAZ/FTZ), then combined with C as the f32 kernel does (alpha·acc + base
+ * in one FMA). gemm_bf16_block_ref is the plain-loop twin; the tests check
+ * both builds of this file against it bit for bit: native on a CPU with
+ * AVX512_BF16, and compiled against SIMDe (-DDLM_SIMDE) on any x86-64. */
+#include "kern/simd_x86.h"
+
+#include "kern/kern_impl.h"
+
+#include <math.h>
+
+#if defined(__x86_64__) || defined(DLM_SIMDE)
+
+#if defined(DLM_SIMDE)
+#define BF_FN(n) n##_emu
+#else
+#define BF_FN(n) n##_avx512bf16
+#endif
+#define KT KX_TARGET_AVX512BF16
+#define MR 12
+#define NV 2
+#define NR 32
+
+KT static inline __attribute__((always_inline)) void ukr(int64_t kp, const uint32_t *A, const uint32_t *B, float *C,
+                                                          int64_t ldc, int mv, int nv, const gemm_epi *e)
+{
+    __m512 acc[MR][NV];
+#pragma GCC unroll 12
+    for (int i = 0; i < MR; i++) {
+        acc[i][0] = _mm512_setzero_ps();
+        acc[i][1] = _mm512_setzero_ps();
+    }
+    for (int64_t p = 0; p < kp; p++, A += MR, B += NR) {
+        const __m512i b0 = _mm512_loadu_si512(B), b1 = _mm512_loadu_si512(B + 16);
+#pragma GCC unroll 12
+        for (int i = 0; i < MR; i++) {
+            const __m512i a = _mm512_set1_epi32((int)A[i]);
+            acc[i][0] = kx_dpbf16_ps(acc[i][0], a, b0);
+            acc[i][1] = kx_dpbf16_ps(acc[i][1], a, b1);
+        }
+    }
+    if (e->ct) {
+        /* transposed C (the operand swap of narrow outputs), one scalar at
+         * a time with the f32 kernel's arithmetic */
+        float t[MR][NR];
+        for (int i = 0; i < MR; i++) {
+            _mm512_storeu_ps(&t[i][0], acc[i][0]);
+            _mm512_storeu_ps(&t[i][16], acc[i][1]);
+        }
+        for (int i = 0; i < mv; i++)
+            for (int j = 0; j < nv; j++) {
+                float *c = C + (int64_t)j * ldc + i, base;
+                if (!e->first) base = *c;
+                else {
+                    base = e->beta == 0.f ? 0.f : *c;
+                    if (e->beta != 0.f && e->beta != 1.f) base = base * e->beta;
+                }
+                *c = fmaf(e->alpha, t[i][j], base);
+            }
+        return;
+    }
+    const __m512 va = _mm512_set1_ps(e->alpha);
+    for (int i = 0; i < mv; i++) {
+        float *c = C + i * ldc;
+        for (int j = 0; j < NV; j++) {
+            int w = nv - j * 16;
+            if (w <= 0) break;
+            const __mmask16 m = w >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << w) - 1);
+            float *cj = c + j * 16;
+            __m512 base;
+            if (!e->first) base = _mm512_maskz_loadu_ps(m, cj);
+            else {
+                base = e->beta == 0.f ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m, cj);
+                if (e->beta != 0.f && e->beta != 1.f) base = _mm512_mul_ps(base, _mm512_set1_ps(e->beta));
+                if (e->bias) base = _mm512_add_ps(base, _mm512_maskz_loadu_ps(m, e->bias + j * 16));
+            }
+            _mm512_mask_storeu_ps(cj, m, _mm512_fmadd_ps(va, acc[i][j], base));
+        }
+    }
+}
+
+/* kern_isa.gemm_block over pair panels: strips at the f32 panel offsets
+ * (Ap + ir·kc floats), each holding ceil(kc/2)·MR dwords. */
+KT void BF_FN(gemm_bf16_block)(int64_t mc, int64_t nc, int64_t kc, const float *Ap, const float *Bp, float *C,
+                               int64_t ldc, const gemm_epi *e)
+{
+    const int64_t kp = (kc + 1) / 2;
+    for (int64_t jr = 0; jr < nc; jr += NR) {
+        int nv = (int)(nc - jr < NR ? nc - jr : NR);
+        gemm_epi ej = *e;
+        if (ej.bias) ej.bias += jr;
+        for (int64_t ir = 0; ir < mc; ir += MR) {
+            int mv = (int)(mc - ir < MR ? mc - ir : MR);
+            float *ct = e->ct ? C + jr * ldc + ir : C + ir * ldc + jr;
+            ukr(kp, (const uint32_t *)(Ap + ir * kc), (const uint32_t *)(Bp + jr * kc), ct, ldc, mv, nv, &ej);
+        }
+    }
+}
+#endif

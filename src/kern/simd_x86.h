@@ -1,0 +1,110 @@
+/* simd_x86 — the one place kernels get x86 vector intrinsics from, so the
+ * same kernel source builds two ways:
+ *
+ *   native (default): <immintrin.h>; each kernel function carries a target
+ *     attribute (KX_TARGET_*) and runs only where cpu.c found the ISA;
+ *   emulated (-DDLM_SIMDE, the CMake option DLM_SIMDE): SIMDe
+ *     (Debian libsimde-dev) implements the AVX-512 F/BW/DQ/VL/BF16/VNNI
+ *     intrinsics in portable C (SSE2 or AVX2 underneath), the target
+ *     attributes expand to nothing, and the kernels run on any x86-64 —
+ *     the tests check them bit for bit against their `_ref` twins on a
+ *     CPU without the instructions (tests/unit/emu_kern.c, `make emu`).
+ *
+ * SIMDe's portable paths are not all exact: its _mm512_fmadd_ps (and the
+ * 256/128-bit ones) multiply then add (two roundings), and its
+ * _mm512_dpbf16_ps (0.7.4) sums the pair in the wrong order without FMA,
+ * DAZ or FTZ. Those are replaced below by exact lane loops (fmaf, and
+ * bf16_model.h's VDPBF16PS lane), so an emulated kernel gives the bits the
+ * hardware gives. Kernels call kx_dpbf16_ps (integer-vector operands: the
+ * __m512bh type differs between compilers and SIMDe) and the usual names
+ * for the rest. Add a replacement here whenever a kernel starts to use an
+ * intrinsic whose SIMDe version is not exact. */
+#ifndef DLM_SIMD_X86_H
+#define DLM_SIMD_X86_H
+
+#if defined(__x86_64__) || defined(DLM_SIMDE)
+
+#if defined(DLM_SIMDE)
+#define SIMDE_ENABLE_NATIVE_ALIASES
+#include <math.h>
+#include <simde/x86/avx512.h>
+#include "kern/bf16_model.h"
+
+#define KX_EMULATED 1
+#define KX_TARGET_AVX512BF16
+#define KX_TARGET_AVX512VNNI
+#define KX_TARGET_AVX512
+#define KX_TARGET_AVX2
+
+/* exact a·b+c per lane (SIMDe's portable version rounds twice) */
+static inline __m512 kx_fmadd512(__m512 a, __m512 b, __m512 c)
+{
+    float x[16], y[16], z[16];
+    _mm512_storeu_ps(x, a);
+    _mm512_storeu_ps(y, b);
+    _mm512_storeu_ps(z, c);
+    for (int i = 0; i < 16; i++) z[i] = fmaf(x[i], y[i], z[i]);
+    return _mm512_loadu_ps(z);
+}
+static inline __m512 kx_fnmadd512(__m512 a, __m512 b, __m512 c)
+{
+    float x[16], y[16], z[16];
+    _mm512_storeu_ps(x, a);
+    _mm512_storeu_ps(y, b);
+    _mm512_storeu_ps(z, c);
+    for (int i = 0; i < 16; i++) z[i] = fmaf(-x[i], y[i], z[i]);
+    return _mm512_loadu_ps(z);
+}
+static inline __m256 kx_fmadd256(__m256 a, __m256 b, __m256 c)
+{
+    float x[8], y[8], z[8];
+    _mm256_storeu_ps(x, a);
+    _mm256_storeu_ps(y, b);
+    _mm256_storeu_ps(z, c);
+    for (int i = 0; i < 8; i++) z[i] = fmaf(x[i], y[i], z[i]);
+    return _mm256_loadu_ps(z);
+}
+static inline __m256 kx_fnmadd256(__m256 a, __m256 b, __m256 c)
+{
+    float x[8], y[8], z[8];
+    _mm256_storeu_ps(x, a);
+    _mm256_storeu_ps(y, b);
+    _mm256_storeu_ps(z, c);
+    for (int i = 0; i < 8; i++) z[i] = fmaf(-x[i], y[i], z[i]);
+    return _mm256_loadu_ps(z);
+}
+#undef _mm512_fmadd_ps
+#undef _mm512_fnmadd_ps
+#undef _mm256_fmadd_ps
+#undef _mm256_fnmadd_ps
+#define _mm512_fmadd_ps(a, b, c) kx_fmadd512(a, b, c)
+#define _mm512_fnmadd_ps(a, b, c) kx_fnmadd512(a, b, c)
+#define _mm256_fmadd_ps(a, b, c) kx_fmadd256(a, b, c)
+#define _mm256_fnmadd_ps(a, b, c) kx_fnmadd256(a, b, c)
+
+/* VDPBF16PS exactly (bf16_model.h) */
+static inline __m512 kx_dpbf16_ps(__m512 acc, __m512i a, __m512i b)
+{
+    float c[16];
+    uint32_t x[16], y[16];
+    _mm512_storeu_ps(c, acc);
+    _mm512_storeu_si512(x, a);
+    _mm512_storeu_si512(y, b);
+    for (int i = 0; i < 16; i++) c[i] = bf16m_vdp(c[i], x[i], y[i]);
+    return _mm512_loadu_ps(c);
+}
+
+#else /* native */
+#include <immintrin.h>
+
+#define KX_EMULATED 0
+#define KX_TARGET_AVX512BF16 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,fma")))
+#define KX_TARGET_AVX512VNNI __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,fma")))
+#define KX_TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma")))
+#define KX_TARGET_AVX2 __attribute__((target("avx2,fma,f16c")))
+
+#define kx_dpbf16_ps(acc, a, b) _mm512_dpbf16_ps((acc), (__m512bh)(a), (__m512bh)(b))
+#endif
+
+#endif
+#endif
