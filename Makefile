@@ -3,6 +3,8 @@
 #   make            release build of ./build/dlm (installs Debian deps if missing)
 #   make test       build + every test (unit, CLI end-to-end, references)
 #   make asan       ASan + UBSan build running the same tests
+#   make emu        the AVX-512 / AMX kernels emulated (SIMDe, the tile model)
+#                   and checked bit for bit against their twins, on any x86-64
 #   make mpi        MPI build (build-mpi/dlm, Open MPI) + its tests (docs/mpi.md)
 #   make fuzz       libFuzzer targets, FUZZ_SECONDS each (default 60)
 #   make fuzz-long  every libFuzzer target for 10 minutes (not in CI; docs/reliability.md)
@@ -15,7 +17,7 @@ JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
 CTEST_ARGS ?=
 
-.PHONY: all build test asan mpi fuzz fuzz-long bench tiny-base demo clean deps
+.PHONY: all build test emu asan mpi fuzz fuzz-long bench tiny-base demo clean deps
 
 all: build
 
@@ -30,6 +32,10 @@ build: deps
 test: build
 	@scripts/ref-deps.sh
 	@cd build && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
+
+# Also part of `make test` (label emu); alone here for a quick check.
+emu: build
+	@cd build && ctest --output-on-failure -L emu $(CTEST_ARGS)
 
 asan: deps
 	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DDLM_SANITIZE=ON >/dev/null

@@ -257,7 +257,17 @@ static inline void kern_scmin_k4(const uint8_t *sc, int j, uint8_t *s, uint8_t *
     }
 }
 
-#if defined(__x86_64__)
+#if defined(__x86_64__) && defined(DLM_SIMDE)
+#include <string.h>
+/* The emulated build (simd_x86.h): immintrin.h would clash with SIMDe's
+ * aliases; the exact conversion instead. */
+static inline float kern_half(const uint8_t *p)
+{
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return fp16_to_f32(h);
+}
+#elif defined(__x86_64__)
 #include <immintrin.h>
 #include <string.h>
 /* The fp16 at p as f32 with the F16C instruction (exact, the value of

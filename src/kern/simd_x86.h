@@ -15,7 +15,9 @@
  * _mm512_dpbf16_ps (0.7.4) sums the pair in the wrong order without FMA,
  * DAZ or FTZ. Those are replaced below by exact lane loops (fmaf, and
  * bf16_model.h's VDPBF16PS lane), so an emulated kernel gives the bits the
- * hardware gives. Kernels call kx_dpbf16_ps (integer-vector operands: the
+ * hardware gives. Intrinsics SIMDe 0.7.4 lacks (__mmask16,
+ * _mm512_maskz_loadu_ps, _mm512_mask_storeu_ps) are supplied the same way.
+ * Kernels call kx_dpbf16_ps (integer-vector operands: the
  * __m512bh type differs between compilers and SIMDe) and the usual names
  * for the rest. Add a replacement here whenever a kernel starts to use an
  * intrinsic whose SIMDe version is not exact. */
@@ -81,6 +83,27 @@ static inline __m256 kx_fnmadd256(__m256 a, __m256 b, __m256 c)
 #define _mm512_fnmadd_ps(a, b, c) kx_fnmadd512(a, b, c)
 #define _mm256_fmadd_ps(a, b, c) kx_fmadd256(a, b, c)
 #define _mm256_fnmadd_ps(a, b, c) kx_fnmadd256(a, b, c)
+
+/* Missing from SIMDe 0.7.4: the mask type's native name and the masked
+ * float load/store (masked-off lanes read as 0, are not written). */
+#if !defined(SIMDE_X86_AVX512F_NATIVE)
+typedef simde__mmask16 __mmask16;
+#endif
+static inline __m512 kx_maskz_loadu_ps(__mmask16 k, const float *p)
+{
+    float t[16];
+    for (int i = 0; i < 16; i++) t[i] = (k >> i) & 1 ? p[i] : 0.f;
+    return _mm512_loadu_ps(t);
+}
+static inline void kx_mask_storeu_ps(float *p, __mmask16 k, __m512 v)
+{
+    float t[16];
+    _mm512_storeu_ps(t, v);
+    for (int i = 0; i < 16; i++)
+        if ((k >> i) & 1) p[i] = t[i];
+}
+#define _mm512_maskz_loadu_ps(k, p) kx_maskz_loadu_ps(k, p)
+#define _mm512_mask_storeu_ps(p, k, v) kx_mask_storeu_ps(p, k, v)
 
 /* VDPBF16PS exactly (bf16_model.h) */
 static inline __m512 kx_dpbf16_ps(__m512 acc, __m512i a, __m512i b)
