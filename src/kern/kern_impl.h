@@ -330,7 +330,8 @@ float qx_dot(const kern_q8x *q, const void *w);
  * ([K/4][QMM_TILE_ROWS][4] u8) with their scales per row in the lanes. */
 #define QMM_TILE_ROWS 32
 #define QMM_R_MAX 4         /* rows of x per kernel call */
-enum { QMM_ISA_NONE = 0, QMM_ISA_VNNI256 = 1, QMM_ISA_VNNI512 = 2, QMM_ISA_AMX = 3 };
+/* MODEL: the AMX kernel on the tile model (amx_model.c), for tests only */
+enum { QMM_ISA_NONE = 0, QMM_ISA_VNNI256 = 1, QMM_ISA_VNNI512 = 2, QMM_ISA_AMX = 3, QMM_ISA_MODEL = 4 };
 typedef struct qmm_x {
     dtype wt;
     int64_t N, K, nb;   /* nb: blocks of 32 or 256 per row */
@@ -360,6 +361,12 @@ void qmm_panel_build(qmm_panel *p, void *buf, const wmat *W, int64_t o0);
  * give the same bits. */
 void qmm_panel_run(int isa, const qmm_panel *p, const qmm_x *x, int64_t n0, int R, float *out);
 void qmm_panel_ref(const qmm_panel *p, const qmm_x *x, int64_t n0, int R, float *out);
+/* the back ends (qmm_vnni.c; qmm_amx.c: R ≤ 16, on the AMX instructions
+ * or on the tile model, amx_model.c) */
+void qmm_panel_512(const qmm_panel *p, const qmm_x *x, int64_t n0, int R, float *out);
+void qmm_panel_256(const qmm_panel *p, const qmm_x *x, int64_t n0, int R, float *out);
+void qmm_panel_amx_model(const qmm_panel *p, const qmm_x *x, int64_t n0, int R, float *out);
+void qmm_panel_amx_native(const qmm_panel *p, const qmm_x *x, int64_t n0, int R, float *out);
 /* The back end this process uses (QMM_ISA_NONE: none, the float path);
  * qmm_cap_isa lowers it (tests). */
 int qmm_isa(void);

@@ -321,58 +321,7 @@ void qmm_panel_ref(const qmm_panel *p, const qmm_x *x, int64_t n0, int R, float 
     free(u);
 }
 
-/* ---- the vector kernels ----------------------------------------------------- */
-
-#if defined(__x86_64__)
-#include <immintrin.h>
-
-/* AVX512-VNNI: 16 lanes per vector, both halves of the panel at once. */
-#define QMM_SFX _512
-#define QMM_TARGET __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,fma")))
-#define QMM_LANES 16
-#define QMM_RB 4
-#define VI __m512i
-#define VF __m512
-#define LOADI(p) _mm512_loadu_si512((const void *)(p))
-#define LOADF(p) _mm512_loadu_ps(p)
-#define STOREF(p, v) _mm512_storeu_ps(p, v)
-#define SET1I(v) _mm512_set1_epi32(v)
-#define SET1F(v) _mm512_set1_ps(v)
-#define ZEROI() _mm512_setzero_si512()
-#define ZEROF() _mm512_setzero_ps()
-#define DPBUSD(a, w, x) _mm512_dpbusd_epi32(a, w, x)
-#define ADDI(a, b) _mm512_add_epi32(a, b)
-#define SUBI(a, b) _mm512_sub_epi32(a, b)
-#define MULLO(a, b) _mm512_mullo_epi32(a, b)
-#define CVT(a) _mm512_cvtepi32_ps(a)
-#define MULF(a, b) _mm512_mul_ps(a, b)
-#define FMADD(a, b, c) _mm512_fmadd_ps(a, b, c)
-#include "kern/qmm_body.inc"
-
-/* AVX-VNNI (Alder Lake, Zen 5 and later AVX2 parts): 8 lanes, the VEX
- * form of the same instruction. */
-#define QMM_SFX _256
-#define QMM_TARGET __attribute__((target("avx2,avxvnni,fma")))
-#define QMM_LANES 8
-#define QMM_RB 2
-#define VI __m256i
-#define VF __m256
-#define LOADI(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
-#define LOADF(p) _mm256_loadu_ps(p)
-#define STOREF(p, v) _mm256_storeu_ps(p, v)
-#define SET1I(v) _mm256_set1_epi32(v)
-#define SET1F(v) _mm256_set1_ps(v)
-#define ZEROI() _mm256_setzero_si256()
-#define ZEROF() _mm256_setzero_ps()
-#define DPBUSD(a, w, x) _mm256_dpbusd_avx_epi32(a, w, x)
-#define ADDI(a, b) _mm256_add_epi32(a, b)
-#define SUBI(a, b) _mm256_sub_epi32(a, b)
-#define MULLO(a, b) _mm256_mullo_epi32(a, b)
-#define CVT(a) _mm256_cvtepi32_ps(a)
-#define MULF(a, b) _mm256_mul_ps(a, b)
-#define FMADD(a, b, c) _mm256_fmadd_ps(a, b, c)
-#include "kern/qmm_body.inc"
-#endif
+/* ---- the vector kernels (qmm_vnni.c, qmm_amx.c) ---------------------------- */
 
 static int g_isa_cap = QMM_ISA_AMX;
 
@@ -382,6 +331,8 @@ int qmm_isa(void)
 {
 #if defined(__x86_64__)
     const cpu_features *f = cpu_get_features();
+    const cpu_amx *a = cpu_get_amx();
+    if (g_isa_cap >= QMM_ISA_AMX && a->usable && a->int8) return QMM_ISA_AMX;
     if (g_isa_cap >= QMM_ISA_VNNI512 && cpu_level() >= CPU_AVX512 && f->avx512vnni) return QMM_ISA_VNNI512;
     if (g_isa_cap >= QMM_ISA_VNNI256 && cpu_level() >= CPU_AVX2 && f->avxvnni) return QMM_ISA_VNNI256;
 #endif
@@ -390,11 +341,21 @@ int qmm_isa(void)
 
 const char *qmm_isa_name(int isa)
 {
-    return isa == QMM_ISA_VNNI512 ? "avx512-vnni" : isa == QMM_ISA_VNNI256 ? "avx-vnni" : "none";
+    return isa == QMM_ISA_AMX       ? "amx-int8"
+           : isa == QMM_ISA_VNNI512 ? "avx512-vnni"
+           : isa == QMM_ISA_VNNI256 ? "avx-vnni"
+           : isa == QMM_ISA_MODEL   ? "amx-int8 (tile model)"
+                                    : "none";
 }
 
 void qmm_panel_run(int isa, const qmm_panel *p, const qmm_x *x, int64_t n0, int R, float *out)
 {
+    if (isa == QMM_ISA_MODEL || isa == QMM_ISA_AMX) {     /* at most 16 rows of x per tile */
+        for (int i = 0; i < R; i += 16)
+            (isa == QMM_ISA_AMX ? qmm_panel_amx_native : qmm_panel_amx_model)(p, x, n0 + i, R - i < 16 ? R - i : 16,
+                                                                              out + (size_t)i * TW);
+        return;
+    }
 #if defined(__x86_64__)
     if (isa == QMM_ISA_VNNI512) { qmm_panel_512(p, x, n0, R, out); return; }
     if (isa == QMM_ISA_VNNI256) { qmm_panel_256(p, x, n0, R, out); return; }

@@ -1,7 +1,9 @@
 /* test_qmm — the int8 prefill (src/kern/qmm.c, kern_matmul_infer).
  *
  * Bit for bit: every back end this CPU has (AVX512-VNNI, AVX-VNNI; the
- * child run at DLM_CPU_LEVEL=avx2 takes AVX-VNNI alone) against the plain
+ * child run at DLM_CPU_LEVEL=avx2 takes AVX-VNNI alone) and the AMX-INT8
+ * kernel on the tile model (any CPU; tests/unit/emu_qmm.c runs the VNNI
+ * kernels emulated) against the plain
  * loop model of its lanes (qmm_panel_ref) and the whole-row plain loop
  * (kern_matmul_int8_ref), for every type, ragged O and N, bias and
  * accumulate, and 1 vs 2 threads. Within rounding: against the exact
@@ -21,6 +23,7 @@
 #include "kern/kern.h"
 #include "kern/kern_impl.h"
 #include "export/quant_mix.h"
+#include "kern/amx_model.h"
 
 static const dtype TYPES[] = {DT_Q8_0, DT_Q4_0, DT_Q5_0, DT_Q4_1, DT_Q5_1, DT_Q4_K, DT_Q5_K, DT_Q6_K};
 #define NTYPES 8
@@ -54,7 +57,7 @@ static void test_panel_bits(void)
     for (int ti = 0; ti < NTYPES; ti++)
         for (int ki = 0; ki < 3; ki++) {
             const dtype t = TYPES[ti];
-            const int64_t K = Ks[ki], O = 45, N = 7;
+            const int64_t K = Ks[ki], O = 45, N = 20;
             float *w = xmalloc((size_t)(O * K) * 4), *x = xmalloc((size_t)(N * K) * 4);
             fill_rand(&r, w, (size_t)(O * K), 0.05f);
             fill_x(&r, x, N * K, ki);
@@ -67,12 +70,20 @@ static void test_panel_bits(void)
             for (int64_t o0 = 0; o0 < O; o0 += QMM_TILE_ROWS) {
                 qmm_panel p;
                 qmm_panel_build(&p, pbuf, &W, o0);
-                for (int R = 1; R <= QMM_R_MAX; R++) {
-                    float want[QMM_R_MAX * QMM_TILE_ROWS], got[QMM_R_MAX * QMM_TILE_ROWS];
+                const int Rs[] = {1, 2, 3, 4, 7, 16, 20};
+                for (int ri = 0; ri < 7; ri++) {
+                    const int R = Rs[ri];
+                    float want[20 * QMM_TILE_ROWS], got[20 * QMM_TILE_ROWS];
                     qmm_panel_ref(&p, &q, N - R, R, want);
-                    for (int isa = QMM_ISA_VNNI256; isa <= qmm_isa(); isa++) {
-                        if (isa == QMM_ISA_VNNI256 && !cpu_get_features()->avxvnni) continue;
+                    /* the VNNI widths this CPU runs at this level, and the AMX kernel on the tile model */
+                    const int isas[] = {QMM_ISA_VNNI256, QMM_ISA_VNNI512, QMM_ISA_MODEL};
+                    for (int ii = 0; ii < 3; ii++) {
+                        const int isa = isas[ii];
+                        if (isa == QMM_ISA_VNNI256 && (!cpu_get_features()->avxvnni || cpu_level() < CPU_AVX2)) continue;
+                        if (isa == QMM_ISA_VNNI512 && qmm_isa() != QMM_ISA_VNNI512) continue;
+                        amxm_fault_clear();
                         qmm_panel_run(isa, &p, &q, N - R, R, got);
+                        CHECK_MSG(!amxm_fault(), "type %d: a tile shape the hardware refuses", t);
                         runs++;
                         CHECK_MSG(!memcmp(want, got, sizeof want[0] * (size_t)R * QMM_TILE_ROWS),
                                   "type %d K %lld R %d %s: differs from qmm_panel_ref", t, (long long)K, R,
