@@ -354,6 +354,10 @@ size_t qmm_x_bytes(int64_t N, int64_t K);
 size_t qmm_x_row_bytes(int64_t K);
 int qmm_x_init(qmm_x *q, void *buf, dtype wt, int64_t N, int64_t K);    /* buf 64-aligned */
 void qmm_x_round(qmm_x *q, int64_t n, const float *x);                  /* row n (finite) */
+/* The same bytes with AVX-512 where the back end has it (qmm_vnni.c). */
+void qmm_x_round_fast(qmm_x *q, int64_t n, const float *x);
+void qmm_round_q8_0_512(const float *xb, int8_t *qs, float *d, int *s, float *sx);
+void qmm_round_q8_K_512(const float *xb, int8_t *qs, float *d, int32_t *bsum16);
 size_t qmm_panel_bytes(int64_t K);
 void qmm_panel_build(qmm_panel *p, void *buf, const wmat *W, int64_t o0);
 /* out[R][32] for rows n0.. of x against the panel: the back end isa

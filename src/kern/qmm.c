@@ -81,6 +81,32 @@ size_t qmm_x_bytes(int64_t N, int64_t K)
     return up64(n * k) + up64(n * (k / 32) * 4) + up64(n * (k / 16) * 4) + 2 * up64(n * (k / 32) * 4);
 }
 
+void qmm_x_round_fast(qmm_x *q, int64_t n, const float *x)
+{
+#if defined(__x86_64__)
+    const int isa = qmm_isa();
+    if (isa == QMM_ISA_VNNI512 || isa == QMM_ISA_AMX) {
+        const int64_t K = q->K;
+        int8_t *qs = q->qs + n * K;
+        if (blk_elems(q->wt) == 32) {
+            for (int64_t b = 0; b < K / 32; b++) {
+                int s;
+                qmm_round_q8_0_512(x + 32 * b, qs + 32 * b, &q->d[n * q->nb + b], &s, &q->sx[n * (K / 32) + b]);
+                q->bs32[n * (K / 32) + b] = s;
+            }
+            return;
+        }
+        int32_t *b16 = q->bs16 + n * (K / 16), *b32 = q->bs32 + n * (K / 32);
+        for (int64_t b = 0; b < K / 256; b++) {
+            qmm_round_q8_K_512(x + 256 * b, qs + 256 * b, &q->d[n * q->nb + b], b16 + 16 * b);
+            for (int j = 0; j < 8; j++) b32[8 * b + j] = b16[16 * b + 2 * j] + b16[16 * b + 2 * j + 1];
+        }
+        return;
+    }
+#endif
+    qmm_x_round(q, n, x);
+}
+
 void qmm_x_round(qmm_x *q, int64_t n, const float *x)
 {
     const int64_t K = q->K;
@@ -113,7 +139,7 @@ static float half_at(const uint8_t *p)
  * the others their unsigned q) and its scales, each written at
  * [index·stride]: d per block; d2 = dmin (K types) or m (Q4_1/Q5_1); sc
  * per sub-block (32 elements; 16 for Q6_K); mn per 32 (K types). */
-static void unpack_row(dtype t, const uint8_t *b, int64_t K, uint8_t *u, float *d, float *d2, int32_t *sc,
+__attribute__((optimize("tree-vectorize"))) static void unpack_row(dtype t, const uint8_t *b, int64_t K, uint8_t *u, float *d, float *d2, int32_t *sc,
                        int32_t *mn, int64_t stride)
 {
     const int64_t nb = K / blk_elems(t);
@@ -195,7 +221,7 @@ size_t qmm_panel_bytes(int64_t K)
            up64(k);
 }
 
-void qmm_panel_build(qmm_panel *p, void *buf, const wmat *W, int64_t o0)
+__attribute__((optimize("tree-vectorize"))) void qmm_panel_build(qmm_panel *p, void *buf, const wmat *W, int64_t o0)
 {
     const dtype t = W->type;
     const int64_t K = W->cols, nb = K / blk_elems(t);
@@ -424,7 +450,7 @@ int qmm_matmul(float *y, const float *x, const wmat *W, const float *bias, int64
         int64_t nc = N - n0 < chunk ? N - n0 : chunk;
         qmm_x q;
         qmm_x_init(&q, kern_scratch(), W->type, nc, K);
-        for (int64_t n = 0; n < nc; n++) qmm_x_round(&q, n, x + (n0 + n) * K);
+        for (int64_t n = 0; n < nc; n++) qmm_x_round_fast(&q, n, x + (n0 + n) * K);
         j.x = &q;
         j.n_off = n0;
         int64_t tiles = (O + TW - 1) / TW;

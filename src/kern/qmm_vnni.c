@@ -48,6 +48,69 @@ void qmm_panel_256_emu(const qmm_panel *p, const qmm_x *x, int64_t n0, int R, fl
 #define QMM_CVT512(a) _mm512_cvtepi32_ps(a)
 #endif
 
+#if !defined(DLM_SIMDE)
+/* qmm_x_round's two roundings on AVX-512, for the prefill's hot path: the
+ * same bits as qx_round_q8_0 / qx_round_q8_K (the maxima are exact, x·id
+ * and x·iscale are the same float products, roundf is rebuilt exactly from
+ * truncation, nearest_int is round-to-nearest-even; the scalar steps on d
+ * and s are the same code). test_qmm compares the bytes. */
+static inline __attribute__((always_inline)) QMM_T512 __m512i qmm_roundf512(__m512 v)
+{
+    const __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    const __m512 diff = _mm512_abs_ps(_mm512_sub_ps(v, t));            /* exact */
+    const __mmask16 up = _mm512_cmp_ps_mask(diff, _mm512_set1_ps(0.5f), _CMP_GE_OQ);
+    const __m512 one = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(_mm512_set1_ps(1.f)),
+                                                           _mm512_and_si512(_mm512_castps_si512(v),
+                                                                            _mm512_set1_epi32((int)0x80000000u))));
+    return _mm512_cvttps_epi32(_mm512_mask_add_ps(t, up, t, one));
+}
+
+QMM_T512 void qmm_round_q8_0_512(const float *xb, int8_t *qs, float *d, int *s, float *sx)
+{
+    const __m512 a = _mm512_loadu_ps(xb), b = _mm512_loadu_ps(xb + 16);
+    const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(a), _mm512_abs_ps(b)));
+    const float dd = amax / 127.f, id = dd ? 1.0f / dd : 0.0f;
+    const __m512i qa = qmm_roundf512(_mm512_mul_ps(a, _mm512_set1_ps(id)));
+    const __m512i qb = qmm_roundf512(_mm512_mul_ps(b, _mm512_set1_ps(id)));
+    _mm_storeu_si128((__m128i *)(void *)qs, _mm512_cvtepi32_epi8(qa));
+    _mm_storeu_si128((__m128i *)(void *)(qs + 16), _mm512_cvtepi32_epi8(qb));
+    const int sum = _mm512_reduce_add_epi32(_mm512_add_epi32(qa, qb));
+    *d = fp16_to_f32(f32_to_fp16(dd));
+    *s = sum;
+    *sx = fp16_to_f32(f32_to_fp16((float)sum * dd));
+}
+
+QMM_T512 void qmm_round_q8_K_512(const float *xb, int8_t *qs, float *d, int32_t *bsum16)
+{
+    __m512 m = _mm512_setzero_ps();
+    for (int j = 0; j < 16; j++) m = _mm512_max_ps(m, _mm512_abs_ps(_mm512_loadu_ps(xb + 16 * j)));
+    const float amax = _mm512_reduce_max_ps(m);
+    if (amax == 0.f) {
+        *d = 0.f;
+        memset(qs, 0, 256);
+        for (int j = 0; j < 16; j++) bsum16[j] = 0;
+        return;
+    }
+    float max = 0.f;                    /* the first element of largest magnitude, as the scalar loop finds */
+    for (int j = 0; j < 16; j++) {
+        __mmask16 hit = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_loadu_ps(xb + 16 * j)), _mm512_set1_ps(amax), _CMP_EQ_OQ);
+        if (hit) {
+            max = xb[16 * j + __builtin_ctz(hit)];
+            break;
+        }
+    }
+    const float iscale = -127.f / max;
+    for (int j = 0; j < 16; j++) {
+        __m512i q = _mm512_cvt_roundps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xb + 16 * j), _mm512_set1_ps(iscale)),
+                                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        q = _mm512_min_epi32(q, _mm512_set1_epi32(127));
+        _mm_storeu_si128((__m128i *)(void *)(qs + 16 * j), _mm512_cvtepi32_epi8(q));
+        bsum16[j] = _mm512_reduce_add_epi32(q);
+    }
+    *d = 1.f / iscale;
+}
+#endif
+
 /* AVX512-VNNI: 16 lanes per vector, both halves of the panel at once. */
 #define QMM_SFX QMM_S512
 #define QMM_TARGET QMM_T512

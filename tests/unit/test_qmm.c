@@ -96,6 +96,37 @@ static void test_panel_bits(void)
     printf("qmm: %d panel runs bitwise against the lanes' model (back end here: %s)\n", runs, qmm_isa_name(qmm_isa()));
 }
 
+/* qmm_x_round_fast (AVX-512 on that back end) = qmm_x_round, byte for
+ * byte: halves (roundf's ties), equal magnitudes of both signs (Q8_K's
+ * first maximum), zero blocks, outliers. */
+static void test_round_fast(void)
+{
+    trng r = {61};
+    static _Alignas(64) char b1[1 << 18], b2[1 << 18];
+    const int64_t K = 1024, N = 4;
+    float *x = xmalloc((size_t)(N * K) * 4);
+    for (int ti = 0; ti < NTYPES; ti++)
+        for (int pat = 0; pat < 4; pat++) {
+            const dtype t = TYPES[ti];
+            fill_x(&r, x, N * K, pat % 3);
+            if (pat == 3)
+                for (int64_t k = 0; k < N * K; k++) x[k] = (float)((int)(trng_u64(&r) % 255) - 127) * 0.5f;
+            x[5] = -x[7];                   /* a tie of magnitudes, opposite signs */
+            qmm_x q1, q2;
+            CHECK(qmm_x_init(&q1, b1, t, N, K) && qmm_x_init(&q2, b2, t, N, K));
+            for (int64_t n = 0; n < N; n++) {
+                qmm_x_round(&q1, n, x + n * K);
+                qmm_x_round_fast(&q2, n, x + n * K);
+            }
+            CHECK_MSG(!memcmp(q1.qs, q2.qs, (size_t)(N * K)) && !memcmp(q1.d, q2.d, (size_t)(N * q1.nb) * 4) &&
+                          !memcmp(q1.bs32, q2.bs32, (size_t)(N * K / 32) * 4) &&
+                          (blk_of(t) == 32 ? !memcmp(q1.sx, q2.sx, (size_t)(N * K / 32) * 4)
+                                           : !memcmp(q1.bs16, q2.bs16, (size_t)(N * K / 16) * 4)),
+                      "type %d pattern %d: the fast rounding differs", t, pat);
+        }
+    free(x);
+}
+
 /* exact Σ w·x in double for row o, x row n (x as llama.cpp rounds it) */
 static double exact(dtype t, const uint8_t *wrow, const qmm_x *q, int64_t n, double *mag)
 {
@@ -238,6 +269,7 @@ int main(int argc, char **argv)
 {
     if (argc == 8 && !strcmp(argv[1], "--tool")) return tool(argv + 2);
     test_panel_bits();
+    test_round_fast();
     test_matmul();
     int rc = check_done();
     return rerun_lower_levels(argv[0]) ? 1 : rc;
