@@ -340,6 +340,7 @@ typedef struct qmm_x {
     int32_t *bs16;      /* [N][K/16] Σ qs per 16 (K types) */
     int32_t *bs32;      /* [N][K/32] Σ qs per 32 */
     float *sx;          /* [N][K/32] Q8_1's s (32-element types) */
+    int32_t *bs2;       /* [N][K/64] bs32 in int16 pairs (K types) */
 } qmm_x;
 typedef struct qmm_panel {
     dtype wt;
@@ -348,6 +349,7 @@ typedef struct qmm_panel {
     float *d, *d2;      /* [nb][32]: d; dmin (K types) or m (Q4_1/Q5_1) */
     int32_t *sc;        /* [sub-blocks][32]: per 32 (K types), per 16 (Q6_K) */
     int32_t *mn;        /* [K/32][32]: the K types' mins */
+    int32_t *mn2;       /* [K/64][32]: the same in int16 pairs */
 } qmm_panel;
 int qmm_type_ok(dtype t);
 size_t qmm_x_bytes(int64_t N, int64_t K);

@@ -54,7 +54,7 @@ size_t qmm_x_row_bytes(int64_t K)
 {
     size_t k = (size_t)K;
     /* qs, d (≤ K/32), bs16, bs32, sx */
-    return k + k / 32 * 4 + k / 16 * 4 + k / 32 * 4 + k / 32 * 4;
+    return k + k / 32 * 4 + k / 16 * 4 + k / 32 * 4 + k / 32 * 4 + k / 64 * 4;
 }
 
 int qmm_x_init(qmm_x *q, void *buf, dtype wt, int64_t N, int64_t K)
@@ -67,7 +67,8 @@ int qmm_x_init(qmm_x *q, void *buf, dtype wt, int64_t N, int64_t K)
     q->d = (float *)p;      p += up64(n * (k / 32) * 4);
     q->bs16 = (int32_t *)p; p += up64(n * (k / 16) * 4);
     q->bs32 = (int32_t *)p; p += up64(n * (k / 32) * 4);
-    q->sx = (float *)p;
+    q->sx = (float *)p;     p += up64(n * (k / 32) * 4);
+    q->bs2 = (int32_t *)p;
     q->wt = wt;
     q->N = N;
     q->K = K;
@@ -78,7 +79,18 @@ int qmm_x_init(qmm_x *q, void *buf, dtype wt, int64_t N, int64_t K)
 size_t qmm_x_bytes(int64_t N, int64_t K)
 {
     size_t n = (size_t)N, k = (size_t)K;
-    return up64(n * k) + up64(n * (k / 32) * 4) + up64(n * (k / 16) * 4) + 2 * up64(n * (k / 32) * 4);
+    return up64(n * k) + up64(n * (k / 32) * 4) + up64(n * (k / 16) * 4) + 2 * up64(n * (k / 32) * 4) +
+           up64(n * (k / 64) * 4);
+}
+
+/* The K types' Σx_q per 32 in int16 pairs (|Σ| ≤ 32·127), for vpdpwssd
+ * against the mins' pairs (qmm_body.inc). */
+static void pair_sums(qmm_x *q, int64_t n)
+{
+    const int64_t K = q->K;
+    const int32_t *b32 = q->bs32 + n * (K / 32);
+    for (int64_t i = 0; i < K / 64; i++)
+        q->bs2[n * (K / 64) + i] = (int32_t)((uint32_t)(uint16_t)b32[2 * i] | (uint32_t)(uint16_t)b32[2 * i + 1] << 16);
 }
 
 void qmm_x_round_fast(qmm_x *q, int64_t n, const float *x)
@@ -101,6 +113,7 @@ void qmm_x_round_fast(qmm_x *q, int64_t n, const float *x)
             qmm_round_q8_K_512(x + 256 * b, qs + 256 * b, &q->d[n * q->nb + b], b16 + 16 * b);
             for (int j = 0; j < 8; j++) b32[8 * b + j] = b16[16 * b + 2 * j] + b16[16 * b + 2 * j + 1];
         }
+        pair_sums(q, n);
         return;
     }
 #endif
@@ -124,6 +137,7 @@ void qmm_x_round(qmm_x *q, int64_t n, const float *x)
         qx_round_q8_K(x + 256 * b, qs + 256 * b, &q->d[n * q->nb + b], b16 + 16 * b);
         for (int j = 0; j < 8; j++) b32[8 * b + j] = b16[16 * b + 2 * j] + b16[16 * b + 2 * j + 1];
     }
+    pair_sums(q, n);
 }
 
 /* ---- weight rows ------------------------------------------------------------ */
@@ -218,7 +232,7 @@ size_t qmm_panel_bytes(int64_t K)
     size_t k = (size_t)K;
     /* w, d, d2 (per 32 at most), sc (per 16 at most), mn (per 32), one row of u */
     return up64(TW * k) + 2 * up64(TW * (k / 32) * 4) + up64(TW * (k / 16) * 4) + up64(TW * (k / 32) * 4) +
-           up64(k);
+           up64(TW * (k / 64) * 4) + up64(k);
 }
 
 __attribute__((optimize("tree-vectorize"))) void qmm_panel_build(qmm_panel *p, void *buf, const wmat *W, int64_t o0)
@@ -232,6 +246,7 @@ __attribute__((optimize("tree-vectorize"))) void qmm_panel_build(qmm_panel *p, v
     p->d2 = (float *)c;    c += up64(TW * (k / 32) * 4);
     p->sc = (int32_t *)c;  c += up64(TW * (k / 16) * 4);
     p->mn = (int32_t *)c;  c += up64(TW * (k / 32) * 4);
+    p->mn2 = (int32_t *)c; c += up64(TW * (k / 64) * 4);
     uint8_t *u = (uint8_t *)c;
     const int64_t nsub = t == DT_Q6_K ? K / 16 : K / 32;
     for (int r = 0; r < TW; r++) {
@@ -244,6 +259,8 @@ __attribute__((optimize("tree-vectorize"))) void qmm_panel_build(qmm_panel *p, v
             const uint8_t *src = (const uint8_t *)W->data + (size_t)(o0 + r) * W->row_bytes;
             unpack_row(t, src, K, u, p->d + r, p->d2 + r, p->sc + r, p->mn + r, TW);
         }
+        for (int64_t i = 0; i < K / 64; i++)    /* the mins in int16 pairs (6 bits each) */
+            p->mn2[i * TW + r] = (int32_t)((uint32_t)p->mn[2 * i * TW + r] | (uint32_t)p->mn[(2 * i + 1) * TW + r] << 16);
         /* VNNI order: four consecutive k of row r at [k/4][r] */
         uint32_t *w4 = (uint32_t *)(void *)p->w;
         for (int64_t k4 = 0; k4 < K / 4; k4++) {

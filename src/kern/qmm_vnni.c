@@ -27,6 +27,7 @@
 #define QMM_S256 _256_emu
 /* SIMDe has the AVX512-VL form; AVX-VNNI's VEX form computes the same */
 #define QMM_DP256(a, w, x) _mm256_dpbusd_epi32(a, w, x)
+#define QMM_DPW256(a, w, x) _mm256_dpwssd_epi32(a, w, x)
 /* int32 → float per lane, round to nearest (SIMDe 0.7.4 lacks the 512-bit one) */
 static inline __m512 qmm_cvt512(__m512i a)
 {
@@ -45,6 +46,7 @@ void qmm_panel_256_emu(const qmm_panel *p, const qmm_x *x, int64_t n0, int R, fl
 #define QMM_S512 _512
 #define QMM_S256 _256
 #define QMM_DP256(a, w, x) _mm256_dpbusd_avx_epi32(a, w, x)
+#define QMM_DPW256(a, w, x) _mm256_dpwssd_avx_epi32(a, w, x)
 #define QMM_CVT512(a) _mm512_cvtepi32_ps(a)
 #endif
 
@@ -126,6 +128,7 @@ QMM_T512 void qmm_round_q8_K_512(const float *xb, int8_t *qs, float *d, int32_t 
 #define ZEROI() _mm512_setzero_si512()
 #define ZEROF() _mm512_setzero_ps()
 #define DPBUSD(a, w, x) _mm512_dpbusd_epi32(a, w, x)
+#define DPWSSD(a, w, x) _mm512_dpwssd_epi32(a, w, x)
 #define ADDI(a, b) _mm512_add_epi32(a, b)
 #define SUBI(a, b) _mm512_sub_epi32(a, b)
 #define MULLO(a, b) _mm512_mullo_epi32(a, b)
@@ -150,6 +153,7 @@ QMM_T512 void qmm_round_q8_K_512(const float *xb, int8_t *qs, float *d, int32_t 
 #define ZEROI() _mm256_setzero_si256()
 #define ZEROF() _mm256_setzero_ps()
 #define DPBUSD(a, w, x) QMM_DP256(a, w, x)
+#define DPWSSD(a, w, x) QMM_DPW256(a, w, x)
 #define ADDI(a, b) _mm256_add_epi32(a, b)
 #define SUBI(a, b) _mm256_sub_epi32(a, b)
 #define MULLO(a, b) _mm256_mullo_epi32(a, b)
