@@ -3,7 +3,9 @@
  * random token ids in one call, and generation of NG tokens one at a time
  * (greedy) after a 16-token prompt; best of RUNS for each. Prints
  *   RESULT {"impl":"dlm","pp_tok_s":...,"tg_tok_s":...,"peak_rss_mb":...}
- * usage: bench_infer MODEL.gguf THREADS NP NG RUNS */
+ * usage: bench_infer MODEL.gguf THREADS NP NG RUNS
+ * DLM_DECODE=f32 turns the int8 decode and prefill off (kern_set_int8_decode),
+ * as it does for the dlm command: the float path's numbers for a before/after. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +29,8 @@ int main(int argc, char **argv)
     if (argc != 6) { fprintf(stderr, "usage: bench_infer MODEL.gguf THREADS NP NG RUNS\n"); return 2; }
     int threads = atoi(argv[2]), NP = atoi(argv[3]), NG = atoi(argv[4]), runs = atoi(argv[5]);
     kern_init(threads);
+    const char *dec = getenv("DLM_DECODE");
+    if (dec && !strcmp(dec, "f32")) kern_set_int8_decode(0);
     dlm_err e;
     memset(&e, 0, sizeof e);
     model *m;

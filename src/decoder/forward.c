@@ -398,7 +398,8 @@ const float *dec_mod_bias(const layer_weights *w, int m)
  * a kv pool step of several sequences) takes kern_matvec_n, which reads
  * the weight once for all rows, gives each row kern_matvec's bits (so a
  * sequence decodes the same alone or batched), and on quantized weights
- * computes with int8 activations as llama.cpp does (training never does). */
+ * computes with int8 activations as llama.cpp does (training never does);
+ * a prompt's rows (prefill) take kern_matmul_infer, int8 the same way. */
 static void lin_fwd(decoder *d, const dec_pass *p, layer_acts *A, int layer, int m, const float *x, float *y, int N,
                     int acc)
 {
@@ -412,8 +413,11 @@ static void lin_fwd(decoder *d, const dec_pass *p, layer_acts *A, int layer, int
         for (size_t i = 0; i < (size_t)N * W->rows; i++) y[i] += d->tmpC[i];
         return;
     }
+    /* a prompt's rows in inference: the int8 prefill where W is quantized */
+    const int pre = d->o.n_ctx > 0 && !vec;
     if (d->obs) d->obs(d->obs_user, layer, m, -1, x, N, (int)W->cols);
     if (vec) kern_matvec_n(y, x, W, bias, N);
+    else if (pre) PROF("fwd.matmul", kern_matmul_infer(y, x, W, bias, N, acc));
     else if (!md || d->l->cfg.dora) PROF("fwd.matmul", kern_matmul(y, x, W, bias, N, acc));
     if (!md) return;
     const lora *l = d->l;
@@ -430,7 +434,7 @@ static void lin_fwd(decoder *d, const dec_pass *p, layer_acts *A, int layer, int
     float *U = A->U[m];
     PROF("fwd.lora_xA", kern_sgemm(0, 1, N, r, I, 1.0f, xd, I, Aw, I, 0.0f, U, r));          /* U = xd·Aᵀ */
     if (!l->cfg.dora) {
-        if (vec) kern_sgemm(0, 1, N, O, r, s, U, r, Bw, r, 1.0f, y, O);                   /* y += s·U·Bᵀ */
+        if (vec || pre) kern_sgemm(0, 1, N, O, r, s, U, r, Bw, r, 1.0f, y, O);            /* y += s·U·Bᵀ */
         /* y (+)= x·Wᵀ + b + s·U·Bᵀ, the adapter term as one more K block */
         else PROF("fwd.matmul", kern_matmul_lora(y, x, W, bias, N, acc, U, Bw, r, s));
         return;
@@ -439,7 +443,7 @@ static void lin_fwd(decoder *d, const dec_pass *p, layer_acts *A, int layer, int
     const float *g = d->dora_g + d->dora_off[layer * LM_COUNT + m];
     float *L = d->tmpO, *base = d->tmpO2;
     kern_sgemm(0, 1, N, O, r, 1.0f, U, r, Bw, r, 0.0f, L, O);           /* L = U·Bᵀ */
-    if (xd != x) kern_matmul(base, xd, W, NULL, N, 0);
+    if (xd != x) kern_matmul(base, xd, W, NULL, N, 0);     /* training only: dropout */
     for (int64_t n = 0; n < N; n++)
         for (int o = 0; o < O; o++) {
             size_t i = (size_t)n * O + o;
@@ -780,7 +784,7 @@ void decoder_eval_groups(decoder *d, const int32_t *tokens, const dec_group *gro
     for (int layer = 0; layer < c->n_layer; layer++) dec_layer_fwd(d, &p, layer, &d->acts[0], d->X, d->X);
     kern_rmsnorm_fwd(d->xnf, d->rstdf, d->X, m->out_norm, N, C, c->rms_eps);
     if (all_logits) {
-        kern_matmul(logits, d->xnf, lora_head(d->l, m), NULL, N, 0);
+        kern_matmul_infer(logits, d->xnf, lora_head(d->l, m), NULL, N, 0);
     } else if (n_groups == 1) {
         kern_matvec(logits, d->xnf + (size_t)(groups[0].row0 + groups[0].n - 1) * C, lora_head(d->l, m), NULL);
     } else {

@@ -106,5 +106,21 @@ void amxm_tdpbusd(int c, int a, int b)
             }
 }
 
+/* TDPBSUD: signed bytes of A times unsigned bytes of B (the int8
+ * prefill's x rows against its u8 weight panel, qmm_amx.inc). */
+void amxm_tdpbsud(int c, int a, int b)
+{
+    if (!dp_shape_ok(c, a, b)) { g_st.fault = 1; return; }
+    const int M = g_st.rows[c], N = g_st.colsb[c] / 4, K = g_st.colsb[a] / 4;
+    for (int m = 0; m < M; m++)
+        for (int k = 0; k < K; k++)
+            for (int n = 0; n < N; n++) {
+                int32_t acc;
+                memcpy(&acc, &g_st.t[c][m][4 * n], 4);
+                acc = bf16m_tdpbusd(acc, dw(b, k, n), dw(a, m, k));     /* u8 · s8, commuted */
+                memcpy(&g_st.t[c][m][4 * n], &acc, 4);
+            }
+}
+
 int amxm_fault(void) { return g_st.fault; }
 void amxm_fault_clear(void) { g_st.fault = 0; }

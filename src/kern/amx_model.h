@@ -14,6 +14,7 @@
  *                    RNE (bf16_model.h: bf16m_tdp);
  *   amxm_tdpbusd     TDPBUSD: C[m][n] += Σ over 4 bytes of u8(A)·s8(B),
  *                    int32 wrap-around;
+ *   amxm_tdpbsud     TDPBSUD: the same with s8(A)·u8(B) (qmm_amx.inc);
  *   amxm_tilerelease TILERELEASE.
  * Each thread has its own tile state (as each hardware thread does). A
  * shape the hardware would #UD on (more rows or bytes than configured,
@@ -40,6 +41,7 @@ void amxm_tileloadd(int t, const void *base, int64_t stride);
 void amxm_tilestored(int t, void *base, int64_t stride);
 void amxm_tdpbf16ps(int c, int a, int b);
 void amxm_tdpbusd(int c, int a, int b);
+void amxm_tdpbsud(int c, int a, int b);     /* s8(A) · u8(B), else as TDPBUSD */
 /* Non-zero once an instruction met a shape the hardware refuses. */
 int amxm_fault(void);
 void amxm_fault_clear(void);

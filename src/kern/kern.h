@@ -102,6 +102,15 @@ void kern_matvec(float *y, const float *x, const wmat *W, const float *bias);
  * Same scratch rule as kern_matvec. */
 #define KERN_MATVEC_MAX_N 16
 void kern_matvec_n(float *y, const float *x, const wmat *W, const float *bias, int64_t N);
+/* A prompt's rows in inference (prefill): y[N,O] (+)= x[N,I]·Wᵀ (+ bias).
+ * For quantized weights (the kern_matvec types) on a CPU with AVX512-VNNI
+ * or AVX-VNNI, x is rounded to int8 as llama.cpp rounds it and the
+ * products are integer (src/kern/qmm.c; llama.cpp's numerics, the same
+ * bits on every back end and thread count); anything else, or
+ * kern_set_int8_decode(0), is kern_matmul. Training never calls it; not
+ * for use inside a parallel job (x's int8 copy lives in the caller's
+ * scratch). */
+void kern_matmul_infer(float *y, const float *x, const wmat *W, const float *bias, int64_t N, int accumulate);
 /* Whether one-row products on quantized weights use the integer dots (on,
  * the default, where the CPU has them) or the float path. */
 void kern_set_int8_decode(int on);

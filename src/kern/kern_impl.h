@@ -326,8 +326,73 @@ int qx_supported(dtype wt);
  * usable) if K is not whole blocks or x holds a NaN/Inf (the float path
  * then propagates it). */
 int qx_quantize(kern_q8x *q, void *buf, dtype wt, const float *x, int64_t K);
+/* One block of x rounded as llama.cpp rounds it (qdot.c; shared with the
+ * int8 prefill, qmm.c): Q8_0/Q8_1 (32 elements) and Q8_K (256). */
+void qx_round_q8_0(const float *xb, int8_t *qs, float *d, int *s, float *sx);
+void qx_round_q8_K(const float *xb, int8_t *qs, float *d, int32_t *bsum16);
 /* Σ_k w[k]·x[k] for one weight row of type q->wt (qx_supported). */
 float qx_dot(const kern_q8x *q, const void *w);
+
+/* ---- int8 prefill (qmm.c) -----------------------------------------------------
+ * N rows of x rounded as the decode dots round one (qx_round_q8_0/_K), in
+ * element order; 32 weight rows unpacked into a panel in VNNI order
+ * ([K/4][QMM_TILE_ROWS][4] u8) with their scales per row in the lanes. */
+#define QMM_TILE_ROWS 32
+#define QMM_R_MAX 4         /* rows of x per kernel call */
+/* MODEL: the AMX kernel on the tile model (amx_model.c), for tests only */
+enum { QMM_ISA_NONE = 0, QMM_ISA_VNNI256 = 1, QMM_ISA_VNNI512 = 2, QMM_ISA_AMX = 3, QMM_ISA_MODEL = 4 };
+typedef struct qmm_x {
+    dtype wt;
+    int64_t N, K, nb;   /* nb: blocks of 32 or 256 per row */
+    int8_t *qs;         /* [N][K] */
+    float *d;           /* [N][nb] */
+    int32_t *bs16;      /* [N][K/16] Σ qs per 16 (K types) */
+    int32_t *bs32;      /* [N][K/32] Σ qs per 32 */
+    float *sx;          /* [N][K/32] Q8_1's s (32-element types) */
+    int32_t *bs2;       /* [N][K/64] bs32 in int16 pairs (K types) */
+} qmm_x;
+typedef struct qmm_panel {
+    dtype wt;
+    int64_t K, nb;
+    uint8_t *w;         /* [K/4][32][4] */
+    float *d, *d2;      /* [nb][32]: d; dmin (K types) or m (Q4_1/Q5_1) */
+    int32_t *sc;        /* [sub-blocks][32]: per 32 (K types), per 16 (Q6_K) */
+    int32_t *mn;        /* [K/32][32]: the K types' mins */
+    int32_t *mn2;       /* [K/64][32]: the same in int16 pairs */
+} qmm_panel;
+int qmm_type_ok(dtype t);
+size_t qmm_x_bytes(int64_t N, int64_t K);
+size_t qmm_x_row_bytes(int64_t K);
+int qmm_x_init(qmm_x *q, void *buf, dtype wt, int64_t N, int64_t K);    /* buf 64-aligned */
+void qmm_x_round(qmm_x *q, int64_t n, const float *x);                  /* row n (finite) */
+/* The same bytes with AVX-512 where the back end has it (qmm_vnni.c). */
+void qmm_x_round_fast(qmm_x *q, int64_t n, const float *x);
+void qmm_round_q8_0_512(const float *xb, int8_t *qs, float *d, int *s, float *sx);
+void qmm_round_q8_K_512(const float *xb, int8_t *qs, float *d, int32_t *bsum16);
+size_t qmm_panel_bytes(int64_t K);
+void qmm_panel_build(qmm_panel *p, void *buf, const wmat *W, int64_t o0);
+/* out[R][32] for rows n0.. of x against the panel: the back end isa
+ * (QMM_ISA_*), or the plain-loop model of the lanes (qmm_panel_ref); all
+ * give the same bits. */
+void qmm_panel_run(int isa, const qmm_panel *p, const qmm_x *x, int64_t n0, int R, float *out);
+void qmm_panel_ref(const qmm_panel *p, const qmm_x *x, int64_t n0, int R, float *out);
+/* the back ends (qmm_vnni.c; qmm_amx.c: R ≤ 16, on the AMX instructions
+ * or on the tile model, amx_model.c) */
+void qmm_panel_512(const qmm_panel *p, const qmm_x *x, int64_t n0, int R, float *out);
+void qmm_panel_256(const qmm_panel *p, const qmm_x *x, int64_t n0, int R, float *out);
+void qmm_panel_amx_model(const qmm_panel *p, const qmm_x *x, int64_t n0, int R, float *out);
+void qmm_panel_amx_native(const qmm_panel *p, const qmm_x *x, int64_t n0, int R, float *out);
+/* The back end this process uses (QMM_ISA_NONE: none, the float path);
+ * qmm_cap_isa lowers it (tests). */
+int qmm_isa(void);
+void qmm_cap_isa(int isa);
+const char *qmm_isa_name(int isa);
+int qmm_supported(const wmat *W);
+/* y (+)= x·Wᵀ (+ bias) on the int8 path; 0 (y untouched) when W or this
+ * CPU has none, or x holds a NaN/Inf. */
+int qmm_matmul(float *y, const float *x, const wmat *W, const float *bias, int64_t N, int accumulate);
+/* The same as a plain loop over whole rows (allocates; tests only). */
+int kern_matmul_int8_ref(float *y, const float *x, const wmat *W, const float *bias, int64_t N, int accumulate);
 
 /* Whether kern_set_bf16 is on (read by the entry points on the driving
  * thread; the workers see it through gemm_prob.bf16). */

@@ -115,6 +115,15 @@ void kern_matvec(float *y, const float *x, const wmat *W, const float *bias)
     kern_matmul(y, x, W, bias, 1, 0);
 }
 
+/* A prompt's rows (inference): the int8 prefill (qmm.c) where W and the
+ * CPU have it and int8 decode is on, else kern_matmul. */
+void kern_matmul_infer(float *y, const float *x, const wmat *W, const float *bias, int64_t N, int accumulate)
+{
+    if (N <= 0 || W->rows <= 0 || !wmat_ok(W)) return;
+    if (g_int8_decode && qmm_matmul(y, x, W, bias, N, accumulate)) return;
+    kern_matmul(y, x, W, bias, N, accumulate);
+}
+
 /* N rows of x that are N sequences' decode steps: the weight row is read
  * (and dequantized) once for all of them, and each row of y gets exactly
  * the bits kern_matvec gives that row alone — dot_rows computes each row

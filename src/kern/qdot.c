@@ -62,6 +62,53 @@ size_t qx_bytes(int64_t K)
     return up64(k) + 2 * up64(k / 32 * 4) + up64(k / 16 * 4) + up64(k / 32 * 4) + 2 * up64(k);
 }
 
+/* quantize_row_q8_0_ref for one block of 32: d = amax/127 stored as fp16
+ * (*d its value as float), qs = round(x/d), *s = Σ qs, *sx = fp16(Σqs·d)
+ * (quantize_row_q8_1_ref's s). */
+void qx_round_q8_0(const float *xb, int8_t *qs, float *d, int *s, float *sx)
+{
+    float amax = 0.f;
+    for (int j = 0; j < 32; j++)
+        if (fabsf(xb[j]) > amax) amax = fabsf(xb[j]);
+    const float dd = amax / 127.f, id = dd ? 1.0f / dd : 0.0f;
+    int sum = 0;
+    for (int j = 0; j < 32; j++) {
+        qs[j] = (int8_t)roundf(xb[j] * id);
+        sum += qs[j];
+    }
+    *d = fp16_to_f32(f32_to_fp16(dd));
+    *s = sum;
+    *sx = fp16_to_f32(f32_to_fp16((float)sum * dd));
+}
+
+/* quantize_row_q8_K_ref for one block of 256: the largest-magnitude
+ * element maps to -127; bsum16[16] = Σ qs per 16. */
+void qx_round_q8_K(const float *xb, int8_t *qs, float *d, int32_t *bsum16)
+{
+    float amax = 0.f, max = 0.f;
+    for (int j = 0; j < 256; j++) {
+        float ax = fabsf(xb[j]);
+        if (ax > amax) { amax = ax; max = xb[j]; }
+    }
+    if (amax == 0.f) {
+        *d = 0.f;
+        memset(qs, 0, 256);
+        for (int j = 0; j < 16; j++) bsum16[j] = 0;
+        return;
+    }
+    const float iscale = -127.f / max;
+    for (int j = 0; j < 256; j++) {
+        int v = nearest_int(iscale * xb[j]);
+        qs[j] = (int8_t)(v < 127 ? v : 127);
+    }
+    for (int j = 0; j < 16; j++) {
+        int s = 0;
+        for (int i = 0; i < 16; i++) s += qs[16 * j + i];
+        bsum16[j] = s;
+    }
+    *d = 1.f / iscale;
+}
+
 int qx_quantize(kern_q8x *q, void *buf, dtype wt, const float *x, int64_t K)
 {
     const int q80 = qx_blk32(wt), be = q80 ? 32 : 256;
@@ -87,22 +134,10 @@ int qx_quantize(kern_q8x *q, void *buf, dtype wt, const float *x, int64_t K)
     for (int64_t b = 0; b < K / be; b++) {
         const float *xb = x + b * be;
         int8_t tmp[32], *qs = q80 && b < 4 * ngrp ? tmp : q->qs + b * be;
-        float amax = 0.f, max = 0.f;
-        for (int j = 0; j < be; j++) {
-            float ax = fabsf(xb[j]);
-            if (ax > amax) { amax = ax; max = xb[j]; }
-        }
         if (q80) {
-            /* quantize_row_q8_0_ref: d = amax/127 stored as fp16 */
-            const float d = amax / 127.f, id = d ? 1.0f / d : 0.0f;
-            int s = 0;
-            for (int j = 0; j < 32; j++) {
-                qs[j] = (int8_t)roundf(xb[j] * id);
-                s += qs[j];
-            }
-            q->d[b] = fp16_to_f32(f32_to_fp16(d));
+            int s;
+            qx_round_q8_0(xb, qs, &q->d[b], &s, &q->sx[b]);
             q->bsum32[b] = s;
-            q->sx[b] = fp16_to_f32(f32_to_fp16((float)s * d));     /* quantize_row_q8_1_ref's s */
             if (b < 4 * ngrp) {
                 /* group layout: see qx_groups */
                 int8_t *g = q->qs + (b / 4) * 128;
@@ -120,26 +155,8 @@ int qx_quantize(kern_q8x *q, void *buf, dtype wt, const float *x, int64_t K)
             }
             continue;
         }
-        /* quantize_row_q8_K_ref: the largest-magnitude element maps to -127 */
-        if (amax == 0.f) {
-            q->d[b] = 0.f;
-            memset(qs, 0, 256);
-            for (int j = 0; j < 16; j++) q->bsum16[b * 16 + j] = 0;
-            for (int j = 0; j < 8; j++) q->bsum32[b * 8 + j] = 0;
-            continue;
-        }
-        const float iscale = -127.f / max;
-        for (int j = 0; j < 256; j++) {
-            int v = nearest_int(iscale * xb[j]);
-            qs[j] = (int8_t)(v < 127 ? v : 127);
-        }
-        for (int j = 0; j < 16; j++) {
-            int s = 0;
-            for (int i = 0; i < 16; i++) s += qs[16 * j + i];
-            q->bsum16[b * 16 + j] = s;
-        }
+        qx_round_q8_K(xb, qs, &q->d[b], q->bsum16 + b * 16);
         for (int j = 0; j < 8; j++) q->bsum32[b * 8 + j] = q->bsum16[b * 16 + 2 * j] + q->bsum16[b * 16 + 2 * j + 1];
-        q->d[b] = 1.f / iscale;
     }
     return 1;
 }
