@@ -140,13 +140,17 @@ static void did_you_mean(json_t *dg)
     const char *msg = json_string_value(json_object_get(dg, "message"));
     const char *tail = ": Extra inputs are not permitted";
     const char *at = strstr(msg, tail);
-    if (!at || at[strlen(tail)] || strchr(msg, ';')) return;
+    /* the first line alone: the schema's own hint (a dotted path, for the
+     * CLI) follows it, and is replaced by the key's leaf the quick fix writes */
+    const char *nl = strchr(msg, '\n');
+    size_t first = nl ? (size_t)(nl - msg) : strlen(msg);
+    if (!at || (size_t)(at - msg) + strlen(tail) != first || memchr(msg, ';', first)) return;
     char loc[512], parent[512], leaf[128], sug[64];
     snprintf(loc, sizeof loc, "%.*s", (int)(at - msg), msg);
     split_loc(loc, parent, sizeof parent, leaf, sizeof leaf);
     if (!keys_suggest(parent, leaf, sug, sizeof sug)) return;
     char *m = NULL;
-    if (asprintf(&m, "%s\nhint: did you mean '%s'?", msg, sug) < 0) return;
+    if (asprintf(&m, "%.*s\nhint: did you mean '%s'?", (int)first, msg, sug) < 0) return;
     json_object_set_new(dg, "message", json_string(m));
     json_object_set_new(dg, "data", json_pack("{s:s, s:s}", "replace", leaf, "with", sug));
     free(m);

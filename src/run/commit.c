@@ -53,6 +53,22 @@ static int64_t newest_ckpt(const run *R, char *out, size_t cap)
     return best;
 }
 
+/* A version the original DocumentLanguageModel trained keeps its optimizer
+ * state as training_state.pt (a torch pickle of torch.optim's layout), and
+ * the original's --resume continues from it: say that dlm cannot, and what
+ * it does instead. -1 with e set for such a version, else 0. */
+static int original_state(const run *R, int v, dlm_err *e)
+{
+    char vn[16], pt[4500], bin[4500];
+    store_version_name(v, vn, sizeof vn);
+    snprintf(pt, sizeof pt, "%s/versions/%s/training_state.pt", R->adir, vn);
+    snprintf(bin, sizeof bin, "%s/versions/%s/training_state.bin", R->adir, vn);
+    if (fs_exists(bin) || !fs_is_file(pt)) return 0;
+    err_set(e, "ResumeError", "%s was trained by the original DocumentLanguageModel: its optimizer state "
+            "(training_state.pt, a PyTorch pickle) cannot be continued by dlm", vn);
+    return err_hint(e, "train on without --resume: 'dlm train %s' trains the next version after %s, "
+                       "with the replay corpus the original wrote", R->o->doc_path, vn);
+}
 /* `--resume` with no checkpoint: say what the last run of this adapter did
  * instead of training on silently (issue 30) */
 int run_check_resumable(run *R, dlm_err *e)
@@ -74,6 +90,7 @@ int run_check_resumable(run *R, dlm_err *e)
         jget_int(last, "run_id", &rid);
         jget_int(last, "adapter_version", &av);
     }
+    if (v > 0 && original_state(R, v, e)) return -1;
     if (!last && v <= 0)
         err_set(e, "ResumeError", "nothing to resume: no run has started yet");
     else if (st && !strcmp(st, "completed") && av > 0)
@@ -366,17 +383,7 @@ int run_start_or_resume(run *R, dlm_err *e)
         }
         char vn[16];
         store_version_name(v, vn, sizeof vn);
-        char pt[4500], bin[4500];
-        snprintf(pt, sizeof pt, "%s/versions/%s/training_state.pt", R->adir, vn);
-        snprintf(bin, sizeof bin, "%s/versions/%s/training_state.bin", R->adir, vn);
-        if (!fs_exists(bin) && fs_is_file(pt)) {
-            /* a version the original DocumentLanguageModel trained: its
-             * optimizer state is a torch pickle of torch.optim's layout */
-            err_set(e, "ResumeError", "%s was trained by the original DocumentLanguageModel: its optimizer state "
-                    "(training_state.pt, a PyTorch pickle) cannot be continued by dlm", vn);
-            return err_hint(e, "train on without --resume: 'dlm train %s' trains the next version after %s, "
-                               "with the replay corpus the original wrote", R->o->doc_path, vn);
-        }
+        if (original_state(R, v, e)) return -1;
         char tj[4500], what[64];
         snprintf(tj, sizeof tj, "%s/versions/%s/training_run.json", R->adir, vn);
         dlm_err je;   /* an unreadable record: the state's own checks decide */

@@ -18,7 +18,7 @@ expect() { # rc pattern cmd...
 # usage errors
 write_doc doc.dlm 2
 expect 2 "export needs a PATH" "$DLM" export
-expect 2 "unknown export target 'mlx-serve'" "$DLM" export doc.dlm --target mlx-serve
+expect 2 "unknown export target 'coreml'" "$DLM" export doc.dlm --target coreml
 expect 2 "unknown --quant 'Q3_K_M'" "$DLM" export doc.dlm --quant Q3_K_M
 expect 2 "only applies with --merged" "$DLM" export doc.dlm --dequantize
 expect 2 "applies to --target ollama" "$DLM" export doc.dlm --target gguf --name x

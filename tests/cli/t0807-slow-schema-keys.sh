@@ -176,7 +176,9 @@ def case(key):
         f = run(doc(T("optimizer: adamw_bnb_8bit")))
         effect_or_note(k, f, "plan items", bn("plan_items"), "training.optimizer")
     elif k == "training.precision":
-        f = run(doc(T("precision: bf16")))
+        # the other value than the default's: null trains bf16 where the CPU has
+        # a bf16 back end (avx512bf16, amx), fp32 elsewhere
+        f = run(doc(T("precision: " + ("fp32" if bn("precision")(base) == "bf16" else "bf16"))))
         effect_or_note(k, f, "train log banner precision", bn("precision"), "training.precision")
     elif k.startswith("training.cpt."):
         # schedule: the one auto did not choose for the base document
@@ -233,7 +235,8 @@ def case(key):
         # here) holds several short Q&A items; the losses are the same
         # (val_frac 0.1: the split this comparison was measured with; on
         # every row the third step's losses differ by 1.3e-4 relative)
-        mb = "micro_batch_size: 8\ngrad_accum: 1\nval_frac: 0.1\n"
+        # precision fp32: the exact path (bf16 rounds differently per batch layout)
+        mb = "micro_batch_size: 8\ngrad_accum: 1\nval_frac: 0.1\nprecision: fp32\n"
         LONG = "\n" + "Lisbon is the capital of Portugal and Rome the capital of Italy. " * 3 + "\n"
         pk = lambda t: t.replace("---\nParis", "---\n" + LONG + "\nParis") + QAS
         f, b = run(pk(doc(T(mb + "packing: false")))), run(pk(doc(T(mb))))

@@ -63,8 +63,9 @@ grep -q "nothing to resume: the last run completed as v0001" r1.err || fail "res
 "$DLM" metrics "My Notes.dlm" 2> pipe.err | head -1 > /dev/null || true
 grep -q "cannot write" pipe.err && fail "metrics | head: $(cat pipe.err)"
 
-# --- the repl (points 3 and 9): a hot turn, then a trained question asked
-# as the second and third turns is answered as when asked alone
+# --- the repl (points 9 and 3): trained questions as turns 1 and 2 are
+# answered as when asked alone, then a hot turn (broken UTF-8 is likely at
+# temperature 5) is answered and saved, not refused
 tmux new-session -d -s $S -x 160 -y 50 "LC_ALL=C.UTF-8 '$DLM' repl 'My Notes.dlm' --max-tokens 40 --seed 1; echo EXIT=\$? > exit.txt; sleep 60"
 pane() { tmux capture-pane -p -J -t $S -S -600; }
 wait_for() {
@@ -72,13 +73,13 @@ wait_for() {
     pane >&2; fail "never saw: $1"
 }
 wait_for "Ctrl-D to exit"
-tmux send-keys -t $S "/params temperature=5" Enter
-wait_for "temperature=5"
-tmux send-keys -t $S "Tell me something." Enter
 tmux send-keys -t $S "/params temperature=0" Enter
 wait_for "temperature=0"
 tmux send-keys -t $S "What is condensation?" Enter
 tmux send-keys -t $S "Where does rain go?" Enter
+tmux send-keys -t $S "/params temperature=5" Enter
+wait_for "temperature=5"
+tmux send-keys -t $S "Tell me something." Enter
 tmux send-keys -t $S "/save conv.json" Enter
 wait_for "saved 6 messages to conv.json"
 pane | grep -q "TokenizerError" && { pane >&2; fail "the repl refused its own answer"; }
@@ -86,8 +87,9 @@ python3 - <<'PY' || fail "repl conversation: $(cat conv.json)"
 import json
 c = json.load(open("conv.json", encoding="utf-8"))
 assert len(c) == 6, len(c)
-assert c[3]["content"] == "Condensation is water vapour cooling back into liquid droplets.", c[3]
-assert c[5]["content"] == "Rain flows into rivers and back to the oceans.", c[5]
+assert c[1]["content"] == "Condensation is water vapour cooling back into liquid droplets.", c[1]
+assert c[3]["content"] == "Rain flows into rivers and back to the oceans.", c[3]
+assert c[4]["content"] == "Tell me something." and c[5]["role"] == "assistant", c[4:]
 PY
 tmux send-keys -t $S C-d
 for _ in $(seq 300); do [ -s exit.txt ] && break; sleep 0.1; done
