@@ -7,6 +7,7 @@
 #include <utf8proc.h>
 
 #include "tokens/tok_impl.h"
+#include "util/str.h"
 
 /* ---- hashing ------------------------------------------------------------------ */
 
@@ -149,22 +150,7 @@ int tok_char_to_byte(uint32_t c)
 
 size_t tok_utf8_dec(const unsigned char *s, size_t n, uint32_t *cp)
 {
-    unsigned c = s[0];
-    if (c < 0x80) { *cp = c; return 1; }
-    size_t len;
-    uint32_t v, min;
-    if (c >= 0xC2 && c <= 0xDF) { len = 2; v = c & 0x1F; min = 0x80; }
-    else if (c >= 0xE0 && c <= 0xEF) { len = 3; v = c & 0x0F; min = 0x800; }
-    else if (c >= 0xF0 && c <= 0xF4) { len = 4; v = c & 0x07; min = 0x10000; }
-    else return 0;
-    if (n < len) return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80) return 0;
-        v = (v << 6) | (s[i] & 0x3F);
-    }
-    if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF)) return 0;
-    *cp = v;
-    return len;
+    return str_utf8_dec(s, n, cp);
 }
 
 int tok_bytelevel_decode(const char *s, size_t n, char *out, size_t *out_n)

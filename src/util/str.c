@@ -164,14 +164,12 @@ size_t str_utf8_complete(const unsigned char *p, size_t n)
     return back + 1 >= need ? n : i - 1;
 }
 
-/* Length of the well-formed UTF-8 character at s (n > 0 bytes), 0 if the
- * bytes there are not one (overlong, surrogate, > U+10FFFF, truncated). */
-static size_t utf8_char_len(const unsigned char *s, size_t n)
+size_t str_utf8_dec(const unsigned char *s, size_t n, uint32_t *cp)
 {
     unsigned c = s[0];
-    if (c < 0x80) return 1;
-    size_t len;
-    unsigned v, min;
+    size_t len = 1;
+    uint32_t v = c, min = 0;
+    if (c < 0x80) goto done;
     if (c >= 0xC2 && c <= 0xDF) { len = 2; v = c & 0x1F; min = 0x80; }
     else if (c >= 0xE0 && c <= 0xEF) { len = 3; v = c & 0x0F; min = 0x800; }
     else if (c >= 0xF0 && c <= 0xF4) { len = 4; v = c & 0x07; min = 0x10000; }
@@ -182,6 +180,8 @@ static size_t utf8_char_len(const unsigned char *s, size_t n)
         v = (v << 6) | (s[i] & 0x3F);
     }
     if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF)) return 0;
+done:
+    if (cp) *cp = v;
     return len;
 }
 
@@ -215,7 +215,7 @@ int str_utf8_lossy(strbuf *out, const char *s, size_t n)
     const unsigned char *u = (const unsigned char *)s;
     size_t run = 0, i = 0;
     while (i < n) {
-        size_t l = utf8_char_len(u + i, n - i);
+        size_t l = str_utf8_dec(u + i, n - i, NULL);
         if (l) { i += l; continue; }
         if (sb_append(out, s + run, i - run)) return -1;
         if (sb_append(out, "\xEF\xBF\xBD", 3)) return -1;

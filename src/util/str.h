@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdarg.h>
+#include <stdint.h>
 
 typedef struct strbuf {
     char *buf;      /* NUL-terminated; NULL until the first append */
@@ -52,5 +53,9 @@ size_t str_utf8_complete(const unsigned char *p, size_t n);
  * repair of sampled bytes: the tokenizer's decode, the API's JSON bodies
  * and the repl's conversation all go through it. 0 ok, -1 oom. */
 int str_utf8_lossy(strbuf *out, const char *s, size_t n);
+/* The well-formed UTF-8 character at s (n > 0 bytes): its length, and its
+ * code point in *cp (cp may be NULL); 0 if the bytes there are not one
+ * (overlong, surrogate, > U+10FFFF, truncated). */
+size_t str_utf8_dec(const unsigned char *s, size_t n, uint32_t *cp);
 
 #endif
