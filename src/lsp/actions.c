@@ -316,8 +316,9 @@ void lsp_poll_progress(lsp_server *s)
         json_t *p = json_pack("{s:I, s:I, s:I, s:s}", "run_id", (json_int_t)r.run_id, "step", (json_int_t)r.step,
                               "total_steps", (json_int_t)r.total, "phase", r.phase);
         if (!isnan(r.loss)) json_object_set_new(p, "loss", json_real(r.loss));
-        /* adapter_name: the heartbeat does not record it, so it is left out as
-         * the original leaves out its None fields */
+        /* adapter_name: a named adapter's; left out for a document's one
+         * adapter, as the original leaves out its None fields */
+        if (r.adapter[0]) json_object_set_new(p, "adapter_name", json_string(r.adapter));
         lsp_notify(s, "dlm/trainingProgress", p);
     }
 }

@@ -26,6 +26,7 @@ struct heartbeat {
     int timer_on, quit;
     char dir[4200], hb_path[4300], exit_path[4300];
     char doc[4096], console[4096], log[4096];
+    char adapter[128];       /* the progress's adapter name, copied ("" none) */
     int detached, stopping;
     long pid;
     uint64_t pid_start;
@@ -94,7 +95,7 @@ uint64_t hb_pid_start(long pid, int *alive)
 
 static int write_hb(heartbeat *h, dlm_err *e)
 {
-    char text[HB_TEXT], doc[8300], con[8300], log[8300], loss[32], val[32], lr[32], tps[32], el[32], eta[32], upd[24];
+    char text[HB_TEXT], doc[8300], con[8300], log[8300], ad[300], loss[32], val[32], lr[32], tps[32], el[32], eta[32], upd[24];
     const train_progress *p = &h->p;
     /* whole milliseconds, rounded down: updated_unix is written with 3
      * decimals, and rounding up would put the heartbeat in the future (a
@@ -104,6 +105,7 @@ static int write_hb(heartbeat *h, dlm_err *e)
     esc(h->doc, doc, sizeof doc);
     esc(h->console, con, sizeof con);
     esc(h->log, log, sizeof log);
+    esc(h->adapter, ad, sizeof ad);
     num(h->have_p ? p->loss : NAN, loss, sizeof loss);
     num(h->have_p ? p->val_loss : NAN, val, sizeof val);
     num(h->have_p ? p->lr : NAN, lr, sizeof lr);
@@ -111,11 +113,12 @@ static int write_hb(heartbeat *h, dlm_err *e)
     num(time_mono() - h->started, el, sizeof el);
     num(h->have_p && p->eta > 0 ? p->eta : NAN, eta, sizeof eta);
     int n = snprintf(text, sizeof text,
-                     "{\n  \"console\": %s%s%s,\n  \"detached\": %s,\n  \"doc\": \"%s\",\n  \"elapsed_s\": %s,\n"
+                     "{\n  \"adapter_name\": %s%s%s,\n  \"console\": %s%s%s,\n  \"detached\": %s,\n  \"doc\": \"%s\",\n  \"elapsed_s\": %s,\n"
                      "  \"eta_s\": %s,\n  \"log\": %s%s%s,\n  \"loss\": %s,\n  \"lr\": %s,\n  \"phase\": \"%s\",\n"
                      "  \"pid\": %ld,\n  \"pid_start\": %llu,\n  \"run_id\": %lld,\n  \"started_at\": \"%s\",\n"
                      "  \"step\": %lld,\n  \"stopping\": %s,\n  \"tokens_per_sec\": %s,\n  \"total\": %lld,\n"
                      "  \"updated_at\": \"%s\",\n  \"updated_unix\": %.3f,\n  \"val_loss\": %s\n}\n",
+                     h->adapter[0] ? "\"" : "", h->adapter[0] ? ad : "null", h->adapter[0] ? "\"" : "",
                      h->console[0] ? "\"" : "", h->console[0] ? con : "null", h->console[0] ? "\"" : "",
                      h->detached ? "true" : "false", doc, el, eta, h->log[0] ? "\"" : "", h->log[0] ? log : "null",
                      h->log[0] ? "\"" : "", loss, lr, h->have_p ? train_phase_name(p->phase) : "loading", h->pid,
@@ -222,6 +225,8 @@ void hb_update(heartbeat *h, const train_progress *p)
     int changed = !h->have_p || h->p.phase != p->phase;
     h->p = *p;
     h->p.log_path = NULL;
+    h->p.adapter = NULL;
+    snprintf(h->adapter, sizeof h->adapter, "%s", p->adapter ? p->adapter : "");
     h->have_p = 1;
     if (p->log_path && strcmp(p->log_path, h->log)) snprintf(h->log, sizeof h->log, "%s", p->log_path);
     if (changed || p->step == p->total || time_mono() - h->last_write >= HB_MIN_GAP) write_hb(h, NULL);
@@ -364,6 +369,7 @@ int hb_read(const char *store, run_report *r, dlm_err *e)
     jstr(hb, "log", r->log, sizeof r->log);
     jstr(hb, "console", r->console, sizeof r->console);
     jstr(hb, "doc", r->doc, sizeof r->doc);
+    jstr(hb, "adapter_name", r->adapter, sizeof r->adapter);
     r->loss = jnum(hb, "loss");
     r->val_loss = jnum(hb, "val_loss");
     r->lr = jnum(hb, "lr");

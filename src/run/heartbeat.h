@@ -68,6 +68,7 @@ typedef struct run_report {
     double updated_unix, age;       /* last heartbeat (epoch seconds), its age */
     char started_at[32], updated_at[32];
     char log[4096], console[4096], doc[4096];
+    char adapter[128];              /* adapter_name: the training.adapters name, "" for the one adapter */
     int detached, stopping;
     /* the exit record (state RUN_FINISHED) */
     char status[16];

@@ -80,7 +80,7 @@ static void progress(run *R, train_phase ph, int64_t step, double loss, double l
     train_progress p = {.phase = ph, .step = step, .total = R->total, .loss = loss, .val_loss = R->last_val, .lr = lr,
                         .tokens_per_sec = tps, .elapsed = time_mono() - R->t0, .version = R->version,
                         .run_id = R->run_id, .log_path = R->log_path[0] ? R->log_path : NULL,
-                        .run_phase = pref_phase_name(R), .rewards_margin = R->pref ? R->rw_margin : NAN,
+                        .run_phase = pref_phase_name(R), .adapter = R->aname, .rewards_margin = R->pref ? R->rw_margin : NAN,
                         .rewards_accuracy = R->pref ? R->rw_acc : NAN};
     if (step > R->start_step && step < R->total) p.eta = p.elapsed / (double)(step - R->start_step) * (double)(R->total - step);
     R->h->progress(R->h->ctx, &p);

@@ -29,6 +29,7 @@ typedef struct train_progress {
     int64_t run_id;               /* 0 until the store is open */
     const char *log_path;         /* the run's JSONL log, NULL until it is open */
     const char *run_phase;        /* "sft", "dpo", "orpo" */
+    const char *adapter;          /* the training.adapters name trained, NULL for the document's one adapter */
     double rewards_margin, rewards_accuracy;   /* preference phases: the step's means (NaN before) */
 } train_progress;
 

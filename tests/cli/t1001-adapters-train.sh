@@ -35,6 +35,9 @@ t1=$(sha tone v0001); s1=$(sha sql v0001); tone_tree=$(tree_sha tone)
 [ "$(sha sql v0002)" = "$s1" ] || fail "threads 1 vs 2 changed the sql adapter"
 [ "$(tree_sha tone)" = "$tone_tree" ] || fail "--adapter sql changed adapter/tone"
 [ ! -e "$S/adapter/tone/versions/v0002" ] || fail "tone got a version"
+# the run record names the adapter it trained (dlm lsp's dlm/trainingProgress reads it)
+python3 -c "import json,sys; h=json.load(open(sys.argv[1])); assert h['adapter_name']=='sql', h" "$S/run/heartbeat.json" ||
+    fail "heartbeat adapter_name: $(cat "$S/run/heartbeat.json")"
 
 # one adapter alone in a fresh store = the same adapter trained after the other
 DLM_HOME="$T/home2" "$DLM" train doc.dlm --adapter sql --max-steps 8 -q >/dev/null

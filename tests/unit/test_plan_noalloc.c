@@ -160,7 +160,7 @@ static void run(int recompute, int threads)
         optim_clip(g, n, oc.max_grad_norm);
         if (o8) optim8_step(o8, &oc, l->w, g, optim_lr_at(&oc, step), step + 1);
         else optim_adamw_step(&oc, l->w, g, mo, ve, n, optim_lr_at(&oc, step), step + 1);
-        train_progress p = {PHASE_TRAINING, step + 1, 12, loss, NAN, 1e-3, 100, 1, 2, 0, 1, "x.jsonl", "sft", NAN, NAN};
+        train_progress p = {PHASE_TRAINING, step + 1, 12, loss, NAN, 1e-3, 100, 1, 2, 0, 1, "x.jsonl", "sft", NULL, NAN, NAN};
         hb_update(hb, &p);
         if (step % 4 == 3) {
             /* evaluation and a checkpoint, as the loop does every few steps */

@@ -292,13 +292,15 @@ async def test_training_progress(client: LanguageClient):
     os.makedirs(os.path.join(store, "run"), exist_ok=True)
     runner = subprocess.Popen(["sleep", "30"])
     try:
-        hb = {"pid": runner.pid, "run_id": 3, "step": 7, "total": 40, "phase": "training", "loss": 1.25}
+        hb = {"pid": runner.pid, "run_id": 3, "step": 7, "total": 40, "phase": "training", "loss": 1.25,
+              "adapter_name": "tone"}
         with open(os.path.join(store, "run", "heartbeat.json.tmp"), "w") as f:
             json.dump(hb, f)
         os.rename(os.path.join(store, "run", "heartbeat.json.tmp"), os.path.join(store, "run", "heartbeat.json"))
         p = await wait(client, "dlm/trainingProgress")
         p = todict(p)
-        assert (p["run_id"], p["step"], p["total_steps"], p["loss"], p["phase"]) == (3, 7, 40, 1.25, "training")
+        assert (p["run_id"], p["step"], p["total_steps"], p["loss"], p["phase"], p["adapter_name"]) == \
+            (3, 7, 40, 1.25, "training", "tone")
     finally:
         runner.kill()
         runner.wait()
