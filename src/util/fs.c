@@ -1,4 +1,5 @@
 #include "util/fs.h"
+#include "util/progress.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -199,15 +200,23 @@ int fs_err_write(dlm_err *e, const char *path, uint64_t need)
     return err_hint(e, "free at least %s on the filesystem mounted at '%s' and run the command again", hn, mnt);
 }
 
+/* path.tmp.<pid>.<nonce>: the temp name every atomic write uses, which
+ * store_sweep_temp recognises (and removes once <pid> is gone). */
+static int tmp_name(const char *path, char *tmp, size_t cap, dlm_err *e)
+{
+    unsigned char nonce[4];
+    randombytes_buf(nonce, sizeof nonce);
+    int n = snprintf(tmp, cap, "%s.tmp.%d.%02x%02x%02x%02x", path, (int)getpid(), nonce[0], nonce[1], nonce[2],
+                     nonce[3]);
+    if (n < 0 || (size_t)n >= cap) return err_set(e, NULL, "path too long: '%s'", path);
+    return 0;
+}
+
 int fs_write_atomic(const char *path, const void *data, size_t len, int mode, dlm_err *e)
 {
     char dir[4096], tmp[4200];
     fs_dirname(dir, sizeof dir, path);
-    unsigned char nonce[4];
-    randombytes_buf(nonce, sizeof nonce);
-    int n = snprintf(tmp, sizeof tmp, "%s.tmp.%d.%02x%02x%02x%02x", path, (int)getpid(),
-                     nonce[0], nonce[1], nonce[2], nonce[3]);
-    if (n < 0 || (size_t)n >= sizeof tmp) return err_set(e, NULL, "path too long: '%s'", path);
+    if (tmp_name(path, tmp, sizeof tmp, e)) return -1;
 
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
     if (fd < 0) return err_sys(e, "cannot create '%s'", tmp);
@@ -356,12 +365,56 @@ int fs_discard_tree(const char *path, dlm_err *e)
 
 int fs_copy_file(const char *src, const char *dst, dlm_err *e)
 {
-    char *buf;
-    size_t len;
-    if (fs_read_all(src, (size_t)1 << 40, &buf, &len, e)) return -1;
-    int r = fs_write_atomic(dst, buf, len, 0644, e);
+    /* streamed in 1 MiB pieces (a pack with its base is gigabytes), to a
+     * temp name, fsync'd and renamed as fs_write_atomic writes */
+    enum { CHUNK = 1 << 20 };
+    int in = open(src, O_RDONLY | O_CLOEXEC);
+    if (in < 0) return err_sys(e, "cannot open '%s'", src);
+    struct stat st;
+    if (fstat(in, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(in);
+        return err_set(e, NULL, "'%s' is not a regular file", src);
+    }
+    char dir[4096], tmp[4200];
+    fs_dirname(dir, sizeof dir, dst);
+    char *buf = malloc(CHUNK);
+    if (!buf) { close(in); return err_set(e, "MemoryError", "out of memory"); }
+    if (tmp_name(dst, tmp, sizeof tmp, e)) { free(buf); close(in); return -1; }
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) { err_sys(e, "cannot create '%s'", tmp); free(buf); close(in); return -1; }
+    char label[64];
+    snprintf(label, sizeof label, "copying %s", fs_basename(src));
+    progress p;
+    progress_begin(&p, label, (uint64_t)st.st_size, PROGRESS_BYTES);
+    uint64_t done = 0;
+    for (;;) {
+        ssize_t r = read(in, buf, CHUNK);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) { err_sys(e, "cannot read '%s'", src); goto fail_read; }
+        if (r == 0) break;
+        if (write_full(fd, buf, (size_t)r) != 0) goto fail;
+        done += (uint64_t)r;
+        progress_update(&p, done);
+    }
+    if (fsync(fd) != 0) goto fail;
+    if (close(fd) != 0) { fd = -1; goto fail; }
+    fd = -1;
+    if (fs_fault_injected(dst)) { errno = EIO; goto fail; }
+    if (rename(tmp, dst) != 0) goto fail;
+    progress_end(&p);
     free(buf);
-    return r;
+    close(in);
+    return fs_fsync_dir(dir, e);
+
+fail:
+    fs_err_write(e, dst, (uint64_t)st.st_size);
+fail_read:
+    progress_abort(&p);
+    if (fd >= 0) close(fd);
+    unlink(tmp);
+    free(buf);
+    close(in);
+    return -1;
 }
 
 int fs_pid_gone(long pid)

@@ -37,7 +37,8 @@ int fs_discard_tree(const char *path, dlm_err *e);
  * name or lock record left by it may be swept for. 0 for pid <= 0 and for
  * this process. */
 int fs_pid_gone(long pid);
-/* Copy a file atomically (dst replaced). */
+/* Copy a file atomically (dst replaced), streamed in 1 MiB pieces with a
+ * "copying NAME" progress line past the threshold (util/progress.h). */
 int fs_copy_file(const char *src, const char *dst, dlm_err *e);
 
 int fs_exists(const char *path);

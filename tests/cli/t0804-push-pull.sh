@@ -36,7 +36,10 @@ set +e; DLM_HOME="$T/h3" "$DLM" -v pull bad.dlm.pack --out h3out 2> bad.err; rc=
 export DLM_HOME=$ME
 "$DLM" pack t.dlm --out plain.dlm.pack -q
 cp shared/t.dlm.pack.minisig shared/plain.dlm.pack.minisig
-"$DLM" push plain.dlm.pack --to shared -q
+DLM_TEST_PROGRESS_MIN_S=0 "$DLM" push plain.dlm.pack --to shared > fpush.out 2> fpush.err
+# a folder push streams the pack (a pack with its base is gigabytes) and shows its copy
+grep -Eq "^dlm: copying plain.dlm.pack: [0-9.]+ [KMG]?i?B in .*/s\)$" fpush.err || fail "no copy progress: $(cat fpush.err)"
+cmp plain.dlm.pack shared/plain.dlm.pack || fail "the folder push changed the pack's bytes"
 [ ! -e shared/plain.dlm.pack.minisig ] || fail "a stale signature was left next to an unsigned pack"
 DLM_HOME="$T/h4" "$DLM" pull shared/plain.dlm.pack --out h4out > h4.out
 grep -q "signature: none" h4.out || fail "unsigned not reported"
