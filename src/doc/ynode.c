@@ -475,6 +475,21 @@ static int parser_error(composer *c)
     int at_open = strstr(ctx, "flow sequence") || strstr(ctx, "flow mapping") || strstr(ctx, "quoted scalar") ||
                   strstr(ctx, "simple key");
     if (at_open) m = p->context_mark;
+    else if (m.index >= c->text_len) {
+        /* found at the stream's end (the frontmatter stopped inside a flow
+         * collection or a node): the end of the last line with text, where
+         * the missing part belongs, as PyYAML marks it */
+        const char *t;
+        size_t tn;
+        size_t pl = m.line;
+        while (pl > 0 && (!line_text(c, pl, &t, &tn) || blank_line(c, pl))) pl--;
+        if (line_text(c, pl, &t, &tn)) {
+            size_t col = 0;
+            for (size_t k = 0; k < tn && t[k] != '\r'; k++) col += ((unsigned char)t[k] & 0xc0) != 0x80;
+            m.line = pl;
+            m.column = col;
+        }
+    }
     if (strstr(problem, "mapping values are not allowed") && m.line > 0) {
         /* "key: value" where the scanner is inside a plain scalar: either the
          * line above lacks its ':' (its text ran on into this one), or this

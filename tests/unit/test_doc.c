@@ -201,6 +201,12 @@ static const tcase CASES[] = {
         "training: [unclosed\n"
         "---\n",
      NULL, "FrontmatterError", "t.dlm:4:11: invalid YAML: while parsing a flow sequence: did not find expected ',' or ']'"},
+    /* cut off right after the '[': libyaml notices at the stream's end (the
+     * next line); the original (PyYAML, "<text>:4:12") and dlm mark the end of the line */
+    {"err_yaml_stream_end", H
+        "training: [\n"
+        "---\n",
+     NULL, "FrontmatterError", "t.dlm:4:12: invalid YAML: while parsing a flow node: did not find expected node content"},
     {"err_yaml_tab", H
         "training:\n"
         "\tlora_r: 8\n"
