@@ -92,7 +92,10 @@ void amxm_tdpbf16ps(int c, int a, int b)
             }
 }
 
-void amxm_tdpbusd(int c, int a, int b)
+/* The int8 dots: dword (m, n) of C += the four byte products of A's dword
+ * (m, k) and B's dword (k, n) over k. bf16m_tdpbusd takes the unsigned
+ * bytes first; `commute` swaps the operands for TDPBSUD (signed A). */
+static void dp_i8(int c, int a, int b, int commute)
 {
     if (!dp_shape_ok(c, a, b)) { g_st.fault = 1; return; }
     const int M = g_st.rows[c], N = g_st.colsb[c] / 4, K = g_st.colsb[a] / 4;
@@ -101,26 +104,18 @@ void amxm_tdpbusd(int c, int a, int b)
             for (int n = 0; n < N; n++) {
                 int32_t acc;
                 memcpy(&acc, &g_st.t[c][m][4 * n], 4);
-                acc = bf16m_tdpbusd(acc, dw(a, m, k), dw(b, k, n));
+                uint32_t x = dw(a, m, k), y = dw(b, k, n);
+                acc = commute ? bf16m_tdpbusd(acc, y, x) : bf16m_tdpbusd(acc, x, y);
                 memcpy(&g_st.t[c][m][4 * n], &acc, 4);
             }
 }
 
+/* TDPBUSD: unsigned bytes of A times signed bytes of B. */
+void amxm_tdpbusd(int c, int a, int b) { dp_i8(c, a, b, 0); }
+
 /* TDPBSUD: signed bytes of A times unsigned bytes of B (the int8
  * prefill's x rows against its u8 weight panel, qmm_amx.inc). */
-void amxm_tdpbsud(int c, int a, int b)
-{
-    if (!dp_shape_ok(c, a, b)) { g_st.fault = 1; return; }
-    const int M = g_st.rows[c], N = g_st.colsb[c] / 4, K = g_st.colsb[a] / 4;
-    for (int m = 0; m < M; m++)
-        for (int k = 0; k < K; k++)
-            for (int n = 0; n < N; n++) {
-                int32_t acc;
-                memcpy(&acc, &g_st.t[c][m][4 * n], 4);
-                acc = bf16m_tdpbusd(acc, dw(b, k, n), dw(a, m, k));     /* u8 · s8, commuted */
-                memcpy(&g_st.t[c][m][4 * n], &acc, 4);
-            }
-}
+void amxm_tdpbsud(int c, int a, int b) { dp_i8(c, a, b, 1); }
 
 int amxm_fault(void) { return g_st.fault; }
 void amxm_fault_clear(void) { g_st.fault = 0; }
