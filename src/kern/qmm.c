@@ -142,6 +142,14 @@ void qmm_x_round(qmm_x *q, int64_t n, const float *x)
 
 /* ---- weight rows ------------------------------------------------------------ */
 
+/* GCC at -O2 leaves these byte loops scalar unless asked; clang has no
+ * per-function optimize attribute (and vectorizes them at -O2 anyway). */
+#if defined(__clang__)
+#define QMM_VECTORIZE
+#else
+#define QMM_VECTORIZE __attribute__((optimize("tree-vectorize")))
+#endif
+
 static float half_at(const uint8_t *p)
 {
     uint16_t h;
@@ -153,7 +161,7 @@ static float half_at(const uint8_t *p)
  * the others their unsigned q) and its scales, each written at
  * [index·stride]: d per block; d2 = dmin (K types) or m (Q4_1/Q5_1); sc
  * per sub-block (32 elements; 16 for Q6_K); mn per 32 (K types). */
-__attribute__((optimize("tree-vectorize"))) static void unpack_row(dtype t, const uint8_t *b, int64_t K, uint8_t *u, float *d, float *d2, int32_t *sc,
+QMM_VECTORIZE static void unpack_row(dtype t, const uint8_t *b, int64_t K, uint8_t *u, float *d, float *d2, int32_t *sc,
                        int32_t *mn, int64_t stride)
 {
     const int64_t nb = K / blk_elems(t);
@@ -235,7 +243,7 @@ size_t qmm_panel_bytes(int64_t K)
            up64(TW * (k / 64) * 4) + up64(k);
 }
 
-__attribute__((optimize("tree-vectorize"))) void qmm_panel_build(qmm_panel *p, void *buf, const wmat *W, int64_t o0)
+QMM_VECTORIZE void qmm_panel_build(qmm_panel *p, void *buf, const wmat *W, int64_t o0)
 {
     const dtype t = W->type;
     const int64_t K = W->cols, nb = K / blk_elems(t);
