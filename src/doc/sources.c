@@ -860,40 +860,22 @@ static int append_section(void *ctx, const src_file *f, const char *content, siz
     }
     doc_section *s = &d->sections[d->n];
     memset(s, 0, sizeof *s);
-    if (f->image) {
-        /* as the original's walker: path = relpath, alt = the file's stem */
+    if (f->image || f->audio) {
+        /* as the original's walker: path = relpath; an image's alt is the
+         * file's stem, an audio clip's transcript its <stem>.txt sidecar */
         const char *base = fs_basename(f->relpath), *dot = strrchr(base, '.');
-        s->type = DOC_IMAGE;
+        s->type = f->image ? DOC_IMAGE : DOC_AUDIO;
         s->content = strdup("");
         s->media_path = strdup(f->relpath);
-        s->media_alt = str_ndup(base, dot && dot != base ? (size_t)(dot - base) : strlen(base));
+        char **text = f->image ? &s->media_alt : &s->media_transcript;
+        *text = f->image ? str_ndup(base, dot && dot != base ? (size_t)(dot - base) : strlen(base)) : strdup(f->transcript);
         s->media_src = str_ndup(content, len);
         s->source_file = strdup(f->relpath);
-        if (!s->content || !s->media_path || !s->media_alt || !s->media_src || !s->source_file) {
+        if (!s->content || !s->media_path || !*text || !s->media_src || !s->source_file) {
             doc_section_clear(s);
             return err_set(e, "MemoryError", "out of memory");
         }
-        doc_media_section_id(DOC_IMAGE, s->media_path, NULL, s->id);
-        s->line = d->fm.training.sources[f->directive].line;
-        s->content_line = s->line;
-        s->source_index = (int)(f - ac->r->files);
-        s->source_weight = 1.0;
-        d->n++;
-        return 0;
-    }
-    if (f->audio) {
-        /* as the original's walker: path = relpath, transcript = the sidecar */
-        s->type = DOC_AUDIO;
-        s->content = strdup("");
-        s->media_path = strdup(f->relpath);
-        s->media_transcript = strdup(f->transcript);
-        s->media_src = str_ndup(content, len);
-        s->source_file = strdup(f->relpath);
-        if (!s->content || !s->media_path || !s->media_transcript || !s->media_src || !s->source_file) {
-            doc_section_clear(s);
-            return err_set(e, "MemoryError", "out of memory");
-        }
-        doc_media_section_id(DOC_AUDIO, s->media_path, NULL, s->id);
+        doc_media_section_id(s->type, s->media_path, NULL, s->id);
         s->line = d->fm.training.sources[f->directive].line;
         s->content_line = s->line;
         s->source_index = (int)(f - ac->r->files);

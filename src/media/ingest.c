@@ -11,16 +11,16 @@
 #include "util/fs.h"
 #include "util/hash.h"
 
-int media_count_images(const dlm_doc *d)
+int media_count(const dlm_doc *d, doc_section_type type)
 {
     int n = 0;
-    for (int i = 0; i < doc_nsections(d); i++) n += doc_section_at(d, i)->type == DOC_IMAGE;
+    for (int i = 0; i < doc_nsections(d); i++) n += doc_section_at(d, i)->type == type;
     return n;
 }
 
-/* The file behind section s: media_src for a sources image, else the fence's
- * path against the document's directory. */
-static void resolve(const dlm_doc *d, const doc_section *s, char *out, size_t cap)
+int media_count_images(const dlm_doc *d) { return media_count(d, DOC_IMAGE); }
+
+void media_section_file(const dlm_doc *d, const doc_section *s, char *out, size_t cap)
 {
     if (s->media_src) { snprintf(out, cap, "%s", s->media_src); return; }
     if (s->media_path[0] == '/') { snprintf(out, cap, "%s", s->media_path); return; }
@@ -68,7 +68,7 @@ int media_ingest_images(dlm_doc *d, const char *store, media_ingest_stats *st, d
     for (int i = 0; i < n; i++) {
         const doc_section *s = doc_section_at(d, i);
         if (s->type != DOC_IMAGE) continue;
-        resolve(d, s, file, sizeof file);
+        media_section_file(d, s, file, sizeof file);
         char *buf = NULL;
         size_t len = 0;
         if (load_one(d, s, file, &buf, &len, shas[i], e)) goto out;
@@ -80,7 +80,7 @@ int media_ingest_images(dlm_doc *d, const char *store, media_ingest_stats *st, d
         const doc_section *s = doc_section_at(d, i);
         if (s->type != DOC_IMAGE) continue;
         if (store) {
-            resolve(d, s, file, sizeof file);
+            media_section_file(d, s, file, sizeof file);
             char *buf = NULL, sha[65];
             size_t len = 0;
             dlm_err ie;

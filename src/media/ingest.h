@@ -23,8 +23,13 @@ typedef struct media_ingest_stats {
     int clips;          /* audio sections (media_ingest_audio) */
 } media_ingest_stats;
 
+/* The number of sections of one type in d (DOC_IMAGE, DOC_AUDIO). */
+int media_count(const dlm_doc *d, doc_section_type type);
 /* The number of image sections in d. */
 int media_count_images(const dlm_doc *d);
+/* The file behind a media section: media_src for one reached by
+ * training.sources, else the fence's path against the document's folder. */
+void media_section_file(const dlm_doc *d, const doc_section *s, char *out, size_t cap);
 
 /* store NULL: check only (read, decode, hash; set the sections' blob sha and
  * id), write nothing. */

@@ -14,21 +14,7 @@
 #include "util/fs.h"
 #include "util/hash.h"
 
-int media_count_audio(const dlm_doc *d)
-{
-    int n = 0;
-    for (int i = 0; i < doc_nsections(d); i++) n += doc_section_at(d, i)->type == DOC_AUDIO;
-    return n;
-}
-
-static void resolve(const dlm_doc *d, const doc_section *s, char *out, size_t cap)
-{
-    if (s->media_src) { snprintf(out, cap, "%s", s->media_src); return; }
-    if (s->media_path[0] == '/') { snprintf(out, cap, "%s", s->media_path); return; }
-    char dir[PATH_MAX];
-    fs_dirname(dir, sizeof dir, doc_path(d));
-    snprintf(out, cap, "%s/%s", dir, s->media_path);
-}
+int media_count_audio(const dlm_doc *d) { return media_count(d, DOC_AUDIO); }
 
 static int blank(const char *t)
 {
@@ -80,7 +66,7 @@ int media_ingest_audio(dlm_doc *d, const char *store, const media_audio_opts *o,
     for (int i = 0; i < n; i++) {
         const doc_section *s = doc_section_at(d, i);
         if (s->type != DOC_AUDIO) continue;
-        resolve(d, s, file, sizeof file);
+        media_section_file(d, s, file, sizeof file);
         if (check_one(d, s, file, o, &waves[i], shas[i], e)) goto out;
         st->clips++;
         int64_t sz = fs_file_size(file);
@@ -91,7 +77,7 @@ int media_ingest_audio(dlm_doc *d, const char *store, const media_audio_opts *o,
         const doc_section *s = doc_section_at(d, i);
         if (s->type != DOC_AUDIO) continue;
         if (store) {
-            resolve(d, s, file, sizeof file);
+            media_section_file(d, s, file, sizeof file);
             blob_handle h;
             dlm_err ie;
             err_clear(&ie);
