@@ -165,7 +165,9 @@ static int parse_phi3(const cfg_ctx *c, model_config *cfg)
     const json_t *rp = json_object_get(c->root, "rope_parameters");
     int r = json_is_object(rp) ? get_num(c, rp, "partial_rotary_factor", &prf) : 1;
     if (r < 0 || (r == 1 && get_num(c, c->root, "partial_rotary_factor", &prf) < 0)) return -1;
-    int rd = (int)(cfg->head_dim * prf);
+    /* the range first: an out-of-range factor (8.9e120, found by
+     * fuzz_config) must not reach the conversion to int, which is UB */
+    int rd = prf > 0 && prf <= 1 ? (int)(cfg->head_dim * prf) : 0;
     if (!(prf > 0 && prf <= 1) || rd < 2 || rd % 2)
         return err_at(c->e, KIND, c->path, 0, 0, "partial_rotary_factor = %g gives %d rotary dims of %d", prf, rd,
                       cfg->head_dim);

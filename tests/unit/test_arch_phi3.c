@@ -95,6 +95,10 @@ static void test_config(void)
     refuse(PHI35 ",\"rope_scaling\":{\"type\":\"longrope\",\"short_factor\":[1,1,1,1],\"long_factor\":[1,1,0,1]}}",
            "long_factor[2] is not a positive number");
     refuse(PHI35 ",\"partial_rotary_factor\":0.1}", "partial_rotary_factor");
+    /* far out of range: refused before any conversion to int (UBSan found
+     * the conversion of 8.9e120 in fuzz_config) */
+    refuse(PHI35 ",\"partial_rotary_factor\":8.88889e+120}", "partial_rotary_factor");
+    refuse(PHI35 ",\"partial_rotary_factor\":-3e40}", "partial_rotary_factor");
     refuse(PHI35 ",\"rope_scaling\":{\"type\":\"yarn\",\"factor\":2}}", "type 'yarn' is not supported");
     refuse(PHI35 ",\"sliding_window\":-2}", "sliding_window = -2");
     /* longrope belongs to phi3 here */
