@@ -39,43 +39,30 @@
 #define KX_TARGET_AVX512
 #define KX_TARGET_AVX2
 
-/* exact a·b+c per lane (SIMDe's portable version rounds twice) */
-static inline __m512 kx_fmadd512(__m512 a, __m512 b, __m512 c)
+/* exact ±a·b+c per lane (SIMDe's portable version rounds twice); neg
+ * negates a (exactly: fnmadd) */
+static inline __m512 kx_fma512(__m512 a, __m512 b, __m512 c, int neg)
 {
     float x[16], y[16], z[16];
     _mm512_storeu_ps(x, a);
     _mm512_storeu_ps(y, b);
     _mm512_storeu_ps(z, c);
-    for (int i = 0; i < 16; i++) z[i] = fmaf(x[i], y[i], z[i]);
+    for (int i = 0; i < 16; i++) z[i] = fmaf(neg ? -x[i] : x[i], y[i], z[i]);
     return _mm512_loadu_ps(z);
 }
-static inline __m512 kx_fnmadd512(__m512 a, __m512 b, __m512 c)
-{
-    float x[16], y[16], z[16];
-    _mm512_storeu_ps(x, a);
-    _mm512_storeu_ps(y, b);
-    _mm512_storeu_ps(z, c);
-    for (int i = 0; i < 16; i++) z[i] = fmaf(-x[i], y[i], z[i]);
-    return _mm512_loadu_ps(z);
-}
-static inline __m256 kx_fmadd256(__m256 a, __m256 b, __m256 c)
+static inline __m256 kx_fma256(__m256 a, __m256 b, __m256 c, int neg)
 {
     float x[8], y[8], z[8];
     _mm256_storeu_ps(x, a);
     _mm256_storeu_ps(y, b);
     _mm256_storeu_ps(z, c);
-    for (int i = 0; i < 8; i++) z[i] = fmaf(x[i], y[i], z[i]);
+    for (int i = 0; i < 8; i++) z[i] = fmaf(neg ? -x[i] : x[i], y[i], z[i]);
     return _mm256_loadu_ps(z);
 }
-static inline __m256 kx_fnmadd256(__m256 a, __m256 b, __m256 c)
-{
-    float x[8], y[8], z[8];
-    _mm256_storeu_ps(x, a);
-    _mm256_storeu_ps(y, b);
-    _mm256_storeu_ps(z, c);
-    for (int i = 0; i < 8; i++) z[i] = fmaf(-x[i], y[i], z[i]);
-    return _mm256_loadu_ps(z);
-}
+static inline __m512 kx_fmadd512(__m512 a, __m512 b, __m512 c) { return kx_fma512(a, b, c, 0); }
+static inline __m512 kx_fnmadd512(__m512 a, __m512 b, __m512 c) { return kx_fma512(a, b, c, 1); }
+static inline __m256 kx_fmadd256(__m256 a, __m256 b, __m256 c) { return kx_fma256(a, b, c, 0); }
+static inline __m256 kx_fnmadd256(__m256 a, __m256 b, __m256 c) { return kx_fma256(a, b, c, 1); }
 #undef _mm512_fmadd_ps
 #undef _mm512_fnmadd_ps
 #undef _mm256_fmadd_ps
