@@ -125,18 +125,22 @@ static int read_hf(const char *dir, plan_base *b, dlm_err *e)
         struct stat st;
         if (stat(st_shard_path(f, i), &st) == 0) files += (uint64_t)st.st_size;
     }
+    /* Qwen2-Audio: the language model's names under its wrapper's prefix */
+    const char *pm = "model.", *ph = "lm_head.";
+    if (b->cfg.audio && model_hf_lm_prefix(f, &pm, &ph)) pm = "model.";
+    size_t pl = strlen(pm);
     for (int i = 0; i < st_count(f); i++) {
         const st_tensor *t = st_at(f, i);
+        const char *nm = !strncmp(t->name, pm, pl) ? t->name + pl : "";
         b->tensor_bytes += t->nbytes;
         int es = st_dtype_bits(t->dtype) / 8;
         if (t->ndim == 1) b->copy_bytes += t->nbytes / (uint64_t)(es > 0 ? es : 1) * 4;
         else if (es > 1 && (uintptr_t)t->data % (uintptr_t)es) b->copy_bytes += t->nbytes; /* unaligned: copied */
-        if (!strcmp(t->name, "model.embed_tokens.weight")) {
+        if (!strcmp(nm, "embed_tokens.weight")) {
             b->embd_bytes = t->nbytes;
             b->embd_row_bytes = t->ndim == 2 && t->shape[0] > 0 ? t->nbytes / (uint64_t)t->shape[0] : 0;
         }
-        if (!strcmp(t->name, "model.layers.0.mlp.up_proj.weight") ||
-            !strcmp(t->name, "model.layers.0.block_sparse_moe.experts.0.w3.weight"))
+        if (!strcmp(nm, "layers.0.mlp.up_proj.weight") || !strcmp(nm, "layers.0.block_sparse_moe.experts.0.w3.weight"))
             b->wtype = t->dtype == ST_BF16 ? DT_BF16 : t->dtype == ST_F16 ? DT_F16 : t->dtype == ST_F32 ? DT_F32 : -1;
     }
     b->meta_bytes = files > b->tensor_bytes ? files - b->tensor_bytes : 0;

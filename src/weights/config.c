@@ -387,6 +387,64 @@ static int parse_moe(const cfg_ctx *c, model_config *cfg)
     return 0;
 }
 
+/* Qwen2AudioConfig (transformers models/qwen2_audio): the language model
+ * is text_config, a Qwen2Config whose hub copy keeps only what differs from
+ * Qwen2Config's defaults (Qwen2-Audio-7B's has no hidden_size or layer
+ * count), so the defaults are filled in here as transformers fills them;
+ * the encoder's audio_config is read by vision/qwen2audio.h. The text
+ * config replaces *root (its dtype from the outer one when it has none). */
+static int unwrap_qwen2_audio(json_t **root, const char *path, model_config *cfg, dlm_err *e)
+{
+    json_t *r = *root;
+    const char *mt = json_string_value(json_object_get(r, "model_type"));
+    int is = mt && !strcmp(mt, "qwen2_audio");
+    const json_t *archs = json_object_get(r, "architectures");
+    for (size_t i = 0; json_is_array(archs) && i < json_array_size(archs); i++) {
+        const char *a = json_string_value(json_array_get(archs, i));
+        if (a && !strcmp(a, "Qwen2AudioForConditionalGeneration")) is = 1;
+    }
+    if (!is) return 0;
+    const json_t *tc = json_object_get(r, "text_config");
+    if (tc && !json_is_null(tc) && !json_is_object(tc))
+        return err_at(e, KIND, path, 0, 0, "Qwen2-Audio's \"text_config\" is not an object");
+    const char *tmt = tc ? json_string_value(json_object_get(tc, "model_type")) : NULL;
+    if (tmt && strcmp(tmt, "qwen2")) {
+        err_at(e, KIND, path, 0, 0, "Qwen2-Audio's text_config.model_type is '%s'", tmt);
+        return err_hint(e, "dlm runs Qwen2-Audio with its Qwen2 language model (model_type qwen2)");
+    }
+    long long tok = 151646;   /* Qwen2AudioConfig's audio_token_index */
+    const json_t *t = json_object_get(r, "audio_token_index");
+    if (!t) t = json_object_get(r, "audio_token_id");
+    if (t && !json_is_null(t)) {
+        if (!json_is_integer(t) || json_integer_value(t) < 0 || json_integer_value(t) >= (1 << 22))
+            return err_at(e, KIND, path, 0, 0, "audio_token_index is not a token id");
+        tok = json_integer_value(t);
+    }
+    json_t *n = json_is_object(tc) ? json_deep_copy(tc) : json_object();
+    if (!n) return err_set(e, "MemoryError", "out of memory");
+    static const struct { const char *k; long long v; } DEF[] = {
+        {"vocab_size", 151936}, {"hidden_size", 4096}, {"intermediate_size", 22016},
+        {"num_hidden_layers", 32}, {"num_attention_heads", 32},
+    };
+    for (size_t i = 0; i < sizeof DEF / sizeof *DEF; i++)
+        if (!json_object_get(n, DEF[i].k)) json_object_set_new(n, DEF[i].k, json_integer(DEF[i].v));
+    const json_t *kv = json_object_get(n, "num_key_value_heads");
+    if (!kv || json_is_null(kv)) json_object_set(n, "num_key_value_heads", json_object_get(n, "num_attention_heads"));
+    json_t *arch = json_array();
+    json_array_append_new(arch, json_string("Qwen2ForCausalLM"));
+    json_object_set_new(n, "architectures", arch);
+    json_object_del(n, "model_type");
+    const char *keys[] = {"dtype", "torch_dtype"};
+    for (int i = 0; i < 2; i++)
+        if (!json_object_get(n, keys[i]) && json_object_get(r, keys[i]))
+            json_object_set(n, keys[i], json_object_get(r, keys[i]));
+    json_decref(r);
+    *root = n;
+    cfg->audio = 1;
+    cfg->audio_token = (int)tok;
+    return 0;
+}
+
 int model_config_parse(const char *json_text, size_t len, const char *path, model_config *cfg, dlm_err *e)
 {
     memset(cfg, 0, sizeof *cfg);
@@ -395,9 +453,10 @@ int model_config_parse(const char *json_text, size_t len, const char *path, mode
     if (!root)
         return err_at(e, KIND, path, je.line > 0 ? je.line : 0, je.column > 0 ? je.column : 0,
                       "invalid JSON: %s", je.text);
-    cfg_ctx c = {root, path, e};
     int rc = -1;
     if (!json_is_object(root)) { err_at(e, KIND, path, 0, 0, "config is not a JSON object"); goto out; }
+    if (unwrap_qwen2_audio(&root, path, cfg, e)) goto out;
+    cfg_ctx c = {root, path, e};
     int mistral = 0;
     if (detect_arch(&c, cfg, &mistral)) goto out;
 

@@ -3,6 +3,7 @@
  * place in the read-only mapping. */
 #include "weights/model_impl.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,15 +39,59 @@ static void to_src(const st_tensor *t, src_tensor *s)
     s->nbytes = t->nbytes;
 }
 
+/* Where a wrapped language model keeps its tensors (model.h's audio):
+ * "model.X" is at pre_model + "X", "lm_head.X" at pre_head + "X". */
+typedef struct hf_ctx {
+    st_file *st;
+    const char *pre_model, *pre_head;
+} hf_ctx;
+
+static const st_tensor *find_st(const hf_ctx *h, const char *name)
+{
+    if (!h->pre_model) return st_find(h->st, name);
+    char n[512];
+    if (!strncmp(name, "model.", 6)) snprintf(n, sizeof n, "%s%s", h->pre_model, name + 6);
+    else if (!strncmp(name, "lm_head.", 8)) snprintf(n, sizeof n, "%s%s", h->pre_head, name + 8);
+    else return NULL;
+    return st_find(h->st, n);
+}
+
 static int find(void *ctx, const char *name, src_tensor *out)
 {
-    const st_tensor *t = st_find(ctx, name);
+    const st_tensor *t = find_st(ctx, name);
     if (!t) return 1;
     to_src(t, out);
     return 0;
 }
 
-static int enumerate(model *m, dlm_err *e)
+/* The canonical name ("model.X", "lm_head.X") of a wrapped language model's
+ * tensor; NULL for the others (the audio tower, the projector). */
+static const char *canon(const hf_ctx *h, const char *name, char *buf, size_t cap)
+{
+    if (!h->pre_model) return name;
+    size_t a = strlen(h->pre_model), b = strlen(h->pre_head);
+    if (!strncmp(name, h->pre_model, a)) snprintf(buf, cap, "model.%s", name + a);
+    else if (!strncmp(name, h->pre_head, b)) snprintf(buf, cap, "lm_head.%s", name + b);
+    else return NULL;
+    return buf;
+}
+
+int model_hf_lm_prefix(const st_file *st, const char **pre_model, const char **pre_head)
+{
+    /* hub checkpoints (transformers 4) and transformers 5's save_pretrained */
+    if (st_find(st, "language_model.model.embed_tokens.weight")) {
+        *pre_model = "language_model.model.";
+        *pre_head = "language_model.lm_head.";
+    } else if (st_find(st, "model.language_model.embed_tokens.weight")) {
+        *pre_model = "model.language_model.";
+        *pre_head = "lm_head.";
+    } else {
+        return -1;
+    }
+    return 0;
+}
+
+static int enumerate(model *m, const hf_ctx *h, dlm_err *e)
 {
     st_file *st = m->storage->st;
     int n = st_count(st);
@@ -56,11 +101,12 @@ static int enumerate(model *m, dlm_err *e)
         const st_tensor *t = st_at(st, i);
         src_tensor s;
         to_src(t, &s);
-        char g[256];
+        char g[256], cb[512];
+        const char *cn = canon(h, t->name, cb, sizeof cb);
         v[i].name = t->name;
-        v[i].hf_name = t->name;
-        v[i].gguf_name = model_name_to_gguf(t->name, g, sizeof g) ? "" : model_strdup(m, g, e);
-        if (!v[i].gguf_name) return -1;
+        v[i].hf_name = !cn ? t->name : cn == t->name ? t->name : model_strdup(m, cn, e);
+        v[i].gguf_name = !cn || model_name_to_gguf(cn, g, sizeof g) ? "" : model_strdup(m, g, e);
+        if (!v[i].gguf_name || !v[i].hf_name) return -1;
         v[i].type = s.type;
         v[i].type_name = s.type_name;
         v[i].n_dims = s.n_dims;
@@ -88,7 +134,13 @@ int model_load_hf(const char *dir, model *m, dlm_err *e)
     free(txt);
     if (r) return -1;
     if (st_open(dir, &m->storage->st, e)) return -1;
-    loader L = {m, dir, 0, m->storage->st, find, e};
+    hf_ctx h = {m->storage->st, NULL, NULL};
+    if (m->cfg.audio && model_hf_lm_prefix(h.st, &h.pre_model, &h.pre_head)) {
+        err_set(e, "ModelLoadError", "%s: a Qwen2-Audio checkpoint without its language model "
+                "(no language_model.model.embed_tokens.weight or model.language_model.embed_tokens.weight)", dir);
+        return err_hint(e, "download the whole checkpoint (every model-*.safetensors shard)");
+    }
+    loader L = {m, dir, 0, &h, find, e};
     if (model_build(&L)) return -1;
-    return enumerate(m, e);
+    return enumerate(m, &h, e);
 }

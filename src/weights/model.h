@@ -88,6 +88,14 @@ typedef struct model_config {
     int rope_custom;
     /* torch_dtype / dtype from config.json ("bfloat16"), "" if absent */
     char src_dtype[16];
+    /* Qwen2-Audio (model_type qwen2_audio, Qwen2AudioForConditionalGeneration):
+     * the language model is text_config's Qwen2, its tensors under
+     * language_model.model.* / language_model.lm_head.* (hub checkpoints) or
+     * model.language_model.* / lm_head.* (transformers 5); audio_token is
+     * audio_token_index, the <|AUDIO|> id the projector's rows replace.
+     * audio = 0 for every text base. */
+    int audio;
+    int audio_token;
 } model_config;
 
 typedef struct layer_weights {

@@ -146,7 +146,8 @@ int registry_parse_base(const char *s, base_ref *out, dlm_err *e)
 
 int registry_check_trainable(const base_ref *b, dlm_err *e)
 {
-    if ((b->kind == BASE_REGISTRY) && b->entry->modality != REG_TEXT) {
+    /* audio rows run (Qwen2-Audio: vision/audio_feat.h + its Qwen2 decoder) */
+    if ((b->kind == BASE_REGISTRY) && b->entry->modality == REG_VISION) {
         err_set(e, "UnsupportedBaseError", "%s is a%s %s base; dlm trains text bases only", b->entry->key,
                 b->entry->modality == REG_AUDIO ? "n" : "",
                 b->entry->modality == REG_VISION ? "vision-language" : "audio-language");

@@ -55,6 +55,11 @@ void st_close(st_file *f);
 int st_count(const st_file *f);
 const st_tensor *st_at(const st_file *f, int i);          /* sorted by name */
 const st_tensor *st_find(const st_file *f, const char *name);
+/* A wrapped language model's tensor prefixes (model.h's audio: Qwen2-Audio):
+ * hub checkpoints' "language_model.model." / "language_model.lm_head.", or
+ * transformers 5's "model.language_model." / "lm_head."; -1 if neither.
+ * Defined by the loader (weights/load_hf.c). */
+int model_hf_lm_prefix(const st_file *st, const char **pre_model, const char **pre_head);
 /* Value of a `__metadata__` entry of the first file, or NULL. */
 const char *st_metadata(const st_file *f, const char *key);
 int st_shard_count(const st_file *f);
