@@ -410,6 +410,14 @@ int cmd_doctor(int argc, char **argv, dlm_ctx *ctx)
                 json_object_set_new(o, "recompute", json_boolean(rw->p.recompute));
                 json_object_set_new(o, "total_bytes", json_integer((json_int_t)rw->p.total));
                 json_object_set_new(o, "reason", rw->fits ? json_null() : json_string(rw->p.reason));
+                if (rw->entry->modality == REG_AUDIO)
+                    json_object_set_new(o, "audio", json_pack("{s:I, s:I, s:i, s:I, s:I}", "encoder_bytes",
+                                                              (json_int_t)rw->audio_encoder, "encoder_scratch_bytes",
+                                                              (json_int_t)rw->audio_scratch, "tokens_per_30s_clip",
+                                                              rw->audio_tokens, "waveform_cache_bytes_per_clip",
+                                                              (json_int_t)rw->audio_wave_cache,
+                                                              "feature_cache_bytes_per_clip",
+                                                              (json_int_t)rw->audio_feat_cache));
             }
             json_array_append_new(arr, o);
         }

@@ -16,6 +16,8 @@
 #include "util/json.h"
 #include "weights/base.h"
 #include "weights/hub.h"
+#include "media/audio.h"
+#include "vision/qwen2audio.h"
 
 /* What a document of typical size costs when we cannot tokenize it. */
 #define TYPICAL_DATASET (1u << 20)
@@ -190,6 +192,26 @@ static int local_shape(const reg_entry *r, plan_base *b)
     return plan_base_read(dir, b, NULL);
 }
 
+/* An audio row: its encoder from the downloaded config.json, else
+ * Qwen2-Audio-7B's; the tower's own bytes as stored are in the base's. */
+static void plan_audio_encoder(const reg_entry *r, int have_local, plan_in *in, doctor_row *row)
+{
+    qwen2audio_cfg qc;
+    hub_opts ho;
+    char cfg[4200];
+    if (!have_local || hub_opts_init(&ho, NULL) ||
+        (ho.offline = 1, hub_resolve_file(&ho, r->hf_id, r->revision, "config.json", cfg, sizeof cfg, NULL)) ||
+        qwen2audio_cfg_load(cfg, &qc, NULL))
+        qwen2audio_cfg_7b(&qc);
+    qwen2audio_plan_bytes(&qc, &in->audio_encoder_bytes, &in->audio_scratch_bytes);
+    row->audio_encoder = in->audio_encoder_bytes;
+    row->audio_scratch = in->audio_scratch_bytes;
+    row->audio_tokens = qwen2audio_out_len(2 * qc.max_pos);
+    /* audio_cache.c's .npz of 30 s at 16 kHz (headers: 22 + 2·(30 + 12) + 16 + 128 bytes), audio_feat.c's entry */
+    row->audio_wave_cache = (uint64_t)AUDIO_RATE * 30 * 4 + 250;
+    row->audio_feat_cache = 16 + (uint64_t)row->audio_tokens * (uint64_t)qc.text_hidden * 4;
+}
+
 int doctor_plan_registry(const host_info *h, uint64_t max_memory, doctor_row *rows, int cap)
 {
     doc_training tr;
@@ -203,8 +225,8 @@ int doctor_plan_registry(const host_info *h, uint64_t max_memory, doctor_row *ro
         plan_base local;
         model_config c;
         int have_local = 0;
-        if (r->modality != REG_TEXT) {
-            snprintf(row->note, sizeof row->note, "%s base: dlm trains text bases only",
+        if (r->modality == REG_VISION) {
+            snprintf(row->note, sizeof row->note, "%s base: dlm trains text and audio bases only",
                      registry_modality_name(r->modality));
             continue;
         }
@@ -249,6 +271,7 @@ int doctor_plan_registry(const host_info *h, uint64_t max_memory, doctor_row *ro
         in->keep_best = 1;
         /* as published (or as downloaded), then as Q8_0 and Q4_K GGUFs: the
          * first that fits says whether the base must stay quantized */
+        if (r->modality == REG_AUDIO) plan_audio_encoder(r, have_local, in, row);
         struct { int type, gguf; } tries[3] = {{DT_BF16, 0}, {DT_Q8_0, 1}, {DT_Q4_K, 1}};
         for (int t = 0; t < 3; t++) {
             if (t == 0 && have_local) in->base = local;

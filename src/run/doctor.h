@@ -74,6 +74,11 @@ typedef struct doctor_row {
     int gguf;                   /* that type as a GGUF (quantized) or as published (safetensors) */
     int seq;                    /* sequence length planned */
     plan p;
+    /* an audio row (vision/audio_feat.h): the frozen encoder's f32 copy and
+     * one 30 s forward's buffers (both in p), the <|AUDIO|> tokens of a 30 s
+     * clip, and per clip the store's waveform-cache and feature-cache bytes */
+    uint64_t audio_encoder, audio_scratch, audio_wave_cache, audio_feat_cache;
+    int audio_tokens;
 } doctor_row;
 
 /* One row per registry entry (up to cap), default training settings. */

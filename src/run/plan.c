@@ -164,6 +164,9 @@ void plan_compute(const plan_in *in, int mb, int ga, int recompute, plan *p)
     if (in->pref_pairs > 0)   /* trainer.c allocate(): ref_c/ref_r, nll/scale, pairs, pass_rc/pass_rr */
         add(p, "preference: reference log-probs, per-position NLL and weights",
             (uint64_t)in->pref_pairs * 16 + (uint64_t)rows * (uint64_t)in->seq_len * 8 + (uint64_t)mb * 20);
+    if (in->audio_encoder_bytes) add(p, "audio encoder (frozen, f32)", in->audio_encoder_bytes);
+    if (in->audio_scratch_bytes) add(p, "audio encoder scratch (one 30 s clip)", in->audio_scratch_bytes);
+    if (in->audio_feature_bytes) add(p, "audio features (projected rows of every clip)", in->audio_feature_bytes);
     if (in->embed_grad_bytes) add(p, "cpt embed warm-up: f32 embedding/head copies, gradients, AdamW moments", in->embed_grad_bytes);
     p->act_token = plan_act_per_token(c, l, 0);
     p->act_token_rc = plan_act_per_token(c, l, 1);

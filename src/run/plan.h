@@ -77,6 +77,10 @@ typedef struct plan_in {
     int ranks;                  /* MPI ranks sharing a step (0 or 1: one process); the figure is per rank */
     int optim8;                 /* training.optimizer adamw_bnb_8bit / paged_adamw_8bit: 8-bit block-wise
                                  * moments (grad/optim8.h) instead of 8 bytes per parameter */
+    /* an audio-language base (vision/audio_feat.h): the frozen encoder's f32
+     * copy, one 30 s forward's buffers, and the clips' projected rows the
+     * dataset holds (0 without audio) */
+    uint64_t audio_encoder_bytes, audio_scratch_bytes, audio_feature_bytes;
 } plan_in;
 
 #define PLAN_MAX_ITEMS 24

@@ -25,6 +25,8 @@ static const shape_row SHAPES[] = {
     {"qwen2.5-3b", ARCH_QWEN2, 36, 2048, 11008, 16, 2, 128, 151936, 1, 32768},
     {"qwen2.5-coder-7b", ARCH_QWEN2, 28, 3584, 18944, 28, 4, 128, 152064, 0, 32768},
     {"qwen2.5-coder-14b", ARCH_QWEN2, 48, 5120, 13824, 40, 8, 128, 152064, 0, 32768},
+    /* Qwen2-Audio-7B-Instruct's language model: text_config over Qwen2Config's defaults */
+    {"qwen2-audio-7b-instruct", ARCH_QWEN2, 32, 4096, 11008, 32, 32, 128, 156032, 0, 8192},
     {"qwen3-1.7b", ARCH_QWEN3, 28, 2048, 6144, 16, 8, 128, 151936, 1, 40960},
     {"qwen3-1.7b-thinking", ARCH_QWEN3, 28, 2048, 6144, 16, 8, 128, 151936, 1, 40960},
     {"qwen3-4b", ARCH_QWEN3, 36, 2560, 9728, 32, 8, 128, 151936, 1, 40960},

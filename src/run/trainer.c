@@ -19,6 +19,7 @@
 #include "kern/kern.h"
 #include "media/audio.h"
 #include "media/ingest.h"
+#include "vision/audio_feat.h"
 #include "weights/base.h"
 #include "store/metrics.h"
 #include "store/store.h"
@@ -164,6 +165,29 @@ static int load_base(run *R, dlm_err *e)
     if (R->o->offline) ho.offline = 1;
     if (base_resolve(R->base_spec, &ho, &R->base, R->model_path, sizeof R->model_path, e)) return -1;
     return prep_base(&R->P, R->model_path, R->base.entry, e);
+}
+
+/* Every clip's encoder rows through the feature cache (vision/audio_feat.h). */
+static int audio_features(run *R, int *hits, dlm_err *e)
+{
+    hub_opts ho;
+    if (hub_opts_init(&ho, e)) return -1;
+    if (R->o->offline) ho.offline = 1;
+    if (base_resolve(R->base_spec, &ho, &R->base, R->model_path, sizeof R->model_path, e)) return -1;
+    audio_feat af;
+    if (audio_feat_open(&af, R->model_path, e)) return -1;
+    int rc = 0, ar = doc_fm(R->doc)->training.audio.auto_resample;
+    for (int i = 0; i < doc_nsections(R->doc) && !rc; i++) {
+        const doc_section *s = doc_section_at(R->doc, i);
+        if (s->type != DOC_AUDIO) continue;
+        float *x = NULL;
+        int n = 0, hit = 0;
+        rc = audio_feat_blob(&af, R->store, s->media_blob_sha, AUDIO_MAX_SECONDS, ar, &x, &n, &hit, e);
+        *hits += hit;
+        free(x);
+    }
+    audio_feat_close(&af);
+    return rc;
 }
 
 static int build_data(run *R, dlm_err *e)
@@ -506,10 +530,13 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
         media_ingest_stats ms = {0};
         media_audio_opts ao = {AUDIO_RATE, AUDIO_MAX_SECONDS, tr->audio.auto_resample};
         if (R->lead && media_ingest_audio(R->doc, R->store, &ao, &ms, e)) goto out;
-        err_set(e, "ModalityError", "%s: %d audio clip(s) checked and in the blob store (%d new); training on audio with %s "
-                "is not built yet", o->doc_path, media_count_audio(R->doc), R->lead ? ms.written : 0, R->base_spec);
-        err_hint(e, "docs/audio.md says what works today: decoding, resampling, the blob store, the waveform cache and "
-                    "Whisper log-mel features");
+        int hits = 0;
+        if (R->lead && audio_features(R, &hits, e)) goto out;
+        err_set(e, "ModalityError", "%s: %d audio clip(s) in the blob store (%d new) and their encoder features in the "
+                "cache (%d reused); training on audio with %s waits for the decoder splice", o->doc_path,
+                media_count_audio(R->doc), R->lead ? ms.written : 0, hits, R->base_spec);
+        err_hint(e, "docs/audio.md says what works today: decoding, the blob store, the caches, Whisper log-mel "
+                    "features and the Qwen2-Audio encoder");
         goto out;
     }
     if (R->defer) {

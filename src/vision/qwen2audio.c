@@ -34,6 +34,26 @@ int qwen2audio_cfg_load(const char *config_json, qwen2audio_cfg *c, dlm_err *e)
     return rc;
 }
 
+void qwen2audio_cfg_7b(qwen2audio_cfg *c)
+{
+    *c = (qwen2audio_cfg){.layers = 32, .d_model = 1280, .heads = 20, .ffn = 5120, .n_mels = 128, .max_pos = 1500,
+                          .text_hidden = 4096};
+}
+
+void qwen2audio_plan_bytes(const qwen2audio_cfg *c, uint64_t *weights, uint64_t *scratch)
+{
+    uint64_t D = (uint64_t)c->d_model, F = (uint64_t)c->ffn, M = (uint64_t)c->n_mels, H = (uint64_t)c->text_hidden;
+    uint64_t per = 4 * D * D + 2 * F * D + 8 * D + F;
+    *weights = 4 * (D * M * 3 + D + D * D * 3 + D + (uint64_t)c->max_pos * D + (uint64_t)c->layers * per + 2 * D +
+                    H * D + H);
+    /* qwen2audio_forward at n_mel = 2·max_pos: cols, h1, x hb qq k v, wide, sc */
+    uint64_t T = 2 * (uint64_t)c->max_pos, N = (T - 1) / 2 + 1, N1 = 2 * N + 1 < T ? 2 * N + 1 : T;
+    uint64_t W = F > 3 * D ? F : 3 * D;
+    if (3 * M > W) W = 3 * M;
+    uint64_t out = (uint64_t)qwen2audio_out_len((int)T);
+    *scratch = 4 * (N1 * W + N1 * D + 5 * N * D + N * W + N * N + M * T + out * H);
+}
+
 int qwen2audio_out_len(int n_mel)
 {
     int rows = (n_mel - 1) / 2 + 1;

@@ -17,6 +17,8 @@
 #ifndef DLM_VISION_QWEN2AUDIO_H
 #define DLM_VISION_QWEN2AUDIO_H
 
+#include <stdint.h>
+
 #include "util/err.h"
 #include "weights/safetensors.h"
 
@@ -43,6 +45,15 @@ typedef struct qwen2audio_enc {
  * num_mel_bins, max_source_positions and text_config's hidden_size. A
  * missing key is an error naming it (no defaults are guessed). */
 int qwen2audio_cfg_load(const char *config_json, qwen2audio_cfg *c, dlm_err *e);
+
+/* Qwen2-Audio-7B's encoder (Qwen2AudioEncoderConfig's defaults, text width
+ * 4096): the plan of a registry row not downloaded. */
+void qwen2audio_cfg_7b(qwen2audio_cfg *c);
+
+/* What qwen2audio_load keeps (f32 copies) and what one
+ * qwen2audio_forward of a full 30 s clip allocates, mel input and output
+ * included. */
+void qwen2audio_plan_bytes(const qwen2audio_cfg *c, uint64_t *weights, uint64_t *scratch);
 
 /* The number of audio tokens for n_mel valid mel frames. */
 int qwen2audio_out_len(int n_mel);
