@@ -6,7 +6,8 @@
 # naming the document line and the file with nothing stored; good ones are
 # streamed into <store>/blobs/ and their 30 s waveform cached in
 # <store>/audio-waveform-cache/ (an .npz, as the original's); training
-# itself then stops with a clear refusal (the encoder is not built).
+# and each clip's encoder rows computed into the feature cache; training
+# itself then stops with a clear refusal (the decoder splice is not merged).
 set -euo pipefail
 . "$DLM_SRC/tests/cli/lib.sh"
 expect_fail() { # expect_fail PATTERN cmd...
@@ -33,6 +34,9 @@ w.close()
 PY
 }
 nfiles() { find "$1/$2" -type f 2>/dev/null | wc -l; }
+# the registry row as a small random Qwen2-Audio in an offline HF cache (t1701)
+export HF_HUB_CACHE="$T/hub" HF_HUB_OFFLINE=1
+"$DLM_SRC/tests/ref/media/q2a-hub.sh" "$HF_HUB_CACHE" >/dev/null
 
 # 1. init --audio: the original's scaffold on qwen2-audio-7b-instruct
 expect_fail "requires an audio-language base" "$DLM" init --audio x.dlm --base qwen2.5-1.5b
@@ -69,7 +73,7 @@ expect_fail "doc.dlm:$fence:1: audio 'clips/your-clip.wav' has an empty transcri
 
 # 3. a good clip: stored byte for byte under its sha256, its waveform cached
 sed -i 's/transcript="  "/transcript="A tone."/' doc.dlm
-expect_fail "1 audio clip(s) checked and in the blob store (1 new); training on audio with qwen2-audio-7b-instruct is not built yet" "$DLM" train doc.dlm
+expect_fail "1 audio clip(s) in the blob store (1 new) and their encoder features in the cache (0 reused); training on audio with qwen2-audio-7b-instruct waits for the decoder splice" "$DLM" train doc.dlm
 sha=$(sha256sum clips/your-clip.wav | cut -c1-64)
 cmp clips/your-clip.wav "$S/blobs/${sha:0:2}/$sha.wav" || fail "blob bytes differ"
 npz="$S/audio-waveform-cache/${sha:0:2}/$sha.16000.30000.wav.npz"
@@ -86,7 +90,7 @@ expect_fail "(0 new)" "$DLM" train doc.dlm
 # 4. auto_resample acts: the 44.1 kHz stereo clip is resampled, a second cache entry (.rs)
 wav clips/your-clip.wav 44100 1.5 2
 sed -i 's/^base_model: qwen2-audio-7b-instruct$/&\ntraining:\n  audio:\n    auto_resample: true/' doc.dlm
-expect_fail "1 audio clip(s) checked" "$DLM" train doc.dlm
+expect_fail "1 audio clip(s) in the blob store" "$DLM" train doc.dlm
 sha=$(sha256sum clips/your-clip.wav | cut -c1-64)
 n=$(/usr/bin/python3 -c "import numpy as np,sys; print(np.load(sys.argv[1])['waveform'].shape[0])" "$S/audio-waveform-cache/${sha:0:2}/$sha.16000.30000.rs.wav.npz")
 [ "$n" = 24000 ] || fail "resampled length $n, expected 24000"
@@ -96,11 +100,11 @@ n=$(/usr/bin/python3 -c "import numpy as np,sys; print(np.load(sys.argv[1])['wav
 #    (compared, so that a sanitizer's overhead cancels), far below its size
 wav clips/your-clip.wav 8000 40 1 1
 /usr/bin/time -f '%M' -o rss0.txt "$DLM" train doc.dlm > out.txt 2>&1 || true
-grep -q "1 audio clip(s) checked" out.txt || fail "40 s file: $(cat out.txt)"
+grep -q "1 audio clip(s) in the blob store" out.txt || fail "40 s file: $(cat out.txt)"
 wav clips/your-clip.wav 8000 7200 1 1
 size=$(stat -c %s clips/your-clip.wav)
 /usr/bin/time -f '%M' -o rss.txt "$DLM" train doc.dlm > out.txt 2>&1 || true
-grep -q "1 audio clip(s) checked" out.txt || fail "2-hour file: $(cat out.txt)"
+grep -q "1 audio clip(s) in the blob store" out.txt || fail "2-hour file: $(cat out.txt)"
 rss0=$(tail -1 rss0.txt) rss=$(tail -1 rss.txt)
 [ $((rss - rss0)) -lt $((size / 1024 / 4)) ] || fail "peak RSS ${rss} KiB for a $size-byte file (${rss0} KiB for 40 s): loaded whole?"
 echo "peak RSS: 40 s file ${rss0} KiB, two-hour file (${size} bytes) ${rss} KiB"
@@ -131,7 +135,7 @@ DOC
 "$DLM" show src.dlm --sources > list.txt
 grep -E '^ *kept .*a\.wav' list.txt >/dev/null || fail "show --sources: a.wav not kept: $(cat list.txt)"
 grep -E 'media .*b\.wav .*without its transcript sidecar b\.txt' list.txt >/dev/null || fail "show --sources: b.wav: $(cat list.txt)"
-expect_fail "4 audio clip(s) checked and in the blob store (3 new)" "$DLM" train src.dlm
+expect_fail "4 audio clip(s) in the blob store (3 new)" "$DLM" train src.dlm
 S2="$DLM_HOME/store/01JD0000000000000000000001"
 [ "$(find "$S2/blobs" -name '*.flac' | wc -l)" = 1 ] && [ "$(find "$S2/blobs" -name '*.ogg' | wc -l)" = 1 ] || fail "flac/ogg blobs"
 echo "   " > corpus/d.txt

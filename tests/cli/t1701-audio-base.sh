@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# A Qwen2-Audio-shaped base (docs/audio.md): a small random one as the
+# registry row qwen2-audio-7b-instruct's snapshot in an offline HF cache,
+# in the hub checkpoints' layout and in transformers 5's; the row resolves,
+# loads (a text prompt runs), and doctor plans it with its encoder; dlm
+# train on an audio document stores the clips and computes each clip's
+# encoder rows into <store>/audio-cache/ (as many rows as transformers'
+# Qwen2AudioProcessor puts <|AUDIO|> placeholders: ceil(n/160) mel frames,
+# then ((f-1)//2+1-2)//2+1), reused on the next run; a base missing its
+# preprocessor_config.json is refused by name and writes no feature.
+set -euo pipefail
+. "$DLM_SRC/tests/cli/lib.sh"
+PY=/usr/bin/python3
+"$PY" -c 'import numpy' 2>/dev/null || { echo "t1701: skipped: $PY has no numpy"; exit 77; }
+expect_fail() { # expect_fail PATTERN cmd...
+    local pat=$1; shift
+    set +e; out=$("$@" 2>&1); rc=$?; set -e
+    [ $rc -ne 0 ] || fail "'$*' succeeded: $out"
+    grep <<<"$out" -q -- "$pat" || fail "'$*' output lacks '$pat': $out"
+}
+wav() { # wav FILE RATE SECONDS HZ
+    "$PY" - "$@" <<'PY'
+import math, struct, sys, wave
+f, rate, sec, hz = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+w = wave.open(f, "wb"); w.setnchannels(1); w.setsampwidth(2); w.setframerate(rate)
+w.writeframes(b"".join(struct.pack("<h", int(9000 * math.sin(2 * math.pi * hz * i / rate))) for i in range(int(rate * sec))))
+w.close()
+PY
+}
+export HF_HUB_CACHE="$T/hub" HF_HUB_OFFLINE=1
+snap=$("$DLM_SRC/tests/ref/media/q2a-hub.sh" "$HF_HUB_CACHE" hub)
+
+# 1. the row loads: a text prompt on the base alone; doctor plans it from the files
+"$DLM" prompt --base qwen2-audio-7b-instruct --raw --temp 0 -n 4 "Hello" > p.txt || fail "prompt: $(cat p.txt)"
+"$DLM" doctor --json > d.json
+"$PY" - d.json <<'PY'
+import json, sys
+r = next(b for b in json.load(open(sys.argv[1]))["bases"] if b["key"] == "qwen2-audio-7b-instruct")
+assert r["trainable"] and r["note"] == "planned from the downloaded files", r
+a = r["audio"]
+assert a["tokens_per_30s_clip"] == 750, a
+# the small encoder (d 32, 2 layers, ffn 48, 128 mels, 1500 positions, text width 64) as f32
+D, F, M, P, L, H = 32, 48, 128, 1500, 2, 64
+w = 4 * (D * M * 3 + D + D * D * 3 + D + P * D + L * (4 * D * D + 2 * F * D + 8 * D + F) + 2 * D + H * D + H)
+assert a["encoder_bytes"] == w, (a, w)
+assert a["feature_cache_bytes_per_clip"] == 16 + 750 * H * 4, a
+PY
+
+# 2. an audio document: clips stored, features computed and cached
+"$DLM" init --audio doc.dlm >/dev/null
+id=$(sed -n 's/^dlm_id: //p' doc.dlm)
+S="$DLM_HOME/store/$id"
+mkdir clips
+wav clips/your-clip.wav 16000 2.95 440     # 47200 samples: 295 mel frames, 74 tokens
+wav clips/b.wav 16000 31 220               # cut to 30 s: 3000 frames, 750 tokens
+printf '\n::audio path="clips/b.wav" transcript="A long low tone."::\n' >> doc.dlm
+expect_fail "2 audio clip(s) in the blob store (2 new) and their encoder features in the cache (0 reused)" "$DLM" train doc.dlm
+[ "$(find "$S/audio-cache" -name '*.emb' | wc -l)" = 2 ] || fail "feature entries: $(find "$S" -type f)"
+"$PY" - "$S" clips/your-clip.wav clips/b.wav <<'PY'
+import glob, hashlib, os, struct, sys
+S = sys.argv[1]
+for f, want in ((sys.argv[2], 74), (sys.argv[3], 750)):
+    sha = hashlib.sha256(open(f, "rb").read()).hexdigest()
+    e = glob.glob(os.path.join(S, "audio-cache", sha[:2], sha + ".*.16000.30000.emb"))
+    assert len(e) == 1, e
+    b = open(e[0], "rb").read()
+    assert b[:8] == b"DLMAEMB1", b[:8]
+    n, w = struct.unpack("<II", b[8:16])
+    assert (n, w) == (want, 64) and len(b) == 16 + n * w * 4, (f, n, w, len(b))
+    # the waveform cache of the 30 s clip has the size doctor plans
+    if want == 750:
+        wc = os.path.join(S, "audio-waveform-cache", sha[:2], sha + ".16000.30000.wav.npz")
+        assert os.path.getsize(wc) == 16000 * 30 * 4 + 250, os.path.getsize(wc)
+PY
+stamp() { find "$S/audio-cache" -name '*.emb' -printf '%T@ %s %p\n' | sort; }
+stamp > before.txt
+expect_fail "(2 reused)" "$DLM" train doc.dlm
+stamp > after.txt
+cmp before.txt after.txt || fail "cache entries rewritten"
+
+# 3. transformers 5's layout: the same clips, another fingerprint (another base's entries)
+rm -rf "$HF_HUB_CACHE"
+"$DLM_SRC/tests/ref/media/q2a-hub.sh" "$HF_HUB_CACHE" v5 >/dev/null
+"$DLM" prompt --base qwen2-audio-7b-instruct --raw --temp 0 -n 4 "Hello" > p5.txt || fail "prompt v5: $(cat p5.txt)"
+expect_fail "(0 reused)" "$DLM" train doc.dlm
+[ "$(find "$S/audio-cache" -name '*.emb' | wc -l)" = 4 ] || fail "v5 entries: $(find "$S/audio-cache" -type f)"
+
+# 4. a base without its feature extractor's config: named, no feature written
+rm "$snap/preprocessor_config.json"
+rm -rf "$S/audio-cache"
+expect_fail "the audio base has no preprocessor_config.json" "$DLM" train doc.dlm
+[ ! -e "$S/audio-cache" ] || fail "features written for a broken base"
+echo ok
