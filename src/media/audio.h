@@ -26,6 +26,9 @@
 /* Qwen2-Audio's AudioPreprocessorPlan in the original's registry */
 #define AUDIO_RATE 16000
 #define AUDIO_MAX_SECONDS 30.0
+/* The shortest clip that gives one <|AUDIO|> token: 3 mel frames of the
+ * Whisper hop (160), i.e. more than 320 samples (vision/audio_feat.h). */
+#define AUDIO_MIN_SAMPLES 321
 
 typedef struct audio_info {
     int rate;            /* native sample rate */

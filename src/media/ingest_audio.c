@@ -44,6 +44,13 @@ static int check_one(const dlm_doc *d, const doc_section *s, const char *file, c
                "audio '%s' (%s): %s", s->media_path, file, ie.msg);
         return err_hint(e, "%s", ie.hint[0] ? ie.hint : "re-export the clip as WAV or FLAC, or remove the section");
     }
+    if (w->n < AUDIO_MIN_SAMPLES) {
+        err_at(e, "AudioError", doc_path(d), s->line, 1,
+               "audio '%s' (%s): %zu samples at %d Hz give no audio token (at least %d are needed)", s->media_path, file,
+               w->n, o->rate, AUDIO_MIN_SAMPLES);
+        audio_wave_free(w);
+        return err_hint(e, "Qwen2-Audio's encoder needs 3 mel frames (20 ms); use a longer clip");
+    }
     if (sha256_file_hex(file, sha, &ie)) {
         audio_wave_free(w);
         err_at(e, "AudioError", doc_path(d), s->line, 1, "audio '%s' (%s): %s", s->media_path, file, ie.msg);

@@ -182,7 +182,14 @@ static int audio_features(run *R, int *hits, dlm_err *e)
         if (s->type != DOC_AUDIO) continue;
         float *x = NULL;
         int n = 0, hit = 0;
-        rc = audio_feat_blob(&af, R->store, s->media_blob_sha, AUDIO_MAX_SECONDS, ar, &x, &n, &hit, e);
+        dlm_err ie;
+        err_clear(&ie);
+        rc = audio_feat_blob(&af, R->store, s->media_blob_sha, AUDIO_MAX_SECONDS, ar, &x, &n, &hit, &ie);
+        if (rc) {   /* named by the section's line, as ingestion names its errors */
+            err_at(e, ie.kind[0] ? ie.kind : "AudioError", R->o->doc_path, s->line, 1, "audio '%s': %s", s->media_path,
+                   ie.msg);
+            if (ie.hint[0]) err_hint(e, "%s", ie.hint);
+        }
         *hits += hit;
         free(x);
     }

@@ -126,6 +126,9 @@ int audio_feat_embed(const audio_feat *a, const float *x, size_t n, float **out,
     int nm = audio_feat_frames(a, n);
     if (nm < 1) return err_set(e, "AudioError", "the clip has no samples");
     int T = audio_feat_tokens(a, n);
+    if (T < 1)
+        return err_set(e, "AudioError", "the clip is %zu samples long: %d mel frames give no audio token (3 or more, "
+                       "%d samples, are needed)", n, nm, 2 * a->fe.hop + 1);
     float *mel = malloc((size_t)a->fe.n_mels * a->fe.frames * sizeof *mel);
     float *o = malloc((size_t)T * a->width * sizeof *o);
     if (!mel || !o) { free(mel); free(o); return err_set(e, "MemoryError", "out of memory"); }

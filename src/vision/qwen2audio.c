@@ -56,8 +56,9 @@ void qwen2audio_plan_bytes(const qwen2audio_cfg *c, uint64_t *weights, uint64_t 
 
 int qwen2audio_out_len(int n_mel)
 {
+    /* Python's floor division, as the processor computes it: 0 for 1 or 2 frames */
     int rows = (n_mel - 1) / 2 + 1;
-    return (rows - 2) / 2 + 1;
+    return rows < 2 ? 0 : (rows - 2) / 2 + 1;
 }
 
 void qwen2audio_free(qwen2audio_enc *q)

@@ -7,7 +7,8 @@
 # encoder rows into <store>/audio-cache/ (as many rows as transformers'
 # Qwen2AudioProcessor puts <|AUDIO|> placeholders: ceil(n/160) mel frames,
 # then ((f-1)//2+1-2)//2+1), reused on the next run; a base missing its
-# preprocessor_config.json is refused by name and writes no feature.
+# preprocessor_config.json is refused by name and writes no feature; a clip
+# too short for one audio token (under 3 mel frames) is refused at its line.
 set -euo pipefail
 . "$DLM_SRC/tests/cli/lib.sh"
 PY=/usr/bin/python3
@@ -77,6 +78,16 @@ stamp > before.txt
 expect_fail "(2 reused)" "$DLM" train doc.dlm
 stamp > after.txt
 cmp before.txt after.txt || fail "cache entries rewritten"
+
+# a clip of 15 ms (240 samples: 2 mel frames) gives no audio token: refused at its line, nothing cached
+wav clips/c.wav 16000 0.015 440
+printf '\n::audio path="clips/c.wav" transcript="Too short."::\n' >> doc.dlm
+line=$(grep -n 'clips/c.wav' doc.dlm | cut -d: -f1)
+nb=$(find "$S/blobs" -type f | wc -l)
+expect_fail "doc.dlm:$line:1: audio 'clips/c.wav' (.*): 240 samples at 16000 Hz give no audio token (at least 321" "$DLM" train doc.dlm
+[ "$(find "$S/audio-cache" -name '*.emb' | wc -l)" = 2 ] || fail "a feature entry for the short clip"
+[ "$(find "$S/blobs" -type f | wc -l)" = "$nb" ] || fail "the short clip was stored"
+sed -i '/clips\/c.wav/d' doc.dlm
 
 # 3. transformers 5's layout: the same clips, another fingerprint (another base's entries)
 rm -rf "$HF_HUB_CACHE"
