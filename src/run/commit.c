@@ -790,6 +790,9 @@ void run_free(run *R)
     run_optim_free(R);
     free(R->best);
     free(R->btok);
+    free(R->aemb);
+    free(R->antok);
+    free(R->bemb);
     free(R->btgt);
     free(R->bpos);
     free(R->bseg);

@@ -61,6 +61,12 @@ typedef struct run {
     int micro_batch, grad_accum, T, steps_per_epoch;   /* the plan's batch shape; T = longest item */
     decoder *dec;
     int32_t *btok, *btgt, *bpos, *bseg;
+    /* an audio document (vision/audio_feat.h): every clip's encoder rows in
+     * document order (n_aemb rows of d_model), each section's count, the
+     * <|AUDIO|> id, and the batch's embed_row buffer */
+    float *aemb;
+    int n_aemb;
+    int32_t *antok, audio_token, *bemb;
     int *items;
     optim_config optim;
     int64_t total, start_step, steps_done, t_offset, save_every, eval_every, best_step;

@@ -167,7 +167,8 @@ static int load_base(run *R, dlm_err *e)
     return prep_base(&R->P, R->model_path, R->base.entry, e);
 }
 
-/* Every clip's encoder rows through the feature cache (vision/audio_feat.h). */
+/* Every clip's encoder rows through the feature cache (vision/audio_feat.h),
+ * into R's table in document order. */
 static int audio_features(run *R, int *hits, dlm_err *e)
 {
     hub_opts ho;
@@ -176,8 +177,11 @@ static int audio_features(run *R, int *hits, dlm_err *e)
     if (base_resolve(R->base_spec, &ho, &R->base, R->model_path, sizeof R->model_path, e)) return -1;
     audio_feat af;
     if (audio_feat_open(&af, R->model_path, e)) return -1;
-    int rc = 0, ar = doc_fm(R->doc)->training.audio.auto_resample;
-    for (int i = 0; i < doc_nsections(R->doc) && !rc; i++) {
+    int rc = 0, ar = doc_fm(R->doc)->training.audio.auto_resample, ns = doc_nsections(R->doc);
+    R->audio_token = af.audio_token;
+    R->antok = calloc((size_t)ns + 1, sizeof *R->antok);
+    if (!R->antok) rc = err_set(e, "MemoryError", "out of memory");
+    for (int i = 0; i < ns && !rc; i++) {
         const doc_section *s = doc_section_at(R->doc, i);
         if (s->type != DOC_AUDIO) continue;
         float *x = NULL;
@@ -191,6 +195,16 @@ static int audio_features(run *R, int *hits, dlm_err *e)
             if (ie.hint[0]) err_hint(e, "%s", ie.hint);
         }
         *hits += hit;
+        if (!rc) {
+            float *t = realloc(R->aemb, ((size_t)R->n_aemb + (size_t)n) * (size_t)af.width * sizeof *t);
+            if (!t) rc = err_set(e, "MemoryError", "out of memory");
+            else {
+                memcpy(t + (size_t)R->n_aemb * af.width, x, (size_t)n * af.width * sizeof *t);
+                R->aemb = t;
+                R->n_aemb += n;
+                R->antok[i] = n;
+            }
+        }
         free(x);
     }
     audio_feat_close(&af);
@@ -205,7 +219,7 @@ static int build_data(run *R, dlm_err *e)
          * a hit gives exactly what tokenizing gives */
         if (tok_source_sha256(R->model_path, R->tok_sha, e) || tcache_open(R->store, &R->cache, e)) return -1;
     }
-    pipeline_in in = {.cache = R->cache, .tok_sha256 = R->tok_sha, .doc = R->doc, .store = R->store, .replay_store = R->rdir, .manifest = R->manifest, .seed = R->seed,
+    pipeline_in in = {.audio_ntok = R->antok, .audio_token = R->audio_token, .cache = R->cache, .tok_sha256 = R->tok_sha, .doc = R->doc, .store = R->store, .replay_store = R->rdir, .manifest = R->manifest, .seed = R->seed,
                       .no_replay = R->o->no_replay, .prev_version = R->prev_version, .run_id = R->run_id,
                       .no_mined = R->o->no_mined};
     return prep_data(&R->P, &in, e);
@@ -271,6 +285,14 @@ static int replan_if_needed(run *R, dlm_err *e)
 
 /* ---- the loop -------------------------------------------------------------- */
 
+/* A batch's audio rows take the clips' encoder rows (tokens/dataset.h's
+ * dataset_fill_audio; the decoder splice of decoder/decoder.h). */
+static int splice_audio(run *R, const int *items, int c, token_batch *b, dlm_err *e)
+{
+    if (!R->n_aemb || !dataset_fill_audio(R->P.data.ds, items, c, R->aemb, R->n_aemb, R->bemb, b)) return 0;
+    return decoder_batch_check(&R->m->cfg, b, e);
+}
+
 static int64_t step_items(run *R, int64_t step, int micro, int *items)
 {
     int spe = R->steps_per_epoch;
@@ -312,6 +334,7 @@ static int do_step(run *R, int64_t step, double *loss, double *gnorm, int64_t *n
             int64_t nl, got;
             if (dataset_fill(R->P.data.ds, R->items, c, R->packing, R->micro_batch, R->T, R->btok, R->btgt, R->bpos, R->bseg, &b, &nl))
                 return err_set(e, "TrainError", "batch does not fit its buffers");
+            if (splice_audio(R, R->items, c, &b, e)) return -1;
             R->step_rows += b.B;
             sc[0] = backward_step(R->dec, &b, gm, emb ? &eg : NULL, 1.0f / (float)total_loss, R->seed,
                                   (uint64_t)step * (uint64_t)R->grad_accum + (uint64_t)mi, &got);
@@ -347,6 +370,7 @@ static double evaluate(run *R)
         token_batch b;
         int64_t nl, got;
         dataset_fill(R->P.data.ds, R->P.data.ds->val + i, c, R->packing, R->micro_batch, R->T, R->btok, R->btgt, R->bpos, R->bseg, &b, &nl);
+        if (splice_audio(R, R->P.data.ds->val + i, c, &b, NULL)) return NAN;
         sum += decoder_loss(R->dec, &b, NULL, NULL, &got);
         tot += got;
     }
@@ -385,6 +409,7 @@ static int allocate(run *R, dlm_err *e)
     R->btgt = malloc(bt * sizeof(int32_t));
     R->bpos = malloc(bt * sizeof(int32_t));
     R->bseg = malloc(bt * sizeof(int32_t));
+    if (R->n_aemb && !(R->bemb = malloc(bt * sizeof(int32_t)))) return err_set(e, "OOMError", "cannot allocate the batch");
     R->items = malloc((size_t)R->micro_batch * sizeof(int));
     R->n_gpart = dist_size() == 1 ? 1 : R->grad_accum / dist_size();
     R->gpart = calloc((size_t)R->n_gpart, sizeof(float *));
@@ -531,20 +556,19 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
         goto out;
     }
     if (al && media_count_audio(R->doc)) {
-        /* the clips are checked, stored and their waveforms cached
-         * (docs/audio.md); the encoder that would train on them is not
-         * built yet */
+        /* the clips are checked, stored and their waveforms cached, then
+         * every clip's encoder rows computed (or read from the feature
+         * cache): the dataset splices them at its <|AUDIO|> runs
+         * (docs/audio.md) */
         media_ingest_stats ms = {0};
         media_audio_opts ao = {AUDIO_RATE, AUDIO_MAX_SECONDS, tr->audio.auto_resample};
+        /* every rank computes the clips' rows (from the store rank 0 filled) */
         if (R->lead && media_ingest_audio(R->doc, R->store, &ao, &ms, e)) goto out;
+        if (!R->lead && media_ingest_audio(R->doc, NULL, &ao, &ms, e)) goto out;
         int hits = 0;
-        if (R->lead && audio_features(R, &hits, e)) goto out;
-        err_set(e, "ModalityError", "%s: %d audio clip(s) in the blob store (%d new) and their encoder features in the "
-                "cache (%d reused); training on audio with %s waits for the decoder splice", o->doc_path,
-                media_count_audio(R->doc), R->lead ? ms.written : 0, hits, R->base_spec);
-        err_hint(e, "docs/audio.md says what works today: decoding, the blob store, the caches, Whisper log-mel "
-                    "features and the Qwen2-Audio encoder");
-        goto out;
+        if (audio_features(R, &hits, e)) goto out;
+        log_info("%d audio clip(s): %d new in the blob store, %d encoder rows (%d clip(s) from the feature cache)",
+                 media_count_audio(R->doc), ms.written, R->n_aemb, hits);
     }
     if (R->defer) {
         res->no_op = res->deferred = 1;

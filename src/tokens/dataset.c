@@ -210,10 +210,63 @@ static int cache_done(const ds_opts *o, cached *cr, dlm_err *e)
     return rc;
 }
 
+/* An audio section's row (dataset.h): one item, never windowed. */
+static int audio_row(dataset *d, const dlm_doc *doc, const doc_section *s, int i, tok *t, const ds_opts *o, rowbuf *rb,
+                     int32_t emb_off, dlm_err *e)
+{
+    int n = o->audio_ntok[i];
+    const char *tr = s->media_transcript ? s->media_transcript : "";
+    size_t b, en;
+    strip(tr, strlen(tr), &b, &en);
+    if (n < 1 || b == en) {
+        err_at(e, "AudioError", doc_path(doc), s->line, 1, "audio '%s' has %s", s->media_path,
+               b == en ? "an empty transcript" : "no audio tokens");
+        return err_hint(e, "the transcript is what trains; write what is said");
+    }
+    rb->ids.n = 0;
+    for (int k = 0; k < n; k++)
+        if (push_id(rb, o->audio_token, 0)) return err_set(e, "MemoryError", "out of memory");
+    /* "\n" + transcript in one piece, as the processor tokenizes the text
+     * after the placeholder; the loss starts after the tokens of "\n" */
+    tok_ids nl = {0};
+    if (tok_encode_append(t, "\n", 1, TOK_PARSE_SPECIAL, &nl, e)) return -1;
+    size_t nnl = nl.n;
+    tok_ids_free(&nl);
+    char *txt = malloc(en - b + 2);
+    if (!txt) return err_set(e, "MemoryError", "out of memory");
+    txt[0] = '\n';
+    memcpy(txt + 1, tr + b, en - b);
+    size_t from = rb->ids.n;
+    int rc = tok_encode_append(t, txt, en - b + 1, TOK_PARSE_SPECIAL, &rb->ids, e);
+    free(txt);
+    if (rc || rb_mark(rb, from, 1)) return rc ? -1 : err_set(e, "MemoryError", "out of memory");
+    for (size_t k = from; k < from + nnl && k < rb->ids.n; k++) rb->train[k] = 0;
+    int len = (int)rb->ids.n - 1;
+    if (len > o->seq_len) {
+        err_at(e, "AudioError", doc_path(doc), s->line, 1,
+               "audio '%s': its %d audio tokens and transcript make %d tokens, more than training.sequence_len %d",
+               s->media_path, n, len + 1, o->seq_len);
+        return err_hint(e, "raise training.sequence_len (a 30 s clip alone is 750 tokens), or shorten the clip");
+    }
+    int val = dataset_is_val(o->seed, s->id, 0, o->val_frac < 0 ? DS_VAL_FRAC : o->val_frac);
+    int before = d->n_items;
+    if (add_row(d, rb->ids.v, rb->train, (int)rb->ids.n, o->seq_len, s->id, 0, val, 0))
+        return err_set(e, "MemoryError", "out of memory");
+    if (d->n_items > before) {
+        d->items[before].emb_off = emb_off;
+        d->items[before].n_emb = n;
+    }
+    d->rows_prose++;   /* a text row for the split and the CPT fraction */
+    if (val) d->val_text_rows++; else d->train_text_rows++;
+    d->rows_audio++;
+    return 0;
+}
+
 static int add_sections(dataset *d, const dlm_doc *doc, int replay, tok *t, const chat_dialect *dialect,
                         const ds_opts *o, rowbuf *rb, strbuf *sb, dlm_err *e)
 {
     int L = o->seq_len;
+    int32_t emb_off = 0;
     cached cr = {.rows = NULL};
     for (int i = 0; i < doc_nsections(doc); i++) {
         const doc_section *s = doc_section_at(doc, i);
@@ -292,10 +345,17 @@ static int add_sections(dataset *d, const dlm_doc *doc, int replay, tok *t, cons
             if (o->no_mined && s->auto_mined) break;   /* train --no-mined */
             if (!replay) d->n_pref_triples += s->n_triples;
             break;
-        case DOC_IMAGE:
         case DOC_AUDIO:
-            err_at(e, "ModalityError", doc_path(doc), s->line, 1, "%s sections cannot be trained: dlm trains text bases only",
-                   doc_section_type_name(s->type));
+            if (o->audio_ntok && !replay) {
+                if (audio_row(d, doc, s, i, t, o, rb, emb_off, e)) goto fail;
+                emb_off += o->audio_ntok[i];
+                break;
+            }
+            if (replay) break;   /* a replayed clip's rows are not in this run's table */
+            /* fall through */
+        case DOC_IMAGE:
+            err_at(e, "ModalityError", doc_path(doc), s->line, 1, "%s sections cannot be trained: dlm trains text%s bases only",
+                   doc_section_type_name(s->type), s->type == DOC_IMAGE ? " and audio" : "");
             return err_hint(e, "remove the section or move its content into prose");
         }
     }
@@ -545,6 +605,32 @@ int dataset_fill(const dataset *d, const int *items, int n, int packing, int B_c
     *b = (token_batch){.B = nb, .T = T, .tokens = toks, .targets = tgts, .pos = pos, .seg = seg};
     *n_loss = nl;
     return 0;
+}
+
+int dataset_fill_audio(const dataset *d, const int *items, int n, const float *emb,
+                       int n_emb, int32_t *embed_row, token_batch *b)
+{
+    int any = 0;
+    for (int i = 0; i < n; i++) any |= d->items[items[i]].n_emb > 0;
+    if (!any) return 0;
+    for (int p = 0; p < b->B * b->T; p++) embed_row[p] = -1;
+    /* the same placement dataset_fill made: an item's positions are those
+     * whose seg is its index i, from its start (pos 0) */
+    int spliced = 0;
+    for (int r = 0; r < b->B; r++)
+        for (int c = 0; c < b->T; c++) {
+            int p = r * b->T + c, i = b->seg[p];
+            if (i < 0 || i >= n) continue;
+            const ds_item *it = &d->items[items[i]];
+            if (b->pos[p] < it->n_emb) {
+                embed_row[p] = it->emb_off + b->pos[p];
+                spliced++;
+            }
+        }
+    b->embeds = emb;
+    b->n_embeds = n_emb;
+    b->embed_row = embed_row;
+    return spliced;
 }
 
 /* ---- preference pairs ------------------------------------------------------ */

@@ -10,7 +10,18 @@
  *                  its other training pairs; loss on the last assistant
  *                  turn only (or on all with loss_on: all)
  *   preference   → kept aside for the preference phase (not SFT)
- *   image/audio  → refused (dlm trains text bases)
+ *   audio        → on an audio-language base (ds_opts.audio_ntok): the
+ *                  original's "<|AUDIO|>\n<transcript>" with the placeholder
+ *                  expanded to the clip's n tokens, as the processor does:
+ *                  [audio_token] x n + tokens("\n" + transcript stripped),
+ *                  loss on the transcript's tokens only (the original's
+ *                  collator puts it on every token, placeholders included:
+ *                  an encoder row has no next-token to learn); the item's
+ *                  first n inputs take rows emb_off.. of the clips' table
+ *                  (vision/audio_feat.h), which dataset_fill hands to the
+ *                  batch as embed_row. A row longer than sequence_len is
+ *                  refused (a window without its clip teaches nothing).
+ *   image        → refused (dlm trains text and audio bases)
  *
  * A row longer than sequence_len becomes several windows (never truncated);
  * each window is an *item*. Items are split train/validation by the spec's
@@ -38,6 +49,7 @@ typedef struct ds_item {
     int32_t row;            /* row index within its section */
     uint8_t val;            /* in the validation split */
     uint8_t replay;         /* from the replay corpus */
+    int32_t emb_off, n_emb; /* an audio row: inputs 0..n_emb-1 are rows emb_off.. of the clips' table; n_emb 0 = none */
 } ds_item;
 
 typedef struct dataset {
@@ -50,6 +62,7 @@ typedef struct dataset {
     int max_len;            /* longest item */
     /* statistics for the summary and the warnings */
     int rows_prose, rows_instr, rows_replay, n_pref_triples, n_windows_split, n_dropped;
+    int rows_audio;         /* of rows_prose, audio rows */
     int64_t train_loss_tokens, val_loss_tokens;
     /* rows (not windows) per split, by kind, tag-weight copies counted: the
      * CPT fraction of run/cpt.h is train text / (train text + train messages) */
@@ -88,6 +101,12 @@ typedef struct ds_opts {
     const char *tok_sha256;          /* the tokenizer's source hash (tok_source_sha256), with cache */
     const char *dialect_name;        /* with cache: part of the key */
     int multi_turn;                  /* conversation rows per Q/A pair (training.multi_turn), 0 = none */
+    /* an audio-language base: per section (document order) the clip's
+     * <|AUDIO|> count, 0 for the others; the clips' rows lie in the table
+     * in document order (section i's at the sum of the counts before it).
+     * NULL: audio sections are refused. */
+    const int32_t *audio_ntok;
+    int32_t audio_token;
 } ds_opts;
 
 /* Sections of the document, then the replay sections (already sampled; a
@@ -118,6 +137,12 @@ int dataset_micro_items(dataset *d, uint64_t seed, int epoch, int step, int micr
  * batch (B, T as used) in *b; *n_loss its targets with a loss. */
 int dataset_fill(const dataset *d, const int *items, int n, int packing, int B_cap, int T_cap,
                  int32_t *toks, int32_t *tgts, int32_t *pos, int32_t *seg, token_batch *b, int64_t *n_loss);
+/* After dataset_fill of the same items: embed_row [B_cap*T_cap] for the
+ * batch's audio rows (-1 elsewhere), pointed at by b with the clips' table
+ * emb (n_emb rows). Returns the number of spliced positions (0: b is left a
+ * text batch, embed_row unused). */
+int dataset_fill_audio(const dataset *d, const int *items, int n, const float *emb,
+                       int n_emb, int32_t *embed_row, token_batch *b);
 
 /* ---- preference pairs ------------------------------------------------------
  * Each triple of the document's preference sections becomes two sequences,

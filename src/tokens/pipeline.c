@@ -58,7 +58,8 @@ int pipeline_build(const pipeline_in *in, pipeline *out, dlm_err *e)
     ds_opts dso = {.seq_len = seq, .loss_on_all = tr->loss_on == DOC_LOSS_ON_ALL, .seed = in->seed,
                    .system_prompt = fm->system_prompt, .val_frac = tr->val_frac, .no_mined = in->no_mined,
                    .cache = in->cache, .tok_sha256 = in->tok_sha256, .dialect_name = out->dialect->name,
-                   .multi_turn = (int)tr->multi_turn};
+                   .multi_turn = (int)tr->multi_turn, .audio_ntok = in->audio_ntok,
+                   .audio_token = in->audio_token};
     return dataset_build(in->doc, out->rdoc, in->tok, out->dialect, &dso, &out->ds, e);
 }
 

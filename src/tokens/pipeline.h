@@ -45,6 +45,8 @@ typedef struct pipeline_in {
     int no_mined;                   /* --no-mined: leave auto-mined preference sections out */
     struct tcache *cache;           /* the store's tokenization cache (tokens/tcache.h), or NULL */
     const char *tok_sha256;         /* with cache: tok_source_sha256 of the base */
+    const int32_t *audio_ntok;      /* an audio-language base: ds_opts.audio_ntok, else NULL */
+    int32_t audio_token;
 } pipeline_in;
 
 typedef struct pipeline {
