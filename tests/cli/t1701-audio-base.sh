@@ -3,8 +3,9 @@
 # registry row qwen2-audio-7b-instruct's snapshot in an offline HF cache,
 # in the hub checkpoints' layout and in transformers 5's; the row resolves,
 # loads (a text prompt runs), and doctor plans it with its encoder; dlm
-# train on an audio document stores the clips and computes each clip's
-# encoder rows into <store>/audio-cache/ (as many rows as transformers'
+# train on an audio document stores the clips, computes each clip's
+# encoder rows into <store>/audio-cache/ and trains (1 and 2 threads: the
+# same adapter bytes) (as many rows as transformers'
 # Qwen2AudioProcessor puts <|AUDIO|> placeholders: ceil(n/160) mel frames,
 # then ((f-1)//2+1-2)//2+1), reused on the next run; a base missing its
 # preprocessor_config.json is refused by name and writes no feature; a clip
@@ -55,7 +56,8 @@ mkdir clips
 wav clips/your-clip.wav 16000 2.95 440     # 47200 samples: 295 mel frames, 74 tokens
 wav clips/b.wav 16000 31 220               # cut to 30 s: 3000 frames, 750 tokens
 printf '\n::audio path="clips/b.wav" transcript="A long low tone."::\n' >> doc.dlm
-expect_fail "2 audio clip(s) in the blob store (2 new) and their encoder features in the cache (0 reused)" "$DLM" train doc.dlm
+"$DLM" train doc.dlm --threads 1 > t1.txt 2>&1 || fail "train: $(cat t1.txt)"
+grep -q "2 audio clip(s): 2 new in the blob store, 824 encoder rows (0 clip(s) from the feature cache)" t1.txt || fail "$(cat t1.txt)"
 [ "$(find "$S/audio-cache" -name '*.emb' | wc -l)" = 2 ] || fail "feature entries: $(find "$S" -type f)"
 "$PY" - "$S" clips/your-clip.wav clips/b.wav <<'PY'
 import glob, hashlib, os, struct, sys
@@ -75,7 +77,12 @@ for f, want in ((sys.argv[2], 74), (sys.argv[3], 750)):
 PY
 stamp() { find "$S/audio-cache" -name '*.emb' -printf '%T@ %s %p\n' | sort; }
 stamp > before.txt
-expect_fail "(2 reused)" "$DLM" train doc.dlm
+# determinism: the same document with 2 threads, from the cache, gives the same adapter bytes
+ad="$S/adapter/versions"
+cp "$ad/v0001/adapter_model.safetensors" a1.st
+"$DLM" train doc.dlm --fresh --threads 2 > t2.txt 2>&1 || fail "train 2: $(cat t2.txt)"
+grep -q "(2 clip(s) from the feature cache)" t2.txt || fail "$(cat t2.txt)"
+cmp a1.st "$ad/v0002/adapter_model.safetensors" || fail "2 threads trained other bytes than 1"
 stamp > after.txt
 cmp before.txt after.txt || fail "cache entries rewritten"
 
@@ -93,7 +100,8 @@ sed -i '/clips\/c.wav/d' doc.dlm
 rm -rf "$HF_HUB_CACHE"
 "$DLM_SRC/tests/ref/media/q2a-hub.sh" "$HF_HUB_CACHE" v5 >/dev/null
 "$DLM" prompt --base qwen2-audio-7b-instruct --raw --temp 0 -n 4 "Hello" > p5.txt || fail "prompt v5: $(cat p5.txt)"
-expect_fail "(0 reused)" "$DLM" train doc.dlm
+"$DLM" train doc.dlm --fresh --update-lock > t5.txt 2>&1 || fail "train v5: $(cat t5.txt)"
+grep -q "(0 clip(s) from the feature cache)" t5.txt || fail "$(cat t5.txt)"
 [ "$(find "$S/audio-cache" -name '*.emb' | wc -l)" = 4 ] || fail "v5 entries: $(find "$S/audio-cache" -type f)"
 
 # 4. a base without its feature extractor's config: named, no feature written
