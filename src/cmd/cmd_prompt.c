@@ -11,7 +11,9 @@
 #include "cmd/commands.h"
 #include "run/named_mix.h"
 #include "store/store.h"
+#include "infer/audio_prompt.h"
 #include "infer/generate.h"
+#include "media/audio.h"
 #include "infer/target.h"
 #include "kern/kern.h"
 #include "util/fs.h"
@@ -22,6 +24,7 @@ typedef struct prompt_args {
     int max_tokens, top_k, seed, raw, no_adapter, json, threads, offline, accept;
     double temp, top_p, min_p, repeat;
     const char *base, *adapter, *mix, *gate, *backend;
+    opt_list audio;
 } prompt_args;
 
 static const opt OPTS[] = {
@@ -43,6 +46,7 @@ static const opt OPTS[] = {
     {"i-accept-license", 0, OPT_FLAG, offsetof(prompt_args, accept), NULL, "accept a gated base's license for this run"},
     {"json", 0, OPT_FLAG, offsetof(prompt_args, json), NULL, "print {text, tokens, prompt_tokens, stop} as JSON instead of streaming"},
     {"backend", 0, OPT_STR, offsetof(prompt_args, backend), "auto|pytorch", "the original's backend choice: both run dlm's CPU kernels; mlx is refused"},
+    {"audio", 0, OPT_LIST, offsetof(prompt_args, audio), "FILE", "an audio clip for an audio-language base (repeatable; docs/audio.md)"},
     {0},
 };
 
@@ -50,7 +54,10 @@ const cmd_spec spec_prompt = {
     "prompt", "[PATH] [QUERY | -] [--max-tokens N] [--temp T] [--raw] [--base B]",
     "generate text with the document's trained adapter",
     "QUERY is one user turn rendered with the base's chat template and the document's\n"
-    "system_prompt; '-' or no QUERY reads it from stdin. --raw continues plain text.",
+    "system_prompt; '-' or no QUERY reads it from stdin. --raw continues plain text.\n"
+    "--audio FILE (repeatable) puts each clip's <|AUDIO|> tokens in front of the query\n"
+    "(\"<|AUDIO|>\\nQUERY\"), or where the query writes <|AUDIO|>, with no chat template,\n"
+    "as the original and its training rows do.",
     OPTS,
 };
 
@@ -73,6 +80,47 @@ static char *read_stdin(void)
     size_t n;
     while ((n = fread(buf, 1, sizeof buf, stdin)) > 0) sb_append(&sb, buf, n);
     return sb_detach(&sb, NULL);
+}
+
+/* --audio: the clips decoded as training decodes them (the document's
+ * training.audio.auto_resample) and the prompt built around them. */
+static int prompt_audio(const infer_target *t, const opt_list *files, const char *query, audio_prompt *ap, dlm_err *e)
+{
+    if (!t->m->cfg.audio) {
+        err_set(e, "ModalityError", "--audio needs an audio-language base; %s is a text base", t->base_spec);
+        return err_hint(e, "prompt an audio document (base_model: qwen2-audio-7b-instruct), or leave --audio out");
+    }
+    audio_feat af;
+    if (audio_feat_open(&af, t->model_path, e)) return -1;
+    int ar = t->doc ? doc_fm(t->doc)->training.audio.auto_resample : 0, rc = 0, n = files->n;
+    audio_wave *w = calloc((size_t)n, sizeof *w);
+    const float **x = calloc((size_t)n, sizeof *x);
+    size_t *len = calloc((size_t)n, sizeof *len);
+    if (!w || !x || !len) rc = err_set(e, "MemoryError", "out of memory");
+    for (int i = 0; i < n && !rc; i++) {
+        dlm_err ie;
+        err_clear(&ie);
+        if (audio_load(files->v[i], AUDIO_RATE, AUDIO_MAX_SECONDS, ar, &w[i], &ie)) {
+            err_set(e, ie.kind[0] ? ie.kind : "AudioError", "audio '%s': %s", files->v[i], ie.msg);
+            err_hint(e, "%s", ie.hint[0] ? ie.hint : "give a WAV, FLAC, OGG or MP3 file libsndfile reads");
+            rc = -1;
+            break;
+        }
+        x[i] = w[i].x;
+        len[i] = w[i].n;
+        if (w[i].n < AUDIO_MIN_SAMPLES) {
+            err_set(e, "AudioError", "audio '%s': %zu samples give no audio token (at least %d are needed)",
+                    files->v[i], w[i].n, AUDIO_MIN_SAMPLES);
+            rc = -1;
+        }
+    }
+    if (!rc) rc = audio_prompt_build(t->t, &af, query, x, len, n, ap, e);
+    for (int i = 0; w && i < n; i++) audio_wave_free(&w[i]);
+    free(w);
+    free(x);
+    free(len);
+    audio_feat_close(&af);
+    return rc;
 }
 
 int cmd_prompt(int argc, char **argv, dlm_ctx *ctx)
@@ -177,7 +225,14 @@ int cmd_prompt(int argc, char **argv, dlm_ctx *ctx)
     tok_ids ids = {0};
     session *s = NULL;
     int32_t *out = NULL;
-    if (a.raw) {
+    audio_prompt ap;
+    memset(&ap, 0, sizeof ap);
+    session_splice sp;
+    if (a.audio.n) {
+        if (prompt_audio(&t, &a.audio, query, &ap, &e)) goto done;
+        ids = ap.ids;   /* owned by ap */
+        sp = audio_prompt_splice(&ap);
+    } else if (a.raw) {
         if (tok_encode_append(t.t, query, strlen(query), TOK_PARSE_SPECIAL | TOK_ADD_SPECIAL, &ids, &e)) goto done;
     } else {
         if (!t.dialect) {
@@ -208,7 +263,7 @@ int cmd_prompt(int argc, char **argv, dlm_ctx *ctx)
     go.sp.repeat_penalty = (float)a.repeat;
     go.sp.seed = (uint64_t)a.seed;
     go.max_tokens = a.max_tokens;
-    go.n_stops = gen_stop_ids(t.t, a.raw || !t.dialect ? NULL : t.dialect->stops, stops, 32);
+    go.n_stops = gen_stop_ids(t.t, a.raw || a.audio.n || !t.dialect ? NULL : t.dialect->stops, stops, 32);
     go.stops = stops;
     go.emit = a.json ? NULL : emit;
     go.emit_ctx = NULL;
@@ -218,7 +273,7 @@ int cmd_prompt(int argc, char **argv, dlm_ctx *ctx)
     int nout;
     int32_t stop;
     if (!out) { err_set(&e, "MemoryError", "out of memory"); goto done; }
-    if (generate(s, t.t, ids.v, (int)ids.n, &go, out, &nout, &stop, &e)) goto done;
+    if (generate_splice(s, t.t, ids.v, (int)ids.n, a.audio.n ? &sp : NULL, &go, out, &nout, &stop, &e)) goto done;
     if (a.json) {
         strbuf dec = STRBUF_INIT;
         tok_decode(t.t, out, (size_t)nout, 1, &dec);
@@ -247,7 +302,8 @@ done:
     if (rc == EXIT_FAIL) rc = cmd_fail(ctx, &e);
     free(out);
     session_free(s);
-    tok_ids_free(&ids);
+    if (a.audio.n) audio_prompt_free(&ap);
+    else tok_ids_free(&ids);
     sb_free(&text);
     target_close(&t);
     free(owned);

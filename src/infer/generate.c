@@ -13,6 +13,12 @@ static int is_stop(const gen_opts *o, int32_t id)
 int generate(session *s, tok *t, const int32_t *prompt, int n, const gen_opts *o, int32_t *out_ids, int *n_out,
              int32_t *stopped_by, dlm_err *e)
 {
+    return generate_splice(s, t, prompt, n, NULL, o, out_ids, n_out, stopped_by, e);
+}
+
+int generate_splice(session *s, tok *t, const int32_t *prompt, int n, const session_splice *sp, const gen_opts *o,
+                    int32_t *out_ids, int *n_out, int32_t *stopped_by, dlm_err *e)
+{
     *n_out = 0;
     *stopped_by = -1;
     int V = (int)tok_vocab_size(t);
@@ -29,7 +35,7 @@ int generate(session *s, tok *t, const int32_t *prompt, int n, const gen_opts *o
     if (!logits || !scratch || !hist || !pend) { err_set(e, "MemoryError", "out of memory"); goto out; }
     memcpy(hist, prompt, (size_t)n * sizeof(int32_t));
     int nh = n;
-    if (session_eval(s, prompt, n, logits, 0, e)) goto out;
+    if (sp ? session_eval_splice(s, prompt, n, sp, logits, 0, e) : session_eval(s, prompt, n, logits, 0, e)) goto out;
     for (int i = 0; i < o->max_tokens; i++) {
         if (o->cancel && *o->cancel) break;
         /* ids the tokenizer does not know (embedding padding) are never drawn */

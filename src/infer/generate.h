@@ -30,6 +30,11 @@ typedef struct gen_opts {
 int generate(session *s, tok *t, const int32_t *prompt, int n, const gen_opts *o, int32_t *out_ids, int *n_out,
              int32_t *stopped_by, dlm_err *e);
 
+/* generate with the prompt's spliced rows (an audio or image prompt:
+ * session_eval_splice); sp NULL is generate. */
+int generate_splice(session *s, tok *t, const int32_t *prompt, int n, const session_splice *sp, const gen_opts *o,
+                    int32_t *out_ids, int *n_out, int32_t *stopped_by, dlm_err *e);
+
 /* Stop ids for a tokenizer and dialect stop strings: EOS, each dialect stop
  * that is one token, and the tokenizer's end-of-generation specials.
  * Returns the count written (<= cap). */

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Issue 29's memorisation check: a small random Qwen2-Audio base (the
+# qwen2-audio-7b-instruct row's snapshot in an offline HF cache, t1701)
+# trained on 6 short clips (tones of 220..1660 Hz, 0.75 s: 19 <|AUDIO|>
+# tokens each) with distinct transcripts; `dlm prompt --audio CLIP
+# '<|AUDIO|>\n'` (the training rows' prefix) greedily continues each clip
+# with its own transcript, while the base alone (--no-adapter) does not for
+# any. Bad prompt input: a missing file, a non-audio file, a text base, a
+# wrong placeholder count, each a clear error.
+set -euo pipefail
+. "$DLM_SRC/tests/cli/lib.sh"
+PY=/usr/bin/python3
+"$PY" -c 'import numpy' 2>/dev/null || { echo "t1702: skipped: $PY has no numpy"; exit 77; }
+export HF_HUB_CACHE="$T/hub" HF_HUB_OFFLINE=1
+"$DLM_SRC/tests/ref/media/q2a-hub.sh" "$HF_HUB_CACHE" >/dev/null
+mkdir clips
+"$PY" - <<'PY'
+import math, struct, wave
+for k, hz in enumerate([220, 330, 495, 740, 1110, 1660]):
+    w = wave.open("clips/c%d.wav" % k, "wb"); w.setnchannels(1); w.setsampwidth(2); w.setframerate(16000)
+    w.writeframes(b"".join(struct.pack("<h", int(9000 * math.sin(2 * math.pi * hz * i / 16000))) for i in range(12000)))
+    w.close()
+PY
+T0=("the quick brown fox" "the lazy dog" "hello world" "the model reads the document" "the end of the line" "return zero")
+{
+    printf -- '---\ndlm_id: 01JD0000000000000000000177\ndlm_version: 15\nbase_model: qwen2-audio-7b-instruct\n'
+    printf 'training:\n  num_epochs: 60\n  learning_rate: 0.01\n  micro_batch_size: 2\n  grad_accum: 1\n  seed: 7\n---\n'
+    for k in 0 1 2 3 4 5; do printf '::audio path="clips/c%d.wav" transcript="%s"::\n' $k "${T0[$k]}"; done
+} > doc.dlm
+"$DLM" train doc.dlm -q > train.txt 2>&1 || fail "train: $(cat train.txt)"
+hits=0 base_hits=0
+for k in 0 1 2 3 4 5; do
+    got=$("$DLM" prompt doc.dlm --audio clips/c$k.wav $'<|AUDIO|>\n' --temp 0 -n 8 2>/dev/null)
+    base=$("$DLM" prompt doc.dlm --no-adapter --audio clips/c$k.wav $'<|AUDIO|>\n' --temp 0 -n 8 2>/dev/null)
+    echo "c$k: adapter '$got' | base '$base'"
+    case "$got" in "${T0[$k]}"*) hits=$((hits + 1)) ;; esac
+    case "$base" in "${T0[$k]}"*) base_hits=$((base_hits + 1)) ;; esac
+done
+[ $hits = 6 ] || fail "the adapter transcribed $hits of 6 training clips"
+[ $base_hits = 0 ] || fail "the base alone transcribed $base_hits clips"
+# the query after the clip, as the original formats it: "<|AUDIO|>\n" + QUERY
+"$DLM" prompt doc.dlm --audio clips/c1.wav --audio clips/c2.wav "two clips" --temp 0 -n 4 --json > two.json
+"$PY" - two.json <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+p = j["prompt_tokens"]
+assert p[:38] == [400] * 38 and p[38] == 10 and len(p) > 39 and 400 not in p[38:], p
+PY
+
+# bad input: each a clear error, exit 1
+expect_fail() { local pat=$1; shift; set +e; out=$("$@" 2>&1); rc=$?; set -e
+    [ $rc -ne 0 ] || fail "'$*' succeeded: $out"; grep <<<"$out" -q -- "$pat" || fail "'$*' lacks '$pat': $out"; }
+expect_fail "audio 'nope.wav': cannot open" "$DLM" prompt doc.dlm --audio nope.wav "x"
+echo "not audio" > junk.wav
+expect_fail "audio 'junk.wav': .*not an audio file" "$DLM" prompt doc.dlm --audio junk.wav "x"
+expect_fail "\-\-audio needs an audio-language base; tiny is a text base" "$DLM" prompt --base tiny --audio clips/c0.wav "x"
+expect_fail "the prompt holds 1 <|AUDIO|> placeholder(s) for 2 audio clip(s)" \
+    "$DLM" prompt doc.dlm --audio clips/c0.wav --audio clips/c1.wav "<|AUDIO|> x"
+expect_fail "prompt --image (the original's option) is not supported" "$DLM" prompt doc.dlm --audio clips/c0.wav --image a.png "x"
+echo ok
