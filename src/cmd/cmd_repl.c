@@ -18,7 +18,9 @@
 
 #include "adapter/adapter.h"
 #include "cmd/commands.h"
+#include "infer/audio_prompt.h"
 #include "infer/generate.h"
+#include "media/audio.h"
 #include "infer/sample.h"
 #include "infer/target.h"
 #include "kern/kern.h"
@@ -123,6 +125,9 @@ typedef struct repl {
     int max_tokens;
     int stream;                 /* stdout is a terminal */
     int verbose;
+    /* /audio FILE: clips for the next line (an audio-language base) */
+    char pend[8][1024];
+    int n_pend;
 } repl;
 
 /* test hook ($DLM_TEST_EMIT_DELAY_MS): a pause after each streamed piece,
@@ -372,9 +377,94 @@ static int save_conv(const repl *r, const char *path, dlm_err *e)
     return rc;
 }
 
+/* /audio FILE: checked now (decodes at the base's rate), used by the next line */
+static int queue_audio(repl *r, const char *file, dlm_err *e)
+{
+    if (!r->t.m->cfg.audio) {
+        err_set(e, "ModalityError", "/audio needs an audio-language base; %s is a text base", r->t.base_spec);
+        return err_hint(e, "open an audio document (base_model: qwen2-audio-7b-instruct)");
+    }
+    if (r->n_pend == 8) return err_set(e, "ReplError", "8 clips are queued already; ask about them first");
+    audio_wave w;
+    dlm_err ie;
+    err_clear(&ie);
+    int ar = r->t.doc ? doc_fm(r->t.doc)->training.audio.auto_resample : 0;
+    if (audio_load(file, AUDIO_RATE, AUDIO_MAX_SECONDS, ar, &w, &ie)) {
+        err_set(e, ie.kind[0] ? ie.kind : "AudioError", "audio '%s': %s", file, ie.msg);
+        if (ie.hint[0]) err_hint(e, "%s", ie.hint);
+        return -1;
+    }
+    size_t n = w.n;
+    audio_wave_free(&w);
+    if (n < AUDIO_MIN_SAMPLES)
+        return err_set(e, "AudioError", "audio '%s': %zu samples give no audio token (at least %d)", file, n,
+                       AUDIO_MIN_SAMPLES);
+    snprintf(r->pend[r->n_pend++], sizeof r->pend[0], "%s", file);
+    return 0;
+}
+
+/* A line after /audio: asked as `dlm prompt --audio` asks it ("<|AUDIO|>"
+ * per clip + "\n" + the line, no chat template, as the original), the
+ * cache started over (the clip's rows are not tokens). */
+static int audio_turn(repl *r, const char *text, dlm_err *e)
+{
+    audio_feat af;
+    if (audio_feat_open(&af, r->t.model_path, e)) return -1;
+    audio_wave w[8];
+    memset(w, 0, sizeof w);
+    const float *x[8];
+    size_t len[8];
+    int rc = 0, ar = r->t.doc ? doc_fm(r->t.doc)->training.audio.auto_resample : 0;
+    for (int i = 0; i < r->n_pend && !rc; i++) {
+        rc = audio_load(r->pend[i], AUDIO_RATE, AUDIO_MAX_SECONDS, ar, &w[i], e);
+        x[i] = w[i].x;
+        len[i] = w[i].n;
+    }
+    audio_prompt ap;
+    memset(&ap, 0, sizeof ap);
+    if (!rc) rc = audio_prompt_build(r->t.t, &af, text, x, len, r->n_pend, &ap, e);
+    for (int i = 0; i < r->n_pend; i++) audio_wave_free(&w[i]);
+    audio_feat_close(&af);
+    if (rc) return -1;
+    strbuf answer = STRBUF_INIT;
+    int n = (int)ap.ids.n, max = r->max_tokens;
+    if (n >= r->n_ctx) {
+        audio_prompt_free(&ap);
+        return err_set(e, "ContextError", "the clips and the line make %d tokens; the context holds %d", n, r->n_ctx);
+    }
+    if (max > r->n_ctx - n) max = r->n_ctx - n;
+    int32_t *out = malloc((size_t)max * sizeof(int32_t)), stops[32], stop;
+    session_splice sp = audio_prompt_splice(&ap);
+    gen_opts go = {.sp = r->sp, .max_tokens = max, .stops = stops, .n_stops = gen_stop_ids(r->t.t, NULL, stops, 32),
+                   .emit = r->stream ? emit : emit_quiet, .emit_ctx = &answer, .cancel = &g_cancel};
+    g_cancel = 0;
+    session_reset(r->s);
+    r->n_cached = 0;
+    int nout = 0;
+    rc = out ? generate_splice(r->s, r->t.t, ap.ids.v, n, &sp, &go, out, &nout, &stop, e)
+             : err_set(e, "MemoryError", "out of memory");
+    session_reset(r->s);   /* the next chat turn starts from its own tokens */
+    if (!rc) {
+        if (r->stream) printf("\n");
+        else printf("%s\n", sb_str(&answer));
+        strbuf u = STRBUF_INIT;
+        for (int i = 0; i < r->n_pend; i++) sb_printf(&u, "[audio %s] ", r->pend[i]);
+        sb_puts(&u, text);
+        conv_push(r, "user", sb_str(&u));
+        conv_push(r, "assistant", sb_str(&answer));
+        sb_free(&u);
+    }
+    r->n_pend = 0;
+    free(out);
+    sb_free(&answer);
+    audio_prompt_free(&ap);
+    return rc;
+}
+
 /* One turn: the user's text in, the answer streamed out. */
 static int turn(repl *r, const char *text, dlm_err *e)
 {
+    if (r->n_pend) return audio_turn(r, text, e);
     if (gate_turn(r, text, e)) return -1;
     conv_push(r, "user", text);
     strbuf rendered = STRBUF_INIT, answer = STRBUF_INIT;
@@ -446,6 +536,7 @@ static void help(void)
            "/params [key=value]  temperature, top_p, repetition_penalty, top_k, min_p, max_new_tokens\n"
            "/model               the base, adapter and context in use\n"
            "/history             the conversation so far\n"
+           "/audio FILE          a clip for the next line (audio-language bases; repeatable)\n"
            "Ctrl-C cancels an answer; Ctrl-D exits.\n");
 }
 
@@ -477,6 +568,10 @@ static int command(repl *r, char *line)
     } else if (!strcmp(cmd, "/model")) {
         printf("base: %s\nadapter: %s\ndialect: %s\ncontext: %d tokens (%d cached)\n", r->t.base_spec,
                r->adapter_name, r->t.dialect->name, r->n_ctx, r->n_cached);
+    } else if (!strcmp(cmd, "/audio")) {
+        if (!arg || !*arg) printf("usage: /audio FILE\n");
+        else if (queue_audio(r, arg, &e)) err_print(stderr, &e, 0);
+        else printf("audio %s queued (%d): the next line asks about it\n", arg, r->n_pend);
     } else if (!strcmp(cmd, "/history")) {
         if (!r->n_msgs) printf("(empty)\n");
         for (size_t i = 0; i < r->n_msgs; i++) printf("%s: %s\n", r->msgs[i].role, r->msgs[i].content);

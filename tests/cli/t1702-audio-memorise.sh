@@ -5,7 +5,7 @@
 # tokens each) with distinct transcripts; `dlm prompt --audio CLIP
 # '<|AUDIO|>\n'` (the training rows' prefix) greedily continues each clip
 # with its own transcript, while the base alone (--no-adapter) does not for
-# any. Bad prompt input: a missing file, a non-audio file, a text base, a
+# any; the repl's /audio FILE likewise. Bad prompt input: a missing file, a non-audio file, a text base, a
 # wrong placeholder count, each a clear error.
 set -euo pipefail
 . "$DLM_SRC/tests/cli/lib.sh"
@@ -46,6 +46,15 @@ j = json.load(open(sys.argv[1]))
 p = j["prompt_tokens"]
 assert p[:38] == [400] * 38 and p[38] == 10 and len(p) > 39 and 400 not in p[38:], p
 PY
+
+# the repl: /audio FILE, then a line asked about the clip as prompt --audio asks it
+printf '/audio clips/c3.wav\nthe model\n/history\n/audio nope.wav\n' | "$DLM" repl doc.dlm --temp 0 -n 6 > repl.txt 2>&1
+grep -aq "audio clips/c3.wav queued (1)" repl.txt || fail "repl: $(cat repl.txt)"
+grep -aq "^ reads the document" repl.txt || fail "repl answer: $(cat repl.txt)"
+grep -aq "^user: \[audio clips/c3.wav\] the model" repl.txt || fail "repl history: $(cat repl.txt)"
+grep -aq "audio 'nope.wav': cannot open" repl.txt || fail "repl missing file: $(cat repl.txt)"
+printf '/audio clips/c3.wav\n' | "$DLM" repl --base tiny > repl2.txt 2>&1
+grep -q "/audio needs an audio-language base; tiny is a text base" repl2.txt || fail "repl text base: $(cat repl2.txt)"
 
 # bad input: each a clear error, exit 1
 expect_fail() { local pat=$1; shift; set +e; out=$("$@" 2>&1); rc=$?; set -e
