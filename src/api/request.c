@@ -39,6 +39,7 @@ void api_request_free(api_request *r)
     free(r->msgs);
     free(r->prompt);
     for (int i = 0; i < r->n_stop; i++) free(r->stop[i]);
+    for (int i = 0; i < r->n_audio; i++) free(r->audio[i].data);
     memset(r, 0, sizeof *r);
 }
 
@@ -53,9 +54,59 @@ static char *dup_text(const json_t *v)
     return str_ndup(s, n);
 }
 
+/* RFC 4648 base64 (padding optional, no whitespace); -1 on a bad character. */
+static int b64_decode(const char *s, size_t n, unsigned char **out, size_t *len)
+{
+    while (n && s[n - 1] == '=') n--;
+    unsigned char *o = malloc(n / 4 * 3 + 3);
+    if (!o) return -1;
+    size_t k = 0;
+    uint32_t acc = 0;
+    int bits = 0;
+    for (size_t i = 0; i < n; i++) {
+        int c = (unsigned char)s[i], v = c >= 'A' && c <= 'Z' ? c - 'A' : c >= 'a' && c <= 'z' ? c - 'a' + 26
+                                       : c >= '0' && c <= '9' ? c - '0' + 52 : c == '+' || c == '-' ? 62
+                                       : c == '/' || c == '_' ? 63 : -1;
+        if (v < 0) { free(o); return -1; }
+        acc = acc << 6 | (uint32_t)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            o[k++] = (unsigned char)(acc >> bits);
+        }
+    }
+    *out = o;
+    *len = k;
+    return 0;
+}
+
+/* {"type":"input_audio","input_audio":{"data":...,"format":...}} into r. */
+static int audio_part(const json_t *part, size_t i, api_request *r, api_error *err, const char *param)
+{
+    if (!r) return BAD(param, "%s[%zu]: input_audio parts are accepted in the last user message only", param, i);
+    if (r->n_audio == API_MAX_AUDIO) return BAD(param, "%s: at most %d input_audio parts", param, API_MAX_AUDIO);
+    const json_t *ia = json_object_get(part, "input_audio");
+    const json_t *d = json_is_object(ia) ? json_object_get(ia, "data") : NULL;
+    const json_t *f = json_is_object(ia) ? json_object_get(ia, "format") : NULL;
+    if (!json_is_string(d) || !json_is_string(f))
+        return BAD(param, "%s[%zu].input_audio needs \"data\" (base64) and \"format\" strings", param, i);
+    const char *fs = json_string_value(f);
+    if (strcmp(fs, "wav") && strcmp(fs, "mp3"))
+        return BAD(param, "%s[%zu].input_audio.format '%.16s' is not one of wav, mp3", param, i, fs);
+    if (json_string_length(d) / 4 * 3 > API_MAX_AUDIO_BYTES)
+        return BAD(param, "%s[%zu].input_audio.data is over %u MiB", param, i, API_MAX_AUDIO_BYTES >> 20);
+    api_audio *a = &r->audio[r->n_audio];
+    if (b64_decode(json_string_value(d), json_string_length(d), &a->data, &a->n) || !a->n)
+        return BAD(param, "%s[%zu].input_audio.data is not base64 audio", param, i);
+    snprintf(a->format, sizeof a->format, "%s", fs);
+    r->n_audio++;
+    return 0;
+}
+
 /* content: a string, or an array of {"type":"text","text":...} parts
- * (joined, as OpenAI does for text-only messages). NULL on a bad shape. */
-static char *message_content(const json_t *c, api_error *err, const char *param)
+ * (joined, as OpenAI does for text-only messages), and in the last user
+ * message (ar non-NULL) input_audio parts. NULL on a bad shape. */
+static char *message_content(const json_t *c, api_error *err, const char *param, api_request *ar)
 {
     if (json_is_string(c)) {
         char *s = dup_text(c);
@@ -85,10 +136,18 @@ static char *message_content(const json_t *c, api_error *err, const char *param)
                     param, i);
             return NULL;
         }
+        if (json_is_object(part) && json_is_string(ty) && !strcmp(json_string_value(ty), "input_audio")) {
+            if (audio_part(part, i, ar, err, param)) {
+                sb_free(&sb);
+                return NULL;
+            }
+            continue;
+        }
         if (!json_is_object(part) || !json_is_string(ty) || strcmp(json_string_value(ty), "text") ||
             !json_is_string(tx)) {
             sb_free(&sb);
-            BAD(param, "%s[%zu]: only {\"type\": \"text\", \"text\": ...} parts are supported", param, i);
+            BAD(param, "%s[%zu]: only {\"type\": \"text\", \"text\": ...} and input_audio parts are supported", param,
+                i);
             return NULL;
         }
         char *s = dup_text(tx);
@@ -130,7 +189,7 @@ static int parse_messages(const json_t *ms, api_request *r, api_error *err)
         const json_t *c = json_object_get(m, "content");
         char cparam[48];
         snprintf(cparam, sizeof cparam, "%s.content", param);
-        char *content = message_content(c, err, cparam);
+        char *content = message_content(c, err, cparam, i == n - 1 && !strcmp(norm, "user") ? r : NULL);
         if (!content) return -1;
         r->msgs[r->n_msgs].role = norm;
         r->msgs[r->n_msgs].content = content;

@@ -6,7 +6,10 @@
  * parts) or prompt (a string or an array of one string), stream,
  * stream_options.include_usage, temperature [0, 5] and top_p (0, 1] (infer/sample.h, every front end's ranges),
  * max_tokens / max_completion_tokens (>= 1), stop (a string or up to 4),
- * seed, n (only 1). Other fields are ignored, as OpenAI-compatible servers
+ * seed, n (only 1). The last user message may hold OpenAI's audio parts,
+ * {"type": "input_audio", "input_audio": {"data": BASE64, "format": "wav" |
+ * "mp3"}} (at most API_MAX_AUDIO; the server answers such a request as
+ * `dlm prompt --audio` does, docs/audio.md). Other fields are ignored, as OpenAI-compatible servers
  * do. Every failure fills an api_error: the HTTP status and an OpenAI-style
  * error object (message, type, param, code). */
 #ifndef DLM_API_REQUEST_H
@@ -20,6 +23,14 @@
 
 #define API_MAX_STOP 4
 #define API_MAX_MESSAGES 4096
+#define API_MAX_AUDIO 8
+#define API_MAX_AUDIO_BYTES (32u << 20)
+
+typedef struct api_audio {
+    unsigned char *data;          /* the decoded bytes */
+    size_t n;
+    char format[8];               /* "wav" | "mp3" */
+} api_audio;
 
 typedef enum { API_CHAT = 0, API_COMPLETION = 1 } api_kind;
 
@@ -37,6 +48,8 @@ typedef struct api_request {
     int n_stop;
     int has_seed;
     uint64_t seed;
+    api_audio audio[API_MAX_AUDIO];   /* the last user message's clips, in order */
+    int n_audio;
 } api_request;
 
 typedef struct api_error {

@@ -114,7 +114,7 @@ static int prompt_audio(const infer_target *t, const opt_list *files, const char
             rc = -1;
         }
     }
-    if (!rc) rc = audio_prompt_build(t->t, &af, query, x, len, n, ap, e);
+    if (!rc) rc = audio_prompt_build(t->t, &af, query, len, n, ap, e) || audio_prompt_embed(ap, &af, x, len, e);
     for (int i = 0; w && i < n; i++) audio_wave_free(&w[i]);
     free(w);
     free(x);

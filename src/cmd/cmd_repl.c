@@ -422,7 +422,7 @@ static int audio_turn(repl *r, const char *text, dlm_err *e)
     }
     audio_prompt ap;
     memset(&ap, 0, sizeof ap);
-    if (!rc) rc = audio_prompt_build(r->t.t, &af, text, x, len, r->n_pend, &ap, e);
+    if (!rc) rc = audio_prompt_build(r->t.t, &af, text, len, r->n_pend, &ap, e) || audio_prompt_embed(&ap, &af, x, len, e);
     for (int i = 0; i < r->n_pend; i++) audio_wave_free(&w[i]);
     audio_feat_close(&af);
     if (rc) return -1;

@@ -16,6 +16,7 @@ struct kv_pool {
     int *done;              /* [n_seq] tokens of each request already fed this step */
     int *slot;              /* [n_seq] group index → request index */
     float *lg;              /* [n_seq, V] logits of one pass */
+    int32_t *erow;          /* [n_batch] a spliced pass's embed_row */
 };
 
 int kv_pool_create(const model *m, const lora *l, int n_seq, int n_ctx, int n_batch, kv_pool **out, dlm_err *e)
@@ -35,8 +36,9 @@ int kv_pool_create(const model *m, const lora *l, int n_seq, int n_ctx, int n_ba
     p->done = calloc((size_t)n_seq, sizeof *p->done);
     p->slot = calloc((size_t)n_seq, sizeof *p->slot);
     p->lg = malloc((size_t)n_seq * (size_t)p->vocab * sizeof *p->lg);
+    p->erow = malloc((size_t)n_batch * sizeof *p->erow);
     decoder_opts o = {.B = 1, .T = n_batch, .n_ctx = n_ctx, .n_seq = n_seq};
-    if (!p->n_past || !p->rows || !p->groups || !p->done || !p->slot || !p->lg) {
+    if (!p->n_past || !p->rows || !p->groups || !p->done || !p->slot || !p->lg || !p->erow) {
         kv_pool_free(p);
         return err_set(e, "MemoryError", "out of memory");
     }
@@ -58,6 +60,7 @@ void kv_pool_free(kv_pool *p)
     free(p->done);
     free(p->slot);
     free(p->lg);
+    free(p->erow);
     free(p);
 }
 
@@ -85,6 +88,12 @@ int kv_pool_copy(kv_pool *p, int dst, int src, int n, dlm_err *e)
 int kv_pool_eval(kv_pool *p, int n, const int *seq, const int32_t *const *toks, const int *ntok, float *logits,
                  dlm_err *e)
 {
+    return kv_pool_eval_splice(p, n, seq, toks, ntok, NULL, logits, e);
+}
+
+int kv_pool_eval_splice(kv_pool *p, int n, const int *seq, const int32_t *const *toks, const int *ntok,
+                        const kv_splice *const *sp, float *logits, dlm_err *e)
+{
     if (n < 1 || n > p->n_seq) return err_set(e, NULL, "bad step: %d sequences", n);
     for (int i = 0; i < n; i++) {
         int s = seq[i];
@@ -97,13 +106,17 @@ int kv_pool_eval(kv_pool *p, int n, const int *seq, const int32_t *const *toks, 
         for (int k = 0; k < ntok[i]; k++)
             if (toks[i][k] < 0 || toks[i][k] >= p->vocab)
                 return err_set(e, NULL, "token id %d outside the vocabulary (%d)", toks[i][k], p->vocab);
+        for (int k = 0; sp && sp[i] && k < ntok[i]; k++)
+            if (sp[i]->embed_row[k] < -1 || sp[i]->embed_row[k] >= sp[i]->n_embeds)
+                return err_set(e, NULL, "spliced row %d takes embedding %d of %d", k, sp[i]->embed_row[k],
+                               sp[i]->n_embeds);
         p->done[i] = 0;
     }
     /* Passes of at most n_batch rows: every unfinished request gets a
      * share; a request's logits are those of the pass that fed its last
      * token. */
     for (;;) {
-        int rows = 0, ng = 0, left = 0;
+        int rows = 0, ng = 0, left = 0, spl = -1;
         for (int i = 0; i < n; i++) left += p->done[i] < ntok[i];
         if (!left) break;
         int share = p->n_batch / left;
@@ -111,14 +124,23 @@ int kv_pool_eval(kv_pool *p, int n, const int *seq, const int32_t *const *toks, 
         for (int i = 0; i < n && rows < p->n_batch; i++) {
             int rest = ntok[i] - p->done[i];
             if (rest <= 0) continue;
+            const kv_splice *si = sp ? sp[i] : NULL;
+            if (si && spl >= 0) continue;   /* one spliced request per pass */
             int take = rest < share ? rest : share;
             if (take > p->n_batch - rows) take = p->n_batch - rows;
             memcpy(p->rows + rows, toks[i] + p->done[i], (size_t)take * sizeof(int32_t));
+            for (int k = 0; k < take; k++) p->erow[rows + k] = si ? si->embed_row[p->done[i] + k] : -1;
+            if (si) spl = i;
             p->groups[ng] = (dec_group){.row0 = rows, .n = take, .seq = seq[i], .n_past = p->n_past[seq[i]]};
             p->slot[ng++] = i;
             rows += take;
         }
-        decoder_eval_groups(p->d, p->rows, p->groups, ng, p->lg, 0);
+        if (spl >= 0) {
+            dec_splice ds = {.embeds = sp[spl]->embeds, .embed_row = p->erow};
+            decoder_eval_splice(p->d, p->rows, p->groups, ng, &ds, p->lg, 0);
+        } else {
+            decoder_eval_groups(p->d, p->rows, p->groups, ng, p->lg, 0);
+        }
         for (int g = 0; g < ng; g++) {
             int i = p->slot[g];
             p->done[i] += p->groups[g].n;

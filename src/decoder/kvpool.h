@@ -29,5 +29,18 @@ int kv_pool_copy(kv_pool *p, int dst, int src, int n, dlm_err *e);
  * logits + i*V. More tokens than n_batch are fed in several passes. */
 int kv_pool_eval(kv_pool *p, int n, const int *seq, const int32_t *const *toks, const int *ntok, float *logits,
                  dlm_err *e);
+/* kv_pool_eval with spliced rows (an audio prompt, decoder.h's
+ * dec_splice): sp[i] NULL, or request i's embed_row [ntok[i]] (-1 = the
+ * token, k = row k of embeds[i], of n_embeds[i] rows, already in d_model).
+ * A pass holds the rows of at most one spliced request (each has its own
+ * table); the others' rows go in the same or later passes, so the result
+ * is that of feeding each request alone. */
+typedef struct kv_splice {
+    const float *embeds;
+    int n_embeds;
+    const int32_t *embed_row;
+} kv_splice;
+int kv_pool_eval_splice(kv_pool *p, int n, const int *seq, const int32_t *const *toks, const int *ntok,
+                        const kv_splice *const *sp, float *logits, dlm_err *e);
 
 #endif

@@ -15,8 +15,8 @@ static int count_ph(const char *s)
     return k;
 }
 
-int audio_prompt_build(tok *t, const audio_feat *af, const char *text, const float *const *waves, const size_t *n,
-                       int n_clips, audio_prompt *out, dlm_err *e)
+int audio_prompt_build(tok *t, const audio_feat *af, const char *text, const size_t *n, int n_clips,
+                       audio_prompt *out, dlm_err *e)
 {
     memset(out, 0, sizeof *out);
     int have = count_ph(text);
@@ -30,6 +30,10 @@ int audio_prompt_build(tok *t, const audio_feat *af, const char *text, const flo
                 af->audio_token);
         return -1;
     }
+    for (int i = 0; i < n_clips; i++)
+        if (audio_feat_tokens(af, n[i]) < 1)
+            return err_set(e, "AudioError", "clip %d: %zu samples give no audio token (at least %d are needed)",
+                           i + 1, n[i], 2 * af->fe.hop + 1);
     strbuf sb = STRBUF_INIT;
     if (!have) {
         for (int i = 0; i < n_clips; i++) sb_append(&sb, PLACEHOLDER, strlen(PLACEHOLDER));
@@ -40,20 +44,12 @@ int audio_prompt_build(tok *t, const audio_feat *af, const char *text, const flo
     int rc = tok_encode_append(t, sb_str(&sb), sb.len, TOK_PARSE_SPECIAL | TOK_ADD_SPECIAL, &raw, e);
     sb_free(&sb);
     if (rc) return -1;
-    int *ntok = calloc((size_t)n_clips + 1, sizeof *ntok);
-    float **rows = calloc((size_t)n_clips + 1, sizeof *rows);
-    if (!ntok || !rows) { rc = err_set(e, "MemoryError", "out of memory"); goto out; }
-    for (int i = 0; i < n_clips && !rc; i++) {
-        rc = audio_feat_embed(af, waves[i], n[i], &rows[i], &ntok[i], e);
-        out->n_emb += ntok[i];
-    }
-    if (rc) goto out;
-    size_t total = raw.n - (size_t)n_clips + (size_t)out->n_emb;
+    for (int i = 0; i < n_clips; i++) out->n_emb += audio_feat_tokens(af, n[i]);
+    size_t total = raw.n + (size_t)out->n_emb;
     out->ids.v = malloc((total + 1) * sizeof *out->ids.v);
     out->ids.cap = total + 1;
     out->embed_row = malloc((total + 1) * sizeof *out->embed_row);
-    out->emb = malloc(((size_t)out->n_emb * af->width + 1) * sizeof *out->emb);
-    if (!out->ids.v || !out->embed_row || !out->emb) { rc = err_set(e, "MemoryError", "out of memory"); goto out; }
+    if (!out->ids.v || !out->embed_row) { rc = err_set(e, "MemoryError", "out of memory"); goto out; }
     int clip = 0, row = 0;
     for (size_t i = 0; i < raw.n; i++) {
         if (raw.v[i] != af->audio_token) {
@@ -62,22 +58,37 @@ int audio_prompt_build(tok *t, const audio_feat *af, const char *text, const flo
             continue;
         }
         if (clip >= n_clips) { rc = err_set(e, "PromptError", "more %s tokens than clips", PLACEHOLDER); goto out; }
-        memcpy(out->emb + (size_t)row * af->width, rows[clip], (size_t)ntok[clip] * af->width * sizeof *out->emb);
-        for (int k = 0; k < ntok[clip]; k++) {
-            out->embed_row[out->ids.n] = row + k;
+        int k = audio_feat_tokens(af, n[clip++]);
+        for (int j = 0; j < k; j++) {
+            out->embed_row[out->ids.n] = row + j;
             out->ids.v[out->ids.n++] = af->audio_token;
         }
-        row += ntok[clip++];
+        row += k;
     }
     if (clip != n_clips) rc = err_set(e, "PromptError", "%d %s token(s) for %d clip(s)", clip, PLACEHOLDER, n_clips);
     out->n_clips = n_clips;
 out:
-    for (int i = 0; rows && i < n_clips; i++) free(rows[i]);
-    free(rows);
-    free(ntok);
     tok_ids_free(&raw);
     if (rc) audio_prompt_free(out);
     return rc;
+}
+
+int audio_prompt_embed(audio_prompt *p, const audio_feat *af, const float *const *waves, const size_t *n, dlm_err *e)
+{
+    free(p->emb);
+    p->emb = malloc(((size_t)p->n_emb * af->width + 1) * sizeof *p->emb);
+    if (!p->emb) return err_set(e, "MemoryError", "out of memory");
+    int row = 0;
+    for (int i = 0; i < p->n_clips; i++) {
+        float *x = NULL;
+        int k = 0;
+        if (audio_feat_embed(af, waves[i], n[i], &x, &k, e)) return -1;
+        if (row + k > p->n_emb) { free(x); return err_set(e, "PromptError", "clip %d: more rows than counted", i + 1); }
+        memcpy(p->emb + (size_t)row * af->width, x, (size_t)k * af->width * sizeof *x);
+        free(x);
+        row += k;
+    }
+    return row == p->n_emb ? 0 : err_set(e, "PromptError", "the clips gave %d rows, %d were counted", row, p->n_emb);
 }
 
 session_splice audio_prompt_splice(const audio_prompt *p)

@@ -25,11 +25,15 @@ typedef struct audio_prompt {
     int n_clips;
 } audio_prompt;
 
-/* waves[i]: clip i's mono 16 kHz samples (n[i] of them). A text holding a
- * number of placeholders other than 0 or n_clips is refused, as the
+/* The ids and embed_row for clips of n[i] mono 16 kHz samples (no encoder
+ * run: the counts come from the lengths); emb is left NULL. A text holding
+ * a number of placeholders other than 0 or n_clips is refused, as the
  * processor refuses it. */
-int audio_prompt_build(tok *t, const audio_feat *af, const char *text, const float *const *waves, const size_t *n,
-                       int n_clips, audio_prompt *out, dlm_err *e);
+int audio_prompt_build(tok *t, const audio_feat *af, const char *text, const size_t *n, int n_clips,
+                       audio_prompt *out, dlm_err *e);
+/* The clips' encoder rows into p->emb (waves[i]: clip i's samples; the
+ * kern pool's driving thread only). */
+int audio_prompt_embed(audio_prompt *p, const audio_feat *af, const float *const *waves, const size_t *n, dlm_err *e);
 /* The session splice of the whole prompt. */
 session_splice audio_prompt_splice(const audio_prompt *p);
 void audio_prompt_free(audio_prompt *p);
