@@ -25,7 +25,9 @@
 
 #include "api/request.h"
 #include "decoder/kvpool.h"
+#include "infer/audio_prompt.h"
 #include "infer/generate.h"
+#include "media/audio.h"
 #include "infer/sample.h"
 #include "util/json.h"
 #include "util/str.h"
@@ -46,6 +48,12 @@ struct job {
     int stream, include_usage;
     char id[48];
     long created;
+    /* input_audio parts: the prompt's spliced rows (ap.emb filled by the
+     * scheduler, which alone drives the kernels) and the clips' samples */
+    audio_prompt ap;
+    float *wx[API_MAX_AUDIO];
+    size_t wn[API_MAX_AUDIO];
+    int n_wav, first_spliced, audio_failed;
     /* scheduler only */
     int slot, n_fed, nh, n_gen, want_logits;
     int n_cached;                 /* prompt tokens reused from a cached slot */
@@ -78,6 +86,8 @@ typedef struct server {
     int V, MV;
     uint64_t tick, seq;
     long started;
+    audio_feat af;                /* o->audio_base's encoder */
+    int have_af;
 } server;
 
 typedef struct conn {
@@ -87,9 +97,17 @@ typedef struct conn {
 
 /* ---- jobs ----------------------------------------------------------------- */
 
+static void job_audio_free(job *j)
+{
+    audio_prompt_free(&j->ap);
+    for (int i = 0; i < j->n_wav; i++) free(j->wx[i]);
+    j->n_wav = 0;
+}
+
 static void job_unref(server *s, job *j)    /* with s->mu held */
 {
     if (--j->refs > 0) return;
+    job_audio_free(j);
     free(j->hist);
     for (int i = 0; i < j->n_stop; i++) free(j->stop[i]);
     sb_free(&j->gen);
@@ -140,6 +158,7 @@ static int admit(server *s, job *j, dlm_err *e)
     pool *p = &s->pools[j->model];
     int n = kv_pool_n_seq(p->kv), best = -1, best_l = -1, src = -1, src_l = 0;
     int cap = j->n_prompt - 1;     /* the last prompt token is always fed, for its logits */
+    if (j->n_wav && cap > j->first_spliced) cap = j->first_spliced;   /* a clip's rows are not its token ids */
     for (int i = 0; i < n; i++) {
         int l = lcp(p->toks[i], kv_pool_n_past(p->kv, i), j->hist, cap);
         if (p->owner[i]) {
@@ -220,8 +239,9 @@ static const char *after_token(server *s, job *j, int32_t id)
 
 static int is_stop_id(server *s, const job *j, int32_t id)
 {
-    const int32_t *st = j->kind == API_CHAT ? s->stops_chat : s->stops_raw;
-    int n = j->kind == API_CHAT ? s->n_stops_chat : s->n_stops_raw;
+    int chat = j->kind == API_CHAT && !j->n_wav;   /* an audio prompt has no chat template */
+    const int32_t *st = chat ? s->stops_chat : s->stops_raw;
+    int n = chat ? s->n_stops_chat : s->n_stops_raw;
     for (int i = 0; i < n; i++)
         if (st[i] == id) return 1;
     return 0;
@@ -237,7 +257,9 @@ static void *scheduler(void *arg)
     int *seq = malloc((size_t)P * sizeof(int)), *ntok = malloc((size_t)P * sizeof(int));
     const int32_t **toks = malloc((size_t)P * sizeof *toks);
     job **batch = malloc((size_t)P * sizeof *batch);
-    if (!logits || !scratch || !seq || !ntok || !toks || !batch) abort();
+    kv_splice *spl = malloc((size_t)P * sizeof *spl);
+    const kv_splice **spp = malloc((size_t)P * sizeof *spp);
+    if (!logits || !scratch || !seq || !ntok || !toks || !batch || !spl || !spp) abort();
     dlm_err e;
     pthread_mutex_lock(&s->mu);
     for (;;) {
@@ -273,6 +295,13 @@ static void *scheduler(void *arg)
         memcpy(batch, s->active, (size_t)na * sizeof *batch);
         pthread_mutex_unlock(&s->mu);
         if (o->step_delay_ms > 0) usleep((useconds_t)o->step_delay_ms * 1000);
+        /* a new audio request's encoder rows, on this thread (the kernels' driver) */
+        for (int i = 0; i < na; i++) {
+            job *j = batch[i];
+            if (!j->n_wav || j->ap.emb || j->audio_failed) continue;
+            err_clear(&e);
+            if (audio_prompt_embed(&j->ap, &s->af, (const float *const *)j->wx, j->wn, &e)) j->audio_failed = 1;
+        }
 
         /* one step per pool (each model id has its own) */
         int failed = 0;
@@ -280,14 +309,19 @@ static void *scheduler(void *arg)
             int n = 0;
             for (int i = 0; i < na; i++) {
                 job *j = batch[i];
-                if (j->model != mi) continue;
+                if (j->model != mi || j->audio_failed) continue;
                 pool *p = &s->pools[mi];
+                spp[n] = NULL;
                 int at = kv_pool_n_past(p->kv, j->slot);
                 if (j->n_fed < j->n_prompt) {
                     int c = j->n_prompt - j->n_fed;
                     if (c > N_BATCH) c = N_BATCH;
                     toks[n] = j->hist + j->n_fed;
                     ntok[n] = c;
+                    if (j->n_wav) {
+                        spl[n] = (kv_splice){j->ap.emb, j->ap.n_emb, j->ap.embed_row + j->n_fed};
+                        spp[n] = &spl[n];
+                    }
                     j->n_fed += c;
                     j->want_logits = j->n_fed == j->n_prompt;
                 } else {
@@ -296,13 +330,16 @@ static void *scheduler(void *arg)
                     j->want_logits = 1;
                 }
                 memcpy(p->toks[j->slot] + at, toks[n], (size_t)ntok[n] * sizeof(int32_t));
+                /* spliced rows match no later prompt's tokens (prefix reuse) */
+                for (int k = 0; spp[n] && k < ntok[n]; k++)
+                    if (spp[n]->embed_row[k] >= 0) p->toks[j->slot][at + k] = -2;
                 seq[n] = j->slot;
                 batch[i]->n_fed = j->n_fed;
                 n++;
             }
             if (!n) continue;
             err_clear(&e);
-            if (kv_pool_eval(s->pools[mi].kv, n, seq, toks, ntok, logits, &e)) {
+            if (kv_pool_eval_splice(s->pools[mi].kv, n, seq, toks, ntok, spp, logits, &e)) {
                 failed = 1;
                 break;
             }
@@ -310,7 +347,7 @@ static void *scheduler(void *arg)
             int k = 0;
             for (int i = 0; i < na; i++) {
                 job *j = batch[i];
-                if (j->model != mi) continue;
+                if (j->model != mi || j->audio_failed) continue;
                 float *lg = logits + (size_t)k++ * s->MV;
                 if (!j->want_logits) continue;
                 for (int v = s->V; v < s->MV; v++) lg[v] = -1e30f;
@@ -333,7 +370,7 @@ static void *scheduler(void *arg)
         pthread_mutex_lock(&s->mu);
         for (int i = 0; i < s->n_active;) {
             job *j = s->active[i];
-            if (failed && !j->done) {
+            if ((failed || j->audio_failed) && !j->done) {
                 release(s, j);
                 job_finish(j, "error");
             }
@@ -350,6 +387,8 @@ static void *scheduler(void *arg)
     free(ntok);
     free(toks);
     free(batch);
+    free(spl);
+    free(spp);
     return NULL;
 }
 
@@ -548,6 +587,55 @@ static int find_model(server *s, const char *id)
     return -1;
 }
 
+/* A request's input_audio parts: each decoded as training decodes a clip
+ * (through a private temporary file: libsndfile reads files), the prompt
+ * built as `dlm prompt --audio` builds it from the last user message's
+ * text. Fills a->ap (ids, embed_row; the rows come later), a->wx/wn. */
+static int job_audio(server *s, const api_request *r, job *a, api_error *err)
+{
+    const api_opts *o = s->o;
+    if (!s->have_af)
+        return api_error_set(err, 400, "invalid_request_error", "messages", "audio_not_supported",
+                             "input_audio parts need an audio-language base; %s is a text base",
+                             o->base_name ? o->base_name : "the served base");
+    for (int i = 0; i < r->n_audio; i++) {
+        const char *td = getenv("TMPDIR");
+        char path[4096];
+        snprintf(path, sizeof path, "%s/dlm-api-audio.XXXXXX", td && *td ? td : "/tmp");
+        int fd = mkstemp(path);
+        if (fd < 0) return api_error_set(err, 500, "server_error", NULL, NULL, "cannot write a temporary file");
+        size_t off = 0;
+        while (off < r->audio[i].n) {
+            ssize_t w = write(fd, r->audio[i].data + off, r->audio[i].n - off);
+            if (w <= 0) break;
+            off += (size_t)w;
+        }
+        close(fd);
+        audio_wave w;
+        dlm_err e;
+        err_clear(&e);
+        int rc = off == r->audio[i].n ? audio_load(path, AUDIO_RATE, AUDIO_MAX_SECONDS, o->audio_resample, &w, &e)
+                                      : err_set(&e, NULL, "cannot write a temporary file");
+        unlink(path);
+        if (rc)
+            return api_error_set(err, 400, "invalid_request_error", "messages", "invalid_audio",
+                                 "input_audio %d (%s): %s", i + 1, r->audio[i].format, e.msg);
+        a->wx[a->n_wav] = w.x;
+        a->wn[a->n_wav++] = w.n;
+        w.x = NULL;
+        audio_wave_free(&w);
+    }
+    dlm_err e;
+    err_clear(&e);
+    pthread_mutex_lock(&s->tok_mu);
+    int rc = audio_prompt_build(o->t, &s->af, r->msgs[r->n_msgs - 1].content, a->wn, a->n_wav, &a->ap, &e);
+    pthread_mutex_unlock(&s->tok_mu);
+    if (rc) return api_error_set(err, 400, "invalid_request_error", "messages", "invalid_audio", "%s", e.msg);
+    a->first_spliced = 0;
+    while (a->first_spliced < (int)a->ap.ids.n && a->ap.embed_row[a->first_spliced] < 0) a->first_spliced++;
+    return 0;
+}
+
 /* Tokenize the request into a new job (not queued). NULL with err set. */
 static job *job_new(server *s, const api_request *r, api_error *err)
 {
@@ -562,8 +650,21 @@ static job *job_new(server *s, const api_request *r, api_error *err)
     dlm_err e;
     err_clear(&e);
     int rc;
+    job au;   /* the audio part of the job, moved into it below */
+    memset(&au, 0, sizeof au);
+    if (r->n_audio && job_audio(s, r, &au, err)) {
+        job_audio_free(&au);
+        return NULL;
+    }
     pthread_mutex_lock(&s->tok_mu);
-    if (r->kind == API_CHAT) {
+    if (au.n_wav) {
+        ids.v = malloc((au.ap.ids.n + 1) * sizeof *ids.v);
+        rc = ids.v ? 0 : err_set(&e, "MemoryError", "out of memory");
+        if (ids.v) {
+            memcpy(ids.v, au.ap.ids.v, au.ap.ids.n * sizeof *ids.v);
+            ids.n = ids.cap = au.ap.ids.n;
+        }
+    } else if (r->kind == API_CHAT) {
         strbuf text = STRBUF_INIT;
         rc = chat_render(o->dialect, o->system_prompt, r->msgs, r->n_msgs, 1, &text, NULL, NULL, &e) ||
              tok_encode_append(o->t, text.buf ? text.buf : "", text.len, TOK_PARSE_SPECIAL, &ids, &e);
@@ -576,6 +677,7 @@ static job *job_new(server *s, const api_request *r, api_error *err)
         api_error_set(err, 400, "invalid_request_error", r->kind == API_CHAT ? "messages" : "prompt", NULL, "%s",
                       e.msg);
         tok_ids_free(&ids);
+        job_audio_free(&au);
         return NULL;
     }
     if ((int)ids.n >= o->n_ctx || ids.n == 0) {
@@ -584,17 +686,24 @@ static job *job_new(server *s, const api_request *r, api_error *err)
                       "This model's maximum context length is %d tokens. However, your %s resulted in %zu tokens.",
                       o->n_ctx, r->kind == API_CHAT ? "messages" : "prompt", ids.n);
         tok_ids_free(&ids);
+        job_audio_free(&au);
         return NULL;
     }
     job *j = calloc(1, sizeof *j);
     if (!j || !(j->hist = malloc((size_t)o->n_ctx * sizeof(int32_t)))) {
         free(j);
+        job_audio_free(&au);
         tok_ids_free(&ids);
         api_error_set(err, 500, "server_error", NULL, NULL, "out of memory");
         return NULL;
     }
     memcpy(j->hist, ids.v, ids.n * sizeof(int32_t));
     j->n_prompt = j->nh = (int)ids.n;
+    j->ap = au.ap;
+    memcpy(j->wx, au.wx, sizeof j->wx);
+    memcpy(j->wn, au.wn, sizeof j->wn);
+    j->n_wav = au.n_wav;
+    j->first_spliced = au.first_spliced;
     tok_ids_free(&ids);
     j->kind = r->kind;
     j->model = mi;
@@ -643,6 +752,7 @@ static int enqueue(server *s, job *j, api_error *err)
 
 static void job_discard(job *j)   /* never queued */
 {
+    job_audio_free(j);
     free(j->hist);
     for (int i = 0; i < j->n_stop; i++) free(j->stop[i]);
     pthread_cond_destroy(&j->cv);
@@ -835,11 +945,16 @@ int api_serve(const api_opts *o, dlm_err *e)
     if (s->V > s->MV) s->V = s->MV;
     s->n_stops_chat = gen_stop_ids(o->t, o->dialect ? o->dialect->stops : NULL, s->stops_chat, 32);
     s->n_stops_raw = gen_stop_ids(o->t, NULL, s->stops_raw, 32);
+    if (o->audio_base) {
+        if (audio_feat_open(&s->af, o->audio_base, e)) return -1;
+        s->have_af = 1;
+    }
     s->active = calloc((size_t)o->parallel, sizeof *s->active);
     s->pools = calloc((size_t)o->n_models, sizeof *s->pools);
     if (!s->active || !s->pools) {
         free(s->active);
         free(s->pools);
+        if (s->have_af) audio_feat_close(&s->af);
         return err_set(e, "MemoryError", "out of memory");
     }
     pthread_mutex_init(&s->mu, NULL);
@@ -912,6 +1027,7 @@ out_pools:
     }
     free(s->pools);
     free(s->active);
+    if (s->have_af) audio_feat_close(&s->af);
     pthread_mutex_destroy(&s->mu);
     pthread_mutex_destroy(&s->tok_mu);
     pthread_cond_destroy(&s->sched_cv);

@@ -37,6 +37,11 @@ typedef struct api_opts {
     tok *t;
     const chat_dialect *dialect;  /* NULL: chat completions are refused */
     const char *system_prompt;    /* the document's, or NULL */
+    /* an audio-language base's folder (vision/audio_feat.h): chat requests
+     * may carry input_audio parts; NULL: a text base, such parts refused */
+    const char *audio_base;
+    const char *base_name;        /* for messages */
+    int audio_resample;           /* the document's training.audio.auto_resample */
     const api_model *models;      /* [0] is the default */
     int n_models;
     int step_delay_ms;            /* test hook: sleep before each decode step */

@@ -5,7 +5,7 @@
 # tokens each) with distinct transcripts; `dlm prompt --audio CLIP
 # '<|AUDIO|>\n'` (the training rows' prefix) greedily continues each clip
 # with its own transcript, while the base alone (--no-adapter) does not for
-# any; the repl's /audio FILE likewise. Bad prompt input: a missing file, a non-audio file, a text base, a
+# any; the repl's /audio FILE and dlm api's input_audio parts likewise. Bad prompt input: a missing file, a non-audio file, a text base, a
 # wrong placeholder count, each a clear error.
 set -euo pipefail
 . "$DLM_SRC/tests/cli/lib.sh"
@@ -55,6 +55,69 @@ grep -aq "^user: \[audio clips/c3.wav\] the model" repl.txt || fail "repl histor
 grep -aq "audio 'nope.wav': cannot open" repl.txt || fail "repl missing file: $(cat repl.txt)"
 printf '/audio clips/c3.wav\n' | "$DLM" repl --base tiny > repl2.txt 2>&1
 grep -q "/audio needs an audio-language base; tiny is a text base" repl2.txt || fail "repl text base: $(cat repl2.txt)"
+
+# dlm api: OpenAI input_audio parts (base64 WAV) answered as prompt --audio answers them
+pid=
+trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$T"' EXIT
+serve() {   # serve ARGS...: start the server, URL in $url
+    : > url.txt
+    "$DLM" api --port 0 "$@" > url.txt 2> serve.err &
+    pid=$!
+    for _ in $(seq 600); do [ -s url.txt ] && break; sleep 0.1; done
+    url=$(cat url.txt); url=${url%/}
+    [ -n "$url" ] || fail "server did not start: $(cat serve.err)"
+}
+stop() { kill -TERM $pid; wait $pid || fail "server exit status $?"; pid=; }
+post() { curl -s -o body.json -w '%{http_code}' "$url/v1/chat/completions" -H 'Content-Type: application/json' --data-binary @"$1"; }
+req() { # req OUT CLIP TEXT [FORMAT]: a chat request with one audio part then a text part
+    "$PY" - "$@" <<'PY'
+import base64, json, sys
+out, clip, text = sys.argv[1:4]
+fmt = sys.argv[4] if len(sys.argv) > 4 else "wav"
+parts = [{"type": "input_audio", "input_audio": {"data": base64.b64encode(open(clip, "rb").read()).decode(), "format": fmt}}]
+if text:
+    parts.append({"type": "text", "text": text})
+json.dump({"messages": [{"role": "user", "content": parts}], "max_tokens": 6, "temperature": 0}, open(out, "w"))
+PY
+}
+serve doc.dlm
+for k in 0 4; do
+    req r$k.json clips/c$k.wav $'<|AUDIO|>\n'
+    st=$(post r$k.json)
+    [ "$st" = 200 ] || fail "api c$k: $st $(cat body.json)"
+    "$PY" - body.json "${T0[$k]}" <<'PY' || fail "api c$k answer: $(cat body.json)"
+import json, sys
+c = json.load(open(sys.argv[1]))["choices"][0]["message"]["content"]
+assert c.startswith(sys.argv[2][:len(c)]) and len(c) >= 8, (c, sys.argv[2])
+PY
+done
+# the same request twice (the second from a slot whose cache holds the first's clip) answers the same
+req r4b.json clips/c4.wav $'<|AUDIO|>\n'
+post r4b.json > /dev/null; cp body.json b1.json
+req r1.json clips/c1.wav $'<|AUDIO|>\n'
+[ "$(post r1.json)" = 200 ] || fail "api c1: $(cat body.json)"
+"$PY" -c 'import json,sys; c=json.load(open(sys.argv[1]))["choices"][0]["message"]["content"]; assert c.startswith("the lazy"), c' body.json ||
+    fail "api c1 after c4 (a cached clip's rows reused?): $(cat body.json)"
+# bad parts: 400 with the reason
+printf 'not audio at all' > junk.wav
+req bad.json junk.wav "x"
+st=$(post bad.json); [ "$st" = 400 ] && grep -q 'input_audio 1 (wav): .*not an audio file' body.json || fail "junk audio: $st $(cat body.json)"
+req bad2.json clips/c0.wav "x" flac
+st=$(post bad2.json); [ "$st" = 400 ] && grep -q "format 'flac' is not one of wav, mp3" body.json || fail "format: $st $(cat body.json)"
+printf '{"messages":[{"role":"user","content":[{"type":"input_audio","input_audio":{"data":"@@@","format":"wav"}}]}]}' > bad3.json
+st=$(post bad3.json); [ "$st" = 400 ] && grep -q "is not base64 audio" body.json || fail "base64: $st $(cat body.json)"
+"$PY" - <<'PY'
+import json
+a = json.load(open("r0.json"))["messages"][0]
+json.dump({"messages": [a, {"role": "assistant", "content": "ok"}, {"role": "user", "content": "again"}]}, open("bad4.json", "w"))
+PY
+st=$(post bad4.json); [ "$st" = 400 ] && grep -q "accepted in the last user message only" body.json || fail "early audio: $st $(cat body.json)"
+stop
+# a text base refuses an audio part
+serve --base tiny
+st=$(post r0.json); [ "$st" = 400 ] && grep -q "input_audio parts need an audio-language base; tiny is a text base" body.json ||
+    fail "text base: $st $(cat body.json)"
+stop
 
 # bad input: each a clear error, exit 1
 expect_fail() { local pat=$1; shift; set +e; out=$("$@" 2>&1); rc=$?; set -e
