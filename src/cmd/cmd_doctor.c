@@ -233,6 +233,12 @@ static void print_doc_plan(const doctor_doc *d, const char *path)
     printf("  activations: %s per token kept without recomputation, %s with; attention scratch %s\n",
            hs(p->act_token, a), hs(p->act_token_rc, b), hs(p->attn_scratch, c));
     printf("  trainable parameters: %llu\n", (unsigned long long)p->params);
+    if (d->audio.clips) {
+        char w[32], f[32];
+        printf("  audio: %d clip(s), %d <|AUDIO|> tokens (at most %d a clip); caches to fill: waveforms %s, encoder "
+               "rows %s\n", d->audio.clips, d->audio.tokens, d->audio.max_tokens,
+               hs(d->audio.wave_cache_bytes, w), hs(d->audio.feat_cache_bytes, f));
+    }
     print_plan_items(d, p);
     if (d->pref_triples && !d->pref_enabled)
         printf("\nphase preference: not planned (%d triples; training.preference.enabled is false)\n",
@@ -373,6 +379,14 @@ int cmd_doctor(int argc, char **argv, dlm_ctx *ctx)
             }
             json_object_set_new(json_object_get(o, "document"), "precision", precision_json(dp));
             if (dp->split) json_object_set(json_object_get(o, "document"), "validation", dp->split);
+            if (dp->audio.clips)
+                json_object_set_new(json_object_get(o, "document"), "audio",
+                                    json_pack("{s:i, s:i, s:i, s:I, s:I, s:I, s:I}", "clips", dp->audio.clips,
+                                              "tokens", dp->audio.tokens, "max_tokens_per_clip", dp->audio.max_tokens,
+                                              "waveform_cache_bytes", (json_int_t)dp->audio.wave_cache_bytes,
+                                              "feature_cache_bytes", (json_int_t)dp->audio.feat_cache_bytes,
+                                              "encoder_bytes", (json_int_t)dp->in.audio_encoder_bytes,
+                                              "encoder_scratch_bytes", (json_int_t)dp->in.audio_scratch_bytes));
             cmd_print_json(o);
         } else {
             print_host(&h);

@@ -17,6 +17,7 @@
 #include "weights/base.h"
 #include "weights/hub.h"
 #include "media/audio.h"
+#include "media/ingest.h"
 #include "vision/qwen2audio.h"
 
 /* What a document of typical size costs when we cannot tokenize it. */
@@ -80,7 +81,11 @@ int doctor_plan_document(const char *doc_path, const char *home, const host_info
     json_t *manifest = NULL;
     dlm_doc *doc = doc_load(doc_path, e);
     if (!doc) return -1;
-    if (doc_expand_sources(doc, e)) { doc_free(doc); return -1; }   /* training.sources (doc/sources.h) */
+    /* training.sources (doc/sources.h): clips with sidecars on an audio base, as the trainer */
+    base_ref b0;
+    const char *spec0 = doc_fm(doc)->base_model;
+    int al = spec0 && !registry_parse_base(spec0, &b0, NULL) && b0.kind == BASE_REGISTRY && b0.entry->modality == REG_AUDIO;
+    if (doc_expand_sources_media(doc, 0, al, e)) { doc_free(doc); return -1; }
     /* as the trainer (run/trainer.c): the adapter's sections and LoRA config */
     if (adapter && doc_scope_adapter(doc, adapter, e)) { doc_free(doc); return -1; }
     if (adapter) snprintf(o->adapter, sizeof o->adapter, "%s", adapter);
@@ -137,7 +142,16 @@ int doctor_plan_document(const char *doc_path, const char *home, const host_info
     if (adapter && store[0] && store_adapter_dir(store, adapter, adir, sizeof adir, NULL) == 0)
         pin.replay_store = adir;   /* a named adapter's replay corpus is its own */
     pin.manifest = manifest;
-    if (prep_base(&P, o->model_path, ref.entry, e) || prep_adapter(&P, tr, e) || prep_data(&P, &pin, e)) goto out;
+    if (prep_base(&P, o->model_path, ref.entry, e) || prep_adapter(&P, tr, e)) goto out;
+    if (al && media_count_audio(doc)) {
+        if (prep_audio_counts(doc, o->model_path, tr->audio.auto_resample, &o->audio, e)) goto out;
+        pin.audio_ntok = o->audio.ntok;
+        pin.audio_token = P.base.cfg.audio_token;
+    }
+    int drc = prep_data(&P, &pin, e);
+    free(o->audio.ntok);   /* the counts stay; the dataset has its rows */
+    o->audio.ntok = NULL;
+    if (drc) goto out;
     const dataset *ds = P.data.ds;
     o->n_train = ds->n_train;
     o->n_val = ds->n_val;
@@ -148,6 +162,7 @@ int doctor_plan_document(const char *doc_path, const char *home, const host_info
     o->qlora = P.qlora;
     prep_precision(&P, !o->prec_refused[0] && o->prec.bf16);
     prep_plan_inputs(&P, tr, 0, h->cores_usable, o->budget, in);
+    if (o->audio.clips && prep_audio_plan(o->model_path, o->audio.tokens, in, e)) goto out;
     o->fits = plan_make(in, &o->p) == 0;
     /* the schedule train chooses (run/cpt.h), over the document's epochs */
     cpt_choose(tr, ds, &o->cpt);

@@ -11,6 +11,7 @@
 #include <jansson.h>
 #include "run/cpt.h"
 #include "run/plan.h"
+#include "run/prepare.h"
 #include "run/precision.h"
 #include "run/probe.h"
 #include "weights/registry.h"
@@ -54,6 +55,7 @@ typedef struct doctor_doc {
     plan_in pref_in;
     plan pref_p;
     int pref_fits;
+    prep_audio audio;           /* an audio document's clips (from_files; clips 0 otherwise) */
 } doctor_doc;
 
 /* Plan the document at doc_path on host h (max_memory 0 = the host

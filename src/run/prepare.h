@@ -45,4 +45,24 @@ void prep_free(prep *P);
 int prep_pref(const prep *P, const dlm_doc *doc, uint64_t seed, int no_mined, pref_set **out, dlm_err *e);
 void prep_pref_plan_inputs(const prep *P, const pref_set *ps, plan_in *in);
 
+/* ---- audio (run/audio_plan.c) ----------------------------------------------
+ * An audio document on an audio-language base: what its clips cost before
+ * any encoder runs. Each audio section's file is decoded as training
+ * decodes it (media/audio.h; the errors name the line and the file, as
+ * ingestion's) and its <|AUDIO|> count taken from the length (the
+ * processor's rule, vision/audio_feat.h); the store's caches it will fill:
+ * a waveform entry (4 bytes a sample + the .npz's headers) and a feature
+ * entry (16 + tokens x width x 4 bytes) per clip. */
+typedef struct prep_audio {
+    int32_t *ntok;           /* [sections] per audio section, 0 for the others (ds_opts.audio_ntok) */
+    int clips, tokens, max_tokens, width;
+    uint64_t wave_cache_bytes, feat_cache_bytes;
+} prep_audio;
+int prep_audio_counts(const dlm_doc *doc, const char *model_path, int auto_resample, prep_audio *a, dlm_err *e);
+void prep_audio_free(prep_audio *a);
+/* The plan's audio items: the encoder's f32 copy and a 30 s forward's
+ * buffers (config.json's audio_config), and tokens x width x 4 bytes of
+ * rows the dataset holds. */
+int prep_audio_plan(const char *model_path, int tokens, plan_in *in, dlm_err *e);
+
 #endif

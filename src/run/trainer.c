@@ -233,6 +233,7 @@ static int plan_memory(run *R, dlm_err *e)
     prep_plan_inputs(&R->P, &doc_fm(R->doc)->training, R->o->threads, R->host.cores_usable,
                      R->o->max_memory ? R->o->max_memory : R->host.budget, &in);
     if (R->pref) prep_pref_plan_inputs(&R->P, R->ps, &in);
+    if (R->n_aemb && prep_audio_plan(R->model_path, R->n_aemb, &in, e)) return -1;
     in.ranks = dist_size();
     R->plan_in = in;
     if (plan_make(&in, &R->plan) && !R->o->force) {

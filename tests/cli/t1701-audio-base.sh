@@ -2,7 +2,8 @@
 # A Qwen2-Audio-shaped base (docs/audio.md): a small random one as the
 # registry row qwen2-audio-7b-instruct's snapshot in an offline HF cache,
 # in the hub checkpoints' layout and in transformers 5's; the row resolves,
-# loads (a text prompt runs), and doctor plans it with its encoder; dlm
+# loads (a text prompt runs), and doctor plans it with its encoder (and a
+# document's clips: tokens, caches, encoder); dlm
 # train on an audio document stores the clips, computes each clip's
 # encoder rows into <store>/audio-cache/ and trains (1 and 2 threads: the
 # same adapter bytes) (as many rows as transformers'
@@ -75,6 +76,20 @@ for f, want in ((sys.argv[2], 74), (sys.argv[3], 750)):
         wc = os.path.join(S, "audio-waveform-cache", sha[:2], sha + ".16000.30000.wav.npz")
         assert os.path.getsize(wc) == 16000 * 30 * 4 + 250, os.path.getsize(wc)
 PY
+# doctor plans the document's clips: their tokens, the caches, the encoder
+"$DLM" doctor doc.dlm --json > dd.json
+"$PY" - dd.json <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+a = d["document"]["audio"]
+assert (a["clips"], a["tokens"], a["max_tokens_per_clip"]) == (2, 824, 750), a
+assert a["feature_cache_bytes"] == 2 * 16 + 824 * 64 * 4, a
+assert a["waveform_cache_bytes"] == (47200 + 480000) * 4 + 2 * 250, a
+names = {i["name"]: i["bytes"] for i in d["plan"]["items"]}
+assert names["audio features (projected rows of every clip)"] == 824 * 64 * 4, names
+assert names["audio encoder (frozen, f32)"] == a["encoder_bytes"] > 0 and a["encoder_scratch_bytes"] > 0, names
+PY
+"$DLM" doctor doc.dlm | grep -q "audio: 2 clip(s), 824 <|AUDIO|> tokens (at most 750 a clip)" || fail "doctor text"
 stamp() { find "$S/audio-cache" -name '*.emb' -printf '%T@ %s %p\n' | sort; }
 stamp > before.txt
 # determinism: the same document with 2 threads, from the cache, gives the same adapter bytes
