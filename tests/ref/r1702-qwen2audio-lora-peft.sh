@@ -5,8 +5,9 @@
 # transformers 5.23's Qwen2AudioForConditionalGeneration (the `orig`
 # reference venv): the loss, all 16 LoRA gradients, 5 AdamW steps (step
 # losses, final loss and weights) within 1e-4; the row packed twice gives
-# the same gradient and 2 threads give 1 thread's bits (test_audio_base
-# --lora).
+# the same gradient and 2 threads give 1 thread's bits; dlm's dataset row
+# of the same ::audio:: section is the processor's ids and labels
+# (test_audio_base --lora).
 set -eu
 : "${DLM_SRC:?}" "${DLM_BUILD:?}"
 venv=$("$DLM_SRC/scripts/ref-venv.sh" orig) || {
@@ -25,5 +26,6 @@ w.writeframes(b"".join(struct.pack("<h", int(9000 * math.sin(2 * math.pi * 440 *
                                                math.sin(2 * math.pi * 0.7 * i / 16000))) for i in range(47200)))
 w.close()
 PY
+printf -- '---\ndlm_id: 01JD0000000000000000000170\ndlm_version: 15\nbase_model: qwen2-audio-7b-instruct\n---\n::audio path="a.wav" transcript="A tone."::\n' > "$dir/doc.dlm"
 "$venv/bin/python" "$DLM_SRC/tests/ref/media/qwen2audio_peft.py" "$dir" 2>/dev/null | grep '^qwen2audio_peft'
 "$DLM_BUILD/test_audio_base" --lora "$dir"

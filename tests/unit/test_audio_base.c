@@ -16,7 +16,9 @@
  *     decay: the step losses, the final loss and weights) vs PEFT 0.21
  *     (DIR/lora.*), within 1e-4 relative; then the same gradient from a
  *     batch of the row twice, packed, and from 1 and 2 threads is bit for
- *     bit the same where it must be (determinism). */
+ *     bit the same where it must be (determinism); and dlm's dataset row of
+ *     the section (DIR/doc.dlm) is the processor's ids with the loss on the
+ *     transcript's tokens, spliced at the clip's rows (dataset_fill_audio). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +31,7 @@
 #include "decoder/session.h"
 #include "grad/backward.h"
 #include "grad/optim.h"
+#include "tokens/dataset.h"
 #include "kern/kern.h"
 #include "media/audio.h"
 #include "util/fs.h"
@@ -248,6 +251,42 @@ static int lora_mode(const char *dir)
     }
     json_decref(bj);
     CHECK_INT(k, ntok);
+    /* the dataset's row of the same section: the same inputs and targets */
+    {
+        snprintf(p, sizeof p, "%s/doc.dlm", dir);
+        dlm_doc *doc = doc_load(p, &e);
+        CHECK_MSG(doc != NULL, "%s", e.msg);
+        tok *tk0 = NULL;
+        snprintf(p, sizeof p, "%s/base/tokenizer.json", dir);
+        CHECK_MSG(tok_load(p, NULL, &tk0, &e) == 0, "%s", e.msg);
+        int32_t an[8] = {0};
+        int ai = -1;
+        for (int i = 0; doc && i < doc_nsections(doc) && i < 8; i++)
+            if (doc_section_at(doc, i)->type == DOC_AUDIO) { an[i] = ntok; ai = i; }
+        CHECK(ai >= 0);
+        ds_opts dso = {.seq_len = 2048, .seed = 1, .val_frac = 0, .audio_ntok = an, .audio_token = af.audio_token};
+        dataset *ds = NULL;
+        if (doc && tk0) CHECK_MSG(dataset_build(doc, NULL, tk0, chat_dialect_find("chatml"), &dso, &ds, &e) == 0, "%s", e.msg);
+        if (ds) {
+            CHECK_INT(ds->n_items, 1);
+            const ds_item *it = &ds->items[0];
+            CHECK_INT(it->len, T);
+            CHECK_INT(it->n_emb, ntok);
+            CHECK_INT(it->emb_off, 0);
+            CHECK(!memcmp(ds->tok + it->off, tk, (size_t)T * 4));
+            CHECK(!memcmp(ds->tgt + it->off, tg, (size_t)T * 4));
+            int item = 0;
+            int32_t bt[4096], bg[4096], bp[4096], bs[4096], be[4096];
+            token_batch db;
+            int64_t dnl;
+            CHECK(T <= 4096 && dataset_fill(ds, &item, 1, 0, 1, T, bt, bg, bp, bs, &db, &dnl) == 0);
+            CHECK_INT(dataset_fill_audio(ds, &item, 1, emb, ntok, be, &db), ntok);
+            CHECK(!memcmp(be, er, (size_t)T * 4));
+            dataset_free(ds);
+        }
+        tok_free(tk0);
+        doc_free(doc);
+    }
     token_batch b = {.B = 1, .T = T, .tokens = tk, .targets = tg, .pos = ps, .seg = sg, .embeds = emb,
                      .n_embeds = ntok, .embed_row = er};
     CHECK_MSG(decoder_batch_check(&m->cfg, &b, &e) == 0, "%s", e.msg);
