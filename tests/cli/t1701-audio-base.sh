@@ -5,8 +5,8 @@
 # loads (a text prompt runs), and doctor plans it with its encoder (and a
 # document's clips: tokens, caches, encoder); dlm
 # train on an audio document stores the clips, computes each clip's
-# encoder rows into <store>/audio-cache/ and trains (1 and 2 threads: the
-# same adapter bytes) (as many rows as transformers'
+# encoder rows into <store>/audio-cache/ and trains (1 and 2 threads, and
+# killed then resumed: the same adapter bytes) (as many rows as transformers'
 # Qwen2AudioProcessor puts <|AUDIO|> placeholders: ceil(n/160) mel frames,
 # then ((f-1)//2+1-2)//2+1), reused on the next run; a base missing its
 # preprocessor_config.json is refused by name and writes no feature; a clip
@@ -100,6 +100,16 @@ grep -q "(2 clip(s) from the feature cache)" t2.txt || fail "$(cat t2.txt)"
 cmp a1.st "$ad/v0002/adapter_model.safetensors" || fail "2 threads trained other bytes than 1"
 stamp > after.txt
 cmp before.txt after.txt || fail "cache entries rewritten"
+# killed after a checkpoint, then --resume: the uninterrupted run's bytes
+"$DLM" train doc.dlm --fresh --max-steps 6 -q > /dev/null 2>&1 || fail "6 steps"
+cp "$ad/v0003/adapter_model.safetensors" a6.st
+set +e
+DLM_TEST_CRASH_AFTER_STEP=3 "$DLM" train doc.dlm --fresh --max-steps 6 -q >/dev/null 2>&1
+rc=$?
+set -e
+[ $rc -ne 0 ] || fail "the crash hook did not kill the run"
+"$DLM" train doc.dlm --max-steps 6 --resume -q > /dev/null 2>&1 || fail "resume"
+cmp a6.st "$ad/v0004/adapter_model.safetensors" || fail "the resumed audio run differs from the uninterrupted one"
 
 # a clip of 15 ms (240 samples: 2 mel frames) gives no audio token: refused at its line, nothing cached
 wav clips/c.wav 16000 0.015 440
