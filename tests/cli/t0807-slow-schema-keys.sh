@@ -207,6 +207,10 @@ def case(key):
         # an 8 kHz clip on the audio-language base: refused at 16 kHz
         # without the key, resampled and ingested with it (docs/audio.md)
         import wave
+        # the row as a small random Qwen2-Audio in an offline HF cache (t1701)
+        hub = os.path.abspath("q2a-hub")
+        subprocess.run([os.path.join(os.environ["DLM_SRC"], "tests/ref/media/q2a-hub.sh"), hub], check=True,
+                       capture_output=True)
         def audio_run(extra):
             d = os.path.abspath("a%d" % len(extra)); os.makedirs(d, exist_ok=True)
             w = wave.open(os.path.join(d, "c.wav"), "wb"); w.setnchannels(1); w.setsampwidth(2); w.setframerate(8000)
@@ -214,7 +218,8 @@ def case(key):
             p = os.path.join(d, "k.dlm")
             open(p, "w").write("---\ndlm_id: %s\ndlm_version: 15\nbase_model: qwen2-audio-7b-instruct\n%s---\n"
                                "::audio path=\"c.wav\" transcript=\"hi\"::\n" % (ID, extra))
-            r = subprocess.run([DLM, "train", p], capture_output=True, text=True, env=dict(os.environ, DLM_HOME=d + "/home"))
+            r = subprocess.run([DLM, "train", p], capture_output=True, text=True,
+                               env=dict(os.environ, DLM_HOME=d + "/home", HF_HUB_CACHE=hub, HF_HUB_OFFLINE="1"))
             return (r.stdout + r.stderr).strip().splitlines()[-2 if "hint:" in r.stdout + r.stderr else -1]
         effect(k, "an 8 kHz clip's ingestion", audio_run("training:\n  audio:\n    auto_resample: true\n"), audio_run(""))
     elif k.startswith("training.adapters.*."):
