@@ -41,6 +41,12 @@ static void to_src(const st_tensor *t, src_tensor *s)
 static int find(void *ctx, const char *name, src_tensor *out)
 {
     const st_tensor *t = st_find(ctx, name);
+    /* transformers 5 saves a vision-language model's text model under
+     * model.language_model. (the hub's Qwen2-VL checkpoints: model.) */
+    if (!t && !strncmp(name, "model.", 6)) {
+        char alt[512];
+        if ((size_t)snprintf(alt, sizeof alt, "model.language_model.%s", name + 6) < sizeof alt) t = st_find(ctx, alt);
+    }
     if (!t) return 1;
     to_src(t, out);
     return 0;
