@@ -7,6 +7,8 @@
 #   the features come from <store>/vl-cache/ on the next run, same bytes;
 #   --threads 1 vs 2 and a run killed at step 10 then --resume: the same
 #     adapter bytes;
+#   doctor plans the tower, the image tokens and the features; --max-memory
+#     below the plan stops train (the OOM guard);
 #   refusals, nothing written: --image on a text base, a VL base prompted
 #     without --image, a missing / corrupt image.
 set -euo pipefail
@@ -60,6 +62,16 @@ set -e
 "$DLM" train doc.dlm --max-steps 20 --resume -q >/dev/null
 "$DLM" train doc.dlm --max-steps 20 -q >/dev/null
 [ "$(sha v0003)" = "$(sha v0004)" ] || fail "a killed and resumed run differs from an uninterrupted one"
+
+# the plan counts the tower, the image tokens and the features; the OOM guard holds
+"$DLM" doctor doc.dlm --json | python3 -c '
+import json, sys
+p = json.load(sys.stdin)["plan"]
+assert p["images"]["count"] == 8 and p["images"]["image_tokens"] == 32, p["images"]
+names = [i["name"] for i in p["items"]]
+assert "vision tower (f32, one image'"'"'s activations)" in names and "image features (vl-cache rows)" in names, names
+' || fail "doctor does not plan the images"
+expect_fail 1 "OOMError: training needs" "$DLM" train doc.dlm --max-memory 40M
 
 # refusals
 before=$(find "$DLM_HOME" -type f | sort | sha256sum)
