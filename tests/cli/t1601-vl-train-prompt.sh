@@ -4,6 +4,7 @@
 #   memorisation: a document of 8 images with distinct captions; after
 #     training, `dlm prompt --image IMG "" --temp 0` gives each image's
 #     caption, while the base alone gives none of them;
+#   the repl's /image FILE gives the same captions;
 #   the features come from <store>/vl-cache/ on the next run, same bytes;
 #   --threads 1 vs 2 and a run killed at step 10 then --resume: the same
 #     adapter bytes;
@@ -53,6 +54,11 @@ for i in 0 1 2 3 4 5 6 7; do
     got=$("$DLM" prompt doc.dlm "" --image "img$i.png" --temp 0 -n 12)
     [ "$got" = "${caps[$i]}" ] || fail "img$i: '$got', trained on '${caps[$i]}'"
 done
+# the repl: /image FILE, then an empty line asks for the caption
+out=$(printf '/image img3.png\n\n/image img5.png\n\n' | "$DLM" repl doc.dlm --temp 0 2>&1)
+grep <<<"$out" -qx "${caps[3]}" && grep <<<"$out" -qx "${caps[5]}" || fail "repl /image: $out"
+out=$(printf '/image img0.png\n' | "$DLM" repl --base "$FIXTURE_QWEN" 2>&1)
+grep <<<"$out" -q "/image needs a vision-language base" || fail "repl /image on a text base: $out"
 out=$("$DLM" train doc.dlm --threads 1 2>&1)
 grep <<<"$out" -q "features of 8 from the vl-cache, 0 computed" || fail "no cache hit: $out"
 [ "$(sha v0002)" = "$a" ] || fail "threads 1 (features from the cache) vs 2 changed the adapter"
