@@ -170,7 +170,7 @@ static int parse_messages(const json_t *ms, api_request *r, api_error *err)
         return BAD("messages", "the last message must be from the user");
     if (r->n_images && (n != 1 || strcmp(r->msgs[0].role, "user")))
         return BAD("messages", "a request with images takes one user message: dlm prompts images as `dlm prompt "
-                   "--image` does, the images' tokens then the text, without a chat template (docs/images.md)");
+                   "--image` does, the images then the text (docs/images.md)");
     return 0;
 }
 

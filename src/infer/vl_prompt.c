@@ -18,8 +18,8 @@ void vl_prompt_free(vl_prompt *p)
     memset(p, 0, sizeof *p);
 }
 
-int vl_prompt_build(const model *m, tok *t, const char *query, const vl_image_in *images, int n_images,
-                    vl_prompt *out, dlm_err *e)
+int vl_prompt_build(const model *m, tok *t, const vl_chat *chat, const char *query, const vl_image_in *images,
+                    int n_images, vl_prompt *out, dlm_err *e)
 {
     memset(out, 0, sizeof *out);
     const model_config *c = &m->cfg;
@@ -53,18 +53,36 @@ int vl_prompt_build(const model *m, tok *t, const char *query, const vl_image_in
         out->n_embeds += ntok[i];
         free(f);
     }
-    /* the original's format_vl_prompt: the query as it is when it places
-     * the images itself, else one image token per image, "\n", the query */
-    size_t bl;
+    size_t bl, b0, b2;
     const char *img_text = tok_token_bytes(t, c->image_id, &bl);
+    const char *vs = tok_token_bytes(t, c->vision_start_id, &b0), *ve = tok_token_bytes(t, c->vision_end_id, &b2);
     if (!img_text || !bl) { err_set(e, "TokenizerError", "the tokenizer has no text for the image token %d", c->image_id); goto out; }
     char itxt[64];
     snprintf(itxt, sizeof itxt, "%.*s", (int)(bl < 63 ? bl : 63), img_text);
-    if (!strstr(query, itxt)) {
-        for (int i = 0; i < n_images; i++) sb_puts(&sb, itxt);
-        sb_puts(&sb, "\n");
+    if (chat && chat->dialect && query[0] && !strstr(query, itxt) && vs && ve) {
+        /* a question: one chat turn, the images as Qwen2-VL's template writes them */
+        strbuf u = STRBUF_INIT;
+        for (int i = 0; i < n_images; i++) {
+            sb_append(&u, vs, b0);
+            sb_puts(&u, itxt);
+            sb_append(&u, ve, b2);
+        }
+        sb_puts(&u, query);
+        chat_msg msg = {"user", u.buf ? u.buf : ""};
+        int r = u.oom ? err_set(e, "MemoryError", "out of memory")
+                      : chat_render(chat->dialect, chat->system_prompt, &msg, 1, 1, &sb, NULL, NULL, e);
+        sb_free(&u);
+        if (r) goto out;
+    } else {
+        /* the original's format_vl_prompt: the query as it is when it
+         * places the images itself, else one image token per image, "\n",
+         * the query */
+        if (!strstr(query, itxt)) {
+            for (int i = 0; i < n_images; i++) sb_puts(&sb, itxt);
+            sb_puts(&sb, "\n");
+        }
+        sb_puts(&sb, query);
     }
-    sb_puts(&sb, query);
     if (sb.oom) { err_set(e, "MemoryError", "out of memory"); goto out; }
     if (tok_encode_append(t, sb.buf, sb.len, TOK_PARSE_SPECIAL, &raw, e)) goto out;
     int seen = 0;
@@ -99,8 +117,8 @@ out:
     return rc;
 }
 
-int vl_prompt_build_files(const model *m, tok *t, const char *query, const char *const *paths, int n_images,
-                          vl_prompt *out, dlm_err *e)
+int vl_prompt_build_files(const model *m, tok *t, const vl_chat *chat, const char *query, const char *const *paths,
+                          int n_images, vl_prompt *out, dlm_err *e)
 {
     memset(out, 0, sizeof *out);
     vl_image_in *in = calloc((size_t)n_images + 1, sizeof *in);
@@ -108,7 +126,7 @@ int vl_prompt_build_files(const model *m, tok *t, const char *query, const char 
     int rc = -1, i = 0;
     if (!in || !bufs) { err_set(e, "MemoryError", "out of memory"); goto out; }
     if (m->cfg.vl != VL_QWEN2) {   /* before any file is read */
-        rc = vl_prompt_build(m, t, query, NULL, 0, out, e);
+        rc = vl_prompt_build(m, t, chat, query, NULL, 0, out, e);
         goto out;
     }
     for (; i < n_images; i++) {
@@ -120,7 +138,7 @@ int vl_prompt_build_files(const model *m, tok *t, const char *query, const char 
         if (fs_read_all(paths[i], 64u << 20, &bufs[i], &n, e)) { err_prefix(e, "%s", paths[i]); goto out; }
         in[i] = (vl_image_in){(const uint8_t *)bufs[i], n, paths[i]};
     }
-    rc = vl_prompt_build(m, t, query, in, n_images, out, e);
+    rc = vl_prompt_build(m, t, chat, query, in, n_images, out, e);
 out:
     for (int k = 0; bufs && k < i; k++) free(bufs[k]);
     free(bufs);

@@ -1,12 +1,20 @@
-/* vl_prompt — a prompt with images for a Qwen2-VL base (docs/images.md), as
- * the original's inference/vl_generate.py builds it: one image token per
- * image before "\n" + the query (a query that already holds the image
- * token's text is taken as it is, its i-th image token being image i), no
- * chat template (the rows trained on are `<image>\n<caption>`, so an empty
- * query lets the model continue with a caption), then each image token
- * expanded to the image's t·h·w/merge² tokens, their rows spliced from the
- * frozen tower's features with M-RoPE positions (vision/qwen2vl.h) and the
- * delta the session keeps for the generated tokens. */
+/* vl_prompt — a prompt with images for a Qwen2-VL base (docs/images.md).
+ *
+ * The text takes one of two forms, as the rows trained on do:
+ *   - an empty query (or no chat template, or a query that places the
+ *     image token's text itself): the original's inference/vl_generate.py
+ *     format, one image token per image before "\n" + the query, no chat
+ *     template: the `<image>\n<caption>` rows of image sections, so the
+ *     model continues with a caption;
+ *   - a question, with a chat template: one user turn whose content is each
+ *     image as Qwen2-VL's template writes an image item
+ *     (<|vision_start|><|image_pad|><|vision_end|>) then the question, with
+ *     the generation prompt: the rows of a Q/A section that follows an
+ *     image section (tokens/dataset.h).
+ * Then each image token is expanded to the image's t·h·w/merge² tokens,
+ * their rows spliced from the frozen tower's features with M-RoPE
+ * positions (vision/qwen2vl.h) and the delta the session keeps for the
+ * generated tokens. */
 #ifndef DLM_INFER_VL_PROMPT_H
 #define DLM_INFER_VL_PROMPT_H
 
@@ -14,6 +22,7 @@
 #include <stdint.h>
 
 #include "decoder/session.h"
+#include "tokens/chat.h"
 #include "tokens/tok.h"
 #include "util/err.h"
 #include "weights/model.h"
@@ -35,11 +44,15 @@ typedef struct vl_prompt {
 /* 0, or -1 with e naming the image (a corrupt file, a decompression bomb) or
  * the mismatch (image tokens in the query vs images given). A text base is
  * refused: "--image needs a vision-language base". */
-int vl_prompt_build(const model *m, tok *t, const char *query, const vl_image_in *images, int n_images,
-                    vl_prompt *out, dlm_err *e);
+typedef struct vl_chat {
+    const chat_dialect *dialect;   /* NULL: the caption form always */
+    const char *system_prompt;     /* or NULL */
+} vl_chat;
+int vl_prompt_build(const model *m, tok *t, const vl_chat *chat, const char *query, const vl_image_in *images,
+                    int n_images, vl_prompt *out, dlm_err *e);
 /* The same from files (read up to 64 MiB each; errors name the file). */
-int vl_prompt_build_files(const model *m, tok *t, const char *query, const char *const *paths, int n_images,
-                          vl_prompt *out, dlm_err *e);
+int vl_prompt_build_files(const model *m, tok *t, const vl_chat *chat, const char *query, const char *const *paths,
+                          int n_images, vl_prompt *out, dlm_err *e);
 void vl_prompt_free(vl_prompt *p);
 
 #endif

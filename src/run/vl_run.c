@@ -71,7 +71,8 @@ int vl_grids(const dlm_doc *doc, const model_config *c, const char *store, ds_im
         d->row0 = rows;
         rows += d->n_tok;
     }
-    *vl = (ds_vl){.image_id = c->image_id, .merge = c->vis.merge, .images = im_tab, .n_images = k, .n_rows = rows};
+    *vl = (ds_vl){.image_id = c->image_id, .vision_start_id = c->vision_start_id, .vision_end_id = c->vision_end_id,
+                  .merge = c->vis.merge, .images = im_tab, .n_images = k, .n_rows = rows};
     return 0;
 }
 
