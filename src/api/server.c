@@ -609,7 +609,7 @@ static job *job_new(server *s, const api_request *r, api_error *err)
             in[i] = (vl_image_in){r->images[i].data, r->images[i].n, label[i]};
         }
         vp = calloc(1, sizeof *vp);
-        vl_chat chat = {o->dialect, o->system_prompt};
+        vl_chat chat = {o->dialect, o->system_prompt, NULL};
         pthread_mutex_lock(&s->kern_mu);
         pthread_mutex_lock(&s->tok_mu);
         rc = !vp || vl_prompt_build(o->m, o->t, &chat, r->msgs[0].content, in, r->n_images, vp, &e);

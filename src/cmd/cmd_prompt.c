@@ -196,7 +196,7 @@ int cmd_prompt(int argc, char **argv, dlm_ctx *ctx)
             e.code = EXIT_USAGE;
             goto done;
         }
-        vl_chat chat = {a.raw ? NULL : t.dialect, t.system_prompt};
+        vl_chat chat = {a.raw ? NULL : t.dialect, t.system_prompt, t.store};
         if (vl_prompt_build_files(t.m, t.t, &chat, query, a.images.v, a.images.n, &vp, &e)) {
             if (!t.m->cfg.vl) e.code = EXIT_USAGE;
             goto done;
@@ -254,6 +254,7 @@ int cmd_prompt(int argc, char **argv, dlm_ctx *ctx)
         for (size_t i = 0; i < ids.n; i++) json_array_append_new(pa, json_integer(ids.v[i]));
         json_t *j = json_pack("{s:s, s:o, s:o, s:o, s:i}", "text", sb_str(&dec), "tokens", arr, "prompt_tokens", pa,
                               "stop", stop >= 0 ? json_integer(stop) : json_null(), "adapter_version", t.version);
+        if (a.images.n) json_object_set_new(j, "images_from_cache", json_integer(vp.n_cached));
         if (used.n) {
             json_t *aw = json_object();
             for (int i = 0; i < used.n; i++) json_object_set_new(aw, used.names[i], json_real(used.w[i]));

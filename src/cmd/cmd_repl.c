@@ -391,7 +391,7 @@ static int image_turn(repl *r, const char *text, dlm_err *e)
     strbuf answer = STRBUF_INIT, shown = STRBUF_INIT;
     int32_t *out = NULL;
     int rc = -1;
-    vl_chat chat = {r->t.dialect, r->t.system_prompt};
+    vl_chat chat = {r->t.dialect, r->t.system_prompt, r->t.store};
     if (vl_prompt_build_files(r->t.m, r->t.t, &chat, text, (const char *const *)r->images, r->n_images, &vp, e)) {
         drop_images(r);
         return -1;

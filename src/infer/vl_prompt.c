@@ -6,6 +6,7 @@
 
 #include "media/image.h"
 #include "util/fs.h"
+#include "util/hash.h"
 #include "util/str.h"
 #include "vision/qwen2vl.h"
 
@@ -28,8 +29,10 @@ int vl_prompt_build(const model *m, tok *t, const vl_chat *chat, const char *que
         return err_hint(e, "prompt with text, or train the document on qwen2-vl-2b-instruct (docs/images.md)");
     }
     qwen2vl_vit v;
-    if (qwen2vl_tower_load(m, &v, e)) return -1;
+    int tower = 0;
     proc_cfg pc = qwen2vl_proc(c);
+    char key[65] = "";
+    if (chat && chat->store && chat->store[0]) qwen2vl_feature_key(m, &pc, key);
     int (*grid)[3] = calloc((size_t)n_images + 1, sizeof *grid);
     int *ntok = calloc((size_t)n_images + 1, sizeof *ntok);
     tok_ids raw = {0};
@@ -43,7 +46,27 @@ int vl_prompt_build(const model *m, tok *t, const vl_chat *chat, const char *que
             err_prefix(e, "%s", images[i].label);
             goto out;
         }
-        int r = qwen2vl_image_features(&v, c, &pc, &im, &f, &ntok[i], grid[i], e);
+        /* an image the document trained on: its features from the store's vl-cache (read only) */
+        int oh, ow, r = 0;
+        f = NULL;
+        if (key[0] && !qwen2vl_smart_resize(im.h, im.w, pc.patch * pc.merge, pc.min_pixels, pc.max_pixels, &oh, &ow,
+                                            NULL)) {
+            int g[3] = {1, oh / pc.patch, ow / pc.patch}, nt = qwen2vl_grid_tokens(c, g);
+            char sha[65], dir[4300], path[4400];
+            sha256_hex(images[i].data, images[i].n, sha);
+            qwen2vl_cache_path(chat->store, sha, key, dir, sizeof dir, path, sizeof path);
+            f = malloc((size_t)nt * c->d_model * sizeof *f);
+            if (f && !qwen2vl_cache_read(path, f, (size_t)nt * c->d_model * sizeof *f)) {
+                memcpy(grid[i], g, sizeof g);
+                ntok[i] = nt;
+                out->n_cached++;
+            } else {
+                free(f);
+                f = NULL;
+            }
+        }
+        if (!f && !tower && !(r = qwen2vl_tower_load(m, &v, e))) tower = 1;
+        if (!f && !r) r = qwen2vl_image_features(&v, c, &pc, &im, &f, &ntok[i], grid[i], e);
         image_free(&im);
         if (r) { err_prefix(e, "%s", images[i].label); goto out; }
         float *all = realloc(out->embeds, ((size_t)out->n_embeds + ntok[i]) * c->d_model * sizeof *all);
@@ -108,7 +131,7 @@ int vl_prompt_build(const model *m, tok *t, const vl_chat *chat, const char *que
                                .pos3 = out->pos3, .delta = (int)delta};
     rc = 0;
 out:
-    qwen2vl_vit_free(&v);
+    if (tower) qwen2vl_vit_free(&v);
     free(grid);
     free(ntok);
     tok_ids_free(&raw);

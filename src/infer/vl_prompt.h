@@ -38,6 +38,7 @@ typedef struct vl_prompt {
     float *embeds;         /* [n_embeds][d_model] */
     int32_t *row, *pos3;   /* [ids.n], [3][ids.n] */
     int n_embeds;
+    int n_cached;          /* images whose features came from the vl-cache */
     session_splice sp;     /* points into the above: session_eval_splice's argument */
 } vl_prompt;
 
@@ -47,6 +48,8 @@ typedef struct vl_prompt {
 typedef struct vl_chat {
     const chat_dialect *dialect;   /* NULL: the caption form always */
     const char *system_prompt;     /* or NULL */
+    const char *store;             /* a document's store: an image it trained on takes its features from the
+                                    * store's vl-cache (run/vl_run.h; read only), not the tower; NULL or "" none */
 } vl_chat;
 int vl_prompt_build(const model *m, tok *t, const vl_chat *chat, const char *query, const vl_image_in *images,
                     int n_images, vl_prompt *out, dlm_err *e);

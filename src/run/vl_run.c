@@ -9,7 +9,6 @@
 #include "media/image.h"
 #include "media/ingest.h"
 #include "util/fs.h"
-#include "util/hash.h"
 #include "util/log.h"
 #include "vision/qwen2vl.h"
 
@@ -81,33 +80,6 @@ int vl_run_grids(run *R, dlm_err *e)
     return vl_grids(R->doc, &R->P.base.cfg, R->store, &R->vl_images, &R->vl, e);
 }
 
-/* the cache key of a (base, processor): see vl_run.h */
-static void feature_key(const model *m, const proc_cfg *pc, char hex[65])
-{
-    const model_config *c = &m->cfg;
-    const st_file *f = model_safetensors(m);
-    sha256_ctx h;
-    sha256_init(&h);
-    char buf[512];
-    int n = snprintf(buf, sizeof buf, "qwen2vl-features 1\n%d %d %d %d %d %d %d %d %d\n%lld %lld %d %.17g\n",
-                     c->vis.depth, c->vis.embed_dim, c->vis.heads, c->vis.mlp_ratio, c->vis.in_ch, c->vis.patch,
-                     c->vis.temporal, c->vis.merge, c->d_model, pc->min_pixels, pc->max_pixels, pc->resample,
-                     pc->rescale_factor);
-    sha256_update(&h, buf, (size_t)n);
-    sha256_update(&h, pc->mean, sizeof pc->mean);
-    sha256_update(&h, pc->std, sizeof pc->std);
-    static const char *const W[] = {"patch_embed.proj.weight", "merger.mlp.2.weight"};
-    for (int i = 0; i < 2; i++)
-        for (int p = 0; p < 2; p++) {
-            snprintf(buf, sizeof buf, "%s%s", p ? "visual." : "model.visual.", W[i]);
-            const st_tensor *t = f ? st_find(f, buf) : NULL;
-            if (t) sha256_update(&h, t->data, t->nbytes);
-        }
-    unsigned char d[32];
-    sha256_final(&h, d);
-    for (int i = 0; i < 32; i++) snprintf(hex + 2 * i, 3, "%02x", d[i]);
-}
-
 int vl_run_features(run *R, dlm_err *e)
 {
     if (!R->vl.n_images) return 0;
@@ -117,24 +89,19 @@ int vl_run_features(run *R, dlm_err *e)
     if (!R->vl_feat) return err_set(e, "OOMError", "cannot allocate the images' features");
     proc_cfg pc = qwen2vl_proc(c);
     char key[65];
-    feature_key(R->m, &pc, key);
+    qwen2vl_feature_key(R->m, &pc, key);
     qwen2vl_vit v;
     int tower = 0, rc = -1;
     for (int k = 0; k < R->vl.n_images; k++) {
         const ds_image *d = &R->vl_images[k];
         char p[4400], dir[4300];
-        snprintf(dir, sizeof dir, "%s/vl-cache/%.2s", R->store, d->sha);
-        snprintf(p, sizeof p, "%s/%s.%.16s.f32", dir, d->sha, key);
-        size_t want = (size_t)d->n_tok * C * sizeof(float), got = 0;
+        qwen2vl_cache_path(R->store, d->sha, key, dir, sizeof dir, p, sizeof p);
+        size_t want = (size_t)d->n_tok * C * sizeof(float);
         float *dst = R->vl_feat + (size_t)d->row0 * C;
-        char *buf = NULL;
-        if (fs_file_size(p) == (int64_t)want && !fs_read_all(p, want + 1, &buf, &got, NULL) && got == want) {
-            memcpy(dst, buf, want);
-            free(buf);
+        if (!qwen2vl_cache_read(p, dst, want)) {
             R->vl_cached++;
             continue;
         }
-        free(buf);
         if (!tower) {
             if (qwen2vl_tower_load(R->m, &v, e)) goto out;
             tower = 1;

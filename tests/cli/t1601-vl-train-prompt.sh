@@ -64,6 +64,14 @@ for i in 0 1 2 3 4 5 6 7; do
     got=$("$DLM" prompt doc.dlm "" --image "img$i.png" --temp 0 -n 12)
     [ "$got" = "${caps[$i]}" ] || fail "img$i: '$got', trained on '${caps[$i]}'"
 done
+# a trained image's features come from the vl-cache (same answer); another image's from the tower
+"$DLM" prompt doc.dlm "" --image img2.png --temp 0 -n 12 --json | python3 -c '
+import json, sys; j = json.load(sys.stdin); assert j["images_from_cache"] == 1 and j["text"] == "seven green apples", j' ||
+    fail "img2 from the vl-cache"
+cp img2.png copy.png && printf 'x' >> copy.png   # other bytes (a trailing byte PNG ignores): not in the cache
+"$DLM" prompt doc.dlm "" --image copy.png --temp 0 -n 12 --json | python3 -c '
+import json, sys; j = json.load(sys.stdin); assert j["images_from_cache"] == 0 and j["text"] == "seven green apples", j' ||
+    fail "copy.png from the tower"
 # a question with an image: the chat turn the Q/A rows trained
 for i in 1 6; do
     want=$([ $i = 1 ] && echo "A whale." || echo "A boat.")
