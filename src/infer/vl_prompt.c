@@ -22,6 +22,14 @@ void vl_prompt_free(vl_prompt *p)
 int vl_prompt_build(const model *m, tok *t, const vl_chat *chat, const char *query, const vl_image_in *images,
                     int n_images, vl_prompt *out, dlm_err *e)
 {
+    chat_msg msg = {"user", query};
+    return vl_prompt_build_msgs(m, t, chat, &msg, 1, NULL, images, n_images, out, e);
+}
+
+int vl_prompt_build_msgs(const model *m, tok *t, const vl_chat *chat, const chat_msg *msgs, size_t n_msgs,
+                         const int *img_msg, const vl_image_in *images, int n_images, vl_prompt *out, dlm_err *e)
+{
+    const char *query = msgs[n_msgs - 1].content;
     memset(out, 0, sizeof *out);
     const model_config *c = &m->cfg;
     if (c->vl != VL_QWEN2) {
@@ -82,20 +90,31 @@ int vl_prompt_build(const model *m, tok *t, const vl_chat *chat, const char *que
     if (!img_text || !bl) { err_set(e, "TokenizerError", "the tokenizer has no text for the image token %d", c->image_id); goto out; }
     char itxt[64];
     snprintf(itxt, sizeof itxt, "%.*s", (int)(bl < 63 ? bl : 63), img_text);
-    if (chat && chat->dialect && query[0] && !strstr(query, itxt) && vs && ve) {
-        /* a question: one chat turn, the images as Qwen2-VL's template writes them */
-        strbuf u = STRBUF_INIT;
-        for (int i = 0; i < n_images; i++) {
-            sb_append(&u, vs, b0);
-            sb_puts(&u, itxt);
-            sb_append(&u, ve, b2);
+    if (chat && chat->dialect && (query[0] || n_msgs > 1) && !strstr(query, itxt) && vs && ve) {
+        /* a question (or a conversation): the chat turns, each user turn's
+         * images first, as Qwen2-VL's template writes an image item */
+        strbuf *u = calloc(n_msgs, sizeof *u);
+        chat_msg *cm = calloc(n_msgs, sizeof *cm);
+        int r = !u || !cm ? err_set(e, "MemoryError", "out of memory") : 0;
+        for (size_t k = 0; !r && k < n_msgs; k++) {
+            for (int i = 0; i < n_images; i++)
+                if ((img_msg ? (size_t)img_msg[i] : n_msgs - 1) == k) {
+                    sb_append(&u[k], vs, b0);
+                    sb_puts(&u[k], itxt);
+                    sb_append(&u[k], ve, b2);
+                }
+            sb_puts(&u[k], msgs[k].content);
+            if (u[k].oom) r = err_set(e, "MemoryError", "out of memory");
+            cm[k] = (chat_msg){msgs[k].role, sb_str(&u[k])};
         }
-        sb_puts(&u, query);
-        chat_msg msg = {"user", u.buf ? u.buf : ""};
-        int r = u.oom ? err_set(e, "MemoryError", "out of memory")
-                      : chat_render(chat->dialect, chat->system_prompt, &msg, 1, 1, &sb, NULL, NULL, e);
-        sb_free(&u);
+        if (!r) r = chat_render(chat->dialect, chat->system_prompt, cm, n_msgs, 1, &sb, NULL, NULL, e);
+        for (size_t k = 0; u && k < n_msgs; k++) sb_free(&u[k]);
+        free(u);
+        free(cm);
         if (r) goto out;
+    } else if (n_msgs > 1) {
+        err_set(e, "PromptError", "a conversation with images needs the base's chat template");
+        goto out;
     } else {
         /* the original's format_vl_prompt: the query as it is when it
          * places the images itself, else one image token per image, "\n",

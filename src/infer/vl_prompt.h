@@ -6,8 +6,9 @@
  *     format, one image token per image before "\n" + the query, no chat
  *     template: the `<image>\n<caption>` rows of image sections, so the
  *     model continues with a caption;
- *   - a question, with a chat template: one user turn whose content is each
- *     image as Qwen2-VL's template writes an image item
+ *   - a question (or a conversation), with a chat template: user turns
+ *     whose content is each of their images as Qwen2-VL's template writes
+ *     an image item
  *     (<|vision_start|><|image_pad|><|vision_end|>) then the question, with
  *     the generation prompt: the rows of a Q/A section that follows an
  *     image section (tokens/dataset.h).
@@ -53,6 +54,12 @@ typedef struct vl_chat {
 } vl_chat;
 int vl_prompt_build(const model *m, tok *t, const vl_chat *chat, const char *query, const vl_image_in *images,
                     int n_images, vl_prompt *out, dlm_err *e);
+/* A conversation (dlm api): msgs[0..n) with images[i] in message
+ * img_msg[i] (a user turn; images in message order); the chat form, each
+ * user turn's images before its text (one user message with an empty text:
+ * the caption form, as vl_prompt_build). */
+int vl_prompt_build_msgs(const model *m, tok *t, const vl_chat *chat, const chat_msg *msgs, size_t n_msgs,
+                         const int *img_msg, const vl_image_in *images, int n_images, vl_prompt *out, dlm_err *e);
 /* The same from files (read up to 64 MiB each; errors name the file). */
 int vl_prompt_build_files(const model *m, tok *t, const vl_chat *chat, const char *query, const char *const *paths,
                           int n_images, vl_prompt *out, dlm_err *e);

@@ -111,6 +111,18 @@ if mode == "vl":
     assert st == 400 and "network fetch" in j["error"]["message"] and "content[0]" in j["error"]["message"], j
     st, j = post([{"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}])
     assert st == 400 and "truncated PNG" in j["error"]["message"], j
+    # a question with the image: the chat turn the Q/A rows trained, as dlm prompt
+    whale = {"type": "image_url", "image_url": {"url": "data:image/png;base64," + base64.b64encode(open("img1.png", "rb").read()).decode()}}
+    st, j = post([whale, {"type": "text", "text": "What is in this image?"}])
+    assert st == 200 and j["choices"][0]["message"]["content"] == "A whale.", (st, j)
+    # a conversation: the image in its user turn, 4 image tokens + the chat turns
+    body = {"messages": [{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi"},
+                         {"role": "user", "content": [whale, {"type": "text", "text": "What is in this image?"}]}],
+            "temperature": 0, "max_tokens": 4}
+    req = urllib.request.Request(url + "/v1/chat/completions", data=json.dumps(body).encode())
+    with urllib.request.urlopen(req) as r:
+        j = json.load(r)
+    assert j["usage"]["prompt_tokens"] > 20, j
 else:
     st, j = post([img])
     assert st == 400 and "need a vision-language base" in j["error"]["message"], j
