@@ -432,8 +432,8 @@ static int add_sections(dataset *d, const dlm_doc *doc, int replay, tok *t, cons
             break;
         case DOC_AUDIO:
         refuse:
-            err_at(e, "ModalityError", doc_path(doc), s->line, 1, "%s sections cannot be trained: dlm trains text bases only",
-                   doc_section_type_name(s->type));
+            err_at(e, "ModalityError", doc_path(doc), s->line, 1, "%s sections cannot be trained on this base%s",
+                   doc_section_type_name(s->type), s->type == DOC_IMAGE ? " (images train on a Qwen2-VL base)" : "");
             return err_hint(e, "remove the section or move its content into prose");
         }
     }
