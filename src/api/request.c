@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sodium.h>
+
 #include "infer/sample.h"
 #include "util/str.h"
 
@@ -40,6 +42,7 @@ void api_request_free(api_request *r)
     free(r->prompt);
     for (int i = 0; i < r->n_stop; i++) free(r->stop[i]);
     for (int i = 0; i < r->n_audio; i++) free(r->audio[i].data);
+    for (int i = 0; i < r->n_images; i++) free(r->images[i].data);
     memset(r, 0, sizeof *r);
 }
 
@@ -52,32 +55,6 @@ static char *dup_text(const json_t *v)
     const char *s = json_string_value(v);
     if (memchr(s, 0, n)) return NULL;
     return str_ndup(s, n);
-}
-
-/* RFC 4648 base64 (padding optional, no whitespace); -1 on a bad character. */
-static int b64_decode(const char *s, size_t n, unsigned char **out, size_t *len)
-{
-    while (n && s[n - 1] == '=') n--;
-    unsigned char *o = malloc(n / 4 * 3 + 3);
-    if (!o) return -1;
-    size_t k = 0;
-    uint32_t acc = 0;
-    int bits = 0;
-    for (size_t i = 0; i < n; i++) {
-        int c = (unsigned char)s[i], v = c >= 'A' && c <= 'Z' ? c - 'A' : c >= 'a' && c <= 'z' ? c - 'a' + 26
-                                       : c >= '0' && c <= '9' ? c - '0' + 52 : c == '+' || c == '-' ? 62
-                                       : c == '/' || c == '_' ? 63 : -1;
-        if (v < 0) { free(o); return -1; }
-        acc = acc << 6 | (uint32_t)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            o[k++] = (unsigned char)(acc >> bits);
-        }
-    }
-    *out = o;
-    *len = k;
-    return 0;
 }
 
 /* {"type":"input_audio","input_audio":{"data":...,"format":...}} into r. */
@@ -96,17 +73,56 @@ static int audio_part(const json_t *part, size_t i, api_request *r, api_error *e
     if (json_string_length(d) / 4 * 3 > API_MAX_AUDIO_BYTES)
         return BAD(param, "%s[%zu].input_audio.data is over %u MiB", param, i, API_MAX_AUDIO_BYTES >> 20);
     api_audio *a = &r->audio[r->n_audio];
-    if (b64_decode(json_string_value(d), json_string_length(d), &a->data, &a->n) || !a->n)
+    size_t len = json_string_length(d), got = 0;
+    if (!(a->data = malloc(len / 4 * 3 + 3))) return api_error_set(err, 500, "server_error", NULL, NULL, "out of memory");
+    if (sodium_base642bin(a->data, len / 4 * 3 + 3, json_string_value(d), len, NULL, &got, NULL,
+                          sodium_base64_VARIANT_ORIGINAL) || !got) {
+        free(a->data);
+        a->data = NULL;
         return BAD(param, "%s[%zu].input_audio.data is not base64 audio", param, i);
+    }
+    a->n = got;
     snprintf(a->format, sizeof a->format, "%s", fs);
     r->n_audio++;
     return 0;
 }
 
+/* An image part's data: URL, base64-decoded into r->images. */
+static int take_image(const char *url, size_t part, api_request *r, api_error *err, const char *param)
+{
+    if (strcmp(r->msgs[r->n_msgs].role, "user"))
+        return BAD(param, "%s[%zu]: images are taken in user messages only", param, part);
+    if (strncmp(url, "data:", 5)) {
+        if (!strncmp(url, "http://", 7) || !strncmp(url, "https://", 8))
+            return BAD(param, "%s[%zu].image_url: an http(s) URL would be a network fetch, which dlm never makes; "
+                       "send the image inline as a data: URL (data:image/png;base64,...)", param, part);
+        return BAD(param, "%s[%zu].image_url: only data: URLs are accepted (dlm fetches nothing from the network)",
+                   param, part);
+    }
+    const char *b64 = strstr(url, ";base64,");
+    const char *comma = strchr(url, ',');
+    if (!b64 || b64 + 7 != comma)
+        return BAD(param, "%s[%zu].image_url: a data: URL must be base64 (data:image/png;base64,...)", param, part);
+    if (r->n_images == API_MAX_IMAGES)
+        return BAD(param, "%s: at most %d images per request", param, API_MAX_IMAGES);
+    b64 += 8;
+    size_t len = strlen(b64), got = 0;
+    unsigned char *buf = malloc(len / 4 * 3 + 3);
+    if (!buf) return api_error_set(err, 500, "server_error", NULL, NULL, "out of memory");
+    if (sodium_base642bin(buf, len / 4 * 3 + 3, b64, len, NULL, &got, NULL, sodium_base64_VARIANT_ORIGINAL) ||
+        !got) {
+        free(buf);
+        return BAD(param, "%s[%zu].image_url: the data: URL is not valid base64", param, part);
+    }
+    r->images[r->n_images++] = (api_image){buf, got, r->n_msgs, part};
+    return 0;
+}
+
 /* content: a string, or an array of {"type":"text","text":...} parts
- * (joined, as OpenAI does for text-only messages), and in the last user
- * message (ar non-NULL) input_audio parts. NULL on a bad shape. */
-static char *message_content(const json_t *c, api_error *err, const char *param, api_request *ar)
+ * (joined, as OpenAI does for text-only messages), image parts (into
+ * r->images) and, in the last user message (audio_ok), input_audio parts
+ * (into r->audio). NULL on a bad shape. */
+static char *message_content(const json_t *c, api_request *r, api_error *err, const char *param, int audio_ok)
 {
     if (json_is_string(c)) {
         char *s = dup_text(c);
@@ -127,17 +143,14 @@ static char *message_content(const json_t *c, api_error *err, const char *param,
             const json_t *iu = json_object_get(part, "image_url");
             const json_t *u = json_is_object(iu) ? json_object_get(iu, "url") : iu;
             const char *url = json_is_string(u) ? json_string_value(u) : "";
-            sb_free(&sb);
-            if (strncmp(url, "data:", 5))
-                BAD(param, "%s[%zu].image_url: only data: URLs are accepted (dlm fetches nothing from the network)",
-                    param, i);
-            else
-                BAD(param, "%s[%zu]: image parts are not supported yet: dlm serves text bases only (docs/images.md)",
-                    param, i);
-            return NULL;
+            if (take_image(url, i, r, err, param)) {
+                sb_free(&sb);
+                return NULL;
+            }
+            continue;
         }
         if (json_is_object(part) && json_is_string(ty) && !strcmp(json_string_value(ty), "input_audio")) {
-            if (audio_part(part, i, ar, err, param)) {
+            if (audio_part(part, i, audio_ok ? r : NULL, err, param)) {
                 sb_free(&sb);
                 return NULL;
             }
@@ -189,7 +202,8 @@ static int parse_messages(const json_t *ms, api_request *r, api_error *err)
         const json_t *c = json_object_get(m, "content");
         char cparam[48];
         snprintf(cparam, sizeof cparam, "%s.content", param);
-        char *content = message_content(c, err, cparam, i == n - 1 && !strcmp(norm, "user") ? r : NULL);
+        r->msgs[r->n_msgs].role = norm;   /* take_image reads it */
+        char *content = message_content(c, r, err, cparam, i == n - 1 && !strcmp(norm, "user"));
         if (!content) return -1;
         r->msgs[r->n_msgs].role = norm;
         r->msgs[r->n_msgs].content = content;

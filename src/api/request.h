@@ -6,11 +6,15 @@
  * parts) or prompt (a string or an array of one string), stream,
  * stream_options.include_usage, temperature [0, 5] and top_p (0, 1] (infer/sample.h, every front end's ranges),
  * max_tokens / max_completion_tokens (>= 1), stop (a string or up to 4),
- * seed, n (only 1). The last user message may hold OpenAI's audio parts,
+ * seed, n (only 1). Other fields are ignored, as OpenAI-compatible servers
+ * do. Image parts ({"type": "image_url", "image_url": {"url": ...}}) are
+ * taken from base64 data: URLs only (dlm fetches nothing from the network),
+ * at most API_MAX_IMAGES, in user messages (the server prompts them as
+ * `dlm prompt --image` does, each user turn's images before its text,
+ * docs/images.md). The last user message may hold OpenAI's audio parts,
  * {"type": "input_audio", "input_audio": {"data": BASE64, "format": "wav" |
  * "mp3"}} (at most API_MAX_AUDIO; the server answers such a request as
- * `dlm prompt --audio` does, docs/audio.md). Other fields are ignored, as OpenAI-compatible servers
- * do. Every failure fills an api_error: the HTTP status and an OpenAI-style
+ * `dlm prompt --audio` does, docs/audio.md). Every failure fills an api_error: the HTTP status and an OpenAI-style
  * error object (message, type, param, code). */
 #ifndef DLM_API_REQUEST_H
 #define DLM_API_REQUEST_H
@@ -23,6 +27,14 @@
 
 #define API_MAX_STOP 4
 #define API_MAX_MESSAGES 4096
+#define API_MAX_IMAGES 8
+
+typedef struct api_image {
+    unsigned char *data;          /* the decoded file */
+    size_t n;
+    size_t msg, part;             /* its message, and its index in that message's content */
+} api_image;
+
 #define API_MAX_AUDIO 8
 #define API_MAX_AUDIO_BYTES (32u << 20)
 
@@ -50,6 +62,8 @@ typedef struct api_request {
     uint64_t seed;
     api_audio audio[API_MAX_AUDIO];   /* the last user message's clips, in order */
     int n_audio;
+    api_image images[API_MAX_IMAGES];
+    int n_images;
 } api_request;
 
 typedef struct api_error {

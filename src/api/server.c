@@ -26,6 +26,7 @@
 #include "api/request.h"
 #include "decoder/kvpool.h"
 #include "infer/audio_prompt.h"
+#include "infer/vl_prompt.h"
 #include "infer/generate.h"
 #include "media/audio.h"
 #include "infer/sample.h"
@@ -57,6 +58,8 @@ struct job {
     /* scheduler only */
     int slot, n_fed, nh, n_gen, want_logits;
     int n_cached;                 /* prompt tokens reused from a cached slot */
+    vl_prompt *vp;                /* a request with images (infer/vl_prompt.h): its rows, or NULL */
+    kv_splice ks;                 /* this step's slice of them */
     /* shared, under srv->mu */
     strbuf gen;                   /* generated text; [0, ready) may be sent */
     size_t ready, sent;
@@ -76,6 +79,8 @@ typedef struct pool {
 typedef struct server {
     const api_opts *o;
     pthread_mutex_t mu, tok_mu;
+    pthread_mutex_t kern_mu;      /* kern's thread pool runs one job at a time: the decode steps and a
+                                   * request's vision tower (job_new) take turns */
     pthread_cond_t sched_cv;
     job *pending, *pending_tail;
     int n_pending, n_active, n_jobs, quit;
@@ -104,10 +109,18 @@ static void job_audio_free(job *j)
     j->n_wav = 0;
 }
 
+static void job_free_vl(job *j)
+{
+    if (j->vp) vl_prompt_free(j->vp);
+    free(j->vp);
+    j->vp = NULL;
+}
+
 static void job_unref(server *s, job *j)    /* with s->mu held */
 {
     if (--j->refs > 0) return;
     job_audio_free(j);
+    job_free_vl(j);
     free(j->hist);
     for (int i = 0; i < j->n_stop; i++) free(j->stop[i]);
     sb_free(&j->gen);
@@ -139,7 +152,10 @@ static int pool_ensure(server *s, int mi, dlm_err *e)
     pool *p = &s->pools[mi];
     if (p->kv) return 0;
     int n = s->o->parallel;
-    if (kv_pool_create(s->o->m, s->o->models[mi].l, n, s->o->n_ctx, N_BATCH, &p->kv, e)) return -1;
+    pthread_mutex_lock(&s->kern_mu);   /* its DoRA scales run on kern's pool */
+    int rc = kv_pool_create(s->o->m, s->o->models[mi].l, n, s->o->n_ctx, N_BATCH, &p->kv, e);
+    pthread_mutex_unlock(&s->kern_mu);
+    if (rc) return -1;
     p->toks = calloc((size_t)n, sizeof *p->toks);
     p->owner = calloc((size_t)n, sizeof *p->owner);
     p->used = calloc((size_t)n, sizeof *p->used);
@@ -157,8 +173,11 @@ static int admit(server *s, job *j, dlm_err *e)
     if (pool_ensure(s, j->model, e)) return -1;
     pool *p = &s->pools[j->model];
     int n = kv_pool_n_seq(p->kv), best = -1, best_l = -1, src = -1, src_l = 0;
-    int cap = j->n_prompt - 1;     /* the last prompt token is always fed, for its logits */
-    if (j->n_wav && cap > j->first_spliced) cap = j->first_spliced;   /* a clip's rows are not its token ids */
+    /* the last prompt token is always fed, for its logits; a prompt with
+     * images reuses nothing (its image tokens' ids say nothing of the image),
+     * one with audio nothing from its first clip on (likewise) */
+    int cap = j->vp ? 0 : j->n_prompt - 1;
+    if (j->n_wav && cap > j->first_spliced) cap = j->first_spliced;
     for (int i = 0; i < n; i++) {
         int l = lcp(p->toks[i], kv_pool_n_past(p->kv, i), j->hist, cap);
         if (p->owner[i]) {
@@ -187,6 +206,8 @@ static void release(server *s, job *j)
 {
     pool *p = &s->pools[j->model];
     if (j->slot >= 0) p->owner[j->slot] = NULL;
+    /* image rows in the cache: no later prompt may reuse them as a prefix */
+    if (j->slot >= 0 && j->vp) kv_pool_truncate(p->kv, j->slot, 0);
     j->slot = -1;
 }
 
@@ -257,9 +278,8 @@ static void *scheduler(void *arg)
     int *seq = malloc((size_t)P * sizeof(int)), *ntok = malloc((size_t)P * sizeof(int));
     const int32_t **toks = malloc((size_t)P * sizeof *toks);
     job **batch = malloc((size_t)P * sizeof *batch);
-    kv_splice *spl = malloc((size_t)P * sizeof *spl);
-    const kv_splice **spp = malloc((size_t)P * sizeof *spp);
-    if (!logits || !scratch || !seq || !ntok || !toks || !batch || !spl || !spp) abort();
+    const kv_splice **sps = malloc((size_t)P * sizeof *sps);
+    if (!logits || !scratch || !seq || !ntok || !toks || !batch || !sps) abort();
     dlm_err e;
     pthread_mutex_lock(&s->mu);
     for (;;) {
@@ -300,7 +320,9 @@ static void *scheduler(void *arg)
             job *j = batch[i];
             if (!j->n_wav || j->ap.emb || j->audio_failed) continue;
             err_clear(&e);
+            pthread_mutex_lock(&s->kern_mu);
             if (audio_prompt_embed(&j->ap, &s->af, (const float *const *)j->wx, j->wn, &e)) j->audio_failed = 1;
+            pthread_mutex_unlock(&s->kern_mu);
         }
 
         /* one step per pool (each model id has its own) */
@@ -311,16 +333,22 @@ static void *scheduler(void *arg)
                 job *j = batch[i];
                 if (j->model != mi || j->audio_failed) continue;
                 pool *p = &s->pools[mi];
-                spp[n] = NULL;
                 int at = kv_pool_n_past(p->kv, j->slot);
+                sps[n] = NULL;
                 if (j->n_fed < j->n_prompt) {
                     int c = j->n_prompt - j->n_fed;
                     if (c > N_BATCH) c = N_BATCH;
+                    if (j->vp) {   /* the prompt's image rows and M-RoPE positions from n_fed on */
+                        j->ks = (kv_splice){.embeds = j->vp->embeds, .embed_row = j->vp->row + j->n_fed,
+                                            .pos3 = j->vp->pos3 + j->n_fed, .pos3_stride = j->n_prompt,
+                                            .delta = j->vp->sp.delta};
+                        sps[n] = &j->ks;
+                    }
                     toks[n] = j->hist + j->n_fed;
                     ntok[n] = c;
-                    if (j->n_wav) {
-                        spl[n] = (kv_splice){j->ap.emb, j->ap.n_emb, j->ap.embed_row + j->n_fed};
-                        spp[n] = &spl[n];
+                    if (j->n_wav) {   /* the clips' rows from n_fed on (1-D positions) */
+                        j->ks = (kv_splice){.embeds = j->ap.emb, .embed_row = j->ap.embed_row + j->n_fed};
+                        sps[n] = &j->ks;
                     }
                     j->n_fed += c;
                     j->want_logits = j->n_fed == j->n_prompt;
@@ -331,15 +359,18 @@ static void *scheduler(void *arg)
                 }
                 memcpy(p->toks[j->slot] + at, toks[n], (size_t)ntok[n] * sizeof(int32_t));
                 /* spliced rows match no later prompt's tokens (prefix reuse) */
-                for (int k = 0; spp[n] && k < ntok[n]; k++)
-                    if (spp[n]->embed_row[k] >= 0) p->toks[j->slot][at + k] = -2;
+                for (int k = 0; j->n_wav && sps[n] && k < ntok[n]; k++)
+                    if (sps[n]->embed_row[k] >= 0) p->toks[j->slot][at + k] = -2;
                 seq[n] = j->slot;
                 batch[i]->n_fed = j->n_fed;
                 n++;
             }
             if (!n) continue;
             err_clear(&e);
-            if (kv_pool_eval_splice(s->pools[mi].kv, n, seq, toks, ntok, spp, logits, &e)) {
+            pthread_mutex_lock(&s->kern_mu);
+            int erc = kv_pool_eval_splice(s->pools[mi].kv, n, seq, toks, ntok, sps, logits, &e);
+            pthread_mutex_unlock(&s->kern_mu);
+            if (erc) {
                 failed = 1;
                 break;
             }
@@ -387,8 +418,7 @@ static void *scheduler(void *arg)
     free(ntok);
     free(toks);
     free(batch);
-    free(spl);
-    free(spp);
+    free(sps);
     return NULL;
 }
 
@@ -652,9 +682,41 @@ static job *job_new(server *s, const api_request *r, api_error *err)
     int rc;
     job au;   /* the audio part of the job, moved into it below */
     memset(&au, 0, sizeof au);
+    vl_prompt *vp = NULL;
     if (r->n_audio && job_audio(s, r, &au, err)) {
         job_audio_free(&au);
         return NULL;
+    }
+    if (r->n_images) {
+        /* images: the prompt `dlm prompt --image` builds (infer/vl_prompt.h) */
+        if (!o->m->cfg.vl) {
+            api_error_set(err, 400, "invalid_request_error", "messages", NULL,
+                          "image parts need a vision-language base; this server's base is a text model (docs/images.md)");
+            return NULL;
+        }
+        vl_image_in in[API_MAX_IMAGES];
+        char label[API_MAX_IMAGES][64];
+        int img_msg[API_MAX_IMAGES];
+        for (int i = 0; i < r->n_images; i++) {
+            snprintf(label[i], sizeof label[i], "messages[%zu].content[%zu]", r->images[i].msg, r->images[i].part);
+            in[i] = (vl_image_in){r->images[i].data, r->images[i].n, label[i]};
+            img_msg[i] = (int)r->images[i].msg;
+        }
+        vp = calloc(1, sizeof *vp);
+        vl_chat chat = {o->dialect, o->system_prompt, NULL};
+        pthread_mutex_lock(&s->kern_mu);
+        pthread_mutex_lock(&s->tok_mu);
+        rc = !vp || vl_prompt_build_msgs(o->m, o->t, &chat, r->msgs, r->n_msgs, img_msg, in, r->n_images, vp, &e);
+        pthread_mutex_unlock(&s->tok_mu);
+        pthread_mutex_unlock(&s->kern_mu);
+        if (rc) {
+            api_error_set(err, 400, "invalid_request_error", "messages", NULL, "%s", vp ? e.msg : "out of memory");
+            free(vp);
+            return NULL;
+        }
+        ids = vp->ids;
+        memset(&vp->ids, 0, sizeof vp->ids);
+        goto have_ids;
     }
     pthread_mutex_lock(&s->tok_mu);
     if (au.n_wav) {
@@ -680,6 +742,7 @@ static job *job_new(server *s, const api_request *r, api_error *err)
         job_audio_free(&au);
         return NULL;
     }
+have_ids:
     if ((int)ids.n >= o->n_ctx || ids.n == 0) {
         api_error_set(err, 400, "invalid_request_error", r->kind == API_CHAT ? "messages" : "prompt",
                       "context_length_exceeded",
@@ -687,6 +750,8 @@ static job *job_new(server *s, const api_request *r, api_error *err)
                       o->n_ctx, r->kind == API_CHAT ? "messages" : "prompt", ids.n);
         tok_ids_free(&ids);
         job_audio_free(&au);
+        if (vp) vl_prompt_free(vp);
+        free(vp);
         return NULL;
     }
     job *j = calloc(1, sizeof *j);
@@ -694,6 +759,8 @@ static job *job_new(server *s, const api_request *r, api_error *err)
         free(j);
         job_audio_free(&au);
         tok_ids_free(&ids);
+        if (vp) vl_prompt_free(vp);
+        free(vp);
         api_error_set(err, 500, "server_error", NULL, NULL, "out of memory");
         return NULL;
     }
@@ -704,6 +771,7 @@ static job *job_new(server *s, const api_request *r, api_error *err)
     memcpy(j->wn, au.wn, sizeof j->wn);
     j->n_wav = au.n_wav;
     j->first_spliced = au.first_spliced;
+    j->vp = vp;
     tok_ids_free(&ids);
     j->kind = r->kind;
     j->model = mi;
@@ -753,6 +821,7 @@ static int enqueue(server *s, job *j, api_error *err)
 static void job_discard(job *j)   /* never queued */
 {
     job_audio_free(j);
+    job_free_vl(j);
     free(j->hist);
     for (int i = 0; i < j->n_stop; i++) free(j->stop[i]);
     pthread_cond_destroy(&j->cv);
@@ -959,6 +1028,7 @@ int api_serve(const api_opts *o, dlm_err *e)
     }
     pthread_mutex_init(&s->mu, NULL);
     pthread_mutex_init(&s->tok_mu, NULL);
+    pthread_mutex_init(&s->kern_mu, NULL);
     pthread_cond_init(&s->sched_cv, NULL);
     int rc = -1;
     /* the default model's slots up front, so a bad size fails at start */
@@ -1030,6 +1100,7 @@ out_pools:
     if (s->have_af) audio_feat_close(&s->af);
     pthread_mutex_destroy(&s->mu);
     pthread_mutex_destroy(&s->tok_mu);
+    pthread_mutex_destroy(&s->kern_mu);
     pthread_cond_destroy(&s->sched_cv);
     return rc;
 }

@@ -15,6 +15,7 @@
 #include "infer/generate.h"
 #include "media/audio.h"
 #include "infer/target.h"
+#include "infer/vl_prompt.h"
 #include "kern/kern.h"
 #include "util/fs.h"
 #include "util/json.h"
@@ -25,6 +26,7 @@ typedef struct prompt_args {
     double temp, top_p, min_p, repeat;
     const char *base, *adapter, *mix, *gate, *backend;
     opt_list audio;
+    opt_list images;
 } prompt_args;
 
 static const opt OPTS[] = {
@@ -36,6 +38,7 @@ static const opt OPTS[] = {
     {"min-p", 0, OPT_DOUBLE, offsetof(prompt_args, min_p), "P", "min-p sampling, [0, 1] (0 = off)"},
     {"repeat-penalty", 0, OPT_DOUBLE, offsetof(prompt_args, repeat), "R", "repetition penalty, (0, 100] (1 = off)"},
     {"seed", 0, OPT_INT, offsetof(prompt_args, seed), "N", "sampling seed (42)"},
+    {"image", 0, OPT_LIST, offsetof(prompt_args, images), "FILE", "an image for a vision-language base (repeatable; docs/images.md)"},
     {"raw", 0, OPT_FLAG, offsetof(prompt_args, raw), NULL, "continue the text as is, no chat template"},
     {"adapter", 0, OPT_STR, offsetof(prompt_args, adapter), "NAME", "one adapter of training.adapters (default: all, equal weights)"},
     {"adapter-mix", 0, OPT_STR, offsetof(prompt_args, mix), "NAME:W,...", "named adapters with these weights (Σ wᵢ·sᵢ·BᵢAᵢ)"},
@@ -55,6 +58,10 @@ const cmd_spec spec_prompt = {
     "generate text with the document's trained adapter",
     "QUERY is one user turn rendered with the base's chat template and the document's\n"
     "system_prompt; '-' or no QUERY reads it from stdin. --raw continues plain text.\n"
+    "--image FILE (repeatable) prompts a vision-language base: with QUERY \"\" (or\n"
+    "--raw) as the original, the images' tokens and a newline, no chat template (the\n"
+    "model continues with a caption, as image sections train it); with a question,\n"
+    "one chat turn of the images then the question (as a Q/A after an image trains).\n"
     "--audio FILE (repeatable) puts each clip's <|AUDIO|> tokens in front of the query\n"
     "(\"<|AUDIO|>\\nQUERY\"), or where the query writes <|AUDIO|>, with no chat template,\n"
     "as the original and its training rows do.",
@@ -146,6 +153,8 @@ int cmd_prompt(int argc, char **argv, dlm_ctx *ctx)
         if (npos > 2) return cmd_usage_error(&spec_prompt, "too many arguments (quote the query)");
     }
     if (cmd_check_backend(&spec_prompt, a.backend)) return EXIT_USAGE;
+    if (a.audio.n && a.images.n)   /* as the original: one modality a prompt */
+        return cmd_usage_error(&spec_prompt, "--audio and --image are mutually exclusive");
     if (a.max_tokens < 1) return cmd_usage_error(&spec_prompt, "--max-tokens must be >= 1");
     if ((!isnan(a.temp) && cmd_check_sample(&spec_prompt, "--temp", "temperature", a.temp)) ||
         cmd_check_sample(&spec_prompt, "--top-p", "top_p", a.top_p) ||
@@ -228,10 +237,30 @@ int cmd_prompt(int argc, char **argv, dlm_ctx *ctx)
     audio_prompt ap;
     memset(&ap, 0, sizeof ap);
     session_splice sp;
+    memset(&sp, 0, sizeof sp);
+    vl_prompt vp;
+    memset(&vp, 0, sizeof vp);
     if (a.audio.n) {
         if (prompt_audio(&t, &a.audio, query, &ap, &e)) goto done;
         ids = ap.ids;   /* owned by ap */
         sp = audio_prompt_splice(&ap);
+    } else if (a.images.n || t.m->cfg.vl) {
+        /* a vision-language base takes images, and only with them (as the
+         * original: VL bases require --image, text bases refuse it) */
+        if (!a.images.n) {
+            err_set(&e, "PromptError", "%s is a vision-language base: give the image(s) to ask about", t.base_spec);
+            err_hint(&e, "dlm prompt %s --image FILE \"your question\" (\"\" continues with a caption)",
+                     doc ? doc : "--base B");
+            e.code = EXIT_USAGE;
+            goto done;
+        }
+        vl_chat chat = {a.raw ? NULL : t.dialect, t.system_prompt, t.store};
+        if (vl_prompt_build_files(t.m, t.t, &chat, query, a.images.v, a.images.n, &vp, &e)) {
+            if (!t.m->cfg.vl) e.code = EXIT_USAGE;
+            goto done;
+        }
+        ids = vp.ids;   /* vp owns them */
+        memset(&vp.ids, 0, sizeof vp.ids);
     } else if (a.raw) {
         if (tok_encode_append(t.t, query, strlen(query), TOK_PARSE_SPECIAL | TOK_ADD_SPECIAL, &ids, &e)) goto done;
     } else {
@@ -268,12 +297,13 @@ int cmd_prompt(int argc, char **argv, dlm_ctx *ctx)
     go.emit = a.json ? NULL : emit;
     go.emit_ctx = NULL;
     go.cancel = &g_cancel;
+    go.splice = vp.n_embeds ? &vp.sp : a.audio.n ? &sp : NULL;
     signal(SIGINT, on_int);
     out = malloc((size_t)a.max_tokens * sizeof(int32_t));
     int nout;
     int32_t stop;
     if (!out) { err_set(&e, "MemoryError", "out of memory"); goto done; }
-    if (generate_splice(s, t.t, ids.v, (int)ids.n, a.audio.n ? &sp : NULL, &go, out, &nout, &stop, &e)) goto done;
+    if (generate(s, t.t, ids.v, (int)ids.n, &go, out, &nout, &stop, &e)) goto done;
     if (a.json) {
         strbuf dec = STRBUF_INIT;
         tok_decode(t.t, out, (size_t)nout, 1, &dec);
@@ -282,6 +312,7 @@ int cmd_prompt(int argc, char **argv, dlm_ctx *ctx)
         for (size_t i = 0; i < ids.n; i++) json_array_append_new(pa, json_integer(ids.v[i]));
         json_t *j = json_pack("{s:s, s:o, s:o, s:o, s:i}", "text", sb_str(&dec), "tokens", arr, "prompt_tokens", pa,
                               "stop", stop >= 0 ? json_integer(stop) : json_null(), "adapter_version", t.version);
+        if (a.images.n) json_object_set_new(j, "images_from_cache", json_integer(vp.n_cached));
         if (used.n) {
             json_t *aw = json_object();
             for (int i = 0; i < used.n; i++) json_object_set_new(aw, used.names[i], json_real(used.w[i]));
@@ -302,6 +333,7 @@ done:
     if (rc == EXIT_FAIL) rc = cmd_fail(ctx, &e);
     free(out);
     session_free(s);
+    vl_prompt_free(&vp);
     if (a.audio.n) audio_prompt_free(&ap);
     else tok_ids_free(&ids);
     sb_free(&text);

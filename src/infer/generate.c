@@ -35,7 +35,8 @@ int generate_splice(session *s, tok *t, const int32_t *prompt, int n, const sess
     if (!logits || !scratch || !hist || !pend) { err_set(e, "MemoryError", "out of memory"); goto out; }
     memcpy(hist, prompt, (size_t)n * sizeof(int32_t));
     int nh = n;
-    if (sp ? session_eval_splice(s, prompt, n, sp, logits, 0, e) : session_eval(s, prompt, n, logits, 0, e)) goto out;
+    const session_splice *spl = sp ? sp : o->splice;
+    if (spl ? session_eval_splice(s, prompt, n, spl, logits, 0, e) : session_eval(s, prompt, n, logits, 0, e)) goto out;
     for (int i = 0; i < o->max_tokens; i++) {
         if (o->cancel && *o->cancel) break;
         /* ids the tokenizer does not know (embedding padding) are never drawn */

@@ -21,7 +21,12 @@
  *   activations    decoder_plan_parts: exactly what decoder_create allocates, by
  *                  purpose from fb's own carving (what the forward keeps,
  *                  attention scratch, LM-head buffers, backward scratch)
- *   batch buffers  4 int32 arrays of micro_batch × sequence
+ *   batch buffers  4 int32 arrays of micro_batch × sequence (a Qwen2-VL
+ *                  base: 4 more, the splice's embed_row and M-RoPE streams)
+ *   images         a Qwen2-VL base (run/vl_run.h): the frozen tower in f32
+ *                  with one image's activations (while the features are
+ *                  computed, before step 1; counted as resident) and every
+ *                  image's features, n image tokens × d_model f32
  *
  * `train` allocates these buffers once, before step 1 (nothing is allocated
  * in the step loop), so the plan is both the OOM guard and the prediction
@@ -81,6 +86,10 @@ typedef struct plan_in {
      * copy, one 30 s forward's buffers, and the clips' projected rows the
      * dataset holds (0 without audio) */
     uint64_t audio_encoder_bytes, audio_scratch_bytes, audio_feature_bytes;
+    int vl_images;              /* a Qwen2-VL base: distinct images of the document (0 = none) */
+    int64_t vl_image_tokens;    /* their image tokens (the features' rows) */
+    uint64_t vl_tower_bytes;    /* the tower in f32 + the largest image's activations */
+    uint64_t vl_feature_bytes;  /* the features, image tokens × d_model f32 */
 } plan_in;
 
 #define PLAN_MAX_ITEMS 24

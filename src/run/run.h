@@ -67,6 +67,13 @@ typedef struct run {
     float *aemb;
     int n_aemb;
     int32_t *antok, audio_token, *bemb;
+    /* a Qwen2-VL base (run/vl_run.h): the images, their features, the
+     * batches' splice buffers; vl.images NULL on a text base */
+    ds_vl vl;
+    ds_image *vl_images;
+    float *vl_feat;
+    int32_t *brow, *bpos3;
+    int vl_cached;                  /* images whose features came from the vl-cache */
     int *items;
     optim_config optim;
     int64_t total, start_step, steps_done, t_offset, save_every, eval_every, best_step;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "util/hash.h"
+#include "vision/mrope.h"
 #include "util/rng.h"
 #include "util/str.h"
 
@@ -262,6 +263,134 @@ static int audio_row(dataset *d, const dlm_doc *doc, const doc_section *s, int i
     return 0;
 }
 
+static int find_image(const ds_vl *vl, const doc_section *s, dlm_err *e)
+{
+    int k = 0;
+    while (k < vl->n_images && strcmp(vl->images[k].sha, s->media_blob_sha)) k++;
+    if (k == vl->n_images)
+        return err_set(e, "DatasetError", "image section '%s' has no prepared image (blob %.12s)", s->media_path,
+                       s->media_blob_sha);
+    return k;
+}
+
+/* rb's one image token (the rendered text's) becomes the image's n_tok
+ * tokens, without a loss; -1 when there is not exactly one */
+static int expand_image(rowbuf *rb, int32_t image_id, int n_tok)
+{
+    size_t at = rb->ids.n, cnt = 0;
+    for (size_t i = 0; i < rb->ids.n; i++)
+        if (rb->ids.v[i] == image_id) { at = i; cnt++; }
+    if (cnt != 1) return -1;
+    size_t n = rb->ids.n, tail = n - at - 1;
+    for (int i = 1; i < n_tok; i++)
+        if (push_id(rb, image_id, 0)) return -1;
+    memmove(rb->ids.v + at + n_tok, rb->ids.v + at + 1, tail * sizeof(int32_t));
+    memmove(rb->train + at + n_tok, rb->train + at + 1, tail);
+    for (int i = 0; i < n_tok; i++) {
+        rb->ids.v[at + i] = image_id;
+        rb->train[at + i] = 0;
+    }
+    return 0;
+}
+
+/* The Q/A pairs of an instruction section that follows image section im
+ * (dataset.h): the user turn is the image then the question. */
+static int add_image_qa(dataset *d, const doc_section *s, const doc_section *im, int replay, tok *t,
+                        const chat_dialect *dialect, const ds_opts *o, rowbuf *rb, strbuf *sb, dlm_err *e)
+{
+    const ds_vl *vl = o->vl;
+    int k = find_image(vl, im, e);
+    if (k < 0) return -1;
+    size_t l0, l1, l2;
+    const char *t0 = tok_token_bytes(t, vl->vision_start_id, &l0), *t1 = tok_token_bytes(t, vl->image_id, &l1),
+               *t2 = tok_token_bytes(t, vl->vision_end_id, &l2);
+    if (!t0 || !t1 || !t2) return err_set(e, "DatasetError", "the tokenizer has no text for the vision tokens");
+    strbuf q = STRBUF_INIT;
+    int rc = -1;
+    for (int p = 0; p < s->n_pairs; p++) {
+        int val = !replay && dataset_is_val(o->seed, s->id, p, o->val_frac < 0 ? DS_VAL_FRAC : o->val_frac);
+        sb_reset(&q);
+        sb_append(&q, t0, l0);
+        sb_append(&q, t1, l1);
+        sb_append(&q, t2, l2);
+        sb_puts(&q, s->pairs[p].question);
+        if (q.oom) { err_set(e, "MemoryError", "out of memory"); goto out; }
+        chat_msg msgs[2] = {{"user", q.buf}, {"assistant", s->pairs[p].answer}};
+        chat_span span;
+        size_t nsp = 0;
+        sb_reset(sb);
+        if (chat_render(dialect, o->system_prompt, msgs, 2, 0, sb, &span, &nsp, e)) goto out;
+        if (nsp != 1) { err_set(e, "DatasetError", "chat template gave no assistant turn"); goto out; }
+        rb->ids.n = 0;
+        uint8_t all = o->loss_on_all ? 1 : 0;
+        if (encode_seg(t, rb, sb->buf, span.start, all, e) ||
+            encode_seg(t, rb, sb->buf + span.start, span.turn_end - span.start, 1, e) ||
+            encode_seg(t, rb, sb->buf + span.turn_end, sb->len - span.turn_end, all, e))
+            goto out;
+        if (expand_image(rb, vl->image_id, vl->images[k].n_tok)) {
+            err_set(e, "DatasetError", "the Q/A about image '%s' does not render its image token once (section line %d)",
+                    im->media_path, s->line);
+            goto out;
+        }
+        int n = (int)rb->ids.n;
+        if (n - 1 > o->seq_len || n - 1 > DS_IMAGE_ROW_MAX) {
+            err_set(e, "DatasetError", "a Q/A about image '%s' needs %d tokens (%d for the image), more than "
+                    "sequence_len %d", im->media_path, n - 1, vl->images[k].n_tok, o->seq_len);
+            err_hint(e, "raise training.sequence_len (a row with an image is never cut)");
+            goto out;
+        }
+        int before = d->n_items;
+        if (add_row(d, rb->ids.v, rb->train, n, o->seq_len, s->id, p, val, replay)) {
+            err_set(e, "MemoryError", "out of memory");
+            goto out;
+        }
+        if (d->n_items > before) d->items[before].image = k + 1;
+        if (replay) d->rows_replay++; else d->rows_instr++;
+        d->rows_image_qa++;
+        if (val) d->val_msg_rows++; else d->train_msg_rows++;
+    }
+    rc = 0;
+out:
+    sb_free(&q);
+    return rc;
+}
+
+/* An image section's row (dataset.h): its grid from o->vl by blob. */
+static int add_image(dataset *d, const doc_section *s, int replay, tok *t, const ds_opts *o, rowbuf *rb, dlm_err *e)
+{
+    const ds_vl *vl = o->vl;
+    int k = find_image(vl, s, e);
+    if (k < 0) return -1;
+    rb->ids.n = 0;
+    for (int i = 0; i < vl->images[k].n_tok; i++)
+        if (push_id(rb, vl->image_id, 0)) return err_set(e, "MemoryError", "out of memory");
+    size_t b, en;
+    strip(s->content, s->content_len, &b, &en);
+    /* "\n" + caption, encoded as one text (the original's f"{image_token}\n{caption}") */
+    char *cap = malloc(en - b + 2);
+    if (!cap) return err_set(e, "MemoryError", "out of memory");
+    cap[0] = '\n';
+    memcpy(cap + 1, s->content + b, en - b);
+    int rc = encode_seg(t, rb, cap, en - b + 1, 1, e);
+    free(cap);
+    if (rc) return -1;
+    if (tok_eos(t) >= 0 && push_id(rb, tok_eos(t), 1)) return err_set(e, "MemoryError", "out of memory");
+    int n = (int)rb->ids.n;
+    if (n - 1 > o->seq_len || n - 1 > DS_IMAGE_ROW_MAX) {
+        err_set(e, "DatasetError", "image section '%s' needs %d tokens (%d for the image), more than sequence_len %d",
+                s->media_path, n - 1, vl->images[k].n_tok, o->seq_len);
+        return err_hint(e, "raise training.sequence_len (an image row is never cut: its tokens belong to the image)");
+    }
+    int val = !replay && dataset_is_val(o->seed, s->id, 0, o->val_frac < 0 ? DS_VAL_FRAC : o->val_frac);
+    int before = d->n_items;
+    if (add_row(d, rb->ids.v, rb->train, n, o->seq_len, s->id, 0, val, replay))
+        return err_set(e, "MemoryError", "out of memory");
+    if (d->n_items > before) d->items[before].image = k + 1;
+    d->rows_image++;
+    if (val) d->val_text_rows++; else d->train_text_rows++;
+    return 0;
+}
+
 static int add_sections(dataset *d, const dlm_doc *doc, int replay, tok *t, const chat_dialect *dialect,
                         const ds_opts *o, rowbuf *rb, strbuf *sb, dlm_err *e)
 {
@@ -306,6 +435,11 @@ static int add_sections(dataset *d, const dlm_doc *doc, int replay, tok *t, cons
             break;
         }
         case DOC_INSTRUCTION: {
+            const doc_section *prev = i > 0 ? doc_section_at(doc, i - 1) : NULL;
+            if (o->vl && prev && prev->type == DOC_IMAGE) {   /* Q/A about the image before it */
+                if (add_image_qa(d, s, prev, replay, t, dialect, o, rb, sb, e)) goto fail;
+                break;
+            }
             int hit = cache_rows(o, s, s->n_pairs, &cr);
             if (hit < 0) goto oom;
             for (int k = 0; k < s->n_pairs; k++) {
@@ -345,6 +479,10 @@ static int add_sections(dataset *d, const dlm_doc *doc, int replay, tok *t, cons
             if (o->no_mined && s->auto_mined) break;   /* train --no-mined */
             if (!replay) d->n_pref_triples += s->n_triples;
             break;
+        case DOC_IMAGE:
+            if (!o->vl) goto refuse;
+            if (add_image(d, s, replay, t, o, rb, e)) goto fail;
+            break;
         case DOC_AUDIO:
             if (o->audio_ntok && !replay) {
                 if (audio_row(d, doc, s, i, t, o, rb, emb_off, e)) goto fail;
@@ -352,10 +490,10 @@ static int add_sections(dataset *d, const dlm_doc *doc, int replay, tok *t, cons
                 break;
             }
             if (replay) break;   /* a replayed clip's rows are not in this run's table */
-            /* fall through */
-        case DOC_IMAGE:
-            err_at(e, "ModalityError", doc_path(doc), s->line, 1, "%s sections cannot be trained: dlm trains text%s bases only",
-                   doc_section_type_name(s->type), s->type == DOC_IMAGE ? " and audio" : "");
+        refuse:
+            err_at(e, "ModalityError", doc_path(doc), s->line, 1, "%s sections cannot be trained on this base%s",
+                   doc_section_type_name(s->type), s->type == DOC_IMAGE ? " (images train on a Qwen2-VL base)"
+                                                                        : " (audio trains on a Qwen2-Audio base)");
             return err_hint(e, "remove the section or move its content into prose");
         }
     }
@@ -420,13 +558,19 @@ static int conv_row(dataset *d, tok *t, const chat_dialect *dialect, const ds_op
     return 0;   /* not even one earlier turn fits: the single-turn row stands alone */
 }
 
+/* Section i is a Q/A about the image before it (add_image_qa). */
+static int about_image(const dlm_doc *doc, int i, const ds_opts *o)
+{
+    return o->vl && i > 0 && doc_section_at(doc, i - 1)->type == DOC_IMAGE;
+}
+
 static int add_conversations(dataset *d, const dlm_doc *doc, tok *t, const chat_dialect *dialect, const ds_opts *o,
                              rowbuf *rb, strbuf *sb, dlm_err *e)
 {
     int n = 0;
     for (int i = 0; i < doc_nsections(doc); i++) {
         const doc_section *s = doc_section_at(doc, i);
-        if (s->type == DOC_INSTRUCTION) n += s->n_pairs;
+        if (s->type == DOC_INSTRUCTION && !about_image(doc, i, o)) n += s->n_pairs;
     }
     if (n < 2) return 0;
     /* the split dataset_build decides: with training.val_frac null a small
@@ -439,7 +583,7 @@ static int add_conversations(dataset *d, const dlm_doc *doc, tok *t, const chat_
     int np = 0;
     for (int i = 0; i < doc_nsections(doc); i++) {
         const doc_section *s = doc_section_at(doc, i);
-        if (s->type != DOC_INSTRUCTION) continue;
+        if (s->type != DOC_INSTRUCTION || about_image(doc, i, o)) continue;
         for (int k = 0; k < s->n_pairs; k++)
             if (!dataset_is_val(o->seed, s->id, k, frac)) pool[np++] = (qa_ref){&s->pairs[k], s->id, k};
     }
@@ -465,6 +609,7 @@ int dataset_build(const dlm_doc *doc, const dlm_doc *replay, tok *t, const chat_
     *out = NULL;
     dataset *d = calloc(1, sizeof *d);
     if (!d) return err_set(e, "MemoryError", "out of memory");
+    d->vl = o->vl;
     rowbuf rb = {{0}, NULL, 0};
     strbuf sb = STRBUF_INIT;
     int rc = add_sections(d, doc, 0, t, dialect, o, &rb, &sb, e);
@@ -474,13 +619,14 @@ int dataset_build(const dlm_doc *doc, const dlm_doc *replay, tok *t, const chat_
     free(rb.train);
     sb_free(&sb);
     if (rc) { dataset_free(d); return -1; }
-    if (d->rows_weight_dropped && !d->rows_prose && !d->rows_instr && !d->rows_replay && !d->n_pref_triples) {
+    if (d->rows_weight_dropped && !d->rows_prose && !d->rows_instr && !d->rows_replay && !d->n_pref_triples &&
+        !d->rows_image) {
         dataset_free(d);
         err_set(e, "DatasetError", "weights dropped every row");
         return err_hint(e, "check the `weights` of the .dlm/training.yaml files for zeros across all tag values");
     }
     d->val_frac = o->val_frac < 0 ? DS_VAL_FRAC : o->val_frac;
-    if (o->val_frac < 0 && d->rows_prose + d->rows_instr < DS_VAL_MIN_ROWS) {
+    if (o->val_frac < 0 && d->rows_prose + d->rows_instr + d->rows_image < DS_VAL_MIN_ROWS) {
         /* auto and a small document: every row trains (dataset.h) */
         for (int i = 0; i < d->n_items; i++) d->items[i].val = 0;
         d->train_text_rows += d->val_text_rows;
@@ -631,6 +777,43 @@ int dataset_fill_audio(const dataset *d, const int *items, int n, const float *e
     b->n_embeds = n_emb;
     b->embed_row = embed_row;
     return spliced;
+}
+
+int dataset_fill_vl(const dataset *d, const int *items, int n, int packing, int B_cap, int T_cap, int32_t *toks,
+                    int32_t *tgts, int32_t *pos, int32_t *seg, int32_t *embed_row, int32_t *pos3, const float *feats,
+                    token_batch *b, int64_t *n_loss)
+{
+    if (dataset_fill(d, items, n, packing, B_cap, T_cap, toks, tgts, pos, seg, b, n_loss)) return -1;
+    const ds_vl *vl = d->vl;
+    if (!vl) return 0;
+    int64_t N = (int64_t)b->B * b->T;
+    for (int64_t i = 0; i < N; i++) {
+        embed_row[i] = -1;
+        for (int s = 0; s < 3; s++) pos3[s * N + i] = pos[i];
+    }
+    /* each image item: its rows of features, and get_rope_index's
+     * positions over the item (which starts at position 0, as pos does) */
+    for (int64_t i = 0; i < N;) {
+        if (pos[i] != 0 || seg[i] < 0 || !d->items[items[seg[i]]].image) { i++; continue; }
+        const ds_item *it = &d->items[items[seg[i]]];
+        const ds_image *im = &vl->images[it->image - 1];
+        static _Thread_local int32_t p3[3 * DS_IMAGE_ROW_MAX];   /* one item's [3][len], no allocation */
+        int len = it->len;
+        int64_t delta;
+        if (len > DS_IMAGE_ROW_MAX || qwen2vl_rope_index(toks + i, len, vl->image_id, (const int (*)[3])im->grid, 1, vl->merge,
+                                             p3, &delta, NULL))
+            return -1;
+        for (int k = 0, r = 0; k < len; k++) {
+            for (int s = 0; s < 3; s++) pos3[s * N + i + k] = p3[s * len + k];
+            if (toks[i + k] == vl->image_id) embed_row[i + k] = (int32_t)(im->row0 + r++);
+        }
+        i += len;
+    }
+    b->embeds = feats;
+    b->embed_row = embed_row;
+    b->n_embeds = (int)vl->n_rows;
+    b->pos3 = pos3;
+    return 0;
 }
 
 /* ---- preference pairs ------------------------------------------------------ */

@@ -10,6 +10,17 @@
  *                  its other training pairs; loss on the last assistant
  *                  turn only (or on all with loss_on: all)
  *   preference   → kept aside for the preference phase (not SFT)
+ *   image        → on a vision-language base (ds_opts.vl, docs/images.md),
+ *                  the original's `<image>\n<caption>` row: the image's
+ *                  tokens, then "\n" + caption + EOS with the loss on the
+ *                  caption (from "\n" on); never cut into windows
+ *   Q/A after an image → on a vision-language base, an instruction section
+ *                  that directly follows an image section asks about that
+ *                  image: each user turn's content is the image
+ *                  (<|vision_start|><|image_pad|><|vision_end|>, the
+ *                  Qwen2-VL template's image item) then the question; loss
+ *                  as any Q/A pair; never cut into windows; left out of the
+ *                  multi-turn rows
  *   audio        → on an audio-language base (ds_opts.audio_ntok): the
  *                  original's "<|AUDIO|>\n<transcript>" with the placeholder
  *                  expanded to the clip's n tokens, as the processor does:
@@ -21,7 +32,7 @@
  *                  (vision/audio_feat.h), which dataset_fill hands to the
  *                  batch as embed_row. A row longer than sequence_len is
  *                  refused (a window without its clip teaches nothing).
- *   image        → refused (dlm trains text and audio bases)
+ *   image/audio  → refused otherwise
  *
  * A row longer than sequence_len becomes several windows (never truncated);
  * each window is an *item*. Items are split train/validation by the spec's
@@ -50,7 +61,27 @@ typedef struct ds_item {
     uint8_t val;            /* in the validation split */
     uint8_t replay;         /* from the replay corpus */
     int32_t emb_off, n_emb; /* an audio row: inputs 0..n_emb-1 are rows emb_off.. of the clips' table; n_emb 0 = none */
+    int32_t image;          /* 1 + the index of its image in ds_opts.vl, 0 = a text item */
 } ds_item;
+
+/* The images of a document on a vision-language base (Qwen2-VL), prepared
+ * by the trainer (run/vl_run.c): per distinct blob, its grid in patches and
+ * its rows in the features array the batches point into. */
+typedef struct ds_image {
+    char sha[65];           /* the blob */
+    int grid[3];            /* image_grid_thw */
+    int n_tok;              /* image tokens: t·h·w / merge² */
+    int64_t row0;           /* its first row in the features */
+} ds_image;
+#define DS_IMAGE_ROW_MAX 32768   /* tokens of an image row, image included */
+typedef struct ds_vl {
+    int32_t image_id;       /* the image token */
+    int32_t vision_start_id, vision_end_id;   /* around an image in a chat turn */
+    int merge;
+    const ds_image *images;
+    int n_images;
+    int64_t n_rows;         /* rows of features in all */
+} ds_vl;
 
 typedef struct dataset {
     int32_t *tok, *tgt;     /* concatenated items: inputs and next-token targets (-1 = no loss) */
@@ -74,6 +105,9 @@ typedef struct dataset {
     int val_off_small;
     int val_all_in;         /* every row fell into the split: they train instead, no validation */
     int rows_conv;          /* multi-turn rows (training.multi_turn); not in train_msg_rows */
+    int rows_image;         /* image rows (ds_opts.vl); counted as text rows for the split and CPT */
+    int rows_image_qa;      /* Q/A rows about an image (counted in rows_instr too) */
+    const ds_vl *vl;        /* ds_opts.vl */
     int rows_conv_short;    /* of them, with fewer earlier turns than drawn (sequence_len) */
     int32_t pad_id;
     int *perm;              /* [n_train] this epoch's order (allocated at build) */
@@ -107,6 +141,7 @@ typedef struct ds_opts {
      * NULL: audio sections are refused. */
     const int32_t *audio_ntok;
     int32_t audio_token;
+    const ds_vl *vl;                 /* a vision-language base's images, or NULL (image sections refused) */
 } ds_opts;
 
 /* Sections of the document, then the replay sections (already sampled; a
@@ -143,6 +178,13 @@ int dataset_fill(const dataset *d, const int *items, int n, int packing, int B_c
  * text batch, embed_row unused). */
 int dataset_fill_audio(const dataset *d, const int *items, int n, const float *emb,
                        int n_emb, int32_t *embed_row, token_batch *b);
+/* dataset_fill, then the splice of a vision-language dataset (d->vl): the
+ * image tokens' rows of features (embed_row [B_cap*T_cap]) and every row's
+ * M-RoPE positions (pos3 [3*B_cap*T_cap]; each item's from 0, as pos).
+ * feats: [d->vl->n_rows][d_model]. Without d->vl it is dataset_fill. */
+int dataset_fill_vl(const dataset *d, const int *items, int n, int packing, int B_cap, int T_cap, int32_t *toks,
+                    int32_t *tgts, int32_t *pos, int32_t *seg, int32_t *embed_row, int32_t *pos3, const float *feats,
+                    token_batch *b, int64_t *n_loss);
 
 /* ---- preference pairs ------------------------------------------------------
  * Each triple of the document's preference sections becomes two sequences,

@@ -47,6 +47,7 @@ typedef struct pipeline_in {
     const char *tok_sha256;         /* with cache: tok_source_sha256 of the base */
     const int32_t *audio_ntok;      /* an audio-language base: ds_opts.audio_ntok, else NULL */
     int32_t audio_token;
+    const ds_vl *vl;                /* a vision-language base's images (run/vl_run.c), or NULL */
 } pipeline_in;
 
 typedef struct pipeline {

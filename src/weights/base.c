@@ -8,13 +8,14 @@
 
 #include "util/fs.h"
 #include "util/log.h"
+#include "weights/model.h"
 
 int base_arch_supported(const char *a)
 {
     return a && (!strcmp(a, "LlamaForCausalLM") || !strcmp(a, "MistralForCausalLM") || !strcmp(a, "Qwen2ForCausalLM") ||
                  !strcmp(a, "Qwen3ForCausalLM") || !strcmp(a, "Olmo2ForCausalLM") || !strcmp(a, "SmolLM3ForCausalLM") ||
                  !strcmp(a, "Gemma2ForCausalLM") || !strcmp(a, "MixtralForCausalLM") || !strcmp(a, "Phi3ForCausalLM") ||
-                 !strcmp(a, "Qwen2AudioForConditionalGeneration"));
+                 !strcmp(a, "Qwen2VLForConditionalGeneration") || !strcmp(a, "Qwen2AudioForConditionalGeneration"));
 }
 
 static char g_tiny[4096];
@@ -24,7 +25,7 @@ void base_set_tiny_path(const char *path) { snprintf(g_tiny, sizeof g_tiny, "%s"
 /* What each registry architecture still lacks in dlm's decoder, so a refusal
  * says why rather than only "unsupported". */
 static const struct { const char *arch, *missing; } ARCH_GAPS[] = {
-    {"Mistral3ForConditionalGeneration", "a vision encoder (dlm trains text bases only)"},
+    {"Mistral3ForConditionalGeneration", "a vision encoder (dlm trains text bases, Qwen2-VL and Qwen2-Audio only)"},
 };
 
 int base_check_runnable(const base_ref *ref, dlm_err *e)
@@ -41,6 +42,26 @@ int base_check_runnable(const base_ref *ref, dlm_err *e)
                 ref->entry->hf_id, a ? a : "unknown architecture");
     return err_hint(e, "dlm runs llama, mistral, mixtral, qwen2, qwen3, olmo2, smollm3, gemma2 and phi3 architectures, e.g. smollm2-135m, "
                        "qwen2.5-0.5b, qwen3-1.7b, llama-3.2-1b (dlm init --base KEY)");
+}
+
+int base_vl_kind(const char *spec)
+{
+    base_ref b;
+    dlm_err ignore;
+    if (!spec || registry_parse_base(spec, &b, &ignore)) return 0;
+    if (b.kind == BASE_REGISTRY) {
+        if (b.entry->modality != REG_VISION) return 0;
+        return b.entry->architecture && !strcmp(b.entry->architecture, "Qwen2VLForConditionalGeneration") ? VL_QWEN2 : -1;
+    }
+    if (b.kind != BASE_PATH) return 0;
+    char p[4200], *txt = NULL;
+    size_t n;
+    model_config c;
+    if (!fs_join(p, sizeof p, b.path, "config.json") || !fs_is_file(p) || fs_read_all(p, 16u << 20, &txt, &n, NULL))
+        return 0;
+    int r = model_config_parse(txt, n, p, &c, &ignore) ? 0 : c.vl;
+    free(txt);
+    return r;
 }
 
 int base_tiny_path(char *out, size_t cap, dlm_err *e)

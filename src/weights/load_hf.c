@@ -48,7 +48,17 @@ typedef struct hf_ctx {
 
 static const st_tensor *find_st(const hf_ctx *h, const char *name)
 {
-    if (!h->pre_model) return st_find(h->st, name);
+    if (!h->pre_model) {
+        const st_tensor *t = st_find(h->st, name);
+        /* transformers 5 saves a vision-language model's text model under
+         * model.language_model. (the hub's Qwen2-VL checkpoints: model.) */
+        if (!t && !strncmp(name, "model.", 6)) {
+            char alt[512];
+            if ((size_t)snprintf(alt, sizeof alt, "model.language_model.%s", name + 6) < sizeof alt)
+                t = st_find(h->st, alt);
+        }
+        return t;
+    }
     char n[512];
     if (!strncmp(name, "model.", 6)) snprintf(n, sizeof n, "%s%s", h->pre_model, name + 6);
     else if (!strncmp(name, "lm_head.", 8)) snprintf(n, sizeof n, "%s%s", h->pre_head, name + 8);

@@ -128,5 +128,5 @@ expect_fail "audio 'junk.wav': .*not an audio file" "$DLM" prompt doc.dlm --audi
 expect_fail "\-\-audio needs an audio-language base; tiny is a text base" "$DLM" prompt --base tiny --audio clips/c0.wav "x"
 expect_fail "the prompt holds 1 <|AUDIO|> placeholder(s) for 2 audio clip(s)" \
     "$DLM" prompt doc.dlm --audio clips/c0.wav --audio clips/c1.wav "<|AUDIO|> x"
-expect_fail "prompt --image (the original's option) is not supported" "$DLM" prompt doc.dlm --audio clips/c0.wav --image a.png "x"
+expect_fail "\-\-audio and \-\-image are mutually exclusive" "$DLM" prompt doc.dlm --audio clips/c0.wav --image a.png "x"
 echo ok
