@@ -626,7 +626,7 @@ static int job_audio(server *s, const api_request *r, job *a, api_error *err)
     const api_opts *o = s->o;
     if (!s->have_af)
         return api_error_set(err, 400, "invalid_request_error", "messages", "audio_not_supported",
-                             "input_audio parts need an audio-language base; %s is a text base",
+                             "input_audio parts need an audio-language base; %s is not one",
                              o->base_name ? o->base_name : "the served base");
     for (int i = 0; i < r->n_audio; i++) {
         const char *td = getenv("TMPDIR");

@@ -94,7 +94,7 @@ static char *read_stdin(void)
 static int prompt_audio(const infer_target *t, const opt_list *files, const char *query, audio_prompt *ap, dlm_err *e)
 {
     if (!t->m->cfg.audio) {
-        err_set(e, "ModalityError", "--audio needs an audio-language base; %s is a text base", t->base_spec);
+        err_set(e, "ModalityError", "--audio needs an audio-language base; %s is not one", t->base_spec);
         return err_hint(e, "prompt an audio document (base_model: qwen2-audio-7b-instruct), or leave --audio out");
     }
     audio_feat af;

@@ -384,7 +384,7 @@ static int save_conv(const repl *r, const char *path, dlm_err *e)
 static int queue_audio(repl *r, const char *file, dlm_err *e)
 {
     if (!r->t.m->cfg.audio) {
-        err_set(e, "ModalityError", "/audio needs an audio-language base; %s is a text base", r->t.base_spec);
+        err_set(e, "ModalityError", "/audio needs an audio-language base; %s is not one", r->t.base_spec);
         return err_hint(e, "open an audio document (base_model: qwen2-audio-7b-instruct)");
     }
     if (r->n_pend == 8) return err_set(e, "ReplError", "8 clips are queued already; ask about them first");

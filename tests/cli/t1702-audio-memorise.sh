@@ -54,7 +54,7 @@ grep -aq "^ reads the document" repl.txt || fail "repl answer: $(cat repl.txt)"
 grep -aq "^user: \[audio clips/c3.wav\] the model" repl.txt || fail "repl history: $(cat repl.txt)"
 grep -aq "audio 'nope.wav': cannot open" repl.txt || fail "repl missing file: $(cat repl.txt)"
 printf '/audio clips/c3.wav\n' | "$DLM" repl --base tiny > repl2.txt 2>&1
-grep -q "/audio needs an audio-language base; tiny is a text base" repl2.txt || fail "repl text base: $(cat repl2.txt)"
+grep -q "/audio needs an audio-language base; tiny is not one" repl2.txt || fail "repl text base: $(cat repl2.txt)"
 
 # dlm api: OpenAI input_audio parts (base64 WAV) answered as prompt --audio answers them
 pid=
@@ -115,7 +115,7 @@ st=$(post bad4.json); [ "$st" = 400 ] && grep -q "accepted in the last user mess
 stop
 # a text base refuses an audio part
 serve --base tiny
-st=$(post r0.json); [ "$st" = 400 ] && grep -q "input_audio parts need an audio-language base; tiny is a text base" body.json ||
+st=$(post r0.json); [ "$st" = 400 ] && grep -q "input_audio parts need an audio-language base; tiny is not one" body.json ||
     fail "text base: $st $(cat body.json)"
 stop
 
@@ -125,7 +125,7 @@ expect_fail() { local pat=$1; shift; set +e; out=$("$@" 2>&1); rc=$?; set -e
 expect_fail "audio 'nope.wav': cannot open" "$DLM" prompt doc.dlm --audio nope.wav "x"
 echo "not audio" > junk.wav
 expect_fail "audio 'junk.wav': .*not an audio file" "$DLM" prompt doc.dlm --audio junk.wav "x"
-expect_fail "\-\-audio needs an audio-language base; tiny is a text base" "$DLM" prompt --base tiny --audio clips/c0.wav "x"
+expect_fail "\-\-audio needs an audio-language base; tiny is not one" "$DLM" prompt --base tiny --audio clips/c0.wav "x"
 expect_fail "the prompt holds 1 <|AUDIO|> placeholder(s) for 2 audio clip(s)" \
     "$DLM" prompt doc.dlm --audio clips/c0.wav --audio clips/c1.wav "<|AUDIO|> x"
 expect_fail "\-\-audio and \-\-image are mutually exclusive" "$DLM" prompt doc.dlm --audio clips/c0.wav --image a.png "x"
