@@ -23,6 +23,7 @@ from safetensors.torch import save_file
 from transformers import AutoTokenizer, Qwen2AudioForConditionalGeneration, Qwen2AudioProcessor, WhisperFeatureExtractor
 
 torch.set_num_threads(1)
+torch.manual_seed(1702)   # PEFT draws lora_A from torch's global generator
 d = sys.argv[1]
 base = os.path.join(d, "base")
 w = wave.open(os.path.join(d, "a.wav"))
