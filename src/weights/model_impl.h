@@ -61,7 +61,6 @@ typedef struct loader {
 int model_build(loader *L);
 
 int model_load_hf(const char *dir, model *m, dlm_err *e);
-
 int model_load_gguf(const char *path, model *m, dlm_err *e);
 
 /* half floats, private to the loader (kern has the fast ones) */
