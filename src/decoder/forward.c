@@ -484,7 +484,7 @@ static void embed(decoder *d, const int32_t *tokens, int N, float *X0)
         if (t < 0 || t >= d->V) t = 0; /* ids are validated by the data layer and session_eval */
         kern_dequant_row(E->type, (const char *)E->data + (size_t)t * E->row_bytes, X0 + (size_t)n * d->C, d->C);
     }
-    float sc = d->m->cfg.embd_scale;   /* gemma2: × √hidden */
+    float sc = d->m->cfg.embd_scale;   /* gemma, gemma2: × √hidden */
     if (sc > 0)
         for (size_t i = 0; i < (size_t)N * d->C; i++) X0[i] *= sc;
 }
@@ -618,7 +618,8 @@ void dec_layer_fwd(decoder *d, const dec_pass *p, int layer, layer_acts *A, cons
         lin_fwd(d, p, A, layer, LM_GATE, xm, A->g, N, 0);
         lin_fwd(d, p, A, layer, LM_UP, xm, A->u, N, 0);
     }
-    PROF("fwd.swiglu", kern_swiglu_fwd(d->act, A->g, A->u, (int64_t)N * d->F));
+    if (c->act_gelu) PROF("fwd.geglu", kern_geglu_fwd(d->act, A->g, A->u, (int64_t)N * d->F));   /* gemma */
+    else PROF("fwd.swiglu", kern_swiglu_fwd(d->act, A->g, A->u, (int64_t)N * d->F));
     if (c->post_norm) {
         /* x' = h + rmsnorm(down(act)) */
         lin_fwd(d, p, A, layer, LM_DOWN, d->act, A->mo, N, 0);

@@ -173,9 +173,15 @@ static void layer_bwd(decoder *d, const dec_pass *p, const token_batch *b, int l
                                              A->rstd2, N, C));
         dmo = d->tmpC;
     }
-    PROF("bwd.recompute", kern_swiglu_fwd(d->act, A->g, A->u, (int64_t)N * F));
-    lin_bwd(d, p, A, layer, LM_DOWN, d->act, dmo, d->dact, N, lg, G ? G->w_down : NULL, NULL, 0);
-    PROF("bwd.swiglu", kern_swiglu_bwd(d->dg, d->du, d->dact, A->g, A->u, (int64_t)N * F));
+    if (c->act_gelu) {   /* gemma: GeGLU */
+        PROF("bwd.recompute", kern_geglu_fwd(d->act, A->g, A->u, (int64_t)N * F));
+        lin_bwd(d, p, A, layer, LM_DOWN, d->act, dmo, d->dact, N, lg, G ? G->w_down : NULL, NULL, 0);
+        PROF("bwd.geglu", kern_geglu_bwd(d->dg, d->du, d->dact, A->g, A->u, (int64_t)N * F));
+    } else {
+        PROF("bwd.recompute", kern_swiglu_fwd(d->act, A->g, A->u, (int64_t)N * F));
+        lin_bwd(d, p, A, layer, LM_DOWN, d->act, dmo, d->dact, N, lg, G ? G->w_down : NULL, NULL, 0);
+        PROF("bwd.swiglu", kern_swiglu_bwd(d->dg, d->du, d->dact, A->g, A->u, (int64_t)N * F));
+    }
     const float *xm = A->h;
     if (!post) {
         PROF("bwd.recompute", kern_rmsnorm_apply(d->xn, A->h, w->ffn_norm, A->rstd2, N, C));

@@ -129,7 +129,7 @@ void kern_attn_fwd(float *out, float *lse, const float *q, const float *k, const
             memset(out, 0, (size_t)s->B * s->Tq * s->NH * s->HS * sizeof(float));
         return;
     }
-    if (s->softcap > 0 || s->scale > 0) {   /* gemma2 */
+    if (s->softcap > 0 || s->scale > 0 || s->prefix) {   /* gemma2, paligemma */
         kern_attn_cap_fwd(out, lse, q, k, v, s);
         return;
     }
@@ -177,7 +177,7 @@ void kern_attn_bwd(float *dq, float *dk, float *dv, const float *dout, const flo
 {
     attn_job J;
     if (job_init(&J, s)) return;
-    if (s->softcap > 0 || s->scale > 0) {   /* gemma2 */
+    if (s->softcap > 0 || s->scale > 0 || s->prefix) {   /* gemma2, paligemma */
         kern_attn_cap_bwd(dq, dk, dv, dout, out, lse, q, k, v, s);
         return;
     }

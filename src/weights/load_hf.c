@@ -3,6 +3,7 @@
  * place in the read-only mapping. */
 #include "weights/model_impl.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,9 +39,38 @@ static void to_src(const st_tensor *t, src_tensor *s)
     s->nbytes = t->nbytes;
 }
 
+typedef struct hf_ctx {
+    st_file *st;
+    int pali;
+} hf_ctx;
+
+/* PaliGemma keeps the language model under a prefix: transformers 5
+ * saves "model.language_model.X" for Gemma's "model.X", the hub's
+ * checkpoints "language_model.model.X" (and "language_model.lm_head.").
+ * The tower and projector are read by vision/pali.c. */
+static const st_tensor *find_pali(st_file *st, const char *name)
+{
+    static const char *const pre[2][2] = {{"model.", "model.language_model."}, {"model.", "language_model.model."}};
+    char buf[512];
+    for (int i = 0; i < 2; i++) {
+        size_t n = strlen(pre[i][0]);
+        if (strncmp(name, pre[i][0], n)) continue;
+        snprintf(buf, sizeof buf, "%s%s", pre[i][1], name + n);
+        const st_tensor *t = st_find(st, buf);
+        if (t) return t;
+    }
+    if (!strncmp(name, "lm_head.", 8)) {
+        snprintf(buf, sizeof buf, "language_model.%s", name);
+        return st_find(st, buf);
+    }
+    return NULL;
+}
+
 static int find(void *ctx, const char *name, src_tensor *out)
 {
-    const st_tensor *t = st_find(ctx, name);
+    const hf_ctx *h = ctx;
+    const st_tensor *t = st_find(h->st, name);
+    if (!t && h->pali) t = find_pali(h->st, name);
     if (!t) return 1;
     to_src(t, out);
     return 0;
@@ -88,7 +118,8 @@ int model_load_hf(const char *dir, model *m, dlm_err *e)
     free(txt);
     if (r) return -1;
     if (st_open(dir, &m->storage->st, e)) return -1;
-    loader L = {m, dir, 0, m->storage->st, find, e};
+    hf_ctx h = {m->storage->st, m->cfg.pali};
+    loader L = {m, dir, 0, &h, find, e};
     if (model_build(&L)) return -1;
     return enumerate(m, e);
 }
