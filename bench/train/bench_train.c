@@ -157,7 +157,7 @@ int main(int argc, char **argv)
             tgt[i] = (int32_t)(rng_u64(1234, 98, (uint64_t)s, (uint64_t)i) % (uint64_t)c.vocab);
             pos[i] = i % T;
         }
-        token_batch b = {B, T, tok, tgt, pos, NULL};
+        token_batch b = {.B = B, .T = T, .tokens = tok, .targets = tgt, .pos = pos, .seg = NULL};
         double a = time_mono();
         memset(g, 0, l->n * 4);
         int64_t nl;

@@ -50,6 +50,10 @@ size_t decoder_plan_parts(const model_config *c, const lora_config *lc, const de
 size_t decoder_plan_bytes(const model_config *c, const lora_config *lc, const decoder_opts *o);
 
 typedef struct decoder decoder;
+/* 0 if the decoder of config c can run b's multimodal fields (embeds,
+ * embed_row, pos3, prefix; tokens/batch.h), else an error saying why.
+ * Every pass assumes a checked batch; a text batch always passes. */
+int decoder_batch_check(const model_config *c, const token_batch *b, dlm_err *e);
 /* l may be NULL (full training, or the bare base). */
 int decoder_create(const model *m, const lora *l, const decoder_opts *o, decoder **out, dlm_err *e);
 void decoder_free(decoder *d);
@@ -73,9 +77,23 @@ const float *decoder_hidden(const decoder *d);
  * every row; attention runs per sequence over its own cache. logits gets
  * each group's last row [n_groups, V], or every row [rows, V] with
  * all_logits. */
-typedef struct dec_group { int row0, n, seq, n_past; } dec_group;
+typedef struct dec_group {
+    int row0, n, seq, n_past;
+    int pos_off;   /* RoPE position of row i = n_past + i + pos_off (M-RoPE's delta after an image; 0 for text) */
+} dec_group;
 void decoder_eval_groups(decoder *d, const int32_t *tokens, const dec_group *groups, int n_groups, float *logits,
                          int all_logits);
+/* The multimodal rows of one inference call over `rows` rows, as the same
+ * fields of token_batch: embed_row [rows] (-1 = the token, k = embeds row
+ * k), pos3 [3][rows] (NULL = each group's n_past + i + pos_off on the three
+ * streams). Checked by the caller (session_eval_splice). */
+typedef struct dec_splice {
+    const float *embeds;
+    const int32_t *embed_row;
+    const int32_t *pos3;
+} dec_splice;
+void decoder_eval_splice(decoder *d, const int32_t *tokens, const dec_group *groups, int n_groups,
+                         const dec_splice *sp, float *logits, int all_logits);
 /* Sequence dst's first n cached positions become src's (a shared prefix);
  * _from copies between two decoders of the same model and n_ctx. */
 void decoder_cache_copy(decoder *d, int dst_seq, int src_seq, int n);

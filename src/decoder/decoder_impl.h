@@ -96,6 +96,8 @@ typedef struct dec_pass {
     uint64_t seed, micro;     /* dropout draws: (seed, RNG_DROPOUT, micro, layer, module) */
     int B, T;                 /* rows N = B·T */
     const int32_t *seg;       /* [B,T] packing segments, or NULL */
+    const int32_t *prefix;    /* [B] prefix-LM lengths (tokens/batch.h), or NULL; refused by decoder_batch_check
+                               * until the attention takes it */
     const dec_group *groups;  /* inference: which rows belong to which cached sequence */
     int n_groups;
 } dec_pass;

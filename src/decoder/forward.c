@@ -26,6 +26,7 @@
 
 #include "kern/kern.h"
 #include "util/rng.h"
+#include "vision/mrope.h"
 
 #ifdef DECODER_PROFILE
 #include <stdio.h>
@@ -476,10 +477,17 @@ void decoder_dora_prepare(decoder *d)
 
 /* ---- forward ------------------------------------------------------------ */
 
-static void embed(decoder *d, const int32_t *tokens, int N, float *X0)
+/* X0[N,C]: each row's token table row, or its spliced row (embed_row[n] =
+ * k >= 0: embeds row k, a frozen tower's output), then the model's scale
+ * over all of them (HF scales inputs_embeds after the splice). */
+static void embed(decoder *d, const int32_t *tokens, const float *embeds, const int32_t *embed_row, int N, float *X0)
 {
     const wmat *E = lora_embd(d->l, d->m);   /* the adapter's modules_to_save, if any */
     for (int n = 0; n < N; n++) {
+        if (embed_row && embed_row[n] >= 0) {
+            memcpy(X0 + (size_t)n * d->C, embeds + (size_t)embed_row[n] * d->C, (size_t)d->C * sizeof(float));
+            continue;
+        }
         int t = tokens[n];
         if (t < 0 || t >= d->V) t = 0; /* ids are validated by the data layer and session_eval */
         kern_dequant_row(E->type, (const char *)E->data + (size_t)t * E->row_bytes, X0 + (size_t)n * d->C, d->C);
@@ -487,6 +495,25 @@ static void embed(decoder *d, const int32_t *tokens, int N, float *X0)
     float sc = d->m->cfg.embd_scale;   /* gemma, gemma2: × √hidden */
     if (sc > 0)
         for (size_t i = 0; i < (size_t)N * d->C; i++) X0[i] *= sc;
+}
+
+int decoder_batch_check(const model_config *c, const token_batch *b, dlm_err *e)
+{
+    int N = b->B * b->T;
+    if (b->prefix) {
+        err_set(e, "TrainError", "the prefix-LM attention (PaliGemma's image + prompt block) is not built yet");
+        return err_hint(e, "train on a Qwen2-VL base (qwen2-vl-2b-instruct), whose image rows are causal");
+    }
+    if (b->pos3 && !c->mrope[0] && !c->mrope[1] && !c->mrope[2])
+        return err_set(e, "TrainError", "M-RoPE positions given to a model without rope_scaling.mrope_section");
+    if (b->embed_row) {
+        if (!b->embeds && b->n_embeds > 0) return err_set(e, "TrainError", "spliced rows without their embeddings");
+        for (int n = 0; n < N; n++)
+            if (b->embed_row[n] < -1 || b->embed_row[n] >= b->n_embeds)
+                return err_set(e, "TrainError", "spliced row %d takes embedding %d of %d", n, b->embed_row[n],
+                               b->n_embeds);
+    }
+    return 0;
 }
 
 /* q, k = RMSNorm of each head (qwen3) or of the whole projection (olmo2):
@@ -657,13 +684,16 @@ void dec_rope(decoder *d, float *x, int N, int H, int bwd)
  * position + 1, the same for unpacked rows), an inference decoder's its
  * n_ctx. cos and sin carry the attention factor, as transformers'
  * Phi3RotaryEmbedding and ggml's rope mscale apply it. */
-static void rope_table(decoder *d, const int32_t *pos, int N, int ctx)
+static void rope_table(decoder *d, const int32_t *pos, const int32_t *pos3, int N, int ctx)
 {
     const model *m = d->m;
     const model_config *c = &m->cfg;
     int RD = model_rope_dim(c);
     const double *inv = m->rope_inv_freq_long && ctx > c->rope_orig_ctx ? m->rope_inv_freq_long : m->rope_inv_freq;
-    kern_rope_table(d->rope_cs, d->rope_sn, pos, N, RD, inv);
+    /* Qwen2-VL's three streams; the sections were checked at load, so the
+     * table cannot fail (and equal streams give kern_rope_table's bits) */
+    if (pos3) qwen2vl_mrope_table(d->rope_cs, d->rope_sn, pos3, N, RD, inv, c->mrope, NULL);
+    else kern_rope_table(d->rope_cs, d->rope_sn, pos, N, RD, inv);
     if (c->rope_attn > 0)
         for (size_t i = 0; i < (size_t)N * (RD / 2); i++) {
             d->rope_cs[i] *= c->rope_attn;
@@ -676,8 +706,8 @@ void dec_forward_layers(decoder *d, const dec_pass *p, const token_batch *b)
     const model_config *c = &d->m->cfg;
     int N = b->B * b->T;
     size_t stride = (size_t)d->N * d->C;
-    PROF("fwd.embed", embed(d, b->tokens, N, d->X));
-    PROF("fwd.rope", rope_table(d, b->pos, N, b->T));
+    PROF("fwd.embed", embed(d, b->tokens, b->embeds, b->embed_row, N, d->X));
+    PROF("fwd.rope", rope_table(d, b->pos, b->pos3, N, b->T));
     for (int layer = 0; layer < c->n_layer; layer++)
         dec_layer_fwd(d, p, layer, dec_acts_for(d, layer), d->X + layer * stride, d->X + (layer + 1) * stride);
     kern_rmsnorm_fwd(d->xnf, d->rstdf, d->X + (size_t)c->n_layer * stride, d->m->out_norm, N, d->C, c->rms_eps);
@@ -752,7 +782,7 @@ double dec_head_loss(decoder *d, const token_batch *b, int want_grad, float grad
 
 double decoder_loss(decoder *d, const token_batch *b, float *nll, float *logits_out, int64_t *n_loss)
 {
-    dec_pass p = {.train = 0, .B = b->B, .T = b->T, .seg = b->seg};
+    dec_pass p = {.train = 0, .B = b->B, .T = b->T, .seg = b->seg, .prefix = b->prefix};
     decoder_dora_prepare(d);
     dec_forward_layers(d, &p, b);
     if (logits_out) {
@@ -768,20 +798,20 @@ double decoder_loss(decoder *d, const token_batch *b, float *nll, float *logits_
 
 /* ---- inference ---------------------------------------------------------- */
 
-void decoder_eval_groups(decoder *d, const int32_t *tokens, const dec_group *groups, int n_groups, float *logits,
-                         int all_logits)
+void decoder_eval_splice(decoder *d, const int32_t *tokens, const dec_group *groups, int n_groups,
+                         const dec_splice *sp, float *logits, int all_logits)
 {
     const model *m = d->m;
     const model_config *c = &m->cfg;
     int C = d->C, N = 0;
     for (int gi = 0; gi < n_groups; gi++) {
         const dec_group *g = &groups[gi];
-        for (int i = 0; i < g->n; i++) d->pos[g->row0 + i] = g->n_past + i;
+        for (int i = 0; i < g->n; i++) d->pos[g->row0 + i] = g->n_past + i + g->pos_off;
         if (g->row0 + g->n > N) N = g->row0 + g->n;
     }
     dec_pass p = {.train = 0, .B = 1, .T = N, .groups = groups, .n_groups = n_groups};
-    embed(d, tokens, N, d->X);
-    rope_table(d, d->pos, N, d->o.n_ctx);
+    embed(d, tokens, sp ? sp->embeds : NULL, sp ? sp->embed_row : NULL, N, d->X);
+    rope_table(d, d->pos, sp ? sp->pos3 : NULL, N, d->o.n_ctx);
     for (int layer = 0; layer < c->n_layer; layer++) dec_layer_fwd(d, &p, layer, &d->acts[0], d->X, d->X);
     kern_rmsnorm_fwd(d->xnf, d->rstdf, d->X, m->out_norm, N, C, c->rms_eps);
     if (all_logits) {
@@ -798,6 +828,12 @@ void decoder_eval_groups(decoder *d, const int32_t *tokens, const dec_group *gro
     }
     if (c->final_softcap > 0)   /* gemma2 */
         kern_softcap(logits, (int64_t)(all_logits ? N : n_groups) * d->V, c->final_softcap);
+}
+
+void decoder_eval_groups(decoder *d, const int32_t *tokens, const dec_group *groups, int n_groups, float *logits,
+                         int all_logits)
+{
+    decoder_eval_splice(d, tokens, groups, n_groups, NULL, logits, all_logits);
 }
 
 void decoder_eval(decoder *d, const int32_t *tokens, int n, int n_past, float *logits, int all_logits)

@@ -37,6 +37,24 @@ int session_vocab(const session *s);   /* logits per position */
 int session_copy_prefix(session *dst, const session *src, int n);
 
 int session_eval(session *s, const int32_t *tokens, int n, float *logits, int all_logits, dlm_err *e);
+/* A multimodal prompt (docs/images.md): tokens[0..n) with spliced rows
+ * (embed_row[i] = k >= 0: the row is embeds row k of d_model floats; -1:
+ * the token) and, for Qwen2-VL, pos3 [3][n] the absolute M-RoPE positions
+ * of the n rows (vision/mrope.h's qwen2vl_rope_index over the whole
+ * sequence, this call's slice) and delta, the offset every later token's
+ * rotary position gets (kept until reset). Text-only calls are
+ * session_eval's. */
+typedef struct session_splice {
+    const float *embeds;
+    int n_embeds;
+    const int32_t *embed_row;   /* [n] or NULL */
+    const int32_t *pos3;        /* [3][n] or NULL (1-D positions, delta unchanged) */
+    int delta;
+} session_splice;
+int session_eval_splice(session *s, const int32_t *tokens, int n, const session_splice *sp, float *logits,
+                        int all_logits, dlm_err *e);
+/* The M-RoPE offset later tokens get (0 without an image). */
+int session_delta(const session *s);
 /* Reset, run tokens[0..n) and write the mean over the tokens of the final
  * norm's output (HF last_hidden_state mean-pooled) into out[d_model]: the
  * prompt embedding the adapter gate routes on (src/adapter/gate.h). */

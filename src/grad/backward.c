@@ -256,7 +256,8 @@ static double bwd(decoder *d, const token_batch *b, float *lora_grad, const full
                   uint64_t seed, uint64_t micro_step, const bwd_rows *rows, int64_t *n_loss)
 {
     const model_config *c = &d->m->cfg;
-    dec_pass p = {.train = 1, .seed = seed, .micro = micro_step, .B = b->B, .T = b->T, .seg = b->seg};
+    dec_pass p = {.train = 1, .seed = seed, .micro = micro_step, .B = b->B, .T = b->T, .seg = b->seg,
+                  .prefix = b->prefix};
     int N = b->B * b->T, C = d->C;
     size_t stride = (size_t)d->N * C;
     decoder_dora_prepare(d);
@@ -280,9 +281,11 @@ static double bwd(decoder *d, const token_batch *b, float *lora_grad, const full
             dec_layer_fwd(d, &p, layer, A, x, d->tmpC /* output unused */);
         layer_bwd(d, &p, b, layer, A, x, lora_grad, fg && fg->layers ? &fg->layers[layer] : NULL, fg != NULL);
     }
-    if (fg) { /* embedding rows: sequential scatter-add, fixed order (gemma2: × its scale) */
+    if (fg) { /* embedding rows: sequential scatter-add, fixed order (gemma2: × its scale); a spliced
+               * row's gradient stops there (the towers are frozen) */
         float sc = c->embd_scale > 0 ? c->embd_scale : 1.0f;
         for (int n = 0; n < N; n++) {
+            if (b->embed_row && b->embed_row[n] >= 0) continue;
             float *dst = fg->tok_embd + (size_t)b->tokens[n] * C;
             const float *src = d->dres + (size_t)n * C;
             for (int i = 0; i < C; i++) dst[i] += src[i] * sc;

@@ -542,7 +542,7 @@ int dataset_fill(const dataset *d, const int *items, int n, int packing, int B_c
         }
         nl += it->n_loss;
     }
-    *b = (token_batch){nb, T, toks, tgts, pos, seg};
+    *b = (token_batch){.B = nb, .T = T, .tokens = toks, .targets = tgts, .pos = pos, .seg = seg};
     *n_loss = nl;
     return 0;
 }
@@ -706,5 +706,5 @@ void pref_fill(const pref_set *p, const int *pairs, int n, int T_cap, int32_t *t
             seg[q] = in ? 0 : -1 - c;   /* each pad position is its own segment */
         }
     }
-    *b = (token_batch){2 * n, T, toks, tgts, pos, seg};
+    *b = (token_batch){.B = 2 * n, .T = T, .tokens = toks, .targets = tgts, .pos = pos, .seg = seg};
 }

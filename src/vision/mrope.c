@@ -1,9 +1,6 @@
 /* mrope — Qwen2-VL's M-RoPE positions and tables (vision/mrope.h). */
 #include "vision/mrope.h"
 
-#include <stdlib.h>
-#include <string.h>
-
 #include "kern/kern.h"
 
 int qwen2vl_rope_index(const int32_t *ids, int64_t n, int32_t image_token, const int (*grid)[3], int n_images, int merge,
@@ -51,22 +48,18 @@ int qwen2vl_mrope_table(float *cs, float *sn, const int32_t *pos, int64_t N, int
                         const int sections[3], dlm_err *e)
 {
     int half = HS / 2;
-    if (HS % 2 || sections[0] + sections[1] + sections[2] != half)
+    if (HS % 2 || sections[0] < 0 || sections[1] < 0 || sections[2] < 0 ||
+        sections[0] + sections[1] + sections[2] != half)
         return err_set(e, "ConfigError", "mrope_section [%d, %d, %d] does not sum to head_dim/2 = %d", sections[0],
                        sections[1], sections[2], half);
-    float *c3 = malloc((size_t)N * half * sizeof *c3), *s3 = malloc((size_t)N * half * sizeof *s3);
-    if (!c3 || !s3) { free(c3); free(s3); return err_set(e, "MemoryError", "out of memory"); }
-    /* each stream's full table, then its section of the columns */
-    int j0 = 0;
-    for (int s = 0; s < 3; s++) {
-        kern_rope_table(c3, s3, pos + (int64_t)s * N, N, HS, inv_freq);
-        for (int64_t r = 0; r < N; r++) {
-            memcpy(cs + r * half + j0, c3 + r * half + j0, (size_t)sections[s] * sizeof *cs);
-            memcpy(sn + r * half + j0, s3 + r * half + j0, (size_t)sections[s] * sizeof *sn);
-        }
-        j0 += sections[s];
-    }
-    free(c3);
-    free(s3);
+    /* column j of row r rotates by stream s(j)'s position: kern_rope_table
+     * on the section's columns alone (its frequencies from inv_freq + j0)
+     * gives the bits of the whole table's column, without a scratch table
+     * (the decoder calls this every pass) */
+    for (int64_t r = 0; r < N; r++)
+        for (int s = 0, j0 = 0; s < 3; j0 += sections[s], s++)
+            if (sections[s])
+                kern_rope_table(cs + r * half + j0, sn + r * half + j0, pos + (int64_t)s * N + r, 1, 2 * sections[s],
+                                inv_freq + j0);
     return 0;
 }

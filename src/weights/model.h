@@ -91,6 +91,10 @@ typedef struct model_config {
      * rope_freqs tensor, so rope_inv_freq (not model_rope_freqs) is the
      * truth; rope_factor then holds the largest per-frequency divisor. */
     int rope_custom;
+    /* Qwen2-VL's M-RoPE (rope_scaling.mrope_section): the rotary columns of
+     * the temporal, height and width streams, summing to head_dim/2; all 0
+     * = 1-D RoPE. A batch's pos3 (tokens/batch.h) needs it. */
+    int mrope[3];
     /* torch_dtype / dtype from config.json ("bfloat16"), "" if absent */
     char src_dtype[16];
     /* PaliGemma (config model_type "paligemma"): the fields above are its

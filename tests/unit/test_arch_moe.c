@@ -112,7 +112,7 @@ static void test_tiny(void)
         pos[i] = i % T;
         seg[i] = 0;
     }
-    token_batch b = {B, T, toks, tgt, pos, seg};
+    token_batch b = {.B = B, .T = T, .tokens = toks, .targets = tgt, .pos = pos, .seg = seg};
     /* LoRA on q, k, v, o with B != 0, so dA and dB are both non-trivial */
     lora_config lc = {4, 8.0f, 0.0f, 0xFu, 0};
     lora *l;

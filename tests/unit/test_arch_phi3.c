@@ -282,7 +282,7 @@ static void test_decoder(void)
         tgt[i] = i % 5 == 4 ? -1 : (i * 11 + 1) % 50;
         pos[i] = i % T;
     }
-    token_batch b = {B, T, tok, tgt, pos, NULL};
+    token_batch b = {.B = B, .T = T, .tokens = tok, .targets = tgt, .pos = pos, .seg = NULL};
     int64_t nl = 0;
     for (int i = 0; i < B * T; i++) nl += tgt[i] >= 0;
     for (int dora = 0; dora < 2; dora++) {
@@ -342,7 +342,7 @@ static void test_decoder(void)
         decoder *d;
         CHECK_INT(decoder_create(m, l, &o, &d, &E), 0);
         float full[T * 50], inc[T * 50];
-        token_batch b1 = {1, T, tok + T, tgt + T, pos + T, NULL};
+        token_batch b1 = {.B = 1, .T = T, .tokens = tok + T, .targets = tgt + T, .pos = pos + T, .seg = NULL};
         int64_t cnt;
         decoder_loss(d, &b1, NULL, full, &cnt);
         decoder_free(d);

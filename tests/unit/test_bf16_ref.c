@@ -61,7 +61,7 @@ static void test_threads(const char *path)
         pos[i] = i % T;
         seg[i] = 0;
     }
-    token_batch b = {B, T, tok, tgt, pos, seg};
+    token_batch b = {.B = B, .T = T, .tokens = tok, .targets = tgt, .pos = pos, .seg = seg};
     float *g[6];
     kern_set_bf16(1);
     for (int k = 0; k < 6; k++) {
@@ -148,8 +148,7 @@ static void ref_variant(const char *dir, const char *variant, const bounds *bd)
     if (!hp) { fprintf(stderr, "%s\n", e.msg); exit(1); }
     const st_tensor *tt = need(bf, "tokens");
     int B = (int)tt->shape[0], T = (int)tt->shape[1];
-    token_batch b = {B, T, need(bf, "tokens")->data, need(bf, "targets")->data, need(bf, "pos")->data,
-                     need(bf, "seg")->data};
+    token_batch b = {.B = B, .T = T, .tokens = need(bf, "tokens")->data, .targets = need(bf, "targets")->data, .pos = need(bf, "pos")->data, .seg = need(bf, "seg")->data};
     double rank, alpha;
     jget_num(hp, "rank", &rank);
     jget_num(hp, "alpha", &alpha);

@@ -132,7 +132,7 @@ static void embed_case(const char *path)
         seg[i] = 0;
     }
     ids[3] = ids[11];   /* a repeated token: its embedding row sums two positions */
-    token_batch b = {B, T, ids, tgt, pos, seg};
+    token_batch b = {.B = B, .T = T, .tokens = ids, .targets = tgt, .pos = pos, .seg = seg};
     size_t nv = (size_t)c->vocab * (size_t)c->d_model;
     float *g0 = calloc(l->n, 4), *g1 = calloc(l->n, 4), *g3 = calloc(l->n, 4);
     float *emb = calloc(nv, 4), *head = c->tied ? NULL : calloc(nv, 4);

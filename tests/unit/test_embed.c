@@ -68,7 +68,7 @@ static void roundtrip(const char *path)
     enum { T = 7 };
     int32_t ids[T] = {1, 5, 9, 2, 7, 5, 3}, tgt[T] = {5, 9, 2, 7, 5, 3, 1}, pos[T], seg[T] = {0};
     for (int i = 0; i < T; i++) pos[i] = i;
-    token_batch b = {1, T, ids, tgt, pos, seg};
+    token_batch b = {.B = 1, .T = T, .tokens = ids, .targets = tgt, .pos = pos, .seg = seg};
     decoder_opts o = {.B = 1, .T = T, .full = 1};
     float *la = calloc((size_t)T * c->vocab, 4), *lb = calloc((size_t)T * c->vocab, 4);
     decoder *da, *db;
@@ -173,8 +173,7 @@ static void ref_case(const char *dir)
     if (!hp) { fprintf(stderr, "%s\n", e.msg); exit(1); }
     const st_tensor *tt = need(bf, "tokens");
     int B = (int)tt->shape[0], T = (int)tt->shape[1];
-    token_batch b = {B, T, need(bf, "tokens")->data, need(bf, "targets")->data, need(bf, "pos")->data,
-                     need(bf, "seg")->data};
+    token_batch b = {.B = B, .T = T, .tokens = need(bf, "tokens")->data, .targets = need(bf, "targets")->data, .pos = need(bf, "pos")->data, .seg = need(bf, "seg")->data};
     int64_t nl = 0;
     for (int i = 0; i < B * T; i++) nl += b.targets[i] >= 0;
     double d, rank, alpha;

@@ -56,7 +56,7 @@ static void make_batch(tbatch *t, int B, int T, int V, uint64_t seed, int packed
         t->pos[i] = (packed && r == 0 && c >= T / 2) ? c - T / 2 : c;
         if (i % 7 == 3) t->tgt[i] = -1;
     }
-    t->b = (token_batch){B, T, t->tok, t->tgt, t->pos, t->seg};
+    t->b = (token_batch){.B = B, .T = T, .tokens = t->tok, .targets = t->tgt, .pos = t->pos, .seg = t->seg};
 }
 
 static lora *make_lora(const model *m, int dora, float dropout, uint64_t seed)
@@ -320,7 +320,7 @@ static void test_smoke_training(const char *path)
     int32_t tok[24], tgt[24], pos[24];
     for (int i = 0; i < T; i++) tok[i] = (int32_t)((i * 37 + 11) % m->cfg.vocab);
     for (int i = 0; i < T; i++) { tgt[i] = i + 1 < T ? tok[i + 1] : -1; pos[i] = i; }
-    token_batch b = {1, T, tok, tgt, pos, NULL};
+    token_batch b = {.B = 1, .T = T, .tokens = tok, .targets = tgt, .pos = pos, .seg = NULL};
     decoder_opts o = {.B = 1, .T = T};
     decoder *f;
     decoder_create(m, l, &o, &f, &e);
@@ -453,8 +453,7 @@ static void ref_mode(const char *dir, const char *mode)
     if (!hp) { fprintf(stderr, "%s\n", e.msg); exit(1); }
     const st_tensor *tt = need(bf, "tokens");
     int B = (int)tt->shape[0], T = (int)tt->shape[1];
-    token_batch b = {B, T, need(bf, "tokens")->data, need(bf, "targets")->data, need(bf, "pos")->data,
-                  need(bf, "seg")->data};
+    token_batch b = {.B = B, .T = T, .tokens = need(bf, "tokens")->data, .targets = need(bf, "targets")->data, .pos = need(bf, "pos")->data, .seg = need(bf, "seg")->data};
     int full = !strcmp(mode, "full"), dora = !strcmp(mode, "dora");
     lora *l = NULL;
     full_model *fm = NULL;

@@ -50,7 +50,7 @@ static void test_finite_differences(void)
         tgt[i] = (i % T) >= 2 && (i % 5) ? 1 : -1;
         nll[i] = tgt[i] >= 0 ? (float)(0.3 + 2.0 * rng_uniform(5, 1, 0, (uint64_t)i)) : 0.0f;
     }
-    token_batch b = {2 * P, T, ids, tgt, pos, NULL};
+    token_batch b = {.B = 2 * P, .T = T, .tokens = ids, .targets = tgt, .pos = pos, .seg = NULL};
     double rc[P] = {-5.1, -7.3, -4.0}, rr[P] = {-6.0, -6.2, -5.5};
     for (int k = PREF_SIGMOID; k <= PREF_ORPO; k++) {
         double beta = k == PREF_ORPO ? 0.25 : 0.3;
@@ -99,7 +99,7 @@ static void test_rows_equal_plain(void)
         pos[i] = i % T;
         seg[i] = 0;
     }
-    token_batch b = {B, T, ids, tgt, pos, seg};
+    token_batch b = {.B = B, .T = T, .tokens = ids, .targets = tgt, .pos = pos, .seg = seg};
     decoder_opts o = {.B = B, .T = T};
     decoder *d;
     CHECK_INT(decoder_create(m, l, &o, &d, &e), 0);
@@ -230,7 +230,7 @@ static void ref_case(const char *dir, const char *name)
     st_file *gf = open_st(dir, p);
     const st_tensor *tt = need(bf, "tokens");
     int B = (int)tt->shape[0], T = (int)tt->shape[1], P = B / 2;
-    token_batch b = {B, T, tt->data, need(bf, "targets")->data, need(bf, "pos")->data, need(bf, "seg")->data};
+    token_batch b = {.B = B, .T = T, .tokens = tt->data, .targets = need(bf, "targets")->data, .pos = need(bf, "pos")->data, .seg = need(bf, "seg")->data};
     double rank, alpha, beta, lr0, steps;
     jget_num(hp, "rank", &rank);
     jget_num(hp, "alpha", &alpha);

@@ -106,7 +106,7 @@ double tiny_train_step(tiny_trainer *t, const optim_config *oc, double lr, uint6
     memset(t->g, 0, f->n * sizeof(float));
     int64_t want = count_targets(t), nl = 0;
     if (want == 0) return 0;
-    token_batch b = {t->B, t->T, t->tok, t->tgt, t->pos, t->seg};
+    token_batch b = {.B = t->B, .T = t->T, .tokens = t->tok, .targets = t->tgt, .pos = t->pos, .seg = t->seg};
     double sum = backward_step(t->ctx, &b, NULL, &t->fg, 1.0f / (float)want, seed, (uint64_t)t->adam_t, &nl);
     double gn = optim_clip(t->g, f->n, oc->max_grad_norm);
     if (grad_norm) *grad_norm = gn;
@@ -131,7 +131,7 @@ double tiny_eval(tiny_trainer *t, const tiny_stream *s, int rows, int64_t *n_tok
     for (int r0 = 0; r0 < rows; r0 += t->B) {
         int nb = rows - r0 < t->B ? rows - r0 : t->B;
         for (int b = 0; b < nb; b++) tiny_fill_stream_row(t, b, s, (size_t)(r0 + b));
-        token_batch bt = {nb, t->T, t->tok, t->tgt, t->pos, t->seg};
+        token_batch bt = {.B = nb, .T = t->T, .tokens = t->tok, .targets = t->tgt, .pos = t->pos, .seg = t->seg};
         int64_t nl = 0;
         sum += decoder_loss(t->ctx, &bt, NULL, NULL, &nl);
         n += nl;
