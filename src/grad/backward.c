@@ -114,7 +114,7 @@ static void gemma2_layer_bwd(decoder *d, const dec_pass *p, const token_batch *b
     const model_config *c = &d->m->cfg;
     const layer_weights *w = &d->m->layers[layer];
     int N = b->B * b->T, C = d->C, F = d->F;
-    attn_shape as = dec_train_attn(c, layer, b->B, b->T, d->K, b->seg);
+    attn_shape as = dec_train_attn(c, layer, b->B, b->T, d->K, b->seg, b->prefix);
     float *dres = d->dres; /* in: dL/dx_out; out: dL/dx */
 
     /* x_out = h + rmsnorm(down(gelu_tanh(g)·u)) */
@@ -155,7 +155,7 @@ static void layer_bwd(decoder *d, const dec_pass *p, const token_batch *b, int l
     const layer_weights *w = &d->m->layers[layer];
     int N = b->B * b->T, C = d->C, F = d->F, K = d->K;
     size_t NC = (size_t)N * C;
-    attn_shape as = dec_train_attn(c, layer, b->B, b->T, K, b->seg);
+    attn_shape as = dec_train_attn(c, layer, b->B, b->T, K, b->seg, b->prefix);
     float *dres = d->dres; /* in: dL/dx_out; out: dL/dx */
     int post = c->post_norm;
 

@@ -381,15 +381,15 @@ static const json_t *parse_paligemma(const cfg_ctx *c, model_config *cfg)
         return NULL;
     }
     cfg->pali = 1;
-    cfg->image_token_id = (int)v[0];
-    cfg->proj_dim = (int)v[1];
-    cfg->vis.layers = (int)v[2];
-    cfg->vis.hidden = (int)v[3];
-    cfg->vis.heads = (int)v[4];
-    cfg->vis.mlp_hidden = (int)v[5];
-    cfg->vis.image_size = (int)v[6];
-    cfg->vis.patch = (int)v[7];
-    cfg->n_image_tokens = (int)((v[6] / v[7]) * (v[6] / v[7]));
+    cfg->pali_image_id = (int)v[0];
+    cfg->pali_proj = (int)v[1];
+    cfg->pali_vis.layers = (int)v[2];
+    cfg->pali_vis.hidden = (int)v[3];
+    cfg->pali_vis.heads = (int)v[4];
+    cfg->pali_vis.mlp_hidden = (int)v[5];
+    cfg->pali_vis.image_size = (int)v[6];
+    cfg->pali_vis.patch = (int)v[7];
+    cfg->pali_tokens = (int)((v[6] / v[7]) * (v[6] / v[7]));
     return tc;
 }
 
@@ -617,8 +617,8 @@ int model_config_parse(const char *json_text, size_t len, const char *path, mode
         if (cfg->eos_id < 0 && get_token_ids(&top, "eos_token_id", &cfg->eos_id, cfg->eos_ids, 8, &cfg->n_eos)) goto out;
         if (cfg->bos_id < 0) cfg->bos_id = 2;
         if (cfg->eos_id < 0) { cfg->eos_id = cfg->eos_ids[0] = 1; cfg->n_eos = 1; }
-        if (cfg->proj_dim != cfg->d_model) {
-            err_at(e, KIND, path, 0, 0, "projection_dim %d is not the language model's hidden_size %d", cfg->proj_dim,
+        if (cfg->pali_proj != cfg->d_model) {
+            err_at(e, KIND, path, 0, 0, "projection_dim %d is not the language model's hidden_size %d", cfg->pali_proj,
                    cfg->d_model);
             goto out;
         }

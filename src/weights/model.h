@@ -101,10 +101,10 @@ typedef struct model_config {
      * text_config's; the vision tower's (SigLIP vision_config) and the
      * image placeholder are here. pali = 0 for every text base. */
     int pali;
-    int image_token_id;     /* image_token_index (257152 for the 3b rows) */
-    int n_image_tokens;     /* (image_size / patch)² */
-    struct { int layers, hidden, heads, mlp_hidden, image_size, patch; } vis;
-    int proj_dim;           /* projection_dim: the projector's output width (= d_model) */
+    int pali_image_id;      /* image_token_index (257152 for the 3b rows) */
+    int pali_tokens;        /* image tokens per image: (image_size / patch)² */
+    struct { int layers, hidden, heads, mlp_hidden, image_size, patch; } pali_vis;
+    int pali_proj;          /* projection_dim: the projector's output width (= d_model) */
 } model_config;
 
 typedef struct layer_weights {

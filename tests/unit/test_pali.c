@@ -1,0 +1,241 @@
+/* PaliGemma (vision/pali.h, the gemma architecture, the prefix-LM mask).
+ *
+ * Without arguments (test_pali_*):
+ *  - the prefix-LM attention (attn_shape.prefix) forward and backward equal
+ *    kern_ref's double-precision loops over the same mask; prefix 0 gives
+ *    the causal kernel's output; the first query sees the last prefix key;
+ *  - a paligemma config.json (the hub's layout) parses into a gemma text
+ *    model with its tower's shape and image token;
+ *  - pali_splice numbers the image rows and refuses a wrong count.
+ *
+ * --ref DIR (tests/ref/r2101-slow-paligemma-hf.sh, DIR from
+ * tests/ref/media/paligemma_hf.py): the whole model — SigLIP + projector
+ * features spliced at the image tokens, the Gemma decoder with the prefix
+ * mask, positions from 1 — against PaliGemmaForConditionalGeneration's
+ * logits, in the training forward (decoder_loss) and in a KV-cache session
+ * (the prefix in one prefill, then the suffix token by token), within
+ * 1e-4 of the largest logit. */
+#include "check.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "decoder/decoder.h"
+#include "decoder/session.h"
+#include "kern/kern.h"
+#include "kern/kern_impl.h"
+#include "util/fs.h"
+#include "util/rng.h"
+#include "vision/pali.h"
+#include "weights/model.h"
+
+static void fill(float *x, size_t n, uint64_t key)
+{
+    for (size_t i = 0; i < n; i++) x[i] = rng_normal(5, 2101, key, i);
+}
+
+static double maxdiff(const float *a, const float *b, size_t n)
+{
+    double m = 0;
+    for (size_t i = 0; i < n; i++) m = fmax(m, fabs((double)a[i] - b[i]));
+    return m;
+}
+
+static void test_pali_attn(void)
+{
+    enum { B = 2, T = 13, NH = 4, KVH = 2, HS = 8 };
+    const int32_t prefix[B] = {6, 13};
+    size_t nq = (size_t)B * T * NH * HS, nk = (size_t)B * T * KVH * HS;
+    float *q = malloc(nq * 4), *k = malloc(nk * 4), *v = malloc(nk * 4), *o = malloc(nq * 4), *oref = malloc(nq * 4);
+    float *lse = malloc((size_t)B * NH * T * 4), *dout = malloc(nq * 4), *dq = malloc(nq * 4), *dk = malloc(nk * 4);
+    float *dv = malloc(nk * 4), *dqr = malloc(nq * 4), *dkr = malloc(nk * 4), *dvr = malloc(nk * 4);
+    float *oc = malloc(nq * 4);
+    fill(q, nq, 1);
+    fill(k, nk, 2);
+    fill(v, nk, 3);
+    fill(dout, nq, 4);
+    attn_shape s = {.B = B, .Tq = T, .Tk = T, .NH = NH, .KVH = KVH, .HS = HS, .kv_bstride = (int64_t)T * KVH * HS,
+                    .prefix = prefix};
+    size_t scr_n = kern_attn_bwd_scratch(&s);
+    float *scr = malloc(scr_n * 4);
+    kern_attn_fwd(o, lse, q, k, v, &s, scr);
+    kern_attn_fwd_ref(oref, NULL, q, k, v, &s);
+    CHECK(check_tensor("prefix attention", o, oref, nq, 1e-5));
+    kern_attn_bwd(dq, dk, dv, dout, o, lse, q, k, v, &s, scr);
+    kern_attn_bwd_ref(dqr, dkr, dvr, dout, q, k, v, &s);
+    CHECK(check_tensor("prefix attention dq", dq, dqr, nq, 1e-5));
+    CHECK(check_tensor("prefix attention dk", dk, dkr, nk, 1e-5));
+    CHECK(check_tensor("prefix attention dv", dv, dvr, nk, 1e-5));
+    /* rows past the prefix are causal: sequence 0's queries 6.. equal the causal kernel's */
+    attn_shape c = s;
+    c.prefix = NULL;
+    kern_attn_fwd(oc, NULL, q, k, v, &c, scr);
+    size_t row = (size_t)NH * HS;
+    CHECK(maxdiff(o + 6 * row, oc + 6 * row, (T - 6) * row) == 0 || maxdiff(o + 6 * row, oc + 6 * row, (T - 6) * row) < 1e-6);
+    CHECK(maxdiff(o, oc, row) > 1e-3);   /* query 0 sees keys 1..5 */
+    /* a zero-length prefix is causal */
+    const int32_t zero[B] = {0, 0};
+    attn_shape z = s;
+    z.prefix = zero;
+    float *oz = malloc(nq * 4);
+    kern_attn_fwd(oz, NULL, q, k, v, &z, scr);
+    CHECK(maxdiff(oz, oc, nq) < 1e-6);
+    free(q); free(k); free(v); free(o); free(oref); free(lse); free(dout); free(dq); free(dk); free(dv);
+    free(dqr); free(dkr); free(dvr); free(oc); free(oz); free(scr);
+}
+
+/* google/paligemma-3b-mix-224's config.json (its text_config leaves
+ * head_dim and the ids to GemmaConfig's defaults) */
+static const char HUB_CFG[] =
+    "{\"_name_or_path\": \"google/paligemma-3b-mix-224\", \"architectures\": [\"PaliGemmaForConditionalGeneration\"],"
+    " \"bos_token_id\": 2, \"eos_token_id\": 1, \"hidden_size\": 2048, \"ignore_index\": -100,"
+    " \"image_token_index\": 257152, \"model_type\": \"paligemma\", \"pad_token_id\": 0, \"projection_dim\": 2048,"
+    " \"text_config\": {\"hidden_size\": 2048, \"intermediate_size\": 16384, \"model_type\": \"gemma\","
+    " \"num_attention_heads\": 8, \"num_hidden_layers\": 18, \"num_image_tokens\": 256, \"num_key_value_heads\": 1,"
+    " \"torch_dtype\": \"float32\", \"vocab_size\": 257216}, \"torch_dtype\": \"float32\","
+    " \"transformers_version\": \"4.41.0.dev0\", \"vision_config\": {\"hidden_size\": 1152, \"intermediate_size\": 4304,"
+    " \"model_type\": \"siglip_vision_model\", \"num_attention_heads\": 16, \"num_hidden_layers\": 27,"
+    " \"num_image_tokens\": 256, \"patch_size\": 14, \"projection_dim\": 2048, \"projector_hidden_act\": \"gelu_fast\","
+    " \"vision_use_head\": false}, \"vocab_size\": 257216}";
+
+static void test_pali_config(void)
+{
+    model_config c;
+    dlm_err e;
+    CHECK_INT(model_config_parse(HUB_CFG, strlen(HUB_CFG), "config.json", &c, &e), 0);
+    CHECK_INT(c.arch, ARCH_GEMMA);
+    CHECK_INT(c.pali, 1);
+    CHECK_INT(c.n_layer, 18);
+    CHECK_INT(c.d_model, 2048);
+    CHECK_INT(c.n_kv_head, 1);
+    CHECK_INT(c.head_dim, 256);
+    CHECK_INT(c.vocab, 257216);
+    CHECK_INT(c.tied, 1);
+    CHECK_INT(c.act_gelu, 1);
+    CHECK_INT(c.sandwich, 0);
+    CHECK(c.attn_softcap == 0 && c.final_softcap == 0 && c.sliding_window == 0);
+    CHECK_NEAR(c.embd_scale, sqrt(2048.0), 1e-4);
+    CHECK_INT(c.bos_id, 2);
+    CHECK_INT(c.eos_id, 1);
+    CHECK_INT(c.pali_image_id, 257152);
+    CHECK_INT(c.pali_tokens, 256);
+    CHECK_INT(c.pali_vis.layers, 27);
+    CHECK_INT(c.pali_vis.hidden, 1152);
+    CHECK_INT(c.pali_vis.mlp_hidden, 4304);
+    CHECK_INT(c.pali_vis.image_size, 224);
+    CHECK_STR(model_arch_name(c.arch), "gemma");
+    /* PaliGemma 2 (a gemma2 text model) is refused by name */
+    const char *pg2 = "{\"model_type\": \"paligemma\", \"text_config\": {\"model_type\": \"gemma2\"}, \"vision_config\": {}}";
+    CHECK_INT(model_config_parse(pg2, strlen(pg2), "config.json", &c, &e), -1);
+    CHECK(strstr(e.msg, "gemma2") != NULL);
+    const char *np = "{\"model_type\": \"paligemma\", \"text_config\": {\"model_type\": \"gemma\", \"hidden_size\": 64,"
+                     " \"intermediate_size\": 64, \"num_attention_heads\": 2, \"num_hidden_layers\": 1, \"vocab_size\": 300},"
+                     " \"vision_config\": {}, \"projection_dim\": 48}";
+    CHECK_INT(model_config_parse(np, strlen(np), "config.json", &c, &e), -1);
+    CHECK(strstr(e.msg, "projection_dim") != NULL);
+}
+
+static void test_pali_splice(void)
+{
+    model_config c = {0};
+    c.pali = 1;
+    c.pali_image_id = 9;
+    c.pali_tokens = 3;
+    const int32_t ids[] = {9, 9, 9, 2, 5, 6, 10, 7, 1};
+    int32_t row[9];
+    dlm_err e;
+    CHECK_INT(pali_splice(&c, ids, 9, 1, row, &e), 0);
+    CHECK(row[0] == 0 && row[1] == 1 && row[2] == 2 && row[3] == -1 && row[8] == -1);
+    CHECK_INT(pali_splice(&c, ids, 9, 2, row, &e), -1);
+    const int32_t short_run[] = {9, 9, 2, 5};
+    CHECK_INT(pali_splice(&c, short_run, 4, 1, row, &e), -1);
+    CHECK(strstr(e.msg, "image tokens") != NULL);
+}
+
+static float *read_f32(const char *dir, const char *name, size_t *n)
+{
+    char p[4096], *buf = NULL;
+    size_t len = 0;
+    dlm_err e;
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    if (fs_read_all(p, 1u << 30, &buf, &len, &e)) { fprintf(stderr, "%s\n", e.msg); return NULL; }
+    *n = len / sizeof(float);
+    return (float *)buf;
+}
+
+static int ref_mode(const char *dir)
+{
+    dlm_err e;
+    char p[4096];
+    snprintf(p, sizeof p, "%s/model", dir);
+    model *m = NULL;
+    if (model_load(p, &m, &e)) { fprintf(stderr, "load: %s\n", e.msg); return 1; }
+    const model_config *c = &m->cfg;
+    siglip s;
+    if (pali_tower_load(m, &s, &e)) { fprintf(stderr, "tower: %s\n", e.msg); return 1; }
+    snprintf(p, sizeof p, "%s/ids.json", dir);
+    json_t *a = json_load_file(p, 0, NULL);
+    snprintf(p, sizeof p, "%s/prefix.txt", dir);
+    FILE *f = fopen(p, "r");
+    int P = 0;
+    CHECK(a && f && fscanf(f, "%d", &P) == 1);
+    if (f) fclose(f);
+    int T = (int)json_array_size(a), V = c->vocab, C = c->d_model;
+    size_t npx = 0, nl = 0, ng = 0;
+    float *px = read_f32(dir, "pixels.f32", &npx), *want = read_f32(dir, "logits.f32", &nl);
+    float *gwant = read_f32(dir, "gen_logits.f32", &ng);
+    CHECK(px && want && gwant && nl == (size_t)T * V && ng == nl && T <= 64);
+    if (!px || !want || !gwant || nl != (size_t)T * V || T > 64) return check_done();
+    int32_t ids[64], tgt[64], pos[64], row[64];
+    for (int i = 0; i < T; i++) {
+        ids[i] = (int32_t)json_integer_value(json_array_get(a, (size_t)i));
+        tgt[i] = i + 1 < T && i + 1 >= P ? ids[i + 1] : -1;   /* loss on the suffix, as the processor's labels */
+        pos[i] = i + 1;                                       /* PaliGemma's positions are 1-indexed */
+    }
+    CHECK_INT(pali_splice(c, ids, T, 1, row, &e), 0);
+    float *feat = malloc((size_t)c->pali_tokens * C * sizeof *feat);
+    CHECK_INT(siglip_forward(&s, px, feat, &e), 0);
+    for (size_t i = 0; i < (size_t)c->pali_tokens * C; i++) feat[i] /= c->embd_scale;
+    /* training forward */
+    token_batch b = {.B = 1, .T = T, .tokens = ids, .targets = tgt, .pos = pos, .embeds = feat, .embed_row = row,
+                     .n_embeds = c->pali_tokens, .prefix = &P};
+    CHECK_INT(decoder_batch_check(c, &b, &e), 0);
+    decoder_opts o = {.B = 1, .T = T};
+    decoder *d = NULL;
+    CHECK_INT(decoder_create(m, NULL, &o, &d, &e), 0);
+    float *got = calloc((size_t)T * V, sizeof *got);
+    int64_t n_loss = 0;
+    decoder_loss(d, &b, NULL, got, &n_loss);
+    CHECK(check_tensor("paligemma logits (training forward)", got, want, (size_t)T * V, 1e-4));
+    printf("test_pali --ref: training forward, %d tokens (prefix %d), max|diff| %.3g\n", T, P,
+           maxdiff(got, want, (size_t)T * V));
+    /* KV-cache session: the prefix in one piece, then the suffix one by one */
+    session *ss = NULL;
+    CHECK_INT(session_create(m, NULL, 64, 16, &ss, &e), 0);
+    memset(got, 0, (size_t)T * V * sizeof *got);
+    session_splice sp = {.embeds = feat, .n_embeds = c->pali_tokens, .embed_row = row, .delta = 1, .prefix = P};
+    CHECK_INT(session_eval_splice(ss, ids, P, &sp, got, 1, &e), 0);
+    for (int i = P; i < T; i++) CHECK_INT(session_eval(ss, ids + i, 1, got + (size_t)i * V, 1, &e), 0);
+    CHECK(check_tensor("paligemma logits (KV-cache session)", got, gwant, (size_t)T * V, 1e-4));
+    printf("test_pali --ref: session, max|diff| %.3g\n", maxdiff(got, gwant, (size_t)T * V));
+    session_free(ss);
+    decoder_free(d);
+    free(got); free(feat); free(px); free(want); free(gwant);
+    json_decref(a);
+    siglip_free(&s);
+    model_free(m);
+    return check_done();
+}
+
+int main(int argc, char **argv)
+{
+    kern_init(2);
+    if (argc == 3 && !strcmp(argv[1], "--ref")) return ref_mode(argv[2]);
+    test_pali_attn();
+    test_pali_config();
+    test_pali_splice();
+    return check_done();
+}
