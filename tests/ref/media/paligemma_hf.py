@@ -11,7 +11,14 @@ names), pixels.f32 [3][28][28] (a real photo through SiglipImageProcessorPil),
 ids.json, prefix.txt (prefix length), logits.f32 [T][V] (the training
 forward: token_type_ids given, as the processor returns them),
 gen_logits.f32 [T][V] (generate's masks: prefix forward over the prompt, then
-the suffix token by token through the KV cache)."""
+the suffix token by token through the KV cache).
+
+LoRA (rank 4, alpha 8, on q/k/v/o of every language-model layer, PEFT's
+formula y = W x + (alpha/r) B A x, A and B random) on the training forward
+with the processor's labels (loss on the suffix, mean as transformers'):
+lora_init.f32 (per layer, per module q k v o: A [r][in] then B [out][r]),
+lora_grad.f32 (the same layout: d mean-loss), lora_adamw5.f32 (the adapter
+after 5 torch.optim.AdamW steps on that batch: lr 1e-2, weight_decay 0.01)."""
 import json, os, sys
 
 import numpy as np
@@ -76,5 +83,41 @@ open(os.path.join(out, "prefix.txt"), "w").write(f"{P}\n")
 causal = None
 with torch.no_grad():
     causal = model(input_ids=x, pixel_values=pv, attention_mask=torch.ones_like(x)).logits[0]
+# LoRA (PEFT's LoraLayer forward, written out: dropout 0)
+r, alpha = 4, 8.0
+params = []
+for layer in model.model.language_model.layers:
+    for name in ("q_proj", "k_proj", "v_proj", "o_proj"):
+        lin = getattr(layer.self_attn, name)
+        A = torch.nn.Parameter(torch.randn(r, lin.in_features, generator=g) * 0.2)
+        B = torch.nn.Parameter(torch.randn(lin.out_features, r, generator=g) * 0.2)
+        params += [A, B]
+        def fwd(x, lin=lin, A=A, B=B):
+            return torch.nn.functional.linear(x, lin.weight, lin.bias) + (alpha / r) * ((x @ A.t()) @ B.t())
+        lin.forward = fwd
+for p_ in model.parameters():
+    p_.requires_grad_(False)
+for p_ in params:
+    p_.requires_grad_(True)
+def flat(ts):
+    return torch.cat([t.detach().reshape(-1) for t in ts]).numpy().astype(np.float32)
+flat(params).tofile(os.path.join(out, "lora_init.f32"))
+labels = torch.tensor([[t if i >= P else -100 for i, t in enumerate(ids)]])
+tt_t = torch.tensor([tt])
+def loss_fn():
+    return model(input_ids=x, pixel_values=pv, token_type_ids=tt_t, attention_mask=torch.ones_like(x),
+                 labels=labels).loss
+loss = loss_fn()
+loss.backward()
+flat([p_.grad for p_ in params]).tofile(os.path.join(out, "lora_grad.f32"))
+opt = torch.optim.AdamW(params, lr=1e-2, weight_decay=0.01)
+for p_ in params:
+    p_.grad = None
+for step in range(5):
+    opt.zero_grad()
+    loss_fn().backward()
+    opt.step()
+flat(params).tofile(os.path.join(out, "lora_adamw5.f32"))
+print(f"paligemma_hf: LoRA loss {loss.item():.4f}")
 print(f"paligemma_hf: T {len(ids)}, prefix {P}, max|logits| {lg.abs().max():.3g}, "
       f"prefix vs causal max|diff| {(lg - causal).abs().max():.3g}, train vs generate {(lg - gl).abs().max():.3g}")
