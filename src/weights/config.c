@@ -1,5 +1,5 @@
-/* config — HF config.json → model_config for llama (and mistral, mixtral), qwen2, qwen3, olmo2, smollm3, gemma2
- * and phi3.
+/* config — HF config.json → model_config for llama (and mistral, mixtral), qwen2, qwen3, olmo2, smollm3, gemma2,
+ * phi3 and Qwen2-VL (qwen2 with M-RoPE and a vision tower).
  *
  * Accepts both transformers layouts: v4 (top-level rope_theta, rope_scaling,
  * torch_dtype) and v5 (rope_parameters with rope_theta inside, dtype).
@@ -176,6 +176,75 @@ static int parse_phi3(const cfg_ctx *c, model_config *cfg)
     return 0;
 }
 
+/* Qwen2-VL's mrope_section: the (t, h, w) streams' rotary columns, summing
+ * to head_dim/2 ([16, 24, 24] for head size 128). */
+static int parse_mrope(const cfg_ctx *c, model_config *cfg, const json_t *rp, const char *rp_key)
+{
+    const json_t *v = json_object_get(rp, "mrope_section");
+    int sum = 0;
+    if (!v || json_is_null(v)) return 0;   /* parse_qwen2vl says what is missing */
+    if (!json_is_array(v) || json_array_size(v) != 3)
+        return err_at(c->e, KIND, c->path, 0, 0, "%s.mrope_section must list 3 numbers (t, h, w)", rp_key);
+    for (int i = 0; i < 3; i++) {
+        const json_t *x = json_array_get(v, (size_t)i);
+        json_int_t k = json_is_integer(x) ? json_integer_value(x) : -1;
+        if (k < 0 || k > 4096) return err_at(c->e, KIND, c->path, 0, 0, "%s.mrope_section[%d] is not a count", rp_key, i);
+        cfg->mrope[i] = (int)k;
+        sum += (int)k;
+    }
+    if (sum != cfg->head_dim / 2)
+        return err_at(c->e, KIND, c->path, 0, 0, "%s.mrope_section sums to %d, not head_dim/2 = %d", rp_key, sum,
+                      cfg->head_dim / 2);
+    return 0;
+}
+
+/* Qwen2VLConfig beyond the text model: the special ids (top level) and
+ * vision_config with Qwen2VLVisionConfig's defaults (the hub's configs say
+ * in_chans and spatial_patch_size, transformers 5 in_channels, patch_size). */
+static int parse_qwen2vl(const cfg_ctx *c, const json_t *top, model_config *cfg)
+{
+    cfg_ctx t = {top, c->path, c->e};
+    static const char *const IDS[3] = {"image_token_id", "vision_start_token_id", "vision_end_token_id"};
+    int *dst[3] = {&cfg->image_id, &cfg->vision_start_id, &cfg->vision_end_id};
+    const long long def[3] = {151655, 151652, 151653};
+    for (int i = 0; i < 3; i++) {
+        long long v = def[i];
+        if (get_int(&t, top, IDS[i], &v) < 0) return -1;
+        if (v < 0 || v >= cfg->vocab)
+            return err_at(c->e, KIND, c->path, 0, 0, "%s = %lld is outside the vocabulary (%d)", IDS[i], v, cfg->vocab);
+        *dst[i] = (int)v;
+    }
+    const json_t *vc = json_object_get(top, "vision_config");
+    if (vc && !json_is_null(vc) && !json_is_object(vc))
+        return err_at(c->e, KIND, c->path, 0, 0, "\"vision_config\" must be an object");
+    struct model_vision *m = &cfg->vis;
+    *m = (struct model_vision){32, 1280, 16, 4, 3, 14, 2, 2, 3584};
+    static const char *const KEY[] = {"depth", "embed_dim", "num_heads", "mlp_ratio", "in_channels", "patch_size",
+                                      "temporal_patch_size", "spatial_merge_size", "hidden_size", "in_chans",
+                                      "spatial_patch_size"};
+    int *field[] = {&m->depth, &m->embed_dim, &m->heads, &m->mlp_ratio, &m->in_ch, &m->patch, &m->temporal,
+                    &m->merge, &m->out_dim, &m->in_ch, &m->patch};
+    for (size_t i = 0; vc && i < sizeof KEY / sizeof KEY[0]; i++) {
+        long long v = *field[i];
+        if (get_int(&t, vc, KEY[i], &v) < 0) return -1;
+        if (v < 1 || v > (1 << 16))
+            return err_at(c->e, KIND, c->path, 0, 0, "vision_config.%s = %lld is out of range", KEY[i], v);
+        *field[i] = (int)v;
+    }
+    const char *act = vc ? json_string_value(json_object_get(vc, "hidden_act")) : NULL;
+    if (act && strcmp(act, "quick_gelu"))
+        return err_at(c->e, KIND, c->path, 0, 0, "vision_config.hidden_act '%s' is not supported (quick_gelu)", act);
+    if (m->out_dim != cfg->d_model)
+        return err_at(c->e, KIND, c->path, 0, 0, "vision_config.hidden_size %d is not the text model's %d", m->out_dim,
+                      cfg->d_model);
+    if (m->embed_dim % m->heads || (m->embed_dim / m->heads) % 4)
+        return err_at(c->e, KIND, c->path, 0, 0, "vision_config: embed_dim %d over %d heads is not a multiple of 4",
+                      m->embed_dim, m->heads);
+    if (!cfg->mrope[0] && !cfg->mrope[1] && !cfg->mrope[2])
+        return err_at(c->e, KIND, c->path, 0, 0, "a Qwen2-VL config needs rope_scaling.mrope_section");
+    return 0;
+}
+
 /* rope_parameters (v5) else rope_scaling (v4); rope_theta inside the
  * former or at top level; "type" is an old alias of "rope_type". */
 static int parse_rope(const cfg_ctx *c, model_config *cfg)
@@ -199,6 +268,10 @@ static int parse_rope(const cfg_ctx *c, model_config *cfg)
     const json_t *jt = json_object_get(rp, "rope_type");
     if (!jt || json_is_null(jt)) jt = json_object_get(rp, "type");
     const char *type = json_is_string(jt) ? json_string_value(jt) : NULL;
+    /* Qwen2-VL: mrope_section beside the default type (transformers 5) or
+     * as type "mrope" (the hub's configs) */
+    if (cfg->vl == VL_QWEN2 && (!type || !strcmp(type, "default") || !strcmp(type, "mrope")))
+        return parse_mrope(c, cfg, rp, rp_key);
     if (!type || !strcmp(type, "default")) return 0;
     if (cfg->arch == ARCH_PHI3 && (!strcmp(type, "longrope") || !strcmp(type, "su")))
         return parse_longrope(c, cfg, rp, rp_key);
@@ -424,6 +497,7 @@ static int detect_arch(const cfg_ctx *c, model_config *cfg, int *mistral)
             if (!strcmp(s, "Gemma2ForCausalLM")) { cfg->arch = ARCH_GEMMA2; return 0; }
             if (!strcmp(s, "GemmaForCausalLM")) { cfg->arch = ARCH_GEMMA; return 0; }
             if (!strcmp(s, "Phi3ForCausalLM")) { cfg->arch = ARCH_PHI3; return 0; }
+            if (!strcmp(s, "Qwen2VLForConditionalGeneration")) { cfg->arch = ARCH_QWEN2; cfg->vl = VL_QWEN2; return 0; }
         }
     }
     const char *mt = json_string_value(json_object_get(c->root, "model_type"));
@@ -438,6 +512,7 @@ static int detect_arch(const cfg_ctx *c, model_config *cfg, int *mistral)
         if (!strcmp(mt, "gemma2")) { cfg->arch = ARCH_GEMMA2; return 0; }
         if (!strcmp(mt, "gemma")) { cfg->arch = ARCH_GEMMA; return 0; }
         if (!strcmp(mt, "phi3")) { cfg->arch = ARCH_PHI3; return 0; }
+        if (!strcmp(mt, "qwen2_vl")) { cfg->arch = ARCH_QWEN2; cfg->vl = VL_QWEN2; return 0; }
     }
     err_at(c->e, "UnsupportedArchitectureError", c->path, 0, 0, "unsupported architecture '%s'",
            first ? first : mt ? mt : "(none given)");
@@ -445,7 +520,8 @@ static int detect_arch(const cfg_ctx *c, model_config *cfg, int *mistral)
                           "MixtralForCausalLM (mixtral), "
                           "Qwen2ForCausalLM (qwen2), Qwen3ForCausalLM (qwen3), Olmo2ForCausalLM (olmo2), "
                           "SmolLM3ForCausalLM (smollm3), GemmaForCausalLM (gemma), Gemma2ForCausalLM (gemma2), "
-                          "Phi3ForCausalLM (phi3), PaliGemmaForConditionalGeneration (paligemma)");
+                          "Phi3ForCausalLM (phi3), Qwen2VLForConditionalGeneration (qwen2_vl), "
+                          "PaliGemmaForConditionalGeneration (paligemma)");
 }
 
 /* MixtralConfig (transformers models/mixtral/configuration_mixtral.py):
@@ -487,15 +563,19 @@ int model_config_parse(const char *json_text, size_t len, const char *path, mode
     if (!doc)
         return err_at(e, KIND, path, je.line > 0 ? je.line : 0, je.column > 0 ? je.column : 0,
                       "invalid JSON: %s", je.text);
-    cfg_ctx c = {root, path, e}, top = c;
+    cfg_ctx c = {root, path, e};
     int rc = -1;
     if (!json_is_object(root)) { err_at(e, KIND, path, 0, 0, "config is not a JSON object"); goto out; }
     int mistral = 0;
+    const json_t *top = root;
     if (is_paligemma(root)) {
         /* the language model's fields come from text_config, a Gemma */
         if (!(c.root = root = parse_paligemma(&c, cfg))) goto out;
         cfg->arch = ARCH_GEMMA;
     } else if (detect_arch(&c, cfg, &mistral)) goto out;
+    /* transformers 5 nests a vision-language model's text fields */
+    const json_t *tc = json_object_get(top, "text_config");
+    if (cfg->vl && json_is_object(tc)) c.root = tc;
 
     if (need_dim(&c, "num_hidden_layers", 1024, &cfg->n_layer) ||
         need_dim(&c, "hidden_size", 1 << 17, &cfg->d_model) ||
@@ -510,7 +590,7 @@ int model_config_parse(const char *json_text, size_t len, const char *path, mode
                cfg->n_head, cfg->n_kv_head);
         goto out;
     }
-    if (cfg->d_model % cfg->n_head && !json_object_get(root, "head_dim")) {
+    if (cfg->d_model % cfg->n_head && !json_object_get(c.root, "head_dim")) {
         err_at(e, KIND, path, 0, 0, "hidden_size %d is not a multiple of num_attention_heads %d",
                cfg->d_model, cfg->n_head);
         goto out;
@@ -526,8 +606,8 @@ int model_config_parse(const char *json_text, size_t len, const char *path, mode
     if (opt_dim(&c, "max_position_embeddings", 1 << 24, &cfg->max_pos)) goto out;
 
     /* Olmo2Config and MixtralConfig vs the others' default */
-    double eps = cfg->arch == ARCH_OLMO2 || cfg->arch == ARCH_PHI3 || mistral == 2 ? 1e-5 : 1e-6;
-    if (get_num(&c, root, "rms_norm_eps", &eps) < 0) goto out;
+    double eps = cfg->arch == ARCH_OLMO2 || cfg->arch == ARCH_PHI3 || mistral == 2 || cfg->vl ? 1e-5 : 1e-6;
+    if (get_num(&c, c.root, "rms_norm_eps", &eps) < 0) goto out;
     if (!(eps > 0 && eps < 1)) { err_at(e, KIND, path, 0, 0, "rms_norm_eps = %g is out of range", eps); goto out; }
     cfg->rms_eps = (float)eps;
     if (cfg->arch == ARCH_PHI3 && parse_phi3(&c, cfg)) goto out;
@@ -535,10 +615,11 @@ int model_config_parse(const char *json_text, size_t len, const char *path, mode
     if (mistral == 2 && parse_moe(&c, cfg)) goto out;
 
     int tied = cfg->arch == ARCH_GEMMA2 || cfg->arch == ARCH_GEMMA;   /* Gemma(2)Config ties by default */
-    if (get_bool(&c, root, "tie_word_embeddings", &tied) < 0) goto out;
+    if (get_bool(&c, c.root, "tie_word_embeddings", &tied) < 0) goto out;
+    if (top != c.root && get_bool(&c, top, "tie_word_embeddings", &tied) < 0) goto out;   /* transformers 5 */
     cfg->tied = tied;
 
-    const char *act = json_string_value(json_object_get(root, "hidden_act"));
+    const char *act = json_string_value(json_object_get(c.root, "hidden_act"));
     if (act && strcmp(act, "silu") && cfg->arch != ARCH_GEMMA2 && cfg->arch != ARCH_GEMMA) {
         err_at(e, KIND, path, 0, 0, "hidden_act '%s' is not supported (every architecture dlm runs uses silu)", act);
         goto out;
@@ -547,7 +628,7 @@ int model_config_parse(const char *json_text, size_t len, const char *path, mode
     if (cfg->arch == ARCH_QWEN2) {
         /* Qwen2's q/k/v projections always carry a bias (not a config flag). */
         cfg->qkv_bias = 1;
-        if (get_bool(&c, root, "use_sliding_window", &b) < 0) goto out;
+        if (get_bool(&c, c.root, "use_sliding_window", &b) < 0) goto out;
         if (b) {
             err_at(e, KIND, path, 0, 0, "use_sliding_window=true is not supported");
             goto out;
@@ -557,9 +638,9 @@ int model_config_parse(const char *json_text, size_t len, const char *path, mode
          * attention_bias would also put a bias on o_proj, which no released
          * Qwen3 has. */
         cfg->qk_norm = QK_NORM_HEAD;
-        if (get_bool(&c, root, "attention_bias", &b) < 0) goto out;
+        if (get_bool(&c, c.root, "attention_bias", &b) < 0) goto out;
         if (b) { err_at(e, KIND, path, 0, 0, "attention_bias=true is not supported for qwen3"); goto out; }
-        if (get_bool(&c, root, "use_sliding_window", &b) < 0) goto out;
+        if (get_bool(&c, c.root, "use_sliding_window", &b) < 0) goto out;
         if (b) { err_at(e, KIND, path, 0, 0, "use_sliding_window=true is not supported"); goto out; }
     } else if (cfg->arch == ARCH_OLMO2) {
         /* Olmo2DecoderLayer: q_norm / k_norm over the whole projection,
@@ -567,15 +648,15 @@ int model_config_parse(const char *json_text, size_t len, const char *path, mode
          * block's output, no norm before; attention_bias would bias o_proj too */
         cfg->qk_norm = QK_NORM_FULL;
         cfg->post_norm = 1;
-        if (get_bool(&c, root, "attention_bias", &b) < 0) goto out;
+        if (get_bool(&c, c.root, "attention_bias", &b) < 0) goto out;
         if (b) { err_at(e, KIND, path, 0, 0, "attention_bias=true is not supported for olmo2"); goto out; }
     } else if (cfg->arch == ARCH_SMOLLM3) {
         if (parse_nope(&c, cfg)) goto out;
-        if (get_bool(&c, root, "use_sliding_window", &b) < 0) goto out;
+        if (get_bool(&c, c.root, "use_sliding_window", &b) < 0) goto out;
         if (b) { err_at(e, KIND, path, 0, 0, "use_sliding_window=true is not supported"); goto out; }
-        if (get_bool(&c, root, "attention_bias", &b) < 0) goto out;
+        if (get_bool(&c, c.root, "attention_bias", &b) < 0) goto out;
         if (b) { err_at(e, KIND, path, 0, 0, "attention_bias=true is not supported for smollm3"); goto out; }
-        if (get_bool(&c, root, "mlp_bias", &b) < 0) goto out;
+        if (get_bool(&c, c.root, "mlp_bias", &b) < 0) goto out;
         if (b) { err_at(e, KIND, path, 0, 0, "mlp_bias=true is not supported for smollm3"); goto out; }
     } else if (cfg->arch == ARCH_GEMMA2) {
         if (parse_gemma2(&c, cfg)) goto out;
@@ -585,7 +666,7 @@ int model_config_parse(const char *json_text, size_t len, const char *path, mode
         /* Phi3Attention: sliding_window (none when null); a window as long
          * as the context masks nothing */
         long long win = 0;
-        if (get_int(&c, root, "sliding_window", &win) < 0) goto out;
+        if (get_int(&c, c.root, "sliding_window", &win) < 0) goto out;
         if (win < 0 || win > (1 << 24)) {
             err_at(e, KIND, path, 0, 0, "sliding_window = %lld is out of range", win);
             goto out;
@@ -594,27 +675,29 @@ int model_config_parse(const char *json_text, size_t len, const char *path, mode
     } else if (mistral) {
         /* MistralConfig: sliding_window 4096 when the key is absent, none
          * when null; MixtralConfig: none either way */
-        const json_t *sw = json_object_get(root, "sliding_window");
+        const json_t *sw = json_object_get(c.root, "sliding_window");
         long long win = sw || mistral == 2 ? 0 : 4096;
-        if (sw && get_int(&c, root, "sliding_window", &win) < 0) goto out;
+        if (sw && get_int(&c, c.root, "sliding_window", &win) < 0) goto out;
         if (win < 0 || win > (1 << 24)) {
             err_at(e, KIND, path, 0, 0, "sliding_window = %lld is out of range", win);
             goto out;
         }
         cfg->sliding_window = (int)win;
     } else {
-        if (get_bool(&c, root, "attention_bias", &b) < 0) goto out;
+        if (get_bool(&c, c.root, "attention_bias", &b) < 0) goto out;
         if (b) { err_at(e, KIND, path, 0, 0, "attention_bias=true is not supported for llama"); goto out; }
-        if (get_bool(&c, root, "mlp_bias", &b) < 0) goto out;
+        if (get_bool(&c, c.root, "mlp_bias", &b) < 0) goto out;
         if (b) { err_at(e, KIND, path, 0, 0, "mlp_bias=true is not supported for llama"); goto out; }
     }
     if (get_token_ids(&c, "bos_token_id", &cfg->bos_id, NULL, 0, NULL) ||
         get_token_ids(&c, "eos_token_id", &cfg->eos_id, cfg->eos_ids, 8, &cfg->n_eos))
         goto out;
+    if (cfg->vl && parse_qwen2vl(&c, top, cfg)) goto out;
     if (cfg->pali) {
         /* PaliGemma: the ids sit at the top level too; GemmaConfig's 2 / 1 without either */
-        if (cfg->bos_id < 0 && get_token_ids(&top, "bos_token_id", &cfg->bos_id, NULL, 0, NULL)) goto out;
-        if (cfg->eos_id < 0 && get_token_ids(&top, "eos_token_id", &cfg->eos_id, cfg->eos_ids, 8, &cfg->n_eos)) goto out;
+        cfg_ctx tp = {top, path, e};
+        if (cfg->bos_id < 0 && get_token_ids(&tp, "bos_token_id", &cfg->bos_id, NULL, 0, NULL)) goto out;
+        if (cfg->eos_id < 0 && get_token_ids(&tp, "eos_token_id", &cfg->eos_id, cfg->eos_ids, 8, &cfg->n_eos)) goto out;
         if (cfg->bos_id < 0) cfg->bos_id = 2;
         if (cfg->eos_id < 0) { cfg->eos_id = cfg->eos_ids[0] = 1; cfg->n_eos = 1; }
         if (cfg->pali_proj != cfg->d_model) {
@@ -625,8 +708,8 @@ int model_config_parse(const char *json_text, size_t len, const char *path, mode
     }
     const char *dt = json_string_value(json_object_get(c.root, "dtype"));
     if (!dt) dt = json_string_value(json_object_get(c.root, "torch_dtype"));
-    if (!dt) dt = json_string_value(json_object_get(top.root, "dtype"));
-    if (!dt) dt = json_string_value(json_object_get(top.root, "torch_dtype"));
+    if (!dt) dt = json_string_value(json_object_get(top, "dtype"));
+    if (!dt) dt = json_string_value(json_object_get(top, "torch_dtype"));
     if (dt) snprintf(cfg->src_dtype, sizeof cfg->src_dtype, "%s", dt);
     rc = 0;
 out:

@@ -48,6 +48,8 @@ const char *model_strdup(model *m, const char *s, dlm_err *e)
     return p;
 }
 
+const struct st_file *model_safetensors(const model *m) { return m->storage ? m->storage->st : NULL; }
+
 void model_free(model *m)
 {
     if (!m) return;

@@ -44,20 +44,16 @@ typedef struct hf_ctx {
     int pali;
 } hf_ctx;
 
-/* PaliGemma keeps the language model under a prefix: transformers 5
- * saves "model.language_model.X" for Gemma's "model.X", the hub's
- * checkpoints "language_model.model.X" (and "language_model.lm_head.").
- * The tower and projector are read by vision/pali.c. */
+/* PaliGemma's hub checkpoints (and transformers 5.23's save_pretrained)
+ * keep Gemma's "model.X" as "language_model.model.X" and its head as
+ * "language_model.lm_head."; the tower and projector are read by
+ * vision/pali.c. */
 static const st_tensor *find_pali(st_file *st, const char *name)
 {
-    static const char *const pre[2][2] = {{"model.", "model.language_model."}, {"model.", "language_model.model."}};
     char buf[512];
-    for (int i = 0; i < 2; i++) {
-        size_t n = strlen(pre[i][0]);
-        if (strncmp(name, pre[i][0], n)) continue;
-        snprintf(buf, sizeof buf, "%s%s", pre[i][1], name + n);
-        const st_tensor *t = st_find(st, buf);
-        if (t) return t;
+    if (!strncmp(name, "model.", 6)) {
+        snprintf(buf, sizeof buf, "language_model.%s", name);
+        return st_find(st, buf);
     }
     if (!strncmp(name, "lm_head.", 8)) {
         snprintf(buf, sizeof buf, "language_model.%s", name);
@@ -70,6 +66,12 @@ static int find(void *ctx, const char *name, src_tensor *out)
 {
     const hf_ctx *h = ctx;
     const st_tensor *t = st_find(h->st, name);
+    /* transformers 5 saves a vision-language model's text model under
+     * model.language_model. (the hub's Qwen2-VL checkpoints: model.) */
+    if (!t && !strncmp(name, "model.", 6)) {
+        char alt[512];
+        if ((size_t)snprintf(alt, sizeof alt, "model.language_model.%s", name + 6) < sizeof alt) t = st_find(h->st, alt);
+    }
     if (!t && h->pali) t = find_pali(h->st, name);
     if (!t) return 1;
     to_src(t, out);

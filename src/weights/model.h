@@ -28,6 +28,7 @@ const char *model_arch_name(model_arch a);
 int model_arch_permutes_qk(model_arch a);
 
 enum { QK_NORM_HEAD = 1, QK_NORM_FULL = 2 };
+enum { VL_QWEN2 = 1 };
 enum { MODEL_MAX_EXPERT_USED = 8, MODEL_MAX_ROPE_FACTORS = 256 };
 
 typedef struct model_config {
@@ -95,6 +96,16 @@ typedef struct model_config {
      * the temporal, height and width streams, summing to head_dim/2; all 0
      * = 1-D RoPE. A batch's pos3 (tokens/batch.h) needs it. */
     int mrope[3];
+    /* vision-language bases (docs/images.md): VL_QWEN2 for
+     * Qwen2VLForConditionalGeneration (its text model is qwen2 with M-RoPE;
+     * config.json's text fields at the top (hub) or under text_config
+     * (transformers 5)); 0 = a text model. The special ids, and the vision
+     * tower's shape from vision_config (vision/qwen2vl.h loads it). */
+    int vl;
+    int image_id, vision_start_id, vision_end_id;
+    struct model_vision {
+        int depth, embed_dim, heads, mlp_ratio, in_ch, patch, temporal, merge, out_dim;
+    } vis;
     /* torch_dtype / dtype from config.json ("bfloat16"), "" if absent */
     char src_dtype[16];
     /* PaliGemma (config model_type "paligemma"): the fields above are its
@@ -163,6 +174,9 @@ typedef struct model_tensor {
     uint64_t nbytes;
 } model_tensor;
 int model_tensor_count(const model *m);
+/* The safetensors set an HF folder was loaded from (the vision tower's
+ * tensors are read from it, vision/qwen2vl.h); NULL for a GGUF. */
+const struct st_file *model_safetensors(const model *m);
 const model_tensor *model_tensor_at(const model *m, int i);
 
 /* Tensor name mapping (docs/reference/formats.md §4.5): "model.layers.3.mlp.up_proj.weight"

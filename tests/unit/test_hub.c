@@ -204,7 +204,13 @@ static void test_base(void)
     /* every text row's architecture runs now; the vision rows are refused before it */
     CHECK_INT(base_resolve("mistral-small-3.1-24b-instruct", &o, &r, out, sizeof out, &E), -1);
     CHECK_STR(E.kind, "UnsupportedBaseError");
+    /* Qwen2-VL runs: it gets as far as a text row does (the download, gated the same way; no retries) */
+    o.max_retries = 0;
     CHECK_INT(base_resolve("qwen2-vl-2b-instruct", &o, &r, out, sizeof out, &E), -1);
+    char vl_kind[sizeof E.kind];
+    snprintf(vl_kind, sizeof vl_kind, "%s", E.kind);
+    CHECK_INT(base_resolve("qwen2.5-0.5b", &o, &r, out, sizeof out, &E), -1);
+    CHECK_STR(vl_kind, E.kind);
     CHECK_INT(base_resolve("./missing.gguf", &o, &r, out, sizeof out, &E), -1);
     CHECK(strstr(E.msg, "does not exist") != NULL);
     CHECK_INT(base_resolve("tests/ref/model/fixtures/llama-bf16.q8_0.gguf", &o, &r, out, sizeof out, &E), 0);

@@ -1,0 +1,65 @@
+/* qwen2vl — a Qwen2-VL base's image path (vision/qwen2vl.h). */
+#include "vision/qwen2vl.h"
+
+#include <stdlib.h>
+
+#include "vision/mrope.h"
+
+int qwen2vl_tower_load(const model *m, qwen2vl_vit *v, dlm_err *e)
+{
+    const model_config *c = &m->cfg;
+    const st_file *f = model_safetensors(m);
+    if (c->vl != VL_QWEN2 || !f)
+        return err_set(e, "ModalityError", "'%s' is not a Qwen2-VL model folder (no vision tower)", m->source);
+    const struct model_vision *s = &c->vis;
+    vit_cfg vc = {.depth = s->depth, .embed_dim = s->embed_dim, .heads = s->heads,
+                  .mlp_hidden = s->embed_dim * s->mlp_ratio, .in_ch = s->in_ch, .patch = s->patch,
+                  .temporal = s->temporal, .merge = s->merge, .hidden_size = c->d_model, .rope_theta = 10000.0};
+    const char *prefix = st_find(f, "model.visual.patch_embed.proj.weight") ? "model.visual." : "visual.";
+    return qwen2vl_vit_load(f, prefix, &vc, v, e);
+}
+
+proc_cfg qwen2vl_proc(const model_config *c)
+{
+    proc_cfg p = PROC_QWEN2_VL;
+    p.patch = c->vis.patch;
+    p.temporal = c->vis.temporal;
+    p.merge = c->vis.merge;
+    return p;
+}
+
+int qwen2vl_grid_tokens(const model_config *c, const int grid[3])
+{
+    return grid[0] * grid[1] * grid[2] / (c->vis.merge * c->vis.merge);
+}
+
+int qwen2vl_image_features(const qwen2vl_vit *v, const model_config *c, const proc_cfg *pc, const image_rgb *im,
+                           float **out, int *n_rows, int grid[3], dlm_err *e)
+{
+    *out = NULL;
+    proc_out po;
+    if (proc_image(im, pc, &po, e)) return -1;
+    for (int i = 0; i < 3; i++) grid[i] = po.grid_thw[i];
+    int n = qwen2vl_grid_tokens(c, grid);
+    float *f = malloc((size_t)n * c->d_model * sizeof *f);
+    int rc = -1;
+    if (!f) err_set(e, "MemoryError", "out of memory");
+    else if (!qwen2vl_vit_forward(v, po.pixels, (const int (*)[3])grid, 1, f, e)) rc = 0;
+    proc_out_free(&po);
+    if (rc) {
+        free(f);
+        return -1;
+    }
+    *out = f;
+    *n_rows = n;
+    return 0;
+}
+
+int qwen2vl_splice(const model_config *c, const int32_t *ids, int64_t n, const int (*grid)[3], int n_images,
+                   int32_t *embed_row, int32_t *pos3, int64_t *delta, dlm_err *e)
+{
+    if (qwen2vl_rope_index(ids, n, c->image_id, grid, n_images, c->vis.merge, pos3, delta, e)) return -1;
+    int32_t k = 0;
+    for (int64_t i = 0; i < n; i++) embed_row[i] = ids[i] == c->image_id ? k++ : -1;
+    return 0;
+}

@@ -1,0 +1,196 @@
+/* test_vl_model — a Qwen2-VL base. Without arguments: config.json parsing
+ * (the hub's layout and transformers 5's text_config; mrope_section, the
+ * special ids, vision_config's defaults and both key spellings) and its
+ * refusals. `test_vl_model --ref DIR` (tests/ref/r1601-slow-qwen2vl-hf.sh;
+ * DIR from tests/ref/vl/qwen2vl_hf.py): both tensor layouts load, and the
+ * whole model's logits over a prompt with two real images — dlm's decoding,
+ * processor, tower, splice and M-RoPE decoder — equal transformers'
+ * Qwen2VLForConditionalGeneration within 1e-4. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "decoder/decoder.h"
+#include "kern/kern.h"
+#include "util/fs.h"
+#include "vision/qwen2vl.h"
+
+static const char *HUB = "{\"architectures\": [\"Qwen2VLForConditionalGeneration\"], \"model_type\": \"qwen2_vl\","
+    "\"hidden_size\": 1536, \"intermediate_size\": 8960, \"num_hidden_layers\": 28, \"num_attention_heads\": 12,"
+    "\"num_key_value_heads\": 2, \"vocab_size\": 151936, \"rms_norm_eps\": 1e-06, \"rope_theta\": 1000000.0,"
+    "\"tie_word_embeddings\": true, \"torch_dtype\": \"bfloat16\", \"image_token_id\": 151655,"
+    "\"vision_start_token_id\": 151652, \"vision_end_token_id\": 151653, \"use_sliding_window\": false,"
+    "\"rope_scaling\": {\"type\": \"mrope\", \"mrope_section\": [16, 24, 24]},"
+    "\"vision_config\": {\"depth\": 32, \"embed_dim\": 1280, \"mlp_ratio\": 4, \"num_heads\": 16, \"in_chans\": 3,"
+    "\"hidden_size\": 1536, \"patch_size\": 14, \"spatial_merge_size\": 2, \"spatial_patch_size\": 14,"
+    "\"temporal_patch_size\": 2}}";
+
+static const char *V5 = "{\"architectures\": [\"Qwen2VLForConditionalGeneration\"], \"model_type\": \"qwen2_vl\","
+    "\"dtype\": \"float32\", \"image_token_id\": 97, \"vision_start_token_id\": 95, \"vision_end_token_id\": 96,"
+    "\"tie_word_embeddings\": false, \"text_config\": {\"hidden_size\": 64, \"intermediate_size\": 128,"
+    "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"vocab_size\": 100,"
+    "\"rope_parameters\": {\"rope_type\": \"default\", \"mrope_section\": [2, 3, 3], \"rope_theta\": 10000.0},"
+    "\"tie_word_embeddings\": true},"
+    "\"vision_config\": {\"depth\": 2, \"embed_dim\": 32, \"hidden_size\": 64, \"num_heads\": 4, \"mlp_ratio\": 2,"
+    "\"in_channels\": 3, \"patch_size\": 14, \"hidden_act\": \"quick_gelu\"}}";
+
+static int parse(const char *txt, model_config *c, dlm_err *e)
+{
+    return model_config_parse(txt, strlen(txt), "config.json", c, e);
+}
+
+/* txt with the first `from` replaced by `to`: parse must fail naming `want` */
+static void refuse(const char *txt, const char *from, const char *to, const char *want)
+{
+    char buf[4096];
+    const char *at = strstr(txt, from);
+    CHECK_MSG(at != NULL, "%s not in the config", from);
+    if (!at) return;
+    snprintf(buf, sizeof buf, "%.*s%s%s", (int)(at - txt), txt, to, at + strlen(from));
+    model_config c;
+    dlm_err e;
+    CHECK_INT(parse(buf, &c, &e), -1);
+    CHECK_MSG(strstr(e.msg, want) != NULL, "'%s' refused as '%s', want '%s'", to, e.msg, want);
+}
+
+static void test_config(void)
+{
+    model_config c;
+    dlm_err e;
+    CHECK_MSG(parse(HUB, &c, &e) == 0, "%s", e.msg);
+    CHECK_INT(c.vl, VL_QWEN2);
+    CHECK_INT(c.arch, ARCH_QWEN2);
+    CHECK_INT(c.qkv_bias, 1);
+    CHECK_INT(c.head_dim, 128);
+    CHECK(c.mrope[0] == 16 && c.mrope[1] == 24 && c.mrope[2] == 24);
+    CHECK(c.image_id == 151655 && c.vision_start_id == 151652 && c.vision_end_id == 151653);
+    CHECK(c.vis.depth == 32 && c.vis.embed_dim == 1280 && c.vis.heads == 16 && c.vis.mlp_ratio == 4);
+    CHECK(c.vis.patch == 14 && c.vis.merge == 2 && c.vis.temporal == 2 && c.vis.in_ch == 3 && c.vis.out_dim == 1536);
+    CHECK_INT(c.tied, 1);
+    CHECK_NEAR(c.rms_eps, 1e-6, 1e-12);
+    CHECK_STR(c.src_dtype, "bfloat16");
+    CHECK_MSG(parse(V5, &c, &e) == 0, "%s", e.msg);
+    CHECK(c.vl == VL_QWEN2 && c.d_model == 64 && c.n_layer == 2 && c.vocab == 100 && c.head_dim == 16);
+    CHECK(c.mrope[0] == 2 && c.mrope[1] == 3 && c.mrope[2] == 3);
+    CHECK_INT(c.tied, 0);   /* the top level wins (transformers 5 writes it there) */
+    CHECK_NEAR(c.rms_eps, 1e-5, 1e-12);   /* Qwen2VLTextConfig's default */
+    CHECK(c.vis.depth == 2 && c.vis.embed_dim == 32 && c.vis.temporal == 2 && c.vis.merge == 2);
+    CHECK_STR(c.src_dtype, "float32");
+    refuse(V5, "[2, 3, 3]", "[2, 3, 4]", "sums to 9, not head_dim/2 = 8");
+    refuse(V5, "\"mrope_section\": [2, 3, 3], ", "", "needs rope_scaling.mrope_section");
+    refuse(V5, "\"hidden_size\": 64, \"num_heads\"", "\"hidden_size\": 48, \"num_heads\"", "not the text model's");
+    refuse(V5, "\"image_token_id\": 97", "\"image_token_id\": 100", "outside the vocabulary");
+    refuse(V5, "quick_gelu", "gelu", "hidden_act 'gelu'");
+    refuse(HUB, "\"rope_scaling\": {\"type\": \"mrope\", \"mrope_section\": [16, 24, 24]},", "",
+           "needs rope_scaling.mrope_section");
+}
+
+static int read_text(const char *dir, const char *name, char **out)
+{
+    char p[4096];
+    size_t n;
+    dlm_err e;
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    if (fs_read_all(p, 1u << 30, out, &n, &e)) { fprintf(stderr, "%s\n", e.msg); return -1; }
+    return 0;
+}
+
+static void ref_layout(const char *dir, const char *sub)
+{
+    char p[4096], *txt = NULL, *lg = NULL;
+    snprintf(p, sizeof p, "%s/%s", dir, sub);
+    model *m = NULL;
+    dlm_err e;
+    CHECK_MSG(model_load(p, &m, &e) == 0, "%s: %s", sub, e.msg);
+    if (!m) return;
+    const model_config *c = &m->cfg;
+    qwen2vl_vit v;
+    CHECK_MSG(qwen2vl_tower_load(m, &v, &e) == 0, "%s: %s", sub, e.msg);
+    long long mn = 0, mx = 0;
+    if (read_text(dir, "pix.txt", &txt) || sscanf(txt, "%lld %lld", &mn, &mx) != 2) { CHECK(0); return; }
+    free(txt);
+    proc_cfg pc = qwen2vl_proc(c);
+    pc.min_pixels = mn;
+    pc.max_pixels = mx;
+    /* the two images' features, one after the other */
+    float *emb = NULL;
+    int grid[2][3], rows = 0;
+    CHECK(read_text(dir, "images.txt", &txt) == 0);
+    char *save = NULL, *path = strtok_r(txt, "\n", &save);
+    for (int i = 0; i < 2 && path; i++, path = strtok_r(NULL, "\n", &save)) {
+        char *bytes;
+        size_t nb;
+        image_rgb im;
+        float *f;
+        int nr;
+        if (fs_read_all(path, 1u << 26, &bytes, &nb, &e) || image_decode((uint8_t *)bytes, nb, &im, &e)) {
+            CHECK_MSG(0, "%s", e.msg);
+            return;
+        }
+        free(bytes);
+        CHECK_MSG(qwen2vl_image_features(&v, c, &pc, &im, &f, &nr, grid[i], &e) == 0, "%s", e.msg);
+        image_free(&im);
+        emb = realloc(emb, (size_t)(rows + nr) * c->d_model * sizeof *emb);
+        memcpy(emb + (size_t)rows * c->d_model, f, (size_t)nr * c->d_model * sizeof *f);
+        rows += nr;
+        free(f);
+    }
+    free(txt);
+    int32_t ids[512];
+    int n = 0;
+    CHECK(read_text(dir, "ids.txt", &txt) == 0);
+    for (char *s = txt, *end; n < 512; s = end) {
+        long x = strtol(s, &end, 10);
+        if (end == s) break;
+        ids[n++] = (int32_t)x;
+    }
+    free(txt);
+    int32_t *row = malloc((size_t)n * sizeof *row), *pos3 = malloc((size_t)3 * n * sizeof *pos3);
+    int32_t *pos = calloc((size_t)n, sizeof *pos), *tgt = malloc((size_t)n * sizeof *tgt);
+    for (int i = 0; i < n; i++) tgt[i] = -1;
+    int64_t delta;
+    CHECK_MSG(qwen2vl_splice(c, ids, n, (const int (*)[3])grid, 2, row, pos3, &delta, &e) == 0, "%s", e.msg);
+    token_batch b = {.B = 1, .T = n, .tokens = ids, .targets = tgt, .pos = pos, .embeds = emb, .embed_row = row,
+                     .n_embeds = rows, .pos3 = pos3};
+    CHECK_MSG(decoder_batch_check(c, &b, &e) == 0, "%s", e.msg);
+    decoder_opts o = {.B = 1, .T = n};
+    decoder *d;
+    CHECK(decoder_create(m, NULL, &o, &d, &e) == 0);
+    float *got = malloc((size_t)n * c->vocab * sizeof *got);
+    int64_t nl;
+    decoder_loss(d, &b, NULL, got, &nl);
+    size_t want_n = 0;
+    snprintf(p, sizeof p, "%s/logits.f32", dir);
+    CHECK(fs_read_all(p, 1u << 30, &lg, &want_n, &e) == 0);
+    CHECK_INT(want_n, (size_t)n * c->vocab * sizeof(float));
+    if (want_n == (size_t)n * c->vocab * sizeof(float)) {
+        double md = 0;
+        for (size_t i = 0; i < (size_t)n * c->vocab; i++) md = fmax(md, fabs((double)got[i] - ((float *)lg)[i]));
+        printf("test_vl_model --ref %s: %d tokens (%d image rows), max|diff| %.3g\n", sub, n, rows, md);
+        CHECK_MSG(md <= 1e-4, "%s: logits differ by %g", sub, md);
+    }
+    free(lg);
+    free(got);
+    decoder_free(d);
+    free(row);
+    free(pos3);
+    free(pos);
+    free(tgt);
+    free(emb);
+    qwen2vl_vit_free(&v);
+    model_free(m);
+}
+
+int main(int argc, char **argv)
+{
+    kern_init(1);
+    if (argc == 3 && !strcmp(argv[1], "--ref")) {
+        ref_layout(argv[2], "v5");
+        ref_layout(argv[2], "hub");
+        return check_done();
+    }
+    test_config();
+    return check_done();
+}
