@@ -14,7 +14,8 @@ int base_arch_supported(const char *a)
     return a && (!strcmp(a, "LlamaForCausalLM") || !strcmp(a, "MistralForCausalLM") || !strcmp(a, "Qwen2ForCausalLM") ||
                  !strcmp(a, "Qwen3ForCausalLM") || !strcmp(a, "Olmo2ForCausalLM") || !strcmp(a, "SmolLM3ForCausalLM") ||
                  !strcmp(a, "Gemma2ForCausalLM") || !strcmp(a, "GemmaForCausalLM") || !strcmp(a, "MixtralForCausalLM") ||
-                 !strcmp(a, "Phi3ForCausalLM") || !strcmp(a, "Qwen2VLForConditionalGeneration"));
+                 !strcmp(a, "Phi3ForCausalLM") || !strcmp(a, "Qwen2VLForConditionalGeneration") ||
+                 !strcmp(a, "PaliGemmaForConditionalGeneration"));
 }
 
 static char g_tiny[4096];
