@@ -13,6 +13,7 @@
 #include "store/store.h"
 #include "infer/generate.h"
 #include "infer/target.h"
+#include "infer/vl_prompt.h"
 #include "kern/kern.h"
 #include "util/fs.h"
 #include "util/json.h"
@@ -22,6 +23,7 @@ typedef struct prompt_args {
     int max_tokens, top_k, seed, raw, no_adapter, json, threads, offline, accept;
     double temp, top_p, min_p, repeat;
     const char *base, *adapter, *mix, *gate, *backend;
+    opt_list images;
 } prompt_args;
 
 static const opt OPTS[] = {
@@ -33,6 +35,7 @@ static const opt OPTS[] = {
     {"min-p", 0, OPT_DOUBLE, offsetof(prompt_args, min_p), "P", "min-p sampling, [0, 1] (0 = off)"},
     {"repeat-penalty", 0, OPT_DOUBLE, offsetof(prompt_args, repeat), "R", "repetition penalty, (0, 100] (1 = off)"},
     {"seed", 0, OPT_INT, offsetof(prompt_args, seed), "N", "sampling seed (42)"},
+    {"image", 0, OPT_LIST, offsetof(prompt_args, images), "FILE", "an image for a vision-language base (repeatable; docs/images.md)"},
     {"raw", 0, OPT_FLAG, offsetof(prompt_args, raw), NULL, "continue the text as is, no chat template"},
     {"adapter", 0, OPT_STR, offsetof(prompt_args, adapter), "NAME", "one adapter of training.adapters (default: all, equal weights)"},
     {"adapter-mix", 0, OPT_STR, offsetof(prompt_args, mix), "NAME:W,...", "named adapters with these weights (Σ wᵢ·sᵢ·BᵢAᵢ)"},
@@ -50,7 +53,10 @@ const cmd_spec spec_prompt = {
     "prompt", "[PATH] [QUERY | -] [--max-tokens N] [--temp T] [--raw] [--base B]",
     "generate text with the document's trained adapter",
     "QUERY is one user turn rendered with the base's chat template and the document's\n"
-    "system_prompt; '-' or no QUERY reads it from stdin. --raw continues plain text.",
+    "system_prompt; '-' or no QUERY reads it from stdin. --raw continues plain text.\n"
+    "--image FILE (repeatable) prompts a vision-language base as the original does:\n"
+    "the images' tokens, a newline, then QUERY (no chat template; \"\" continues\n"
+    "with a caption, the rows image sections train).",
     OPTS,
 };
 
@@ -177,7 +183,25 @@ int cmd_prompt(int argc, char **argv, dlm_ctx *ctx)
     tok_ids ids = {0};
     session *s = NULL;
     int32_t *out = NULL;
-    if (a.raw) {
+    vl_prompt vp;
+    memset(&vp, 0, sizeof vp);
+    if (a.images.n || t.m->cfg.vl) {
+        /* a vision-language base takes images, and only with them (as the
+         * original: VL bases require --image, text bases refuse it) */
+        if (!a.images.n) {
+            err_set(&e, "PromptError", "%s is a vision-language base: give the image(s) to ask about", t.base_spec);
+            err_hint(&e, "dlm prompt %s --image FILE \"your question\" (\"\" continues with a caption)",
+                     doc ? doc : "--base B");
+            e.code = EXIT_USAGE;
+            goto done;
+        }
+        if (vl_prompt_build_files(t.m, t.t, query, a.images.v, a.images.n, &vp, &e)) {
+            if (!t.m->cfg.vl) e.code = EXIT_USAGE;
+            goto done;
+        }
+        ids = vp.ids;   /* vp owns them */
+        memset(&vp.ids, 0, sizeof vp.ids);
+    } else if (a.raw) {
         if (tok_encode_append(t.t, query, strlen(query), TOK_PARSE_SPECIAL | TOK_ADD_SPECIAL, &ids, &e)) goto done;
     } else {
         if (!t.dialect) {
@@ -213,6 +237,7 @@ int cmd_prompt(int argc, char **argv, dlm_ctx *ctx)
     go.emit = a.json ? NULL : emit;
     go.emit_ctx = NULL;
     go.cancel = &g_cancel;
+    go.splice = vp.n_embeds ? &vp.sp : NULL;
     signal(SIGINT, on_int);
     out = malloc((size_t)a.max_tokens * sizeof(int32_t));
     int nout;
@@ -247,6 +272,7 @@ done:
     if (rc == EXIT_FAIL) rc = cmd_fail(ctx, &e);
     free(out);
     session_free(s);
+    vl_prompt_free(&vp);
     tok_ids_free(&ids);
     sb_free(&text);
     target_close(&t);

@@ -29,7 +29,8 @@ int generate(session *s, tok *t, const int32_t *prompt, int n, const gen_opts *o
     if (!logits || !scratch || !hist || !pend) { err_set(e, "MemoryError", "out of memory"); goto out; }
     memcpy(hist, prompt, (size_t)n * sizeof(int32_t));
     int nh = n;
-    if (session_eval(s, prompt, n, logits, 0, e)) goto out;
+    if (o->splice ? session_eval_splice(s, prompt, n, o->splice, logits, 0, e) : session_eval(s, prompt, n, logits, 0, e))
+        goto out;
     for (int i = 0; i < o->max_tokens; i++) {
         if (o->cancel && *o->cancel) break;
         /* ids the tokenizer does not know (embedding padding) are never drawn */

@@ -22,6 +22,7 @@ typedef struct gen_opts {
     gen_emit_fn emit;       /* may be NULL */
     void *emit_ctx;
     volatile int *cancel;   /* set asynchronously (Ctrl-C) to stop; may be NULL */
+    const session_splice *splice;   /* the prompt's image rows (infer/vl_prompt.h), or NULL */
 } gen_opts;
 
 /* Feeds prompt[0..n) to s (which must be empty or hold the history), then

@@ -18,6 +18,7 @@
 #include "weights/base.h"
 #include "adapter/adapter.h"
 #include "run/run.h"
+#include "run/vl_run.h"
 #include "run/dist.h"
 #include "doc/sources.h"
 #include "adapter/state.h"
@@ -793,6 +794,7 @@ void run_free(run *R)
     free(R->btgt);
     free(R->bpos);
     free(R->bseg);
+    vl_run_free(R);
     free(R->items);
     free(R->emb_g);
     free(R->emb_m);

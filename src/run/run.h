@@ -61,6 +61,13 @@ typedef struct run {
     int micro_batch, grad_accum, T, steps_per_epoch;   /* the plan's batch shape; T = longest item */
     decoder *dec;
     int32_t *btok, *btgt, *bpos, *bseg;
+    /* a Qwen2-VL base (run/vl_run.h): the images, their features, the
+     * batches' splice buffers; vl.images NULL on a text base */
+    ds_vl vl;
+    ds_image *vl_images;
+    float *vl_feat;
+    int32_t *brow, *bpos3;
+    int vl_cached;                  /* images whose features came from the vl-cache */
     int *items;
     optim_config optim;
     int64_t total, start_step, steps_done, t_offset, save_every, eval_every, best_step;

@@ -14,6 +14,7 @@
 #include "run/cpt.h"
 #include "run/plan.h"
 #include "run/probe.h"
+#include "run/vl_run.h"
 #include "run/dist.h"
 #include "kern/cpu.h"
 #include "kern/kern.h"
@@ -176,7 +177,7 @@ static int build_data(run *R, dlm_err *e)
     }
     pipeline_in in = {.cache = R->cache, .tok_sha256 = R->tok_sha, .doc = R->doc, .store = R->store, .replay_store = R->rdir, .manifest = R->manifest, .seed = R->seed,
                       .no_replay = R->o->no_replay, .prev_version = R->prev_version, .run_id = R->run_id,
-                      .no_mined = R->o->no_mined};
+                      .no_mined = R->o->no_mined, .vl = R->P.base.cfg.vl ? &R->vl : NULL};
     return prep_data(&R->P, &in, e);
 }
 
@@ -279,7 +280,7 @@ static int do_step(run *R, int64_t step, double *loss, double *gnorm, int64_t *n
         if (c > 0) {
             token_batch b;
             int64_t nl, got;
-            if (dataset_fill(R->P.data.ds, R->items, c, R->packing, R->micro_batch, R->T, R->btok, R->btgt, R->bpos, R->bseg, &b, &nl))
+            if (vl_run_fill(R, R->items, c, &b, &nl))
                 return err_set(e, "TrainError", "batch does not fit its buffers");
             R->step_rows += b.B;
             sc[0] = backward_step(R->dec, &b, gm, emb ? &eg : NULL, 1.0f / (float)total_loss, R->seed,
@@ -315,7 +316,7 @@ static double evaluate(run *R)
         int c = R->P.data.ds->n_val - i < R->micro_batch ? R->P.data.ds->n_val - i : R->micro_batch;
         token_batch b;
         int64_t nl, got;
-        dataset_fill(R->P.data.ds, R->P.data.ds->val + i, c, R->packing, R->micro_batch, R->T, R->btok, R->btgt, R->bpos, R->bseg, &b, &nl);
+        vl_run_fill(R, R->P.data.ds->val + i, c, &b, &nl);
         sum += decoder_loss(R->dec, &b, NULL, NULL, &got);
         tot += got;
     }
@@ -354,6 +355,13 @@ static int allocate(run *R, dlm_err *e)
     R->btgt = malloc(bt * sizeof(int32_t));
     R->bpos = malloc(bt * sizeof(int32_t));
     R->bseg = malloc(bt * sizeof(int32_t));
+    if (R->P.data.ds->vl) {   /* a Qwen2-VL base: the splice of each batch */
+        R->brow = malloc(bt * sizeof(int32_t));
+        R->bpos3 = malloc(3 * bt * sizeof(int32_t));
+        if (!R->brow || !R->bpos3) return err_set(e, "OOMError", "cannot allocate the image batch buffers");
+        memset(R->brow, 0, bt * sizeof(int32_t));
+        memset(R->bpos3, 0, 3 * bt * sizeof(int32_t));
+    }
     R->items = malloc((size_t)R->micro_batch * sizeof(int));
     R->n_gpart = dist_size() == 1 ? 1 : R->grad_accum / dist_size();
     R->gpart = calloc((size_t)R->n_gpart, sizeof(float *));
@@ -422,13 +430,14 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
     if (!R->doc) goto out;
     /* a vision-language base takes image files from training.sources as
      * image sections; a text base skips them (doc/sources.h) */
-    int vl = 0, al = 0;
+    int vl = 0, al = 0, vl_kind = 0;
     {
         const char *spec0 = o->base_override ? o->base_override : doc_fm(R->doc)->base_model;
         base_ref b0;
         dlm_err ignore;
         int reg = !registry_parse_base(spec0, &b0, &ignore) && b0.kind == BASE_REGISTRY;
-        vl = reg && b0.entry->modality == REG_VISION;
+        vl_kind = base_vl_kind(spec0);   /* Qwen2-VL trains; other vision rows stop after ingestion */
+        vl = vl_kind != 0;
         al = reg && b0.entry->modality == REG_AUDIO;   /* audio clips likewise (docs/audio.md) */
     }
     if (doc_expand_sources_media(R->doc, vl, al, e)) goto out;   /* training.sources → sections (doc/sources.h) */
@@ -453,7 +462,8 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
         if (s->type == DOC_IMAGE && !vl) {
             err_at(e, "ModalityError", o->doc_path, s->line, 1, "image section '%s' needs a vision-language registry base; %s is not one",
                    s->media_path, R->base_spec);
-            err_hint(e, "set base_model: paligemma-3b-mix-224 or qwen2-vl-2b-instruct (dlm init --multimodal), or remove the section");
+            err_hint(e, "set base_model: qwen2-vl-2b-instruct (dlm init --multimodal --base qwen2-vl-2b-instruct), or remove"
+                        " the section");
             goto out;
         }
         if (s->type == DOC_AUDIO && !al) {
@@ -490,15 +500,17 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
     if (open_store(R, e) || (R->lead && run_check_interrupted(R, e))) goto out;
     if (R->lead) (void)dist_bcast_flag(1);
     if (vl && media_count_images(R->doc)) {
-        /* the images are checked and stored (docs/images.md); the vision
-         * towers that would train on them are not built yet */
+        /* the images are checked and stored (docs/images.md); Qwen2-VL
+         * trains on them, the other vision towers are not built yet */
         media_ingest_stats ms;
         if (R->lead && media_ingest_images(R->doc, R->store, &ms, e)) goto out;
+        if (vl_kind == VL_QWEN2) goto images_in;
         err_set(e, "ModalityError", "%s: %d image(s) checked and in the blob store (%d new); training on images with %s "
                 "is not built yet", o->doc_path, media_count_images(R->doc), R->lead ? ms.written : 0, R->base_spec);
-        err_hint(e, "docs/images.md says what works today: image decoding, the processors' pixel values and the blob store");
+        err_hint(e, "docs/images.md says what works today: Qwen2-VL bases (qwen2-vl-2b-instruct) train on images");
         goto out;
     }
+images_in:
     if (al && media_count_audio(R->doc)) {
         /* the clips are checked, stored and their waveforms cached
          * (docs/audio.md); the encoder that would train on them is not
@@ -518,6 +530,14 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
         goto out;
     }
     if (load_base(R, e)) goto out;
+    if (vl_run_grids(R, e)) goto out;   /* a Qwen2-VL base: each image's grid, before its tokens */
+    if (R->P.base.cfg.vl && !vl_kind) {
+        /* a hf: base found to be vision-language once fetched */
+        err_set(e, "ModalityError", "%s is a vision-language model: give it as a folder path or a registry key",
+                R->base_spec);
+        err_hint(e, "dlm decides how to read images before it fetches a hf: base (docs/images.md)");
+        goto out;
+    }
     if (setup_adapter(R, e) || build_data(R, e)) goto out;
     prep_precision(&R->P, R->prec.bf16);
     R->pref = o->phase == TRAIN_PREFERENCE;
@@ -573,6 +593,10 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
     if (run_lock_facts(R, e)) goto out;   /* dlm.lock records the world size too */
     if (R->lead && dlmlock_check(R->rdir, o->doc_path, &R->facts, o->lock, e)) goto out;
     if (model_load(R->model_path, &R->m, e) || replan_if_needed(R, e)) goto out;
+    if (vl_run_features(R, e)) goto out;   /* the frozen tower, once per image (run/vl_run.h) */
+    if (R->vl.n_images)
+        note(R, "images: %d, %lld image tokens; features of %d from the vl-cache, %d computed", R->vl.n_images,
+             (long long)R->vl.n_rows, R->vl_cached, R->vl.n_images - R->vl_cached);
     if (R->P.qlora) {
         if (model_quantize_projections(R->m, DT_Q4_K, e)) goto out;
         note(R, "qlora: the base's projections are trained as Q4_K (quantized in memory; for repeated runs a Q4_K"
@@ -773,7 +797,7 @@ out:
             const dataset *ds = R->P.data.ds;
             res->val_frac = ds->n_val ? ds->val_frac : 0;
             res->held_out = ds->val_text_rows + ds->val_msg_rows;
-            res->rows = ds->rows_prose + ds->rows_instr;
+            res->rows = ds->rows_prose + ds->rows_instr + ds->rows_image;
         }
         res->run_id = R->run_id;
         res->phase = pref_phase_name(R);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "util/hash.h"
+#include "vision/mrope.h"
 #include "util/rng.h"
 #include "util/str.h"
 
@@ -210,6 +211,45 @@ static int cache_done(const ds_opts *o, cached *cr, dlm_err *e)
     return rc;
 }
 
+/* An image section's row (dataset.h): its grid from o->vl by blob. */
+static int add_image(dataset *d, const doc_section *s, int replay, tok *t, const ds_opts *o, rowbuf *rb, dlm_err *e)
+{
+    const ds_vl *vl = o->vl;
+    int k = 0;
+    while (k < vl->n_images && strcmp(vl->images[k].sha, s->media_blob_sha)) k++;
+    if (k == vl->n_images)
+        return err_set(e, "DatasetError", "image section '%s' has no prepared image (blob %.12s)", s->media_path,
+                       s->media_blob_sha);
+    rb->ids.n = 0;
+    for (int i = 0; i < vl->images[k].n_tok; i++)
+        if (push_id(rb, vl->image_id, 0)) return err_set(e, "MemoryError", "out of memory");
+    size_t b, en;
+    strip(s->content, s->content_len, &b, &en);
+    /* "\n" + caption, encoded as one text (the original's f"{image_token}\n{caption}") */
+    char *cap = malloc(en - b + 2);
+    if (!cap) return err_set(e, "MemoryError", "out of memory");
+    cap[0] = '\n';
+    memcpy(cap + 1, s->content + b, en - b);
+    int rc = encode_seg(t, rb, cap, en - b + 1, 1, e);
+    free(cap);
+    if (rc) return -1;
+    if (tok_eos(t) >= 0 && push_id(rb, tok_eos(t), 1)) return err_set(e, "MemoryError", "out of memory");
+    int n = (int)rb->ids.n;
+    if (n - 1 > o->seq_len || n - 1 > DS_IMAGE_ROW_MAX) {
+        err_set(e, "DatasetError", "image section '%s' needs %d tokens (%d for the image), more than sequence_len %d",
+                s->media_path, n - 1, vl->images[k].n_tok, o->seq_len);
+        return err_hint(e, "raise training.sequence_len (an image row is never cut: its tokens belong to the image)");
+    }
+    int val = !replay && dataset_is_val(o->seed, s->id, 0, o->val_frac < 0 ? DS_VAL_FRAC : o->val_frac);
+    int before = d->n_items;
+    if (add_row(d, rb->ids.v, rb->train, n, o->seq_len, s->id, 0, val, replay))
+        return err_set(e, "MemoryError", "out of memory");
+    if (d->n_items > before) d->items[before].image = k + 1;
+    d->rows_image++;
+    if (val) d->val_text_rows++; else d->train_text_rows++;
+    return 0;
+}
+
 static int add_sections(dataset *d, const dlm_doc *doc, int replay, tok *t, const chat_dialect *dialect,
                         const ds_opts *o, rowbuf *rb, strbuf *sb, dlm_err *e)
 {
@@ -293,7 +333,11 @@ static int add_sections(dataset *d, const dlm_doc *doc, int replay, tok *t, cons
             if (!replay) d->n_pref_triples += s->n_triples;
             break;
         case DOC_IMAGE:
+            if (!o->vl) goto refuse;
+            if (add_image(d, s, replay, t, o, rb, e)) goto fail;
+            break;
         case DOC_AUDIO:
+        refuse:
             err_at(e, "ModalityError", doc_path(doc), s->line, 1, "%s sections cannot be trained: dlm trains text bases only",
                    doc_section_type_name(s->type));
             return err_hint(e, "remove the section or move its content into prose");
@@ -405,6 +449,7 @@ int dataset_build(const dlm_doc *doc, const dlm_doc *replay, tok *t, const chat_
     *out = NULL;
     dataset *d = calloc(1, sizeof *d);
     if (!d) return err_set(e, "MemoryError", "out of memory");
+    d->vl = o->vl;
     rowbuf rb = {{0}, NULL, 0};
     strbuf sb = STRBUF_INIT;
     int rc = add_sections(d, doc, 0, t, dialect, o, &rb, &sb, e);
@@ -414,13 +459,14 @@ int dataset_build(const dlm_doc *doc, const dlm_doc *replay, tok *t, const chat_
     free(rb.train);
     sb_free(&sb);
     if (rc) { dataset_free(d); return -1; }
-    if (d->rows_weight_dropped && !d->rows_prose && !d->rows_instr && !d->rows_replay && !d->n_pref_triples) {
+    if (d->rows_weight_dropped && !d->rows_prose && !d->rows_instr && !d->rows_replay && !d->n_pref_triples &&
+        !d->rows_image) {
         dataset_free(d);
         err_set(e, "DatasetError", "weights dropped every row");
         return err_hint(e, "check the `weights` of the .dlm/training.yaml files for zeros across all tag values");
     }
     d->val_frac = o->val_frac < 0 ? DS_VAL_FRAC : o->val_frac;
-    if (o->val_frac < 0 && d->rows_prose + d->rows_instr < DS_VAL_MIN_ROWS) {
+    if (o->val_frac < 0 && d->rows_prose + d->rows_instr + d->rows_image < DS_VAL_MIN_ROWS) {
         /* auto and a small document: every row trains (dataset.h) */
         for (int i = 0; i < d->n_items; i++) d->items[i].val = 0;
         d->train_text_rows += d->val_text_rows;
@@ -544,6 +590,43 @@ int dataset_fill(const dataset *d, const int *items, int n, int packing, int B_c
     }
     *b = (token_batch){.B = nb, .T = T, .tokens = toks, .targets = tgts, .pos = pos, .seg = seg};
     *n_loss = nl;
+    return 0;
+}
+
+int dataset_fill_vl(const dataset *d, const int *items, int n, int packing, int B_cap, int T_cap, int32_t *toks,
+                    int32_t *tgts, int32_t *pos, int32_t *seg, int32_t *embed_row, int32_t *pos3, const float *feats,
+                    token_batch *b, int64_t *n_loss)
+{
+    if (dataset_fill(d, items, n, packing, B_cap, T_cap, toks, tgts, pos, seg, b, n_loss)) return -1;
+    const ds_vl *vl = d->vl;
+    if (!vl) return 0;
+    int64_t N = (int64_t)b->B * b->T;
+    for (int64_t i = 0; i < N; i++) {
+        embed_row[i] = -1;
+        for (int s = 0; s < 3; s++) pos3[s * N + i] = pos[i];
+    }
+    /* each image item: its rows of features, and get_rope_index's
+     * positions over the item (which starts at position 0, as pos does) */
+    for (int64_t i = 0; i < N;) {
+        if (pos[i] != 0 || seg[i] < 0 || !d->items[items[seg[i]]].image) { i++; continue; }
+        const ds_item *it = &d->items[items[seg[i]]];
+        const ds_image *im = &vl->images[it->image - 1];
+        static _Thread_local int32_t p3[3 * DS_IMAGE_ROW_MAX];   /* one item's [3][len], no allocation */
+        int len = it->len;
+        int64_t delta;
+        if (len > DS_IMAGE_ROW_MAX || qwen2vl_rope_index(toks + i, len, vl->image_id, (const int (*)[3])im->grid, 1, vl->merge,
+                                             p3, &delta, NULL))
+            return -1;
+        for (int k = 0, r = 0; k < len; k++) {
+            for (int s = 0; s < 3; s++) pos3[s * N + i + k] = p3[s * len + k];
+            if (toks[i + k] == vl->image_id) embed_row[i + k] = (int32_t)(im->row0 + r++);
+        }
+        i += len;
+    }
+    b->embeds = feats;
+    b->embed_row = embed_row;
+    b->n_embeds = (int)vl->n_rows;
+    b->pos3 = pos3;
     return 0;
 }
 

@@ -10,7 +10,11 @@
  *                  its other training pairs; loss on the last assistant
  *                  turn only (or on all with loss_on: all)
  *   preference   → kept aside for the preference phase (not SFT)
- *   image/audio  → refused (dlm trains text bases)
+ *   image        → on a vision-language base (ds_opts.vl, docs/images.md),
+ *                  the original's `<image>\n<caption>` row: the image's
+ *                  tokens, then "\n" + caption + EOS with the loss on the
+ *                  caption (from "\n" on); never cut into windows
+ *   image/audio  → refused otherwise
  *
  * A row longer than sequence_len becomes several windows (never truncated);
  * each window is an *item*. Items are split train/validation by the spec's
@@ -38,7 +42,26 @@ typedef struct ds_item {
     int32_t row;            /* row index within its section */
     uint8_t val;            /* in the validation split */
     uint8_t replay;         /* from the replay corpus */
+    int32_t image;          /* 1 + the index of its image in ds_opts.vl, 0 = a text item */
 } ds_item;
+
+/* The images of a document on a vision-language base (Qwen2-VL), prepared
+ * by the trainer (run/vl_run.c): per distinct blob, its grid in patches and
+ * its rows in the features array the batches point into. */
+typedef struct ds_image {
+    char sha[65];           /* the blob */
+    int grid[3];            /* image_grid_thw */
+    int n_tok;              /* image tokens: t·h·w / merge² */
+    int64_t row0;           /* its first row in the features */
+} ds_image;
+#define DS_IMAGE_ROW_MAX 32768   /* tokens of an image row, image included */
+typedef struct ds_vl {
+    int32_t image_id;       /* the image token */
+    int merge;
+    const ds_image *images;
+    int n_images;
+    int64_t n_rows;         /* rows of features in all */
+} ds_vl;
 
 typedef struct dataset {
     int32_t *tok, *tgt;     /* concatenated items: inputs and next-token targets (-1 = no loss) */
@@ -61,6 +84,8 @@ typedef struct dataset {
     int val_off_small;
     int val_all_in;         /* every row fell into the split: they train instead, no validation */
     int rows_conv;          /* multi-turn rows (training.multi_turn); not in train_msg_rows */
+    int rows_image;         /* image rows (ds_opts.vl); counted as text rows for the split and CPT */
+    const ds_vl *vl;        /* ds_opts.vl */
     int rows_conv_short;    /* of them, with fewer earlier turns than drawn (sequence_len) */
     int32_t pad_id;
     int *perm;              /* [n_train] this epoch's order (allocated at build) */
@@ -88,6 +113,7 @@ typedef struct ds_opts {
     const char *tok_sha256;          /* the tokenizer's source hash (tok_source_sha256), with cache */
     const char *dialect_name;        /* with cache: part of the key */
     int multi_turn;                  /* conversation rows per Q/A pair (training.multi_turn), 0 = none */
+    const ds_vl *vl;                 /* a vision-language base's images, or NULL (image sections refused) */
 } ds_opts;
 
 /* Sections of the document, then the replay sections (already sampled; a
@@ -118,6 +144,13 @@ int dataset_micro_items(dataset *d, uint64_t seed, int epoch, int step, int micr
  * batch (B, T as used) in *b; *n_loss its targets with a loss. */
 int dataset_fill(const dataset *d, const int *items, int n, int packing, int B_cap, int T_cap,
                  int32_t *toks, int32_t *tgts, int32_t *pos, int32_t *seg, token_batch *b, int64_t *n_loss);
+/* dataset_fill, then the splice of a vision-language dataset (d->vl): the
+ * image tokens' rows of features (embed_row [B_cap*T_cap]) and every row's
+ * M-RoPE positions (pos3 [3*B_cap*T_cap]; each item's from 0, as pos).
+ * feats: [d->vl->n_rows][d_model]. Without d->vl it is dataset_fill. */
+int dataset_fill_vl(const dataset *d, const int *items, int n, int packing, int B_cap, int T_cap, int32_t *toks,
+                    int32_t *tgts, int32_t *pos, int32_t *seg, int32_t *embed_row, int32_t *pos3, const float *feats,
+                    token_batch *b, int64_t *n_loss);
 
 /* ---- preference pairs ------------------------------------------------------
  * Each triple of the document's preference sections becomes two sequences,

@@ -58,7 +58,7 @@ int pipeline_build(const pipeline_in *in, pipeline *out, dlm_err *e)
     ds_opts dso = {.seq_len = seq, .loss_on_all = tr->loss_on == DOC_LOSS_ON_ALL, .seed = in->seed,
                    .system_prompt = fm->system_prompt, .val_frac = tr->val_frac, .no_mined = in->no_mined,
                    .cache = in->cache, .tok_sha256 = in->tok_sha256, .dialect_name = out->dialect->name,
-                   .multi_turn = (int)tr->multi_turn};
+                   .multi_turn = (int)tr->multi_turn, .vl = in->vl};
     return dataset_build(in->doc, out->rdoc, in->tok, out->dialect, &dso, &out->ds, e);
 }
 
@@ -179,14 +179,14 @@ json_t *pipeline_split_json(const pipeline *p, const dlm_doc *doc)
     free(h);
     const char *none = d ? split_none(d) : "no dataset";
     return json_pack("{s:f, s:i, s:i, s:o, s:o}", "fraction", d ? d->val_frac : 0.0, "rows",
-                     d ? d->rows_prose + d->rows_instr : 0, "min_rows", DS_VAL_MIN_ROWS, "held_out", arr, "none",
+                     d ? d->rows_prose + d->rows_instr + d->rows_image : 0, "min_rows", DS_VAL_MIN_ROWS, "held_out", arr, "none",
                      none ? json_string(none) : json_null());
 }
 
 void pipeline_split_line(const pipeline *p, char *out, size_t cap)
 {
     const dataset *d = p->ds;
-    int rows = d->rows_prose + d->rows_instr;
+    int rows = d->rows_prose + d->rows_instr + d->rows_image;
     if (d->val_off_small)
         snprintf(out, cap, "validation: none: the document has %d row%s (fewer than %d), every row trains; no"
                  " validation loss, no early stopping (training.val_frac: 0.1 holds out 10%%)", rows,

@@ -45,6 +45,7 @@ typedef struct pipeline_in {
     int no_mined;                   /* --no-mined: leave auto-mined preference sections out */
     struct tcache *cache;           /* the store's tokenization cache (tokens/tcache.h), or NULL */
     const char *tok_sha256;         /* with cache: tok_source_sha256 of the base */
+    const ds_vl *vl;                /* a vision-language base's images (run/vl_run.c), or NULL */
 } pipeline_in;
 
 typedef struct pipeline {

@@ -8,6 +8,7 @@
 
 #include "util/fs.h"
 #include "util/log.h"
+#include "weights/model.h"
 
 int base_arch_supported(const char *a)
 {
@@ -42,6 +43,26 @@ int base_check_runnable(const base_ref *ref, dlm_err *e)
                 ref->entry->hf_id, a ? a : "unknown architecture");
     return err_hint(e, "dlm runs llama, mistral, mixtral, qwen2, qwen3, olmo2, smollm3, gemma2 and phi3 architectures, e.g. smollm2-135m, "
                        "qwen2.5-0.5b, qwen3-1.7b, llama-3.2-1b (dlm init --base KEY)");
+}
+
+int base_vl_kind(const char *spec)
+{
+    base_ref b;
+    dlm_err ignore;
+    if (!spec || registry_parse_base(spec, &b, &ignore)) return 0;
+    if (b.kind == BASE_REGISTRY) {
+        if (b.entry->modality != REG_VISION) return 0;
+        return b.entry->architecture && !strcmp(b.entry->architecture, "Qwen2VLForConditionalGeneration") ? VL_QWEN2 : -1;
+    }
+    if (b.kind != BASE_PATH) return 0;
+    char p[4200], *txt = NULL;
+    size_t n;
+    model_config c;
+    if (!fs_join(p, sizeof p, b.path, "config.json") || !fs_is_file(p) || fs_read_all(p, 16u << 20, &txt, &n, NULL))
+        return 0;
+    int r = model_config_parse(txt, n, p, &c, &ignore) ? 0 : c.vl;
+    free(txt);
+    return r;
 }
 
 int base_tiny_path(char *out, size_t cap, dlm_err *e)

@@ -20,6 +20,11 @@ int base_arch_supported(const char *hf_architecture);
  * is a registry base dlm cannot run yet; 0 for every other base (a path or
  * hf: id is checked when its config is read). */
 int base_check_runnable(const base_ref *ref, dlm_err *e);
+/* The vision-language kind of a base spec without loading it: VL_QWEN2 for
+ * the qwen2-vl registry row or a model folder whose config.json is
+ * Qwen2-VL's, -1 for another vision-language registry row (its towers are
+ * not built), 0 for a text base (and for hf: bases, not fetched yet). */
+int base_vl_kind(const char *spec);
 
 /* Parse spec, refuse bases dlm cannot run, then produce a path for
  * model_load: the folder / file itself, models/tiny.gguf, or the HF cache

@@ -78,7 +78,7 @@ cat > src.dlm <<DOC
 ---
 dlm_id: 01JD0000000000000000000002
 dlm_version: 15
-base_model: qwen2-vl-2b-instruct
+base_model: mistral-small-3.1-24b-instruct
 training:
   sources:
     - path: corpus

@@ -5,7 +5,11 @@
  * DIR from tests/ref/vl/qwen2vl_hf.py): both tensor layouts load, and the
  * whole model's logits over a prompt with two real images — dlm's decoding,
  * processor, tower, splice and M-RoPE decoder — equal transformers'
- * Qwen2VLForConditionalGeneration within 1e-4. */
+ * Qwen2VLForConditionalGeneration within 1e-4. `test_vl_model --make DIR`
+ * writes a small random Qwen2-VL base for the CLI tests (hub layout: the
+ * embedded tiny tokenizer plus <|vision_start|> <|vision_end|>
+ * <|image_pad|> as ids 4096-4098, ChatML, hidden 128, 2 layers, a 2-block
+ * tower), made by dlm's own safetensors writer: no Python at test time. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +19,10 @@
 #include "decoder/decoder.h"
 #include "kern/kern.h"
 #include "util/fs.h"
+#include "util/json.h"
+#include "util/rng.h"
 #include "vision/qwen2vl.h"
+#include "weights/safetensors.h"
 
 static const char *HUB = "{\"architectures\": [\"Qwen2VLForConditionalGeneration\"], \"model_type\": \"qwen2_vl\","
     "\"hidden_size\": 1536, \"intermediate_size\": 8960, \"num_hidden_layers\": 28, \"num_attention_heads\": 12,"
@@ -183,9 +190,130 @@ static void ref_layout(const char *dir, const char *sub)
     model_free(m);
 }
 
+/* ---- --make DIR: a small random Qwen2-VL base ------------------------------ */
+
+enum { MK_H = 128, MK_L = 2, MK_NH = 4, MK_KV = 2, MK_F = 256, MK_V = 4100, MK_VD = 32, MK_VDEPTH = 2 };
+
+typedef struct mk { st_out t[96]; float *buf[96]; int n; uint64_t seed; } mk;
+
+/* one tensor, normal(0, sd) + mean, in dlm's safetensors writer's form */
+static void mk_add(mk *k, const char *name, int nd, const int64_t *shape, float sd, float mean)
+{
+    size_t n = 1;
+    for (int i = 0; i < nd; i++) n *= (size_t)shape[i];
+    float *b = malloc(n * sizeof *b);
+    for (size_t i = 0; i < n; i++) b[i] = mean + sd * rng_normal(k->seed, 1601, (uint64_t)k->n, i);
+    st_out *o = &k->t[k->n];
+    o->name = strdup(name);
+    o->dtype = ST_F32;
+    o->ndim = nd;
+    memcpy(o->shape, shape, (size_t)nd * sizeof *shape);
+    o->data = b;
+    k->buf[k->n++] = b;
+}
+#define MK(k, name, sd, mean, ...) mk_add(k, name, (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), \
+                                          (int64_t[]){__VA_ARGS__}, sd, mean)
+
+static int make_base(const char *dir)
+{
+    dlm_err e;
+    char p[4200], name[128];
+    if (fs_mkdir_p(dir, &e)) { fprintf(stderr, "%s\n", e.msg); return 1; }
+    mk k = {.seed = 16};
+    int D = MK_VD, M = 4 * MK_VD;
+    MK(&k, "visual.patch_embed.proj.weight", 0.05f, 0, D, 3, 2, 14, 14);
+    for (int l = 0; l < MK_VDEPTH; l++) {
+        static const char *const V1[] = {"norm1.weight", "norm1.bias", "norm2.weight", "norm2.bias",
+                                         "attn.qkv.bias", "attn.proj.bias", "mlp.fc1.bias", "mlp.fc2.bias"};
+        const int64_t n1[] = {D, D, D, D, 3 * D, D, 2 * D, D};
+        for (int i = 0; i < 8; i++) {
+            snprintf(name, sizeof name, "visual.blocks.%d.%s", l, V1[i]);
+            mk_add(&k, name, 1, &n1[i], 0.1f, strstr(V1[i], "weight") ? 1.0f : 0.0f);
+        }
+        snprintf(name, sizeof name, "visual.blocks.%d.attn.qkv.weight", l);
+        MK(&k, name, 0.1f, 0, 3 * D, D);
+        snprintf(name, sizeof name, "visual.blocks.%d.attn.proj.weight", l);
+        MK(&k, name, 0.1f, 0, D, D);
+        snprintf(name, sizeof name, "visual.blocks.%d.mlp.fc1.weight", l);
+        MK(&k, name, 0.1f, 0, 2 * D, D);
+        snprintf(name, sizeof name, "visual.blocks.%d.mlp.fc2.weight", l);
+        MK(&k, name, 0.1f, 0, D, 2 * D);
+    }
+    MK(&k, "visual.merger.ln_q.weight", 0.1f, 1, D);
+    MK(&k, "visual.merger.ln_q.bias", 0.1f, 0, D);
+    MK(&k, "visual.merger.mlp.0.weight", 0.1f, 0, M, M);
+    MK(&k, "visual.merger.mlp.0.bias", 0.1f, 0, M);
+    MK(&k, "visual.merger.mlp.2.weight", 0.1f, 0, MK_H, M);
+    MK(&k, "visual.merger.mlp.2.bias", 0.1f, 0, MK_H);
+    int HS = MK_H / MK_NH;
+    MK(&k, "model.embed_tokens.weight", 0.5f, 0, MK_V, MK_H);
+    for (int l = 0; l < MK_L; l++) {
+        struct { const char *n; int64_t r, c; float sd, mean; } w[] = {
+            {"input_layernorm.weight", MK_H, 0, 0.05f, 1}, {"post_attention_layernorm.weight", MK_H, 0, 0.05f, 1},
+            {"self_attn.q_proj.weight", MK_NH * HS, MK_H, 0.1f, 0}, {"self_attn.q_proj.bias", MK_NH * HS, 0, 0.1f, 0},
+            {"self_attn.k_proj.weight", MK_KV * HS, MK_H, 0.1f, 0}, {"self_attn.k_proj.bias", MK_KV * HS, 0, 0.1f, 0},
+            {"self_attn.v_proj.weight", MK_KV * HS, MK_H, 0.1f, 0}, {"self_attn.v_proj.bias", MK_KV * HS, 0, 0.1f, 0},
+            {"self_attn.o_proj.weight", MK_H, MK_NH * HS, 0.1f, 0}, {"mlp.gate_proj.weight", MK_F, MK_H, 0.1f, 0},
+            {"mlp.up_proj.weight", MK_F, MK_H, 0.1f, 0}, {"mlp.down_proj.weight", MK_H, MK_F, 0.1f, 0}};
+        for (size_t i = 0; i < sizeof w / sizeof *w; i++) {
+            snprintf(name, sizeof name, "model.layers.%d.%s", l, w[i].n);
+            int64_t sh[2] = {w[i].r, w[i].c};
+            mk_add(&k, name, w[i].c ? 2 : 1, sh, w[i].sd, w[i].mean);
+        }
+    }
+    MK(&k, "model.norm.weight", 0.05f, 1, MK_H);
+    MK(&k, "lm_head.weight", 0.1f, 0, MK_V, MK_H);
+    snprintf(p, sizeof p, "%s/model.safetensors", dir);
+    const char *meta[] = {"format", "pt", NULL};
+    int rc = st_write(p, k.t, k.n, meta, &e);
+    for (int i = 0; i < k.n; i++) { free(k.buf[i]); free((char *)k.t[i].name); }
+    if (rc) { fprintf(stderr, "%s\n", e.msg); return 1; }
+    /* config.json, the hub's layout */
+    snprintf(p, sizeof p, "%s/config.json", dir);
+    FILE *f = fopen(p, "w");
+    if (!f) return 1;
+    fprintf(f, "{\"architectures\": [\"Qwen2VLForConditionalGeneration\"], \"model_type\": \"qwen2_vl\",\n"
+               " \"hidden_size\": %d, \"intermediate_size\": %d, \"num_hidden_layers\": %d,\n"
+               " \"num_attention_heads\": %d, \"num_key_value_heads\": %d, \"vocab_size\": %d,\n"
+               " \"rms_norm_eps\": 1e-06, \"rope_theta\": 10000.0, \"max_position_embeddings\": 4096,\n"
+               " \"hidden_act\": \"silu\", \"tie_word_embeddings\": false, \"torch_dtype\": \"float32\",\n"
+               " \"bos_token_id\": null, \"eos_token_id\": 4095, \"image_token_id\": 4098,\n"
+               " \"vision_start_token_id\": 4096, \"vision_end_token_id\": 4097, \"use_sliding_window\": false,\n"
+               " \"rope_scaling\": {\"type\": \"mrope\", \"mrope_section\": [%d, %d, %d]},\n"
+               " \"vision_config\": {\"depth\": %d, \"embed_dim\": %d, \"hidden_size\": %d, \"num_heads\": 4,\n"
+               "   \"mlp_ratio\": 2, \"in_chans\": 3, \"patch_size\": 14, \"spatial_merge_size\": 2,\n"
+               "   \"temporal_patch_size\": 2}}\n",
+            MK_H, MK_F, MK_L, MK_NH, MK_KV, MK_V, HS / 8, 3 * HS / 16, 3 * HS / 16, MK_VDEPTH, MK_VD, MK_H);
+    fclose(f);
+    /* the tiny tokenizer with Qwen2-VL's three vision tokens */
+    static const char *const ADD[3] = {"<|vision_start|>", "<|vision_end|>", "<|image_pad|>"};
+    json_t *tj = json_load_path(DLM_SOURCE_DIR "/models/tiny-tokenizer/tokenizer.json", 1 << 26, &e);
+    json_t *tc = json_load_path(DLM_SOURCE_DIR "/models/tiny-tokenizer/tokenizer_config.json", 1 << 26, &e);
+    if (!tj || !tc) { fprintf(stderr, "%s\n", e.msg); return 1; }
+    json_t *added = json_object_get(tj, "added_tokens"), *dec = json_object_get(tc, "added_tokens_decoder");
+    for (int i = 0; i < 3; i++) {
+        json_array_append_new(added, json_pack("{s:i, s:s, s:b, s:b, s:b, s:b, s:b}", "id", 4096 + i, "content",
+                                               ADD[i], "single_word", 0, "lstrip", 0, "rstrip", 0, "normalized", 0,
+                                               "special", 1));
+        char id[16];
+        snprintf(id, sizeof id, "%d", 4096 + i);
+        json_object_set_new(dec, id, json_pack("{s:s, s:b, s:b, s:b, s:b, s:b}", "content", ADD[i], "lstrip", 0,
+                                               "normalized", 0, "rstrip", 0, "single_word", 0, "special", 1));
+    }
+    snprintf(p, sizeof p, "%s/tokenizer.json", dir);
+    rc = json_save_file(p, tj, &e);
+    snprintf(p, sizeof p, "%s/tokenizer_config.json", dir);
+    if (!rc) rc = json_save_file(p, tc, &e);
+    json_decref(tj);
+    json_decref(tc);
+    if (rc) { fprintf(stderr, "%s\n", e.msg); return 1; }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     kern_init(1);
+    if (argc == 3 && !strcmp(argv[1], "--make")) return make_base(argv[2]);
     if (argc == 3 && !strcmp(argv[1], "--ref")) {
         ref_layout(argv[2], "v5");
         ref_layout(argv[2], "hub");

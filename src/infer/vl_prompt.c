@@ -1,0 +1,129 @@
+/* vl_prompt — a prompt with images for a Qwen2-VL base (infer/vl_prompt.h). */
+#include "infer/vl_prompt.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "media/image.h"
+#include "util/fs.h"
+#include "util/str.h"
+#include "vision/qwen2vl.h"
+
+void vl_prompt_free(vl_prompt *p)
+{
+    tok_ids_free(&p->ids);
+    free(p->embeds);
+    free(p->row);
+    free(p->pos3);
+    memset(p, 0, sizeof *p);
+}
+
+int vl_prompt_build(const model *m, tok *t, const char *query, const vl_image_in *images, int n_images,
+                    vl_prompt *out, dlm_err *e)
+{
+    memset(out, 0, sizeof *out);
+    const model_config *c = &m->cfg;
+    if (c->vl != VL_QWEN2) {
+        err_set(e, "ModalityError", "--image needs a vision-language base; %s is a text model", m->source);
+        return err_hint(e, "prompt with text, or train the document on qwen2-vl-2b-instruct (docs/images.md)");
+    }
+    qwen2vl_vit v;
+    if (qwen2vl_tower_load(m, &v, e)) return -1;
+    proc_cfg pc = qwen2vl_proc(c);
+    int (*grid)[3] = calloc((size_t)n_images + 1, sizeof *grid);
+    int *ntok = calloc((size_t)n_images + 1, sizeof *ntok);
+    tok_ids raw = {0};
+    strbuf sb = STRBUF_INIT;
+    int rc = -1;
+    if (!grid || !ntok) { err_set(e, "MemoryError", "out of memory"); goto out; }
+    for (int i = 0; i < n_images; i++) {
+        image_rgb im;
+        float *f;
+        if (image_decode(images[i].data, images[i].n, &im, e)) {
+            err_prefix(e, "%s", images[i].label);
+            goto out;
+        }
+        int r = qwen2vl_image_features(&v, c, &pc, &im, &f, &ntok[i], grid[i], e);
+        image_free(&im);
+        if (r) { err_prefix(e, "%s", images[i].label); goto out; }
+        float *all = realloc(out->embeds, ((size_t)out->n_embeds + ntok[i]) * c->d_model * sizeof *all);
+        if (!all) { free(f); err_set(e, "MemoryError", "out of memory"); goto out; }
+        out->embeds = all;
+        memcpy(all + (size_t)out->n_embeds * c->d_model, f, (size_t)ntok[i] * c->d_model * sizeof *f);
+        out->n_embeds += ntok[i];
+        free(f);
+    }
+    /* the original's format_vl_prompt: the query as it is when it places
+     * the images itself, else one image token per image, "\n", the query */
+    size_t bl;
+    const char *img_text = tok_token_bytes(t, c->image_id, &bl);
+    if (!img_text || !bl) { err_set(e, "TokenizerError", "the tokenizer has no text for the image token %d", c->image_id); goto out; }
+    char itxt[64];
+    snprintf(itxt, sizeof itxt, "%.*s", (int)(bl < 63 ? bl : 63), img_text);
+    if (!strstr(query, itxt)) {
+        for (int i = 0; i < n_images; i++) sb_puts(&sb, itxt);
+        sb_puts(&sb, "\n");
+    }
+    sb_puts(&sb, query);
+    if (sb.oom) { err_set(e, "MemoryError", "out of memory"); goto out; }
+    if (tok_encode_append(t, sb.buf, sb.len, TOK_PARSE_SPECIAL, &raw, e)) goto out;
+    int seen = 0;
+    for (size_t i = 0; i < raw.n; i++) {
+        int k = raw.v[i] == c->image_id ? ntok[seen < n_images ? seen : 0] : 1;
+        if (raw.v[i] == c->image_id && ++seen > n_images) break;
+        for (int j = 0; j < k; j++)
+            if (tok_ids_push(&out->ids, raw.v[i])) { err_set(e, "MemoryError", "out of memory"); goto out; }
+    }
+    if (seen != n_images) {
+        err_set(e, "PromptError", "the query places %d image token(s) (%s) for %d image(s)", seen, itxt, n_images);
+        err_hint(e, "give one --image per %s in the query, or leave %s out to put the images first", itxt, itxt);
+        goto out;
+    }
+    size_t n = out->ids.n;
+    out->row = malloc(n * sizeof *out->row);
+    out->pos3 = malloc(3 * n * sizeof *out->pos3);
+    int64_t delta;
+    if (!out->row || !out->pos3) { err_set(e, "MemoryError", "out of memory"); goto out; }
+    if (qwen2vl_splice(c, out->ids.v, (int64_t)n, (const int (*)[3])grid, n_images, out->row, out->pos3, &delta, e))
+        goto out;
+    out->sp = (session_splice){.embeds = out->embeds, .n_embeds = out->n_embeds, .embed_row = out->row,
+                               .pos3 = out->pos3, .delta = (int)delta};
+    rc = 0;
+out:
+    qwen2vl_vit_free(&v);
+    free(grid);
+    free(ntok);
+    tok_ids_free(&raw);
+    sb_free(&sb);
+    if (rc) vl_prompt_free(out);
+    return rc;
+}
+
+int vl_prompt_build_files(const model *m, tok *t, const char *query, const char *const *paths, int n_images,
+                          vl_prompt *out, dlm_err *e)
+{
+    memset(out, 0, sizeof *out);
+    vl_image_in *in = calloc((size_t)n_images + 1, sizeof *in);
+    char **bufs = calloc((size_t)n_images + 1, sizeof *bufs);
+    int rc = -1, i = 0;
+    if (!in || !bufs) { err_set(e, "MemoryError", "out of memory"); goto out; }
+    if (m->cfg.vl != VL_QWEN2) {   /* before any file is read */
+        rc = vl_prompt_build(m, t, query, NULL, 0, out, e);
+        goto out;
+    }
+    for (; i < n_images; i++) {
+        size_t n;
+        if (!fs_is_file(paths[i])) {
+            err_set(e, "ImageError", "%s: no such image file", paths[i]);
+            goto out;
+        }
+        if (fs_read_all(paths[i], 64u << 20, &bufs[i], &n, e)) { err_prefix(e, "%s", paths[i]); goto out; }
+        in[i] = (vl_image_in){(const uint8_t *)bufs[i], n, paths[i]};
+    }
+    rc = vl_prompt_build(m, t, query, in, n_images, out, e);
+out:
+    for (int k = 0; bufs && k < i; k++) free(bufs[k]);
+    free(bufs);
+    free(in);
+    return rc;
+}

@@ -1,0 +1,188 @@
+/* vl_run — a training run on a Qwen2-VL base (run/vl_run.h). */
+#include "run/vl_run.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "media/blob.h"
+#include "media/image.h"
+#include "util/fs.h"
+#include "util/hash.h"
+#include "util/log.h"
+#include "vision/qwen2vl.h"
+
+static int read_image(const run *R, const char *sha, image_rgb *im, dlm_err *e)
+{
+    char p[4200];
+    int r = blob_find(R->store, sha, p, sizeof p, e);
+    if (r < 0) return -1;
+    if (r) return err_set(e, "ImageError", "blob %s is not in the store %s", sha, R->store);
+    char *buf;
+    size_t n;
+    if (fs_read_all(p, 64u << 20, &buf, &n, e)) return -1;
+    r = image_decode((const uint8_t *)buf, n, im, e);
+    free(buf);
+    if (r) err_prefix(e, "%s", p);
+    return r;
+}
+
+int vl_run_grids(run *R, dlm_err *e)
+{
+    const model_config *c = &R->P.base.cfg;
+    memset(&R->vl, 0, sizeof R->vl);
+    if (c->vl != VL_QWEN2) return 0;
+    int n = 0;
+    for (int i = 0; i < doc_nsections(R->doc); i++) n += doc_section_at(R->doc, i)->type == DOC_IMAGE;
+    R->vl_images = calloc((size_t)(n ? n : 1), sizeof *R->vl_images);
+    if (!R->vl_images) return err_set(e, "MemoryError", "out of memory");
+    proc_cfg pc = qwen2vl_proc(c);
+    int k = 0;
+    int64_t rows = 0;
+    for (int i = 0; i < doc_nsections(R->doc); i++) {
+        const doc_section *s = doc_section_at(R->doc, i);
+        if (s->type != DOC_IMAGE) continue;
+        int dup = 0;
+        for (int j = 0; j < k && !dup; j++) dup = !strcmp(R->vl_images[j].sha, s->media_blob_sha);
+        if (dup) continue;
+        image_rgb im;
+        if (read_image(R, s->media_blob_sha, &im, e)) return -1;
+        int oh, ow, f = pc.patch * pc.merge;
+        int rc = qwen2vl_smart_resize(im.h, im.w, f, pc.min_pixels, pc.max_pixels, &oh, &ow, e);
+        image_free(&im);
+        if (rc) return -1;
+        ds_image *d = &R->vl_images[k++];
+        snprintf(d->sha, sizeof d->sha, "%s", s->media_blob_sha);
+        d->grid[0] = 1;
+        d->grid[1] = oh / pc.patch;
+        d->grid[2] = ow / pc.patch;
+        d->n_tok = qwen2vl_grid_tokens(c, d->grid);
+        d->row0 = rows;
+        rows += d->n_tok;
+    }
+    R->vl = (ds_vl){.image_id = c->image_id, .merge = c->vis.merge, .images = R->vl_images, .n_images = k,
+                    .n_rows = rows};
+    return 0;
+}
+
+/* the cache key of a (base, processor): see vl_run.h */
+static void feature_key(const model *m, const proc_cfg *pc, char hex[65])
+{
+    const model_config *c = &m->cfg;
+    const st_file *f = model_safetensors(m);
+    sha256_ctx h;
+    sha256_init(&h);
+    char buf[512];
+    int n = snprintf(buf, sizeof buf, "qwen2vl-features 1\n%d %d %d %d %d %d %d %d %d\n%lld %lld %d %.17g\n",
+                     c->vis.depth, c->vis.embed_dim, c->vis.heads, c->vis.mlp_ratio, c->vis.in_ch, c->vis.patch,
+                     c->vis.temporal, c->vis.merge, c->d_model, pc->min_pixels, pc->max_pixels, pc->resample,
+                     pc->rescale_factor);
+    sha256_update(&h, buf, (size_t)n);
+    sha256_update(&h, pc->mean, sizeof pc->mean);
+    sha256_update(&h, pc->std, sizeof pc->std);
+    static const char *const W[] = {"patch_embed.proj.weight", "merger.mlp.2.weight"};
+    for (int i = 0; i < 2; i++)
+        for (int p = 0; p < 2; p++) {
+            snprintf(buf, sizeof buf, "%s%s", p ? "visual." : "model.visual.", W[i]);
+            const st_tensor *t = f ? st_find(f, buf) : NULL;
+            if (t) sha256_update(&h, t->data, t->nbytes);
+        }
+    unsigned char d[32];
+    sha256_final(&h, d);
+    for (int i = 0; i < 32; i++) snprintf(hex + 2 * i, 3, "%02x", d[i]);
+}
+
+int vl_run_features(run *R, dlm_err *e)
+{
+    if (!R->vl.n_images) return 0;
+    const model_config *c = &R->m->cfg;
+    int C = c->d_model;
+    R->vl_feat = malloc((size_t)R->vl.n_rows * C * sizeof(float));
+    if (!R->vl_feat) return err_set(e, "OOMError", "cannot allocate the images' features");
+    proc_cfg pc = qwen2vl_proc(c);
+    char key[65];
+    feature_key(R->m, &pc, key);
+    qwen2vl_vit v;
+    int tower = 0, rc = -1;
+    for (int k = 0; k < R->vl.n_images; k++) {
+        const ds_image *d = &R->vl_images[k];
+        char p[4400], dir[4300];
+        snprintf(dir, sizeof dir, "%s/vl-cache/%.2s", R->store, d->sha);
+        snprintf(p, sizeof p, "%s/%s.%.16s.f32", dir, d->sha, key);
+        size_t want = (size_t)d->n_tok * C * sizeof(float), got = 0;
+        float *dst = R->vl_feat + (size_t)d->row0 * C;
+        char *buf = NULL;
+        if (fs_file_size(p) == (int64_t)want && !fs_read_all(p, want + 1, &buf, &got, NULL) && got == want) {
+            memcpy(dst, buf, want);
+            free(buf);
+            R->vl_cached++;
+            continue;
+        }
+        free(buf);
+        if (!tower) {
+            if (qwen2vl_tower_load(R->m, &v, e)) goto out;
+            tower = 1;
+        }
+        image_rgb im;
+        float *f;
+        int nr, grid[3];
+        if (read_image(R, d->sha, &im, e)) goto out;
+        int r = qwen2vl_image_features(&v, c, &pc, &im, &f, &nr, grid, e);
+        image_free(&im);
+        if (r) goto out;
+        if (nr != d->n_tok || grid[1] != d->grid[1] || grid[2] != d->grid[2]) {
+            free(f);
+            err_set(e, "ImageError", "blob %.12s: the processor gave grid (%d, %d, %d), the plan (1, %d, %d)", d->sha,
+                    grid[0], grid[1], grid[2], d->grid[1], d->grid[2]);
+            goto out;
+        }
+        memcpy(dst, f, want);
+        free(f);
+        if (fs_mkdir_p(dir, e) || fs_write_atomic(p, dst, want, 0644, e)) goto out;
+        log_debug("vl-cache: wrote %s", p);
+    }
+    rc = 0;
+out:
+    if (tower) qwen2vl_vit_free(&v);
+    return rc;
+}
+
+int vl_run_fill(run *R, const int *items, int n, token_batch *b, int64_t *n_loss)
+{
+    return dataset_fill_vl(R->P.data.ds, items, n, R->packing, R->micro_batch, R->T, R->btok, R->btgt, R->bpos,
+                           R->bseg, R->brow, R->bpos3, R->vl_feat, b, n_loss);
+}
+
+uint64_t vl_run_feature_bytes(const ds_vl *vl, const model_config *c)
+{
+    return vl ? (uint64_t)vl->n_rows * (uint64_t)c->d_model * sizeof(float) : 0;
+}
+
+uint64_t vl_run_tower_bytes(const model_config *c, const ds_vl *vl)
+{
+    if (c->vl != VL_QWEN2 || !vl || !vl->n_images) return 0;
+    const struct model_vision *s = &c->vis;
+    uint64_t D = (uint64_t)s->embed_dim, F = D * (uint64_t)s->mlp_ratio, M = D * (uint64_t)(s->merge * s->merge);
+    uint64_t K = (uint64_t)s->in_ch * (uint64_t)s->temporal * (uint64_t)s->patch * (uint64_t)s->patch;
+    uint64_t params = D * K + (uint64_t)s->depth * (4 * D + 3 * D * D + 3 * D + D * D + D + 2 * D * F + F + D) +
+                      2 * D + M * M + M + (uint64_t)c->d_model * (M + 1);
+    uint64_t N = 0;   /* the largest image's patches */
+    for (int i = 0; i < vl->n_images; i++) {
+        uint64_t p = (uint64_t)vl->images[i].grid[0] * (uint64_t)vl->images[i].grid[1] * (uint64_t)vl->images[i].grid[2];
+        if (p > N) N = p;
+    }
+    uint64_t hd = D / (uint64_t)s->heads, big = 3 * D > F ? 3 * D : F;
+    uint64_t acts = N * (3 * D + big + 2 * hd + K) + N * N + N * (uint64_t)c->d_model;
+    return (params + acts) * sizeof(float);
+}
+
+void vl_run_free(run *R)
+{
+    free(R->vl_images);
+    free(R->vl_feat);
+    free(R->brow);
+    free(R->bpos3);
+    R->vl_images = NULL;
+    R->vl_feat = NULL;
+    R->brow = R->bpos3 = NULL;
+}
