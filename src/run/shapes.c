@@ -82,6 +82,8 @@ int doctor_known_shape(const char *key, model_config *c)
         }
         if (!strcmp(key, "paligemma-3b-mix-224")) {   /* its config.json's vision_config (SigLIP So400m/14) */
             c->pali = 1;
+            c->vl = VL_PALI;
+            c->image_id = 257152;
             c->pali_image_id = 257152;
             c->pali_vis.layers = 27;
             c->pali_vis.hidden = 1152;

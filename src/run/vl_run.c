@@ -7,9 +7,11 @@
 
 #include "media/blob.h"
 #include "media/image.h"
+#include "run/doctor.h"
 #include "util/fs.h"
 #include "util/hash.h"
 #include "util/log.h"
+#include "vision/pali.h"
 #include "vision/qwen2vl.h"
 
 static int read_image(const run *R, const char *sha, image_rgb *im, dlm_err *e)
@@ -31,7 +33,7 @@ int vl_run_grids(run *R, dlm_err *e)
 {
     const model_config *c = &R->P.base.cfg;
     memset(&R->vl, 0, sizeof R->vl);
-    if (c->vl != VL_QWEN2) return 0;
+    if (c->vl != VL_QWEN2 && c->vl != VL_PALI) return 0;
     int n = 0;
     for (int i = 0; i < doc_nsections(R->doc); i++) n += doc_section_at(R->doc, i)->type == DOC_IMAGE;
     R->vl_images = calloc((size_t)(n ? n : 1), sizeof *R->vl_images);
@@ -45,13 +47,28 @@ int vl_run_grids(run *R, dlm_err *e)
         int dup = 0;
         for (int j = 0; j < k && !dup; j++) dup = !strcmp(R->vl_images[j].sha, s->media_blob_sha);
         if (dup) continue;
+        ds_image *d = &R->vl_images[k];
+        if (c->vl == VL_PALI) {   /* a fixed square grid: every image is resized to image_size */
+            image_rgb im;
+            if (read_image(R, s->media_blob_sha, &im, e)) return -1;   /* checked now, not at feature time */
+            image_free(&im);
+            k++;
+            snprintf(d->sha, sizeof d->sha, "%s", s->media_blob_sha);
+            int g = c->pali_vis.image_size / c->pali_vis.patch;
+            d->grid[0] = 1;
+            d->grid[1] = d->grid[2] = g;
+            d->n_tok = c->pali_tokens;
+            d->row0 = rows;
+            rows += d->n_tok;
+            continue;
+        }
         image_rgb im;
         if (read_image(R, s->media_blob_sha, &im, e)) return -1;
         int oh, ow, f = pc.patch * pc.merge;
         int rc = qwen2vl_smart_resize(im.h, im.w, f, pc.min_pixels, pc.max_pixels, &oh, &ow, e);
         image_free(&im);
         if (rc) return -1;
-        ds_image *d = &R->vl_images[k++];
+        k++;
         snprintf(d->sha, sizeof d->sha, "%s", s->media_blob_sha);
         d->grid[0] = 1;
         d->grid[1] = oh / pc.patch;
@@ -60,8 +77,8 @@ int vl_run_grids(run *R, dlm_err *e)
         d->row0 = rows;
         rows += d->n_tok;
     }
-    R->vl = (ds_vl){.image_id = c->image_id, .merge = c->vis.merge, .images = R->vl_images, .n_images = k,
-                    .n_rows = rows};
+    R->vl = (ds_vl){.image_id = c->image_id, .merge = c->vis.merge, .prefix_lm = c->vl == VL_PALI,
+                    .images = R->vl_images, .n_images = k, .n_rows = rows};
     return 0;
 }
 
@@ -73,6 +90,28 @@ static void feature_key(const model *m, const proc_cfg *pc, char hex[65])
     sha256_ctx h;
     sha256_init(&h);
     char buf[512];
+    if (c->vl == VL_PALI) {
+        /* PaliGemma: the tower's shape, the processor, the patch embedding's
+         * and the projector's bytes (whichever layout the base has) */
+        int n = snprintf(buf, sizeof buf, "pali-features 1\n%d %d %d %d %d %d %d %d %.9g\n%d %d %d %.17g\n",
+                         c->pali_vis.layers, c->pali_vis.hidden, c->pali_vis.heads, c->pali_vis.mlp_hidden,
+                         c->pali_vis.image_size, c->pali_vis.patch, c->pali_proj, c->d_model, (double)c->embd_scale,
+                         pc->height, pc->width, pc->resample, pc->rescale_factor);
+        sha256_update(&h, buf, (size_t)n);
+        sha256_update(&h, pc->mean, sizeof pc->mean);
+        sha256_update(&h, pc->std, sizeof pc->std);
+        static const char *const PW[] = {"vision_tower.vision_model.embeddings.patch_embedding.weight",
+                                         "vision_tower.embeddings.patch_embedding.weight",
+                                         "model.vision_tower.vision_model.embeddings.patch_embedding.weight",
+                                         "model.vision_tower.embeddings.patch_embedding.weight",
+                                         "multi_modal_projector.linear.weight",
+                                         "model.multi_modal_projector.linear.weight"};
+        for (size_t i = 0; i < sizeof PW / sizeof *PW; i++) {
+            const st_tensor *t = f ? st_find(f, PW[i]) : NULL;
+            if (t) sha256_update(&h, t->data, t->nbytes);
+        }
+        goto done;
+    }
     int n = snprintf(buf, sizeof buf, "qwen2vl-features 1\n%d %d %d %d %d %d %d %d %d\n%lld %lld %d %.17g\n",
                      c->vis.depth, c->vis.embed_dim, c->vis.heads, c->vis.mlp_ratio, c->vis.in_ch, c->vis.patch,
                      c->vis.temporal, c->vis.merge, c->d_model, pc->min_pixels, pc->max_pixels, pc->resample,
@@ -87,6 +126,7 @@ static void feature_key(const model *m, const proc_cfg *pc, char hex[65])
             const st_tensor *t = f ? st_find(f, buf) : NULL;
             if (t) sha256_update(&h, t->data, t->nbytes);
         }
+done:;
     unsigned char d[32];
     sha256_final(&h, d);
     for (int i = 0; i < 32; i++) snprintf(hex + 2 * i, 3, "%02x", d[i]);
@@ -99,10 +139,12 @@ int vl_run_features(run *R, dlm_err *e)
     int C = c->d_model;
     R->vl_feat = malloc((size_t)R->vl.n_rows * C * sizeof(float));
     if (!R->vl_feat) return err_set(e, "OOMError", "cannot allocate the images' features");
-    proc_cfg pc = qwen2vl_proc(c);
+    int pali = c->vl == VL_PALI;
+    proc_cfg pc = pali ? pali_proc(c) : qwen2vl_proc(c);
     char key[65];
     feature_key(R->m, &pc, key);
     qwen2vl_vit v;
+    siglip sg;
     int tower = 0, rc = -1;
     for (int k = 0; k < R->vl.n_images; k++) {
         const ds_image *d = &R->vl_images[k];
@@ -120,14 +162,21 @@ int vl_run_features(run *R, dlm_err *e)
         }
         free(buf);
         if (!tower) {
-            if (qwen2vl_tower_load(R->m, &v, e)) goto out;
+            if (pali ? pali_tower_load(R->m, &sg, e) : qwen2vl_tower_load(R->m, &v, e)) goto out;
             tower = 1;
         }
         image_rgb im;
         float *f;
         int nr, grid[3];
         if (read_image(R, d->sha, &im, e)) goto out;
-        int r = qwen2vl_image_features(&v, c, &pc, &im, &f, &nr, grid, e);
+        int r;
+        if (pali) {   /* a fixed 256 (image_size/patch)² rows, divided by √hidden for the splice */
+            r = pali_image_features(&sg, c, &pc, &im, &f, e);
+            nr = c->pali_tokens;
+            memcpy(grid, d->grid, sizeof grid);
+        } else {
+            r = qwen2vl_image_features(&v, c, &pc, &im, &f, &nr, grid, e);
+        }
         image_free(&im);
         if (r) goto out;
         if (nr != d->n_tok || grid[1] != d->grid[1] || grid[2] != d->grid[2]) {
@@ -143,14 +192,15 @@ int vl_run_features(run *R, dlm_err *e)
     }
     rc = 0;
 out:
-    if (tower) qwen2vl_vit_free(&v);
+    if (tower && pali) siglip_free(&sg);
+    else if (tower) qwen2vl_vit_free(&v);
     return rc;
 }
 
 int vl_run_fill(run *R, const int *items, int n, token_batch *b, int64_t *n_loss)
 {
     return dataset_fill_vl(R->P.data.ds, items, n, R->packing, R->micro_batch, R->T, R->btok, R->btgt, R->bpos,
-                           R->bseg, R->brow, R->bpos3, R->vl_feat, b, n_loss);
+                           R->bseg, R->brow, R->bpos3, R->bprefix, R->vl_feat, b, n_loss);
 }
 
 uint64_t vl_run_feature_bytes(const ds_vl *vl, const model_config *c)
@@ -160,6 +210,7 @@ uint64_t vl_run_feature_bytes(const ds_vl *vl, const model_config *c)
 
 uint64_t vl_run_tower_bytes(const model_config *c, const ds_vl *vl)
 {
+    if (c->vl == VL_PALI && vl && vl->n_images) return doctor_pali_tower_bytes(c);
     if (c->vl != VL_QWEN2 || !vl || !vl->n_images) return 0;
     const struct model_vision *s = &c->vis;
     uint64_t D = (uint64_t)s->embed_dim, F = D * (uint64_t)s->mlp_ratio, M = D * (uint64_t)(s->merge * s->merge);
@@ -182,6 +233,8 @@ void vl_run_free(run *R)
     free(R->vl_feat);
     free(R->brow);
     free(R->bpos3);
+    free(R->bprefix);
+    R->bprefix = NULL;
     R->vl_images = NULL;
     R->vl_feat = NULL;
     R->brow = R->bpos3 = NULL;

@@ -225,6 +225,17 @@ static int add_image(dataset *d, const doc_section *s, int replay, tok *t, const
         if (push_id(rb, vl->image_id, 0)) return err_set(e, "MemoryError", "out of memory");
     size_t b, en;
     strip(s->content, s->content_len, &b, &en);
+    int prefix = 0;
+    if (vl->prefix_lm) {
+        /* PaliGemma: <bos> "\n" close the prefix; the caption is the suffix */
+        if (tok_bos(t) < 0)
+            return err_set(e, "DatasetError", "the tokenizer has no <bos> token, which PaliGemma's rows need");
+        if (push_id(rb, tok_bos(t), 0)) return err_set(e, "MemoryError", "out of memory");
+        if (encode_seg(t, rb, "\n", 1, 0, e)) return -1;
+        prefix = (int)rb->ids.n;
+        if (encode_seg(t, rb, s->content + b, en - b, 1, e)) return -1;
+        goto eos;
+    }
     /* "\n" + caption, encoded as one text (the original's f"{image_token}\n{caption}") */
     char *cap = malloc(en - b + 2);
     if (!cap) return err_set(e, "MemoryError", "out of memory");
@@ -233,6 +244,7 @@ static int add_image(dataset *d, const doc_section *s, int replay, tok *t, const
     int rc = encode_seg(t, rb, cap, en - b + 1, 1, e);
     free(cap);
     if (rc) return -1;
+eos:
     if (tok_eos(t) >= 0 && push_id(rb, tok_eos(t), 1)) return err_set(e, "MemoryError", "out of memory");
     int n = (int)rb->ids.n;
     if (n - 1 > o->seq_len || n - 1 > DS_IMAGE_ROW_MAX) {
@@ -244,7 +256,10 @@ static int add_image(dataset *d, const doc_section *s, int replay, tok *t, const
     int before = d->n_items;
     if (add_row(d, rb->ids.v, rb->train, n, o->seq_len, s->id, 0, val, replay))
         return err_set(e, "MemoryError", "out of memory");
-    if (d->n_items > before) d->items[before].image = k + 1;
+    if (d->n_items > before) {
+        d->items[before].image = k + 1;
+        d->items[before].prefix = prefix;
+    }
     d->rows_image++;
     if (val) d->val_text_rows++; else d->train_text_rows++;
     return 0;
@@ -552,15 +567,18 @@ int dataset_fill(const dataset *d, const int *items, int n, int packing, int B_c
     if (B_cap > 256) B_cap = 256;
     /* Assign items to sequences: first fit (packing) or one each. */
     int where[256], start[256];
+    uint8_t solo[256];   /* a PaliGemma image row: alone in its row (its prefix is the row's, dataset.h) */
     for (int i = 0; i < n && i < 256; i++) {
         int len = d->items[items[i]].len, k = -1;
-        if (packing)
+        int own = d->vl && d->vl->prefix_lm && d->items[items[i]].image;
+        if (packing && !own)
             for (int j = 0; j < nb; j++)
-                if (fill[j] + len <= T_cap) { k = j; break; }
+                if (!solo[j] && fill[j] + len <= T_cap) { k = j; break; }
         if (k < 0) {
             if (nb == B_cap) return -1;
             k = nb++;
             fill[k] = 0;
+            solo[k] = (uint8_t)own;
         }
         where[i] = k;
         start[i] = fill[k];
@@ -594,13 +612,33 @@ int dataset_fill(const dataset *d, const int *items, int n, int packing, int B_c
 }
 
 int dataset_fill_vl(const dataset *d, const int *items, int n, int packing, int B_cap, int T_cap, int32_t *toks,
-                    int32_t *tgts, int32_t *pos, int32_t *seg, int32_t *embed_row, int32_t *pos3, const float *feats,
-                    token_batch *b, int64_t *n_loss)
+                    int32_t *tgts, int32_t *pos, int32_t *seg, int32_t *embed_row, int32_t *pos3, int32_t *prefix,
+                    const float *feats, token_batch *b, int64_t *n_loss)
 {
     if (dataset_fill(d, items, n, packing, B_cap, T_cap, toks, tgts, pos, seg, b, n_loss)) return -1;
     const ds_vl *vl = d->vl;
     if (!vl) return 0;
     int64_t N = (int64_t)b->B * b->T;
+    if (vl->prefix_lm) {
+        /* PaliGemma: an image item opens its row (dataset_fill); its rows
+         * of features in order, its prefix; positions from 1 */
+        for (int r = 0; r < b->B; r++) {
+            size_t p0 = (size_t)r * b->T;
+            const ds_item *it = seg[p0] >= 0 ? &d->items[items[seg[p0]]] : NULL;
+            prefix[r] = it && it->image ? it->prefix : 0;
+            for (int c = 0, k = 0; c < b->T; c++) {
+                embed_row[p0 + c] = -1;
+                if (it && it->image && c < it->len && toks[p0 + c] == vl->image_id)
+                    embed_row[p0 + c] = (int32_t)(vl->images[it->image - 1].row0 + k++);
+                pos[p0 + c] += 1;
+            }
+        }
+        b->embeds = feats;
+        b->embed_row = embed_row;
+        b->n_embeds = (int)vl->n_rows;
+        b->prefix = prefix;
+        return 0;
+    }
     for (int64_t i = 0; i < N; i++) {
         embed_row[i] = -1;
         for (int s = 0; s < 3; s++) pos3[s * N + i] = pos[i];

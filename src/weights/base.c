@@ -52,7 +52,9 @@ int base_vl_kind(const char *spec)
     if (!spec || registry_parse_base(spec, &b, &ignore)) return 0;
     if (b.kind == BASE_REGISTRY) {
         if (b.entry->modality != REG_VISION) return 0;
-        return b.entry->architecture && !strcmp(b.entry->architecture, "Qwen2VLForConditionalGeneration") ? VL_QWEN2 : -1;
+        if (!b.entry->architecture) return -1;
+        if (!strcmp(b.entry->architecture, "PaliGemmaForConditionalGeneration")) return VL_PALI;
+        return !strcmp(b.entry->architecture, "Qwen2VLForConditionalGeneration") ? VL_QWEN2 : -1;
     }
     if (b.kind != BASE_PATH) return 0;
     char p[4200], *txt = NULL;

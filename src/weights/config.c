@@ -454,6 +454,8 @@ static const json_t *parse_paligemma(const cfg_ctx *c, model_config *cfg)
         return NULL;
     }
     cfg->pali = 1;
+    cfg->vl = VL_PALI;
+    cfg->image_id = (int)v[0];
     cfg->pali_image_id = (int)v[0];
     cfg->pali_proj = (int)v[1];
     cfg->pali_vis.layers = (int)v[2];
@@ -575,7 +577,7 @@ int model_config_parse(const char *json_text, size_t len, const char *path, mode
     } else if (detect_arch(&c, cfg, &mistral)) goto out;
     /* transformers 5 nests a vision-language model's text fields */
     const json_t *tc = json_object_get(top, "text_config");
-    if (cfg->vl && json_is_object(tc)) c.root = tc;
+    if (cfg->vl == VL_QWEN2 && json_is_object(tc)) c.root = tc;
 
     if (need_dim(&c, "num_hidden_layers", 1024, &cfg->n_layer) ||
         need_dim(&c, "hidden_size", 1 << 17, &cfg->d_model) ||
@@ -606,7 +608,7 @@ int model_config_parse(const char *json_text, size_t len, const char *path, mode
     if (opt_dim(&c, "max_position_embeddings", 1 << 24, &cfg->max_pos)) goto out;
 
     /* Olmo2Config and MixtralConfig vs the others' default */
-    double eps = cfg->arch == ARCH_OLMO2 || cfg->arch == ARCH_PHI3 || mistral == 2 || cfg->vl ? 1e-5 : 1e-6;
+    double eps = cfg->arch == ARCH_OLMO2 || cfg->arch == ARCH_PHI3 || mistral == 2 || cfg->vl == VL_QWEN2 ? 1e-5 : 1e-6;
     if (get_num(&c, c.root, "rms_norm_eps", &eps) < 0) goto out;
     if (!(eps > 0 && eps < 1)) { err_at(e, KIND, path, 0, 0, "rms_norm_eps = %g is out of range", eps); goto out; }
     cfg->rms_eps = (float)eps;
@@ -692,7 +694,7 @@ int model_config_parse(const char *json_text, size_t len, const char *path, mode
     if (get_token_ids(&c, "bos_token_id", &cfg->bos_id, NULL, 0, NULL) ||
         get_token_ids(&c, "eos_token_id", &cfg->eos_id, cfg->eos_ids, 8, &cfg->n_eos))
         goto out;
-    if (cfg->vl && parse_qwen2vl(&c, top, cfg)) goto out;
+    if (cfg->vl == VL_QWEN2 && parse_qwen2vl(&c, top, cfg)) goto out;
     if (cfg->pali) {
         /* PaliGemma: the ids sit at the top level too; GemmaConfig's 2 / 1 without either */
         cfg_ctx tp = {top, path, e};

@@ -28,7 +28,7 @@ const char *model_arch_name(model_arch a);
 int model_arch_permutes_qk(model_arch a);
 
 enum { QK_NORM_HEAD = 1, QK_NORM_FULL = 2 };
-enum { VL_QWEN2 = 1 };
+enum { VL_QWEN2 = 1, VL_PALI = 2 };
 enum { MODEL_MAX_EXPERT_USED = 8, MODEL_MAX_ROPE_FACTORS = 256 };
 
 typedef struct model_config {
@@ -100,7 +100,9 @@ typedef struct model_config {
      * Qwen2VLForConditionalGeneration (its text model is qwen2 with M-RoPE;
      * config.json's text fields at the top (hub) or under text_config
      * (transformers 5)); 0 = a text model. The special ids, and the vision
-     * tower's shape from vision_config (vision/qwen2vl.h loads it). */
+     * tower's shape from vision_config (vision/qwen2vl.h loads it).
+     * VL_PALI for PaliGemmaForConditionalGeneration (image_id is its
+     * image_token_index; its tower's shape is in pali_vis below). */
     int vl;
     int image_id, vision_start_id, vision_end_id;
     struct model_vision {

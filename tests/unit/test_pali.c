@@ -16,7 +16,12 @@
  * (the prefix in one prefill, then the suffix token by token), within
  * 1e-4 of the largest logit; LoRA (rank 4 on q/k/v/o) gradients of the
  * suffix loss and the adapter after 5 AdamW steps vs torch autograd and
- * torch.optim.AdamW over PEFT's LoRA formula, within 1e-4. */
+ * torch.optim.AdamW over PEFT's LoRA formula, within 1e-4.
+ *
+ * --make DIR: a small random PaliGemma base in the hub's layout
+ * (language_model.model.*, vision_tower.vision_model.*,
+ * multi_modal_projector.linear.*), written with dlm's own safetensors
+ * writer, with the tiny tokenizer plus <image> (tests/cli/t2101). */
 #include "check.h"
 
 #include <math.h>
@@ -32,7 +37,9 @@
 #include "kern/kern.h"
 #include "kern/kern_impl.h"
 #include "util/fs.h"
+#include "util/json.h"
 #include "util/rng.h"
+#include "weights/safetensors.h"
 #include "vision/pali.h"
 #include "weights/model.h"
 
@@ -299,10 +306,126 @@ static int ref_mode(const char *dir)
     return check_done();
 }
 
+/* ---- --make DIR ------------------------------------------------------------ */
+
+enum { MK_H = 128, MK_L = 2, MK_NH = 4, MK_KV = 1, MK_HS = 32, MK_F = 256, MK_V = 4097, MK_VD = 32, MK_VL = 2,
+       MK_VF = 48, MK_IMG = 28 };
+
+typedef struct mk { st_out t[96]; float *buf[96]; int n; } mk;
+
+static void mk_add(mk *k, const char *name, int64_t r, int64_t c, float sd, float mean)
+{
+    size_t n = (size_t)r * (size_t)(c ? c : 1);
+    float *b = malloc(n * sizeof *b);
+    for (size_t i = 0; i < n; i++) b[i] = mean + sd * rng_normal(21, 2101, (uint64_t)k->n, i);
+    st_out *o = &k->t[k->n];
+    o->name = strdup(name);
+    o->dtype = ST_F32;
+    o->ndim = c ? 2 : 1;
+    o->shape[0] = r;
+    o->shape[1] = c;
+    o->data = b;
+    k->buf[k->n++] = b;
+}
+
+static int make_base(const char *dir)
+{
+    dlm_err e;
+    char p[4200], name[160];
+    if (fs_mkdir_p(dir, &e)) { fprintf(stderr, "%s\n", e.msg); return 1; }
+    mk k = {0};
+    const char *tw = "vision_tower.vision_model.";
+    int D = MK_VD, np = (MK_IMG / 14) * (MK_IMG / 14);
+    snprintf(name, sizeof name, "%sembeddings.patch_embedding.weight", tw);
+    mk_add(&k, name, D, 3 * 14 * 14, 0.05f, 0);   /* stored [D][3*14*14]: the same bytes as [D][3][14][14] */
+    k.t[k.n - 1].ndim = 4;
+    k.t[k.n - 1].shape[1] = 3;
+    k.t[k.n - 1].shape[2] = k.t[k.n - 1].shape[3] = 14;
+    snprintf(name, sizeof name, "%sembeddings.patch_embedding.bias", tw);
+    mk_add(&k, name, D, 0, 0.1f, 0);
+    snprintf(name, sizeof name, "%sembeddings.position_embedding.weight", tw);
+    mk_add(&k, name, np, D, 0.1f, 0);
+    for (int l = 0; l < MK_VL; l++) {
+        struct { const char *n; int64_t r, c; float sd, mean; } w[] = {
+            {"layer_norm1.weight", D, 0, 0.1f, 1}, {"layer_norm1.bias", D, 0, 0.1f, 0},
+            {"self_attn.q_proj.weight", D, D, 0.1f, 0}, {"self_attn.q_proj.bias", D, 0, 0.1f, 0},
+            {"self_attn.k_proj.weight", D, D, 0.1f, 0}, {"self_attn.k_proj.bias", D, 0, 0.1f, 0},
+            {"self_attn.v_proj.weight", D, D, 0.1f, 0}, {"self_attn.v_proj.bias", D, 0, 0.1f, 0},
+            {"self_attn.out_proj.weight", D, D, 0.1f, 0}, {"self_attn.out_proj.bias", D, 0, 0.1f, 0},
+            {"layer_norm2.weight", D, 0, 0.1f, 1}, {"layer_norm2.bias", D, 0, 0.1f, 0},
+            {"mlp.fc1.weight", MK_VF, D, 0.1f, 0}, {"mlp.fc1.bias", MK_VF, 0, 0.1f, 0},
+            {"mlp.fc2.weight", D, MK_VF, 0.1f, 0}, {"mlp.fc2.bias", D, 0, 0.1f, 0}};
+        for (size_t i = 0; i < sizeof w / sizeof *w; i++) {
+            snprintf(name, sizeof name, "%sencoder.layers.%d.%s", tw, l, w[i].n);
+            mk_add(&k, name, w[i].r, w[i].c, w[i].sd, w[i].mean);
+        }
+    }
+    snprintf(name, sizeof name, "%spost_layernorm.weight", tw);
+    mk_add(&k, name, D, 0, 0.1f, 1);
+    snprintf(name, sizeof name, "%spost_layernorm.bias", tw);
+    mk_add(&k, name, D, 0, 0.1f, 0);
+    mk_add(&k, "multi_modal_projector.linear.weight", MK_H, D, 0.3f, 0);
+    mk_add(&k, "multi_modal_projector.linear.bias", MK_H, 0, 0.3f, 0);
+    mk_add(&k, "language_model.model.embed_tokens.weight", MK_V, MK_H, 0.05f, 0);
+    for (int l = 0; l < MK_L; l++) {
+        /* Gemma's RMSNorm weights are the offsets w of (1 + w) */
+        struct { const char *n; int64_t r, c; float sd; } w[] = {
+            {"input_layernorm.weight", MK_H, 0, 0.05f}, {"post_attention_layernorm.weight", MK_H, 0, 0.05f},
+            {"self_attn.q_proj.weight", MK_NH * MK_HS, MK_H, 0.1f}, {"self_attn.k_proj.weight", MK_KV * MK_HS, MK_H, 0.1f},
+            {"self_attn.v_proj.weight", MK_KV * MK_HS, MK_H, 0.1f}, {"self_attn.o_proj.weight", MK_H, MK_NH * MK_HS, 0.1f},
+            {"mlp.gate_proj.weight", MK_F, MK_H, 0.1f}, {"mlp.up_proj.weight", MK_F, MK_H, 0.1f},
+            {"mlp.down_proj.weight", MK_H, MK_F, 0.1f}};
+        for (size_t i = 0; i < sizeof w / sizeof *w; i++) {
+            snprintf(name, sizeof name, "language_model.model.layers.%d.%s", l, w[i].n);
+            mk_add(&k, name, w[i].r, w[i].c, w[i].sd, 0);
+        }
+    }
+    mk_add(&k, "language_model.model.norm.weight", MK_H, 0, 0.05f, 0);
+    snprintf(p, sizeof p, "%s/model.safetensors", dir);
+    const char *meta[] = {"format", "pt", NULL};
+    int rc = st_write(p, k.t, k.n, meta, &e);
+    for (int i = 0; i < k.n; i++) { free(k.buf[i]); free((char *)k.t[i].name); }
+    if (rc) { fprintf(stderr, "%s\n", e.msg); return 1; }
+    snprintf(p, sizeof p, "%s/config.json", dir);
+    FILE *f = fopen(p, "w");
+    if (!f) return 1;
+    /* the hub's layout (google/paligemma-3b-mix-224's keys) */
+    fprintf(f, "{\"architectures\": [\"PaliGemmaForConditionalGeneration\"], \"model_type\": \"paligemma\",\n"
+               " \"bos_token_id\": 4093, \"eos_token_id\": 4095, \"pad_token_id\": 4093, \"hidden_size\": %d,\n"
+               " \"image_token_index\": 4096, \"projection_dim\": %d, \"vocab_size\": %d, \"torch_dtype\": \"float32\",\n"
+               " \"text_config\": {\"hidden_size\": %d, \"intermediate_size\": %d, \"model_type\": \"gemma\",\n"
+               "   \"num_attention_heads\": %d, \"num_hidden_layers\": %d, \"num_key_value_heads\": %d, \"head_dim\": %d,\n"
+               "   \"num_image_tokens\": %d, \"vocab_size\": %d, \"max_position_embeddings\": 1024},\n"
+               " \"vision_config\": {\"hidden_size\": %d, \"intermediate_size\": %d, \"model_type\": \"siglip_vision_model\",\n"
+               "   \"num_attention_heads\": 2, \"num_hidden_layers\": %d, \"image_size\": %d, \"patch_size\": 14,\n"
+               "   \"projection_dim\": %d, \"vision_use_head\": false}}\n",
+            MK_H, MK_H, MK_V, MK_H, MK_F, MK_NH, MK_L, MK_KV, MK_HS, np, MK_V, D, MK_VF, MK_VL, MK_IMG, MK_H);
+    fclose(f);
+    /* the tiny tokenizer with <image> (id 4096) */
+    json_t *tj = json_load_path(DLM_SOURCE_DIR "/models/tiny-tokenizer/tokenizer.json", 1 << 26, &e);
+    json_t *tc = json_load_path(DLM_SOURCE_DIR "/models/tiny-tokenizer/tokenizer_config.json", 1 << 26, &e);
+    if (!tj || !tc) { fprintf(stderr, "%s\n", e.msg); return 1; }
+    json_array_append_new(json_object_get(tj, "added_tokens"),
+                          json_pack("{s:i, s:s, s:b, s:b, s:b, s:b, s:b}", "id", 4096, "content", "<image>", "single_word",
+                                    0, "lstrip", 0, "rstrip", 0, "normalized", 0, "special", 1));
+    json_object_set_new(json_object_get(tc, "added_tokens_decoder"), "4096",
+                        json_pack("{s:s, s:b, s:b, s:b, s:b, s:b}", "content", "<image>", "lstrip", 0, "normalized", 0,
+                                  "rstrip", 0, "single_word", 0, "special", 1));
+    snprintf(p, sizeof p, "%s/tokenizer.json", dir);
+    rc = json_save_file(p, tj, &e);
+    snprintf(p, sizeof p, "%s/tokenizer_config.json", dir);
+    if (!rc) rc = json_save_file(p, tc, &e);
+    json_decref(tj);
+    json_decref(tc);
+    if (rc) { fprintf(stderr, "%s\n", e.msg); return 1; }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     kern_init(2);
     if (argc == 3 && !strcmp(argv[1], "--ref")) return ref_mode(argv[2]);
+    if (argc == 3 && !strcmp(argv[1], "--make")) return make_base(argv[2]);
     test_pali_attn();
     test_pali_config();
     test_pali_splice();
