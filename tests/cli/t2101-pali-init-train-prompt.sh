@@ -7,7 +7,8 @@
 #     `dlm prompt --image IMG "" --temp 0` gives each image's caption, while
 #     the base alone gives none of them;
 #   the features come from <store>/vl-cache/ on the next run, same adapter
-#     bytes with --threads 1 as with 2;
+#     bytes with --threads 1 as with 2; a run killed at step 10 then
+#     --resume gives an uninterrupted run's bytes;
 #   refusals, nothing written: a PaliGemma base prompted without --image, a
 #     missing image, an image token written into the query.
 set -euo pipefail
@@ -60,6 +61,12 @@ done
 out=$("$DLM" train doc.dlm --threads 1 2>&1)
 grep <<<"$out" -q "features of 8 from the vl-cache, 0 computed" || fail "no cache hit: $out"
 [ "$(sha v0002)" = "$a" ] || fail "threads 1 (features from the cache) vs 2 changed the adapter"
+set +e
+DLM_TEST_CRASH_AFTER_STEP=10 "$DLM" train doc.dlm --max-steps 20 -q >/dev/null 2>&1
+set -e
+"$DLM" train doc.dlm --max-steps 20 --resume -q >/dev/null
+"$DLM" train doc.dlm --max-steps 20 -q >/dev/null
+[ "$(sha v0003)" = "$(sha v0004)" ] || fail "a killed and resumed run differs from an uninterrupted one"
 
 # refusals
 before=$(find "$DLM_HOME" -type f | sort | sha256sum)
