@@ -1,5 +1,8 @@
-/* vl_prompt — a prompt with images for a Qwen2-VL base (docs/images.md), as
- * the original's inference/vl_generate.py builds it: one image token per
+/* vl_prompt — a prompt with images for a Qwen2-VL or PaliGemma base
+ * (docs/images.md). PaliGemma: PaliGemmaProcessor's layout, <image>×N per
+ * image, <bos>, the query, "\n", all one prefix-LM block (sp.prefix, positions
+ * from 1: sp.delta); pos3 is NULL. Qwen2-VL: as the original's
+ * inference/vl_generate.py builds it: one image token per
  * image before "\n" + the query (a query that already holds the image
  * token's text is taken as it is, its i-th image token being image i), no
  * chat template (the rows trained on are `<image>\n<caption>`, so an empty
