@@ -15,8 +15,8 @@
  * logits, in the training forward (decoder_loss) and in a KV-cache session
  * (the prefix in one prefill, then the suffix token by token), within
  * 1e-4 of the largest logit; LoRA (rank 4 on q/k/v/o) gradients of the
- * suffix loss and the adapter after 5 AdamW steps vs torch autograd and
- * torch.optim.AdamW over PEFT's LoRA formula, within 1e-4.
+ * suffix loss and the adapter after 5 AdamW steps vs PEFT and
+ * torch.optim.AdamW, within 1e-4.
  *
  * --make DIR: a small random PaliGemma base in the hub's layout
  * (language_model.model.*, vision_tower.vision_model.*,

@@ -13,8 +13,8 @@ forward: token_type_ids given, as the processor returns them),
 gen_logits.f32 [T][V] (generate's masks: prefix forward over the prompt, then
 the suffix token by token through the KV cache).
 
-LoRA (rank 4, alpha 8, on q/k/v/o of every language-model layer, PEFT's
-formula y = W x + (alpha/r) B A x, A and B random) on the training forward
+LoRA (PEFT's get_peft_model: rank 4, alpha 8, on q/k/v/o of every
+language-model layer, A and B random) on the training forward
 with the processor's labels (loss on the suffix, mean as transformers'):
 lora_init.f32 (per layer, per module q k v o: A [r][in] then B [out][r]),
 lora_grad.f32 (the same layout: d mean-loss), lora_adamw5.f32 (the adapter
@@ -83,29 +83,29 @@ open(os.path.join(out, "prefix.txt"), "w").write(f"{P}\n")
 causal = None
 with torch.no_grad():
     causal = model(input_ids=x, pixel_values=pv, attention_mask=torch.ones_like(x)).logits[0]
-# LoRA (PEFT's LoraLayer forward, written out: dropout 0)
+# LoRA through PEFT on the language model's attention (SigLIP has q_proj
+# too: the regex keeps to language_model), A and B random
+from peft import LoraConfig, get_peft_model
 r, alpha = 4, 8.0
+pm = get_peft_model(model, LoraConfig(r=r, lora_alpha=alpha, lora_dropout=0.0,
+                                      target_modules=r".*language_model.*\.(q_proj|k_proj|v_proj|o_proj)"))
 params = []
-for layer in model.model.language_model.layers:
-    for name in ("q_proj", "k_proj", "v_proj", "o_proj"):
-        lin = getattr(layer.self_attn, name)
-        A = torch.nn.Parameter(torch.randn(r, lin.in_features, generator=g) * 0.2)
-        B = torch.nn.Parameter(torch.randn(lin.out_features, r, generator=g) * 0.2)
-        params += [A, B]
-        def fwd(x, lin=lin, A=A, B=B):
-            return torch.nn.functional.linear(x, lin.weight, lin.bias) + (alpha / r) * ((x @ A.t()) @ B.t())
-        lin.forward = fwd
-for p_ in model.parameters():
-    p_.requires_grad_(False)
-for p_ in params:
-    p_.requires_grad_(True)
+with torch.no_grad():
+    for layer in model.model.language_model.layers:
+        for name in ("q_proj", "k_proj", "v_proj", "o_proj"):
+            lin = getattr(layer.self_attn, name)
+            A, B = lin.lora_A["default"].weight, lin.lora_B["default"].weight
+            A.copy_(torch.randn(A.shape, generator=g) * 0.2)
+            B.copy_(torch.randn(B.shape, generator=g) * 0.2)
+            params += [A, B]
+assert sum(p_.numel() for p_ in pm.parameters() if p_.requires_grad) == sum(p_.numel() for p_ in params)
 def flat(ts):
     return torch.cat([t.detach().reshape(-1) for t in ts]).numpy().astype(np.float32)
 flat(params).tofile(os.path.join(out, "lora_init.f32"))
 labels = torch.tensor([[t if i >= P else -100 for i, t in enumerate(ids)]])
 tt_t = torch.tensor([tt])
 def loss_fn():
-    return model(input_ids=x, pixel_values=pv, token_type_ids=tt_t, attention_mask=torch.ones_like(x),
+    return pm(input_ids=x, pixel_values=pv, token_type_ids=tt_t, attention_mask=torch.ones_like(x),
                  labels=labels).loss
 loss = loss_fn()
 loss.backward()
