@@ -322,6 +322,10 @@ int decoder_create(const model *m, const lora *l, const decoder_opts *o, decoder
                                                           : "LoRA on the experts (gate_proj, up_proj, down_proj) is not supported");
         return err_hint(e, "train a LoRA adapter on the attention: target_modules [q_proj, k_proj, v_proj, o_proj]");
     }
+    if (c->vl == VL_PALI && o->full) {   /* its checkpoint's names and tower are not written back */
+        err_set(e, "TrainError", "paligemma: full-parameter training is not supported");
+        return err_hint(e, "train a LoRA or DoRA adapter (training.adapter: lora)");
+    }
     if (c->fused && o->full) {
         err_set(e, "TrainError", "phi3: full-parameter training is not supported");
         return err_hint(e, "train a LoRA or DoRA adapter (training.adapter: lora)");

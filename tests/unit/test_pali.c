@@ -278,8 +278,11 @@ static int ref_mode(const char *dir)
     token_batch b = {.B = 1, .T = T, .tokens = ids, .targets = tgt, .pos = pos, .embeds = feat, .embed_row = row,
                      .n_embeds = c->pali_tokens, .prefix = &P};
     CHECK_INT(decoder_batch_check(c, &b, &e), 0);
-    decoder_opts o = {.B = 1, .T = T};
+    decoder_opts o = {.B = 1, .T = T, .full = 1};
     decoder *d = NULL;
+    CHECK_INT(decoder_create(m, NULL, &o, &d, &e), -1);   /* full training refused by name */
+    CHECK(strstr(e.msg, "paligemma") != NULL);
+    o.full = 0;
     CHECK_INT(decoder_create(m, NULL, &o, &d, &e), 0);
     float *got = calloc((size_t)T * V, sizeof *got);
     int64_t n_loss = 0;
