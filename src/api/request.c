@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sodium.h>
+
 #include "infer/sample.h"
 #include "util/str.h"
 
@@ -39,6 +41,7 @@ void api_request_free(api_request *r)
     free(r->msgs);
     free(r->prompt);
     for (int i = 0; i < r->n_stop; i++) free(r->stop[i]);
+    for (int i = 0; i < r->n_images; i++) free(r->images[i].data);
     memset(r, 0, sizeof *r);
 }
 
@@ -53,9 +56,39 @@ static char *dup_text(const json_t *v)
     return str_ndup(s, n);
 }
 
+/* An image part's data: URL, base64-decoded into r->images. */
+static int take_image(const char *url, size_t part, api_request *r, api_error *err, const char *param)
+{
+    if (strncmp(url, "data:", 5)) {
+        if (!strncmp(url, "http://", 7) || !strncmp(url, "https://", 8))
+            return BAD(param, "%s[%zu].image_url: an http(s) URL would be a network fetch, which dlm never makes; "
+                       "send the image inline as a data: URL (data:image/png;base64,...)", param, part);
+        return BAD(param, "%s[%zu].image_url: only data: URLs are accepted (dlm fetches nothing from the network)",
+                   param, part);
+    }
+    const char *b64 = strstr(url, ";base64,");
+    const char *comma = strchr(url, ',');
+    if (!b64 || b64 + 7 != comma)
+        return BAD(param, "%s[%zu].image_url: a data: URL must be base64 (data:image/png;base64,...)", param, part);
+    if (r->n_images == API_MAX_IMAGES)
+        return BAD(param, "%s: at most %d images per request", param, API_MAX_IMAGES);
+    b64 += 8;
+    size_t len = strlen(b64), got = 0;
+    unsigned char *buf = malloc(len / 4 * 3 + 3);
+    if (!buf) return api_error_set(err, 500, "server_error", NULL, NULL, "out of memory");
+    if (sodium_base642bin(buf, len / 4 * 3 + 3, b64, len, NULL, &got, NULL, sodium_base64_VARIANT_ORIGINAL) ||
+        !got) {
+        free(buf);
+        return BAD(param, "%s[%zu].image_url: the data: URL is not valid base64", param, part);
+    }
+    r->images[r->n_images++] = (api_image){buf, got, part};
+    return 0;
+}
+
 /* content: a string, or an array of {"type":"text","text":...} parts
- * (joined, as OpenAI does for text-only messages). NULL on a bad shape. */
-static char *message_content(const json_t *c, api_error *err, const char *param)
+ * (joined, as OpenAI does for text-only messages) and image parts (into
+ * r->images). NULL on a bad shape. */
+static char *message_content(const json_t *c, api_request *r, api_error *err, const char *param)
 {
     if (json_is_string(c)) {
         char *s = dup_text(c);
@@ -76,14 +109,11 @@ static char *message_content(const json_t *c, api_error *err, const char *param)
             const json_t *iu = json_object_get(part, "image_url");
             const json_t *u = json_is_object(iu) ? json_object_get(iu, "url") : iu;
             const char *url = json_is_string(u) ? json_string_value(u) : "";
-            sb_free(&sb);
-            if (strncmp(url, "data:", 5))
-                BAD(param, "%s[%zu].image_url: only data: URLs are accepted (dlm fetches nothing from the network)",
-                    param, i);
-            else
-                BAD(param, "%s[%zu]: image parts are not supported yet: dlm serves text bases only (docs/images.md)",
-                    param, i);
-            return NULL;
+            if (take_image(url, i, r, err, param)) {
+                sb_free(&sb);
+                return NULL;
+            }
+            continue;
         }
         if (!json_is_object(part) || !json_is_string(ty) || strcmp(json_string_value(ty), "text") ||
             !json_is_string(tx)) {
@@ -130,7 +160,7 @@ static int parse_messages(const json_t *ms, api_request *r, api_error *err)
         const json_t *c = json_object_get(m, "content");
         char cparam[48];
         snprintf(cparam, sizeof cparam, "%s.content", param);
-        char *content = message_content(c, err, cparam);
+        char *content = message_content(c, r, err, cparam);
         if (!content) return -1;
         r->msgs[r->n_msgs].role = norm;
         r->msgs[r->n_msgs].content = content;
@@ -138,6 +168,9 @@ static int parse_messages(const json_t *ms, api_request *r, api_error *err)
     }
     if (strcmp(r->msgs[n - 1].role, "user") && strcmp(r->msgs[n - 1].role, "system"))
         return BAD("messages", "the last message must be from the user");
+    if (r->n_images && (n != 1 || strcmp(r->msgs[0].role, "user")))
+        return BAD("messages", "a request with images takes one user message: dlm prompts images as `dlm prompt "
+                   "--image` does, the images' tokens then the text, without a chat template (docs/images.md)");
     return 0;
 }
 

@@ -7,7 +7,10 @@
  * stream_options.include_usage, temperature [0, 5] and top_p (0, 1] (infer/sample.h, every front end's ranges),
  * max_tokens / max_completion_tokens (>= 1), stop (a string or up to 4),
  * seed, n (only 1). Other fields are ignored, as OpenAI-compatible servers
- * do. Every failure fills an api_error: the HTTP status and an OpenAI-style
+ * do. Image parts ({"type": "image_url", "image_url": {"url": ...}}) are
+ * taken from base64 data: URLs only (dlm fetches nothing from the network),
+ * at most API_MAX_IMAGES, in a request of one user message (the server
+ * prompts them as `dlm prompt --image` does, docs/images.md). Every failure fills an api_error: the HTTP status and an OpenAI-style
  * error object (message, type, param, code). */
 #ifndef DLM_API_REQUEST_H
 #define DLM_API_REQUEST_H
@@ -20,6 +23,13 @@
 
 #define API_MAX_STOP 4
 #define API_MAX_MESSAGES 4096
+#define API_MAX_IMAGES 8
+
+typedef struct api_image {
+    unsigned char *data;          /* the decoded file */
+    size_t n;
+    size_t part;                  /* its index in messages[0].content */
+} api_image;
 
 typedef enum { API_CHAT = 0, API_COMPLETION = 1 } api_kind;
 
@@ -37,6 +47,8 @@ typedef struct api_request {
     int n_stop;
     int has_seed;
     uint64_t seed;
+    api_image images[API_MAX_IMAGES];
+    int n_images;
 } api_request;
 
 typedef struct api_error {

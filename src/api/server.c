@@ -25,6 +25,7 @@
 
 #include "api/request.h"
 #include "decoder/kvpool.h"
+#include "infer/vl_prompt.h"
 #include "infer/generate.h"
 #include "infer/sample.h"
 #include "util/json.h"
@@ -49,6 +50,8 @@ struct job {
     /* scheduler only */
     int slot, n_fed, nh, n_gen, want_logits;
     int n_cached;                 /* prompt tokens reused from a cached slot */
+    vl_prompt *vp;                /* a request with images (infer/vl_prompt.h): its rows, or NULL */
+    kv_splice ks;                 /* this step's slice of them */
     /* shared, under srv->mu */
     strbuf gen;                   /* generated text; [0, ready) may be sent */
     size_t ready, sent;
@@ -68,6 +71,8 @@ typedef struct pool {
 typedef struct server {
     const api_opts *o;
     pthread_mutex_t mu, tok_mu;
+    pthread_mutex_t kern_mu;      /* kern's thread pool runs one job at a time: the decode steps and a
+                                   * request's vision tower (job_new) take turns */
     pthread_cond_t sched_cv;
     job *pending, *pending_tail;
     int n_pending, n_active, n_jobs, quit;
@@ -87,9 +92,17 @@ typedef struct conn {
 
 /* ---- jobs ----------------------------------------------------------------- */
 
+static void job_free_vl(job *j)
+{
+    if (j->vp) vl_prompt_free(j->vp);
+    free(j->vp);
+    j->vp = NULL;
+}
+
 static void job_unref(server *s, job *j)    /* with s->mu held */
 {
     if (--j->refs > 0) return;
+    job_free_vl(j);
     free(j->hist);
     for (int i = 0; i < j->n_stop; i++) free(j->stop[i]);
     sb_free(&j->gen);
@@ -121,7 +134,10 @@ static int pool_ensure(server *s, int mi, dlm_err *e)
     pool *p = &s->pools[mi];
     if (p->kv) return 0;
     int n = s->o->parallel;
-    if (kv_pool_create(s->o->m, s->o->models[mi].l, n, s->o->n_ctx, N_BATCH, &p->kv, e)) return -1;
+    pthread_mutex_lock(&s->kern_mu);   /* its DoRA scales run on kern's pool */
+    int rc = kv_pool_create(s->o->m, s->o->models[mi].l, n, s->o->n_ctx, N_BATCH, &p->kv, e);
+    pthread_mutex_unlock(&s->kern_mu);
+    if (rc) return -1;
     p->toks = calloc((size_t)n, sizeof *p->toks);
     p->owner = calloc((size_t)n, sizeof *p->owner);
     p->used = calloc((size_t)n, sizeof *p->used);
@@ -139,7 +155,9 @@ static int admit(server *s, job *j, dlm_err *e)
     if (pool_ensure(s, j->model, e)) return -1;
     pool *p = &s->pools[j->model];
     int n = kv_pool_n_seq(p->kv), best = -1, best_l = -1, src = -1, src_l = 0;
-    int cap = j->n_prompt - 1;     /* the last prompt token is always fed, for its logits */
+    /* the last prompt token is always fed, for its logits; a prompt with
+     * images reuses nothing (its image tokens' ids say nothing of the image) */
+    int cap = j->vp ? 0 : j->n_prompt - 1;
     for (int i = 0; i < n; i++) {
         int l = lcp(p->toks[i], kv_pool_n_past(p->kv, i), j->hist, cap);
         if (p->owner[i]) {
@@ -168,6 +186,8 @@ static void release(server *s, job *j)
 {
     pool *p = &s->pools[j->model];
     if (j->slot >= 0) p->owner[j->slot] = NULL;
+    /* image rows in the cache: no later prompt may reuse them as a prefix */
+    if (j->slot >= 0 && j->vp) kv_pool_truncate(p->kv, j->slot, 0);
     j->slot = -1;
 }
 
@@ -237,7 +257,8 @@ static void *scheduler(void *arg)
     int *seq = malloc((size_t)P * sizeof(int)), *ntok = malloc((size_t)P * sizeof(int));
     const int32_t **toks = malloc((size_t)P * sizeof *toks);
     job **batch = malloc((size_t)P * sizeof *batch);
-    if (!logits || !scratch || !seq || !ntok || !toks || !batch) abort();
+    const kv_splice **sps = malloc((size_t)P * sizeof *sps);
+    if (!logits || !scratch || !seq || !ntok || !toks || !batch || !sps) abort();
     dlm_err e;
     pthread_mutex_lock(&s->mu);
     for (;;) {
@@ -283,9 +304,16 @@ static void *scheduler(void *arg)
                 if (j->model != mi) continue;
                 pool *p = &s->pools[mi];
                 int at = kv_pool_n_past(p->kv, j->slot);
+                sps[n] = NULL;
                 if (j->n_fed < j->n_prompt) {
                     int c = j->n_prompt - j->n_fed;
                     if (c > N_BATCH) c = N_BATCH;
+                    if (j->vp) {   /* the prompt's image rows and M-RoPE positions from n_fed on */
+                        j->ks = (kv_splice){.embeds = j->vp->embeds, .embed_row = j->vp->row + j->n_fed,
+                                            .pos3 = j->vp->pos3 + j->n_fed, .pos3_stride = j->n_prompt,
+                                            .delta = j->vp->sp.delta};
+                        sps[n] = &j->ks;
+                    }
                     toks[n] = j->hist + j->n_fed;
                     ntok[n] = c;
                     j->n_fed += c;
@@ -302,7 +330,10 @@ static void *scheduler(void *arg)
             }
             if (!n) continue;
             err_clear(&e);
-            if (kv_pool_eval(s->pools[mi].kv, n, seq, toks, ntok, logits, &e)) {
+            pthread_mutex_lock(&s->kern_mu);
+            int erc = kv_pool_eval_splice(s->pools[mi].kv, n, seq, toks, ntok, sps, logits, &e);
+            pthread_mutex_unlock(&s->kern_mu);
+            if (erc) {
                 failed = 1;
                 break;
             }
@@ -350,6 +381,7 @@ static void *scheduler(void *arg)
     free(ntok);
     free(toks);
     free(batch);
+    free(sps);
     return NULL;
 }
 
@@ -562,6 +594,35 @@ static job *job_new(server *s, const api_request *r, api_error *err)
     dlm_err e;
     err_clear(&e);
     int rc;
+    vl_prompt *vp = NULL;
+    if (r->n_images) {
+        /* images: the prompt `dlm prompt --image` builds (infer/vl_prompt.h) */
+        if (!o->m->cfg.vl) {
+            api_error_set(err, 400, "invalid_request_error", "messages", NULL,
+                          "image parts need a vision-language base; this server's base is a text model (docs/images.md)");
+            return NULL;
+        }
+        vl_image_in in[API_MAX_IMAGES];
+        char label[API_MAX_IMAGES][64];
+        for (int i = 0; i < r->n_images; i++) {
+            snprintf(label[i], sizeof label[i], "messages[0].content[%zu]", r->images[i].part);
+            in[i] = (vl_image_in){r->images[i].data, r->images[i].n, label[i]};
+        }
+        vp = calloc(1, sizeof *vp);
+        pthread_mutex_lock(&s->kern_mu);
+        pthread_mutex_lock(&s->tok_mu);
+        rc = !vp || vl_prompt_build(o->m, o->t, r->msgs[0].content, in, r->n_images, vp, &e);
+        pthread_mutex_unlock(&s->tok_mu);
+        pthread_mutex_unlock(&s->kern_mu);
+        if (rc) {
+            api_error_set(err, 400, "invalid_request_error", "messages", NULL, "%s", vp ? e.msg : "out of memory");
+            free(vp);
+            return NULL;
+        }
+        ids = vp->ids;
+        memset(&vp->ids, 0, sizeof vp->ids);
+        goto have_ids;
+    }
     pthread_mutex_lock(&s->tok_mu);
     if (r->kind == API_CHAT) {
         strbuf text = STRBUF_INIT;
@@ -578,23 +639,29 @@ static job *job_new(server *s, const api_request *r, api_error *err)
         tok_ids_free(&ids);
         return NULL;
     }
+have_ids:
     if ((int)ids.n >= o->n_ctx || ids.n == 0) {
         api_error_set(err, 400, "invalid_request_error", r->kind == API_CHAT ? "messages" : "prompt",
                       "context_length_exceeded",
                       "This model's maximum context length is %d tokens. However, your %s resulted in %zu tokens.",
                       o->n_ctx, r->kind == API_CHAT ? "messages" : "prompt", ids.n);
         tok_ids_free(&ids);
+        if (vp) vl_prompt_free(vp);
+        free(vp);
         return NULL;
     }
     job *j = calloc(1, sizeof *j);
     if (!j || !(j->hist = malloc((size_t)o->n_ctx * sizeof(int32_t)))) {
         free(j);
         tok_ids_free(&ids);
+        if (vp) vl_prompt_free(vp);
+        free(vp);
         api_error_set(err, 500, "server_error", NULL, NULL, "out of memory");
         return NULL;
     }
     memcpy(j->hist, ids.v, ids.n * sizeof(int32_t));
     j->n_prompt = j->nh = (int)ids.n;
+    j->vp = vp;
     tok_ids_free(&ids);
     j->kind = r->kind;
     j->model = mi;
@@ -643,6 +710,7 @@ static int enqueue(server *s, job *j, api_error *err)
 
 static void job_discard(job *j)   /* never queued */
 {
+    job_free_vl(j);
     free(j->hist);
     for (int i = 0; i < j->n_stop; i++) free(j->stop[i]);
     pthread_cond_destroy(&j->cv);
@@ -844,6 +912,7 @@ int api_serve(const api_opts *o, dlm_err *e)
     }
     pthread_mutex_init(&s->mu, NULL);
     pthread_mutex_init(&s->tok_mu, NULL);
+    pthread_mutex_init(&s->kern_mu, NULL);
     pthread_cond_init(&s->sched_cv, NULL);
     int rc = -1;
     /* the default model's slots up front, so a bad size fails at start */
@@ -914,6 +983,7 @@ out_pools:
     free(s->active);
     pthread_mutex_destroy(&s->mu);
     pthread_mutex_destroy(&s->tok_mu);
+    pthread_mutex_destroy(&s->kern_mu);
     pthread_cond_destroy(&s->sched_cv);
     return rc;
 }

@@ -111,7 +111,7 @@ static json_t *plan_json(const plan *p, const plan_in *in)
                                          p->rec_ga, "sequence_len", p->rec_seq, "recompute", "on", "total_bytes",
                                          (json_int_t)p->rec_total)
                              : json_null();
-    return json_pack("{s:b, s:I, s:I, s:i, s:i, s:i, s:b, s:i, s:i, s:I, s:I, s:I, s:I, s:o, s:s, s:o, s:o, s:o}",
+    json_t *j = json_pack("{s:b, s:I, s:I, s:i, s:i, s:i, s:b, s:i, s:i, s:I, s:I, s:I, s:I, s:o, s:s, s:o, s:o, s:o}",
                      "fits", p->fits, "total_bytes", (json_int_t)p->total, "budget_bytes", (json_int_t)in->budget,
                      "micro_batch_size", p->mb, "grad_accum", p->ga, "effective_batch_size", p->mb * p->ga,
                      "recompute", p->recompute, "threads", p->threads, "sequence_len", p->T, "trainable_params",
@@ -125,6 +125,12 @@ static json_t *plan_json(const plan *p, const plan_in *in)
                                (json_int_t)in->base.tensor_bytes, "copy_bytes", (json_int_t)in->base.copy_bytes,
                                "tied", in->base.cfg.tied, "layers", in->base.cfg.n_layer, "d_model",
                                in->base.cfg.d_model, "vocab", in->base.cfg.vocab));
+    if (in->vl_images)   /* a Qwen2-VL base's images (run/vl_run.h) */
+        json_object_set_new(j, "images", json_pack("{s:i, s:I, s:I, s:I}", "count", in->vl_images, "image_tokens",
+                                                   (json_int_t)in->vl_image_tokens, "tower_bytes",
+                                                   (json_int_t)in->vl_tower_bytes, "feature_bytes",
+                                                   (json_int_t)in->vl_feature_bytes));
+    return j;
 }
 
 /* ---- text ---------------------------------------------------------------------- */
@@ -187,6 +193,9 @@ static void print_doc_plan(const doctor_doc *d, const char *path)
         printf("  dataset: %d train + %d validation items, %lld tokens (%lld with a loss), longest %d of"
                " sequence_len %d\n", d->n_train, d->n_val, (long long)d->tokens, (long long)d->loss_tokens, p->T,
                d->seq_cfg);
+    if (d->in.vl_images)   /* a Qwen2-VL base (docs/images.md) */
+        printf("  images: %d, %lld image tokens; their features are computed once by the frozen tower and kept"
+               " in the store's vl-cache/\n", d->in.vl_images, (long long)d->in.vl_image_tokens);
     if (d->from_files && d->split) {   /* the split, and every row it holds out (as train says it) */
         printf("  %s\n", d->split_line);
         const json_t *ho = json_object_get(d->split, "held_out");

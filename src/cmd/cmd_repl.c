@@ -21,6 +21,7 @@
 #include "infer/generate.h"
 #include "infer/sample.h"
 #include "infer/target.h"
+#include "infer/vl_prompt.h"
 #include "kern/kern.h"
 #include "run/named_mix.h"
 #include "store/store.h"
@@ -56,7 +57,7 @@ const cmd_spec spec_repl = {
     "chat with the document's trained adapter, turn after turn",
     "Ctrl-C cancels an answer (the part written so far is kept), Ctrl-D exits.\n"
     "Commands: /help /exit /clear /save PATH /adapter NAME /params key=value\n"
-    "/model /history. /params keys: temperature, top_p, repetition_penalty,\n"
+    "/model /history /image FILE. /params keys: temperature, top_p, repetition_penalty,\n"
     "top_k, min_p (the ranges of dlm prompt, README.md), max_new_tokens.\n"
     "Sampled bytes that are not UTF-8 show and are kept as U+FFFD. The line history is kept in the store (repl_history).\n"
     "A document with training.adapters: --adapter NAME uses one; without it the\n"
@@ -123,6 +124,8 @@ typedef struct repl {
     int max_tokens;
     int stream;                 /* stdout is a terminal */
     int verbose;
+    char *images[8];            /* /image FILE: sent with the next message (a vision-language base) */
+    int n_images;
 } repl;
 
 /* test hook ($DLM_TEST_EMIT_DELAY_MS): a pause after each streamed piece,
@@ -372,9 +375,65 @@ static int save_conv(const repl *r, const char *path, dlm_err *e)
     return rc;
 }
 
+static void drop_images(repl *r)
+{
+    for (int i = 0; i < r->n_images; i++) free(r->images[i]);
+    r->n_images = 0;
+}
+
+/* A message with /image attachments: the prompt `dlm prompt --image` builds
+ * (infer/vl_prompt.h: the images' tokens, "\n", the text; no chat
+ * template), evaluated from an empty cache; the turn joins the history as
+ * "[image FILE] text". */
+static int image_turn(repl *r, const char *text, dlm_err *e)
+{
+    vl_prompt vp;
+    strbuf answer = STRBUF_INIT, shown = STRBUF_INIT;
+    int32_t *out = NULL;
+    int rc = -1;
+    if (vl_prompt_build_files(r->t.m, r->t.t, text, (const char *const *)r->images, r->n_images, &vp, e)) {
+        drop_images(r);
+        return -1;
+    }
+    int n = (int)vp.ids.n, max = r->max_tokens;
+    if (n >= r->n_ctx) {
+        err_set(e, "ContextError", "the message and its images have %d tokens; the context holds %d", n, r->n_ctx);
+        goto out;
+    }
+    if (max > r->n_ctx - n) max = r->n_ctx - n;
+    session_reset(r->s);
+    r->n_cached = 0;   /* the cache holds image rows no text prefix matches */
+    out = malloc((size_t)max * sizeof(int32_t));
+    if (!out) { err_set(e, "MemoryError", "out of memory"); goto out; }
+    int32_t stops[32];
+    gen_opts go = {.sp = r->sp, .max_tokens = max, .stops = stops,
+                   .n_stops = gen_stop_ids(r->t.t, NULL, stops, 32), .emit = r->stream ? emit : emit_quiet,
+                   .emit_ctx = &answer, .cancel = &g_cancel, .splice = &vp.sp};
+    g_cancel = 0;
+    int nout;
+    int32_t stop;
+    if (generate(r->s, r->t.t, vp.ids.v, n, &go, out, &nout, &stop, e)) goto out;
+    if (r->stream) printf("%s\n", g_cancel ? " [cancelled]" : "");
+    else printf("%s\n", sb_str(&answer));
+    for (int i = 0; i < r->n_images; i++) sb_printf(&shown, "[image %s] ", r->images[i]);
+    sb_puts(&shown, text);
+    conv_push(r, "user", sb_str(&shown));
+    conv_push(r, "assistant", sb_str(&answer));
+    rc = 0;
+out:
+    drop_images(r);
+    g_cancel = 0;
+    free(out);
+    vl_prompt_free(&vp);
+    sb_free(&answer);
+    sb_free(&shown);
+    return rc;
+}
+
 /* One turn: the user's text in, the answer streamed out. */
 static int turn(repl *r, const char *text, dlm_err *e)
 {
+    if (r->n_images) return image_turn(r, text, e);
     if (gate_turn(r, text, e)) return -1;
     conv_push(r, "user", text);
     strbuf rendered = STRBUF_INIT, answer = STRBUF_INIT;
@@ -446,6 +505,7 @@ static void help(void)
            "/params [key=value]  temperature, top_p, repetition_penalty, top_k, min_p, max_new_tokens\n"
            "/model               the base, adapter and context in use\n"
            "/history             the conversation so far\n"
+           "/image FILE          send an image with the next message (a vision-language base; repeatable)\n"
            "Ctrl-C cancels an answer; Ctrl-D exits.\n");
 }
 
@@ -477,6 +537,16 @@ static int command(repl *r, char *line)
     } else if (!strcmp(cmd, "/model")) {
         printf("base: %s\nadapter: %s\ndialect: %s\ncontext: %d tokens (%d cached)\n", r->t.base_spec,
                r->adapter_name, r->t.dialect->name, r->n_ctx, r->n_cached);
+    } else if (!strcmp(cmd, "/image")) {
+        if (!arg || !*arg) printf("usage: /image FILE\n");
+        else if (r->t.m->cfg.vl != VL_QWEN2)
+            printf("/image needs a vision-language base; %s is a text model (docs/images.md)\n", r->t.base_spec);
+        else if (!fs_is_file(arg)) printf("%s: no such image file\n", arg);
+        else if (r->n_images == 8) printf("at most 8 images per message\n");
+        else {
+            r->images[r->n_images++] = strdup(arg);
+            printf("image %d attached: %s (sent with the next message)\n", r->n_images, arg);
+        }
     } else if (!strcmp(cmd, "/history")) {
         if (!r->n_msgs) printf("(empty)\n");
         for (size_t i = 0; i < r->n_msgs; i++) printf("%s: %s\n", r->msgs[i].role, r->msgs[i].content);
@@ -594,7 +664,7 @@ int cmd_repl(int argc, char **argv, dlm_ctx *ctx)
             free(line);
             continue;
         }
-        if (!*p) { free(line); continue; }
+        if (!*p && !r->n_images) { free(line); continue; }   /* an empty line sends pending images (a caption) */
         add_history(p);
         if (hist[0]) write_history(hist);
         if (p[0] == '/') {
@@ -613,6 +683,7 @@ int cmd_repl(int argc, char **argv, dlm_ctx *ctx)
 done:
     if (rc == EXIT_FAIL) rc = cmd_fail(ctx, &e);
     conv_clear(r);
+    drop_images(r);
     free(r->msgs);
     free(r->cached);
     session_free(r->s);

@@ -30,4 +30,22 @@ int kv_pool_copy(kv_pool *p, int dst, int src, int n, dlm_err *e);
 int kv_pool_eval(kv_pool *p, int n, const int *seq, const int32_t *const *toks, const int *ntok, float *logits,
                  dlm_err *e);
 
+/* kv_pool_eval with image rows (a vision-language model; infer/vl_prompt.h):
+ * sp[i] (or NULL, or sp NULL) describes sequence i's ntok[i] tokens of
+ * this step: embed_row[k] >= 0 takes embeds row embed_row[k] instead of
+ * the token's; pos3 (or NULL: text positions) holds the step's absolute
+ * M-RoPE positions, stream s of token k at pos3[s * pos3_stride + k]; once
+ * its tokens are all fed, the sequence keeps delta as the rotary offset of
+ * every later token (kv_pool_truncate to 0 clears it, kv_pool_copy copies
+ * it). */
+typedef struct kv_splice {
+    const float *embeds;
+    const int32_t *embed_row;
+    const int32_t *pos3;
+    int pos3_stride;
+    int delta;
+} kv_splice;
+int kv_pool_eval_splice(kv_pool *p, int n, const int *seq, const int32_t *const *toks, const int *ntok,
+                        const kv_splice *const *sp, float *logits, dlm_err *e);
+
 #endif

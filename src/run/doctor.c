@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include "doc/doc.h"
+#include "media/ingest.h"
+#include "run/vl_run.h"
 #include "run/prepare.h"
 #include "store/store.h"
 #include "util/fs.h"
@@ -69,6 +71,25 @@ static json_t *store_view(const char *home, const char *dlm_id, const char *adap
     return m;
 }
 
+/* A base planned from its registry shape: the images' grids from their
+ * files (the shape's processor), their features and the tower. */
+static int plan_images(dlm_doc *doc, const model_config *c, plan_in *in, dlm_err *e)
+{
+    if (!c->vl) return 0;
+    media_ingest_stats ms;
+    ds_image *images = NULL;
+    ds_vl vl;
+    int rc = media_ingest_images(doc, NULL, &ms, e) || vl_grids(doc, c, NULL, &images, &vl, e) ? -1 : 0;
+    if (!rc && vl.n_images) {
+        in->vl_images = vl.n_images;
+        in->vl_image_tokens = vl.n_rows;
+        in->vl_tower_bytes = vl_run_tower_bytes(c, &vl);
+        in->vl_feature_bytes = vl_run_feature_bytes(&vl, c);
+    }
+    free(images);
+    return rc;
+}
+
 int doctor_plan_document(const char *doc_path, const char *home, const host_info *h, uint64_t max_memory,
                          const char *adapter, doctor_doc *o, dlm_err *e)
 {
@@ -78,7 +99,9 @@ int doctor_plan_document(const char *doc_path, const char *home, const host_info
     json_t *manifest = NULL;
     dlm_doc *doc = doc_load(doc_path, e);
     if (!doc) return -1;
-    if (doc_expand_sources(doc, e)) { doc_free(doc); return -1; }   /* training.sources (doc/sources.h) */
+    /* training.sources (doc/sources.h); a Qwen2-VL base takes its image files as sections, as train does */
+    int vlk = base_vl_kind(doc_fm(doc)->base_model);
+    if (doc_expand_sources_media(doc, vlk == VL_QWEN2, 0, e)) { doc_free(doc); return -1; }
     /* as the trainer (run/trainer.c): the adapter's sections and LoRA config */
     if (adapter && doc_scope_adapter(doc, adapter, e)) { doc_free(doc); return -1; }
     if (adapter) snprintf(o->adapter, sizeof o->adapter, "%s", adapter);
@@ -114,7 +137,7 @@ int doctor_plan_document(const char *doc_path, const char *home, const host_info
         }
         o->model_path[0] = 0;
         plan_base_shape(&c, DT_BF16, 0, &P.base);
-        if (prep_adapter(&P, tr, e)) goto out;
+        if (prep_adapter(&P, tr, e) || plan_images(doc, &c, in, e)) goto out;
         in->base = P.base;
         in->lora = P.lora;
         in->seq_len = tr->sequence_len < c.max_pos ? tr->sequence_len : c.max_pos;
@@ -136,7 +159,19 @@ int doctor_plan_document(const char *doc_path, const char *home, const host_info
     if (adapter && store[0] && store_adapter_dir(store, adapter, adir, sizeof adir, NULL) == 0)
         pin.replay_store = adir;   /* a named adapter's replay corpus is its own */
     pin.manifest = manifest;
-    if (prep_base(&P, o->model_path, ref.entry, e) || prep_adapter(&P, tr, e) || prep_data(&P, &pin, e)) goto out;
+    ds_image *images = NULL;
+    ds_vl vl;
+    if (prep_base(&P, o->model_path, ref.entry, e) || prep_adapter(&P, tr, e)) goto out;
+    if (P.base.cfg.vl) {   /* the images' grids from their files, nothing stored (run/vl_run.h) */
+        media_ingest_stats ms;
+        if (media_ingest_images(doc, NULL, &ms, e) || vl_grids(doc, &P.base.cfg, NULL, &images, &vl, e)) {
+            free(images);
+            goto out;
+        }
+        pin.vl = &vl;
+    }
+    int prc = prep_data(&P, &pin, e);
+    if (prc) { free(images); goto out; }
     const dataset *ds = P.data.ds;
     o->n_train = ds->n_train;
     o->n_val = ds->n_val;
@@ -147,6 +182,8 @@ int doctor_plan_document(const char *doc_path, const char *home, const host_info
     o->qlora = P.qlora;
     prep_precision(&P, !o->prec_refused[0] && o->prec.bf16);
     prep_plan_inputs(&P, tr, 0, h->cores_usable, o->budget, in);
+    free(images);   /* prep_plan_inputs counted them */
+    P.data.ds->vl = NULL;
     o->fits = plan_make(in, &o->p) == 0;
     /* the schedule train chooses (run/cpt.h), over the document's epochs */
     cpt_choose(tr, ds, &o->cpt);
@@ -204,8 +241,8 @@ int doctor_plan_registry(const host_info *h, uint64_t max_memory, doctor_row *ro
         plan_base local;
         model_config c;
         int have_local = 0;
-        if (r->modality != REG_TEXT && strcmp(r->architecture, "PaliGemmaForConditionalGeneration")) {
-            snprintf(row->note, sizeof row->note, "%s base: dlm trains text bases only",
+        if (r->modality != REG_TEXT && !(r->modality == REG_VISION && base_arch_supported(r->architecture))) {
+            snprintf(row->note, sizeof row->note, "%s base: dlm trains text bases, Qwen2-VL and PaliGemma only",
                      registry_modality_name(r->modality));
             continue;
         }

@@ -160,7 +160,12 @@ void plan_compute(const plan_in *in, int mb, int ga, int recompute, plan *p)
     add(p, "attention scratch", fp.attn);
     add(p, "LM-head chunk", fp.head);
     add(p, "backward scratch", fp.bwd);
-    add(p, "batch buffers", (uint64_t)rows * (uint64_t)in->seq_len * 16 + (uint64_t)mb * sizeof(int));
+    add(p, "batch buffers", (uint64_t)rows * (uint64_t)in->seq_len * (in->vl_images ? 32 : 16) +
+                            (uint64_t)mb * sizeof(int));
+    if (in->vl_images) {
+        add(p, "vision tower (f32, one image's activations)", in->vl_tower_bytes);
+        add(p, "image features (vl-cache rows)", in->vl_feature_bytes);
+    }
     if (in->pref_pairs > 0)   /* trainer.c allocate(): ref_c/ref_r, nll/scale, pairs, pass_rc/pass_rr */
         add(p, "preference: reference log-probs, per-position NLL and weights",
             (uint64_t)in->pref_pairs * 16 + (uint64_t)rows * (uint64_t)in->seq_len * 8 + (uint64_t)mb * 20);

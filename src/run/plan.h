@@ -21,7 +21,12 @@
  *   activations    decoder_plan_parts: exactly what decoder_create allocates, by
  *                  purpose from fb's own carving (what the forward keeps,
  *                  attention scratch, LM-head buffers, backward scratch)
- *   batch buffers  4 int32 arrays of micro_batch × sequence
+ *   batch buffers  4 int32 arrays of micro_batch × sequence (a Qwen2-VL
+ *                  base: 4 more, the splice's embed_row and M-RoPE streams)
+ *   images         a Qwen2-VL base (run/vl_run.h): the frozen tower in f32
+ *                  with one image's activations (while the features are
+ *                  computed, before step 1; counted as resident) and every
+ *                  image's features, n image tokens × d_model f32
  *
  * `train` allocates these buffers once, before step 1 (nothing is allocated
  * in the step loop), so the plan is both the OOM guard and the prediction
@@ -77,6 +82,10 @@ typedef struct plan_in {
     int ranks;                  /* MPI ranks sharing a step (0 or 1: one process); the figure is per rank */
     int optim8;                 /* training.optimizer adamw_bnb_8bit / paged_adamw_8bit: 8-bit block-wise
                                  * moments (grad/optim8.h) instead of 8 bytes per parameter */
+    int vl_images;              /* a Qwen2-VL base: distinct images of the document (0 = none) */
+    int64_t vl_image_tokens;    /* their image tokens (the features' rows) */
+    uint64_t vl_tower_bytes;    /* the tower in f32 + the largest image's activations */
+    uint64_t vl_feature_bytes;  /* the features, image tokens × d_model f32 */
 } plan_in;
 
 #define PLAN_MAX_ITEMS 24

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "adapter/adapter.h"
+#include "run/vl_run.h"
 #include "tokens/tok_gguf.h"
 
 int prep_base(prep *P, const char *model_path, const reg_entry *entry, dlm_err *e)
@@ -90,6 +91,12 @@ void prep_plan_inputs(const prep *P, const doc_training *tr, int threads, int co
     in->distinct_tokens = plan_distinct_tokens(ds->tok, ds->n_tok, P->base.cfg.vocab);
     in->budget = budget;
     in->keep_best = ds->n_val > 0;
+    if (ds->vl && ds->vl->n_images) {   /* a Qwen2-VL base's images (run/vl_run.h) */
+        in->vl_images = ds->vl->n_images;
+        in->vl_image_tokens = ds->vl->n_rows;
+        in->vl_tower_bytes = vl_run_tower_bytes(&P->base.cfg, ds->vl);
+        in->vl_feature_bytes = vl_run_feature_bytes(ds->vl, &P->base.cfg);
+    }
     /* training.cpt.embed_warmup_steps (run/embed.c): per matrix (the
      * embedding, and an untied LM head) an f32 trained copy, its gradient
      * and two AdamW moments, 16 bytes per value, + 4 for the best copy */

@@ -9,6 +9,8 @@
 
 #include <string.h>
 
+#include "vision/qwen2vl.h"
+
 typedef struct shape_row {
     const char *key;
     model_arch arch;
@@ -39,6 +41,7 @@ static const shape_row SHAPES[] = {
     {"mixtral-8x7b-instruct", ARCH_LLAMA, 32, 4096, 14336, 32, 8, 128, 32000, 0, 32768},
     {"phi-3.5-mini", ARCH_PHI3, 32, 3072, 8192, 32, 32, 96, 32064, 0, 131072},
     {"phi-4-mini-reasoning", ARCH_PHI3, 32, 3072, 8192, 24, 8, 128, 200064, 1, 131072},
+    {"qwen2-vl-2b-instruct", ARCH_QWEN2, 28, 1536, 8960, 12, 2, 128, 151936, 1, 32768},
     /* PaliGemma: its text_config (a Gemma); the tower below */
     {"paligemma-3b-mix-224", ARCH_GEMMA, 18, 2048, 16384, 8, 1, 256, 257216, 1, 8192},
 };
@@ -101,6 +104,17 @@ int doctor_known_shape(const char *key, model_config *c)
             c->rope_dim = s->HS == 128 ? 96 : 0;
         }
         c->bos_id = c->eos_id = -1;
+        if (!strcmp(key, "qwen2-vl-2b-instruct")) {
+            /* Qwen/Qwen2-VL-2B-Instruct's config.json: M-RoPE, the special
+             * ids and the tower (vision_config) */
+            c->vl = VL_QWEN2;
+            c->mrope[0] = 16;
+            c->mrope[1] = c->mrope[2] = 24;
+            c->image_id = 151655;
+            c->vision_start_id = 151652;
+            c->vision_end_id = 151653;
+            c->vis = (struct model_vision){32, 1280, 16, 4, 3, 14, 2, 2, 1536};
+        }
         for (size_t j = 0; j < sizeof MOE_SHAPES / sizeof MOE_SHAPES[0]; j++)
             if (!strcmp(MOE_SHAPES[j].key, key)) {
                 c->n_expert = MOE_SHAPES[j].E;
@@ -120,7 +134,8 @@ uint64_t doctor_shape_params(const model_config *c)
     uint64_t layer = Q * C + 2 * K * C + C * Q + E * 3 * F * C + router + 2 * C + (c->qkv_bias ? Q + 2 * K : 0) +
                      (c->qk_norm == QK_NORM_FULL ? Q + K : c->qk_norm ? 2 * (uint64_t)c->head_dim : 0) +
                      (c->sandwich ? 2 * C : 0);
-    return layer * (uint64_t)c->n_layer + V * C * (c->tied ? 1 : 2) + C + doctor_pali_tower_params(c);
+    return layer * (uint64_t)c->n_layer + V * C * (c->tied ? 1 : 2) + C + doctor_pali_tower_params(c) +
+           (c->vl == VL_QWEN2 ? qwen2vl_tower_params(c) : 0);
 }
 
 uint64_t doctor_pali_tower_bytes(const model_config *c)

@@ -8,18 +8,27 @@
 #include "media/blob.h"
 #include "media/image.h"
 #include "run/doctor.h"
+#include "media/ingest.h"
 #include "util/fs.h"
 #include "util/hash.h"
 #include "util/log.h"
 #include "vision/pali.h"
 #include "vision/qwen2vl.h"
 
-static int read_image(const run *R, const char *sha, image_rgb *im, dlm_err *e)
+/* an image by its blob in store, or (store NULL: doctor, nothing ingested)
+ * the section's file */
+static int read_image(const char *store, const dlm_doc *doc, const doc_section *s, const char *sha, image_rgb *im,
+                      dlm_err *e)
 {
     char p[4200];
-    int r = blob_find(R->store, sha, p, sizeof p, e);
-    if (r < 0) return -1;
-    if (r) return err_set(e, "ImageError", "blob %s is not in the store %s", sha, R->store);
+    if (store) {
+        int r = blob_find(store, sha, p, sizeof p, e);
+        if (r < 0) return -1;
+        if (r) return err_set(e, "ImageError", "blob %s is not in the store %s", sha, store);
+    } else {
+        media_section_file(doc, s, p, sizeof p);
+    }
+    int r;
     char *buf;
     size_t n;
     if (fs_read_all(p, 64u << 20, &buf, &n, e)) return -1;
@@ -29,28 +38,30 @@ static int read_image(const run *R, const char *sha, image_rgb *im, dlm_err *e)
     return r;
 }
 
-int vl_run_grids(run *R, dlm_err *e)
+int vl_grids(const dlm_doc *doc, const model_config *c, const char *store, ds_image **images, ds_vl *vl,
+             dlm_err *e)
 {
-    const model_config *c = &R->P.base.cfg;
-    memset(&R->vl, 0, sizeof R->vl);
+    memset(vl, 0, sizeof *vl);
+    *images = NULL;
     if (c->vl != VL_QWEN2 && c->vl != VL_PALI) return 0;
     int n = 0;
-    for (int i = 0; i < doc_nsections(R->doc); i++) n += doc_section_at(R->doc, i)->type == DOC_IMAGE;
-    R->vl_images = calloc((size_t)(n ? n : 1), sizeof *R->vl_images);
-    if (!R->vl_images) return err_set(e, "MemoryError", "out of memory");
+    for (int i = 0; i < doc_nsections(doc); i++) n += doc_section_at(doc, i)->type == DOC_IMAGE;
+    ds_image *im_tab = calloc((size_t)(n ? n : 1), sizeof *im_tab);
+    if (!im_tab) return err_set(e, "MemoryError", "out of memory");
+    *images = im_tab;
     proc_cfg pc = qwen2vl_proc(c);
     int k = 0;
     int64_t rows = 0;
-    for (int i = 0; i < doc_nsections(R->doc); i++) {
-        const doc_section *s = doc_section_at(R->doc, i);
+    for (int i = 0; i < doc_nsections(doc); i++) {
+        const doc_section *s = doc_section_at(doc, i);
         if (s->type != DOC_IMAGE) continue;
         int dup = 0;
-        for (int j = 0; j < k && !dup; j++) dup = !strcmp(R->vl_images[j].sha, s->media_blob_sha);
+        for (int j = 0; j < k && !dup; j++) dup = !strcmp(im_tab[j].sha, s->media_blob_sha);
         if (dup) continue;
-        ds_image *d = &R->vl_images[k];
+        ds_image *d = &im_tab[k];
         if (c->vl == VL_PALI) {   /* a fixed square grid: every image is resized to image_size */
             image_rgb im;
-            if (read_image(R, s->media_blob_sha, &im, e)) return -1;   /* checked now, not at feature time */
+            if (read_image(store, doc, s, s->media_blob_sha, &im, e)) return -1;   /* checked now, not at feature time */
             image_free(&im);
             k++;
             snprintf(d->sha, sizeof d->sha, "%s", s->media_blob_sha);
@@ -63,7 +74,7 @@ int vl_run_grids(run *R, dlm_err *e)
             continue;
         }
         image_rgb im;
-        if (read_image(R, s->media_blob_sha, &im, e)) return -1;
+        if (read_image(store, doc, s, s->media_blob_sha, &im, e)) return -1;
         int oh, ow, f = pc.patch * pc.merge;
         int rc = qwen2vl_smart_resize(im.h, im.w, f, pc.min_pixels, pc.max_pixels, &oh, &ow, e);
         image_free(&im);
@@ -77,9 +88,14 @@ int vl_run_grids(run *R, dlm_err *e)
         d->row0 = rows;
         rows += d->n_tok;
     }
-    R->vl = (ds_vl){.image_id = c->image_id, .merge = c->vis.merge, .prefix_lm = c->vl == VL_PALI,
-                    .images = R->vl_images, .n_images = k, .n_rows = rows};
+    *vl = (ds_vl){.image_id = c->image_id, .merge = c->vis.merge, .prefix_lm = c->vl == VL_PALI, .images = im_tab,
+                  .n_images = k, .n_rows = rows};
     return 0;
+}
+
+int vl_run_grids(run *R, dlm_err *e)
+{
+    return vl_grids(R->doc, &R->P.base.cfg, R->store, &R->vl_images, &R->vl, e);
 }
 
 /* the cache key of a (base, processor): see vl_run.h */
@@ -168,7 +184,7 @@ int vl_run_features(run *R, dlm_err *e)
         image_rgb im;
         float *f;
         int nr, grid[3];
-        if (read_image(R, d->sha, &im, e)) goto out;
+        if (read_image(R->store, R->doc, NULL, d->sha, &im, e)) goto out;
         int r;
         if (pali) {   /* a fixed 256 (image_size/patch)² rows, divided by √hidden for the splice */
             r = pali_image_features(&sg, c, &pc, &im, &f, e);
@@ -213,10 +229,9 @@ uint64_t vl_run_tower_bytes(const model_config *c, const ds_vl *vl)
     if (c->vl == VL_PALI && vl && vl->n_images) return doctor_pali_tower_bytes(c);
     if (c->vl != VL_QWEN2 || !vl || !vl->n_images) return 0;
     const struct model_vision *s = &c->vis;
-    uint64_t D = (uint64_t)s->embed_dim, F = D * (uint64_t)s->mlp_ratio, M = D * (uint64_t)(s->merge * s->merge);
+    uint64_t D = (uint64_t)s->embed_dim, F = D * (uint64_t)s->mlp_ratio;
     uint64_t K = (uint64_t)s->in_ch * (uint64_t)s->temporal * (uint64_t)s->patch * (uint64_t)s->patch;
-    uint64_t params = D * K + (uint64_t)s->depth * (4 * D + 3 * D * D + 3 * D + D * D + D + 2 * D * F + F + D) +
-                      2 * D + M * M + M + (uint64_t)c->d_model * (M + 1);
+    uint64_t params = qwen2vl_tower_params(c);
     uint64_t N = 0;   /* the largest image's patches */
     for (int i = 0; i < vl->n_images; i++) {
         uint64_t p = (uint64_t)vl->images[i].grid[0] * (uint64_t)vl->images[i].grid[1] * (uint64_t)vl->images[i].grid[2];

@@ -19,6 +19,11 @@
 
 #include "run/run.h"
 
+/* The grids of doc's images on base c (none unless c is Qwen2-VL): each
+ * read from its blob in store, or (store NULL, doctor) from its file; the
+ * sections' media_blob_sha must be set (media_ingest_images, store NULL
+ * checks only). *images (owned by the caller) backs vl. */
+int vl_grids(const dlm_doc *doc, const model_config *c, const char *store, ds_image **images, ds_vl *vl, dlm_err *e);
 int vl_run_grids(run *R, dlm_err *e);
 int vl_run_features(run *R, dlm_err *e);
 int vl_run_fill(run *R, const int *items, int n, token_batch *b, int64_t *n_loss);

@@ -71,7 +71,10 @@ int sb_printf(strbuf *sb, const char *fmt, ...)
 char *sb_detach(strbuf *sb, size_t *len)
 {
     if (sb->oom) { sb_free(sb); return NULL; }
-    if (!sb->buf && sb_reserve(sb, 0)) return NULL;
+    if (!sb->buf) {   /* nothing appended: an empty string (realloc'd memory is not zeroed) */
+        if (sb_reserve(sb, 0)) return NULL;
+        sb->buf[0] = 0;
+    }
     char *p = sb->buf;
     if (len) *len = sb->len;
     sb->buf = NULL;

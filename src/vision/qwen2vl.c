@@ -28,6 +28,15 @@ proc_cfg qwen2vl_proc(const model_config *c)
     return p;
 }
 
+uint64_t qwen2vl_tower_params(const model_config *c)
+{
+    const struct model_vision *s = &c->vis;
+    uint64_t D = (uint64_t)s->embed_dim, F = D * (uint64_t)s->mlp_ratio, M = D * (uint64_t)(s->merge * s->merge);
+    uint64_t K = (uint64_t)s->in_ch * (uint64_t)s->temporal * (uint64_t)s->patch * (uint64_t)s->patch;
+    return D * K + (uint64_t)s->depth * (4 * D + 3 * D * D + 3 * D + D * D + D + 2 * D * F + F + D) + 2 * D + M * M +
+           M + (uint64_t)c->d_model * (M + 1);
+}
+
 int qwen2vl_grid_tokens(const model_config *c, const int grid[3])
 {
     return grid[0] * grid[1] * grid[2] / (c->vis.merge * c->vis.merge);

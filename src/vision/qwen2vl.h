@@ -25,6 +25,9 @@ int qwen2vl_tower_load(const model *m, qwen2vl_vit *v, dlm_err *e);
  * tower's patch, temporal patch and merge. */
 proc_cfg qwen2vl_proc(const model_config *c);
 
+/* Parameters of the tower of c (patch embedding, blocks, merger). */
+uint64_t qwen2vl_tower_params(const model_config *c);
+
 /* Image tokens of an image with grid (t, h, w) in patches. */
 int qwen2vl_grid_tokens(const model_config *c, const int grid[3]);
 

@@ -4,9 +4,14 @@
 #   memorisation: a document of 8 images with distinct captions; after
 #     training, `dlm prompt --image IMG "" --temp 0` gives each image's
 #     caption, while the base alone gives none of them;
+#   the repl's /image FILE gives the same captions;
 #   the features come from <store>/vl-cache/ on the next run, same bytes;
 #   --threads 1 vs 2 and a run killed at step 10 then --resume: the same
 #     adapter bytes;
+#   doctor plans the tower, the image tokens and the features; --max-memory
+#     below the plan stops train (the OOM guard);
+#   dlm api: an image_url data: URL gets the caption; an https URL, a
+#     corrupt image and an image on a text base are 400s;
 #   refusals, nothing written: --image on a text base, a VL base prompted
 #     without --image, a missing / corrupt image.
 set -euo pipefail
@@ -51,6 +56,46 @@ for i in 0 1 2 3 4 5 6 7; do
     got=$("$DLM" prompt doc.dlm "" --image "img$i.png" --temp 0 -n 12)
     [ "$got" = "${caps[$i]}" ] || fail "img$i: '$got', trained on '${caps[$i]}'"
 done
+# the repl: /image FILE, then an empty line asks for the caption
+out=$(printf '/image img3.png\n\n/image img5.png\n\n' | "$DLM" repl doc.dlm --temp 0 2>&1)
+grep <<<"$out" -qx "${caps[3]}" && grep <<<"$out" -qx "${caps[5]}" || fail "repl /image: $out"
+out=$(printf '/image img0.png\n' | "$DLM" repl --base "$FIXTURE_QWEN" 2>&1)
+grep <<<"$out" -q "/image needs a vision-language base" || fail "repl /image on a text base: $out"
+# dlm api: an OpenAI image_url part with a data: URL gets the caption; an
+# https URL (a network fetch) and a corrupt image are 400s naming the part;
+# a text base refuses image parts
+api_check() {   # api_check SERVE-ARGS... -- PYTHON
+    : > url.txt
+    "$DLM" api "$@" --port 0 > url.txt 2> serve.err &
+    apid=$!
+    for _ in $(seq 300); do [ -s url.txt ] && break; sleep 0.1; done
+    python3 - "$(cat url.txt)" <"$T/check.py" || { kill $apid; fail "api: $(cat serve.err)"; }
+    kill -TERM $apid; wait $apid || fail "api exit status"
+}
+cat > check.py <<'PY'
+import base64, json, sys, urllib.request
+url, mode = sys.argv[1].rstrip("/"), open("mode.txt").read().strip()
+def post(content):
+    body = {"messages": [{"role": "user", "content": content}], "temperature": 0, "max_tokens": 12}
+    req = urllib.request.Request(url + "/v1/chat/completions", data=json.dumps(body).encode())
+    try:
+        with urllib.request.urlopen(req) as r: return r.status, json.load(r)
+    except urllib.error.HTTPError as e: return e.code, json.load(e)
+img = {"type": "image_url", "image_url": {"url": "data:image/png;base64," + base64.b64encode(open("img4.png", "rb").read()).decode()}}
+if mode == "vl":
+    st, j = post([img, {"type": "text", "text": ""}])
+    assert st == 200 and j["choices"][0]["message"]["content"] == "two cats asleep", (st, j)
+    st, j = post([{"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}])
+    assert st == 400 and "network fetch" in j["error"]["message"] and "content[0]" in j["error"]["message"], j
+    st, j = post([{"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}])
+    assert st == 400 and "truncated PNG" in j["error"]["message"], j
+else:
+    st, j = post([img])
+    assert st == 400 and "need a vision-language base" in j["error"]["message"], j
+PY
+echo vl > mode.txt; api_check doc.dlm
+echo text > mode.txt; api_check --base "$FIXTURE_QWEN"
+
 out=$("$DLM" train doc.dlm --threads 1 2>&1)
 grep <<<"$out" -q "features of 8 from the vl-cache, 0 computed" || fail "no cache hit: $out"
 [ "$(sha v0002)" = "$a" ] || fail "threads 1 (features from the cache) vs 2 changed the adapter"
@@ -60,6 +105,16 @@ set -e
 "$DLM" train doc.dlm --max-steps 20 --resume -q >/dev/null
 "$DLM" train doc.dlm --max-steps 20 -q >/dev/null
 [ "$(sha v0003)" = "$(sha v0004)" ] || fail "a killed and resumed run differs from an uninterrupted one"
+
+# the plan counts the tower, the image tokens and the features; the OOM guard holds
+"$DLM" doctor doc.dlm --json | python3 -c '
+import json, sys
+p = json.load(sys.stdin)["plan"]
+assert p["images"]["count"] == 8 and p["images"]["image_tokens"] == 32, p["images"]
+names = [i["name"] for i in p["items"]]
+assert "vision tower (f32, one image'"'"'s activations)" in names and "image features (vl-cache rows)" in names, names
+' || fail "doctor does not plan the images"
+expect_fail 1 "OOMError: training needs" "$DLM" train doc.dlm --max-memory 40M
 
 # refusals
 before=$(find "$DLM_HOME" -type f | sort | sha256sum)

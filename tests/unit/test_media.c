@@ -104,8 +104,9 @@ static void test_refusals(void)
     CHECK_INT(image_exif_orientation(ii, 12), 0);   /* cut short: no orientation */
 }
 
-/* the API's OpenAI image parts: an http URL is refused as a network fetch,
- * a data: URL as not built yet; both name the part */
+/* the API's OpenAI image parts: an http URL is refused as a network fetch
+ * (naming the part), a base64 data: URL decoded into the request, images
+ * only in a request of one user message */
 static void test_api_image_parts(void)
 {
     static const char http[] = "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\","
@@ -116,9 +117,22 @@ static void test_api_image_parts(void)
     api_error err;
     CHECK(api_request_parse(API_CHAT, http, sizeof http - 1, &r, &err) != 0);
     CHECK_INT(err.status, 400);
-    CHECK_MSG(strstr(err.message, "[1].image_url: only data: URLs are accepted") != NULL, "%s", err.message);
-    CHECK(api_request_parse(API_CHAT, data, sizeof data - 1, &r, &err) != 0);
-    CHECK_MSG(strstr(err.message, "[0]: image parts are not supported yet") != NULL, "%s", err.message);
+    CHECK_MSG(strstr(err.message, "[1].image_url: an http(s) URL would be a network fetch") != NULL, "%s",
+              err.message);
+    CHECK(api_request_parse(API_CHAT, data, sizeof data - 1, &r, &err) == 0);
+    CHECK_INT(r.n_images, 1);
+    CHECK_INT(r.images[0].n, 8);
+    CHECK(!memcmp(r.images[0].data, "\x89PNG\r\n\x1a\n", 8));
+    CHECK_STR(r.msgs[0].content, "");
+    api_request_free(&r);
+    static const char two[] = "{\"messages\":[{\"role\":\"system\",\"content\":\"s\"},{\"role\":\"user\",\"content\":["
+                              "{\"type\":\"image_url\",\"image_url\":{\"url\":\"data:image/png;base64,iVBORw0KGgo=\"}}]}]}";
+    CHECK(api_request_parse(API_CHAT, two, sizeof two - 1, &r, &err) != 0);
+    CHECK_MSG(strstr(err.message, "a request with images takes one user message") != NULL, "%s", err.message);
+    static const char raw[] = "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image_url\","
+                              "\"image_url\":{\"url\":\"data:image/png,abc\"}}]}]}";
+    CHECK(api_request_parse(API_CHAT, raw, sizeof raw - 1, &r, &err) != 0);
+    CHECK_MSG(strstr(err.message, "must be base64") != NULL, "%s", err.message);
 }
 
 /* ---- --ref DIR ------------------------------------------------------------------------ */

@@ -16,7 +16,10 @@
 #include <string.h>
 
 #include "check.h"
+#include "adapter/adapter.h"
 #include "decoder/decoder.h"
+#include "grad/backward.h"
+#include "grad/optim.h"
 #include "kern/kern.h"
 #include "util/fs.h"
 #include "util/json.h"
@@ -102,6 +105,190 @@ static int read_text(const char *dir, const char *name, char **out)
     snprintf(p, sizeof p, "%s/%s", dir, name);
     if (fs_read_all(p, 1u << 30, out, &n, &e)) { fprintf(stderr, "%s\n", e.msg); return -1; }
     return 0;
+}
+
+/* the features of DIR/images.txt's images, one after the other, with the
+ * processor settings of DIR/pix.txt */
+static float *dir_features(const char *dir, const model *m, int grid[][3], int *n_images, int *rows)
+{
+    char *txt = NULL;
+    long long mn = 0, mx = 0;
+    dlm_err e;
+    if (read_text(dir, "pix.txt", &txt) || sscanf(txt, "%lld %lld", &mn, &mx) != 2) { CHECK(0); return NULL; }
+    free(txt);
+    const model_config *c = &m->cfg;
+    qwen2vl_vit v;
+    CHECK_MSG(qwen2vl_tower_load(m, &v, &e) == 0, "%s", e.msg);
+    proc_cfg pc = qwen2vl_proc(c);
+    pc.min_pixels = mn;
+    pc.max_pixels = mx;
+    float *emb = NULL;
+    *rows = 0;
+    *n_images = 0;
+    CHECK(read_text(dir, "images.txt", &txt) == 0);
+    char *save = NULL, *path = strtok_r(txt, "\n", &save);
+    for (int i = 0; i < 2 && path; i++, path = strtok_r(NULL, "\n", &save)) {
+        char *bytes;
+        size_t nb;
+        image_rgb im;
+        float *f;
+        int nr;
+        if (fs_read_all(path, 1u << 26, &bytes, &nb, &e) || image_decode((uint8_t *)bytes, nb, &im, &e)) {
+            CHECK_MSG(0, "%s", e.msg);
+            break;
+        }
+        free(bytes);
+        CHECK_MSG(qwen2vl_image_features(&v, c, &pc, &im, &f, &nr, grid[i], &e) == 0, "%s", e.msg);
+        image_free(&im);
+        emb = realloc(emb, (size_t)(*rows + nr) * c->d_model * sizeof *emb);
+        memcpy(emb + (size_t)*rows * c->d_model, f, (size_t)nr * c->d_model * sizeof *f);
+        *rows += nr;
+        (*n_images)++;
+        free(f);
+    }
+    free(txt);
+    qwen2vl_vit_free(&v);
+    return emb;
+}
+
+static const st_tensor *need(const st_file *f, const char *name)
+{
+    const st_tensor *t = st_find(f, name);
+    if (!t) { fprintf(stderr, "missing %s\n", name); exit(1); }
+    return t;
+}
+
+/* --peft DIR (tests/ref/vl/qwen2vl_peft.py): the LoRA gradient of two
+ * image rows, then 5 AdamW steps, vs PEFT within 1e-4 */
+static void peft_mode(const char *dir)
+{
+    char p[4096], *txt = NULL;
+    dlm_err e;
+    snprintf(p, sizeof p, "%s/model", dir);
+    model *m = NULL;
+    CHECK_MSG(model_load(p, &m, &e) == 0, "%s", e.msg);
+    if (!m) return;
+    const model_config *c = &m->cfg;
+    int grid[2][3], ni = 0, rows = 0;
+    float *emb = dir_features(dir, m, grid, &ni, &rows);
+    /* the two rows as dlm's dataset lays them: inputs ids[0..n-1), targets
+     * the caption (from "\n" on), padded to the longer */
+    enum { B = 2, TM = 512 };
+    int32_t ids[B][TM];
+    int n[B] = {0, 0}, T = 0;
+    CHECK(read_text(dir, "rows.txt", &txt) == 0);
+    char *save = NULL, *line = strtok_r(txt, "\n", &save);
+    for (int b = 0; b < B && line; b++, line = strtok_r(NULL, "\n", &save)) {
+        char *end;
+        for (char *s = line; n[b] < TM; s = end) {
+            long x = strtol(s, &end, 10);
+            if (end == s) break;
+            ids[b][n[b]++] = (int32_t)x;
+        }
+        if (n[b] - 1 > T) T = n[b] - 1;
+    }
+    free(txt);
+    int32_t tok[B * TM], tgt[B * TM], pos[B * TM], row[B * TM], pos3[3 * B * TM], p3[3 * TM];
+    int k0 = 0;
+    for (int b = 0; b < B; b++) {
+        int L = n[b] - 1, k = 0;
+        while (ids[b][k] == c->image_id) k++;
+        int64_t delta;
+        CHECK_MSG(qwen2vl_splice(c, ids[b], L, (const int (*)[3])&grid[b], 1, row + b * T, p3, &delta, &e) == 0, "%s",
+                  e.msg);
+        for (int i = 0; i < T; i++) {
+            int at = b * T + i;
+            tok[at] = i < L ? ids[b][i] : 0;
+            tgt[at] = i < L && i + 1 >= k ? ids[b][i + 1] : -1;
+            pos[at] = i;
+            if (i >= L) row[at] = -1;
+            else if (row[at] >= 0) row[at] += k0;
+            for (int q = 0; q < 3; q++) pos3[q * B * T + at] = i < L ? p3[q * L + i] : i;
+        }
+        k0 += k;
+    }
+    token_batch bt = {.B = B, .T = T, .tokens = tok, .targets = tgt, .pos = pos, .embeds = emb, .embed_row = row,
+                      .n_embeds = rows, .pos3 = pos3};
+    CHECK_MSG(decoder_batch_check(c, &bt, &e) == 0, "%s", e.msg);
+    snprintf(p, sizeof p, "%s/hp.json", dir);
+    json_t *hp = json_load_path(p, 1 << 20, &e);
+    st_file *inf = NULL, *gf = NULL, *ff = NULL;
+    snprintf(p, sizeof p, "%s/init.safetensors", dir);
+    CHECK(st_open(p, &inf, &e) == 0);
+    snprintf(p, sizeof p, "%s/grads.safetensors", dir);
+    CHECK(st_open(p, &gf, &e) == 0);
+    snprintf(p, sizeof p, "%s/final.safetensors", dir);
+    CHECK(st_open(p, &ff, &e) == 0);
+    if (!hp || !inf || !gf || !ff) return;
+    double rank, alpha, want_loss;
+    jget_num(hp, "rank", &rank);
+    jget_num(hp, "alpha", &alpha);
+    jget_num(hp, "loss", &want_loss);
+    lora_config lc = {(int)rank, (float)alpha, 0.0f, LM_ATTN, 0};
+    lora *l = NULL;
+    CHECK_INT(lora_create(c, &lc, &l, &e), 0);
+    CHECK_MSG(lora_load_st(l, inf, "init", &e) == 0, "%s", e.msg);
+    decoder_opts o = {.B = B, .T = T};
+    decoder *d;
+    CHECK_INT(decoder_create(m, l, &o, &d, &e), 0);
+    float *g = calloc(l->n, 4), *mo = calloc(l->n, 4), *vo = calloc(l->n, 4);
+    int64_t nl;
+    decoder_loss(d, &bt, NULL, NULL, &nl);
+    double sum = backward_step(d, &bt, g, NULL, 1.0f / (float)nl, 0, 0, &nl);
+    CHECK_MSG(fabs(sum / (double)nl - want_loss) <= 1e-4 * fabs(want_loss), "loss %.7f, PEFT %.7f", sum / nl, want_loss);
+    char name[256];
+    int nt = 0;
+    for (int layer = 0; layer < l->n_layer; layer++)
+        for (int mo_ = 0; mo_ < LM_COUNT; mo_++) {
+            const lora_mod *md = lora_mod_at(l, layer, mo_);
+            if (!md) continue;
+            lora_tensor_name(l, layer, mo_, "lora_A", name, sizeof name);
+            CHECK(check_tensor(name, g + md->off_a, need(gf, name)->data, (size_t)l->cfg.rank * md->in, 1e-4));
+            lora_tensor_name(l, layer, mo_, "lora_B", name, sizeof name);
+            CHECK(check_tensor(name, g + md->off_b, need(gf, name)->data, (size_t)l->cfg.rank * md->out, 1e-4));
+            nt += 2;
+        }
+    CHECK_INT(nt, st_count(gf));
+    optim_config oc;
+    optim_defaults(&oc);
+    double x;
+    jget_num(hp, "lr", &x); oc.lr = x;
+    jget_num(hp, "weight_decay", &x); oc.weight_decay = x;
+    jget_num(hp, "max_grad_norm", &x); oc.max_grad_norm = x;
+    jget_num(hp, "warmup_ratio", &x); oc.warmup_ratio = x;
+    jget_num(hp, "steps", &x); oc.total_steps = (int64_t)x;
+    oc.sched = SCHED_COSINE;
+    json_t *sl = json_object_get(hp, "step_losses");
+    for (int64_t step = 0; step < oc.total_steps; step++) {
+        memset(g, 0, l->n * 4);
+        double lo = backward_step(d, &bt, g, NULL, 1.0f / (float)nl, 0, (uint64_t)step, &nl) / (double)nl;
+        double want = json_real_value(json_array_get(sl, (size_t)step));
+        CHECK_MSG(fabs(lo - want) <= 1e-4 * fabs(want), "step %lld loss %.7f, PEFT %.7f", (long long)step, lo, want);
+        optim_clip(g, l->n, oc.max_grad_norm);
+        optim_adamw_step(&oc, l->w, g, mo, vo, l->n, optim_lr_at(&oc, step), step + 1);
+    }
+    double md = 0;
+    for (int layer = 0; layer < l->n_layer; layer++)
+        for (int mo_ = 0; mo_ < LM_COUNT; mo_++) {
+            const lora_mod *q = lora_mod_at(l, layer, mo_);
+            if (!q) continue;
+            for (int part = 0; part < 2; part++) {
+                lora_tensor_name(l, layer, mo_, part ? "lora_B" : "lora_A", name, sizeof name);
+                const float *want = need(ff, name)->data, *got = l->w + (part ? q->off_b : q->off_a);
+                size_t cnt = (size_t)l->cfg.rank * (part ? q->out : q->in);
+                for (size_t i = 0; i < cnt; i++) md = fmax(md, fabs((double)got[i] - want[i]));
+            }
+        }
+    printf("test_vl_model --peft: loss %.6f (PEFT %.6f), %d gradient tensors, 5 AdamW steps: max|w - PEFT| %.3g\n",
+           sum / (double)nl, want_loss, nt, md);
+    CHECK_MSG(md <= 1e-4, "weights after 5 steps differ from PEFT's by %g", md);
+    free(g); free(mo); free(vo);
+    decoder_free(d);
+    lora_free(l);
+    st_close(inf); st_close(gf); st_close(ff);
+    json_decref(hp);
+    free(emb);
+    model_free(m);
 }
 
 static void ref_layout(const char *dir, const char *sub)
@@ -314,6 +501,10 @@ int main(int argc, char **argv)
 {
     kern_init(1);
     if (argc == 3 && !strcmp(argv[1], "--make")) return make_base(argv[2]);
+    if (argc == 3 && !strcmp(argv[1], "--peft")) {
+        peft_mode(argv[2]);
+        return check_done();
+    }
     if (argc == 3 && !strcmp(argv[1], "--ref")) {
         ref_layout(argv[2], "v5");
         ref_layout(argv[2], "hub");

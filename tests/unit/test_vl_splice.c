@@ -10,6 +10,9 @@
  *    qwen2vl_rope_index, in batches that cut the image run) and then
  *    generated tokens (the session's delta) gives the training forward's
  *    logits over the whole sequence;
+ *  - a kv_pool (the server's batching) feeding the same spliced prompt in
+ *    two steps beside a text sequence, then decode steps, gives the
+ *    session's logits (to rounding: the pool's rows go through the GEMM);
  *  - decoder_batch_check refuses a prefix-LM block longer than its rows, pos3 on a 1-D model,
  *    spliced rows past the embeddings.
  * The whole model against transformers' Qwen2VLForConditionalGeneration is
@@ -20,6 +23,7 @@
 #include <string.h>
 
 #include "decoder/decoder.h"
+#include "decoder/kvpool.h"
 #include "decoder/session.h"
 #include "grad/backward.h"
 #include "grad/full.h"
@@ -240,6 +244,59 @@ static void test_session_delta(void)
     model_free(m);
 }
 
+static void test_kvpool_splice(void)
+{
+    model *m = load();
+    m->cfg.mrope[0] = 2;
+    m->cfg.mrope[1] = m->cfg.mrope[2] = 1;
+    m->cfg.vl = VL_QWEN2;   /* the pool carves its splice buffers for a VL model */
+    enum { P = 9, IMG = 300 };
+    int32_t ids[P + 3], row[P], p3[3 * P], txt[6] = {5, 6, 7, 8, 9, 10};
+    int C = m->cfg.d_model, V = m->cfg.vocab;
+    float emb[4 * 64];
+    for (int i = 0; i < P + 3; i++) ids[i] = i >= 3 && i < 7 ? IMG : 10 + 17 * i;
+    for (int i = 0; i < P; i++) row[i] = i >= 3 && i < 7 ? i - 3 : -1;
+    for (int i = 0; i < 4 * C; i++) emb[i] = 0.5f * rng_normal(11, 1, 0, (uint64_t)i);
+    int grid[1][3] = {{1, 4, 4}};
+    int64_t delta;
+    dlm_err e;
+    CHECK_INT(qwen2vl_rope_index(ids, P, IMG, grid, 1, 2, p3, &delta, &e), 0);
+    /* the session's logits: prompt, then 3 tokens */
+    session *s;
+    CHECK_INT(session_create(m, NULL, 32, 16, &s, &e), 0);
+    session_splice sp = {.embeds = emb, .n_embeds = 4, .embed_row = row, .pos3 = p3, .delta = (int)delta};
+    float *want = calloc((size_t)4 * V, 4), *got = calloc((size_t)2 * V, 4);
+    CHECK_INT(session_eval_splice(s, ids, P, &sp, want, 0, &e), 0);
+    for (int t = 0; t < 3; t++) CHECK_INT(session_eval(s, ids + P + t, 1, want + (size_t)(t + 1) * V, 0, &e), 0);
+    kv_pool *kp;
+    CHECK_INT(kv_pool_create(m, NULL, 2, 32, 16, &kp, &e), 0);
+    /* step 1: 5 rows of the image prompt beside 6 text tokens; step 2: the other 4 */
+    kv_splice k1 = {.embeds = emb, .embed_row = row, .pos3 = p3, .pos3_stride = P, .delta = (int)delta};
+    kv_splice k2 = {.embeds = emb, .embed_row = row + 5, .pos3 = p3 + 5, .pos3_stride = P, .delta = (int)delta};
+    const kv_splice *sp1[2] = {&k1, NULL}, *sp2[1] = {&k2};
+    int seq[2] = {0, 1}, nt[2] = {5, 6};
+    const int32_t *tk[2] = {ids, txt};
+    float *lg2 = calloc((size_t)2 * V, 4);
+    CHECK_INT(kv_pool_eval_splice(kp, 2, seq, tk, nt, sp1, lg2, &e), 0);
+    tk[0] = ids + 5;
+    nt[0] = 4;
+    CHECK_INT(kv_pool_eval_splice(kp, 1, seq, tk, nt, sp2, got, &e), 0);
+    check_tensor("pool: spliced prompt", got, want, (size_t)V, 1e-4);
+    for (int t = 0; t < 3; t++) {
+        tk[0] = ids + P + t;
+        nt[0] = 1;
+        CHECK_INT(kv_pool_eval(kp, 1, seq, tk, nt, got, &e), 0);
+        check_tensor("pool: after the image (delta)", got, want + (size_t)(t + 1) * V, (size_t)V, 1e-4);
+    }
+    kv_pool_truncate(kp, 0, 0);   /* the delta goes with the cache */
+    kv_pool_free(kp);
+    session_free(s);
+    free(want);
+    free(got);
+    free(lg2);
+    model_free(m);
+}
+
 static void test_refusals(void)
 {
     model *m = load();
@@ -280,6 +337,7 @@ int main(void)
     test_gradient_stops();
     test_mrope_equal_streams();
     test_session_delta();
+    test_kvpool_splice();
     test_refusals();
     return check_done();
 }
