@@ -9,6 +9,8 @@
 #   the features come from <store>/vl-cache/ on the next run, same adapter
 #     bytes with --threads 1 as with 2; a run killed at step 10 then
 #     --resume gives an uninterrupted run's bytes;
+#   repl /image gives the captions too; dlm api refuses image parts (400:
+#     the batched server cannot feed the prefix-LM block whole yet);
 #   refusals, nothing written: a PaliGemma base prompted without --image, a
 #     missing image, an image token written into the query.
 set -euo pipefail
@@ -58,6 +60,30 @@ for i in 0 1 2 3 4 5 6 7; do
     got=$("$DLM" prompt doc.dlm "" --image "img$i.png" --temp 0 -n 12)
     [ "$got" = "${caps[$i]}" ] || fail "img$i: '$got', trained on '${caps[$i]}'"
 done
+# repl /image: the same captions (a fresh cache per image turn, the prefix in one piece)
+out=$(printf '/image img3.png\n\n/image img5.png\n\n' | "$DLM" repl doc.dlm --temp 0 2>&1)
+grep <<<"$out" -qx "${caps[3]}" && grep <<<"$out" -qx "${caps[5]}" || fail "repl /image: $out"
+# dlm api: image parts on a PaliGemma base are refused (400) until the
+# batched server feeds the prefix-LM block whole
+: > url.txt
+"$DLM" api doc.dlm --port 0 > url.txt 2> serve.err &
+apid=$!
+for _ in $(seq 300); do [ -s url.txt ] && break; sleep 0.1; done
+python3 - "$(cat url.txt)" <<'PY' || { kill $apid; fail "api: $(cat serve.err)"; }
+import base64, json, sys, urllib.request
+url = sys.argv[1].rstrip("/")
+img = {"type": "image_url", "image_url": {"url": "data:image/png;base64," + base64.b64encode(open("img4.png", "rb").read()).decode()}}
+body = {"messages": [{"role": "user", "content": [img, {"type": "text", "text": ""}]}], "temperature": 0, "max_tokens": 4}
+req = urllib.request.Request(url + "/v1/chat/completions", data=json.dumps(body).encode())
+try:
+    urllib.request.urlopen(req)
+    raise SystemExit("accepted")
+except urllib.error.HTTPError as e:
+    j = json.load(e)
+    assert e.code == 400 and "PaliGemma base are not served yet" in j["error"]["message"], j
+PY
+kill -TERM $apid; wait $apid || fail "api exit status"
+
 out=$("$DLM" train doc.dlm --threads 1 2>&1)
 grep <<<"$out" -q "features of 8 from the vl-cache, 0 computed" || fail "no cache hit: $out"
 [ "$(sha v0002)" = "$a" ] || fail "threads 1 (features from the cache) vs 2 changed the adapter"
