@@ -245,8 +245,9 @@ typedef struct attn_shape {
     float softcap;  /* 0 = none */
     /* PaliGemma's prefix-LM: prefix[b] keys at positions < prefix[b] are
      * seen by every query at a position < prefix[b] (the image + prompt
-     * block attends both ways; the rest stays causal). NULL = causal. Runs
-     * the plain-loop kern_attn_cap_* as the caps do. */
+     * block attends both ways; the rest stays causal). NULL = causal. The
+     * tiled kernels extend each query's key range (attn_last_key); the
+     * backward then recomputes dS in the dQ pass (no kept tiles). */
     const int32_t *prefix;
 } attn_shape;
 void kern_attn_cap_fwd(float *out, float *lse, const float *q, const float *k, const float *v, const attn_shape *s);

@@ -2,8 +2,10 @@
  *
  * Without arguments (test_pali_*):
  *  - the prefix-LM attention (attn_shape.prefix) forward and backward equal
- *    kern_ref's double-precision loops over the same mask; prefix 0 gives
- *    the causal kernel's output; the first query sees the last prefix key;
+ *    kern_ref's double-precision loops over the same mask, on shapes of
+ *    one and several tiles, GQA, head 256, a prefill and a decode step;
+ *    rows past the block and prefix 0 give the causal kernel's bits; the
+ *    first query sees the block's last key;
  *  - a paligemma config.json (the hub's layout) parses into a gemma text
  *    model with its tower's shape and image token;
  *  - pali_splice numbers the image rows and refuses a wrong count.
@@ -55,47 +57,77 @@ static double maxdiff(const float *a, const float *b, size_t n)
     return m;
 }
 
-static void test_pali_attn(void)
+/* kernel vs kern_ref over one shape (prefix given per sequence) */
+static void attn_case(int B, int Tq, int Tk, int NH, int KVH, int HS, int q_off, const int32_t *prefix, int bwd,
+                      const char *label)
 {
-    enum { B = 2, T = 13, NH = 4, KVH = 2, HS = 8 };
-    const int32_t prefix[B] = {6, 13};
-    size_t nq = (size_t)B * T * NH * HS, nk = (size_t)B * T * KVH * HS;
+    size_t nq = (size_t)B * Tq * NH * HS, nk = (size_t)B * Tk * KVH * HS;
     float *q = malloc(nq * 4), *k = malloc(nk * 4), *v = malloc(nk * 4), *o = malloc(nq * 4), *oref = malloc(nq * 4);
-    float *lse = malloc((size_t)B * NH * T * 4), *dout = malloc(nq * 4), *dq = malloc(nq * 4), *dk = malloc(nk * 4);
+    float *lse = malloc((size_t)B * NH * Tq * 4), *dout = malloc(nq * 4), *dq = malloc(nq * 4), *dk = malloc(nk * 4);
     float *dv = malloc(nk * 4), *dqr = malloc(nq * 4), *dkr = malloc(nk * 4), *dvr = malloc(nk * 4);
-    float *oc = malloc(nq * 4);
     fill(q, nq, 1);
     fill(k, nk, 2);
     fill(v, nk, 3);
     fill(dout, nq, 4);
-    attn_shape s = {.B = B, .Tq = T, .Tk = T, .NH = NH, .KVH = KVH, .HS = HS, .kv_bstride = (int64_t)T * KVH * HS,
-                    .prefix = prefix};
-    size_t scr_n = kern_attn_bwd_scratch(&s);
-    float *scr = malloc(scr_n * 4);
+    attn_shape s = {.B = B, .Tq = Tq, .Tk = Tk, .NH = NH, .KVH = KVH, .HS = HS, .q_off = q_off,
+                    .kv_bstride = (int64_t)Tk * KVH * HS, .prefix = prefix};
+    float *scr = malloc(kern_attn_bwd_scratch(&s) * 4);
+    char l[96];
     kern_attn_fwd(o, lse, q, k, v, &s, scr);
     kern_attn_fwd_ref(oref, NULL, q, k, v, &s);
-    CHECK(check_tensor("prefix attention", o, oref, nq, 1e-5));
-    kern_attn_bwd(dq, dk, dv, dout, o, lse, q, k, v, &s, scr);
-    kern_attn_bwd_ref(dqr, dkr, dvr, dout, q, k, v, &s);
-    CHECK(check_tensor("prefix attention dq", dq, dqr, nq, 1e-5));
-    CHECK(check_tensor("prefix attention dk", dk, dkr, nk, 1e-5));
-    CHECK(check_tensor("prefix attention dv", dv, dvr, nk, 1e-5));
+    snprintf(l, sizeof l, "%s: out", label);
+    CHECK(check_tensor(l, o, oref, nq, 1e-5));
+    if (bwd) {
+        kern_attn_bwd(dq, dk, dv, dout, o, lse, q, k, v, &s, scr);
+        kern_attn_bwd_ref(dqr, dkr, dvr, dout, q, k, v, &s);
+        snprintf(l, sizeof l, "%s: dq", label);
+        CHECK(check_tensor(l, dq, dqr, nq, 1e-5));
+        snprintf(l, sizeof l, "%s: dk", label);
+        CHECK(check_tensor(l, dk, dkr, nk, 1e-5));
+        snprintf(l, sizeof l, "%s: dv", label);
+        CHECK(check_tensor(l, dv, dvr, nk, 1e-5));
+    }
+    free(q); free(k); free(v); free(o); free(oref); free(lse); free(dout); free(dq); free(dk); free(dv);
+    free(dqr); free(dkr); free(dvr); free(scr);
+}
+
+static void test_pali_attn(void)
+{
+    enum { B = 2, T = 13, NH = 4, KVH = 2, HS = 8 };
+    const int32_t prefix[B] = {6, 13};
+    /* against kern_ref's double loops: one block; several query and key
+     * blocks with the block's end inside a tile and past one, a sequence
+     * without a block; a prefill at q_off 0 of a cache; a decode step
+     * inside a block (the grouped kernel); head size 256 as PaliGemma's */
+    attn_case(B, T, T, NH, KVH, HS, 0, prefix, 1, "prefix 6/13, T 13");
+    const int32_t p2[2] = {70, 0}, p3[2] = {129, 33}, p4[1] = {9}, p5[1] = {40};
+    attn_case(2, 150, 150, 4, 2, 16, 0, p2, 1, "prefix 70/0, T 150");
+    attn_case(2, 150, 150, 8, 1, 24, 0, p3, 1, "prefix 129/33, T 150, GQA 8/1");
+    attn_case(1, 1, 12, 4, 1, 16, 5, p4, 0, "decode step at 5, prefix 9");
+    attn_case(1, 45, 64, 8, 1, 256, 0, p5, 1, "prefill 45 of a 64 cache, prefix 40, head 256");
+    size_t nq = (size_t)B * T * NH * HS, nk = (size_t)B * T * KVH * HS;
+    float *q = malloc(nq * 4), *k = malloc(nk * 4), *v = malloc(nk * 4), *o = malloc(nq * 4), *oc = malloc(nq * 4);
+    fill(q, nq, 1);
+    fill(k, nk, 2);
+    fill(v, nk, 3);
+    attn_shape s = {.B = B, .Tq = T, .Tk = T, .NH = NH, .KVH = KVH, .HS = HS, .kv_bstride = (int64_t)T * KVH * HS,
+                    .prefix = prefix};
+    kern_attn_fwd(o, NULL, q, k, v, &s, NULL);
     /* rows past the prefix are causal: sequence 0's queries 6.. equal the causal kernel's */
     attn_shape c = s;
     c.prefix = NULL;
-    kern_attn_fwd(oc, NULL, q, k, v, &c, scr);
+    kern_attn_fwd(oc, NULL, q, k, v, &c, NULL);
     size_t row = (size_t)NH * HS;
-    CHECK(maxdiff(o + 6 * row, oc + 6 * row, (T - 6) * row) == 0 || maxdiff(o + 6 * row, oc + 6 * row, (T - 6) * row) < 1e-6);
+    CHECK(maxdiff(o + 6 * row, oc + 6 * row, (T - 6) * row) == 0);
     CHECK(maxdiff(o, oc, row) > 1e-3);   /* query 0 sees keys 1..5 */
-    /* a zero-length prefix is causal */
+    /* a zero-length prefix is causal, bit for bit */
     const int32_t zero[B] = {0, 0};
     attn_shape z = s;
     z.prefix = zero;
     float *oz = malloc(nq * 4);
-    kern_attn_fwd(oz, NULL, q, k, v, &z, scr);
-    CHECK(maxdiff(oz, oc, nq) < 1e-6);
-    free(q); free(k); free(v); free(o); free(oref); free(lse); free(dout); free(dq); free(dk); free(dv);
-    free(dqr); free(dkr); free(dvr); free(oc); free(oz); free(scr);
+    kern_attn_fwd(oz, NULL, q, k, v, &z, NULL);
+    CHECK(maxdiff(oz, oc, nq) == 0);
+    free(q); free(k); free(v); free(o); free(oc); free(oz);
 }
 
 /* google/paligemma-3b-mix-224's config.json (its text_config leaves
