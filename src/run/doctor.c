@@ -145,7 +145,6 @@ int doctor_plan_document(const char *doc_path, const char *home, const host_info
         in->dataset_bytes = TYPICAL_DATASET;
         in->distinct_tokens = TYPICAL_DISTINCT;
         in->keep_best = 1;
-        in->other_bytes += doctor_pali_tower_bytes(&c);
         o->fits = plan_make(in, &o->p) == 0;
         rc = 0;
         goto out;
@@ -285,7 +284,7 @@ int doctor_plan_registry(const host_info *h, uint64_t max_memory, doctor_row *ro
         in->dataset_bytes = TYPICAL_DATASET;
         in->distinct_tokens = TYPICAL_DISTINCT;
         in->keep_best = 1;
-        in->other_bytes += doctor_pali_tower_bytes(&c);   /* paligemma: the tower while it computes features */
+        in->vl_tower_bytes = doctor_pali_tower_bytes(&c);   /* paligemma: the tower while it computes features */
         /* as published (or as downloaded), then as Q8_0 and Q4_K GGUFs: the
          * first that fits says whether the base must stay quantized */
         struct { int type, gguf; } tries[3] = {{DT_BF16, 0}, {DT_Q8_0, 1}, {DT_Q4_K, 1}};
