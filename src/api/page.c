@@ -3,7 +3,7 @@
  * in the page and streams answers from /v1/chat/completions (SSE). The
  * image button attaches files to the next message (a vision-language base,
  * docs/images.md): they go inline as data: URLs in a message sent alone,
- * as the server takes images (one user message, no chat template). */
+ * as the server takes images (one user message, docs/images.md). */
 #include "api/server.h"
 
 const char api_page_html[] =

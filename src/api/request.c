@@ -59,6 +59,8 @@ static char *dup_text(const json_t *v)
 /* An image part's data: URL, base64-decoded into r->images. */
 static int take_image(const char *url, size_t part, api_request *r, api_error *err, const char *param)
 {
+    if (strcmp(r->msgs[r->n_msgs].role, "user"))
+        return BAD(param, "%s[%zu]: images are taken in user messages only", param, part);
     if (strncmp(url, "data:", 5)) {
         if (!strncmp(url, "http://", 7) || !strncmp(url, "https://", 8))
             return BAD(param, "%s[%zu].image_url: an http(s) URL would be a network fetch, which dlm never makes; "
@@ -81,7 +83,7 @@ static int take_image(const char *url, size_t part, api_request *r, api_error *e
         free(buf);
         return BAD(param, "%s[%zu].image_url: the data: URL is not valid base64", param, part);
     }
-    r->images[r->n_images++] = (api_image){buf, got, part};
+    r->images[r->n_images++] = (api_image){buf, got, r->n_msgs, part};
     return 0;
 }
 
@@ -160,6 +162,7 @@ static int parse_messages(const json_t *ms, api_request *r, api_error *err)
         const json_t *c = json_object_get(m, "content");
         char cparam[48];
         snprintf(cparam, sizeof cparam, "%s.content", param);
+        r->msgs[r->n_msgs].role = norm;   /* take_image reads it */
         char *content = message_content(c, r, err, cparam);
         if (!content) return -1;
         r->msgs[r->n_msgs].role = norm;
@@ -168,9 +171,6 @@ static int parse_messages(const json_t *ms, api_request *r, api_error *err)
     }
     if (strcmp(r->msgs[n - 1].role, "user") && strcmp(r->msgs[n - 1].role, "system"))
         return BAD("messages", "the last message must be from the user");
-    if (r->n_images && (n != 1 || strcmp(r->msgs[0].role, "user")))
-        return BAD("messages", "a request with images takes one user message: dlm prompts images as `dlm prompt "
-                   "--image` does, the images' tokens then the text, without a chat template (docs/images.md)");
     return 0;
 }
 

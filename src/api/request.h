@@ -9,8 +9,9 @@
  * seed, n (only 1). Other fields are ignored, as OpenAI-compatible servers
  * do. Image parts ({"type": "image_url", "image_url": {"url": ...}}) are
  * taken from base64 data: URLs only (dlm fetches nothing from the network),
- * at most API_MAX_IMAGES, in a request of one user message (the server
- * prompts them as `dlm prompt --image` does, docs/images.md). Every failure fills an api_error: the HTTP status and an OpenAI-style
+ * at most API_MAX_IMAGES, in user messages (the server prompts them as
+ * `dlm prompt --image` does, each user turn's images before its text,
+ * docs/images.md). Every failure fills an api_error: the HTTP status and an OpenAI-style
  * error object (message, type, param, code). */
 #ifndef DLM_API_REQUEST_H
 #define DLM_API_REQUEST_H
@@ -28,7 +29,7 @@
 typedef struct api_image {
     unsigned char *data;          /* the decoded file */
     size_t n;
-    size_t part;                  /* its index in messages[0].content */
+    size_t msg, part;             /* its message, and its index in that message's content */
 } api_image;
 
 typedef enum { API_CHAT = 0, API_COMPLETION = 1 } api_kind;

@@ -612,14 +612,17 @@ static job *job_new(server *s, const api_request *r, api_error *err)
         }
         vl_image_in in[API_MAX_IMAGES];
         char label[API_MAX_IMAGES][64];
+        int img_msg[API_MAX_IMAGES];
         for (int i = 0; i < r->n_images; i++) {
-            snprintf(label[i], sizeof label[i], "messages[0].content[%zu]", r->images[i].part);
+            snprintf(label[i], sizeof label[i], "messages[%zu].content[%zu]", r->images[i].msg, r->images[i].part);
             in[i] = (vl_image_in){r->images[i].data, r->images[i].n, label[i]};
+            img_msg[i] = (int)r->images[i].msg;
         }
         vp = calloc(1, sizeof *vp);
+        vl_chat chat = {o->dialect, o->system_prompt, NULL};
         pthread_mutex_lock(&s->kern_mu);
         pthread_mutex_lock(&s->tok_mu);
-        rc = !vp || vl_prompt_build(o->m, o->t, r->msgs[0].content, in, r->n_images, vp, &e);
+        rc = !vp || vl_prompt_build_msgs(o->m, o->t, &chat, r->msgs, r->n_msgs, img_msg, in, r->n_images, vp, &e);
         pthread_mutex_unlock(&s->tok_mu);
         pthread_mutex_unlock(&s->kern_mu);
         if (rc) {

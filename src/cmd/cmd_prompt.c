@@ -54,9 +54,10 @@ const cmd_spec spec_prompt = {
     "generate text with the document's trained adapter",
     "QUERY is one user turn rendered with the base's chat template and the document's\n"
     "system_prompt; '-' or no QUERY reads it from stdin. --raw continues plain text.\n"
-    "--image FILE (repeatable) prompts a vision-language base as the original does:\n"
-    "the images' tokens, a newline, then QUERY (no chat template; \"\" continues\n"
-    "with a caption, the rows image sections train).",
+    "--image FILE (repeatable) prompts a vision-language base: with QUERY \"\" (or\n"
+    "--raw) as the original, the images' tokens and a newline, no chat template (the\n"
+    "model continues with a caption, as image sections train it); with a question,\n"
+    "one chat turn of the images then the question (as a Q/A after an image trains).",
     OPTS,
 };
 
@@ -195,7 +196,8 @@ int cmd_prompt(int argc, char **argv, dlm_ctx *ctx)
             e.code = EXIT_USAGE;
             goto done;
         }
-        if (vl_prompt_build_files(t.m, t.t, query, a.images.v, a.images.n, &vp, &e)) {
+        vl_chat chat = {a.raw ? NULL : t.dialect, t.system_prompt, t.store};
+        if (vl_prompt_build_files(t.m, t.t, &chat, query, a.images.v, a.images.n, &vp, &e)) {
             if (!t.m->cfg.vl) e.code = EXIT_USAGE;
             goto done;
         }
@@ -253,6 +255,7 @@ int cmd_prompt(int argc, char **argv, dlm_ctx *ctx)
         for (size_t i = 0; i < ids.n; i++) json_array_append_new(pa, json_integer(ids.v[i]));
         json_t *j = json_pack("{s:s, s:o, s:o, s:o, s:i}", "text", sb_str(&dec), "tokens", arr, "prompt_tokens", pa,
                               "stop", stop >= 0 ? json_integer(stop) : json_null(), "adapter_version", t.version);
+        if (a.images.n) json_object_set_new(j, "images_from_cache", json_integer(vp.n_cached));
         if (used.n) {
             json_t *aw = json_object();
             for (int i = 0; i < used.n; i++) json_object_set_new(aw, used.names[i], json_real(used.w[i]));

@@ -381,17 +381,18 @@ static void drop_images(repl *r)
     r->n_images = 0;
 }
 
-/* A message with /image attachments: the prompt `dlm prompt --image` builds
- * (infer/vl_prompt.h: the images' tokens, "\n", the text; no chat
- * template), evaluated from an empty cache; the turn joins the history as
- * "[image FILE] text". */
+/* A message with /image attachments: the prompt `dlm prompt --image`
+ * builds (infer/vl_prompt.h: a caption for an empty line, else one chat
+ * turn of the images and the text), evaluated from an empty cache; the turn
+ * joins the history as "[image FILE] text". */
 static int image_turn(repl *r, const char *text, dlm_err *e)
 {
     vl_prompt vp;
     strbuf answer = STRBUF_INIT, shown = STRBUF_INIT;
     int32_t *out = NULL;
     int rc = -1;
-    if (vl_prompt_build_files(r->t.m, r->t.t, text, (const char *const *)r->images, r->n_images, &vp, e)) {
+    vl_chat chat = {r->t.dialect, r->t.system_prompt, r->t.store};
+    if (vl_prompt_build_files(r->t.m, r->t.t, &chat, text, (const char *const *)r->images, r->n_images, &vp, e)) {
         drop_images(r);
         return -1;
     }

@@ -7,10 +7,9 @@
 
 #include "media/blob.h"
 #include "media/image.h"
-#include "run/doctor.h"
 #include "media/ingest.h"
+#include "run/doctor.h"
 #include "util/fs.h"
-#include "util/hash.h"
 #include "util/log.h"
 #include "vision/pali.h"
 #include "vision/qwen2vl.h"
@@ -58,12 +57,11 @@ int vl_grids(const dlm_doc *doc, const model_config *c, const char *store, ds_im
         int dup = 0;
         for (int j = 0; j < k && !dup; j++) dup = !strcmp(im_tab[j].sha, s->media_blob_sha);
         if (dup) continue;
-        ds_image *d = &im_tab[k];
         if (c->vl == VL_PALI) {   /* a fixed square grid: every image is resized to image_size */
+            ds_image *d = &im_tab[k++];
             image_rgb im;
             if (read_image(store, doc, s, s->media_blob_sha, &im, e)) return -1;   /* checked now, not at feature time */
             image_free(&im);
-            k++;
             snprintf(d->sha, sizeof d->sha, "%s", s->media_blob_sha);
             int g = c->pali_vis.image_size / c->pali_vis.patch;
             d->grid[0] = 1;
@@ -79,7 +77,7 @@ int vl_grids(const dlm_doc *doc, const model_config *c, const char *store, ds_im
         int rc = qwen2vl_smart_resize(im.h, im.w, f, pc.min_pixels, pc.max_pixels, &oh, &ow, e);
         image_free(&im);
         if (rc) return -1;
-        k++;
+        ds_image *d = &im_tab[k++];
         snprintf(d->sha, sizeof d->sha, "%s", s->media_blob_sha);
         d->grid[0] = 1;
         d->grid[1] = oh / pc.patch;
@@ -88,64 +86,15 @@ int vl_grids(const dlm_doc *doc, const model_config *c, const char *store, ds_im
         d->row0 = rows;
         rows += d->n_tok;
     }
-    *vl = (ds_vl){.image_id = c->image_id, .merge = c->vis.merge, .prefix_lm = c->vl == VL_PALI, .images = im_tab,
-                  .n_images = k, .n_rows = rows};
+    *vl = (ds_vl){.image_id = c->image_id, .vision_start_id = c->vision_start_id, .vision_end_id = c->vision_end_id,
+                  .merge = c->vis.merge, .prefix_lm = c->vl == VL_PALI, .images = im_tab, .n_images = k,
+                  .n_rows = rows};
     return 0;
 }
 
 int vl_run_grids(run *R, dlm_err *e)
 {
     return vl_grids(R->doc, &R->P.base.cfg, R->store, &R->vl_images, &R->vl, e);
-}
-
-/* the cache key of a (base, processor): see vl_run.h */
-static void feature_key(const model *m, const proc_cfg *pc, char hex[65])
-{
-    const model_config *c = &m->cfg;
-    const st_file *f = model_safetensors(m);
-    sha256_ctx h;
-    sha256_init(&h);
-    char buf[512];
-    if (c->vl == VL_PALI) {
-        /* PaliGemma: the tower's shape, the processor, the patch embedding's
-         * and the projector's bytes (whichever layout the base has) */
-        int n = snprintf(buf, sizeof buf, "pali-features 1\n%d %d %d %d %d %d %d %d %.9g\n%d %d %d %.17g\n",
-                         c->pali_vis.layers, c->pali_vis.hidden, c->pali_vis.heads, c->pali_vis.mlp_hidden,
-                         c->pali_vis.image_size, c->pali_vis.patch, c->pali_proj, c->d_model, (double)c->embd_scale,
-                         pc->height, pc->width, pc->resample, pc->rescale_factor);
-        sha256_update(&h, buf, (size_t)n);
-        sha256_update(&h, pc->mean, sizeof pc->mean);
-        sha256_update(&h, pc->std, sizeof pc->std);
-        static const char *const PW[] = {"vision_tower.vision_model.embeddings.patch_embedding.weight",
-                                         "vision_tower.embeddings.patch_embedding.weight",
-                                         "model.vision_tower.vision_model.embeddings.patch_embedding.weight",
-                                         "model.vision_tower.embeddings.patch_embedding.weight",
-                                         "multi_modal_projector.linear.weight",
-                                         "model.multi_modal_projector.linear.weight"};
-        for (size_t i = 0; i < sizeof PW / sizeof *PW; i++) {
-            const st_tensor *t = f ? st_find(f, PW[i]) : NULL;
-            if (t) sha256_update(&h, t->data, t->nbytes);
-        }
-        goto done;
-    }
-    int n = snprintf(buf, sizeof buf, "qwen2vl-features 1\n%d %d %d %d %d %d %d %d %d\n%lld %lld %d %.17g\n",
-                     c->vis.depth, c->vis.embed_dim, c->vis.heads, c->vis.mlp_ratio, c->vis.in_ch, c->vis.patch,
-                     c->vis.temporal, c->vis.merge, c->d_model, pc->min_pixels, pc->max_pixels, pc->resample,
-                     pc->rescale_factor);
-    sha256_update(&h, buf, (size_t)n);
-    sha256_update(&h, pc->mean, sizeof pc->mean);
-    sha256_update(&h, pc->std, sizeof pc->std);
-    static const char *const W[] = {"patch_embed.proj.weight", "merger.mlp.2.weight"};
-    for (int i = 0; i < 2; i++)
-        for (int p = 0; p < 2; p++) {
-            snprintf(buf, sizeof buf, "%s%s", p ? "visual." : "model.visual.", W[i]);
-            const st_tensor *t = f ? st_find(f, buf) : NULL;
-            if (t) sha256_update(&h, t->data, t->nbytes);
-        }
-done:;
-    unsigned char d[32];
-    sha256_final(&h, d);
-    for (int i = 0; i < 32; i++) snprintf(hex + 2 * i, 3, "%02x", d[i]);
 }
 
 int vl_run_features(run *R, dlm_err *e)
@@ -158,25 +107,21 @@ int vl_run_features(run *R, dlm_err *e)
     int pali = c->vl == VL_PALI;
     proc_cfg pc = pali ? pali_proc(c) : qwen2vl_proc(c);
     char key[65];
-    feature_key(R->m, &pc, key);
+    if (pali) pali_feature_key(R->m, &pc, key);
+    else qwen2vl_feature_key(R->m, &pc, key);
     qwen2vl_vit v;
     siglip sg;
     int tower = 0, rc = -1;
     for (int k = 0; k < R->vl.n_images; k++) {
         const ds_image *d = &R->vl_images[k];
         char p[4400], dir[4300];
-        snprintf(dir, sizeof dir, "%s/vl-cache/%.2s", R->store, d->sha);
-        snprintf(p, sizeof p, "%s/%s.%.16s.f32", dir, d->sha, key);
-        size_t want = (size_t)d->n_tok * C * sizeof(float), got = 0;
+        qwen2vl_cache_path(R->store, d->sha, key, dir, sizeof dir, p, sizeof p);
+        size_t want = (size_t)d->n_tok * C * sizeof(float);
         float *dst = R->vl_feat + (size_t)d->row0 * C;
-        char *buf = NULL;
-        if (fs_file_size(p) == (int64_t)want && !fs_read_all(p, want + 1, &buf, &got, NULL) && got == want) {
-            memcpy(dst, buf, want);
-            free(buf);
+        if (!qwen2vl_cache_read(p, dst, want)) {
             R->vl_cached++;
             continue;
         }
-        free(buf);
         if (!tower) {
             if (pali ? pali_tower_load(R->m, &sg, e) : qwen2vl_tower_load(R->m, &v, e)) goto out;
             tower = 1;
@@ -186,7 +131,7 @@ int vl_run_features(run *R, dlm_err *e)
         int nr, grid[3];
         if (read_image(R->store, R->doc, NULL, d->sha, &im, e)) goto out;
         int r;
-        if (pali) {   /* a fixed 256 (image_size/patch)² rows, divided by √hidden for the splice */
+        if (pali) {   /* a fixed (image_size/patch)² rows, divided by √hidden for the splice */
             r = pali_image_features(&sg, c, &pc, &im, &f, e);
             nr = c->pali_tokens;
             memcpy(grid, d->grid, sizeof grid);

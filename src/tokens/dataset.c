@@ -211,15 +211,145 @@ static int cache_done(const ds_opts *o, cached *cr, dlm_err *e)
     return rc;
 }
 
-/* An image section's row (dataset.h): its grid from o->vl by blob. */
-static int add_image(dataset *d, const doc_section *s, int replay, tok *t, const ds_opts *o, rowbuf *rb, dlm_err *e)
+static int find_image(const ds_vl *vl, const doc_section *s, dlm_err *e)
 {
-    const ds_vl *vl = o->vl;
     int k = 0;
     while (k < vl->n_images && strcmp(vl->images[k].sha, s->media_blob_sha)) k++;
     if (k == vl->n_images)
         return err_set(e, "DatasetError", "image section '%s' has no prepared image (blob %.12s)", s->media_path,
                        s->media_blob_sha);
+    return k;
+}
+
+/* rb's one image token (the rendered text's) becomes the image's n_tok
+ * tokens, without a loss; -1 when there is not exactly one */
+static int expand_image(rowbuf *rb, int32_t image_id, int n_tok)
+{
+    size_t at = rb->ids.n, cnt = 0;
+    for (size_t i = 0; i < rb->ids.n; i++)
+        if (rb->ids.v[i] == image_id) { at = i; cnt++; }
+    if (cnt != 1) return -1;
+    size_t n = rb->ids.n, tail = n - at - 1;
+    for (int i = 1; i < n_tok; i++)
+        if (push_id(rb, image_id, 0)) return -1;
+    memmove(rb->ids.v + at + n_tok, rb->ids.v + at + 1, tail * sizeof(int32_t));
+    memmove(rb->train + at + n_tok, rb->train + at + 1, tail);
+    for (int i = 0; i < n_tok; i++) {
+        rb->ids.v[at + i] = image_id;
+        rb->train[at + i] = 0;
+    }
+    return 0;
+}
+
+/* PaliGemma's Q/A about image k: PaliGemmaProcessor(images, text=question,
+ * suffix=answer): the image's tokens, <bos>, the question, "\n" (the
+ * prefix-LM block, no loss), then answer + EOS (the loss); no chat
+ * template (PaliGemma has none). */
+static int add_image_qa_pali(dataset *d, const doc_section *s, const doc_section *im, int k, int replay, tok *t,
+                             const ds_opts *o, rowbuf *rb, dlm_err *e)
+{
+    const ds_vl *vl = o->vl;
+    if (tok_bos(t) < 0) return err_set(e, "DatasetError", "the tokenizer has no <bos> token, which PaliGemma's rows need");
+    for (int p = 0; p < s->n_pairs; p++) {
+        int val = !replay && dataset_is_val(o->seed, s->id, p, o->val_frac < 0 ? DS_VAL_FRAC : o->val_frac);
+        rb->ids.n = 0;
+        for (int i = 0; i < vl->images[k].n_tok; i++)
+            if (push_id(rb, vl->image_id, 0)) return err_set(e, "MemoryError", "out of memory");
+        if (push_id(rb, tok_bos(t), 0)) return err_set(e, "MemoryError", "out of memory");
+        const char *q = s->pairs[p].question, *a = s->pairs[p].answer;
+        if (encode_seg(t, rb, q, strlen(q), 0, e) || encode_seg(t, rb, "\n", 1, 0, e)) return -1;
+        int prefix = (int)rb->ids.n;
+        if (encode_seg(t, rb, a, strlen(a), 1, e)) return -1;
+        if (tok_eos(t) >= 0 && push_id(rb, tok_eos(t), 1)) return err_set(e, "MemoryError", "out of memory");
+        int n = (int)rb->ids.n;
+        if (n - 1 > o->seq_len || n - 1 > DS_IMAGE_ROW_MAX) {
+            err_set(e, "DatasetError", "a Q/A about image '%s' needs %d tokens (%d for the image), more than "
+                    "sequence_len %d", im->media_path, n - 1, vl->images[k].n_tok, o->seq_len);
+            return err_hint(e, "raise training.sequence_len (a row with an image is never cut)");
+        }
+        int before = d->n_items;
+        if (add_row(d, rb->ids.v, rb->train, n, o->seq_len, s->id, p, val, replay))
+            return err_set(e, "MemoryError", "out of memory");
+        if (d->n_items > before) {
+            d->items[before].image = k + 1;
+            d->items[before].prefix = prefix;
+        }
+        if (replay) d->rows_replay++; else d->rows_instr++;
+        d->rows_image_qa++;
+        if (val) d->val_msg_rows++; else d->train_msg_rows++;
+    }
+    return 0;
+}
+
+/* The Q/A pairs of an instruction section that follows image section im
+ * (dataset.h): the user turn is the image then the question. */
+static int add_image_qa(dataset *d, const doc_section *s, const doc_section *im, int replay, tok *t,
+                        const chat_dialect *dialect, const ds_opts *o, rowbuf *rb, strbuf *sb, dlm_err *e)
+{
+    const ds_vl *vl = o->vl;
+    int k = find_image(vl, im, e);
+    if (k < 0) return -1;
+    if (vl->prefix_lm) return add_image_qa_pali(d, s, im, k, replay, t, o, rb, e);
+    size_t l0, l1, l2;
+    const char *t0 = tok_token_bytes(t, vl->vision_start_id, &l0), *t1 = tok_token_bytes(t, vl->image_id, &l1),
+               *t2 = tok_token_bytes(t, vl->vision_end_id, &l2);
+    if (!t0 || !t1 || !t2) return err_set(e, "DatasetError", "the tokenizer has no text for the vision tokens");
+    strbuf q = STRBUF_INIT;
+    int rc = -1;
+    for (int p = 0; p < s->n_pairs; p++) {
+        int val = !replay && dataset_is_val(o->seed, s->id, p, o->val_frac < 0 ? DS_VAL_FRAC : o->val_frac);
+        sb_reset(&q);
+        sb_append(&q, t0, l0);
+        sb_append(&q, t1, l1);
+        sb_append(&q, t2, l2);
+        sb_puts(&q, s->pairs[p].question);
+        if (q.oom) { err_set(e, "MemoryError", "out of memory"); goto out; }
+        chat_msg msgs[2] = {{"user", q.buf}, {"assistant", s->pairs[p].answer}};
+        chat_span span;
+        size_t nsp = 0;
+        sb_reset(sb);
+        if (chat_render(dialect, o->system_prompt, msgs, 2, 0, sb, &span, &nsp, e)) goto out;
+        if (nsp != 1) { err_set(e, "DatasetError", "chat template gave no assistant turn"); goto out; }
+        rb->ids.n = 0;
+        uint8_t all = o->loss_on_all ? 1 : 0;
+        if (encode_seg(t, rb, sb->buf, span.start, all, e) ||
+            encode_seg(t, rb, sb->buf + span.start, span.turn_end - span.start, 1, e) ||
+            encode_seg(t, rb, sb->buf + span.turn_end, sb->len - span.turn_end, all, e))
+            goto out;
+        if (expand_image(rb, vl->image_id, vl->images[k].n_tok)) {
+            err_set(e, "DatasetError", "the Q/A about image '%s' does not render its image token once (section line %d)",
+                    im->media_path, s->line);
+            goto out;
+        }
+        int n = (int)rb->ids.n;
+        if (n - 1 > o->seq_len || n - 1 > DS_IMAGE_ROW_MAX) {
+            err_set(e, "DatasetError", "a Q/A about image '%s' needs %d tokens (%d for the image), more than "
+                    "sequence_len %d", im->media_path, n - 1, vl->images[k].n_tok, o->seq_len);
+            err_hint(e, "raise training.sequence_len (a row with an image is never cut)");
+            goto out;
+        }
+        int before = d->n_items;
+        if (add_row(d, rb->ids.v, rb->train, n, o->seq_len, s->id, p, val, replay)) {
+            err_set(e, "MemoryError", "out of memory");
+            goto out;
+        }
+        if (d->n_items > before) d->items[before].image = k + 1;
+        if (replay) d->rows_replay++; else d->rows_instr++;
+        d->rows_image_qa++;
+        if (val) d->val_msg_rows++; else d->train_msg_rows++;
+    }
+    rc = 0;
+out:
+    sb_free(&q);
+    return rc;
+}
+
+/* An image section's row (dataset.h): its grid from o->vl by blob. */
+static int add_image(dataset *d, const doc_section *s, int replay, tok *t, const ds_opts *o, rowbuf *rb, dlm_err *e)
+{
+    const ds_vl *vl = o->vl;
+    int k = find_image(vl, s, e);
+    if (k < 0) return -1;
     rb->ids.n = 0;
     for (int i = 0; i < vl->images[k].n_tok; i++)
         if (push_id(rb, vl->image_id, 0)) return err_set(e, "MemoryError", "out of memory");
@@ -308,6 +438,11 @@ static int add_sections(dataset *d, const dlm_doc *doc, int replay, tok *t, cons
             break;
         }
         case DOC_INSTRUCTION: {
+            const doc_section *prev = i > 0 ? doc_section_at(doc, i - 1) : NULL;
+            if (o->vl && prev && prev->type == DOC_IMAGE) {   /* Q/A about the image before it */
+                if (add_image_qa(d, s, prev, replay, t, dialect, o, rb, sb, e)) goto fail;
+                break;
+            }
             int hit = cache_rows(o, s, s->n_pairs, &cr);
             if (hit < 0) goto oom;
             for (int k = 0; k < s->n_pairs; k++) {
@@ -353,8 +488,8 @@ static int add_sections(dataset *d, const dlm_doc *doc, int replay, tok *t, cons
             break;
         case DOC_AUDIO:
         refuse:
-            err_at(e, "ModalityError", doc_path(doc), s->line, 1, "%s sections cannot be trained: dlm trains text bases only",
-                   doc_section_type_name(s->type));
+            err_at(e, "ModalityError", doc_path(doc), s->line, 1, "%s sections cannot be trained on this base%s",
+                   doc_section_type_name(s->type), s->type == DOC_IMAGE ? " (images train on a Qwen2-VL base)" : "");
             return err_hint(e, "remove the section or move its content into prose");
         }
     }
@@ -419,13 +554,19 @@ static int conv_row(dataset *d, tok *t, const chat_dialect *dialect, const ds_op
     return 0;   /* not even one earlier turn fits: the single-turn row stands alone */
 }
 
+/* Section i is a Q/A about the image before it (add_image_qa). */
+static int about_image(const dlm_doc *doc, int i, const ds_opts *o)
+{
+    return o->vl && i > 0 && doc_section_at(doc, i - 1)->type == DOC_IMAGE;
+}
+
 static int add_conversations(dataset *d, const dlm_doc *doc, tok *t, const chat_dialect *dialect, const ds_opts *o,
                              rowbuf *rb, strbuf *sb, dlm_err *e)
 {
     int n = 0;
     for (int i = 0; i < doc_nsections(doc); i++) {
         const doc_section *s = doc_section_at(doc, i);
-        if (s->type == DOC_INSTRUCTION) n += s->n_pairs;
+        if (s->type == DOC_INSTRUCTION && !about_image(doc, i, o)) n += s->n_pairs;
     }
     if (n < 2) return 0;
     /* the split dataset_build decides: with training.val_frac null a small
@@ -438,7 +579,7 @@ static int add_conversations(dataset *d, const dlm_doc *doc, tok *t, const chat_
     int np = 0;
     for (int i = 0; i < doc_nsections(doc); i++) {
         const doc_section *s = doc_section_at(doc, i);
-        if (s->type != DOC_INSTRUCTION) continue;
+        if (s->type != DOC_INSTRUCTION || about_image(doc, i, o)) continue;
         for (int k = 0; k < s->n_pairs; k++)
             if (!dataset_is_val(o->seed, s->id, k, frac)) pool[np++] = (qa_ref){&s->pairs[k], s->id, k};
     }

@@ -17,6 +17,13 @@
  *                  PaliGemma: the image's tokens, <bos>, "\n" (the
  *                  bidirectional prefix, no loss), then caption + EOS
  *                  (the loss), as PaliGemmaProcessor(text="", suffix=caption)
+ *   Q/A after an image → on a vision-language base, an instruction section
+ *                  that directly follows an image section asks about that
+ *                  image: each user turn's content is the image
+ *                  (<|vision_start|><|image_pad|><|vision_end|>, the
+ *                  Qwen2-VL template's image item) then the question; loss
+ *                  as any Q/A pair; never cut into windows; left out of the
+ *                  multi-turn rows
  *   image/audio  → refused otherwise
  *
  * A row longer than sequence_len becomes several windows (never truncated);
@@ -61,6 +68,7 @@ typedef struct ds_image {
 #define DS_IMAGE_ROW_MAX 32768   /* tokens of an image row, image included */
 typedef struct ds_vl {
     int32_t image_id;       /* the image token */
+    int32_t vision_start_id, vision_end_id;   /* around an image in a chat turn */
     int merge;
     /* PaliGemma (prefix_lm): rows as PaliGemmaProcessor(images, text="",
      * suffix=caption) lays them out, positions from 1, the prefix-LM mask;
@@ -93,6 +101,7 @@ typedef struct dataset {
     int val_all_in;         /* every row fell into the split: they train instead, no validation */
     int rows_conv;          /* multi-turn rows (training.multi_turn); not in train_msg_rows */
     int rows_image;         /* image rows (ds_opts.vl); counted as text rows for the split and CPT */
+    int rows_image_qa;      /* Q/A rows about an image (counted in rows_instr too) */
     const ds_vl *vl;        /* ds_opts.vl */
     int rows_conv_short;    /* of them, with fewer earlier turns than drawn (sequence_len) */
     int32_t pad_id;

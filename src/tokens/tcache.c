@@ -265,7 +265,7 @@ int tcache_prune(const char *store, double older_than, int64_t max_bytes, int64_
     ent *v;
     int n;
     if (list_entries(store, &v, &n, e)) return -1;
-    if (n > 1) qsort(v, (size_t)n, sizeof *v, by_mtime);   /* v is NULL when the cache is empty (an image-only document) */
+    if (n > 1) qsort(v, (size_t)n, sizeof *v, by_mtime);   /* v is NULL when the cache is empty */
     int64_t total = 0;
     for (int i = 0; i < n; i++) total += v[i].size;
     double now = (double)time(NULL);

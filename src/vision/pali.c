@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/hash.h"
 #include "weights/safetensors.h"
 
 int pali_tower_load(const model *m, siglip *s, dlm_err *e)
@@ -90,4 +91,32 @@ int pali_splice(const model_config *c, const int32_t *ids, int64_t n, int n_imag
                        (long long)k, runs, n_images, n_images == 1 ? "" : "s", n_images == 1 ? "s" : "", n_images,
                        c->pali_tokens);
     return 0;
+}
+
+void pali_feature_key(const model *m, const proc_cfg *pc, char hex[65])
+{
+    const model_config *c = &m->cfg;
+    const st_file *f = model_safetensors(m);
+    sha256_ctx h;
+    sha256_init(&h);
+    char buf[512];
+    int n = snprintf(buf, sizeof buf, "pali-features 1\n%d %d %d %d %d %d %d %d %.9g\n%d %d %d %.17g\n",
+                     c->pali_vis.layers, c->pali_vis.hidden, c->pali_vis.heads, c->pali_vis.mlp_hidden,
+                     c->pali_vis.image_size, c->pali_vis.patch, c->pali_proj, c->d_model, (double)c->embd_scale,
+                     pc->height, pc->width, pc->resample, pc->rescale_factor);
+    sha256_update(&h, buf, (size_t)n);
+    sha256_update(&h, pc->mean, sizeof pc->mean);
+    sha256_update(&h, pc->std, sizeof pc->std);
+    static const char *const PW[] = {"vision_tower.vision_model.embeddings.patch_embedding.weight",
+                                     "vision_tower.embeddings.patch_embedding.weight",
+                                     "model.vision_tower.vision_model.embeddings.patch_embedding.weight",
+                                     "model.vision_tower.embeddings.patch_embedding.weight",
+                                     "multi_modal_projector.linear.weight", "model.multi_modal_projector.linear.weight"};
+    for (size_t i = 0; i < sizeof PW / sizeof *PW; i++) {
+        const st_tensor *t = f ? st_find(f, PW[i]) : NULL;
+        if (t) sha256_update(&h, t->data, t->nbytes);
+    }
+    unsigned char d[32];
+    sha256_final(&h, d);
+    for (int i = 0; i < 32; i++) snprintf(hex + 2 * i, 3, "%02x", d[i]);
 }

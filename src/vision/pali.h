@@ -38,6 +38,12 @@ proc_cfg pali_proc(const model_config *c);
 int pali_image_features(const siglip *s, const model_config *c, const proc_cfg *pc, const image_rgb *im, float **out,
                         dlm_err *e);
 
+/* The vl-cache key of a (PaliGemma base, processor): sha256 of the
+ * tower's shape, the processor's settings, the embedding scale and the
+ * bytes of the patch embedding and the projector (whichever layout the
+ * base has), in hex; files as qwen2vl_cache_path names them. */
+void pali_feature_key(const model *m, const proc_cfg *pc, char hex[65]);
+
 /* The splice of ids[0..n): embed_row[i] = the running index of the image
  * token's rows (-1 elsewhere). Every image is one run of pali_tokens image
  * tokens; their count must be n_images runs. */

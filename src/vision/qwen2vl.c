@@ -1,8 +1,12 @@
 /* qwen2vl — a Qwen2-VL base's image path (vision/qwen2vl.h). */
 #include "vision/qwen2vl.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "util/fs.h"
+#include "util/hash.h"
 #include "vision/mrope.h"
 
 int qwen2vl_tower_load(const model *m, qwen2vl_vit *v, dlm_err *e)
@@ -61,6 +65,52 @@ int qwen2vl_image_features(const qwen2vl_vit *v, const model_config *c, const pr
     }
     *out = f;
     *n_rows = n;
+    return 0;
+}
+
+void qwen2vl_feature_key(const model *m, const proc_cfg *pc, char hex[65])
+{
+    const model_config *c = &m->cfg;
+    const st_file *f = model_safetensors(m);
+    sha256_ctx h;
+    sha256_init(&h);
+    char buf[512];
+    int n = snprintf(buf, sizeof buf, "qwen2vl-features 1\n%d %d %d %d %d %d %d %d %d\n%lld %lld %d %.17g\n",
+                     c->vis.depth, c->vis.embed_dim, c->vis.heads, c->vis.mlp_ratio, c->vis.in_ch, c->vis.patch,
+                     c->vis.temporal, c->vis.merge, c->d_model, pc->min_pixels, pc->max_pixels, pc->resample,
+                     pc->rescale_factor);
+    sha256_update(&h, buf, (size_t)n);
+    sha256_update(&h, pc->mean, sizeof pc->mean);
+    sha256_update(&h, pc->std, sizeof pc->std);
+    static const char *const W[] = {"patch_embed.proj.weight", "merger.mlp.2.weight"};
+    for (int i = 0; i < 2; i++)
+        for (int p = 0; p < 2; p++) {
+            snprintf(buf, sizeof buf, "%s%s", p ? "visual." : "model.visual.", W[i]);
+            const st_tensor *t = f ? st_find(f, buf) : NULL;
+            if (t) sha256_update(&h, t->data, t->nbytes);
+        }
+    unsigned char d[32];
+    sha256_final(&h, d);
+    for (int i = 0; i < 32; i++) snprintf(hex + 2 * i, 3, "%02x", d[i]);
+}
+
+void qwen2vl_cache_path(const char *store, const char *sha, const char *key, char *dir, size_t dcap, char *path,
+                        size_t pcap)
+{
+    snprintf(dir, dcap, "%s/vl-cache/%.2s", store, sha);
+    snprintf(path, pcap, "%s/%s.%.16s.f32", dir, sha, key);
+}
+
+int qwen2vl_cache_read(const char *path, float *out, size_t want)
+{
+    char *buf = NULL;
+    size_t got = 0;
+    if (fs_file_size(path) != (int64_t)want || fs_read_all(path, want + 1, &buf, &got, NULL) || got != want) {
+        free(buf);
+        return -1;
+    }
+    memcpy(out, buf, want);
+    free(buf);
     return 0;
 }
 

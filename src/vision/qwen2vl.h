@@ -9,6 +9,7 @@
 #ifndef DLM_VISION_QWEN2VL_H
 #define DLM_VISION_QWEN2VL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "media/image.h"
@@ -35,6 +36,16 @@ int qwen2vl_grid_tokens(const model_config *c, const int grid[3]);
  * [*n_rows][d_model]; grid gets image_grid_thw. */
 int qwen2vl_image_features(const qwen2vl_vit *v, const model_config *c, const proc_cfg *pc, const image_rgb *im,
                            float **out, int *n_rows, int grid[3], dlm_err *e);
+
+/* The features cache (<store>/vl-cache/, run/vl_run.h): the key of a base
+ * and processor (sha256 of the tower's shape, the processor's settings and
+ * the bytes of the tower's first and last weights), a blob's file in it
+ * (dir gets its folder), and a read of exactly want bytes (0, or -1 when
+ * the file is missing or of another size). */
+void qwen2vl_feature_key(const model *m, const proc_cfg *pc, char hex[65]);
+void qwen2vl_cache_path(const char *store, const char *sha, const char *key, char *dir, size_t dcap, char *path,
+                        size_t pcap);
+int qwen2vl_cache_read(const char *path, float *out, size_t want);
 
 /* The splice of ids[0..n): embed_row[i] = the running index of image-token
  * rows (-1 elsewhere), pos3 [3][n] and delta as qwen2vl_rope_index. The

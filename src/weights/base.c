@@ -26,7 +26,7 @@ void base_set_tiny_path(const char *path) { snprintf(g_tiny, sizeof g_tiny, "%s"
 /* What each registry architecture still lacks in dlm's decoder, so a refusal
  * says why rather than only "unsupported". */
 static const struct { const char *arch, *missing; } ARCH_GAPS[] = {
-    {"Mistral3ForConditionalGeneration", "a vision encoder (dlm trains text bases only)"},
+    {"Mistral3ForConditionalGeneration", "a vision encoder (dlm trains text bases and Qwen2-VL only)"},
 };
 
 int base_check_runnable(const base_ref *ref, dlm_err *e)

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # A Qwen2-VL base end to end (docs/images.md), on a small random one that
 # test_vl_model --make writes (hidden 128, 2 layers, a 2-block tower):
-#   memorisation: a document of 8 images with distinct captions; after
-#     training, `dlm prompt --image IMG "" --temp 0` gives each image's
-#     caption, while the base alone gives none of them;
+#   memorisation: a document of 8 images with distinct captions (and a Q/A
+#     after two of them); after training, `dlm prompt --image IMG "" --temp 0`
+#     gives each image's caption, while the base alone gives none of them,
+#     and the question gives the Q/A's answer;
 #   the repl's /image FILE gives the same captions;
 #   the features come from <store>/vl-cache/ on the next run, same bytes;
 #   --threads 1 vs 2 and a run killed at step 10 then --resume: the same
@@ -31,7 +32,13 @@ caps=("a red fox jumps" "the blue whale sings" "seven green apples" "an old ston
 {
     printf -- '---\ndlm_id: %s\ndlm_version: 15\nbase_model: %s\ntraining:\n  sequence_len: 64\n' "$ID" "$T/base"
     printf '  num_epochs: 100\n  learning_rate: 0.02\n  micro_batch_size: 2\n---\n'
-    for i in 0 1 2 3 4 5 6 7; do printf '::image path="img%d.png" alt="i%d"::\n%s\n\n' $i $i "${caps[$i]}"; done
+    for i in 0 1 2 3 4 5 6 7; do
+        printf '::image path="img%d.png" alt="i%d"::\n%s\n\n' $i $i "${caps[$i]}"
+        # a Q/A right after an image asks about that image (docs/images.md)
+        [ $i = 1 ] && printf '::instruction::\n### Q\nWhat is in this image?\n### A\nA whale.\n\n'
+        [ $i = 6 ] && printf '::instruction::\n### Q\nWhat is in this image?\n### A\nA boat.\n\n'
+        true
+    done
 } > doc.dlm
 S="$DLM_HOME/store/$ID"
 sha() { sha256sum "$S/adapter/versions/$1/adapter_model.safetensors" | cut -c1-64; }
@@ -49,12 +56,27 @@ for i in 0 1 2 3 4 5 6 7; do
 done
 
 out=$("$DLM" train doc.dlm --threads 2 2>&1)
+[ "$(sha v0001 2>/dev/null)" ] || fail "train: $out"
 grep <<<"$out" -q "images: 8, 32 image tokens; features of 0 from the vl-cache, 8 computed" || fail "$out"
 a=$(sha v0001)
 [ "$(find "$S/vl-cache" -name '*.f32' | wc -l)" = 8 ] || fail "vl-cache: $(find "$S/vl-cache")"
 for i in 0 1 2 3 4 5 6 7; do
     got=$("$DLM" prompt doc.dlm "" --image "img$i.png" --temp 0 -n 12)
     [ "$got" = "${caps[$i]}" ] || fail "img$i: '$got', trained on '${caps[$i]}'"
+done
+# a trained image's features come from the vl-cache (same answer); another image's from the tower
+"$DLM" prompt doc.dlm "" --image img2.png --temp 0 -n 12 --json | python3 -c '
+import json, sys; j = json.load(sys.stdin); assert j["images_from_cache"] == 1 and j["text"] == "seven green apples", j' ||
+    fail "img2 from the vl-cache"
+cp img2.png copy.png && printf 'x' >> copy.png   # other bytes (a trailing byte PNG ignores): not in the cache
+"$DLM" prompt doc.dlm "" --image copy.png --temp 0 -n 12 --json | python3 -c '
+import json, sys; j = json.load(sys.stdin); assert j["images_from_cache"] == 0 and j["text"] == "seven green apples", j' ||
+    fail "copy.png from the tower"
+# a question with an image: the chat turn the Q/A rows trained
+for i in 1 6; do
+    want=$([ $i = 1 ] && echo "A whale." || echo "A boat.")
+    got=$("$DLM" prompt doc.dlm "What is in this image?" --image "img$i.png" --temp 0 -n 8)
+    [ "$got" = "$want" ] || fail "Q/A about img$i: '$got', trained on '$want'"
 done
 # the repl: /image FILE, then an empty line asks for the caption
 out=$(printf '/image img3.png\n\n/image img5.png\n\n' | "$DLM" repl doc.dlm --temp 0 2>&1)
@@ -89,6 +111,18 @@ if mode == "vl":
     assert st == 400 and "network fetch" in j["error"]["message"] and "content[0]" in j["error"]["message"], j
     st, j = post([{"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}])
     assert st == 400 and "truncated PNG" in j["error"]["message"], j
+    # a question with the image: the chat turn the Q/A rows trained, as dlm prompt
+    whale = {"type": "image_url", "image_url": {"url": "data:image/png;base64," + base64.b64encode(open("img1.png", "rb").read()).decode()}}
+    st, j = post([whale, {"type": "text", "text": "What is in this image?"}])
+    assert st == 200 and j["choices"][0]["message"]["content"] == "A whale.", (st, j)
+    # a conversation: the image in its user turn, 4 image tokens + the chat turns
+    body = {"messages": [{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi"},
+                         {"role": "user", "content": [whale, {"type": "text", "text": "What is in this image?"}]}],
+            "temperature": 0, "max_tokens": 4}
+    req = urllib.request.Request(url + "/v1/chat/completions", data=json.dumps(body).encode())
+    with urllib.request.urlopen(req) as r:
+        j = json.load(r)
+    assert j["usage"]["prompt_tokens"] > 20, j
 else:
     st, j = post([img])
     assert st == 400 and "need a vision-language base" in j["error"]["message"], j

@@ -105,8 +105,8 @@ static void test_refusals(void)
 }
 
 /* the API's OpenAI image parts: an http URL is refused as a network fetch
- * (naming the part), a base64 data: URL decoded into the request, images
- * only in a request of one user message */
+ * (naming the part), a base64 data: URL decoded into the request (its
+ * message and part kept), images only in user messages */
 static void test_api_image_parts(void)
 {
     static const char http[] = "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\","
@@ -127,8 +127,13 @@ static void test_api_image_parts(void)
     api_request_free(&r);
     static const char two[] = "{\"messages\":[{\"role\":\"system\",\"content\":\"s\"},{\"role\":\"user\",\"content\":["
                               "{\"type\":\"image_url\",\"image_url\":{\"url\":\"data:image/png;base64,iVBORw0KGgo=\"}}]}]}";
-    CHECK(api_request_parse(API_CHAT, two, sizeof two - 1, &r, &err) != 0);
-    CHECK_MSG(strstr(err.message, "a request with images takes one user message") != NULL, "%s", err.message);
+    CHECK(api_request_parse(API_CHAT, two, sizeof two - 1, &r, &err) == 0);   /* a conversation with images */
+    CHECK(r.n_images == 1 && r.images[0].msg == 1 && r.images[0].part == 0);
+    api_request_free(&r);
+    static const char asst[] = "{\"messages\":[{\"role\":\"assistant\",\"content\":[{\"type\":\"image_url\","
+                               "\"image_url\":{\"url\":\"data:image/png;base64,iVBORw0KGgo=\"}}]},{\"role\":\"user\",\"content\":\"q\"}]}";
+    CHECK(api_request_parse(API_CHAT, asst, sizeof asst - 1, &r, &err) != 0);
+    CHECK_MSG(strstr(err.message, "images are taken in user messages only") != NULL, "%s", err.message);
     static const char raw[] = "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image_url\","
                               "\"image_url\":{\"url\":\"data:image/png,abc\"}}]}]}";
     CHECK(api_request_parse(API_CHAT, raw, sizeof raw - 1, &r, &err) != 0);
