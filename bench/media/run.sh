@@ -38,3 +38,9 @@ done
 gcc -O2 -std=c11 -D_GNU_SOURCE -I"$root/src" -I"$root/build/gen" "$here/bench_vit.c" "$root/build/libdlmcore.a" \
     $(pkg-config --libs libpng libjpeg libwebp libtiff-4 jansson yaml-0.1 libsodium libzstd) -lgif -lm -lpthread -o "$out/bench_vit"
 "$out/bench_vit" 42 36
+# PaliGemma-3B's tower (one SigLIP So400m layer of 27, patch embedding,
+# projector) on 224x224, and one Gemma attention layer with the prefix-LM
+# mask vs causal, random weights
+gcc -O2 -std=c11 -D_GNU_SOURCE -I"$root/src" -I"$root/build/gen" "$here/bench_siglip.c" "$root/build/libdlmcore.a" \
+    $(pkg-config --libs libpng libjpeg libwebp libtiff-4 jansson yaml-0.1 libsodium libzstd) -lgif -lm -lpthread -o "$out/bench_siglip"
+"$out/bench_siglip"

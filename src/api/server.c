@@ -694,6 +694,14 @@ static job *job_new(server *s, const api_request *r, api_error *err)
                           "image parts need a vision-language base; this server's base is a text model (docs/images.md)");
             return NULL;
         }
+        if (o->m->cfg.vl == VL_PALI) {
+            /* the batched server feeds prompts in pieces; PaliGemma's
+             * prefix-LM block must go through in one (decoder/kvpool.h) */
+            api_error_set(err, 400, "invalid_request_error", "messages", NULL,
+                          "image parts on a PaliGemma base are not served yet; use dlm prompt --image or dlm repl "
+                          "/image (docs/images.md)");
+            return NULL;
+        }
         vl_image_in in[API_MAX_IMAGES];
         char label[API_MAX_IMAGES][64];
         int img_msg[API_MAX_IMAGES];

@@ -210,15 +210,16 @@ int cmd_init(int argc, char **argv, dlm_ctx *ctx)
     if (!a.base) a.base = a.multimodal ? "paligemma-3b-mix-224" : a.audio ? "qwen2-audio-7b-instruct" : "tiny";
     base_ref base;
     if (a.multimodal) {
-        /* the vision rows are not trainable yet (docs/images.md), so only
-         * their kind and license are checked here */
+        /* a vision registry row (its kind and license checked here), or a
+         * model folder whose config.json is a vision-language model's */
         if (registry_parse_base(a.base, &base, &e)) return cmd_fail(ctx, &e);
-        if (base.kind != BASE_REGISTRY || base.entry->modality != REG_VISION) {
+        int folder = base.kind == BASE_PATH && base_vl_kind(a.base) > 0;
+        if (!folder && (base.kind != BASE_REGISTRY || base.entry->modality != REG_VISION)) {
             err_set(&e, "UsageError", "--multimodal requires a vision-language base; '%s' is not one", a.base);
             err_hint(&e, "pick --base paligemma-3b-mix-224 or qwen2-vl-2b-instruct, or drop --multimodal");
             return cmd_fail(ctx, &e);
         }
-        if (registry_check_license(&base, a.accept, &e)) return cmd_fail(ctx, &e);
+        if (!folder && registry_check_license(&base, a.accept, &e)) return cmd_fail(ctx, &e);
     } else if (a.audio) {
         /* likewise the audio row (docs/audio.md) */
         if (registry_parse_base(a.base, &base, &e)) return cmd_fail(ctx, &e);

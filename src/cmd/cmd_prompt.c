@@ -281,7 +281,8 @@ int cmd_prompt(int argc, char **argv, dlm_ctx *ctx)
         err_set(&e, "PromptError", "the prompt has %zu tokens; the model's context is %d", ids.n, ctxlen);
         goto done;
     }
-    if (session_create(t.m, t.l, ctxlen, 512, &s, &e)) goto done;
+    /* PaliGemma's image + prompt block goes through in one piece */
+    if (session_create(t.m, t.l, ctxlen, vp.sp.prefix > 512 ? vp.sp.prefix : 512, &s, &e)) goto done;
     int32_t stops[32];
     gen_opts go;
     sample_defaults(&go.sp);

@@ -631,7 +631,7 @@ static int command(repl *r, char *line)
                r->adapter_name, r->t.dialect->name, r->n_ctx, r->n_cached);
     } else if (!strcmp(cmd, "/image")) {
         if (!arg || !*arg) printf("usage: /image FILE\n");
-        else if (r->t.m->cfg.vl != VL_QWEN2)
+        else if (!r->t.m->cfg.vl)
             printf("/image needs a vision-language base; %s is a text model (docs/images.md)\n", r->t.base_spec);
         else if (!fs_is_file(arg)) printf("%s: no such image file\n", arg);
         else if (r->n_images == 8) printf("at most 8 images per message\n");

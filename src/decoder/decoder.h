@@ -80,6 +80,8 @@ const float *decoder_hidden(const decoder *d);
 typedef struct dec_group {
     int row0, n, seq, n_past;
     int pos_off;   /* RoPE position of row i = n_past + i + pos_off (M-RoPE's delta after an image; 0 for text) */
+    int prefix;    /* PaliGemma's prefix-LM: cache positions < prefix attend to each other both ways (the
+                    * whole block must be in this group); 0 = causal */
 } dec_group;
 void decoder_eval_groups(decoder *d, const int32_t *tokens, const dec_group *groups, int n_groups, float *logits,
                          int all_logits);

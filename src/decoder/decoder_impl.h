@@ -96,8 +96,7 @@ typedef struct dec_pass {
     uint64_t seed, micro;     /* dropout draws: (seed, RNG_DROPOUT, micro, layer, module) */
     int B, T;                 /* rows N = B·T */
     const int32_t *seg;       /* [B,T] packing segments, or NULL */
-    const int32_t *prefix;    /* [B] prefix-LM lengths (tokens/batch.h), or NULL; refused by decoder_batch_check
-                               * until the attention takes it */
+    const int32_t *prefix;    /* [B] prefix-LM lengths (tokens/batch.h), or NULL = causal */
     const dec_group *groups;  /* inference: which rows belong to which cached sequence */
     int n_groups;
 } dec_pass;
@@ -114,7 +113,8 @@ void dec_layer_fwd(decoder *d, const dec_pass *p, int layer, layer_acts *A, cons
  * inference: each group's rows append k, v to its cache and attend over it). */
 void dec_attend(decoder *d, const dec_pass *p, int layer, layer_acts *A);
 /* The attention shape of a training pass over layer il (also the backward's). */
-attn_shape dec_train_attn(const model_config *c, int layer, int B, int T, int K, const int32_t *seg);
+attn_shape dec_train_attn(const model_config *c, int layer, int B, int T, int K, const int32_t *seg,
+                          const int32_t *prefix);
 /* The q (kv = 0) or k (kv = 1) norm of a qk_norm model as rows × n. */
 void dec_qk_norm_shape(const model_config *c, int N, int kv, int64_t *rows, int *n);
 /* RoPE on x [N, H heads] with the pass's table (bwd: the inverse

@@ -86,11 +86,12 @@ static int auto_chunk(const model_config *c, int N)
 
 /* The attention of a training pass: B sequences attending within
  * themselves (segments confine packed rows). */
-attn_shape dec_train_attn(const model_config *c, int layer, int B, int T, int K, const int32_t *seg)
+attn_shape dec_train_attn(const model_config *c, int layer, int B, int T, int K, const int32_t *seg,
+                          const int32_t *prefix)
 {
     return (attn_shape){.B = B, .Tq = T, .Tk = T, .NH = c->n_head, .KVH = c->n_kv_head, .HS = c->head_dim,
                         .q_off = 0, .kv_bstride = (int64_t)T * K, .seg = seg, .window = model_layer_window(c, layer),
-                        .scale = c->attn_scale, .softcap = c->attn_softcap};
+                        .scale = c->attn_scale, .softcap = c->attn_softcap, .prefix = prefix};
 }
 
 /* The attention of an inference pass: n new rows at positions
@@ -230,7 +231,7 @@ static void carve_all(decoder *d, carver *cv, const model_config *c, const lora_
         as.Tk = d->o.n_ctx;
         d->attn_scratch = CARVE_F(cv, kern_attn_scratch(&as));
     } else {
-        attn_shape as = dec_train_attn(c, 0, B, T, K, NULL);
+        attn_shape as = dec_train_attn(c, 0, B, T, K, NULL, NULL);
         size_t sc = kern_attn_scratch(&as), sb = kern_attn_bwd_scratch(&as);
         d->attn_scratch = CARVE_F(cv, sc > sb ? sc : sb);
     }
@@ -320,6 +321,10 @@ int decoder_create(const model *m, const lora *l, const decoder_opts *o, decoder
         err_set(e, "TrainError", "mixtral: %s", o->full ? "full-parameter training is not supported"
                                                           : "LoRA on the experts (gate_proj, up_proj, down_proj) is not supported");
         return err_hint(e, "train a LoRA adapter on the attention: target_modules [q_proj, k_proj, v_proj, o_proj]");
+    }
+    if (c->vl == VL_PALI && o->full) {   /* its checkpoint's names and tower are not written back */
+        err_set(e, "TrainError", "paligemma: full-parameter training is not supported");
+        return err_hint(e, "train a LoRA or DoRA adapter (training.adapter: lora)");
     }
     if (c->fused && o->full) {
         err_set(e, "TrainError", "phi3: full-parameter training is not supported");
@@ -492,7 +497,7 @@ static void embed(decoder *d, const int32_t *tokens, const float *embeds, const 
         if (t < 0 || t >= d->V) t = 0; /* ids are validated by the data layer and session_eval */
         kern_dequant_row(E->type, (const char *)E->data + (size_t)t * E->row_bytes, X0 + (size_t)n * d->C, d->C);
     }
-    float sc = d->m->cfg.embd_scale;   /* gemma2: × √hidden */
+    float sc = d->m->cfg.embd_scale;   /* gemma, gemma2: × √hidden */
     if (sc > 0)
         for (size_t i = 0; i < (size_t)N * d->C; i++) X0[i] *= sc;
 }
@@ -500,10 +505,11 @@ static void embed(decoder *d, const int32_t *tokens, const float *embeds, const 
 int decoder_batch_check(const model_config *c, const token_batch *b, dlm_err *e)
 {
     int N = b->B * b->T;
-    if (b->prefix) {
-        err_set(e, "TrainError", "the prefix-LM attention (PaliGemma's image + prompt block) is not built yet");
-        return err_hint(e, "train on a Qwen2-VL base (qwen2-vl-2b-instruct), whose image rows are causal");
-    }
+    if (b->prefix)
+        for (int i = 0; i < b->B; i++)
+            if (b->prefix[i] < 0 || b->prefix[i] > b->T)
+                return err_set(e, "TrainError", "sequence %d's prefix-LM block of %d rows is outside its %d rows", i,
+                               b->prefix[i], b->T);
     if (b->pos3 && !c->mrope[0] && !c->mrope[1] && !c->mrope[2])
         return err_set(e, "TrainError", "M-RoPE positions given to a model without rope_scaling.mrope_section");
     if (b->embed_row) {
@@ -539,11 +545,12 @@ void dec_attend(decoder *d, const dec_pass *p, int layer, layer_acts *A)
             memcpy(kc + (size_t)g->n_past * K, A->k + (size_t)g->row0 * K, (size_t)g->n * K * sizeof(float));
             memcpy(vc + (size_t)g->n_past * K, A->v + (size_t)g->row0 * K, (size_t)g->n * K * sizeof(float));
             attn_shape as = cache_attn(c, layer, g->n, g->n_past, d->o.n_ctx, K);
+            if (g->prefix > 0) as.prefix = &g->prefix;   /* paligemma's prefill: image + prompt both ways */
             kern_attn_fwd(A->att + (size_t)g->row0 * d->Q, NULL, A->q + (size_t)g->row0 * d->Q, kc, vc, &as,
                           d->attn_scratch);
         }
     } else {
-        attn_shape as = dec_train_attn(c, layer, p->B, p->T, K, p->seg);
+        attn_shape as = dec_train_attn(c, layer, p->B, p->T, K, p->seg, p->prefix);
         PROF("fwd.attn", kern_attn_fwd(A->att, A->lse, A->q, A->k, A->v, &as, d->attn_scratch));
     }
 }
@@ -645,7 +652,8 @@ void dec_layer_fwd(decoder *d, const dec_pass *p, int layer, layer_acts *A, cons
         lin_fwd(d, p, A, layer, LM_GATE, xm, A->g, N, 0);
         lin_fwd(d, p, A, layer, LM_UP, xm, A->u, N, 0);
     }
-    PROF("fwd.swiglu", kern_swiglu_fwd(d->act, A->g, A->u, (int64_t)N * d->F));
+    if (c->act_gelu) PROF("fwd.geglu", kern_geglu_fwd(d->act, A->g, A->u, (int64_t)N * d->F));   /* gemma */
+    else PROF("fwd.swiglu", kern_swiglu_fwd(d->act, A->g, A->u, (int64_t)N * d->F));
     if (c->post_norm) {
         /* x' = h + rmsnorm(down(act)) */
         lin_fwd(d, p, A, layer, LM_DOWN, d->act, A->mo, N, 0);

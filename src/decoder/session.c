@@ -81,13 +81,22 @@ static int eval_rows(session *s, const int32_t *tokens, int n, const session_spl
         token_batch b = {.B = 1, .T = n, .tokens = tokens, .embeds = sp->embeds, .embed_row = sp->embed_row,
                          .n_embeds = sp->n_embeds, .pos3 = sp->pos3};
         if (decoder_batch_check(s->cfg, &b, e)) return -1;
+        if (sp->prefix < 0 || sp->prefix > n)
+            return err_set(e, NULL, "a prefix-LM block of %d rows in a %d-row call", sp->prefix, n);
+        if (sp->prefix > s->n_batch)
+            return err_set(e, "ContextError", "the image + prompt block (%d tokens) is longer than the %d-token batch",
+                           sp->prefix, s->n_batch);
+        if (sp->prefix > 0 && s->n_past > 0)
+            return err_set(e, NULL, "a prefix-LM block must open the sequence (%d tokens are cached)", s->n_past);
+        if (sp->prefix > 0) s->delta = sp->delta;   /* paligemma: positions from 1 */
     }
     for (int done = 0; done < n;) {
         int b = n - done < s->n_batch ? n - done : s->n_batch;
         /* A non-final batch of a last-logits call writes its last row into
          * the caller's [V] buffer too; the final batch overwrites it. */
         float *lg = all_logits ? logits + (size_t)done * s->vocab : logits;
-        dec_group g = {.row0 = 0, .n = b, .seq = 0, .n_past = s->n_past, .pos_off = s->delta};
+        dec_group g = {.row0 = 0, .n = b, .seq = 0, .n_past = s->n_past, .pos_off = s->delta,
+                       .prefix = sp && done == 0 ? sp->prefix : 0};   /* the block is all in the first piece */
         dec_splice ds = {0};
         if (sp) {
             ds.embeds = sp->embeds;

@@ -50,6 +50,12 @@ typedef struct session_splice {
     const int32_t *embed_row;   /* [n] or NULL */
     const int32_t *pos3;        /* [3][n] or NULL (1-D positions, delta unchanged) */
     int delta;
+    /* PaliGemma's prefix-LM: the first `prefix` rows (image + prompt) attend
+     * to each other both ways; they go through the decoder in one piece, so
+     * prefix <= the session's n_batch, and only on an empty session. With
+     * prefix > 0, delta is the rotary offset from these rows on (PaliGemma's
+     * 1-indexed positions: 1), kept for every later token. 0 = causal. */
+    int prefix;
 } session_splice;
 int session_eval_splice(session *s, const int32_t *tokens, int n, const session_splice *sp, float *logits,
                         int all_logits, dlm_err *e);

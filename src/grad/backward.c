@@ -114,7 +114,7 @@ static void gemma2_layer_bwd(decoder *d, const dec_pass *p, const token_batch *b
     const model_config *c = &d->m->cfg;
     const layer_weights *w = &d->m->layers[layer];
     int N = b->B * b->T, C = d->C, F = d->F;
-    attn_shape as = dec_train_attn(c, layer, b->B, b->T, d->K, b->seg);
+    attn_shape as = dec_train_attn(c, layer, b->B, b->T, d->K, b->seg, b->prefix);
     float *dres = d->dres; /* in: dL/dx_out; out: dL/dx */
 
     /* x_out = h + rmsnorm(down(gelu_tanh(g)·u)) */
@@ -155,7 +155,7 @@ static void layer_bwd(decoder *d, const dec_pass *p, const token_batch *b, int l
     const layer_weights *w = &d->m->layers[layer];
     int N = b->B * b->T, C = d->C, F = d->F, K = d->K;
     size_t NC = (size_t)N * C;
-    attn_shape as = dec_train_attn(c, layer, b->B, b->T, K, b->seg);
+    attn_shape as = dec_train_attn(c, layer, b->B, b->T, K, b->seg, b->prefix);
     float *dres = d->dres; /* in: dL/dx_out; out: dL/dx */
     int post = c->post_norm;
 
@@ -173,9 +173,15 @@ static void layer_bwd(decoder *d, const dec_pass *p, const token_batch *b, int l
                                              A->rstd2, N, C));
         dmo = d->tmpC;
     }
-    PROF("bwd.recompute", kern_swiglu_fwd(d->act, A->g, A->u, (int64_t)N * F));
-    lin_bwd(d, p, A, layer, LM_DOWN, d->act, dmo, d->dact, N, lg, G ? G->w_down : NULL, NULL, 0);
-    PROF("bwd.swiglu", kern_swiglu_bwd(d->dg, d->du, d->dact, A->g, A->u, (int64_t)N * F));
+    if (c->act_gelu) {   /* gemma: GeGLU */
+        PROF("bwd.recompute", kern_geglu_fwd(d->act, A->g, A->u, (int64_t)N * F));
+        lin_bwd(d, p, A, layer, LM_DOWN, d->act, dmo, d->dact, N, lg, G ? G->w_down : NULL, NULL, 0);
+        PROF("bwd.geglu", kern_geglu_bwd(d->dg, d->du, d->dact, A->g, A->u, (int64_t)N * F));
+    } else {
+        PROF("bwd.recompute", kern_swiglu_fwd(d->act, A->g, A->u, (int64_t)N * F));
+        lin_bwd(d, p, A, layer, LM_DOWN, d->act, dmo, d->dact, N, lg, G ? G->w_down : NULL, NULL, 0);
+        PROF("bwd.swiglu", kern_swiglu_bwd(d->dg, d->du, d->dact, A->g, A->u, (int64_t)N * F));
+    }
     const float *xm = A->h;
     if (!post) {
         PROF("bwd.recompute", kern_rmsnorm_apply(d->xn, A->h, w->ffn_norm, A->rstd2, N, C));

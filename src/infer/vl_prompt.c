@@ -8,6 +8,7 @@
 #include "util/fs.h"
 #include "util/hash.h"
 #include "util/str.h"
+#include "vision/pali.h"
 #include "vision/qwen2vl.h"
 
 void vl_prompt_free(vl_prompt *p)
@@ -17,6 +18,56 @@ void vl_prompt_free(vl_prompt *p)
     free(p->row);
     free(p->pos3);
     memset(p, 0, sizeof *p);
+}
+
+/* PaliGemma: PaliGemmaProcessor's layout, <image>×tokens per image, <bos>,
+ * the query, "\n" (the original's training rows are image, "\n",
+ * caption, so "" continues with a caption); all of it the prefix-LM block,
+ * positions from 1 (session_splice.prefix, delta). */
+static int pali_build(const model *m, tok *t, const char *query, const vl_image_in *images, int n_images,
+                      vl_prompt *out, dlm_err *e)
+{
+    const model_config *c = &m->cfg;
+    siglip s;
+    if (pali_tower_load(m, &s, e)) return -1;
+    proc_cfg pc = pali_proc(c);
+    int rc = -1;
+    size_t per = (size_t)c->pali_tokens * c->d_model;
+    if (!(out->embeds = malloc(per * (size_t)(n_images ? n_images : 1) * sizeof *out->embeds))) {
+        err_set(e, "MemoryError", "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < n_images; i++) {
+        image_rgb im;
+        float *f;
+        if (image_decode(images[i].data, images[i].n, &im, e)) { err_prefix(e, "%s", images[i].label); goto out; }
+        int r = pali_image_features(&s, c, &pc, &im, &f, e);
+        image_free(&im);
+        if (r) { err_prefix(e, "%s", images[i].label); goto out; }
+        memcpy(out->embeds + per * (size_t)i, f, per * sizeof *f);
+        free(f);
+        out->n_embeds += c->pali_tokens;
+    }
+    if (tok_bos(t) < 0) { err_set(e, "TokenizerError", "the tokenizer has no <bos> token, which PaliGemma's prompt needs"); goto out; }
+    for (int i = 0; i < n_images * c->pali_tokens; i++)
+        if (tok_ids_push(&out->ids, c->image_id)) { err_set(e, "MemoryError", "out of memory"); goto out; }
+    if (tok_ids_push(&out->ids, tok_bos(t)) ||
+        (*query && tok_encode_append(t, query, strlen(query), TOK_PARSE_SPECIAL, &out->ids, e)) ||
+        tok_encode_append(t, "\n", 1, TOK_PARSE_SPECIAL, &out->ids, e))
+        goto out;
+    size_t n = out->ids.n;
+    if (!(out->row = malloc(n * sizeof *out->row))) { err_set(e, "MemoryError", "out of memory"); goto out; }
+    if (pali_splice(c, out->ids.v, (int64_t)n, n_images, out->row, e)) {
+        err_hint(e, "leave the image token out of the query: each --image puts its tokens first");
+        goto out;
+    }
+    out->sp = (session_splice){.embeds = out->embeds, .n_embeds = out->n_embeds, .embed_row = out->row,
+                               .delta = 1, .prefix = (int)n};
+    rc = 0;
+out:
+    siglip_free(&s);
+    if (rc) vl_prompt_free(out);
+    return rc;
 }
 
 int vl_prompt_build(const model *m, tok *t, const vl_chat *chat, const char *query, const vl_image_in *images,
@@ -32,9 +83,11 @@ int vl_prompt_build_msgs(const model *m, tok *t, const vl_chat *chat, const chat
     const char *query = msgs[n_msgs - 1].content;
     memset(out, 0, sizeof *out);
     const model_config *c = &m->cfg;
+    if (c->vl == VL_PALI) return pali_build(m, t, query, images, n_images, out, e);
     if (c->vl != VL_QWEN2) {
         err_set(e, "ModalityError", "--image needs a vision-language base; %s is a text model", m->source);
-        return err_hint(e, "prompt with text, or train the document on qwen2-vl-2b-instruct (docs/images.md)");
+        return err_hint(e, "prompt with text, or train the document on qwen2-vl-2b-instruct or paligemma-3b-mix-224 "
+                           "(docs/images.md)");
     }
     qwen2vl_vit v;
     int tower = 0;
@@ -167,7 +220,7 @@ int vl_prompt_build_files(const model *m, tok *t, const vl_chat *chat, const cha
     char **bufs = calloc((size_t)n_images + 1, sizeof *bufs);
     int rc = -1, i = 0;
     if (!in || !bufs) { err_set(e, "MemoryError", "out of memory"); goto out; }
-    if (m->cfg.vl != VL_QWEN2) {   /* before any file is read */
+    if (m->cfg.vl != VL_QWEN2 && m->cfg.vl != VL_PALI) {   /* before any file is read */
         rc = vl_prompt_build(m, t, chat, query, NULL, 0, out, e);
         goto out;
     }

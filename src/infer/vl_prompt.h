@@ -1,4 +1,9 @@
-/* vl_prompt — a prompt with images for a Qwen2-VL base (docs/images.md).
+/* vl_prompt — a prompt with images for a Qwen2-VL or PaliGemma base
+ * (docs/images.md).
+ *
+ * PaliGemma: PaliGemmaProcessor's layout, <image>×N per image, <bos>, the
+ * query, "\n", all one prefix-LM block (sp.prefix, positions from 1:
+ * sp.delta); no chat template, pos3 NULL. Qwen2-VL:
  *
  * The text takes one of two forms, as the rows trained on do:
  *   - an empty query (or no chat template, or a query that places the

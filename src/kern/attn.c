@@ -191,7 +191,9 @@ void kern_attn_bwd(float *dq, float *dk, float *dv, const float *dout, const flo
     J.D = scratch;
     /* after D: the dS offsets table and the tiles (when they fit) */
     size_t nd = (size_t)s->B * s->NH * s->Tq + 16, nds = ds_floats(s);
-    if (nds && !kern_attn_ds_off) {
+    /* the tiles are laid out for the causal mask (and the caller's scratch
+     * sized so): a prefix-LM block recomputes dS in the dQ pass */
+    if (nds && !kern_attn_ds_off && !s->prefix) {
         int32_t *off = (int32_t *)(scratch + nd);
         J.ds_per_head = ds_layout(s, off, DS_OFF_CAP);
         J.ds_off = off;

@@ -1,4 +1,5 @@
-/* attn_cap — causal GQA attention with Gemma 2's soft-capped scores
+/* attn_cap — causal GQA attention with Gemma 2's soft-capped scores (or
+ * PaliGemma's bidirectional prefix)
  * (Gemma2Attention: scores = cap·tanh(scale·q·kᵀ / cap) before the mask and
  * the softmax) and a query scale other than 1/√HS. Plain loops over one
  * query row at a time: the capped score is a function of the raw score, so
@@ -6,7 +7,7 @@
  * every ISA variant; gemma2 is the one architecture that asks for it.
  *
  * The same masks as kern_attn_fwd (causal from q_off, segments, sliding
- * window). Determinism: the forward and dq take one unit per (b, head) and
+ * window), plus attn_shape.prefix. Determinism: the forward and dq take one unit per (b, head) and
  * write only that head's rows; dk, dv take one unit per (b, kv head) and
  * sum over the group's query heads and the queries in a fixed order. This
  * file is its own plain-loop reference (kern_ref.c has no twin to keep). */
@@ -33,23 +34,32 @@ static const float *krow(const attn_shape *s, const float *k, int b, int j, int 
     return k + (size_t)b * s->kv_bstride + ((size_t)j * s->KVH + kh) * s->HS;
 }
 
+/* The last key query position pos may see: itself, or the prefix's last
+ * key while pos is inside the prefix (PaliGemma's prefix-LM). */
+static int last_key(const attn_shape *s, int b, int pos)
+{
+    int last = pos;
+    if (s->prefix && pos < s->prefix[b]) last = s->prefix[b] - 1;
+    return last < s->Tk - 1 ? last : s->Tk - 1;
+}
+
 static int visible(const attn_shape *s, int b, int pos, int j)
 {
-    if (j > pos) return 0;
+    if (j > last_key(s, b, pos)) return 0;
     if (s->window && pos - j >= s->window) return 0;
     if (s->seg && s->seg[(size_t)b * s->Tk + j] != s->seg[(size_t)b * s->Tk + pos]) return 0;
     return 1;
 }
 
-/* sc[j] = capped score of query (b, i, h) against key j, for j <= pos
- * (masked: -inf); returns the row maximum. */
+/* sc[j] = capped score of query (b, i, h) against key j, for j <= its
+ * last key (masked: -inf); returns the row maximum. */
 static float scores(const cap_job *J, int b, int i, int h, float *sc)
 {
     const attn_shape *s = J->s;
     int pos = s->q_off + i, kh = h / (s->NH / s->KVH);
     const float *q = qrow(s, J->q, b, i, h);
     float mx = -INFINITY;
-    for (int j = 0; j <= pos; j++) {
+    for (int j = 0, last = last_key(s, b, pos); j <= last; j++) {
         if (!visible(s, b, pos, j)) { sc[j] = -INFINITY; continue; }
         const float *k = krow(s, J->k, b, j, kh);
         float d = 0;
@@ -76,7 +86,7 @@ static void fwd_units(void *ctx, int64_t u0, int64_t u1)
             float *o = (float *)qrow(s, J->out, b, i, h);
             memset(o, 0, (size_t)s->HS * sizeof *o);
             double l = 0;
-            for (int j = 0; j <= pos; j++) {
+            for (int j = 0, last = last_key(s, b, pos); j <= last; j++) {
                 if (sc[j] == -INFINITY) continue;
                 float p = expf(sc[j] - mx);
                 l += p;
@@ -101,7 +111,7 @@ static void dscores(const cap_job *J, int b, int i, int h, float *sc)
     const float *dO = qrow(s, J->dout, b, i, h), *O = qrow(s, J->o_fwd, b, i, h);
     float D = 0, lse = J->lse_in[((size_t)b * s->NH + h) * s->Tq + i];
     for (int c = 0; c < s->HS; c++) D += dO[c] * O[c];
-    for (int j = 0; j <= pos; j++) {
+    for (int j = 0, last = last_key(s, b, pos); j <= last; j++) {
         if (sc[j] == -INFINITY) { sc[j] = 0; continue; }
         float p = expf(sc[j] - lse);
         const float *v = krow(s, J->v, b, j, kh);
@@ -124,7 +134,7 @@ static void dq_units(void *ctx, int64_t u0, int64_t u1)
             dscores(J, b, i, h, sc);
             float *dq = (float *)qrow(s, J->dq, b, i, h);
             memset(dq, 0, (size_t)s->HS * sizeof *dq);
-            for (int j = 0; j <= s->q_off + i; j++) {
+            for (int j = 0, last = last_key(s, b, s->q_off + i); j <= last; j++) {
                 if (sc[j] == 0) continue;
                 const float *k = krow(s, J->k, b, j, kh);
                 for (int c = 0; c < s->HS; c++) dq[c] += sc[j] * k[c];
@@ -154,14 +164,15 @@ static void dkv_units(void *ctx, int64_t u0, int64_t u1)
                 (void)mx;
                 float lse = J->lse_in[((size_t)b * s->NH + h) * s->Tq + i];
                 const float *dO = qrow(s, J->dout, b, i, h), *q = qrow(s, J->q, b, i, h);
-                for (int j = 0; j <= pos; j++) {   /* dv += P·dO */
+                int last = last_key(s, b, pos);
+                for (int j = 0; j <= last; j++) {   /* dv += P·dO */
                     if (sc[j] == -INFINITY) continue;
                     float p = expf(sc[j] - lse);
                     float *dv = (float *)krow(s, J->dv, b, j, kh);
                     for (int c = 0; c < s->HS; c++) dv[c] += p * dO[c];
                 }
                 dscores(J, b, i, h, sc);
-                for (int j = 0; j <= pos; j++) {   /* dk += dS·q */
+                for (int j = 0; j <= last; j++) {   /* dk += dS·q */
                     if (sc[j] == 0) continue;
                     float *dk = (float *)krow(s, J->dk, b, j, kh);
                     for (int c = 0; c < s->HS; c++) dk[c] += sc[j] * q[c];

@@ -243,6 +243,12 @@ typedef struct attn_shape {
      * kern_attn_fwd/bwd run the plain-loop kern_attn_cap_* (attn_cap.c) */
     float scale;    /* 0 = 1/√HS */
     float softcap;  /* 0 = none */
+    /* PaliGemma's prefix-LM: prefix[b] keys at positions < prefix[b] are
+     * seen by every query at a position < prefix[b] (the image + prompt
+     * block attends both ways; the rest stays causal). NULL = causal. The
+     * tiled kernels extend each query's key range (attn_last_key); the
+     * backward then recomputes dS in the dQ pass (no kept tiles). */
+    const int32_t *prefix;
 } attn_shape;
 void kern_attn_cap_fwd(float *out, float *lse, const float *q, const float *k, const float *v, const attn_shape *s);
 void kern_attn_cap_bwd(float *dq, float *dk, float *dv, const float *dout, const float *out, const float *lse,

@@ -245,6 +245,13 @@ typedef struct attn_job {
     const int32_t *ds_off;  /* [nqb + 1] */
     int64_t ds_per_head;
 } attn_job;
+/* The last key query position pos of sequence b sees: itself, or the
+ * prefix-LM block's last key while pos is inside it (attn_shape.prefix);
+ * callers clamp to Tk − 1. */
+static inline int attn_last_key(const attn_shape *s, int b, int pos)
+{
+    return s->prefix && pos < s->prefix[b] && s->prefix[b] - 1 > pos ? s->prefix[b] - 1 : pos;
+}
 /* Largest dS store (floats) kern_attn_bwd asks for; longer sequences
  * recompute the tiles in the dQ pass instead. */
 #define ATTN_DS_MAX_FLOATS ((size_t)8 << 20)

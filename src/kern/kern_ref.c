@@ -105,7 +105,8 @@ void kern_swiglu_bwd_ref(float *dg, float *du, const float *dh, const float *g, 
 static int ref_visible(const attn_shape *s, int b, int i, int j)
 {
     int pos = s->q_off + i;
-    if (j > pos) return 0;
+    int in_prefix = s->prefix && pos < s->prefix[b] && j < s->prefix[b];   /* paligemma's prefix-LM */
+    if (j > pos && !in_prefix) return 0;
     if (s->seg && s->seg[(int64_t)b * s->Tk + j] != s->seg[(int64_t)b * s->Tk + pos]) return 0;
     if (s->window > 0 && pos - j >= s->window) return 0;
     return 1;

@@ -275,8 +275,8 @@ int doctor_plan_registry(const host_info *h, uint64_t max_memory, doctor_row *ro
         plan_base local;
         model_config c;
         int have_local = 0;
-        if (r->modality == REG_VISION && !base_arch_supported(r->architecture)) {
-            snprintf(row->note, sizeof row->note, "%s base: dlm trains text bases, Qwen2-VL and Qwen2-Audio only",
+        if (r->modality != REG_TEXT && !base_arch_supported(r->architecture)) {
+            snprintf(row->note, sizeof row->note, "%s base: dlm trains text bases, Qwen2-VL, PaliGemma and Qwen2-Audio only",
                      registry_modality_name(r->modality));
             continue;
         }
@@ -319,6 +319,7 @@ int doctor_plan_registry(const host_info *h, uint64_t max_memory, doctor_row *ro
         in->dataset_bytes = TYPICAL_DATASET;
         in->distinct_tokens = TYPICAL_DISTINCT;
         in->keep_best = 1;
+        in->vl_tower_bytes = doctor_pali_tower_bytes(&c);   /* paligemma: the tower while it computes features */
         /* as published (or as downloaded), then as Q8_0 and Q4_K GGUFs: the
          * first that fits says whether the base must stay quantized */
         if (r->modality == REG_AUDIO) plan_audio_encoder(r, have_local, in, row);

@@ -88,7 +88,14 @@ int doctor_plan_registry(const host_info *h, uint64_t max_memory, doctor_row *ro
 
 /* The published config of a registry base dlm can train (shapes.c). */
 int doctor_known_shape(const char *key, model_config *c);
-/* Weights of a shape (for the registry cross-check). */
+/* Weights of a shape (for the registry cross-check); a PaliGemma's tower
+ * and projector included. */
 uint64_t doctor_shape_params(const model_config *c);
+/* A PaliGemma's SigLIP tower and projector weights (0 for any other base). */
+uint64_t doctor_pali_tower_params(const model_config *c);
+/* Bytes a PaliGemma's tower holds while it computes an image's features:
+ * its weights in f32 (vision/siglip.c widens them) and siglip_forward's
+ * buffers for one image (0 for any other base). */
+uint64_t doctor_pali_tower_bytes(const model_config *c);
 
 #endif

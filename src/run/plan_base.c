@@ -47,6 +47,7 @@ static int read_gguf(const char *path, plan_base *b, dlm_err *e)
     else if (!strcmp(arch, "olmo2")) c->arch = ARCH_OLMO2;
     else if (!strcmp(arch, "smollm3")) c->arch = ARCH_SMOLLM3;
     else if (!strcmp(arch, "gemma2")) c->arch = ARCH_GEMMA2;
+    else if (!strcmp(arch, "gemma")) c->arch = ARCH_GEMMA;
     else if (!strcmp(arch, "phi3")) c->arch = ARCH_PHI3;
     else {
         err_set(e, "UnsupportedArchitectureError", "%s: unsupported GGUF architecture '%s'", path, arch);
@@ -84,6 +85,7 @@ static int read_gguf(const char *path, plan_base *b, dlm_err *e)
     c->fused = c->arch == ARCH_PHI3;   /* the fused products' buffers */
     finish_cfg(c);
     if (c->arch == ARCH_GEMMA2) model_config_gemma2(c);   /* the plan needs the shape's buffers only */
+    if (c->arch == ARCH_GEMMA) model_config_gemma(c);
     b->gguf = 1;
     b->meta_bytes = gguf_data_offset(g);
     b->embd_bytes = emb->nbytes;

@@ -72,7 +72,7 @@ typedef struct run {
     ds_vl vl;
     ds_image *vl_images;
     float *vl_feat;
-    int32_t *brow, *bpos3;
+    int32_t *brow, *bpos3, *bprefix;   /* bprefix [micro_batch]: PaliGemma's prefix-LM blocks */
     int vl_cached;                  /* images whose features came from the vl-cache */
     int *items;
     optim_config optim;

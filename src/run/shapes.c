@@ -44,6 +44,8 @@ static const shape_row SHAPES[] = {
     {"phi-3.5-mini", ARCH_PHI3, 32, 3072, 8192, 32, 32, 96, 32064, 0, 131072},
     {"phi-4-mini-reasoning", ARCH_PHI3, 32, 3072, 8192, 24, 8, 128, 200064, 1, 131072},
     {"qwen2-vl-2b-instruct", ARCH_QWEN2, 28, 1536, 8960, 12, 2, 128, 151936, 1, 32768},
+    /* PaliGemma: its text_config (a Gemma); the tower below */
+    {"paligemma-3b-mix-224", ARCH_GEMMA, 18, 2048, 16384, 8, 1, 256, 257216, 1, 8192},
 };
 
 /* Sparse-MoE rows (mixtral: llama's layer with experts): experts and the
@@ -78,6 +80,24 @@ int doctor_known_shape(const char *key, model_config *c)
         if (s->arch == ARCH_GEMMA2) {
             model_config_gemma2(c);
             c->rope_theta = 10000.0f;
+        }
+        if (s->arch == ARCH_GEMMA) {
+            model_config_gemma(c);
+            c->rope_theta = 10000.0f;
+        }
+        if (!strcmp(key, "paligemma-3b-mix-224")) {   /* its config.json's vision_config (SigLIP So400m/14) */
+            c->pali = 1;
+            c->vl = VL_PALI;
+            c->image_id = 257152;
+            c->pali_image_id = 257152;
+            c->pali_vis.layers = 27;
+            c->pali_vis.hidden = 1152;
+            c->pali_vis.heads = 16;
+            c->pali_vis.mlp_hidden = 4304;
+            c->pali_vis.image_size = 224;
+            c->pali_vis.patch = 14;
+            c->pali_tokens = 256;
+            c->pali_proj = 2048;
         }
         if (s->arch == ARCH_PHI3) {   /* Phi3Config: fused projections; Phi-4-mini rotates 0.75 of each head */
             c->fused = 1;
@@ -116,5 +136,25 @@ uint64_t doctor_shape_params(const model_config *c)
     uint64_t layer = Q * C + 2 * K * C + C * Q + E * 3 * F * C + router + 2 * C + (c->qkv_bias ? Q + 2 * K : 0) +
                      (c->qk_norm == QK_NORM_FULL ? Q + K : c->qk_norm ? 2 * (uint64_t)c->head_dim : 0) +
                      (c->sandwich ? 2 * C : 0);
-    return layer * (uint64_t)c->n_layer + V * C * (c->tied ? 1 : 2) + C + (c->vl ? qwen2vl_tower_params(c) : 0);
+    return layer * (uint64_t)c->n_layer + V * C * (c->tied ? 1 : 2) + C + doctor_pali_tower_params(c) +
+           (c->vl == VL_QWEN2 ? qwen2vl_tower_params(c) : 0);
+}
+
+uint64_t doctor_pali_tower_bytes(const model_config *c)
+{
+    if (!c->pali) return 0;
+    uint64_t D = (uint64_t)c->pali_vis.hidden, F = (uint64_t)c->pali_vis.mlp_hidden, N = (uint64_t)c->pali_tokens;
+    uint64_t K = 3 * (uint64_t)c->pali_vis.patch * (uint64_t)c->pali_vis.patch, S = (uint64_t)c->pali_vis.image_size;
+    uint64_t acts = 5 * N * D + N * (F > K ? F : K) + N * N + N * (uint64_t)c->pali_proj + 3 * S * S;
+    return (doctor_pali_tower_params(c) + acts) * sizeof(float);
+}
+
+uint64_t doctor_pali_tower_params(const model_config *c)
+{
+    if (!c->pali) return 0;
+    uint64_t D = (uint64_t)c->pali_vis.hidden, F = (uint64_t)c->pali_vis.mlp_hidden, P = (uint64_t)c->pali_vis.patch;
+    uint64_t np = (uint64_t)c->pali_tokens;
+    uint64_t layer = 4 * (D * D + D) + 2 * D * F + F + D + 4 * D;   /* q k v out, fc1 fc2, two LayerNorms */
+    return 3 * P * P * D + D + np * D + (uint64_t)c->pali_vis.layers * layer + 2 * D + D * (uint64_t)c->pali_proj +
+           (uint64_t)c->pali_proj;
 }

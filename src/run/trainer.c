@@ -415,7 +415,8 @@ static int allocate(run *R, dlm_err *e)
     if (R->P.data.ds->vl) {   /* a Qwen2-VL base: the splice of each batch */
         R->brow = malloc(bt * sizeof(int32_t));
         R->bpos3 = malloc(3 * bt * sizeof(int32_t));
-        if (!R->brow || !R->bpos3) return err_set(e, "OOMError", "cannot allocate the image batch buffers");
+        R->bprefix = calloc((size_t)rows, sizeof(int32_t));
+        if (!R->brow || !R->bpos3 || !R->bprefix) return err_set(e, "OOMError", "cannot allocate the image batch buffers");
         memset(R->brow, 0, bt * sizeof(int32_t));
         memset(R->bpos3, 0, 3 * bt * sizeof(int32_t));
     }
@@ -561,7 +562,7 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
          * trains on them, the other vision towers are not built yet */
         media_ingest_stats ms;
         if (R->lead && media_ingest_images(R->doc, R->store, &ms, e)) goto out;
-        if (vl_kind == VL_QWEN2) goto images_in;
+        if (vl_kind == VL_QWEN2 || vl_kind == VL_PALI) goto images_in;
         err_set(e, "ModalityError", "%s: %d image(s) checked and in the blob store (%d new); training on images with %s "
                 "is not built yet", o->doc_path, media_count_images(R->doc), R->lead ? ms.written : 0, R->base_spec);
         err_hint(e, "docs/images.md says what works today: Qwen2-VL bases (qwen2-vl-2b-instruct) train on images");

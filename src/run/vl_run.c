@@ -8,8 +8,10 @@
 #include "media/blob.h"
 #include "media/image.h"
 #include "media/ingest.h"
+#include "run/doctor.h"
 #include "util/fs.h"
 #include "util/log.h"
+#include "vision/pali.h"
 #include "vision/qwen2vl.h"
 
 /* an image by its blob in store, or (store NULL: doctor, nothing ingested)
@@ -40,7 +42,7 @@ int vl_grids(const dlm_doc *doc, const model_config *c, const char *store, ds_im
 {
     memset(vl, 0, sizeof *vl);
     *images = NULL;
-    if (c->vl != VL_QWEN2) return 0;
+    if (c->vl != VL_QWEN2 && c->vl != VL_PALI) return 0;
     int n = 0;
     for (int i = 0; i < doc_nsections(doc); i++) n += doc_section_at(doc, i)->type == DOC_IMAGE;
     ds_image *im_tab = calloc((size_t)(n ? n : 1), sizeof *im_tab);
@@ -55,6 +57,20 @@ int vl_grids(const dlm_doc *doc, const model_config *c, const char *store, ds_im
         int dup = 0;
         for (int j = 0; j < k && !dup; j++) dup = !strcmp(im_tab[j].sha, s->media_blob_sha);
         if (dup) continue;
+        if (c->vl == VL_PALI) {   /* a fixed square grid: every image is resized to image_size */
+            ds_image *d = &im_tab[k++];
+            image_rgb im;
+            if (read_image(store, doc, s, s->media_blob_sha, &im, e)) return -1;   /* checked now, not at feature time */
+            image_free(&im);
+            snprintf(d->sha, sizeof d->sha, "%s", s->media_blob_sha);
+            int g = c->pali_vis.image_size / c->pali_vis.patch;
+            d->grid[0] = 1;
+            d->grid[1] = d->grid[2] = g;
+            d->n_tok = c->pali_tokens;
+            d->row0 = rows;
+            rows += d->n_tok;
+            continue;
+        }
         image_rgb im;
         if (read_image(store, doc, s, s->media_blob_sha, &im, e)) return -1;
         int oh, ow, f = pc.patch * pc.merge;
@@ -71,7 +87,8 @@ int vl_grids(const dlm_doc *doc, const model_config *c, const char *store, ds_im
         rows += d->n_tok;
     }
     *vl = (ds_vl){.image_id = c->image_id, .vision_start_id = c->vision_start_id, .vision_end_id = c->vision_end_id,
-                  .merge = c->vis.merge, .images = im_tab, .n_images = k, .n_rows = rows};
+                  .merge = c->vis.merge, .prefix_lm = c->vl == VL_PALI, .images = im_tab, .n_images = k,
+                  .n_rows = rows};
     return 0;
 }
 
@@ -87,10 +104,13 @@ int vl_run_features(run *R, dlm_err *e)
     int C = c->d_model;
     R->vl_feat = malloc((size_t)R->vl.n_rows * C * sizeof(float));
     if (!R->vl_feat) return err_set(e, "OOMError", "cannot allocate the images' features");
-    proc_cfg pc = qwen2vl_proc(c);
+    int pali = c->vl == VL_PALI;
+    proc_cfg pc = pali ? pali_proc(c) : qwen2vl_proc(c);
     char key[65];
-    qwen2vl_feature_key(R->m, &pc, key);
+    if (pali) pali_feature_key(R->m, &pc, key);
+    else qwen2vl_feature_key(R->m, &pc, key);
     qwen2vl_vit v;
+    siglip sg;
     int tower = 0, rc = -1;
     for (int k = 0; k < R->vl.n_images; k++) {
         const ds_image *d = &R->vl_images[k];
@@ -103,14 +123,21 @@ int vl_run_features(run *R, dlm_err *e)
             continue;
         }
         if (!tower) {
-            if (qwen2vl_tower_load(R->m, &v, e)) goto out;
+            if (pali ? pali_tower_load(R->m, &sg, e) : qwen2vl_tower_load(R->m, &v, e)) goto out;
             tower = 1;
         }
         image_rgb im;
         float *f;
         int nr, grid[3];
         if (read_image(R->store, R->doc, NULL, d->sha, &im, e)) goto out;
-        int r = qwen2vl_image_features(&v, c, &pc, &im, &f, &nr, grid, e);
+        int r;
+        if (pali) {   /* a fixed (image_size/patch)² rows, divided by √hidden for the splice */
+            r = pali_image_features(&sg, c, &pc, &im, &f, e);
+            nr = c->pali_tokens;
+            memcpy(grid, d->grid, sizeof grid);
+        } else {
+            r = qwen2vl_image_features(&v, c, &pc, &im, &f, &nr, grid, e);
+        }
         image_free(&im);
         if (r) goto out;
         if (nr != d->n_tok || grid[1] != d->grid[1] || grid[2] != d->grid[2]) {
@@ -126,14 +153,15 @@ int vl_run_features(run *R, dlm_err *e)
     }
     rc = 0;
 out:
-    if (tower) qwen2vl_vit_free(&v);
+    if (tower && pali) siglip_free(&sg);
+    else if (tower) qwen2vl_vit_free(&v);
     return rc;
 }
 
 int vl_run_fill(run *R, const int *items, int n, token_batch *b, int64_t *n_loss)
 {
     return dataset_fill_vl(R->P.data.ds, items, n, R->packing, R->micro_batch, R->T, R->btok, R->btgt, R->bpos,
-                           R->bseg, R->brow, R->bpos3, R->vl_feat, b, n_loss);
+                           R->bseg, R->brow, R->bpos3, R->bprefix, R->vl_feat, b, n_loss);
 }
 
 uint64_t vl_run_feature_bytes(const ds_vl *vl, const model_config *c)
@@ -143,6 +171,7 @@ uint64_t vl_run_feature_bytes(const ds_vl *vl, const model_config *c)
 
 uint64_t vl_run_tower_bytes(const model_config *c, const ds_vl *vl)
 {
+    if (c->vl == VL_PALI && vl && vl->n_images) return doctor_pali_tower_bytes(c);
     if (c->vl != VL_QWEN2 || !vl || !vl->n_images) return 0;
     const struct model_vision *s = &c->vis;
     uint64_t D = (uint64_t)s->embed_dim, F = D * (uint64_t)s->mlp_ratio;
@@ -164,6 +193,8 @@ void vl_run_free(run *R)
     free(R->vl_feat);
     free(R->brow);
     free(R->bpos3);
+    free(R->bprefix);
+    R->bprefix = NULL;
     R->vl_images = NULL;
     R->vl_feat = NULL;
     R->brow = R->bpos3 = NULL;

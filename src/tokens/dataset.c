@@ -293,6 +293,46 @@ static int expand_image(rowbuf *rb, int32_t image_id, int n_tok)
     return 0;
 }
 
+/* PaliGemma's Q/A about image k: PaliGemmaProcessor(images, text=question,
+ * suffix=answer): the image's tokens, <bos>, the question, "\n" (the
+ * prefix-LM block, no loss), then answer + EOS (the loss); no chat
+ * template (PaliGemma has none). */
+static int add_image_qa_pali(dataset *d, const doc_section *s, const doc_section *im, int k, int replay, tok *t,
+                             const ds_opts *o, rowbuf *rb, dlm_err *e)
+{
+    const ds_vl *vl = o->vl;
+    if (tok_bos(t) < 0) return err_set(e, "DatasetError", "the tokenizer has no <bos> token, which PaliGemma's rows need");
+    for (int p = 0; p < s->n_pairs; p++) {
+        int val = !replay && dataset_is_val(o->seed, s->id, p, o->val_frac < 0 ? DS_VAL_FRAC : o->val_frac);
+        rb->ids.n = 0;
+        for (int i = 0; i < vl->images[k].n_tok; i++)
+            if (push_id(rb, vl->image_id, 0)) return err_set(e, "MemoryError", "out of memory");
+        if (push_id(rb, tok_bos(t), 0)) return err_set(e, "MemoryError", "out of memory");
+        const char *q = s->pairs[p].question, *a = s->pairs[p].answer;
+        if (encode_seg(t, rb, q, strlen(q), 0, e) || encode_seg(t, rb, "\n", 1, 0, e)) return -1;
+        int prefix = (int)rb->ids.n;
+        if (encode_seg(t, rb, a, strlen(a), 1, e)) return -1;
+        if (tok_eos(t) >= 0 && push_id(rb, tok_eos(t), 1)) return err_set(e, "MemoryError", "out of memory");
+        int n = (int)rb->ids.n;
+        if (n - 1 > o->seq_len || n - 1 > DS_IMAGE_ROW_MAX) {
+            err_set(e, "DatasetError", "a Q/A about image '%s' needs %d tokens (%d for the image), more than "
+                    "sequence_len %d", im->media_path, n - 1, vl->images[k].n_tok, o->seq_len);
+            return err_hint(e, "raise training.sequence_len (a row with an image is never cut)");
+        }
+        int before = d->n_items;
+        if (add_row(d, rb->ids.v, rb->train, n, o->seq_len, s->id, p, val, replay))
+            return err_set(e, "MemoryError", "out of memory");
+        if (d->n_items > before) {
+            d->items[before].image = k + 1;
+            d->items[before].prefix = prefix;
+        }
+        if (replay) d->rows_replay++; else d->rows_instr++;
+        d->rows_image_qa++;
+        if (val) d->val_msg_rows++; else d->train_msg_rows++;
+    }
+    return 0;
+}
+
 /* The Q/A pairs of an instruction section that follows image section im
  * (dataset.h): the user turn is the image then the question. */
 static int add_image_qa(dataset *d, const doc_section *s, const doc_section *im, int replay, tok *t,
@@ -301,6 +341,7 @@ static int add_image_qa(dataset *d, const doc_section *s, const doc_section *im,
     const ds_vl *vl = o->vl;
     int k = find_image(vl, im, e);
     if (k < 0) return -1;
+    if (vl->prefix_lm) return add_image_qa_pali(d, s, im, k, replay, t, o, rb, e);
     size_t l0, l1, l2;
     const char *t0 = tok_token_bytes(t, vl->vision_start_id, &l0), *t1 = tok_token_bytes(t, vl->image_id, &l1),
                *t2 = tok_token_bytes(t, vl->vision_end_id, &l2);
@@ -366,6 +407,17 @@ static int add_image(dataset *d, const doc_section *s, int replay, tok *t, const
         if (push_id(rb, vl->image_id, 0)) return err_set(e, "MemoryError", "out of memory");
     size_t b, en;
     strip(s->content, s->content_len, &b, &en);
+    int prefix = 0;
+    if (vl->prefix_lm) {
+        /* PaliGemma: <bos> "\n" close the prefix; the caption is the suffix */
+        if (tok_bos(t) < 0)
+            return err_set(e, "DatasetError", "the tokenizer has no <bos> token, which PaliGemma's rows need");
+        if (push_id(rb, tok_bos(t), 0)) return err_set(e, "MemoryError", "out of memory");
+        if (encode_seg(t, rb, "\n", 1, 0, e)) return -1;
+        prefix = (int)rb->ids.n;
+        if (encode_seg(t, rb, s->content + b, en - b, 1, e)) return -1;
+        goto eos;
+    }
     /* "\n" + caption, encoded as one text (the original's f"{image_token}\n{caption}") */
     char *cap = malloc(en - b + 2);
     if (!cap) return err_set(e, "MemoryError", "out of memory");
@@ -374,6 +426,7 @@ static int add_image(dataset *d, const doc_section *s, int replay, tok *t, const
     int rc = encode_seg(t, rb, cap, en - b + 1, 1, e);
     free(cap);
     if (rc) return -1;
+eos:
     if (tok_eos(t) >= 0 && push_id(rb, tok_eos(t), 1)) return err_set(e, "MemoryError", "out of memory");
     int n = (int)rb->ids.n;
     if (n - 1 > o->seq_len || n - 1 > DS_IMAGE_ROW_MAX) {
@@ -385,7 +438,10 @@ static int add_image(dataset *d, const doc_section *s, int replay, tok *t, const
     int before = d->n_items;
     if (add_row(d, rb->ids.v, rb->train, n, o->seq_len, s->id, 0, val, replay))
         return err_set(e, "MemoryError", "out of memory");
-    if (d->n_items > before) d->items[before].image = k + 1;
+    if (d->n_items > before) {
+        d->items[before].image = k + 1;
+        d->items[before].prefix = prefix;
+    }
     d->rows_image++;
     if (val) d->val_text_rows++; else d->train_text_rows++;
     return 0;
@@ -712,15 +768,18 @@ int dataset_fill(const dataset *d, const int *items, int n, int packing, int B_c
     if (B_cap > 256) B_cap = 256;
     /* Assign items to sequences: first fit (packing) or one each. */
     int where[256], start[256];
+    uint8_t solo[256];   /* a PaliGemma image row: alone in its row (its prefix is the row's, dataset.h) */
     for (int i = 0; i < n && i < 256; i++) {
         int len = d->items[items[i]].len, k = -1;
-        if (packing)
+        int own = d->vl && d->vl->prefix_lm && d->items[items[i]].image;
+        if (packing && !own)
             for (int j = 0; j < nb; j++)
-                if (fill[j] + len <= T_cap) { k = j; break; }
+                if (!solo[j] && fill[j] + len <= T_cap) { k = j; break; }
         if (k < 0) {
             if (nb == B_cap) return -1;
             k = nb++;
             fill[k] = 0;
+            solo[k] = (uint8_t)own;
         }
         where[i] = k;
         start[i] = fill[k];
@@ -780,13 +839,33 @@ int dataset_fill_audio(const dataset *d, const int *items, int n, const float *e
 }
 
 int dataset_fill_vl(const dataset *d, const int *items, int n, int packing, int B_cap, int T_cap, int32_t *toks,
-                    int32_t *tgts, int32_t *pos, int32_t *seg, int32_t *embed_row, int32_t *pos3, const float *feats,
-                    token_batch *b, int64_t *n_loss)
+                    int32_t *tgts, int32_t *pos, int32_t *seg, int32_t *embed_row, int32_t *pos3, int32_t *prefix,
+                    const float *feats, token_batch *b, int64_t *n_loss)
 {
     if (dataset_fill(d, items, n, packing, B_cap, T_cap, toks, tgts, pos, seg, b, n_loss)) return -1;
     const ds_vl *vl = d->vl;
     if (!vl) return 0;
     int64_t N = (int64_t)b->B * b->T;
+    if (vl->prefix_lm) {
+        /* PaliGemma: an image item opens its row (dataset_fill); its rows
+         * of features in order, its prefix; positions from 1 */
+        for (int r = 0; r < b->B; r++) {
+            size_t p0 = (size_t)r * b->T;
+            const ds_item *it = seg[p0] >= 0 ? &d->items[items[seg[p0]]] : NULL;
+            prefix[r] = it && it->image ? it->prefix : 0;
+            for (int c = 0, k = 0; c < b->T; c++) {
+                embed_row[p0 + c] = -1;
+                if (it && it->image && c < it->len && toks[p0 + c] == vl->image_id)
+                    embed_row[p0 + c] = (int32_t)(vl->images[it->image - 1].row0 + k++);
+                pos[p0 + c] += 1;
+            }
+        }
+        b->embeds = feats;
+        b->embed_row = embed_row;
+        b->n_embeds = (int)vl->n_rows;
+        b->prefix = prefix;
+        return 0;
+    }
     for (int64_t i = 0; i < N; i++) {
         embed_row[i] = -1;
         for (int s = 0; s < 3; s++) pos3[s * N + i] = pos[i];

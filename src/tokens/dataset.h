@@ -13,7 +13,10 @@
  *   image        → on a vision-language base (ds_opts.vl, docs/images.md),
  *                  the original's `<image>\n<caption>` row: the image's
  *                  tokens, then "\n" + caption + EOS with the loss on the
- *                  caption (from "\n" on); never cut into windows
+ *                  caption (from "\n" on); never cut into windows.
+ *                  PaliGemma: the image's tokens, <bos>, "\n" (the
+ *                  bidirectional prefix, no loss), then caption + EOS
+ *                  (the loss), as PaliGemmaProcessor(text="", suffix=caption)
  *   Q/A after an image → on a vision-language base, an instruction section
  *                  that directly follows an image section asks about that
  *                  image: each user turn's content is the image
@@ -62,6 +65,7 @@ typedef struct ds_item {
     uint8_t replay;         /* from the replay corpus */
     int32_t emb_off, n_emb; /* an audio row: inputs 0..n_emb-1 are rows emb_off.. of the clips' table; n_emb 0 = none */
     int32_t image;          /* 1 + the index of its image in ds_opts.vl, 0 = a text item */
+    int32_t prefix;         /* PaliGemma: the bidirectional block (image + <bos> + "\n"), 0 = causal */
 } ds_item;
 
 /* The images of a document on a vision-language base (Qwen2-VL), prepared
@@ -78,6 +82,10 @@ typedef struct ds_vl {
     int32_t image_id;       /* the image token */
     int32_t vision_start_id, vision_end_id;   /* around an image in a chat turn */
     int merge;
+    /* PaliGemma (prefix_lm): rows as PaliGemmaProcessor(images, text="",
+     * suffix=caption) lays them out, positions from 1, the prefix-LM mask;
+     * no M-RoPE. 0 = Qwen2-VL. */
+    int prefix_lm;
     const ds_image *images;
     int n_images;
     int64_t n_rows;         /* rows of features in all */
@@ -181,10 +189,13 @@ int dataset_fill_audio(const dataset *d, const int *items, int n, const float *e
 /* dataset_fill, then the splice of a vision-language dataset (d->vl): the
  * image tokens' rows of features (embed_row [B_cap*T_cap]) and every row's
  * M-RoPE positions (pos3 [3*B_cap*T_cap]; each item's from 0, as pos).
- * feats: [d->vl->n_rows][d_model]. Without d->vl it is dataset_fill. */
+ * feats: [d->vl->n_rows][d_model]. Without d->vl it is dataset_fill.
+ * PaliGemma (prefix_lm): every image item gets a row of its own (packing
+ * applies to the text items only), prefix [B_cap] its block's length (0 on
+ * text rows), pos counts from 1, no pos3. */
 int dataset_fill_vl(const dataset *d, const int *items, int n, int packing, int B_cap, int T_cap, int32_t *toks,
-                    int32_t *tgts, int32_t *pos, int32_t *seg, int32_t *embed_row, int32_t *pos3, const float *feats,
-                    token_batch *b, int64_t *n_loss);
+                    int32_t *tgts, int32_t *pos, int32_t *seg, int32_t *embed_row, int32_t *pos3, int32_t *prefix,
+                    const float *feats, token_batch *b, int64_t *n_loss);
 
 /* ---- preference pairs ------------------------------------------------------
  * Each triple of the document's preference sections becomes two sequences,

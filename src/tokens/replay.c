@@ -134,7 +134,7 @@ int replay_open(const char *store, replay **out, dlm_err *e)
         }
         json_decref(a);
         json_decref(side);
-        if (r->n) qsort(r->e, (size_t)r->n, sizeof *r->e, cmp_entry);   /* none (an audio-only document): r->e may be NULL */
+        if (r->n > 1) qsort(r->e, (size_t)r->n, sizeof *r->e, cmp_entry);   /* e is NULL when the corpus is empty */
     }
     *out = r;
     return 0;
@@ -298,7 +298,7 @@ dlm_doc *replay_doc(const replay *r, const int *idx, int n, dlm_err *e)
 
 static int save_index(replay *r, dlm_err *e)
 {
-    if (r->n) qsort(r->e, (size_t)r->n, sizeof *r->e, cmp_entry);   /* none (an audio-only document): r->e may be NULL */
+    if (r->n > 1) qsort(r->e, (size_t)r->n, sizeof *r->e, cmp_entry);   /* e is NULL when the corpus is empty */
     /* index.json exactly as the original's IndexEntry (extra="forbid");
      * the run bookkeeping goes to the sidecar, written first (an entry the
      * index lacks is ignored, one the sidecar lacks reads its record) */
@@ -414,7 +414,7 @@ int replay_commit(replay *r, const dlm_doc *doc, int64_t run_id, uint64_t max_by
         x->first_run = x->last_run = run_id;
         x->weight = 1.0;
         end += (int64_t)zn;
-        if (r->n) qsort(r->e, (size_t)r->n, sizeof *r->e, cmp_entry);   /* none (an audio-only document): r->e may be NULL */
+        if (r->n > 1) qsort(r->e, (size_t)r->n, sizeof *r->e, cmp_entry);   /* e is NULL when the corpus is empty */
     }
     if (fsync(fd) != 0) { close(fd); return err_sys(e, "cannot fsync '%s'", r->corpus); }
     close(fd);

@@ -14,8 +14,9 @@ int base_arch_supported(const char *a)
 {
     return a && (!strcmp(a, "LlamaForCausalLM") || !strcmp(a, "MistralForCausalLM") || !strcmp(a, "Qwen2ForCausalLM") ||
                  !strcmp(a, "Qwen3ForCausalLM") || !strcmp(a, "Olmo2ForCausalLM") || !strcmp(a, "SmolLM3ForCausalLM") ||
-                 !strcmp(a, "Gemma2ForCausalLM") || !strcmp(a, "MixtralForCausalLM") || !strcmp(a, "Phi3ForCausalLM") ||
-                 !strcmp(a, "Qwen2VLForConditionalGeneration") || !strcmp(a, "Qwen2AudioForConditionalGeneration"));
+                 !strcmp(a, "Gemma2ForCausalLM") || !strcmp(a, "GemmaForCausalLM") || !strcmp(a, "MixtralForCausalLM") ||
+                 !strcmp(a, "Phi3ForCausalLM") || !strcmp(a, "Qwen2VLForConditionalGeneration") ||
+                 !strcmp(a, "PaliGemmaForConditionalGeneration") || !strcmp(a, "Qwen2AudioForConditionalGeneration"));
 }
 
 static char g_tiny[4096];
@@ -25,7 +26,7 @@ void base_set_tiny_path(const char *path) { snprintf(g_tiny, sizeof g_tiny, "%s"
 /* What each registry architecture still lacks in dlm's decoder, so a refusal
  * says why rather than only "unsupported". */
 static const struct { const char *arch, *missing; } ARCH_GAPS[] = {
-    {"Mistral3ForConditionalGeneration", "a vision encoder (dlm trains text bases, Qwen2-VL and Qwen2-Audio only)"},
+    {"Mistral3ForConditionalGeneration", "a vision encoder (dlm trains text bases, Qwen2-VL, PaliGemma and Qwen2-Audio only)"},
 };
 
 int base_check_runnable(const base_ref *ref, dlm_err *e)
@@ -51,7 +52,9 @@ int base_vl_kind(const char *spec)
     if (!spec || registry_parse_base(spec, &b, &ignore)) return 0;
     if (b.kind == BASE_REGISTRY) {
         if (b.entry->modality != REG_VISION) return 0;
-        return b.entry->architecture && !strcmp(b.entry->architecture, "Qwen2VLForConditionalGeneration") ? VL_QWEN2 : -1;
+        if (!b.entry->architecture) return -1;
+        if (!strcmp(b.entry->architecture, "PaliGemmaForConditionalGeneration")) return VL_PALI;
+        return !strcmp(b.entry->architecture, "Qwen2VLForConditionalGeneration") ? VL_QWEN2 : -1;
     }
     if (b.kind != BASE_PATH) return 0;
     char p[4200], *txt = NULL;

@@ -386,6 +386,96 @@ static int parse_gemma2(const cfg_ctx *c, model_config *cfg)
     return 0;
 }
 
+/* GemmaConfig (Gemma 1): hidden_act gelu_pytorch_tanh ("gelu", the
+ * released configs' legacy value, means the same: GemmaConfig rewrites it);
+ * no attention bias. */
+static int parse_gemma(const cfg_ctx *c, model_config *cfg)
+{
+    const char *act = json_string_value(json_object_get(c->root, "hidden_act"));
+    if (act && strcmp(act, "gelu_pytorch_tanh") && strcmp(act, "gelu")) {
+        err_at(c->e, KIND, c->path, 0, 0, "hidden_act '%s' is not supported for gemma", act);
+        return err_hint(c->e, "Gemma uses gelu_pytorch_tanh");
+    }
+    int b = 0;
+    if (get_bool(c, c->root, "attention_bias", &b) < 0) return -1;
+    if (b) return err_at(c->e, KIND, c->path, 0, 0, "attention_bias=true is not supported for gemma");
+    int tied = cfg->tied;   /* tie_word_embeddings, read before */
+    model_config_gemma(cfg);
+    cfg->tied = tied;
+    return 0;
+}
+
+/* PaliGemmaConfig (transformers models/paligemma/configuration_paligemma.py):
+ * the language model is text_config (a GemmaConfig; PaliGemma 2's gemma2
+ * text is refused), the tower vision_config (a SiglipVisionConfig, its
+ * class defaults where a key is absent), image_token_index and
+ * projection_dim at the top. Sets cfg's pali fields and returns the
+ * text_config object (borrowed from root), NULL on error. */
+static const json_t *parse_paligemma(const cfg_ctx *c, model_config *cfg)
+{
+    const json_t *root = c->root, *tc = json_object_get(root, "text_config"), *vc = json_object_get(root, "vision_config");
+    if (!json_is_object(tc) || !json_is_object(vc)) {
+        err_at(c->e, KIND, c->path, 0, 0, "a paligemma config needs \"text_config\" and \"vision_config\" objects");
+        return NULL;
+    }
+    const char *tmt = json_string_value(json_object_get(tc, "model_type"));
+    if (tmt && strcmp(tmt, "gemma")) {
+        err_at(c->e, KIND, c->path, 0, 0, "PaliGemma with a '%s' language model is not supported", tmt);
+        err_hint(c->e, "dlm runs PaliGemma (1): a Gemma text_config (paligemma-3b-mix-224)");
+        return NULL;
+    }
+    const char *vmt = json_string_value(json_object_get(vc, "model_type"));
+    if (vmt && strcmp(vmt, "siglip_vision_model")) {
+        err_at(c->e, KIND, c->path, 0, 0, "vision_config model_type '%s' is not supported (siglip_vision_model)", vmt);
+        return NULL;
+    }
+    long long v[8] = {256000, 2048, 12, 768, 12, 3072, 224, 16};   /* PaliGemmaConfig / SiglipVisionConfig defaults */
+    static const char *const keys[8] = {"image_token_index", "projection_dim", "num_hidden_layers", "hidden_size",
+                                        "num_attention_heads", "intermediate_size", "image_size", "patch_size"};
+    for (int i = 0; i < 8; i++) {
+        if (get_int(c, i < 2 ? root : vc, keys[i], &v[i]) < 0) return NULL;
+        if (v[i] < (i ? 1 : 0) || v[i] > (1 << 22)) {
+            err_at(c->e, KIND, c->path, 0, 0, "\"%s\" = %lld is out of range", keys[i], v[i]);
+            return NULL;
+        }
+    }
+    long long ch = 3;
+    double eps = 1e-6;
+    const char *act = json_string_value(json_object_get(vc, "hidden_act"));
+    if (get_int(c, vc, "num_channels", &ch) < 0 || get_num(c, vc, "layer_norm_eps", &eps) < 0) return NULL;
+    if (ch != 3 || eps != 1e-6 || (act && strcmp(act, "gelu_pytorch_tanh"))) {
+        err_at(c->e, KIND, c->path, 0, 0, "vision_config: dlm's SigLIP takes 3 channels, layer_norm_eps 1e-6 and "
+                                          "gelu_pytorch_tanh");
+        return NULL;
+    }
+    if (v[6] % v[7] || v[3] % v[4]) {
+        err_at(c->e, KIND, c->path, 0, 0, "vision_config: image_size %lld is not a multiple of patch_size %lld, "
+               "or hidden_size %lld of the %lld heads", v[6], v[7], v[3], v[4]);
+        return NULL;
+    }
+    cfg->pali = 1;
+    cfg->vl = VL_PALI;
+    cfg->image_id = (int)v[0];
+    cfg->pali_image_id = (int)v[0];
+    cfg->pali_proj = (int)v[1];
+    cfg->pali_vis.layers = (int)v[2];
+    cfg->pali_vis.hidden = (int)v[3];
+    cfg->pali_vis.heads = (int)v[4];
+    cfg->pali_vis.mlp_hidden = (int)v[5];
+    cfg->pali_vis.image_size = (int)v[6];
+    cfg->pali_vis.patch = (int)v[7];
+    cfg->pali_tokens = (int)((v[6] / v[7]) * (v[6] / v[7]));
+    return tc;
+}
+
+static int is_paligemma(const json_t *root)
+{
+    const char *mt = json_string_value(json_object_get(root, "model_type"));
+    const json_t *a = json_object_get(root, "architectures");
+    const char *a0 = json_is_array(a) ? json_string_value(json_array_get(a, 0)) : NULL;
+    return (mt && !strcmp(mt, "paligemma")) || (a0 && !strcmp(a0, "PaliGemmaForConditionalGeneration"));
+}
+
 static int detect_arch(const cfg_ctx *c, model_config *cfg, int *mistral)
 {
     const json_t *archs = json_object_get(c->root, "architectures");
@@ -407,6 +497,7 @@ static int detect_arch(const cfg_ctx *c, model_config *cfg, int *mistral)
             if (!strcmp(s, "Olmo2ForCausalLM")) { cfg->arch = ARCH_OLMO2; return 0; }
             if (!strcmp(s, "SmolLM3ForCausalLM")) { cfg->arch = ARCH_SMOLLM3; return 0; }
             if (!strcmp(s, "Gemma2ForCausalLM")) { cfg->arch = ARCH_GEMMA2; return 0; }
+            if (!strcmp(s, "GemmaForCausalLM")) { cfg->arch = ARCH_GEMMA; return 0; }
             if (!strcmp(s, "Phi3ForCausalLM")) { cfg->arch = ARCH_PHI3; return 0; }
             if (!strcmp(s, "Qwen2VLForConditionalGeneration")) { cfg->arch = ARCH_QWEN2; cfg->vl = VL_QWEN2; return 0; }
         }
@@ -421,6 +512,7 @@ static int detect_arch(const cfg_ctx *c, model_config *cfg, int *mistral)
         if (!strcmp(mt, "olmo2")) { cfg->arch = ARCH_OLMO2; return 0; }
         if (!strcmp(mt, "smollm3")) { cfg->arch = ARCH_SMOLLM3; return 0; }
         if (!strcmp(mt, "gemma2")) { cfg->arch = ARCH_GEMMA2; return 0; }
+        if (!strcmp(mt, "gemma")) { cfg->arch = ARCH_GEMMA; return 0; }
         if (!strcmp(mt, "phi3")) { cfg->arch = ARCH_PHI3; return 0; }
         if (!strcmp(mt, "qwen2_vl")) { cfg->arch = ARCH_QWEN2; cfg->vl = VL_QWEN2; return 0; }
     }
@@ -429,8 +521,9 @@ static int detect_arch(const cfg_ctx *c, model_config *cfg, int *mistral)
     return err_hint(c->e, "supported: LlamaForCausalLM (model_type llama), MistralForCausalLM (mistral), "
                           "MixtralForCausalLM (mixtral), "
                           "Qwen2ForCausalLM (qwen2), Qwen3ForCausalLM (qwen3), Olmo2ForCausalLM (olmo2), "
-                          "SmolLM3ForCausalLM (smollm3), Gemma2ForCausalLM (gemma2), Phi3ForCausalLM (phi3), "
-                          "Qwen2VLForConditionalGeneration (qwen2_vl)");
+                          "SmolLM3ForCausalLM (smollm3), GemmaForCausalLM (gemma), Gemma2ForCausalLM (gemma2), "
+                          "Phi3ForCausalLM (phi3), Qwen2VLForConditionalGeneration (qwen2_vl), "
+                          "PaliGemmaForConditionalGeneration (paligemma)");
 }
 
 /* MixtralConfig (transformers models/mixtral/configuration_mixtral.py):
@@ -525,19 +618,26 @@ int model_config_parse(const char *json_text, size_t len, const char *path, mode
 {
     memset(cfg, 0, sizeof *cfg);
     json_error_t je;
-    json_t *root = json_loadb(json_text, len, JSON_REJECT_DUPLICATES, &je);
-    if (!root)
+    json_t *doc = json_loadb(json_text, len, JSON_REJECT_DUPLICATES, &je);
+    const json_t *root = doc;   /* the language model's object (PaliGemma: text_config) */
+    if (!doc)
         return err_at(e, KIND, path, je.line > 0 ? je.line : 0, je.column > 0 ? je.column : 0,
                       "invalid JSON: %s", je.text);
     int rc = -1;
     if (!json_is_object(root)) { err_at(e, KIND, path, 0, 0, "config is not a JSON object"); goto out; }
-    if (unwrap_qwen2_audio(&root, path, cfg, e)) goto out;
+    if (unwrap_qwen2_audio(&doc, path, cfg, e)) goto out;   /* replaces doc with its text_config */
+    root = doc;
     cfg_ctx c = {root, path, e};
     int mistral = 0;
-    if (detect_arch(&c, cfg, &mistral)) goto out;
+    const json_t *top = root;
+    if (is_paligemma(root)) {
+        /* the language model's fields come from text_config, a Gemma */
+        if (!(c.root = root = parse_paligemma(&c, cfg))) goto out;
+        cfg->arch = ARCH_GEMMA;
+    } else if (detect_arch(&c, cfg, &mistral)) goto out;
     /* transformers 5 nests a vision-language model's text fields */
-    const json_t *top = root, *tc = json_object_get(root, "text_config");
-    if (cfg->vl && json_is_object(tc)) c.root = tc;
+    const json_t *tc = json_object_get(top, "text_config");
+    if (cfg->vl == VL_QWEN2 && json_is_object(tc)) c.root = tc;
 
     if (need_dim(&c, "num_hidden_layers", 1024, &cfg->n_layer) ||
         need_dim(&c, "hidden_size", 1 << 17, &cfg->d_model) ||
@@ -557,18 +657,18 @@ int model_config_parse(const char *json_text, size_t len, const char *path, mode
                cfg->d_model, cfg->n_head);
         goto out;
     }
-    cfg->head_dim = cfg->d_model / cfg->n_head;
+    cfg->head_dim = cfg->arch == ARCH_GEMMA ? 256 : cfg->d_model / cfg->n_head;   /* GemmaConfig's default */
     if (opt_dim(&c, "head_dim", 4096, &cfg->head_dim)) goto out;
     if (cfg->head_dim % 2) {
         err_at(e, KIND, path, 0, 0, "head_dim %d is odd (RoPE rotates pairs)", cfg->head_dim);
         goto out;
     }
-    cfg->max_pos = mistral ? 131072 : cfg->arch == ARCH_GEMMA2 ? 8192 : cfg->arch == ARCH_PHI3 ? 4096
+    cfg->max_pos = mistral ? 131072 : cfg->arch == ARCH_GEMMA2 || cfg->arch == ARCH_GEMMA ? 8192 : cfg->arch == ARCH_PHI3 ? 4096
                  : cfg->arch == ARCH_LLAMA || cfg->arch == ARCH_OLMO2 ? 2048 : 32768;
     if (opt_dim(&c, "max_position_embeddings", 1 << 24, &cfg->max_pos)) goto out;
 
     /* Olmo2Config and MixtralConfig vs the others' default */
-    double eps = cfg->arch == ARCH_OLMO2 || cfg->arch == ARCH_PHI3 || mistral == 2 || cfg->vl ? 1e-5 : 1e-6;
+    double eps = cfg->arch == ARCH_OLMO2 || cfg->arch == ARCH_PHI3 || mistral == 2 || cfg->vl == VL_QWEN2 ? 1e-5 : 1e-6;
     if (get_num(&c, c.root, "rms_norm_eps", &eps) < 0) goto out;
     if (!(eps > 0 && eps < 1)) { err_at(e, KIND, path, 0, 0, "rms_norm_eps = %g is out of range", eps); goto out; }
     cfg->rms_eps = (float)eps;
@@ -576,13 +676,13 @@ int model_config_parse(const char *json_text, size_t len, const char *path, mode
     if (parse_rope(&c, cfg)) goto out;
     if (mistral == 2 && parse_moe(&c, cfg)) goto out;
 
-    int tied = cfg->arch == ARCH_GEMMA2;   /* Gemma2Config ties by default */
+    int tied = cfg->arch == ARCH_GEMMA2 || cfg->arch == ARCH_GEMMA;   /* Gemma(2)Config ties by default */
     if (get_bool(&c, c.root, "tie_word_embeddings", &tied) < 0) goto out;
     if (top != c.root && get_bool(&c, top, "tie_word_embeddings", &tied) < 0) goto out;   /* transformers 5 */
     cfg->tied = tied;
 
     const char *act = json_string_value(json_object_get(c.root, "hidden_act"));
-    if (act && strcmp(act, "silu") && cfg->arch != ARCH_GEMMA2) {
+    if (act && strcmp(act, "silu") && cfg->arch != ARCH_GEMMA2 && cfg->arch != ARCH_GEMMA) {
         err_at(e, KIND, path, 0, 0, "hidden_act '%s' is not supported (every architecture dlm runs uses silu)", act);
         goto out;
     }
@@ -622,6 +722,8 @@ int model_config_parse(const char *json_text, size_t len, const char *path, mode
         if (b) { err_at(e, KIND, path, 0, 0, "mlp_bias=true is not supported for smollm3"); goto out; }
     } else if (cfg->arch == ARCH_GEMMA2) {
         if (parse_gemma2(&c, cfg)) goto out;
+    } else if (cfg->arch == ARCH_GEMMA) {
+        if (parse_gemma(&c, cfg)) goto out;
     } else if (cfg->arch == ARCH_PHI3) {
         /* Phi3Attention: sliding_window (none when null); a window as long
          * as the context masks nothing */
@@ -652,7 +754,20 @@ int model_config_parse(const char *json_text, size_t len, const char *path, mode
     if (get_token_ids(&c, "bos_token_id", &cfg->bos_id, NULL, 0, NULL) ||
         get_token_ids(&c, "eos_token_id", &cfg->eos_id, cfg->eos_ids, 8, &cfg->n_eos))
         goto out;
-    if (cfg->vl && parse_qwen2vl(&c, top, cfg)) goto out;
+    if (cfg->vl == VL_QWEN2 && parse_qwen2vl(&c, top, cfg)) goto out;
+    if (cfg->pali) {
+        /* PaliGemma: the ids sit at the top level too; GemmaConfig's 2 / 1 without either */
+        cfg_ctx tp = {top, path, e};
+        if (cfg->bos_id < 0 && get_token_ids(&tp, "bos_token_id", &cfg->bos_id, NULL, 0, NULL)) goto out;
+        if (cfg->eos_id < 0 && get_token_ids(&tp, "eos_token_id", &cfg->eos_id, cfg->eos_ids, 8, &cfg->n_eos)) goto out;
+        if (cfg->bos_id < 0) cfg->bos_id = 2;
+        if (cfg->eos_id < 0) { cfg->eos_id = cfg->eos_ids[0] = 1; cfg->n_eos = 1; }
+        if (cfg->pali_proj != cfg->d_model) {
+            err_at(e, KIND, path, 0, 0, "projection_dim %d is not the language model's hidden_size %d", cfg->pali_proj,
+                   cfg->d_model);
+            goto out;
+        }
+    }
     const char *dt = json_string_value(json_object_get(c.root, "dtype"));
     if (!dt) dt = json_string_value(json_object_get(c.root, "torch_dtype"));
     if (!dt) dt = json_string_value(json_object_get(top, "dtype"));
@@ -660,8 +775,15 @@ int model_config_parse(const char *json_text, size_t len, const char *path, mode
     if (dt) snprintf(cfg->src_dtype, sizeof cfg->src_dtype, "%s", dt);
     rc = 0;
 out:
-    json_decref(root);
+    json_decref(doc);
     return rc;
+}
+
+void model_config_gemma(model_config *c)
+{
+    c->act_gelu = 1;
+    c->tied = 1;
+    c->embd_scale = sqrtf((float)c->d_model);
 }
 
 void model_config_gemma2(model_config *c)

@@ -348,7 +348,7 @@ int model_build(loader *L)
     }
     if (get_vec(L, T_OUT_NORM, 0, C, 1, &m->out_norm)) return -1;
 
-    if (c->sandwich && !L->gguf)
+    if (model_norm_plus1(c) && !L->gguf)
         for (int64_t i = 0; i < C; i++) m->out_norm[i] += 1.0f;   /* (1 + w), as the layers' norms */
     m->layers = model_alloc(m, (size_t)c->n_layer * sizeof *m->layers, L->e);
     if (!m->layers) return -1;
@@ -379,12 +379,12 @@ int model_build(loader *L)
         if (c->qkv_bias && (get_vec(L, T_QB, il, QD, 1, &w->bq) || get_vec(L, T_KB, il, KD, 1, &w->bk) ||
                             get_vec(L, T_VB, il, KD, 1, &w->bv)))
             return -1;
-        if (c->sandwich && !L->gguf) {
-            /* Gemma2RMSNorm multiplies by (1 + w); llama.cpp's GGUF stores
-             * the 1 + w, and so does dlm in memory */
+        if (model_norm_plus1(c) && !L->gguf) {
+            /* GemmaRMSNorm / Gemma2RMSNorm multiply by (1 + w); llama.cpp's
+             * GGUF stores the 1 + w, and so does dlm in memory */
             float *nv[4] = {w->attn_norm, w->ffn_norm, w->post_attn_norm, w->post_ffn_norm};
             for (int k = 0; k < 4; k++)
-                for (int64_t i = 0; i < C; i++) nv[k][i] += 1.0f;
+                for (int64_t i = 0; nv[k] && i < C; i++) nv[k][i] += 1.0f;
         }
         int full = c->qk_norm == QK_NORM_FULL;
         if (c->qk_norm && (get_vec(L, T_QN, il, full ? QD : c->head_dim, 1, &w->q_norm) ||

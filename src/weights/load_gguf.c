@@ -105,6 +105,7 @@ static int read_config(gguf_file *g, model_config *c, dlm_err *e)
     else if (!strcmp(arch, "olmo2")) c->arch = ARCH_OLMO2;
     else if (!strcmp(arch, "smollm3")) c->arch = ARCH_SMOLLM3;
     else if (!strcmp(arch, "gemma2")) c->arch = ARCH_GEMMA2;
+    else if (!strcmp(arch, "gemma")) c->arch = ARCH_GEMMA;
     else if (!strcmp(arch, "phi3")) c->arch = ARCH_PHI3;
     else {
         err_at(e, "UnsupportedArchitectureError", path, 0, 0, "unsupported GGUF architecture '%s'", arch);
@@ -197,6 +198,11 @@ static int read_config(gguf_file *g, model_config *c, dlm_err *e)
     /* smollm3: llama.cpp fixes the NoPE step at 4 (no key carries it) */
     c->nope_every = c->arch == ARCH_SMOLLM3 ? 4 : 0;
     if (c->arch == ARCH_GEMMA2 && gemma2_config(g, arch, c, e)) return -1;
+    if (c->arch == ARCH_GEMMA) {   /* llama.cpp's gemma: GeGLU, √hidden embedding scale */
+        int tied = c->tied;
+        model_config_gemma(c);
+        c->tied = tied;
+    }
     int ft = gguf_find_key(g, "general.file_type");
     int64_t ftv;
     if (ft >= 0 && gguf_get_int(g, ft, &ftv, NULL) == 0)

@@ -39,7 +39,7 @@ static void to_src(const st_tensor *t, src_tensor *s)
     s->nbytes = t->nbytes;
 }
 
-/* Where a wrapped language model keeps its tensors (model.h's audio):
+/* Where a wrapped language model keeps its tensors (model.h's audio and pali):
  * "model.X" is at pre_model + "X", "lm_head.X" at pre_head + "X". */
 typedef struct hf_ctx {
     st_file *st;
@@ -145,9 +145,10 @@ int model_load_hf(const char *dir, model *m, dlm_err *e)
     if (r) return -1;
     if (st_open(dir, &m->storage->st, e)) return -1;
     hf_ctx h = {m->storage->st, NULL, NULL};
-    if (m->cfg.audio && model_hf_lm_prefix(h.st, &h.pre_model, &h.pre_head)) {
-        err_set(e, "ModelLoadError", "%s: a Qwen2-Audio checkpoint without its language model "
-                "(no language_model.model.embed_tokens.weight or model.language_model.embed_tokens.weight)", dir);
+    if ((m->cfg.audio || m->cfg.pali) && model_hf_lm_prefix(h.st, &h.pre_model, &h.pre_head)) {
+        err_set(e, "ModelLoadError", "%s: a %s checkpoint without its language model "
+                "(no language_model.model.embed_tokens.weight or model.language_model.embed_tokens.weight)", dir,
+                m->cfg.audio ? "Qwen2-Audio" : "PaliGemma");
         return err_hint(e, "download the whole checkpoint (every model-*.safetensors shard)");
     }
     loader L = {m, dir, 0, &h, find, e};

@@ -18,16 +18,17 @@
 #include "util/err.h"
 
 typedef enum { ARCH_LLAMA = 0, ARCH_QWEN2 = 1, ARCH_QWEN3 = 2, ARCH_OLMO2 = 3, ARCH_SMOLLM3 = 4,
-               ARCH_GEMMA2 = 5, ARCH_PHI3 = 6 } model_arch;
+               ARCH_GEMMA2 = 5, ARCH_PHI3 = 6, ARCH_GEMMA = 7 } model_arch;
 
-/* llama.cpp's general.architecture name of a ("llama", "qwen2", "qwen3", "olmo2", "smollm3", "gemma2", "phi3"). */
+/* llama.cpp's general.architecture name of a ("llama", "qwen2", "qwen3", "olmo2", "smollm3", "gemma2", "phi3",
+ * "gemma"). */
 const char *model_arch_name(model_arch a);
 /* 1 if llama.cpp's converter permutes this arch's Q/K rows (LlamaModel and
  * its subclasses: llama, mistral, smollm3). */
 int model_arch_permutes_qk(model_arch a);
 
 enum { QK_NORM_HEAD = 1, QK_NORM_FULL = 2 };
-enum { VL_QWEN2 = 1 };
+enum { VL_QWEN2 = 1, VL_PALI = 2 };
 enum { MODEL_MAX_EXPERT_USED = 8, MODEL_MAX_ROPE_FACTORS = 256 };
 
 typedef struct model_config {
@@ -66,6 +67,10 @@ typedef struct model_config {
      * first). The layer's wq holds the fused qkv, w_gate the fused gate_up;
      * wk, wv, w_up are empty. LoRA's LM_Q / LM_GATE are the fused modules. */
     int fused;
+    /* gemma (GemmaDecoderLayer, Gemma 1; PaliGemma's language model): the
+     * llama layer with GeGLU (tanh-GELU), the embedding scaled by √hidden,
+     * RMSNorm weights held as (1 + w) as for gemma2; no caps, no window, no
+     * post norms (act_gelu and embd_scale are set, sandwich is not). */
     int rope_dim;        /* dims of each head that rotate (partial_rotary_factor); 0 = head_dim */
     float rope_attn;     /* cos, sin × rope_attn (LongRoPE's attention factor); 0 = 1 */
     /* LongRoPE: per-frequency divisors of the rope_dim/2 frequencies, short
@@ -95,7 +100,9 @@ typedef struct model_config {
      * Qwen2VLForConditionalGeneration (its text model is qwen2 with M-RoPE;
      * config.json's text fields at the top (hub) or under text_config
      * (transformers 5)); 0 = a text model. The special ids, and the vision
-     * tower's shape from vision_config (vision/qwen2vl.h loads it). */
+     * tower's shape from vision_config (vision/qwen2vl.h loads it).
+     * VL_PALI for PaliGemmaForConditionalGeneration (image_id is its
+     * image_token_index; its tower's shape is in pali_vis below). */
     int vl;
     int image_id, vision_start_id, vision_end_id;
     struct model_vision {
@@ -111,6 +118,14 @@ typedef struct model_config {
      * audio = 0 for every text base. */
     int audio;
     int audio_token;
+    /* PaliGemma (config model_type "paligemma"): the fields above are its
+     * text_config's; the vision tower's (SigLIP vision_config) and the
+     * image placeholder are here. pali = 0 for every text base. */
+    int pali;
+    int pali_image_id;      /* image_token_index (257152 for the 3b rows) */
+    int pali_tokens;        /* image tokens per image: (image_size / patch)² */
+    struct { int layers, hidden, heads, mlp_hidden, image_size, patch; } pali_vis;
+    int pali_proj;          /* projection_dim: the projector's output width (= d_model) */
 } model_config;
 
 typedef struct layer_weights {
@@ -209,6 +224,15 @@ static inline int model_layer_window(const model_config *c, int il)
 {
     return c->swa_even && il % 2 ? 0 : c->sliding_window;
 }
+
+/* 1 if the RMSNorm weights are held as (1 + w) (Gemma's RMSNorm): gemma, gemma2. */
+static inline int model_norm_plus1(const model_config *c)
+{
+    return c->arch == ARCH_GEMMA || c->arch == ARCH_GEMMA2;
+}
+
+/* gemma's (Gemma 1) settings beyond the shape: GeGLU, √hidden embedding scale, tied. */
+void model_config_gemma(model_config *c);
 
 /* gemma2's settings beyond the shape, as Gemma2Config's defaults and
  * llama.cpp set them: sandwich norms, GeGLU, √hidden embedding scale, the

@@ -103,7 +103,7 @@ int model_name_to_hf(const char *gguf, char *out, size_t cap) { return map(gguf,
 
 const char *model_arch_name(model_arch a)
 {
-    return a == ARCH_PHI3 ? "phi3" : a == ARCH_GEMMA2 ? "gemma2" : a == ARCH_SMOLLM3 ? "smollm3" : a == ARCH_OLMO2 ? "olmo2" : a == ARCH_QWEN3 ? "qwen3" :
+    return a == ARCH_GEMMA ? "gemma" : a == ARCH_PHI3 ? "phi3" : a == ARCH_GEMMA2 ? "gemma2" : a == ARCH_SMOLLM3 ? "smollm3" : a == ARCH_OLMO2 ? "olmo2" : a == ARCH_QWEN3 ? "qwen3" :
            a == ARCH_QWEN2 ? "qwen2" : "llama";
 }
 

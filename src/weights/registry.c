@@ -146,16 +146,17 @@ int registry_parse_base(const char *s, base_ref *out, dlm_err *e)
 
 int registry_check_trainable(const base_ref *b, dlm_err *e)
 {
-    /* Qwen2-VL (docs/images.md) and the audio row (docs/audio.md) train; the other vision rows not yet */
+    /* Qwen2-VL and PaliGemma (docs/images.md) and the audio row (docs/audio.md) train; the other vision rows not yet */
     if (b->kind == BASE_REGISTRY && b->entry->modality == REG_VISION && b->entry->architecture &&
-        !strcmp(b->entry->architecture, "Qwen2VLForConditionalGeneration"))
+        (!strcmp(b->entry->architecture, "Qwen2VLForConditionalGeneration") ||
+         !strcmp(b->entry->architecture, "PaliGemmaForConditionalGeneration")))
         return 0;
     if ((b->kind == BASE_REGISTRY) && b->entry->modality == REG_VISION) {
-        err_set(e, "UnsupportedBaseError", "%s is a%s %s base; dlm trains text bases, Qwen2-VL and Qwen2-Audio only", b->entry->key,
+        err_set(e, "UnsupportedBaseError", "%s is a%s %s base; dlm trains text bases, Qwen2-VL, PaliGemma and Qwen2-Audio only", b->entry->key,
                 b->entry->modality == REG_AUDIO ? "n" : "",
                 b->entry->modality == REG_VISION ? "vision-language" : "audio-language");
         return err_hint(e, "pick a text base, e.g. --base qwen2.5-1.5b (or tiny)%s",
-                        b->entry->modality == REG_VISION ? "; images train on qwen2-vl-2b-instruct "
+                        b->entry->modality == REG_VISION ? "; images train on qwen2-vl-2b-instruct or paligemma-3b-mix-224 "
                                                            "(dlm init --multimodal --base qwen2-vl-2b-instruct)" : "");
     }
     return 0;

@@ -31,7 +31,10 @@ assert s["trainable"] and s["total_bytes"] > 0 and s["micro_batch_size"] * s["gr
 for k in ("qwen3-1.7b", "qwen3-4b", "qwen3-8b", "olmo-2-7b-instruct", "smollm3-3b", "gemma-2-2b-it", "gemma-2-9b-it",
           "phi-3.5-mini", "phi-4-mini-reasoning"):
     assert rows[k]["trainable"] and rows[k]["total_bytes"] > 0, rows[k]
-assert not rows["paligemma-3b-mix-224"]["trainable"]
+# paligemma plans from its shape with its SigLIP tower; the other vision rows are refused
+pg = rows["paligemma-3b-mix-224"]
+assert pg["trainable"] and pg["total_bytes"] > rows["gemma-2-2b-it"]["total_bytes"] * 0.5, pg
+assert not rows["internvl2-2b"]["trainable"]
 # a 14B base needs more memory than a 135M one, as the same stored type
 assert rows["qwen2.5-coder-14b"]["total_bytes"] > s["total_bytes"]
 PY

@@ -192,10 +192,10 @@ static void test_attn_grad(trng *r)
     /* B=2, Tq=10 queries at positions 14..23 of Tk=24 keys, GQA 4/2, segments */
     /* B=2, Tq=10 … as above with a sliding window of 6, segments too */
     attn_shape cases[4] = {
-        {2, 10, 24, 4, 2, 8, 14, (int64_t)26 * 2 * 8, seg, 0, 0, 0},
-        {1, 24, 24, 2, 1, 16, 0, (int64_t)24 * 1 * 16, NULL, 0, 0, 0},
-        {2, 10, 24, 4, 2, 8, 14, (int64_t)26 * 2 * 8, seg, 6, 0, 0},
-        {1, 24, 24, 2, 1, 16, 0, (int64_t)24 * 1 * 16, NULL, 5, 0, 0},
+        {2, 10, 24, 4, 2, 8, 14, (int64_t)26 * 2 * 8, seg, 0, 0, 0, NULL},
+        {1, 24, 24, 2, 1, 16, 0, (int64_t)24 * 1 * 16, NULL, 0, 0, 0, NULL},
+        {2, 10, 24, 4, 2, 8, 14, (int64_t)26 * 2 * 8, seg, 6, 0, 0, NULL},
+        {1, 24, 24, 2, 1, 16, 0, (int64_t)24 * 1 * 16, NULL, 5, 0, 0, NULL},
     };
     for (int ci = 0; ci < 4; ci++) {
         attn_shape s = cases[ci];

@@ -120,7 +120,7 @@ static void attn_alloc(attn_bufs *a, const attn_case *c, trng *r)
 {
     memset(a, 0, sizeof *a);
     a->s = (attn_shape){c->B, c->Tq, c->Tk, c->NH, c->KVH, c->HS, c->q_off,
-                        (int64_t)(c->Tk + c->extra) * c->KVH * c->HS, NULL, 0, 0, 0};
+                        (int64_t)(c->Tk + c->extra) * c->KVH * c->HS, NULL, 0, 0, 0, NULL};
     a->nq = (size_t)c->B * c->Tq * c->NH * c->HS;
     a->nkv = (size_t)c->B * a->s.kv_bstride;
     a->q = xmalloc(a->nq * 4); a->out = xmalloc(a->nq * 4); a->dout = xmalloc(a->nq * 4); a->dq = xmalloc(a->nq * 4);
@@ -177,7 +177,7 @@ static void test_attention_scratch_shrinks(void)
 {
     trng r = {9};
     attn_case big = {64, 512, 512, 4, 2, 16, 0, 0, 0, 0};
-    attn_shape sb = {big.B, big.Tq, big.Tk, big.NH, big.KVH, big.HS, 0, (int64_t)big.Tk * big.KVH * big.HS, NULL, 0, 0, 0};
+    attn_shape sb = {big.B, big.Tq, big.Tk, big.NH, big.KVH, big.HS, 0, (int64_t)big.Tk * big.KVH * big.HS, NULL, 0, 0, 0, NULL};
     size_t need = kern_attn_bwd_scratch(&sb);
     attn_case small = big;
     small.B = 1;
@@ -486,7 +486,7 @@ static int torch_mode(const char *dir)
         char k[64], name[64];
 #define M(key) (snprintf(k, sizeof k, "attn%d_" key, ci), (int)meta(k))
 #define L(key, n) (snprintf(name, sizeof name, "attn%d_%s", ci, key), tload(name, n))
-        attn_shape s = {M("B"), M("Tq"), M("Tk"), M("NH"), M("KVH"), M("HS"), M("q_off"), 0, NULL, 0, 0, 0};
+        attn_shape s = {M("B"), M("Tq"), M("Tk"), M("NH"), M("KVH"), M("HS"), M("q_off"), 0, NULL, 0, 0, 0, NULL};
         s.kv_bstride = (int64_t)s.Tk * s.KVH * s.HS;
         size_t nq = (size_t)s.B * s.Tq * s.NH * s.HS, nkv = (size_t)s.B * s.kv_bstride;
         size_t nl = (size_t)s.B * s.NH * s.Tq;

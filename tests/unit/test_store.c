@@ -295,8 +295,11 @@ static void test_registry(void)
     CHECK_INT(registry_parse_base("qwen2-vl-2b-instruct", &b, &e), 0);
     CHECK_INT(registry_check_trainable(&b, &e), 0);   /* Qwen2-VL trains (docs/images.md) */
     CHECK_INT(registry_parse_base("paligemma-3b-mix-224", &b, &e), 0);
+    CHECK_INT(registry_check_trainable(&b, &e), 0);   /* and PaliGemma */
+    CHECK_INT(registry_parse_base("mistral-small-3.1-24b-instruct", &b, &e), 0);
     CHECK_INT(registry_check_trainable(&b, &e), -1);
-    CHECK_STR(e.msg, "paligemma-3b-mix-224 is a vision-language base; dlm trains text bases, Qwen2-VL and Qwen2-Audio only");
+    CHECK_STR(e.msg, "mistral-small-3.1-24b-instruct is a vision-language base; dlm trains text bases, Qwen2-VL, "
+                     "PaliGemma and Qwen2-Audio only");
     CHECK_INT(registry_parse_base("llama-3.2-1b", &b, &e), 0);
     CHECK_INT(registry_check_trainable(&b, &e), 0);
     CHECK_INT(registry_check_license(&b, 0, &e), -1);

@@ -5,7 +5,9 @@
  * DIR from tests/ref/vl/qwen2vl_hf.py): both tensor layouts load, and the
  * whole model's logits over a prompt with two real images — dlm's decoding,
  * processor, tower, splice and M-RoPE decoder — equal transformers'
- * Qwen2VLForConditionalGeneration within 1e-4. `test_vl_model --make DIR`
+ * Qwen2VLForConditionalGeneration within 1e-4, and so do the KV-cache
+ * session's 8 greedy tokens after it (the M-RoPE delta) and their logits
+ * (model.generate's scores). `test_vl_model --make DIR`
  * writes a small random Qwen2-VL base for the CLI tests (hub layout: the
  * embedded tiny tokenizer plus <|vision_start|> <|vision_end|>
  * <|image_pad|> as ids 4096-4098, ChatML, hidden 128, 2 layers, a 2-block
@@ -18,6 +20,7 @@
 #include "check.h"
 #include "adapter/adapter.h"
 #include "decoder/decoder.h"
+#include "decoder/session.h"
 #include "grad/backward.h"
 #include "grad/optim.h"
 #include "kern/kern.h"
@@ -366,6 +369,47 @@ static void ref_layout(const char *dir, const char *sub)
         CHECK_MSG(md <= 1e-4, "%s: logits differ by %g", sub, md);
     }
     free(lg);
+    /* generation: the KV-cache session fed the spliced prompt, then its own
+     * greedy tokens at n + delta, vs model.generate's tokens and scores */
+    char *gtxt = NULL;
+    size_t sn = 0;
+    snprintf(p, sizeof p, "%s/scores.f32", dir);
+    float *sc = NULL;
+    if (!read_text(dir, "gen.txt", &gtxt) && !fs_read_all(p, 1u << 30, (char **)&sc, &sn, &e)) {
+        int32_t want[16];
+        int ng = 0;
+        for (char *q = gtxt, *end; ng < 16; q = end) {
+            long x = strtol(q, &end, 10);
+            if (end == q) break;
+            want[ng++] = (int32_t)x;
+        }
+        session *s;
+        CHECK(session_create(m, NULL, 256, 64, &s, &e) == 0);
+        session_splice spl = {.embeds = emb, .n_embeds = rows, .embed_row = row, .pos3 = pos3, .delta = (int)delta};
+        float *one = malloc((size_t)c->vocab * sizeof *one);
+        CHECK(session_eval_splice(s, ids, n, &spl, one, 0, &e) == 0);
+        double mdg = 0;
+        int same = 1;
+        for (int k = 0; k < ng && (size_t)(k + 1) * c->vocab * sizeof(float) <= sn; k++) {
+            int am = 0;
+            for (int w = 0; w < c->vocab; w++) {
+                if (one[w] > one[am]) am = w;
+                mdg = fmax(mdg, fabs((double)one[w] - sc[(size_t)k * c->vocab + w]));
+            }
+            same &= am == want[k];
+            CHECK(session_eval(s, &am, 1, one, 0, &e) == 0);
+        }
+        printf("test_vl_model --ref %s: %d generated tokens %s, max|logit - score| %.3g\n", sub, ng,
+               same ? "equal" : "DIFFER", mdg);
+        CHECK_MSG(same && ng == 8, "%s: the greedy tokens differ from model.generate's", sub);
+        CHECK_MSG(mdg <= 1e-4, "%s: generation logits differ by %g", sub, mdg);
+        free(one);
+        session_free(s);
+    } else {
+        CHECK_MSG(0, "no gen.txt / scores.f32 in %s", dir);
+    }
+    free(gtxt);
+    free(sc);
     free(got);
     decoder_free(d);
     free(row);

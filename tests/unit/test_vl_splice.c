@@ -13,7 +13,7 @@
  *  - a kv_pool (the server's batching) feeding the same spliced prompt in
  *    two steps beside a text sequence, then decode steps, gives the
  *    session's logits (to rounding: the pool's rows go through the GEMM);
- *  - decoder_batch_check refuses the prefix-LM mask, pos3 on a 1-D model,
+ *  - decoder_batch_check refuses a prefix-LM block longer than its rows, pos3 on a 1-D model,
  *    spliced rows past the embeddings.
  * The whole model against transformers' Qwen2VLForConditionalGeneration is
  * tests/ref/r1601-slow-qwen2vl-hf.sh. */
@@ -304,11 +304,13 @@ static void test_refusals(void)
     token_batch tb, sb;
     make_rows(&r, m, &tb, &sb);
     dlm_err e;
-    int32_t pre[B] = {3, 3};
+    int32_t pre[B] = {3, T + 1};
     token_batch b = tb;
     b.prefix = pre;
     CHECK_INT(decoder_batch_check(&m->cfg, &b, &e), -1);
     CHECK(strstr(e.msg, "prefix-LM") != NULL);
+    pre[1] = T;   /* a whole sequence bidirectional is a valid block */
+    CHECK_INT(decoder_batch_check(&m->cfg, &b, &e), 0);
     b = tb;
     b.pos3 = r.pos3;
     CHECK_INT(decoder_batch_check(&m->cfg, &b, &e), -1);

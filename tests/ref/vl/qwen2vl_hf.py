@@ -16,6 +16,8 @@ two different grids) and writes into DIR:
   images.txt the two image paths
   pix.txt    min_pixels max_pixels
   logits.f32 [L][V]
+  gen.txt    8 greedy tokens of model.generate after the prompt
+  scores.f32 their logits [8][V] (output_scores; no logits processor)
 """
 import json, os, sys
 
@@ -76,6 +78,14 @@ with torch.no_grad():
     t = torch.tensor([ids])
     o = model(input_ids=t, pixel_values=pv, image_grid_thw=grid, mm_token_type_ids=(t == IMG).long()).logits[0]
 o.numpy().astype(np.float32).tofile(os.path.join(out, "logits.f32"))
+with torch.no_grad():
+    t = torch.tensor([ids])
+    g = model.generate(input_ids=t, pixel_values=pv, image_grid_thw=grid, mm_token_type_ids=(t == IMG).long(),
+                       max_new_tokens=8, min_new_tokens=8, do_sample=False, output_scores=True,
+                       return_dict_in_generate=True, eos_token_id=None, pad_token_id=0)
+torch.stack([sc[0] for sc in g.scores]).numpy().astype(np.float32).tofile(os.path.join(out, "scores.f32"))
+with open(os.path.join(out, "gen.txt"), "w") as f:
+    f.write(" ".join(map(str, g.sequences[0, len(ids):].tolist())) + "\n")
 with open(os.path.join(out, "ids.txt"), "w") as f:
     f.write(" ".join(map(str, ids)) + "\n")
 with open(os.path.join(out, "images.txt"), "w") as f:
