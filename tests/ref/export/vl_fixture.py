@@ -50,6 +50,30 @@ def randomize(model, std):
                 p.copy_(torch.randn_like(p) * std)
 
 
+def write_ref(new, tag=""):
+    """ref_tokens<tag>.txt, and ref_text<tag>.bin: the bytes llama-mtmd-cli prints for them."""
+    # llama-mtmd-cli stops at an end-of-generation token and prints the
+    # others' bytes (specials as their text): the same here
+    eog = {tok.convert_tokens_to_ids("<|im_end|>"), tok.convert_tokens_to_ids("<|endoftext|>")}
+    cut = next((i for i, t in enumerate(new) if t in eog), len(new))
+    bs = list(range(33, 127)) + list(range(161, 173)) + list(range(174, 256))   # GPT-2's byte-to-unicode table
+    cs, k = bs[:], 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + k)
+            k += 1
+    inv = {chr(c): b for b, c in zip(bs, cs)}
+    text = b""
+    for t in new[:cut]:
+        piece = tok.convert_ids_to_tokens(t)
+        text += piece.encode() if t >= 317 else bytes(inv[ch] for ch in piece)
+    with open(os.path.join(out, f"ref_tokens{tag}.txt"), "w") as f:
+        f.write(" ".join(map(str, new)) + "\n")
+    with open(os.path.join(out, f"ref_text{tag}.bin"), "wb") as f:
+        f.write(text)
+
+
 if kind == "qwen2vl":
     from transformers import Qwen2VLConfig, Qwen2VLForConditionalGeneration
     from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
@@ -117,34 +141,53 @@ if kind == "qwen2vl":
     text = ("<|im_start|>user\n<|vision_start|>" + "<|image_pad|>" * n_img +
             "<|vision_end|>Describe it.<|im_end|>\n<|im_start|>assistant\n")
     input_ids = tok(text, return_tensors="pt", add_special_tokens=False)["input_ids"]
+    kw = dict(input_ids=input_ids, attention_mask=torch.ones_like(input_ids), pixel_values=pix["pixel_values"],
+              image_grid_thw=grid, max_new_tokens=16, do_sample=False, eos_token_id=None, pad_token_id=0,
+              # M-RoPE needs to know which ids are image tokens (the processor's output)
+              mm_token_type_ids=(input_ids == ids["<|image_pad|>"]).int(), output_scores=True,
+              return_dict_in_generate=True)
     with torch.no_grad():
-        gen = peft_model.generate(input_ids=input_ids, attention_mask=torch.ones_like(input_ids),
-                                  pixel_values=pix["pixel_values"], image_grid_thw=grid, max_new_tokens=16,
-                                  # M-RoPE needs to know which ids are image tokens (the processor's output)
-                                  mm_token_type_ids=(input_ids == ids["<|image_pad|>"]).int(),
-                                  do_sample=False, eos_token_id=None, pad_token_id=0)
-    new = gen[0, input_ids.shape[1]:].tolist()
-    # llama-mtmd-cli stops at an end-of-generation token and prints the
-    # others' bytes (specials as their text): the same here
-    eog = {tok.convert_tokens_to_ids("<|im_end|>"), tok.convert_tokens_to_ids("<|endoftext|>")}
-    cut = next((i for i, t in enumerate(new) if t in eog), len(new))
-    bs = list(range(33, 127)) + list(range(161, 173)) + list(range(174, 256))   # GPT-2's byte-to-unicode table
-    cs, k = bs[:], 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + k)
-            k += 1
-    inv = {chr(c): b for b, c in zip(bs, cs)}
-    text = b""
-    for t in new[:cut]:
-        piece = tok.convert_ids_to_tokens(t)
-        text += piece.encode() if t >= 317 else bytes(inv[ch] for ch in piece)
-    with open(os.path.join(out, "ref_tokens.txt"), "w") as f:
-        f.write(" ".join(map(str, new)) + "\n")
-    with open(os.path.join(out, "ref_text.bin"), "wb") as f:
-        f.write(text)
+        gen = peft_model.generate(**kw)
+    new = gen.sequences[0, input_ids.shape[1]:].tolist()
+    write_ref(new)
+    margins = [float(x.topk(2).values[0, 0] - x.topk(2).values[0, 1]) for x in gen.scores]
+    # the merged weights W + s·B·A (PEFT's merge_and_unload): the reference of --merged
+    with torch.no_grad():
+        merged = peft_model.merge_and_unload()
+        gm = merged.generate(**kw)
+    write_ref(gm.sequences[0, input_ids.shape[1]:].tolist(), "_merged")
+    print("vl_fixture: top-2 logit margins", " ".join(f"{x:.3f}" for x in margins))
     with open(os.path.join(out, "prompt_ids.txt"), "w") as f:
         f.write(" ".join(map(str, input_ids[0].tolist())) + "\n")
     print(f"vl_fixture: grid {grid.tolist()}, {n_img} image tokens, greedy {new}")
+if kind == "qwen2audio":
+    # 479,800 samples at 16 kHz (16-bit PCM), 25 ms short of 30 s: transformers
+    # pads it to 30 s and its mask keeps 2999 frames (750 audio tokens);
+    # llama.cpp's mtmd appends 30 s of zeros and encodes the first 3000-frame
+    # window only when the clip is under 479,840 samples, also 750 tokens
+    # (a full 30 s clip gives it a second, silent window)
+    import wave
+    rng = np.random.default_rng(1902)
+    t = np.arange(479800) / 16000.0
+    sig = 0.3 * np.sin(2 * np.pi * 440 * t) * (1 + np.sin(2 * np.pi * 0.5 * t)) / 2 + 0.05 * rng.standard_normal(t.size)
+    pcm = np.clip(np.round(sig * 32767), -32768, 32767).astype("<i2")
+    with wave.open(os.path.join(out, "clip.wav"), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+        w.writeframes(pcm.tobytes())
+    audio = pcm.astype(np.float32) / 32768.0
+    feats = proc(audio, sampling_rate=16000, return_attention_mask=True, padding="max_length", return_tensors="pt")
+    n_aud = 750
+    text = ("<|im_start|>user\n<|audio_bos|>" + "<|AUDIO|>" * n_aud +
+            "<|audio_eos|>Describe it.<|im_end|>\n<|im_start|>assistant\n")
+    input_ids = tok(text, return_tensors="pt", add_special_tokens=False)["input_ids"]
+    with torch.no_grad():
+        gen = peft_model.generate(input_ids=input_ids, attention_mask=torch.ones_like(input_ids),
+                                  input_features=feats["input_features"], feature_attention_mask=feats["attention_mask"],
+                                  max_new_tokens=16, do_sample=False, eos_token_id=None, pad_token_id=0)
+    # (no mm_token_type_ids: Qwen2-Audio's positions are 1-D)
+    new = gen[0, input_ids.shape[1]:].tolist()
+    write_ref(new)
+    print(f"vl_fixture: {n_aud} audio tokens, greedy {new}")
 print("vl_fixture: wrote", sorted(os.listdir(base)), sorted(os.listdir(adir)))
