@@ -28,8 +28,6 @@ typedef struct export_gguf_opts {
     int chat_template;          /* write tokenizer.chat_template when the tokenizer has one */
     int add_bos, add_eos;       /* tokenizer.ggml.add_bos/eos_token: 0/1, -1 = leave out */
     const struct imatrix *imatrix; /* importance for the quantizers (export/imatrix.h), NULL: none */
-    const char *template_alt;   /* the chat template when the tokenizer has none (the checkpoint's
-                                 * chat_template.jinja / .json, as gguf-py's SpecialVocab reads them) */
 } export_gguf_opts;
 
 typedef struct export_gguf_info {
@@ -46,11 +44,13 @@ int export_write_model(const model *m, const tok *t, const export_gguf_opts *o, 
 
 /* The tokenizer.* keys for a vocabulary of `vocab` embedding rows (ids
  * the tokenizer lacks become "[PAD<id>]" UNUSED); cfg_bos / cfg_eos are
- * config.json's ids, used where the tokenizer names none (-1: none). Uses
- * o->pre, add_bos, add_eos and chat_template. Shared with the multimodal
- * export (export/mm_gguf.h). */
+ * config.json's ids, used where the tokenizer names none (-1: none);
+ * template_alt the chat template when the tokenizer has none (NULL: none;
+ * the checkpoint's chat_template.jinja / .json, as gguf-py's SpecialVocab
+ * reads them). Uses o->pre, add_bos, add_eos and chat_template. Shared
+ * with the multimodal export (export/mm_gguf.h). */
 struct gguf_w;
-int export_write_tokenizer(struct gguf_w *w, const tok *t, int vocab, int cfg_bos, int cfg_eos,
+int export_write_tokenizer(struct gguf_w *w, const tok *t, int vocab, int cfg_bos, int cfg_eos, const char *template_alt,
                            const export_gguf_opts *o, dlm_err *e);
 
 /* Write the adapter as a llama.cpp LoRA GGUF: general.type adapter,

@@ -445,8 +445,8 @@ static int write_bpe_vocab(gguf_w *w, const tok *t, const export_gguf_opts *o, s
 /* tokenizer.* keys (docs/reference/formats.md §4.4). The token list has exactly one entry
  * per embedding row: ids the tokenizer lacks become "[PAD<id>]" UNUSED, as
  * the converter writes them. */
-int export_write_tokenizer(gguf_w *w, const tok *t, int vocab, int cfg_bos, int cfg_eos, const export_gguf_opts *o,
-                           dlm_err *e)
+int export_write_tokenizer(gguf_w *w, const tok *t, int vocab, int cfg_bos, int cfg_eos, const char *template_alt,
+                           const export_gguf_opts *o, dlm_err *e)
 {
     size_t V = (size_t)vocab, nt = tok_vocab_size(t);
     if (nt > V)
@@ -483,7 +483,7 @@ int export_write_tokenizer(gguf_w *w, const tok *t, int vocab, int cfg_bos, int 
     if (o->add_bos >= 0) gguf_w_bool(w, "tokenizer.ggml.add_bos_token", o->add_bos);
     if (o->add_eos >= 0) gguf_w_bool(w, "tokenizer.ggml.add_eos_token", o->add_eos);
     const char *tmpl = tok_chat_template(t);
-    if (!tmpl || !*tmpl) tmpl = o->template_alt;
+    if (!tmpl || !*tmpl) tmpl = template_alt;
     if (o->chat_template && tmpl && *tmpl) gguf_w_str(w, "tokenizer.chat_template", tmpl);
     rc = 0;
 done:
@@ -495,7 +495,7 @@ done:
 
 static int write_tokenizer(gguf_w *w, const model *m, const tok *t, const export_gguf_opts *o, dlm_err *e)
 {
-    return export_write_tokenizer(w, t, m->cfg.vocab, m->cfg.bos_id, m->cfg.eos_id, o, e);
+    return export_write_tokenizer(w, t, m->cfg.vocab, m->cfg.bos_id, m->cfg.eos_id, NULL, o, e);
 }
 
 /* No GGUF key carries gemma2's query_pre_attn_scalar: llama.cpp derives the

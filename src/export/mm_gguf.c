@@ -551,8 +551,8 @@ int mm_write_lang(const mm_base *b, const tok *t, const mm_lang_opts *o, const c
     if (jget_int(b->text, "eos_token_id", &eos)) eos = -1;
     char *alt = template_alt(b->dir);
     export_gguf_opts go = {.mix = o->mix, .pre = o->pre, .chat_template = o->chat_template, .add_bos = o->add_bos,
-                           .add_eos = o->add_eos, .template_alt = alt};
-    int trc = export_write_tokenizer(w, t, b->vocab, (int)bos, (int)eos, &go, e);
+                           .add_eos = o->add_eos};
+    int trc = export_write_tokenizer(w, t, b->vocab, (int)bos, (int)eos, alt, &go, e);
     free(alt);
     if (trc) goto done;
     if (write_items(w, &s, path, e)) goto done;
