@@ -10,6 +10,8 @@
 #    + mmproj, and on the merged GGUF + mmproj, prints for an image exactly
 #    the bytes of transformers' greedy generate with the PEFT adapter (16
 #    tokens);
+#  - where dlm has `dlm prompt --image` (branch vl), its greedy tokens for the
+#    same prompt are transformers' too (the adapter under dlm's names);
 #  - the HF snapshot loads with transformers + PEFT (snapshot_check.py), for
 #    both bases; PaliGemma exports the snapshot by default and refuses GGUF.
 set -eu
@@ -29,13 +31,13 @@ trap 'rm -rf "$dir"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 export DLM_HOME="$dir/home"
 ID=01JD0000000000000000000000
-# store KIND: a document on $dir/KIND/base whose store's current adapter is $dir/KIND/adapter
+# store KIND [ADAPTER]: a document on $dir/KIND/base whose store's current adapter is $dir/KIND/ADAPTER
 store() {
     printf -- '---\ndlm_id: %s\ndlm_version: 15\nbase_model: %s\n---\n# Images\n\nProse.\n' "$ID" "$dir/$1/base" > "$dir/$1.dlm"
     S="$DLM_HOME/store/$ID"
     rm -rf "$S"
     mkdir -p "$S/adapter/versions/v0001"
-    cp "$dir/$1/adapter/adapter_config.json" "$dir/$1/adapter/adapter_model.safetensors" "$S/adapter/versions/v0001/"
+    cp "$dir/$1/${2:-adapter}/adapter_config.json" "$dir/$1/${2:-adapter}/adapter_model.safetensors" "$S/adapter/versions/v0001/"
     echo adapter/versions/v0001 > "$S/adapter/current.txt"
     echo '{}' > "$S/manifest.json"
 }
@@ -63,7 +65,7 @@ PY
 }
 
 "$py" "$DLM_SRC/tests/ref/export/vl_fixture.py" "$dir/q" qwen2vl 2>/dev/null | grep vl_fixture
-store q
+store q adapter_dlm   # the adapter as dlm trains it (its names)
 E="$DLM_HOME/store/$ID/exports"
 for quant in F32 F16; do
     "$DLM" export "$dir/q.dlm" --target gguf --quant $quant
@@ -82,6 +84,21 @@ mtmd "$dir/merged.txt" "$dir/q/ref_text_merged.bin" -m "$dir/merged/merged.F32.g
 "$DLM" export "$dir/q.dlm" --quant F16 --out "$dir/ollama" > "$dir/ollama.out"
 grep -q '^FROM ./base.F16.gguf$' "$dir/ollama/Modelfile" && grep -q '^FROM ./mmproj.F16.gguf$' "$dir/ollama/Modelfile" &&
     grep -q '^ADAPTER ./adapter.gguf$' "$dir/ollama/Modelfile" || fail "Modelfile: $(cat "$dir/ollama/Modelfile")"
+# dlm's own answer to the same prompt (`dlm prompt --image`, branch vl):
+# the same 16 tokens as transformers and llama-mtmd-cli
+if "$DLM" prompt --help 2>&1 | grep -q -- '--image'; then
+    "$DLM" prompt "$dir/q.dlm" "Describe it." --image "$dir/q/img.png" --temp 0 --max-tokens 16 --json > "$dir/prompt.json"
+    "$py" - "$dir/prompt.json" "$dir/q/ref_tokens.txt" "$dir/q/prompt_ids.txt" <<'PY' || fail "dlm prompt --image --temp 0 differs from transformers"
+import json, sys
+j = json.load(open(sys.argv[1]))
+ref, pids = [int(x) for x in open(sys.argv[2]).read().split()], [int(x) for x in open(sys.argv[3]).read().split()]
+print(f"  dlm prompt --image: prompt {'==' if j['prompt_tokens'] == pids else '!='}, tokens {j['tokens']} vs {ref}")
+sys.exit(0 if j["tokens"] == ref and j["prompt_tokens"] == pids else 1)
+PY
+else
+    echo "  dlm prompt has no --image in this build: the comparison with dlm runs where it has (branch vl)"
+fi
+store q   # PEFT's own adapter folder: the snapshot must load it
 "$DLM" export "$dir/q.dlm" --target hf-snapshot
 "$py" "$DLM_SRC/tests/ref/export/snapshot_check.py" "$dir/q" "$E/hf-snapshot" qwen2vl 2>/dev/null
 

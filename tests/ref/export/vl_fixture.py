@@ -6,7 +6,8 @@ Builds a small random base of the kind from a config (no download), with
 the qwen2-f32 fixture's byte-level BPE tokenizer plus the kind's special
 tokens, saved as an HF folder the way transformers saves it (OUT/base:
 config.json, model.safetensors, the processor's files), and a PEFT LoRA
-adapter on the language model's q/k/v/o with random nonzero B (OUT/adapter).
+adapter on the language model's q/k/v/o with random nonzero B (OUT/adapter;
+OUT/adapter_dlm: the same under dlm's names).
 Weights are drawn larger than the initializer's so that greedy decoding has
 clear margins. For qwen2vl it also writes OUT/img.png (112x84, random
 pixels: aligned to 28, so neither transformers nor llama.cpp resizes it)
@@ -121,6 +122,13 @@ model.save_pretrained(base)
 # processor, which the venv does not have); what a hub checkpoint ships
 proc.save_pretrained(base)
 tok.save_pretrained(base)
+# transformers 5 writes the chat template to chat_template.jinja; the hub's
+# checkpoints (Qwen2-VL-2B-Instruct, Qwen2-Audio-7B-Instruct) also carry it in
+# tokenizer_config.json, where dlm's tokenizer reads it: the same here
+tc_path = os.path.join(base, "tokenizer_config.json")
+tc = json.load(open(tc_path))
+tc["chat_template"] = tok.chat_template
+json.dump(tc, open(tc_path, "w"), indent=2)
 
 lcfg = LoraConfig(r=4, lora_alpha=8, target_modules=target, lora_dropout=0.0)
 peft_model = get_peft_model(model, lcfg)
@@ -130,6 +138,15 @@ with torch.no_grad():
             p.copy_(torch.randn_like(p) * 0.3)
 peft_model.save_pretrained(adir)
 peft_model.eval()
+# the same adapter under the names dlm's trainer writes for these bases (the
+# hub layout's: base_model.model.model.layers.N..., not transformers 5's
+# model.language_model.layers.N...): OUT/adapter_dlm
+from safetensors.torch import load_file, save_file
+os.makedirs(adir + "_dlm", exist_ok=True)
+shutil.copy(os.path.join(adir, "adapter_config.json"), adir + "_dlm")
+sd = load_file(os.path.join(adir, "adapter_model.safetensors"))
+save_file({k.replace("model.language_model.layers.", "model.layers.").replace("language_model.model.layers.", "model.layers."): v
+           for k, v in sd.items()}, os.path.join(adir + "_dlm", "adapter_model.safetensors"), metadata={"format": "pt"})
 
 if kind == "qwen2vl":
     rng = np.random.default_rng(1901)
