@@ -10,6 +10,8 @@
 #  - llama-mtmd-cli --audio on base + adapter.gguf + mmproj prints exactly
 #    the bytes of transformers' greedy generate with the adapter (16 tokens)
 #    for a 29.99 s clip (750 audio tokens on both sides);
+#  - where dlm has `dlm prompt --audio` (branch audio), its greedy tokens for
+#    the same prompt are transformers' too (the adapter under dlm's names);
 #  - --target ollama is refused (Ollama takes no audio).
 set -eu
 : "${DLM:?}" "${DLM_SRC:?}"
@@ -39,6 +41,8 @@ E="$S/exports"
 
 "$DLM" export "$dir/a.dlm" | grep -q "Qwen2-Audio HF snapshot" || fail "the default export is not the audio snapshot"
 "$py" "$DLM_SRC/tests/ref/export/snapshot_check.py" "$dir/a" "$E/hf-audio-snapshot" qwen2audio 2>/dev/null
+# the GGUF pair from the adapter as dlm trains it (its names)
+cp "$dir/a/adapter_dlm/adapter_model.safetensors" "$S/adapter/versions/v0001/"
 for quant in F32 F16; do
     "$DLM" export "$dir/a.dlm" --target gguf --quant $quant > /dev/null
     o=$(echo $quant | tr A-Z a-z)
@@ -63,6 +67,21 @@ sys.exit(0 if ok else 2 if len(got) < len(ref) else 1)
 PY
     [ $try = 5 ] && fail "llama-mtmd-cli's stdout came back short 5 times"
 done
+# dlm's own answer (`dlm prompt --audio`, branch audio): the query holds the
+# one placeholder, so the prompt is the one transformers and mtmd were given
+if "$DLM" prompt --help 2>&1 | grep -q -- '--audio'; then
+    "$DLM" prompt "$dir/a.dlm" --audio "$dir/a/clip.wav" --temp 0 --max-tokens 16 --json \
+        $'<|im_start|>user\n<|audio_bos|><|AUDIO|><|audio_eos|>Describe it.<|im_end|>\n<|im_start|>assistant\n' > "$dir/prompt.json"
+    "$py" - "$dir/prompt.json" "$dir/a/ref_tokens.txt" "$dir/a/prompt_ids.txt" <<'PY' || fail "dlm prompt --audio --temp 0 differs from transformers"
+import json, sys
+j = json.load(open(sys.argv[1]))
+ref, pids = [int(x) for x in open(sys.argv[2]).read().split()], [int(x) for x in open(sys.argv[3]).read().split()]
+print(f"  dlm prompt --audio: prompt {'==' if j['prompt_tokens'] == pids else '!='} ({len(pids)} ids), tokens {j['tokens']} vs {ref}")
+sys.exit(0 if j["tokens"] == ref and j["prompt_tokens"] == pids else 1)
+PY
+else
+    echo "  dlm prompt has no --audio in this build: the comparison with dlm runs where it has (branch audio)"
+fi
 if "$DLM" export "$dir/a.dlm" --target ollama 2> "$dir/err"; then fail "--target ollama was accepted for an audio base"; fi
 grep -q "Ollama takes no audio input" "$dir/err" || fail "$(cat "$dir/err")"
 echo "r1902: ok"

@@ -143,7 +143,9 @@ peft_model.eval()
 # model.language_model.layers.N...): OUT/adapter_dlm
 from safetensors.torch import load_file, save_file
 os.makedirs(adir + "_dlm", exist_ok=True)
-shutil.copy(os.path.join(adir, "adapter_config.json"), adir + "_dlm")
+acfg = json.load(open(os.path.join(adir, "adapter_config.json")))
+acfg["target_modules"] = ["q_proj", "k_proj", "v_proj", "o_proj"]   # dlm's form (a list; the pairs are the same)
+json.dump(acfg, open(os.path.join(adir + "_dlm", "adapter_config.json"), "w"), indent=2)
 sd = load_file(os.path.join(adir, "adapter_model.safetensors"))
 save_file({k.replace("model.language_model.layers.", "model.layers.").replace("language_model.model.layers.", "model.layers."): v
            for k, v in sd.items()}, os.path.join(adir + "_dlm", "adapter_model.safetensors"), metadata={"format": "pt"})
@@ -206,5 +208,7 @@ if kind == "qwen2audio":
     # (no mm_token_type_ids: Qwen2-Audio's positions are 1-D)
     new = gen[0, input_ids.shape[1]:].tolist()
     write_ref(new)
+    with open(os.path.join(out, "prompt_ids.txt"), "w") as f:
+        f.write(" ".join(map(str, input_ids[0].tolist())) + "\n")
     print(f"vl_fixture: {n_aud} audio tokens, greedy {new}")
 print("vl_fixture: wrote", sorted(os.listdir(base)), sorted(os.listdir(adir)))
