@@ -358,13 +358,56 @@ static void modelfile_text(const export_opts *o, const mm_ctx *c, const mm_expor
     }
 }
 
+/* ---- the store's record -------------------------------------------------------------------- */
+
+static json_t *art_sha(const arts *a, const char *path)
+{
+    size_t i;
+    json_t *x;
+    json_array_foreach(a->list, i, x) if (path && !strcmp(jget_str(x, "path"), path)) return json_string(jget_str(x, "sha256"));
+    return json_null();
+}
+
+/* Append the export to <store>/manifest.json's exports under the store lock
+ * (waits up to 60 s for another writer), as the text export does; the
+ * snapshot's quant is "HF" (as --target vllm's). */
+static int record_in_store(const mm_ctx *c, const export_opts *o, const mm_export_result *r, const arts *a, dlm_err *e)
+{
+    store_lock lk;
+    double until = time_mono() + 60;
+    for (;;) {
+        if (store_lock_acquire(c->store, "export", &lk, e) == 0) break;
+        if (strcmp(e->kind, "LockHeldError") || time_mono() > until) return -1;
+        usleep(200 * 1000);
+    }
+    char mp[4200], now[32];
+    snprintf(mp, sizeof mp, "%s/manifest.json", c->store);
+    time_iso_utc(time_now(), now, sizeof now);
+    int rc = -1;
+    json_t *m = manifest_load(mp, e);
+    if (!m) goto done;
+    json_t *x = json_pack("{s:s, s:s, s:s, s:b, s:n, s:n, s:n, s:o, s:o, s:n, s:o}", "exported_at", now, "target",
+                          export_target_name((export_target)r->target), "quant", r->quant ? r->quant : "HF", "merged",
+                          o->merged, "ollama_name", "ollama_version", "llama_cpp_tag", "base_gguf_sha256",
+                          art_sha(a, r->quant ? r->lang_file : NULL), "adapter_gguf_sha256",
+                          art_sha(a, r->adapter_tensors ? "adapter.gguf" : NULL), "smoke_output_first_line",
+                          "adapter_name", c->adapter_name ? json_string(c->adapter_name) : json_null());
+    if (!x) { err_set(e, "MemoryError", "out of memory"); goto done; }
+    rc = manifest_add_export(m, x, e);
+    json_decref(x);
+    if (!rc) rc = manifest_save(mp, m, e);
+done:
+    json_decref(m);
+    store_lock_release(&lk);
+    return rc;
+}
+
 /* ---- the run -------------------------------------------------------------------------------- */
 
 static int pick_target(const export_opts *o, int given, mm_kind k, int *out, dlm_err *e)
 {
     int t = given ? (int)o->target : k == MM_QWEN2VL ? EXPORT_TARGET_OLLAMA : EXPORT_TARGET_HF_SNAPSHOT;
     const char *kn = mm_kind_name(k);
-    e->code = 2;
     if (t == EXPORT_TARGET_VLLM || t == EXPORT_TARGET_MLX_SERVE || t == EXPORT_TARGET_LLAMA_SERVER) {
         err_set(e, "ExportError", "--target %s cannot carry the %s tower of a %s base: dlm writes it only for llama.cpp's "
                 "mtmd (--target gguf) and the HF snapshot", export_target_name((export_target)t),
@@ -400,7 +443,6 @@ static int pick_target(const export_opts *o, int given, mm_kind k, int *out, dlm
         err_set(e, "ExportError", "--dequantize: the %s export reads the float checkpoint; there is nothing to dequantize", kn);
         return err_hint(e, "drop --dequantize");
     }
-    e->code = 0;
     *out = t;
     return 0;
 }
@@ -418,7 +460,11 @@ int mm_export_run(const export_opts *o, int target_given, mm_export_result *r, d
     if (resolve_base(o, &c, e)) goto done;
     if (c.kind == MM_NONE) { err_set(e, "ExportError", "%s: not a vision- or audio-language base", o->doc_path); goto done; }
     r->kind = c.kind;
-    if (pick_target(o, target_given, c.kind, &r->target, e) || resolve_adapter(o, &c, e)) goto done;
+    if (pick_target(o, target_given, c.kind, &r->target, e)) {
+        e->code = 2;   /* a combination of options this base cannot take */
+        goto done;
+    }
+    if (resolve_adapter(o, &c, e)) goto done;
     r->adapter_version = c.version;
     int snap = r->target == EXPORT_TARGET_HF_SNAPSHOT;
     const export_mix *mix = NULL;
@@ -508,6 +554,10 @@ int mm_export_run(const export_opts *o, int target_given, mm_export_result *r, d
     if (o->out_dir && fs_is_dir(r->dir)) rmdir(r->dir);   /* empty, checked above */
     if (publish(stage, r->dir, e)) goto done;
     stage[0] = 0;
+    if (record_in_store(&c, o, r, &a, e)) {
+        err_prefix(e, "the export is in %s, but the store's manifest.json was not updated", r->dir);
+        goto done;
+    }
     rc = 0;
 done:
     if (stage[0]) fs_remove_tree(stage, NULL);

@@ -7,7 +7,7 @@
 #    (the version folder's files, byte for byte), processor/ (the base's
 #    processor and tokenizer files, nothing else), snapshot_manifest.json with
 #    the original's keys and PaliGemma's plan (<image> x 256 at 224), README.md;
-#    a second export replaces it;
+#    a second export replaces it; the store's manifest.json records it;
 #  - bad cases, each a clear error with a hint and nothing written under
 #    exports/: targets that cannot carry the tower (vllm, mlx-serve,
 #    llama-server), PaliGemma as GGUF, Qwen2-Audio for Ollama, GGUF-only
@@ -34,7 +34,7 @@ train_fake() {   # a trained version: what the snapshot copies
     echo '{"r": 4, "lora_alpha": 8, "peft_type": "LORA"}' > "$S/adapter/versions/v0001/adapter_config.json"
     printf 'weights' > "$S/adapter/versions/v0001/adapter_model.safetensors"
     echo adapter/versions/v0001 > "$S/adapter/current.txt"
-    echo '{}' > "$S/manifest.json"
+    printf '{"dlm_id": "%s", "base_model": "./base"}\n' "$ID" > "$S/manifest.json"   # the fields manifest_load requires
 }
 refused() {   # WHAT MESSAGE ARGS...: fails with MESSAGE and a hint, writes nothing
     local what=$1 msg=$2; shift 2
@@ -74,6 +74,10 @@ for a in m["artifacts"]:
     assert hashlib.sha256(b).hexdigest() == a["sha256"] and len(b) == a["size_bytes"]
 PY
 grep -q 'PeftModel.from_pretrained(base, "./adapter")' "$X/README.md" || fail "README: $(cat "$X/README.md")"
+python3 -c "
+import json; x = json.load(open('$S/manifest.json'))['exports']
+assert len(x) == 1 and (x[0]['target'], x[0]['quant'], x[0]['merged'], x[0]['base_gguf_sha256']) == ('hf-snapshot', 'HF', False, None), x
+" || fail "the store's exports record"
 # a second export replaces the first (a new version's files, no leftovers)
 echo 'v2' > "$S/adapter/versions/v0001/extra.txt"
 "$DLM" export pg.dlm --target hf-snapshot > /dev/null

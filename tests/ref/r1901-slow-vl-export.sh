@@ -39,7 +39,7 @@ store() {
     mkdir -p "$S/adapter/versions/v0001"
     cp "$dir/$1/${2:-adapter}/adapter_config.json" "$dir/$1/${2:-adapter}/adapter_model.safetensors" "$S/adapter/versions/v0001/"
     echo adapter/versions/v0001 > "$S/adapter/current.txt"
-    echo '{}' > "$S/manifest.json"
+    printf '{"dlm_id": "%s", "base_model": "./base"}\n' "$ID" > "$S/manifest.json"   # the fields manifest_load requires
 }
 # mtmd OUT REF ARGS...: llama-mtmd-cli's greedy answer (16 tokens) must be
 # REF's bytes (it prints "\n", the tokens, then newlines). Its asynchronous
@@ -75,6 +75,13 @@ for quant in F32 F16; do
     "$py" "$DLM_SRC/tests/ref/export/mm_compare.py" "$llama" "$E/$quant/base.$quant.gguf" "$dir/conv-lang-$o.gguf"
     "$py" "$DLM_SRC/tests/ref/export/mm_compare.py" "$llama" "$E/$quant/mmproj.$quant.gguf" "$dir/conv-mm-$o.gguf"
 done
+"$py" - "$DLM_HOME/store/$ID/manifest.json" "$E/F32" <<'PY' || fail "the store's exports records"
+import hashlib, json, sys
+x = json.load(open(sys.argv[1]))["exports"]
+sha = lambda f: hashlib.sha256(open(f"{sys.argv[2]}/{f}", "rb").read()).hexdigest()
+assert [(r["target"], r["quant"]) for r in x] == [("gguf", "F32"), ("gguf", "F16")], x
+assert x[0]["base_gguf_sha256"] == sha("base.F32.gguf") and x[0]["adapter_gguf_sha256"] == sha("adapter.gguf"), x[0]
+PY
 mtmd "$dir/lora.txt" "$dir/q/ref_text.bin" -m "$E/F32/base.F32.gguf" --lora "$E/F32/adapter.gguf" --mmproj "$E/F32/mmproj.F32.gguf" --image "$dir/q/img.png"
 "$DLM" export "$dir/q.dlm" --target gguf --quant F32 --merged --out "$dir/merged"
 [ -f "$dir/merged/merged.F32.gguf" ] && [ ! -e "$dir/merged/adapter.gguf" ] || fail "--merged wrote $(ls "$dir/merged")"

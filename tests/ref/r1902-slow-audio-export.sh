@@ -36,7 +36,7 @@ S="$DLM_HOME/store/$ID"
 mkdir -p "$S/adapter/versions/v0001"
 cp "$dir/a/adapter/adapter_config.json" "$dir/a/adapter/adapter_model.safetensors" "$S/adapter/versions/v0001/"
 echo adapter/versions/v0001 > "$S/adapter/current.txt"
-echo '{}' > "$S/manifest.json"
+printf '{"dlm_id": "%s", "base_model": "./base"}\n' "$ID" > "$S/manifest.json"   # the fields manifest_load requires
 E="$S/exports"
 
 "$DLM" export "$dir/a.dlm" | grep -q "Qwen2-Audio HF snapshot" || fail "the default export is not the audio snapshot"
