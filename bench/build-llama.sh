@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # bench/build-llama.sh TARGET: build one llama.cpp program (llama-server,
-# llama-bench, ...) as a benchmark peer, from the llama.cpp source that npm
+# llama-bench, llama-mtmd-cli for tests/ref/r1901-r1902, ...) as a benchmark
+# or reference peer, from the llama.cpp source that npm
 # node-llama-cpp ships (node_modules/node-llama-cpp/llama/gitRelease.bundle,
 # a git bundle of the release it was built against). CPU only, this
 # machine's ISA (GGML_NATIVE: the AVX-512 / VNNI / BF16 build on a CPU that
@@ -11,7 +12,7 @@
 # or linked into dlm. Prints the binary's path. ~15 min on 2 cores the first
 # time, nothing afterwards.
 set -euo pipefail
-target=${1:?usage: bench/build-llama.sh TARGET (llama-server, llama-bench, ...)}
+target=${1:?usage: bench/build-llama.sh TARGET (llama-server, llama-bench, llama-mtmd-cli, ...)}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 cache=${DLM_BENCH_CACHE:-$HOME/.cache/dlm-bench}

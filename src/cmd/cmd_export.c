@@ -7,6 +7,7 @@
 #include "export/admix.h"
 #include "export/export.h"
 #include "infer/target.h"
+#include "export/mm_export.h"
 #include "kern/kern.h"
 #include "run/named_mix.h"
 #include "util/fs.h"
@@ -17,7 +18,7 @@ typedef struct export_args {
 } export_args;
 
 static const opt OPTS[] = {
-    {"target", 0, OPT_STR, offsetof(export_args, target), "T", "ollama (default), gguf (files only), llama-server, vllm or mlx-serve"},
+    {"target", 0, OPT_STR, offsetof(export_args, target), "T", "ollama (default), gguf (files only), llama-server, vllm, mlx-serve; hf-snapshot for vision/audio bases"},
     {"quant", 0, OPT_STR, offsetof(export_args, quant), "Q", "Q4_K_M Q5_K_M Q6_K Q8_0 Q4_0 F16 BF16 F32 (default: export.default_quant, Q4_K_M)"},
     {"merged", 0, OPT_FLAG, offsetof(export_args, merged), NULL, "merge the adapter into the base (one GGUF, no adapter.gguf)"},
     {"no-imatrix", 0, OPT_FLAG, offsetof(export_args, no_imatrix), NULL, "K-quants without the importance matrix (default: calibrated on the replay corpus)"},
@@ -40,7 +41,7 @@ static const opt OPTS[] = {
 };
 
 const cmd_spec spec_export = {
-    "export", "PATH [--target ollama|gguf|llama-server|vllm|mlx-serve] [--quant Q] [--merged] [--adapter NAME | --adapter-mix SRC:W,...] [--out DIR]",
+    "export", "PATH [--target ollama|gguf|llama-server|vllm|mlx-serve|hf-snapshot] [--quant Q] [--merged] [--adapter NAME | --adapter-mix SRC:W,...] [--out DIR]",
     "export the base and adapter as GGUF for llama.cpp and Ollama (or HF/PEFT for vLLM)",
     "Writes <store>/exports/<QUANT>/: base.<QUANT>.gguf quantized with llama.cpp's mix\n"
     "rules, adapter.gguf (a llama.cpp LoRA), export_manifest.json, and for the ollama\n"
@@ -48,7 +49,10 @@ const cmd_spec spec_export = {
     "llama-server chat-template.jinja and llama-server_launch.sh. --target vllm and\n"
     "mlx-serve write exports/vllm or exports/mlx-serve instead (an adapter folder and a\n"
     "launcher; mlx-lm's server runs on Apple Silicon). An unchanged base\n"
-    "GGUF from an earlier export is reused. See docs/export.md.",
+    "GGUF from an earlier export is reused. A vision- or audio-language base\n"
+    "(Qwen2-VL, PaliGemma, Qwen2-Audio) exports the HF snapshot (--target hf-snapshot,\n"
+    "exports/hf-snapshot/) or llama.cpp's multimodal pair (--target gguf or ollama:\n"
+    "the language GGUF + adapter + mmproj). See docs/export.md.",
     OPTS,
 };
 
@@ -85,18 +89,47 @@ static int gate_static_mix(const char *doc, const char *home, int offline, char 
     return rc;
 }
 
+/* `dlm export` of a vision- or audio-language base: the HF snapshot or
+ * llama.cpp's multimodal pair (export/mm_export.h). */
+static int export_mm(dlm_ctx *ctx, const export_opts *o, int target_given)
+{
+    dlm_err e;
+    err_clear(&e);
+    mm_export_result r;
+    if (mm_export_run(o, target_given, &r, &e)) return cmd_fail(ctx, &e);
+    if (ctx->quiet) return EXIT_OK;
+    if (r.target == EXPORT_TARGET_HF_SNAPSHOT) {
+        printf("exported the %s HF snapshot (adapter v%04d, %d files) to %s\n", mm_kind_name(r.kind), r.adapter_version,
+               r.n_artifacts, r.dir);
+        printf("  adapter/ (PEFT), processor/, snapshot_manifest.json, README.md\n");
+        return EXIT_OK;
+    }
+    printf("exported %s (adapter v%04d, %s, %s) to %s\n", r.quant, r.adapter_version, o->merged ? "merged" : "base + adapter",
+           mm_kind_name(r.kind), r.dir);
+    printf("  %s (%d tensors)", r.lang_file, r.lang_tensors);
+    if (r.adapter_tensors) printf(", adapter.gguf (%d tensors)", r.adapter_tensors);
+    printf(", %s (%d tensors: the %s)\n", r.mmproj_file, r.mmproj_tensors,
+           mm_kind_is_audio(r.kind) ? "audio encoder + projector" : "vision tower + projector");
+    printf("  run: cd %s && llama-mtmd-cli -m %s%s --mmproj %s %s FILE -p PROMPT\n", r.dir, r.lang_file,
+           r.adapter_tensors ? " --lora adapter.gguf" : "", r.mmproj_file, mm_kind_is_audio(r.kind) ? "--audio" : "--image");
+    if (r.next_steps[0]) printf("  ollama (not run by dlm for these bases): %s\n", r.next_steps);
+    return EXIT_OK;
+}
+
 int cmd_export(int argc, char **argv, dlm_ctx *ctx)
 {
-    export_args a = {.target = "ollama"};
+    export_args a = {0};
     char *pos[64];
     int npos;
     int r = opts_parse(&spec_export, argc, argv, ctx, &a, pos, &npos);
     if (r) return r == 1 ? EXIT_OK : EXIT_USAGE;
     if (npos != 1) return cmd_usage_error(&spec_export, npos ? "too many arguments" : "export needs a PATH");
+    int target_given = a.target != NULL;
+    if (!a.target) a.target = "ollama";
     int target = export_target_parse(a.target);
     if (target < 0)
-        return cmd_usage_error(&spec_export, "unknown export target '%s'; available targets: ollama, gguf, llama-server, vllm, mlx-serve",
-                               a.target);
+        return cmd_usage_error(&spec_export, "unknown export target '%s'; available targets: ollama, gguf, llama-server, vllm, "
+                               "mlx-serve, hf-snapshot (vision and audio bases)", a.target);
     if (a.quant && !export_mix_find(a.quant))
         return cmd_usage_error(&spec_export, "unknown --quant '%s' (Q4_K_M Q5_K_M Q6_K Q8_0 Q4_0 F16 BF16 F32)", a.quant);
     if (a.dequantize && !a.merged) return cmd_usage_error(&spec_export, "--dequantize only applies with --merged");
@@ -122,6 +155,17 @@ int cmd_export(int argc, char **argv, dlm_ctx *ctx)
     if (cmd_setup(ctx, &e)) return cmd_fail(ctx, &e);
     if (cmd_check_license(ctx, pos[0], NULL, a.accept, 0, &e)) return cmd_fail(ctx, &e);
     kern_init(a.threads);
+    export_opts o = {.doc_path = pos[0], .home = ctx->home, .target = (export_target)target, .quant = a.quant,
+                     .merged = a.merged, .dequantize = a.dequantize, .no_template = a.no_template,
+                     .no_smoke = a.no_smoke, .name = a.name, .out_dir = a.out, .pre_tokenizer = a.pre,
+                     .offline = a.offline, .adapter_mix = a.mix, .adapter = a.adapter, .mix_method = method,
+                     .skip_ollama = a.skip_ollama, .no_imatrix = a.no_imatrix, .draft = a.draft, .no_draft = a.no_draft};
+    /* a vision- or audio-language base: its own targets (export/mm_export.h) */
+    mm_kind mk;
+    if (mm_export_kind(&o, &mk, NULL, 0, &e)) return cmd_fail(ctx, &e);
+    if (mk != MM_NONE) return export_mm(ctx, &o, target_given);
+    if (target == EXPORT_TARGET_HF_SNAPSHOT)
+        return cmd_usage_error(&spec_export, "--target hf-snapshot is for vision- and audio-language bases (a text base: --target vllm)");
     char gmix[1024] = "";
     const char *gmode = NULL;
     if (!a.adapter && !a.mix) {
@@ -133,12 +177,8 @@ int cmd_export(int argc, char **argv, dlm_ctx *ctx)
                         gmode[0] == 's' ? "mean" : "uniform", gmode, gmix);
         }
     }
-    export_opts o = {.doc_path = pos[0], .home = ctx->home, .target = (export_target)target, .quant = a.quant,
-                     .merged = a.merged, .dequantize = a.dequantize, .no_template = a.no_template,
-                     .no_smoke = a.no_smoke, .name = a.name, .out_dir = a.out, .pre_tokenizer = a.pre,
-                     .offline = a.offline, .adapter_mix = a.mix, .adapter = a.adapter, .mix_method = method,
-                     .skip_ollama = a.skip_ollama, .gate_mode = gmode, .no_imatrix = a.no_imatrix,
-                     .draft = a.draft, .no_draft = a.no_draft};
+    o.adapter_mix = a.mix;
+    o.gate_mode = gmode;
     export_result res;
     if (export_run(&o, &res, &e)) return cmd_fail(ctx, &e);
     if (!ctx->quiet) {

@@ -28,7 +28,7 @@
 
 #define EXPORT_FORMAT 1         /* bump when the bytes of an exported base change */
 
-static const char *const TARGETS[] = {"ollama", "gguf", "llama-server", "vllm", "mlx-serve"};
+static const char *const TARGETS[] = {"ollama", "gguf", "llama-server", "vllm", "mlx-serve", "hf-snapshot"};
 
 const char *export_draft_for(const char *key)
 {
@@ -597,6 +597,12 @@ int export_run(const export_opts *o, export_result *r, dlm_err *e)
 {
     memset(r, 0, sizeof *r);
     if (!o->doc_path) return err_set(e, "ExportError", "export needs a document");
+    if (o->target == EXPORT_TARGET_HF_SNAPSHOT) {   /* export/mm_export.h takes the multimodal bases first */
+        err_set(e, "ExportError", "--target hf-snapshot is for vision- and audio-language bases");
+        err_hint(e, "a text base exports an HF/PEFT folder with --target vllm");
+        e->code = 2;
+        return -1;
+    }
     infer_target T;
     target_opts to = {.doc_path = o->doc_path, .home = o->home, .use_adapter = 1, .offline = o->offline,
                       .adapter = o->adapter};

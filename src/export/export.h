@@ -26,10 +26,11 @@
 #include "util/err.h"
 
 typedef enum { EXPORT_TARGET_OLLAMA = 0, EXPORT_TARGET_GGUF, EXPORT_TARGET_LLAMA_SERVER, EXPORT_TARGET_VLLM,
-               EXPORT_TARGET_MLX_SERVE } export_target;
+               EXPORT_TARGET_MLX_SERVE, EXPORT_TARGET_HF_SNAPSHOT } export_target;
 
 /* "ollama", "gguf", "llama-server", "vllm" (export/vllm.h), "mlx-serve"
- * (export/mlx_serve.h) → target; -1 if unknown. */
+ * (export/mlx_serve.h), "hf-snapshot" (vision/audio bases, export/mm_export.h)
+ * → target; -1 if unknown. */
 int export_target_parse(const char *s);
 const char *export_target_name(export_target t);
 

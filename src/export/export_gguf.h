@@ -42,6 +42,17 @@ typedef struct export_gguf_info {
 int export_write_model(const model *m, const tok *t, const export_gguf_opts *o, const char *path,
                        export_gguf_info *info, dlm_err *e);
 
+/* The tokenizer.* keys for a vocabulary of `vocab` embedding rows (ids
+ * the tokenizer lacks become "[PAD<id>]" UNUSED); cfg_bos / cfg_eos are
+ * config.json's ids, used where the tokenizer names none (-1: none);
+ * template_alt the chat template when the tokenizer has none (NULL: none;
+ * the checkpoint's chat_template.jinja / .json, as gguf-py's SpecialVocab
+ * reads them). Uses o->pre, add_bos, add_eos and chat_template. Shared
+ * with the multimodal export (export/mm_gguf.h). */
+struct gguf_w;
+int export_write_tokenizer(struct gguf_w *w, const tok *t, int vocab, int cfg_bos, int cfg_eos, const char *template_alt,
+                           const export_gguf_opts *o, dlm_err *e);
+
 /* Write the adapter as a llama.cpp LoRA GGUF: general.type adapter,
  * adapter.type lora, adapter.lora.alpha (f32), <base>.lora_a [in, r] and
  * <base>.lora_b [r, out] in F32. DoRA adapters are refused (llama.cpp has

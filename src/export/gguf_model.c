@@ -445,9 +445,10 @@ static int write_bpe_vocab(gguf_w *w, const tok *t, const export_gguf_opts *o, s
 /* tokenizer.* keys (docs/reference/formats.md §4.4). The token list has exactly one entry
  * per embedding row: ids the tokenizer lacks become "[PAD<id>]" UNUSED, as
  * the converter writes them. */
-static int write_tokenizer(gguf_w *w, const model *m, const tok *t, const export_gguf_opts *o, dlm_err *e)
+int export_write_tokenizer(gguf_w *w, const tok *t, int vocab, int cfg_bos, int cfg_eos, const char *template_alt,
+                           const export_gguf_opts *o, dlm_err *e)
 {
-    size_t V = (size_t)m->cfg.vocab, nt = tok_vocab_size(t);
+    size_t V = (size_t)vocab, nt = tok_vocab_size(t);
     if (nt > V)
         return err_set(e, "ExportError", "preflight: the tokenizer has %zu tokens but the embedding has %zu rows", nt, V);
     strarr toks, merges;
@@ -473,7 +474,7 @@ static int write_tokenizer(gguf_w *w, const model *m, const tok *t, const export
         if (write_spm_vocab(w, t, &toks, types, V, e)) goto done;
     } else if (write_bpe_vocab(w, t, o, &toks, &merges, types, V, e)) goto done;
     /* special ids: the tokenizer's own, then config.json's (converter order) */
-    int32_t bos = tok_bos(t) >= 0 ? tok_bos(t) : m->cfg.bos_id, eos = tok_eos(t) >= 0 ? tok_eos(t) : m->cfg.eos_id;
+    int32_t bos = tok_bos(t) >= 0 ? tok_bos(t) : cfg_bos, eos = tok_eos(t) >= 0 ? tok_eos(t) : cfg_eos;
     int32_t ids[4] = {bos, eos, tok_unk(t), tok_pad(t)};
     const char *keys[4] = {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
                            "tokenizer.ggml.unknown_token_id", "tokenizer.ggml.padding_token_id"};
@@ -482,6 +483,7 @@ static int write_tokenizer(gguf_w *w, const model *m, const tok *t, const export
     if (o->add_bos >= 0) gguf_w_bool(w, "tokenizer.ggml.add_bos_token", o->add_bos);
     if (o->add_eos >= 0) gguf_w_bool(w, "tokenizer.ggml.add_eos_token", o->add_eos);
     const char *tmpl = tok_chat_template(t);
+    if (!tmpl || !*tmpl) tmpl = template_alt;
     if (o->chat_template && tmpl && *tmpl) gguf_w_str(w, "tokenizer.chat_template", tmpl);
     rc = 0;
 done:
@@ -489,6 +491,11 @@ done:
     strarr_free(&merges);
     free(types);
     return rc;
+}
+
+static int write_tokenizer(gguf_w *w, const model *m, const tok *t, const export_gguf_opts *o, dlm_err *e)
+{
+    return export_write_tokenizer(w, t, m->cfg.vocab, m->cfg.bos_id, m->cfg.eos_id, NULL, o, e);
 }
 
 /* No GGUF key carries gemma2's query_pre_attn_scalar: llama.cpp derives the
