@@ -594,6 +594,8 @@ static int write_version(run *R, const char *tmp, dlm_err *e)
     for (int l = 0; l < R->m->cfg.n_layer; l++)
         for (int mm = 0; mm < LM_COUNT; mm++)
             if (lora_mod_at(R->l, l, mm) && dtype_is_quant(lora_base_weight(R->m, l, mm)->type)) quant = 1;
+    /* the original's sidecar, for its tools (run/ptstate.c) */
+    if (run_write_torch_state(R, tmp, &s, quant, e)) { json_decref(cfg); return -1; }
     json_t *tr = json_pack("{s:s, s:b, s:s, s:s, s:s, s:I, s:I, s:i, s:i, s:i, s:b, s:I, s:I, s:i, s:i, s:o}",
                            "phase", pref_phase_name(R), "use_qlora", quant, "base_model", R->base_spec, "base_model_revision", R->revision,
                            "base_model_sha256", R->weights_sha, "seed", (json_int_t)R->seed, "steps",

@@ -158,6 +158,9 @@ void run_log_step(run *R, int64_t step, double loss, double grad_norm, double tp
 void run_log_eval(run *R, int64_t step, double val);
 int run_checkpoint(run *R, int64_t step, dlm_err *e);
 int run_commit(run *R, dlm_err *e);
+/* run/ptstate.c: the original's training_state.pt (+ .sha256,
+ * training_state.rng.json, pinned_versions.json) in a version folder */
+int run_write_torch_state(run *R, const char *dir, const struct train_state *s, int use_qlora, dlm_err *e);
 void run_end_records(run *R, const char *status);
 /* {"type":"memory"} line: the plan's total and the measured peak RSS. */
 void run_log_memory(run *R);
