@@ -62,7 +62,6 @@ D="$DLM_HOME/store/01JD0000000000000000001801/adapter/versions/v0001"
 cat > check.py <<'PYEOF'
 import json, random, struct, sys
 import numpy as np, torch
-from safetensors.numpy import load_file
 d = sys.argv[1]
 new_torch = int(torch.__version__.split(".")[0]) >= 2
 s = torch.load(d + "/training_state.pt", weights_only=new_torch)
@@ -76,7 +75,10 @@ assert s["_state_sidecar_version"] == 2 and s["global_step"] == steps and steps 
 assert s["use_qlora"] is False and s["scaler_state_dict"] is None and s["cuda_rng_state"] is None
 assert s["base_model_revision"] == tr["base_model_revision"] and s["pinned_versions"]["dlm"]
 # one param per PEFT tensor, in named_parameters order
-ad = load_file(d + "/adapter_model.safetensors")
+def shapes(path):   # the safetensors header (8-byte length + JSON): names and shapes
+    f = open(path, "rb"); h = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
+    return {k: tuple(x["shape"]) for k, x in h.items() if k != "__metadata__"}
+ad = shapes(d + "/adapter_model.safetensors")
 MOD = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 def order(k):
     p = k.split(".")
@@ -96,7 +98,7 @@ assert got_m.size == n and np.array_equal(got_m, m) and np.array_equal(got_v, v)
 assert np.abs(m).max() > 0
 for i, k in enumerate(names):
     st = o["state"][i]
-    assert tuple(st["exp_avg"].shape) == ad[k].shape, (k, st["exp_avg"].shape, ad[k].shape)
+    assert tuple(st["exp_avg"].shape) == ad[k], (k, st["exp_avg"].shape, ad[k])
     assert st["exp_avg"].dtype == torch.float32 and st["step"].dim() == 0 and float(st["step"]) == steps
 g0, g1 = o["param_groups"]
 fm = tr["frontmatter"]["training"]
@@ -121,7 +123,7 @@ ps = rng["python_random_state"]
 assert ps["version"] == ver and tuple(ps["state"]) == st and ps["gauss_next"] is gn
 if new_torch:
     # torch's own AdamW takes the state over parameters of those shapes, and steps
-    params = [torch.nn.Parameter(torch.zeros(ad[k].shape)) for k in names]
+    params = [torch.nn.Parameter(torch.zeros(ad[k])) for k in names]
     opt = torch.optim.AdamW([{"params": params, "weight_decay": 0.0}, {"params": [], "weight_decay": 0.0}], lr=fm["learning_rate"])
     opt.load_state_dict(o)
     assert torch.equal(opt.state[params[0]]["exp_avg"], o["state"][0]["exp_avg"])
@@ -135,7 +137,7 @@ if new_torch:
 print("ok", torch.__version__)
 PYEOF
 "$V/bin/python" check.py "$D" > c2.txt 2>&1 || fail "torch 2.15: $(cat c2.txt)"
-if /usr/bin/python3 -c 'import torch, safetensors, numpy' 2> /dev/null; then
-    /usr/bin/python3 check.py "$D" > c1.txt 2>&1 || fail "torch 1.13: $(cat c1.txt)"
-fi
+grep -q "^ok 2\.15" c2.txt || fail "torch 2.15: $(cat c2.txt)"
+/usr/bin/python3 check.py "$D" > c1.txt 2>&1 || fail "Debian torch: $(cat c1.txt)"
+grep -q "^ok 1\." c1.txt || fail "Debian torch: $(cat c1.txt)"
 echo ok
