@@ -15,7 +15,8 @@
 #   - Debian's python3-torch 1.13 loads the same values (plain torch.load:
 #     1.13's weights_only reader has no BINFLOAT, not even for its own
 #     files; torch >= 2.0 reads floats);
-#   - the .sha256 sidecar is the file's digest.
+#   - the .sha256 sidecar is the file's digest;
+#   - with training.optimizer adamw_bnb_8bit the state holds no moments.
 set -euo pipefail
 : "${DLM:?}" "${DLM_SRC:?}"
 if ! V=$("$DLM_SRC/scripts/ref-venv.sh" torch2); then
@@ -140,4 +141,14 @@ PYEOF
 grep -q "^ok 2\.15" c2.txt || fail "torch 2.15: $(cat c2.txt)"
 /usr/bin/python3 check.py "$D" > c1.txt 2>&1 || fail "Debian torch: $(cat c1.txt)"
 grep -q "^ok 1\." c1.txt || fail "Debian torch: $(cat c1.txt)"
+# 8-bit AdamW (bitsandbytes' block-wise state in the original): no moments
+# are given for it, an empty "state" as an optimizer that has not stepped
+sed -e 's/^  seed: 7$/  seed: 7\n  optimizer: adamw_bnb_8bit/' -e 's/001801$/001802/' a.dlm > b.dlm
+"$DLM" train b.dlm > train8.log 2>&1 || fail "dlm train 8-bit: $(cat train8.log)"
+"$V/bin/python" - "$DLM_HOME/store/01JD0000000000000000001802/adapter/versions/v0001" <<'PYEOF' || fail "8-bit state"
+import sys, torch
+s = torch.load(sys.argv[1] + "/training_state.pt", weights_only=True)
+o = s["optimizer_state_dict"]
+assert o["state"] == {} and len(o["param_groups"][0]["params"]) == 12 and s["global_step"] > 0, o
+PYEOF
 echo ok
