@@ -6,13 +6,14 @@
 #include "cmd/commands.h"
 #include "export/admix.h"
 #include "export/export.h"
+#include "export/sway_yaml.h"
 #include "infer/target.h"
 #include "kern/kern.h"
 #include "run/named_mix.h"
 #include "util/fs.h"
 
 typedef struct export_args {
-    int merged, dequantize, no_template, no_smoke, threads, offline, accept, skip_ollama, no_imatrix, no_draft;
+    int merged, dequantize, no_template, no_smoke, threads, offline, accept, skip_ollama, no_imatrix, no_draft, sway;
     const char *target, *quant, *name, *out, *pre, *mix, *mix_method, *adapter, *draft;
 } export_args;
 
@@ -36,6 +37,7 @@ static const opt OPTS[] = {
     {"threads", 0, OPT_THREADS, offsetof(export_args, threads), "N", "threads for quantizing (default: all cores)"},
     {"offline", 0, OPT_FLAG, offsetof(export_args, offline), NULL, "never download the base"},
     {"i-accept-license", 0, OPT_FLAG, offsetof(export_args, accept), NULL, "accept a gated base's license for this run"},
+    {"emit-sway-json", 0, OPT_FLAG, offsetof(export_args, sway), NULL, "also write sway.yaml (the original's dlm-sway suite of the document) into the export folder"},
     {0},
 };
 
@@ -141,6 +143,12 @@ int cmd_export(int argc, char **argv, dlm_ctx *ctx)
                      .draft = a.draft, .no_draft = a.no_draft};
     export_result res;
     if (export_run(&o, &res, &e)) return cmd_fail(ctx, &e);
+    /* after the export, as the original: a sway.yaml failure never undoes it */
+    char sway[4200] = "";
+    if (a.sway && sway_yaml_write(pos[0], ctx->home, res.dir, sway, sizeof sway, &e)) {
+        err_prefix(&e, "sway.yaml (the export itself is written)");
+        return cmd_fail(ctx, &e);
+    }
     if (!ctx->quiet) {
         if (res.n_mix)
             printf("exported %s (a %s mix of %d adapters, rank %d, %s%s) to %s\n", res.quant,
@@ -181,6 +189,7 @@ int cmd_export(int argc, char **argv, dlm_ctx *ctx)
         }
         if (target == EXPORT_TARGET_LLAMA_SERVER) printf("  run: %s/llama-server_launch.sh\n", res.dir);
         if (res.draft) printf("  draft: %s (Modelfile comments; OLLAMA_DRAFT_MODEL=%s at run time)\n", res.draft, res.draft);
+        if (sway[0]) printf("sway.yaml: %s\n  next: sway run %s\n", sway, sway);
     }
     return EXIT_OK;
 }

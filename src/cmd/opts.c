@@ -46,8 +46,6 @@ static const struct {
     {"init", "skip-export-probes", "dlm runs no export probes when it initialises a document", "leave the option out"},
     {"prompt", "image", "prompting a vision-language base is not built yet (docs/images.md)", "prompt with text"},
     {"prompt", "audio", "prompting an audio-language base is not built yet (docs/audio.md)", "prompt with text"},
-    {"export", "emit-sway-json", "writing sway.yaml (dlm-sway's autogen) is not in dlm yet",
-     "write the sway.yaml by hand, or with the original's dlm export --emit-sway-json"},
 };
 
 static int original_only(const cmd_spec *spec, const char *name)
