@@ -603,6 +603,11 @@ static int write_version(run *R, const char *tmp, dlm_err *e)
                            "recompute", R->plan.recompute, "train_items", (json_int_t)R->P.data.ds->n_train,
                            "train_loss_tokens", (json_int_t)R->P.data.ds->train_loss_tokens, "replay_sections", R->P.data.n_replay,
                            "new_sections", R->P.data.n_new, "frontmatter", cfg ? cfg : json_null());
+    if (R->pref) {   /* the preference phase's pairs: the document's, and those replayed (tokens/replay.h) */
+        json_object_set_new(tr, "replay_sections", json_integer(R->pref_replay_sections));
+        json_object_set_new(tr, "pref_pairs", json_pack("{s:i, s:i}", "document", R->ps->n_pairs - R->ps->n_replay,
+                                                        "replay", R->ps->n_replay));
+    }
     /* the numerics the adapter was trained with (run/precision.h) */
     json_object_set_new(tr, "precision", json_string(R->prec.name));
     /* the optimizer the moments were kept with (run/optstate.c) */

@@ -87,6 +87,7 @@ typedef struct run {
     /* the preference phase (run/pref.c) */
     int pref;                       /* this run trains preference pairs (DPO or ORPO) */
     pref_set *ps;
+    int pref_replay_sections;       /* of ps's pairs, ps->n_replay come from these replayed sections */
     double *ref_c, *ref_r;          /* [n_pairs] the frozen reference's completion log-probs (DPO) */
     int have_ref;                   /* ref_c/ref_r hold values (computed, or read from the checkpoint) */
     float *nll, *scale;             /* [rows·T] per-position NLL and dL/dnll of one pass */

@@ -600,13 +600,23 @@ static int pref_render(tok *t, const chat_dialect *dialect, const char *sys, con
 int pref_build(const dlm_doc *doc, tok *t, const chat_dialect *dialect, const ds_opts *o, pref_set **out,
                dlm_err *e)
 {
+    return pref_build_replay(doc, NULL, t, dialect, o, out, e);
+}
+
+int pref_build_replay(const dlm_doc *doc0, const dlm_doc *rdoc, tok *t, const chat_dialect *dialect, const ds_opts *o,
+                      pref_set **out, dlm_err *e)
+{
     *out = NULL;
     pref_set *p = calloc(1, sizeof *p);
     if (!p) return err_set(e, "MemoryError", "out of memory");
     rowbuf rb = {{0}, NULL, 0};
     strbuf sb = STRBUF_INIT;
     int rc = 0, cap = 0;
-    for (int i = 0; i < doc_nsections(doc) && !rc; i++) {
+    /* the document's pairs, then the replayed ones (the original
+     * concatenates doc_ds and replay_ds) */
+    for (int di = 0; di < 2 && !rc; di++) {
+    const dlm_doc *doc = di ? rdoc : doc0;
+    for (int i = 0; doc && i < doc_nsections(doc) && !rc; i++) {
         const doc_section *s = doc_section_at(doc, i);
         if (s->type != DOC_PREFERENCE) continue;
         if (o->no_mined && s->auto_mined) continue;   /* train --no-mined */
@@ -640,7 +650,9 @@ int pref_build(const dlm_doc *doc, tok *t, const chat_dialect *dialect, const ds
             }
             p->n_truncated += cut;
             p->n_pairs++;
+            if (di) p->n_replay++;
         }
+    }
     }
     tok_ids_free(&rb.ids);
     free(rb.train);
