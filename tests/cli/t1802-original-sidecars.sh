@@ -36,6 +36,17 @@ assert z.read("archive/data.pkl")[:2] == b"\x80\x02"
 r = json.load(open(sys.argv[1].replace(".pt", ".rng.json")))
 assert r["_rng_sidecar_version"] == 2 and r["python_random_state"]["version"] == 3
 PYEOF
+# dlm-sway's training_drift (its trunk on GitHub, not in the pinned 0.1.0)
+# reads <store>/logs/train-*.jsonl: records of type "step" with int step and
+# float loss, one per optimizer step
+python3 - "$DLM_HOME/store/$ID" "$D/training_run.json" <<'PYEOF' || fail "the training log training_drift reads"
+import glob, json, sys
+logs = sorted(glob.glob(sys.argv[1] + "/logs/train-*.jsonl"))
+assert len(logs) == 1, logs
+steps = [r for r in map(json.loads, open(logs[0])) if r.get("type") == "step"]
+assert [r["step"] for r in steps] == list(range(1, json.load(open(sys.argv[2]))["steps"] + 1)), steps
+assert all(isinstance(r["loss"], float) for r in steps)
+PYEOF
 cp "$D/training_state.pt" first.pt
 "$DLM" train a.dlm > t2.log 2>&1 || fail "retrain: $(cat t2.log)"
 cmp -s first.pt "$DLM_HOME/store/$ID/adapter/versions/v0002/training_state.pt" || fail "the same run wrote another training_state.pt"

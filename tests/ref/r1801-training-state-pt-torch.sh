@@ -122,6 +122,15 @@ random.seed(7)
 ver, st, gn = random.getstate()
 ps = rng["python_random_state"]
 assert ps["version"] == ver and tuple(ps["state"]) == st and ps["gauss_next"] is gn
+# what dlm-sway's gradient_ghost reads (its trunk on GitHub, not in the
+# pinned 0.1.0): optimizer_state_dict.state by int id, layer-major, the same
+# count of adapter tensors in every layer, global_step, epoch
+per_layer = {}
+for k in ad:
+    L = order(k)[0]
+    per_layer[L] = per_layer.get(L, 0) + 1
+assert len(set(per_layer.values())) == 1 and sum(per_layer.values()) == len(o["state"]), per_layer
+assert all(isinstance(k, int) for k in o["state"]) and isinstance(s["epoch"], float) and s["epoch"] > 0
 if new_torch:
     # torch's own AdamW takes the state over parameters of those shapes, and steps
     params = [torch.nn.Parameter(torch.zeros(ad[k])) for k in names]
