@@ -4,8 +4,9 @@
 # ten preference sections were trained, the same document with them
 # replaced by one new section trains DPO on its own triple plus
 # k = max(8, 2·1) = 8 of the ten, drawn from the replay corpus by recency
-# weight; the same seed draws the same ones (identical adapters on a
-# copied store); --no-replay and training.replay.enabled: false train the
+# weight, and they are trained (the adapter differs from --no-replay's);
+# the same seed draws the same ones (identical adapters on a copied store);
+# --no-replay and training.replay.enabled: false train the
 # document's triple alone; a document with no preference section of its
 # own is still NoPreferenceContentError (replay alone is no phase).
 set -euo pipefail
@@ -45,6 +46,7 @@ n=$(python3 -c 'import json,sys; print(sum(1 for x in json.load(open(sys.argv[1]
 [ "$n" -ge 12 ] || fail "the corpus holds $n sections, expected the 12 of the document"
 doc a.dlm 11 11   # the ten sections now live only in the replay corpus
 cp -r "$DLM_HOME" home2
+cp -r "$DLM_HOME" home3
 "$DLM" train a.dlm --phase preference > t2.log 2>&1 || fail "train --phase preference: $(cat t2.log)"
 V=$(cat "$S/adapter/current.txt"); V=${V##*/}
 python3 - "$S/adapter/versions/$V/training_run.json" <<'PYEOF' || fail "replayed pairs: $(cat "$S/adapter/versions/$V/training_run.json")"
@@ -57,11 +59,13 @@ PYEOF
 DLM_HOME="$T/home2" "$DLM" train a.dlm --phase preference > t3.log 2>&1 || fail "second store: $(cat t3.log)"
 cmp -s "$S/adapter/versions/$V/adapter_model.safetensors" "$T/home2/store/$ID/adapter/versions/$V/adapter_model.safetensors" ||
     fail "the same seed and store gave another adapter"
-# --no-replay: the document's triple alone
-"$DLM" train a.dlm --phase preference --no-replay > t4.log 2>&1 || fail "--no-replay: $(cat t4.log)"
-V=$(cat "$S/adapter/current.txt"); V=${V##*/}
+# --no-replay from the same store: the document's triple alone, and another
+# adapter than the replayed run's (the replayed pairs were trained)
+DLM_HOME="$T/home3" "$DLM" train a.dlm --phase preference --no-replay > t4.log 2>&1 || fail "--no-replay: $(cat t4.log)"
 python3 -c 'import json,sys; t = json.load(open(sys.argv[1])); assert t["pref_pairs"] == {"document": 1, "replay": 0}, t["pref_pairs"]' \
-    "$S/adapter/versions/$V/training_run.json" || fail "--no-replay replayed"
+    "$T/home3/store/$ID/adapter/versions/$V/training_run.json" || fail "--no-replay replayed"
+! cmp -s "$S/adapter/versions/$V/adapter_model.safetensors" "$T/home3/store/$ID/adapter/versions/$V/adapter_model.safetensors" ||
+    fail "the replayed pairs changed nothing"
 doc a.dlm 11 11 "  replay: {enabled: false}"
 "$DLM" train a.dlm --phase preference > t5.log 2>&1 || fail "replay disabled: $(cat t5.log)"
 V=$(cat "$S/adapter/current.txt"); V=${V##*/}
