@@ -167,10 +167,12 @@ int run_write_torch_state(run *R, const char *dir, const train_state *s, int use
     int np = 0;
     /* PEFT's named_parameters order: embed_tokens' modules_to_save copy
      * (model.embed_tokens comes first), the layers' LoRA tensors, lm_head's */
-    int emb = l->embd && R->emb_m && R->emb_v, tied = l->head == l->embd;
+    /* (a copy this run kept frozen has no moments: a parameter without
+     * state, as torch leaves one that never stepped) */
+    int emb = l->embd != NULL, emb_mom = emb && R->emb_m && R->emb_v, tied = l->head == l->embd;
     if (emb) {
         shp[np][0] = l->we.rows, shp[np][1] = l->we.cols, nd[np] = 2;
-        pm[np] = R->emb_m, pv[np] = R->emb_v, np++;
+        pm[np] = emb_mom ? R->emb_m : NULL, pv[np] = emb_mom ? R->emb_v : NULL, np++;
     }
     for (int layer = 0; layer < l->n_layer; layer++)
         for (int m = 0; m < LM_COUNT; m++) {
@@ -188,7 +190,7 @@ int run_write_torch_state(run *R, const char *dir, const train_state *s, int use
     if (emb && !tied) {
         size_t off = (size_t)l->we.rows * (size_t)l->we.cols;
         shp[np][0] = l->wo.rows, shp[np][1] = l->wo.cols, nd[np] = 2;
-        pm[np] = R->emb_m + off, pv[np] = R->emb_v + off, np++;
+        pm[np] = emb_mom ? R->emb_m + off : NULL, pv[np] = emb_mom ? R->emb_v + off : NULL, np++;
     }
 
     tpt w;
@@ -199,7 +201,8 @@ int run_write_torch_state(run *R, const char *dir, const train_state *s, int use
     tpt_dict_begin(&w);
     tpt_str(&w, "state");
     tpt_dict_begin(&w);
-    for (int i = 0; moments && i < np; i++) param_state(&w, i, &stepf, pm[i], pv[i], nd[i], shp[i]);
+    for (int i = 0; moments && i < np; i++)
+        if (pm[i]) param_state(&w, i, &stepf, pm[i], pv[i], nd[i], shp[i]);
     tpt_dict_end(&w);
     tpt_str(&w, "param_groups");
     tpt_list_begin(&w);
