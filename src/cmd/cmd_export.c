@@ -6,6 +6,7 @@
 #include "cmd/commands.h"
 #include "export/admix.h"
 #include "export/export.h"
+#include "export/sway_yaml.h"
 #include "infer/target.h"
 #include "export/mm_export.h"
 #include "kern/kern.h"
@@ -13,7 +14,7 @@
 #include "util/fs.h"
 
 typedef struct export_args {
-    int merged, dequantize, no_template, no_smoke, threads, offline, accept, skip_ollama, no_imatrix, no_draft;
+    int merged, dequantize, no_template, no_smoke, threads, offline, accept, skip_ollama, no_imatrix, no_draft, sway;
     const char *target, *quant, *name, *out, *pre, *mix, *mix_method, *adapter, *draft;
 } export_args;
 
@@ -37,6 +38,7 @@ static const opt OPTS[] = {
     {"threads", 0, OPT_THREADS, offsetof(export_args, threads), "N", "threads for quantizing (default: all cores)"},
     {"offline", 0, OPT_FLAG, offsetof(export_args, offline), NULL, "never download the base"},
     {"i-accept-license", 0, OPT_FLAG, offsetof(export_args, accept), NULL, "accept a gated base's license for this run"},
+    {"emit-sway-json", 0, OPT_FLAG, offsetof(export_args, sway), NULL, "also write sway.yaml (the original's dlm-sway suite of the document) into the export folder"},
     {0},
 };
 
@@ -181,6 +183,12 @@ int cmd_export(int argc, char **argv, dlm_ctx *ctx)
     o.gate_mode = gmode;
     export_result res;
     if (export_run(&o, &res, &e)) return cmd_fail(ctx, &e);
+    /* after the export, as the original: a sway.yaml failure never undoes it */
+    char sway[4200] = "";
+    if (a.sway && sway_yaml_write(pos[0], ctx->home, res.dir, sway, sizeof sway, &e)) {
+        err_prefix(&e, "sway.yaml (the export itself is written)");
+        return cmd_fail(ctx, &e);
+    }
     if (!ctx->quiet) {
         if (res.n_mix)
             printf("exported %s (a %s mix of %d adapters, rank %d, %s%s) to %s\n", res.quant,
@@ -221,6 +229,7 @@ int cmd_export(int argc, char **argv, dlm_ctx *ctx)
         }
         if (target == EXPORT_TARGET_LLAMA_SERVER) printf("  run: %s/llama-server_launch.sh\n", res.dir);
         if (res.draft) printf("  draft: %s (Modelfile comments; OLLAMA_DRAFT_MODEL=%s at run time)\n", res.draft, res.draft);
+        if (sway[0]) printf("sway.yaml: %s\n  next: sway run %s\n", sway, sway);
     }
     return EXIT_OK;
 }

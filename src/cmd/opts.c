@@ -44,8 +44,6 @@ static const struct {
     {"train", "repl", "dlm train --watch has no built-in REPL", "run 'dlm repl PATH' in another terminal"},
     {"train", "skip-export-probes", "dlm runs no export probes when it trains", "leave the option out"},
     {"init", "skip-export-probes", "dlm runs no export probes when it initialises a document", "leave the option out"},
-    {"export", "emit-sway-json", "writing sway.yaml (dlm-sway's autogen) is not in dlm yet",
-     "write the sway.yaml by hand, or with the original's dlm export --emit-sway-json"},
 };
 
 static int original_only(const cmd_spec *spec, const char *name)

@@ -595,6 +595,8 @@ static int write_version(run *R, const char *tmp, dlm_err *e)
     for (int l = 0; l < R->m->cfg.n_layer; l++)
         for (int mm = 0; mm < LM_COUNT; mm++)
             if (lora_mod_at(R->l, l, mm) && dtype_is_quant(lora_base_weight(R->m, l, mm)->type)) quant = 1;
+    /* the original's sidecar, for its tools (run/ptstate.c) */
+    if (run_write_torch_state(R, tmp, &s, quant, e)) { json_decref(cfg); return -1; }
     json_t *tr = json_pack("{s:s, s:b, s:s, s:s, s:s, s:I, s:I, s:i, s:i, s:i, s:b, s:I, s:I, s:i, s:i, s:o}",
                            "phase", pref_phase_name(R), "use_qlora", quant, "base_model", R->base_spec, "base_model_revision", R->revision,
                            "base_model_sha256", R->weights_sha, "seed", (json_int_t)R->seed, "steps",
@@ -602,6 +604,11 @@ static int write_version(run *R, const char *tmp, dlm_err *e)
                            "recompute", R->plan.recompute, "train_items", (json_int_t)R->P.data.ds->n_train,
                            "train_loss_tokens", (json_int_t)R->P.data.ds->train_loss_tokens, "replay_sections", R->P.data.n_replay,
                            "new_sections", R->P.data.n_new, "frontmatter", cfg ? cfg : json_null());
+    if (R->pref) {   /* the preference phase's pairs: the document's, and those replayed (tokens/replay.h) */
+        json_object_set_new(tr, "replay_sections", json_integer(R->pref_replay_sections));
+        json_object_set_new(tr, "pref_pairs", json_pack("{s:i, s:i}", "document", R->ps->n_pairs - R->ps->n_replay,
+                                                        "replay", R->ps->n_replay));
+    }
     /* the numerics the adapter was trained with (run/precision.h) */
     json_object_set_new(tr, "precision", json_string(R->prec.name));
     /* the optimizer the moments were kept with (run/optstate.c) */

@@ -45,7 +45,20 @@ static double beta_of(const run *R) { return is_orpo(R) ? PREF(R)->hyperparams.a
 
 int pref_prepare(run *R, dlm_err *e)
 {
-    if (prep_pref(&R->P, R->doc, R->seed, R->o->no_mined, &R->ps, e)) return -1;
+    /* past preference sections of the store's replay corpus join the
+     * document's (the original's sample_preference_rows), drawn with the
+     * seed + the prior version as the SFT replay */
+    pref_replay_in rin = {.seed = R->seed + (uint64_t)R->prev_version, .run_id = R->run_id};
+    int use_replay = !R->o->no_replay && doc_fm(R->doc)->training.replay.enabled;
+    if (prep_pref_replay(&R->P, R->doc, R->seed, R->o->no_mined, use_replay ? &rin : NULL, &R->ps, e)) return -1;
+    R->pref_replay_sections = rin.n_sections;
+    if (R->ps->n_pairs == R->ps->n_replay && R->ps->n_replay) {
+        /* the document has none of its own: replay alone is not a phase */
+        err_set(e, "NoPreferenceContentError", "%s has no preference sections: the preference phase has nothing to"
+                " train on", R->o->doc_path);
+        return err_hint(e, "add a ::preference:: section with ### Prompt / ### Chosen / ### Rejected, or train with"
+                        " --phase sft");
+    }
     if (R->ps->n_pairs == 0) {
         err_set(e, "NoPreferenceContentError", "%s has no preference sections: the preference phase has nothing to"
                 " train on", R->o->doc_path);

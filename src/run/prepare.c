@@ -1,6 +1,7 @@
 /* prepare — see prepare.h. */
 #include "run/prepare.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "adapter/adapter.h"
@@ -114,6 +115,12 @@ void prep_free(prep *P)
 
 int prep_pref(const prep *P, const dlm_doc *doc, uint64_t seed, int no_mined, pref_set **out, dlm_err *e)
 {
+    return prep_pref_replay(P, doc, seed, no_mined, NULL, out, e);
+}
+
+int prep_pref_replay(const prep *P, const dlm_doc *doc, uint64_t seed, int no_mined, pref_replay_in *rin,
+                     pref_set **out, dlm_err *e)
+{
     const doc_frontmatter *fm = doc_fm(doc);
     int seq = fm->training.sequence_len;
     if (P->base.cfg.max_pos > 0 && seq > P->base.cfg.max_pos) seq = P->base.cfg.max_pos;
@@ -124,7 +131,26 @@ int prep_pref(const prep *P, const dlm_doc *doc, uint64_t seed, int no_mined, pr
                 " rendered");
         return err_hint(e, "choose a base with a chat template (e.g. qwen2.5-0.5b-instruct)");
     }
-    return pref_build(doc, P->tok, P->data.dialect, &o, out, e);
+    dlm_doc *rdoc = NULL;
+    if (rin && P->data.rp && replay_count(P->data.rp) > 0) {
+        int n_doc = 0, *idx = NULL;
+        for (int i = 0; i < doc_nsections(doc); i++) {
+            const doc_section *s = doc_section_at(doc, i);
+            if (s->type == DOC_PREFERENCE && !(no_mined && s->auto_mined)) n_doc += s->n_triples;
+        }
+        int k = replay_sample_pref(P->data.rp, (const char *const *)P->data.cur_ids, P->data.n_cur, n_doc, no_mined,
+                                   rin->seed, rin->run_id, &idx, e);
+        if (k < 0) return -1;
+        rin->n_sections = k;
+        if (k > 0 && !(rdoc = replay_doc(P->data.rp, idx, k, e))) {
+            free(idx);
+            return -1;
+        }
+        free(idx);
+    }
+    int rc = pref_build_replay(doc, rdoc, P->tok, P->data.dialect, &o, out, e);
+    doc_free(rdoc);
+    return rc;
 }
 
 void prep_pref_plan_inputs(const prep *P, const pref_set *ps, plan_in *in)

@@ -43,6 +43,17 @@ void prep_free(prep *P);
  * pref_build) in the dialect prep_data resolved, and the plan's inputs for
  * that phase (two rows per pair, the longest pair sequence). */
 int prep_pref(const prep *P, const dlm_doc *doc, uint64_t seed, int no_mined, pref_set **out, dlm_err *e);
+/* The same with the store's past preference sections replayed
+ * (tokens/replay.h replay_sample_pref), drawn with rin->seed (the run's seed
+ * + the prior adapter version, as the SFT replay) and rin->run_id; the
+ * sections drawn into rin->n_sections. */
+typedef struct pref_replay_in {
+    uint64_t seed;
+    int64_t run_id;
+    int n_sections;
+} pref_replay_in;
+int prep_pref_replay(const prep *P, const dlm_doc *doc, uint64_t seed, int no_mined, pref_replay_in *rin,
+                     pref_set **out, dlm_err *e);
 void prep_pref_plan_inputs(const prep *P, const pref_set *ps, plan_in *in);
 
 /* ---- audio (run/audio_plan.c) ----------------------------------------------

@@ -100,6 +100,7 @@ typedef struct run {
     /* the preference phase (run/pref.c) */
     int pref;                       /* this run trains preference pairs (DPO or ORPO) */
     pref_set *ps;
+    int pref_replay_sections;       /* of ps's pairs, ps->n_replay come from these replayed sections */
     double *ref_c, *ref_r;          /* [n_pairs] the frozen reference's completion log-probs (DPO) */
     int have_ref;                   /* ref_c/ref_r hold values (computed, or read from the checkpoint) */
     float *nll, *scale;             /* [rows·T] per-position NLL and dL/dnll of one pass */
@@ -171,6 +172,9 @@ void run_log_step(run *R, int64_t step, double loss, double grad_norm, double tp
 void run_log_eval(run *R, int64_t step, double val);
 int run_checkpoint(run *R, int64_t step, dlm_err *e);
 int run_commit(run *R, dlm_err *e);
+/* run/ptstate.c: the original's training_state.pt (+ .sha256,
+ * training_state.rng.json, pinned_versions.json) in a version folder */
+int run_write_torch_state(run *R, const char *dir, const struct train_state *s, int use_qlora, dlm_err *e);
 void run_end_records(run *R, const char *status);
 /* {"type":"memory"} line: the plan's total and the measured peak RSS. */
 void run_log_memory(run *R);

@@ -948,46 +948,59 @@ static int pref_render(tok *t, const chat_dialect *dialect, const char *sys, con
 int pref_build(const dlm_doc *doc, tok *t, const chat_dialect *dialect, const ds_opts *o, pref_set **out,
                dlm_err *e)
 {
+    return pref_build_replay(doc, NULL, t, dialect, o, out, e);
+}
+
+int pref_build_replay(const dlm_doc *doc0, const dlm_doc *rdoc, tok *t, const chat_dialect *dialect, const ds_opts *o,
+                      pref_set **out, dlm_err *e)
+{
     *out = NULL;
     pref_set *p = calloc(1, sizeof *p);
     if (!p) return err_set(e, "MemoryError", "out of memory");
     rowbuf rb = {{0}, NULL, 0};
     strbuf sb = STRBUF_INIT;
     int rc = 0, cap = 0;
-    for (int i = 0; i < doc_nsections(doc) && !rc; i++) {
-        const doc_section *s = doc_section_at(doc, i);
-        if (s->type != DOC_PREFERENCE) continue;
-        if (o->no_mined && s->auto_mined) continue;   /* train --no-mined */
-        for (int k = 0; k < s->n_triples && !rc; k++) {
-            const doc_triple *tr = &s->triples[k];
-            if (p->n_pairs == cap) {
-                cap = cap ? cap * 2 : 64;
-                pref_pair *a = realloc(p->pairs, (size_t)cap * sizeof *a);
-                if (!a) { rc = err_set(e, "MemoryError", "out of memory"); break; }
-                p->pairs = a;
+    /* the document's pairs, then the replayed ones (the original
+     * concatenates doc_ds and replay_ds) */
+    for (int di = 0; di < 2 && !rc; di++) {
+        const dlm_doc *doc = di ? rdoc : doc0;
+        for (int i = 0; doc && i < doc_nsections(doc) && !rc; i++) {
+            const doc_section *s = doc_section_at(doc, i);
+            if (s->type != DOC_PREFERENCE) continue;
+            if (o->no_mined && s->auto_mined) continue;   /* train --no-mined */
+            for (int k = 0; k < s->n_triples && !rc; k++) {
+                const doc_triple *tr = &s->triples[k];
+                if (p->n_pairs == cap) {
+                    cap = cap ? cap * 2 : 64;
+                    pref_pair *a = realloc(p->pairs, (size_t)cap * sizeof *a);
+                    if (!a) { rc = err_set(e, "MemoryError", "out of memory"); break; }
+                    p->pairs = a;
+                }
+                pref_pair *pp = &p->pairs[p->n_pairs];
+                memset(pp, 0, sizeof *pp);
+                memcpy(pp->sid, s->id, 17);
+                pp->row = k;
+                int cut = 0;
+                if (pref_render(t, dialect, o->system_prompt, tr->prompt, tr->chosen, &rb, &sb, e) ||
+                    pref_push(p, &rb, o->seq_len, &pp->c, &cut) ||
+                    pref_render(t, dialect, o->system_prompt, tr->prompt, tr->rejected, &rb, &sb, e) ||
+                    pref_push(p, &rb, o->seq_len, &pp->r, &cut)) {
+                    if (!e->kind[0]) err_set(e, "MemoryError", "out of memory");
+                    rc = -1;
+                    break;
+                }
+                if ((!pp->c.n_loss || !pp->r.n_loss) && di) continue;   /* a replayed pair that cannot fit: left out */
+                if (!pp->c.n_loss || !pp->r.n_loss) {   /* the prompt alone fills sequence_len */
+                    rc = err_at(e, "DatasetError", doc_path(doc), tr->prompt_line, 1,
+                                "the preference prompt leaves no room for its completions within sequence_len %d",
+                                o->seq_len);
+                    err_hint(e, "shorten the prompt or raise training.sequence_len");
+                    break;
+                }
+                p->n_truncated += cut;
+                p->n_pairs++;
+                if (di) p->n_replay++;
             }
-            pref_pair *pp = &p->pairs[p->n_pairs];
-            memset(pp, 0, sizeof *pp);
-            memcpy(pp->sid, s->id, 17);
-            pp->row = k;
-            int cut = 0;
-            if (pref_render(t, dialect, o->system_prompt, tr->prompt, tr->chosen, &rb, &sb, e) ||
-                pref_push(p, &rb, o->seq_len, &pp->c, &cut) ||
-                pref_render(t, dialect, o->system_prompt, tr->prompt, tr->rejected, &rb, &sb, e) ||
-                pref_push(p, &rb, o->seq_len, &pp->r, &cut)) {
-                if (!e->kind[0]) err_set(e, "MemoryError", "out of memory");
-                rc = -1;
-                break;
-            }
-            if (!pp->c.n_loss || !pp->r.n_loss) {   /* the prompt alone fills sequence_len */
-                rc = err_at(e, "DatasetError", doc_path(doc), tr->prompt_line, 1,
-                            "the preference prompt leaves no room for its completions within sequence_len %d",
-                            o->seq_len);
-                err_hint(e, "shorten the prompt or raise training.sequence_len");
-                break;
-            }
-            p->n_truncated += cut;
-            p->n_pairs++;
         }
     }
     tok_ids_free(&rb.ids);

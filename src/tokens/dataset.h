@@ -212,6 +212,7 @@ typedef struct pref_set {
     int64_t n_tok, cap_tok;
     pref_pair *pairs;
     int n_pairs, max_len, n_truncated;
+    int n_replay;           /* of n_pairs, the last ones: from replayed sections */
     int32_t pad_id;
     int *perm;              /* [n_pairs] this epoch's order */
     int perm_epoch;
@@ -220,6 +221,10 @@ typedef struct pref_set {
 
 int pref_build(const dlm_doc *doc, tok *t, const chat_dialect *dialect, const ds_opts *o, pref_set **out,
                dlm_err *e);
+/* The same with the pairs of rdoc's preference sections (the replay
+ * sample, tokens/replay.h) after the document's; rdoc may be NULL. */
+int pref_build_replay(const dlm_doc *doc, const dlm_doc *rdoc, tok *t, const chat_dialect *dialect, const ds_opts *o,
+                      pref_set **out, dlm_err *e);
 void pref_free(pref_set *p);
 /* The pairs of step `step` of epoch `epoch` (mb·ga per step, epoch order a
  * shuffle keyed by (seed, epoch) as for items): micro-batch `micro` gets up

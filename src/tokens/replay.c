@@ -239,8 +239,29 @@ static int cmp_key(const void *a, const void *b)
     return x->idx - y->idx;
 }
 
-int replay_sample(const replay *r, const char *const *cur_ids, int n_cur, int n_new, uint64_t seed,
-                  int64_t run_id, int **out, dlm_err *e)
+double replay_weight(double weight, double age)
+{
+    if (age < 0) age = 0;
+    double w = weight * (1.0 / (1.0 + age));   /* entry.weight * base, as the original rounds it */
+    return w < 0.01 ? 0.01 : w;
+}
+
+/* The record's auto_mined flag (1, 0; -1 with e set when unreadable) */
+static int record_mined(const replay *r, int i, dlm_err *e)
+{
+    json_t *rec;
+    if (read_frame(r->corpus, r->e[i].off, r->e[i].len, &rec, e)) return -1;
+    int m = json_is_true(json_object_get(rec, "auto_mined"));
+    json_decref(rec);
+    return m;
+}
+
+/* The Efraimidis–Spirakis draw over the entries of `type` (NULL: prose and
+ * instruction) not in cur_ids: key ln(u)/w, the k largest; every entry, in
+ * id order, when there are no more than k. pass keeps the SFT and the
+ * preference draws apart. */
+static int sample_kind(const replay *r, const char *const *cur_ids, int n_cur, const char *type, int no_mined, int k,
+                       uint64_t seed, uint64_t pass, int64_t run_id, int **out, dlm_err *e)
 {
     *out = NULL;
     keyed *c = malloc((size_t)(r->n + 1) * sizeof *c);
@@ -248,22 +269,24 @@ int replay_sample(const replay *r, const char *const *cur_ids, int n_cur, int n_
     int n = 0;
     for (int i = 0; i < r->n; i++) {
         if (in_list(r->e[i].sid, cur_ids, n_cur)) continue;
-        if (strcmp(r->e[i].type, "prose") && strcmp(r->e[i].type, "instruction")) continue;
-        double age = (double)(run_id - r->e[i].last_run);
-        if (age < 0) age = 0;
-        double w = r->e[i].weight / (1.0 + age);
-        if (w < 0.01) w = 0.01;
+        if (type ? strcmp(r->e[i].type, type) : strcmp(r->e[i].type, "prose") && strcmp(r->e[i].type, "instruction"))
+            continue;
+        if (no_mined) {
+            int m = record_mined(r, i, e);
+            if (m < 0) { free(c); return -1; }
+            if (m) continue;
+        }
+        double w = replay_weight(r->e[i].weight, (double)(run_id - r->e[i].last_run));
         /* u from the section id, so the draw of one entry never depends on
          * which other entries exist. */
         uint64_t h = 0;
-        for (int k = 0; k < 16; k++) h = h * 16 + (uint64_t)(r->e[i].sid[k] <= '9' ? r->e[i].sid[k] - '0' : r->e[i].sid[k] - 'a' + 10);
-        double u = rng_uniform_d(seed, RNG_REPLAY, h, 0);
+        for (int j = 0; j < 16; j++) h = h * 16 + (uint64_t)(r->e[i].sid[j] <= '9' ? r->e[i].sid[j] - '0' : r->e[i].sid[j] - 'a' + 10);
+        double u = rng_uniform_d(seed, RNG_REPLAY, h, pass);
         if (u <= 0) u = 1e-300;
         c[n].key = log(u) / w;
         c[n].idx = i;
         n++;
     }
-    int k = 2 * n_new > 32 ? 2 * n_new : 32;
     if (k < n) qsort(c, (size_t)n, sizeof *c, cmp_key);
     else k = n; /* take all, in id order */
     int *o = malloc((size_t)(k ? k : 1) * sizeof *o);
@@ -272,6 +295,20 @@ int replay_sample(const replay *r, const char *const *cur_ids, int n_cur, int n_
     free(c);
     *out = o;
     return k;
+}
+
+int replay_sample(const replay *r, const char *const *cur_ids, int n_cur, int n_new, uint64_t seed,
+                  int64_t run_id, int **out, dlm_err *e)
+{
+    int k = 2 * n_new > 32 ? 2 * n_new : 32;
+    return sample_kind(r, cur_ids, n_cur, NULL, 0, k, seed, 0, run_id, out, e);
+}
+
+int replay_sample_pref(const replay *r, const char *const *cur_ids, int n_cur, int n_doc_pairs, int no_mined,
+                       uint64_t seed, int64_t run_id, int **out, dlm_err *e)
+{
+    int k = 2 * n_doc_pairs > 8 ? 2 * n_doc_pairs : 8;   /* dpo_phase / orpo_phase: max(8, 2 * len(doc_ds)) */
+    return sample_kind(r, cur_ids, n_cur, "preference", no_mined, k, seed, 1, run_id, out, e);
 }
 
 dlm_doc *replay_doc(const replay *r, const int *idx, int n, dlm_err *e)
@@ -286,7 +323,8 @@ dlm_doc *replay_doc(const replay *r, const int *idx, int n, dlm_err *e)
         if (replay_read(r, idx[i], &content, &len, e)) { doc_free(d); return NULL; }
         doc_section s;
         memset(&s, 0, sizeof s);
-        s.type = !strcmp(r->e[idx[i]].type, "instruction") ? DOC_INSTRUCTION : DOC_PROSE;
+        s.type = !strcmp(r->e[idx[i]].type, "instruction") ? DOC_INSTRUCTION
+               : !strcmp(r->e[idx[i]].type, "preference") ? DOC_PREFERENCE : DOC_PROSE;
         s.content = content;
         s.content_len = len;
         int rc = doc_append_section(d, &s, e);

@@ -22,7 +22,14 @@
  * age counted in runs (not days, so a retrain is reproducible), drawn
  * without replacement by the key ln(u)/w (Efraimidis–Spirakis), u keyed by
  * (seed + prior adapter version, section id). A size cap evicts the oldest
- * entries first, never a section of the current document. */
+ * entries first, never a section of the current document.
+ *
+ * The preference phase (DPO, ORPO) replays past preference sections the
+ * same way, as the original's ReplayStore.sample_preference_rows: k =
+ * max(8, 2 · the document's triples) sections drawn by the same weight
+ * (all of them, in id order, when there are no more than k), each
+ * contributing every triple it holds; --no-mined leaves auto-mined records
+ * out. */
 #ifndef DLM_REPLAY_H
 #define DLM_REPLAY_H
 
@@ -55,8 +62,16 @@ int replay_read(const replay *r, int i, char **content, size_t *len, dlm_err *e)
  * indices (caller frees); returns the count or -1. */
 int replay_sample(const replay *r, const char *const *cur_ids, int n_cur, int n_new, uint64_t seed,
                   int64_t run_id, int **out, dlm_err *e);
-/* Build a scratch document holding entries idx[0..n) (text sections only),
- * for dataset_build. NULL when n == 0. */
+/* The original's recency weight (dlm.replay.sampler._recency_weight):
+ * max(weight / (1 + age), 0.01); age < 0 counts as 0. */
+double replay_weight(double weight, double age);
+/* Sample earlier preference sections (ids not in cur_ids) for a DPO/ORPO
+ * run whose document holds n_doc_pairs triples: k = max(8, 2·n_doc_pairs);
+ * no_mined skips records with auto_mined. Same seed and run → same draw. */
+int replay_sample_pref(const replay *r, const char *const *cur_ids, int n_cur, int n_doc_pairs, int no_mined,
+                       uint64_t seed, int64_t run_id, int **out, dlm_err *e);
+/* Build a scratch document holding entries idx[0..n) (prose, instruction
+ * and preference sections), for dataset_build / pref_build. NULL when n == 0. */
 dlm_doc *replay_doc(const replay *r, const int *idx, int n, dlm_err *e);
 
 /* Record a committed run: append the document's sections not yet in the

@@ -196,7 +196,7 @@ rc=0; "$DLM" train q.dlm --max-steps 1 --fresh --strict-metrics > out.txt 2> err
 # --- the original's options dlm does not take: the reason, not "unknown option" ---------
 for c in "train flat.dlm --gpus all" "train flat.dlm --listen-rpc 127.0.0.1:7000" "train flat.dlm --max-cycles 3" \
          "train flat.dlm --watch --repl" "train flat.dlm --skip-export-probes" \
-         "init z.dlm --skip-export-probes" "export flat.dlm --emit-sway-json"; do
+         "init z.dlm --skip-export-probes"; do
     rc=0; "$DLM" $c 2> err.txt || rc=$?
     set -- $c
     opt=$(grep -o -- '--[a-z-]*' <<<"$c" | grep -v -- '--watch' | head -1)
