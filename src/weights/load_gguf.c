@@ -109,7 +109,7 @@ static int read_config(gguf_file *g, model_config *c, dlm_err *e)
     else if (!strcmp(arch, "phi3")) c->arch = ARCH_PHI3;
     else {
         err_at(e, "UnsupportedArchitectureError", path, 0, 0, "unsupported GGUF architecture '%s'", arch);
-        return err_hint(e, "supported: llama, qwen2, qwen3, olmo2, smollm3, gemma2, phi3");
+        return err_hint(e, "supported: llama, qwen2, qwen3, olmo2, smollm3, gemma, gemma2, phi3");
     }
     int64_t L, C, F, NH, KVH = -1, ctx, kl = -1, vl = -1, rd = -1, sw = -1;
     double eps, theta = 10000.0;

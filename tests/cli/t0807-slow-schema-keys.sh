@@ -275,9 +275,14 @@ def case(key):
             open(f["doc"], "w").write(t2)
             r = subprocess.run([DLM, "train", f["doc"], "--max-steps", "2"], capture_output=True, text=True, env=f["env"])
             assert r.returncode == 0, r.stdout + r.stderr
-            rr = json.load(open(sorted(glob.glob(f["dir"] + "/home/store/*/adapter/versions/v*"))[-1] + "/training_run.json"))
-            res.append(rr["replay_sections"])
-        effect(k, "replay_sections of the second run", res[0], res[1])
+            # the SFT version's count (the DPO version after it counts past preference sections)
+            runs = [json.load(open(v + "/training_run.json")) for v in sorted(glob.glob(f["dir"] + "/home/store/*/adapter/versions/v*"))]
+            if k == "training.replay.enabled":
+                res.append([rr for rr in runs if rr.get("phase") == "sft"][-1]["replay_sections"])
+            else:   # the cap evicts the edited-away section once the second run commits
+                res.append(len(json.load(open(glob.glob(f["dir"] + "/home/store/*/replay/index.json")[0]))))
+        effect(k, "replay_sections of the second run" if k == "training.replay.enabled"
+               else "replay corpus entries after the second run", res[0], res[1])
     elif k.startswith("training.preference."):
         field = k.split(".")[-1]
         v = {"enabled": "enabled: false", "method": "method: orpo", "loss_type": "loss_type: hinge",

@@ -10,7 +10,7 @@
 #    + mmproj, and on the merged GGUF + mmproj, prints for an image exactly
 #    the bytes of transformers' greedy generate with the PEFT adapter (16
 #    tokens);
-#  - where dlm has `dlm prompt --image` (branch vl), its greedy tokens for the
+#  - `dlm prompt --image`: its greedy tokens for the
 #    same prompt are transformers' too (the adapter under dlm's names);
 #  - the HF snapshot loads with transformers + PEFT (snapshot_check.py), for
 #    both bases; PaliGemma exports the snapshot by default and refuses GGUF.
@@ -91,7 +91,7 @@ mtmd "$dir/merged.txt" "$dir/q/ref_text_merged.bin" -m "$dir/merged/merged.F32.g
 "$DLM" export "$dir/q.dlm" --quant F16 --out "$dir/ollama" > "$dir/ollama.out"
 grep -q '^FROM ./base.F16.gguf$' "$dir/ollama/Modelfile" && grep -q '^FROM ./mmproj.F16.gguf$' "$dir/ollama/Modelfile" &&
     grep -q '^ADAPTER ./adapter.gguf$' "$dir/ollama/Modelfile" || fail "Modelfile: $(cat "$dir/ollama/Modelfile")"
-# dlm's own answer to the same prompt (`dlm prompt --image`, branch vl):
+# dlm's own answer to the same prompt (`dlm prompt --image`):
 # the same 16 tokens as transformers and llama-mtmd-cli
 if "$DLM" prompt --help 2>&1 | grep -q -- '--image'; then
     "$DLM" prompt "$dir/q.dlm" "Describe it." --image "$dir/q/img.png" --temp 0 --max-tokens 16 --json > "$dir/prompt.json"
@@ -103,7 +103,7 @@ print(f"  dlm prompt --image: prompt {'==' if j['prompt_tokens'] == pids else '!
 sys.exit(0 if j["tokens"] == ref and j["prompt_tokens"] == pids else 1)
 PY
 else
-    echo "  dlm prompt has no --image in this build: the comparison with dlm runs where it has (branch vl)"
+    fail "dlm prompt has no --image"
 fi
 store q   # PEFT's own adapter folder: the snapshot must load it
 "$DLM" export "$dir/q.dlm" --target hf-snapshot

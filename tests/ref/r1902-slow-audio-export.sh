@@ -10,7 +10,7 @@
 #  - llama-mtmd-cli --audio on base + adapter.gguf + mmproj prints exactly
 #    the bytes of transformers' greedy generate with the adapter (16 tokens)
 #    for a 29.99 s clip (750 audio tokens on both sides);
-#  - where dlm has `dlm prompt --audio` (branch audio), its greedy tokens for
+#  - `dlm prompt --audio`: its greedy tokens for
 #    the same prompt are transformers' too (the adapter under dlm's names);
 #  - --target ollama is refused (Ollama takes no audio).
 set -eu
@@ -42,7 +42,7 @@ E="$S/exports"
 "$DLM" export "$dir/a.dlm" | grep -q "Qwen2-Audio HF snapshot" || fail "the default export is not the audio snapshot"
 "$py" "$DLM_SRC/tests/ref/export/snapshot_check.py" "$dir/a" "$E/hf-audio-snapshot" qwen2audio 2>/dev/null
 # the GGUF pair from the adapter as dlm trains it (its names)
-cp "$dir/a/adapter_dlm/adapter_model.safetensors" "$S/adapter/versions/v0001/"
+cp "$dir/a/adapter_dlm/adapter_config.json" "$dir/a/adapter_dlm/adapter_model.safetensors" "$S/adapter/versions/v0001/"
 for quant in F32 F16; do
     "$DLM" export "$dir/a.dlm" --target gguf --quant $quant > /dev/null
     o=$(echo $quant | tr A-Z a-z)
@@ -67,7 +67,7 @@ sys.exit(0 if ok else 2 if len(got) < len(ref) else 1)
 PY
     [ $try = 5 ] && fail "llama-mtmd-cli's stdout came back short 5 times"
 done
-# dlm's own answer (`dlm prompt --audio`, branch audio): the query holds the
+# dlm's own answer (`dlm prompt --audio`): the query holds the
 # one placeholder, so the prompt is the one transformers and mtmd were given
 if "$DLM" prompt --help 2>&1 | grep -q -- '--audio'; then
     "$DLM" prompt "$dir/a.dlm" --audio "$dir/a/clip.wav" --temp 0 --max-tokens 16 --json \
@@ -80,7 +80,7 @@ print(f"  dlm prompt --audio: prompt {'==' if j['prompt_tokens'] == pids else '!
 sys.exit(0 if j["tokens"] == ref and j["prompt_tokens"] == pids else 1)
 PY
 else
-    echo "  dlm prompt has no --audio in this build: the comparison with dlm runs where it has (branch audio)"
+    fail "dlm prompt has no --audio"
 fi
 if "$DLM" export "$dir/a.dlm" --target ollama 2> "$dir/err"; then fail "--target ollama was accepted for an audio base"; fi
 grep -q "Ollama takes no audio input" "$dir/err" || fail "$(cat "$dir/err")"

@@ -385,9 +385,9 @@ static void test_gguf_malformed(void)
     char *arch = memmem(img, n, "llama", 5);
     CHECK(arch != NULL);
     if (arch) {
-        memcpy(arch, "gemma", 5);
+        memcpy(arch, "mamba", 5);
         fs_write_atomic(p, b, n, 0644, &E);
-        expect_fail(p, "unsupported GGUF architecture 'gemma'");
+        expect_fail(p, "unsupported GGUF architecture 'mamba'");
         memcpy(arch, "llama", 5);
     }
     /* truncated */
