@@ -147,13 +147,21 @@ static int lcp(const int32_t *a, int na, const int32_t *b, int nb)
     return i;
 }
 
+/* Rows per pass: PaliGemma's prefix-LM block (an image's tokens and the
+ * prompt) goes through one pass whole, so its pool takes an image more. */
+static int pool_batch(const server *s)
+{
+    const model_config *c = &s->o->m->cfg;
+    return c->vl == VL_PALI ? N_BATCH + c->pali_tokens : N_BATCH;
+}
+
 static int pool_ensure(server *s, int mi, dlm_err *e)
 {
     pool *p = &s->pools[mi];
     if (p->kv) return 0;
     int n = s->o->parallel;
     pthread_mutex_lock(&s->kern_mu);   /* its DoRA scales run on kern's pool */
-    int rc = kv_pool_create(s->o->m, s->o->models[mi].l, n, s->o->n_ctx, N_BATCH, &p->kv, e);
+    int rc = kv_pool_create(s->o->m, s->o->models[mi].l, n, s->o->n_ctx, pool_batch(s), &p->kv, e);
     pthread_mutex_unlock(&s->kern_mu);
     if (rc) return -1;
     p->toks = calloc((size_t)n, sizeof *p->toks);
@@ -339,9 +347,12 @@ static void *scheduler(void *arg)
                     int c = j->n_prompt - j->n_fed;
                     if (c > N_BATCH) c = N_BATCH;
                     if (j->vp) {   /* the prompt's image rows and M-RoPE positions from n_fed on */
+                        /* PaliGemma: the prefix-LM block (image + prompt) in the first piece, whole */
+                        int pre = j->n_fed == 0 ? j->vp->sp.prefix : 0;
+                        if (c < pre) c = pre;
                         j->ks = (kv_splice){.embeds = j->vp->embeds, .embed_row = j->vp->row + j->n_fed,
-                                            .pos3 = j->vp->pos3 + j->n_fed, .pos3_stride = j->n_prompt,
-                                            .delta = j->vp->sp.delta};
+                                            .pos3 = j->vp->pos3 ? j->vp->pos3 + j->n_fed : NULL,
+                                            .pos3_stride = j->n_prompt, .delta = j->vp->sp.delta, .prefix = pre};
                         sps[n] = &j->ks;
                     }
                     toks[n] = j->hist + j->n_fed;
@@ -694,14 +705,6 @@ static job *job_new(server *s, const api_request *r, api_error *err)
                           "image parts need a vision-language base; this server's base is a text model (docs/images.md)");
             return NULL;
         }
-        if (o->m->cfg.vl == VL_PALI) {
-            /* the batched server feeds prompts in pieces; PaliGemma's
-             * prefix-LM block must go through in one (decoder/kvpool.h) */
-            api_error_set(err, 400, "invalid_request_error", "messages", NULL,
-                          "image parts on a PaliGemma base are not served yet; use dlm prompt --image or dlm repl "
-                          "/image (docs/images.md)");
-            return NULL;
-        }
         vl_image_in in[API_MAX_IMAGES];
         char label[API_MAX_IMAGES][64];
         int img_msg[API_MAX_IMAGES];
@@ -719,6 +722,14 @@ static job *job_new(server *s, const api_request *r, api_error *err)
         pthread_mutex_unlock(&s->kern_mu);
         if (rc) {
             api_error_set(err, 400, "invalid_request_error", "messages", NULL, "%s", vp ? e.msg : "out of memory");
+            free(vp);
+            return NULL;
+        }
+        if (vp->sp.prefix > pool_batch(s)) {
+            api_error_set(err, 400, "invalid_request_error", "messages", "context_length_exceeded",
+                          "the images and the prompt make a %d-token prefix-LM block; this server feeds at most %d "
+                          "tokens in one pass (send fewer images or a shorter prompt)", vp->sp.prefix, pool_batch(s));
+            vl_prompt_free(vp);
             free(vp);
             return NULL;
         }

@@ -46,8 +46,9 @@ int kv_pool_create(const model *m, const lora *l, int n_seq, int n_ctx, int n_ba
     if (m->cfg.vl || m->cfg.audio) {   /* Qwen2-Audio: spliced rows, 1-D positions (no pos3) */
         p->emb = malloc((size_t)n_batch * (size_t)p->C * sizeof *p->emb);
         p->erow = malloc((size_t)n_batch * sizeof *p->erow);
-        p->pos3 = m->cfg.vl ? malloc((size_t)3 * n_batch * sizeof *p->pos3) : NULL;
-        if (!p->emb || !p->erow || (m->cfg.vl && !p->pos3)) {
+        int mrope = m->cfg.vl == VL_QWEN2;   /* PaliGemma's positions are 1-D */
+        p->pos3 = mrope ? malloc((size_t)3 * n_batch * sizeof *p->pos3) : NULL;
+        if (!p->emb || !p->erow || (mrope && !p->pos3)) {
             kv_pool_free(p);
             return err_set(e, "MemoryError", "out of memory");
         }
@@ -129,6 +130,14 @@ int kv_pool_eval_splice(kv_pool *p, int n, const int *seq, const int32_t *const 
         for (int k = 0; k < ntok[i]; k++)
             if ((!sp || !sp[i] || sp[i]->embed_row[k] < 0) && (toks[i][k] < 0 || toks[i][k] >= p->vocab))
                 return err_set(e, NULL, "token id %d outside the vocabulary (%d)", toks[i][k], p->vocab);
+        int pre = sp && sp[i] ? sp[i]->prefix : 0;
+        if (pre < 0 || pre > ntok[i])
+            return err_set(e, NULL, "a prefix-LM block of %d rows in a %d-token step", pre, ntok[i]);
+        if (pre > p->n_batch)
+            return err_set(e, "ContextError", "the image + prompt block (%d tokens) is longer than the %d-token batch",
+                           pre, p->n_batch);
+        if (pre > 0 && p->n_past[s] > 0)
+            return err_set(e, NULL, "a prefix-LM block must open the sequence (%d tokens are cached)", p->n_past[s]);
         p->done[i] = 0;
     }
     /* Passes of at most n_batch rows: every unfinished request gets a
@@ -145,9 +154,15 @@ int kv_pool_eval_splice(kv_pool *p, int n, const int *seq, const int32_t *const 
             if (rest <= 0) continue;
             int take = rest < share ? rest : share;
             if (take > p->n_batch - rows) take = p->n_batch - rows;
+            int pre = any && sp[i] && p->done[i] == 0 ? sp[i]->prefix : 0;
+            if (pre > take) {   /* the block goes whole, in this pass or a later one */
+                if (pre > p->n_batch - rows) continue;
+                take = pre;
+            }
+            if (pre > 0) p->delta[seq[i]] = sp[i]->delta;   /* PaliGemma: positions from 1 */
             memcpy(p->rows + rows, toks[i] + p->done[i], (size_t)take * sizeof(int32_t));
             p->groups[ng] = (dec_group){.row0 = rows, .n = take, .seq = seq[i], .n_past = p->n_past[seq[i]],
-                                        .pos_off = p->delta[seq[i]]};
+                                        .pos_off = p->delta[seq[i]], .prefix = pre};
             if (any) {   /* the pass's splice: spliced rows copied, the others' positions as dec_group's */
                 const kv_splice *q = sp[i];
                 for (int k = 0; k < take; k++) {

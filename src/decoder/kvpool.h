@@ -45,6 +45,13 @@ typedef struct kv_splice {
     const int32_t *pos3;
     int pos3_stride;
     int delta;
+    /* PaliGemma's prefix-LM (infer/vl_prompt.h): the first `prefix` of the
+     * step's tokens (image + prompt) attend to each other both ways, so
+     * they go through one pass whole: only on an empty sequence, prefix <=
+     * the pool's n_batch (a pass that has no room left for the block
+     * leaves the sequence to the next pass). delta is then the rotary
+     * offset of every position from the block on. 0 = causal. */
+    int prefix;
 } kv_splice;
 int kv_pool_eval_splice(kv_pool *p, int n, const int *seq, const int32_t *const *toks, const int *ntok,
                         const kv_splice *const *sp, float *logits, dlm_err *e);

@@ -9,8 +9,8 @@
 #   the features come from <store>/vl-cache/ on the next run, same adapter
 #     bytes with --threads 1 as with 2; a run killed at step 10 then
 #     --resume gives an uninterrupted run's bytes;
-#   repl /image gives the captions too; dlm api refuses image parts (400:
-#     the batched server cannot feed the prefix-LM block whole yet);
+#   repl /image gives the captions too, and so does dlm api (image_url
+#     parts, several requests decoded together);
 #   refusals, nothing written: a PaliGemma base prompted without --image, a
 #     missing image, an image token written into the query.
 set -euo pipefail
@@ -63,24 +63,32 @@ done
 # repl /image: the same captions (a fresh cache per image turn, the prefix in one piece)
 out=$(printf '/image img3.png\n\n/image img5.png\n\n' | "$DLM" repl doc.dlm --temp 0 2>&1)
 grep <<<"$out" -qx "${caps[3]}" && grep <<<"$out" -qx "${caps[5]}" || fail "repl /image: $out"
-# dlm api: image parts on a PaliGemma base are refused (400) until the
-# batched server feeds the prefix-LM block whole
+# dlm api: image parts on a PaliGemma base, four requests at once (the
+# batched server feeds each prefix-LM block whole, beside the others'
+# pieces): each image's trained caption, and a text-only request beside them
 : > url.txt
-"$DLM" api doc.dlm --port 0 > url.txt 2> serve.err &
+"$DLM" api doc.dlm --port 0 --parallel 4 > url.txt 2> serve.err &
 apid=$!
 for _ in $(seq 300); do [ -s url.txt ] && break; sleep 0.1; done
-python3 - "$(cat url.txt)" <<'PY' || { kill $apid; fail "api: $(cat serve.err)"; }
-import base64, json, sys, urllib.request
-url = sys.argv[1].rstrip("/")
-img = {"type": "image_url", "image_url": {"url": "data:image/png;base64," + base64.b64encode(open("img4.png", "rb").read()).decode()}}
-body = {"messages": [{"role": "user", "content": [img, {"type": "text", "text": ""}]}], "temperature": 0, "max_tokens": 4}
-req = urllib.request.Request(url + "/v1/chat/completions", data=json.dumps(body).encode())
-try:
-    urllib.request.urlopen(req)
-    raise SystemExit("accepted")
-except urllib.error.HTTPError as e:
-    j = json.load(e)
-    assert e.code == 400 and "PaliGemma base are not served yet" in j["error"]["message"], j
+python3 - "$(cat url.txt)" "${caps[@]}" <<'PY' || { kill $apid; fail "api: $(cat serve.err)"; }
+import base64, json, sys, threading, urllib.request
+url, caps = sys.argv[1].rstrip("/"), sys.argv[2:]
+def ask(content):
+    body = {"messages": [{"role": "user", "content": content}], "temperature": 0, "max_tokens": 12}
+    req = urllib.request.Request(url + "/v1/chat/completions", data=json.dumps(body).encode())
+    return json.load(urllib.request.urlopen(req))["choices"][0]["message"]["content"]
+def img(i):
+    return {"type": "image_url", "image_url": {"url": "data:image/png;base64," + base64.b64encode(open(f"img{i}.png", "rb").read()).decode()}}
+got = {}
+def run(i):
+    got[i] = ask([img(i), {"type": "text", "text": ""}]) if i >= 0 else ask("Hello")
+ts = [threading.Thread(target=run, args=(i,)) for i in (4, 6, -1, 1)]
+for t in ts: t.start()
+for t in ts: t.join()
+for i in (4, 6, 1):
+    assert got.get(i) == caps[i], (i, got.get(i), caps[i])
+assert isinstance(got.get(-1), str), got
+print("api: captions", [got[i] for i in (4, 6, 1)])
 PY
 kill -TERM $apid; wait $apid || fail "api exit status"
 

@@ -33,6 +33,7 @@
 #include <jansson.h>
 
 #include "decoder/decoder.h"
+#include "decoder/kvpool.h"
 #include "decoder/session.h"
 #include "grad/backward.h"
 #include "grad/optim.h"
@@ -332,6 +333,55 @@ static int ref_mode(const char *dir)
     CHECK(check_tensor("paligemma logits (KV-cache session)", got, gwant, (size_t)T * V, 1e-4));
     printf("test_pali --ref: session, max|diff| %.3g\n", maxdiff(got, gwant, (size_t)T * V));
     session_free(ss);
+    /* dlm api's batched pool (decoder/kvpool.h): the block beside a text
+     * sequence that comes first in the step, in a pool of P+3 rows a pass,
+     * so the block waits for the next pass and goes whole; then the suffix
+     * token by token beside the text sequence's decode steps */
+    kv_pool *kp = NULL;
+    CHECK_INT(kv_pool_create(m, NULL, 2, 64, P + 3, &kp, &e), 0);
+    if (kp) {
+        int32_t txt[12];
+        for (int i = 0; i < 12; i++) txt[i] = (int32_t)(7 + 31 * i) % V;
+        kv_splice ks = {.embeds = feat, .embed_row = row, .delta = 1, .prefix = P};
+        const int32_t *tk[2] = {txt, ids};
+        const kv_splice *sps[2] = {NULL, &ks};
+        int seqs[2] = {1, 0}, nt[2] = {12, P};
+        float *lg = calloc((size_t)2 * V, sizeof *lg), *pg = calloc((size_t)T * V, sizeof *pg);
+        CHECK_INT(kv_pool_eval_splice(kp, 2, seqs, tk, nt, sps, lg, &e), 0);
+        memcpy(pg + (size_t)(P - 1) * V, lg + V, (size_t)V * sizeof *lg);
+        for (int i = P; i < T; i++) {
+            int32_t one = (int32_t)(3 + i) % V;
+            const int32_t *tk2[2] = {&one, ids + i};
+            int n1[2] = {1, 1};
+            CHECK_INT(kv_pool_eval_splice(kp, 2, seqs, tk2, n1, NULL, lg, &e), 0);
+            memcpy(pg + (size_t)i * V, lg + V, (size_t)V * sizeof *lg);
+        }
+        CHECK(check_tensor("paligemma logits (kv_pool, the block deferred to a pass of its own)", pg + (size_t)(P - 1) * V,
+                           gwant + (size_t)(P - 1) * V, (size_t)(T - P + 1) * V, 1e-4));
+        printf("test_pali --ref: kv_pool, max|diff| %.3g\n",
+               maxdiff(pg + (size_t)(P - 1) * V, gwant + (size_t)(P - 1) * V, (size_t)(T - P + 1) * V));
+        /* a block on a sequence with cached tokens, or longer than a pass, is refused */
+        int nb[1] = {P}, s1[1] = {1};
+        const int32_t *tb[1] = {ids};
+        const kv_splice *sb[1] = {&ks};
+        CHECK_INT(kv_pool_eval_splice(kp, 1, s1, tb, nb, sb, lg, &e), -1);
+        CHECK(strstr(e.msg, "must open the sequence") != NULL);
+        ks.prefix = P + 4;
+        nb[0] = P + 4;
+        kv_pool_truncate(kp, 1, 0);
+        int32_t big[80];
+        for (int i = 0; i < P + 4 && i < 80; i++) big[i] = i < P ? ids[i] : 5;
+        int32_t brow[80];
+        for (int i = 0; i < P + 4 && i < 80; i++) brow[i] = i < P ? row[i] : -1;
+        kv_splice kb = {.embeds = feat, .embed_row = brow, .delta = 1, .prefix = P + 4};
+        tb[0] = big;
+        sb[0] = &kb;
+        CHECK_INT(kv_pool_eval_splice(kp, 1, s1, tb, nb, sb, lg, &e), -1);
+        CHECK(strstr(e.msg, "longer than the") != NULL);
+        free(lg);
+        free(pg);
+        kv_pool_free(kp);
+    }
     decoder_free(d);
     lora_ref(m, &b, dir);
     free(got); free(feat); free(px); free(want); free(gwant);
