@@ -34,6 +34,12 @@
 
 #include "decoder/decoder.h"
 #include "decoder/kvpool.h"
+#include "doc/doc.h"
+#include "media/ingest.h"
+#include "run/vl_run.h"
+#include "tokens/chat.h"
+#include "tokens/dataset.h"
+#include "tokens/tok.h"
 #include "decoder/session.h"
 #include "grad/backward.h"
 #include "grad/optim.h"
@@ -391,6 +397,49 @@ static int ref_mode(const char *dir)
     return check_done();
 }
 
+/* ---- --rows BASE DOC ---------------------------------------------------------
+ * The training rows dlm builds for DOC's image captions and its Q/As about
+ * an image on a PaliGemma base (tokens/dataset.c), one JSON line per row:
+ * {"sid", "row", "image", "prefix", "tok": inputs, "tgt": next-token
+ * targets (-1 no loss)}; r2102 compares them with PaliGemmaProcessor's. */
+static int rows_mode(const char *base, const char *doc_path)
+{
+    dlm_err e;
+    err_clear(&e);
+    char p[4200];
+    model *m = NULL;
+    tok *t = NULL;
+    dlm_doc *doc = doc_load(doc_path, &e);
+    media_ingest_stats ms;
+    ds_image *images = NULL;
+    ds_vl vl;
+    dataset *d = NULL;
+    snprintf(p, sizeof p, "%s/tokenizer.json", base);
+    int rc = !doc || model_load(base, &m, &e) || tok_load(p, NULL, &t, &e) || media_ingest_images(doc, NULL, &ms, &e) ||
+             vl_grids(doc, &m->cfg, NULL, &images, &vl, &e);
+    ds_opts o = {.seq_len = 512, .seed = 42, .val_frac = 0, .vl = &vl};
+    if (!rc) rc = dataset_build(doc, NULL, t, chat_dialect_find("chatml"), &o, &d, &e);
+    if (rc) {
+        fprintf(stderr, "test_pali --rows: %s\n", e.msg);
+        return 1;
+    }
+    for (int i = 0; i < d->n_items; i++) {
+        const ds_item *it = &d->items[i];
+        printf("{\"sid\": \"%s\", \"row\": %d, \"image\": %d, \"prefix\": %d, \"tok\": [", it->sid, it->row,
+               it->image, it->prefix);
+        for (int k = 0; k < it->len; k++) printf("%s%d", k ? ", " : "", d->tok[it->off + k]);
+        printf("], \"tgt\": [");
+        for (int k = 0; k < it->len; k++) printf("%s%d", k ? ", " : "", d->tgt[it->off + k]);
+        printf("]}\n");
+    }
+    dataset_free(d);
+    free(images);
+    tok_free(t);
+    model_free(m);
+    doc_free(doc);
+    return 0;
+}
+
 /* ---- --make DIR ------------------------------------------------------------ */
 
 enum { MK_H = 128, MK_L = 2, MK_NH = 4, MK_KV = 1, MK_HS = 32, MK_F = 256, MK_V = 4097, MK_VD = 32, MK_VL = 2,
@@ -511,6 +560,7 @@ int main(int argc, char **argv)
     kern_init(2);
     if (argc == 3 && !strcmp(argv[1], "--ref")) return ref_mode(argv[2]);
     if (argc == 3 && !strcmp(argv[1], "--make")) return make_base(argv[2]);
+    if (argc == 4 && !strcmp(argv[1], "--rows")) return rows_mode(argv[2], argv[3]);
     test_pali_attn();
     test_pali_config();
     test_pali_splice();
