@@ -493,6 +493,22 @@ static json_t *whole_json(server *s, const job *j)
                      0, "logprobs", "finish_reason", finish_name(j), "usage", usage_json(j));
 }
 
+/* X-Dlm-Images-From-Cache: of a request's images, how many took their
+ * features from the served document's vl-cache (docs/api.md); "" = none */
+static enum MHD_Result send_json_cached(struct MHD_Connection *c, int status, json_t *j, const char *cached)
+{
+    strbuf sb = STRBUF_INIT;
+    json_write(&sb, j, JW_COMPACT);
+    json_decref(j);
+    struct MHD_Response *r = MHD_create_response_from_buffer(sb.len, sb.buf, MHD_RESPMEM_MUST_FREE);
+    sb.buf = NULL;
+    MHD_add_response_header(r, "Content-Type", "application/json");
+    if (cached[0]) MHD_add_response_header(r, "X-Dlm-Images-From-Cache", cached);
+    enum MHD_Result rc = MHD_queue_response(c, (unsigned)status, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
 static enum MHD_Result send_json(struct MHD_Connection *c, int status, json_t *j)
 {
     strbuf sb = STRBUF_INIT;
@@ -714,7 +730,7 @@ static job *job_new(server *s, const api_request *r, api_error *err)
             img_msg[i] = (int)r->images[i].msg;
         }
         vp = calloc(1, sizeof *vp);
-        vl_chat chat = {o->dialect, o->system_prompt, NULL};
+        vl_chat chat = {o->dialect, o->system_prompt, o->store};
         pthread_mutex_lock(&s->kern_mu);
         pthread_mutex_lock(&s->tok_mu);
         rc = !vp || vl_prompt_build_msgs(o->m, o->t, &chat, r->msgs, r->n_msgs, img_msg, in, r->n_images, vp, &e);
@@ -860,6 +876,8 @@ static enum MHD_Result completions(server *s, struct MHD_Connection *c, api_kind
     job *j = job_new(s, &r, &err);
     api_request_free(&r);
     if (!j) return send_error(c, &err);
+    char cached[16] = "";
+    if (j->vp) snprintf(cached, sizeof cached, "%d", j->vp->n_cached);
     if (enqueue(s, j, &err)) {
         job_discard(j);
         return send_error(c, &err);
@@ -873,6 +891,7 @@ static enum MHD_Result completions(server *s, struct MHD_Connection *c, api_kind
                                                                       stream_free);
         MHD_add_response_header(resp, "Content-Type", "text/event-stream");
         MHD_add_response_header(resp, "Cache-Control", "no-cache");
+        if (cached[0]) MHD_add_response_header(resp, "X-Dlm-Images-From-Cache", cached);
         enum MHD_Result rc = MHD_queue_response(c, MHD_HTTP_OK, resp);
         MHD_destroy_response(resp);
         return rc;
@@ -899,7 +918,7 @@ static enum MHD_Result completions(server *s, struct MHD_Connection *c, api_kind
     pthread_mutex_lock(&s->mu);
     job_unref(s, j);
     pthread_mutex_unlock(&s->mu);
-    return send_json(c, status, body);
+    return send_json_cached(c, status, body, cached);
 }
 
 static enum MHD_Result models_list(server *s, struct MHD_Connection *c)

@@ -37,6 +37,8 @@ typedef struct api_opts {
     tok *t;
     const chat_dialect *dialect;  /* NULL: chat completions are refused */
     const char *system_prompt;    /* the document's, or NULL */
+    const char *store;            /* the served document's store: an image it trained on takes its features
+                                   * from the store's vl-cache (read only); NULL = none */
     /* an audio-language base's folder (vision/audio_feat.h): chat requests
      * may carry input_audio parts; NULL: a text base, such parts refused */
     const char *audio_base;

@@ -223,6 +223,7 @@ int cmd_api(int argc, char **argv, dlm_ctx *ctx)
         .t = t.t,
         .dialect = t.dialect,
         .system_prompt = t.system_prompt,
+        .store = t.store,
         .audio_base = t.m->cfg.audio ? t.model_path : NULL,
         .base_name = t.base_spec,
         .audio_resample = t.doc ? doc_fm(t.doc)->training.audio.auto_resample : 0,

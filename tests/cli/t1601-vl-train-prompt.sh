@@ -100,13 +100,24 @@ url, mode = sys.argv[1].rstrip("/"), open("mode.txt").read().strip()
 def post(content):
     body = {"messages": [{"role": "user", "content": content}], "temperature": 0, "max_tokens": 12}
     req = urllib.request.Request(url + "/v1/chat/completions", data=json.dumps(body).encode())
+    global cached
     try:
-        with urllib.request.urlopen(req) as r: return r.status, json.load(r)
+        with urllib.request.urlopen(req) as r:
+            cached = r.headers.get("X-Dlm-Images-From-Cache")
+            return r.status, json.load(r)
     except urllib.error.HTTPError as e: return e.code, json.load(e)
 img = {"type": "image_url", "image_url": {"url": "data:image/png;base64," + base64.b64encode(open("img4.png", "rb").read()).decode()}}
 if mode == "vl":
     st, j = post([img, {"type": "text", "text": ""}])
     assert st == 200 and j["choices"][0]["message"]["content"] == "two cats asleep", (st, j)
+    assert cached == "1", cached   # a trained image: its features from the store's vl-cache
+    import struct, zlib
+    def chunk(t, d): return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xffffffff)
+    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 56, 56, 8, 2, 0, 0, 0))
+           + chunk(b"IDAT", zlib.compress(b"".join(b"\0" + bytes((x * 7 + y) % 256 for x in range(168)) for y in range(56))))
+           + chunk(b"IEND", b""))
+    st, j = post([{"type": "image_url", "image_url": {"url": "data:image/png;base64," + base64.b64encode(png).decode()}}])
+    assert st == 200 and cached == "0", (st, cached)   # an image the document never saw: the tower
     st, j = post([{"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}])
     assert st == 400 and "network fetch" in j["error"]["message"] and "content[0]" in j["error"]["message"], j
     st, j = post([{"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}])
