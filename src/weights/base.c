@@ -8,6 +8,7 @@
 
 #include "util/fs.h"
 #include "util/log.h"
+#include "weights/hub.h"
 #include "weights/model.h"
 
 int base_arch_supported(const char *a)
@@ -56,12 +57,20 @@ int base_vl_kind(const char *spec)
         if (!strcmp(b.entry->architecture, "PaliGemmaForConditionalGeneration")) return VL_PALI;
         return !strcmp(b.entry->architecture, "Qwen2VLForConditionalGeneration") ? VL_QWEN2 : -1;
     }
-    if (b.kind != BASE_PATH) return 0;
     char p[4200], *txt = NULL;
     size_t n;
     model_config c;
-    if (!fs_join(p, sizeof p, b.path, "config.json") || !fs_is_file(p) || fs_read_all(p, 16u << 20, &txt, &n, NULL))
+    if (b.kind == BASE_HF) {
+        /* its config.json alone (from the cache, or one small download):
+         * how to read the images is decided before the weights are fetched */
+        hub_opts o;
+        if (hub_opts_init(&o, &ignore) ||
+            hub_resolve_file(&o, b.hf_id, b.revision[0] ? b.revision : NULL, "config.json", p, sizeof p, &ignore))
+            return 0;
+    } else if (b.kind != BASE_PATH || !fs_join(p, sizeof p, b.path, "config.json")) {
         return 0;
+    }
+    if (!fs_is_file(p) || fs_read_all(p, 16u << 20, &txt, &n, NULL)) return 0;
     int r = model_config_parse(txt, n, p, &c, &ignore) ? 0 : c.vl;
     free(txt);
     return r;

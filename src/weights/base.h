@@ -23,7 +23,8 @@ int base_check_runnable(const base_ref *ref, dlm_err *e);
 /* The vision-language kind of a base spec without loading it: VL_QWEN2 for
  * the qwen2-vl registry row or a model folder whose config.json is
  * Qwen2-VL's, VL_PALI for paligemma-3b-mix-224 or a PaliGemma folder, -1 for another vision-language registry row (its towers are
- * not built), 0 for a text base (and for hf: bases, not fetched yet). */
+ * not built), 0 for a text base. An hf: base is judged by its config.json
+ * (read from the hub cache, or downloaded alone); 0 when it cannot be had. */
 int base_vl_kind(const char *spec);
 
 /* Parse spec, refuse bases dlm cannot run, then produce a path for

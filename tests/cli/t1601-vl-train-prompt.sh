@@ -169,4 +169,16 @@ expect_fail 1 "nope.png: no such image file" "$DLM" prompt doc.dlm "" --image no
 head -c 100 img0.png > cut.png
 expect_fail 1 "cut.png" "$DLM" prompt doc.dlm "" --image cut.png
 [ "$(find "$DLM_HOME" -type f | sort | sha256sum)" = "$before" ] || fail "a refused prompt wrote files"
+
+# an hf: base that is Qwen2-VL (its config.json read before the weights):
+# the same base as an HF cache snapshot, offline, trains on an image
+rev=0123456789abcdef0123456789abcdef01234567 rdir="$T/hub/models--test--qwen2vl-tiny"
+mkdir -p "$rdir/snapshots/$rev" "$rdir/refs" "$rdir/.no_exist/$rev"
+cp "$T/base"/* "$rdir/snapshots/$rev/" && echo "$rev" > "$rdir/refs/main"
+for f in generation_config.json special_tokens_map.json chat_template.jinja added_tokens.json; do
+    [ -e "$rdir/snapshots/$rev/$f" ] || : > "$rdir/.no_exist/$rev/$f"
+done
+printf -- '---\ndlm_id: 01JD0000000000000000000016\ndlm_version: 15\nbase_model: hf:test/qwen2vl-tiny\ntraining:\n  sequence_len: 64\n---\n::image path="img2.png" alt="x"::\n%s\n' "${caps[2]}" > hf.dlm
+out=$(HF_HUB_CACHE="$T/hub" HF_HUB_OFFLINE=1 "$DLM" train hf.dlm --max-steps 1 2>&1) || fail "hf: VL base: $out"
+grep <<<"$out" -q "images: 1," || fail "hf: VL base trained no image: $out"
 echo "ok"
