@@ -223,12 +223,13 @@ int cmd_init(int argc, char **argv, dlm_ctx *ctx)
     } else if (a.audio) {
         /* likewise the audio row (docs/audio.md) */
         if (registry_parse_base(a.base, &base, &e)) return cmd_fail(ctx, &e);
-        if (base.kind != BASE_REGISTRY || base.entry->modality != REG_AUDIO) {
+        int folder = base.kind == BASE_PATH && base_is_audio(a.base);   /* a Qwen2-Audio model folder */
+        if (!folder && (base.kind != BASE_REGISTRY || base.entry->modality != REG_AUDIO)) {
             err_set(&e, "UsageError", "--audio requires an audio-language base; '%s' is not one", a.base);
-            err_hint(&e, "pick --base qwen2-audio-7b-instruct, or drop --audio");
+            err_hint(&e, "pick --base qwen2-audio-7b-instruct (or a Qwen2-Audio model folder), or drop --audio");
             return cmd_fail(ctx, &e);
         }
-        if (registry_check_license(&base, a.accept, &e)) return cmd_fail(ctx, &e);
+        if (!folder && registry_check_license(&base, a.accept, &e)) return cmd_fail(ctx, &e);
     } else if (registry_parse_base(a.base, &base, &e) || registry_check_trainable(&base, &e) ||
                base_check_runnable(&base, &e) || registry_check_license(&base, a.accept, &e))
         return cmd_fail(ctx, &e);

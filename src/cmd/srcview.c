@@ -7,6 +7,7 @@
 #include "cmd/cmd.h"
 #include "doc/sources.h"
 #include "util/fs.h"
+#include "weights/base.h"
 #include "weights/registry.h"
 #include "util/json.h"
 #include "util/str.h"
@@ -18,12 +19,8 @@ int srcview_print(const char *doc_path, const char *shown, int as_json, dlm_err 
     /* what train keeps: a vision-language base keeps image files, an
      * audio-language base clips with their transcript (doc/sources.h) */
     src_opts so = {0};
-    base_ref b;
-    dlm_err ignore;
-    if (!registry_parse_base(doc_fm(d)->base_model, &b, &ignore) && b.kind == BASE_REGISTRY) {
-        so.images = b.entry->modality == REG_VISION;
-        so.audio = b.entry->modality == REG_AUDIO;
-    }
+    so.images = base_vl_kind(doc_fm(d)->base_model) != 0;
+    so.audio = base_is_audio(doc_fm(d)->base_model);
     src_report r;
     int rc = src_expand(doc_path, doc_fm(d), &so, NULL, NULL, &r, e);
     if (rc) { src_report_free(&r); doc_free(d); return -1; }

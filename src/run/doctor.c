@@ -105,9 +105,7 @@ int doctor_plan_document(const char *doc_path, const char *home, const host_info
     /* training.sources (doc/sources.h); a Qwen2-VL base takes its image files as sections, and an audio
      * row its clips with sidecars, as train does */
     int vlk = base_vl_kind(doc_fm(doc)->base_model);
-    base_ref b0;
-    const char *spec0 = doc_fm(doc)->base_model;
-    int al = spec0 && !registry_parse_base(spec0, &b0, NULL) && b0.kind == BASE_REGISTRY && b0.entry->modality == REG_AUDIO;
+    int al = base_is_audio(doc_fm(doc)->base_model);
     if (doc_expand_sources_media(doc, vlk == VL_QWEN2, al, e)) { doc_free(doc); return -1; }
     /* as the trainer (run/trainer.c): the adapter's sections and LoRA config */
     if (adapter && doc_scope_adapter(doc, adapter, e)) { doc_free(doc); return -1; }

@@ -491,12 +491,9 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
     int vl = 0, al = 0, vl_kind = 0;
     {
         const char *spec0 = o->base_override ? o->base_override : doc_fm(R->doc)->base_model;
-        base_ref b0;
-        dlm_err ignore;
-        int reg = !registry_parse_base(spec0, &b0, &ignore) && b0.kind == BASE_REGISTRY;
         vl_kind = base_vl_kind(spec0);   /* Qwen2-VL trains; other vision rows stop after ingestion */
         vl = vl_kind != 0;
-        al = reg && b0.entry->modality == REG_AUDIO;   /* audio clips likewise (docs/audio.md) */
+        al = base_is_audio(spec0);   /* audio clips likewise (docs/audio.md) */
     }
     if (doc_expand_sources_media(R->doc, vl, al, e)) goto out;   /* training.sources → sections (doc/sources.h) */
     /* named adapters (§3.9): this run sees only the sections routed to its
@@ -518,14 +515,14 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
     for (int i = 0; i < doc_nsections(R->doc); i++) {
         const doc_section *s = doc_section_at(R->doc, i);
         if (s->type == DOC_IMAGE && !vl) {
-            err_at(e, "ModalityError", o->doc_path, s->line, 1, "image section '%s' needs a vision-language registry base; %s is not one",
+            err_at(e, "ModalityError", o->doc_path, s->line, 1, "image section '%s' needs a vision-language base; %s is not one",
                    s->media_path, R->base_spec);
             err_hint(e, "set base_model: qwen2-vl-2b-instruct (dlm init --multimodal --base qwen2-vl-2b-instruct), or remove"
                         " the section");
             goto out;
         }
         if (s->type == DOC_AUDIO && !al) {
-            err_at(e, "ModalityError", o->doc_path, s->line, 1, "audio section '%s' needs an audio-language registry base; %s is not one",
+            err_at(e, "ModalityError", o->doc_path, s->line, 1, "audio section '%s' needs an audio-language base; %s is not one",
                    s->media_path, R->base_spec);
             err_hint(e, "set base_model: qwen2-audio-7b-instruct (dlm init --audio), or remove the section");
             goto out;

@@ -46,6 +46,28 @@ int base_check_runnable(const base_ref *ref, dlm_err *e)
                        "qwen2.5-0.5b, qwen3-1.7b, llama-3.2-1b (dlm init --base KEY)");
 }
 
+/* The config of a folder or hf: base (an hf: base's config.json alone, from
+ * the cache or one small download: how to read images and clips is decided
+ * before the weights are fetched). 0 = *c parsed. */
+static int base_config(const base_ref *b, model_config *c)
+{
+    char p[4200], *txt = NULL;
+    size_t n;
+    dlm_err ignore;
+    if (b->kind == BASE_HF) {
+        hub_opts o;
+        if (hub_opts_init(&o, &ignore) ||
+            hub_resolve_file(&o, b->hf_id, b->revision[0] ? b->revision : NULL, "config.json", p, sizeof p, &ignore))
+            return -1;
+    } else if (b->kind != BASE_PATH || !fs_join(p, sizeof p, b->path, "config.json")) {
+        return -1;
+    }
+    if (!fs_is_file(p) || fs_read_all(p, 16u << 20, &txt, &n, NULL)) return -1;
+    int r = model_config_parse(txt, n, p, c, &ignore);
+    free(txt);
+    return r ? -1 : 0;
+}
+
 int base_vl_kind(const char *spec)
 {
     base_ref b;
@@ -57,23 +79,18 @@ int base_vl_kind(const char *spec)
         if (!strcmp(b.entry->architecture, "PaliGemmaForConditionalGeneration")) return VL_PALI;
         return !strcmp(b.entry->architecture, "Qwen2VLForConditionalGeneration") ? VL_QWEN2 : -1;
     }
-    char p[4200], *txt = NULL;
-    size_t n;
     model_config c;
-    if (b.kind == BASE_HF) {
-        /* its config.json alone (from the cache, or one small download):
-         * how to read the images is decided before the weights are fetched */
-        hub_opts o;
-        if (hub_opts_init(&o, &ignore) ||
-            hub_resolve_file(&o, b.hf_id, b.revision[0] ? b.revision : NULL, "config.json", p, sizeof p, &ignore))
-            return 0;
-    } else if (b.kind != BASE_PATH || !fs_join(p, sizeof p, b.path, "config.json")) {
-        return 0;
-    }
-    if (!fs_is_file(p) || fs_read_all(p, 16u << 20, &txt, &n, NULL)) return 0;
-    int r = model_config_parse(txt, n, p, &c, &ignore) ? 0 : c.vl;
-    free(txt);
-    return r;
+    return base_config(&b, &c) ? 0 : c.vl;
+}
+
+int base_is_audio(const char *spec)
+{
+    base_ref b;
+    dlm_err ignore;
+    if (!spec || registry_parse_base(spec, &b, &ignore)) return 0;
+    if (b.kind == BASE_REGISTRY) return b.entry->modality == REG_AUDIO;
+    model_config c;
+    return !base_config(&b, &c) && c.audio;
 }
 
 int base_tiny_path(char *out, size_t cap, dlm_err *e)

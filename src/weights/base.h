@@ -26,6 +26,9 @@ int base_check_runnable(const base_ref *ref, dlm_err *e);
  * not built), 0 for a text base. An hf: base is judged by its config.json
  * (read from the hub cache, or downloaded alone); 0 when it cannot be had. */
 int base_vl_kind(const char *spec);
+/* 1 for an audio-language base (the qwen2-audio registry row, or a folder /
+ * hf: base whose config.json is Qwen2-Audio's), else 0. */
+int base_is_audio(const char *spec);
 
 /* Parse spec, refuse bases dlm cannot run, then produce a path for
  * model_load: the folder / file itself, models/tiny.gguf, or the HF cache

@@ -97,6 +97,6 @@ for f in corpus/a.png corpus/c.png; do s=$(sha256sum "$f" | cut -d' ' -f1); cmp 
 # 6. a text base: images are refused (fence) or skipped (sources), nothing stored
 sed 's/^base_model: .*/base_model: tiny/' doc.dlm > text.dlm
 sed -i 's/^dlm_id: .*/dlm_id: 01JD0000000000000000000003/' text.dlm
-expect_fail "text.dlm:$fence:1: image section 'figures/your-image.png' needs a vision-language registry base; tiny is not one" "$DLM" train text.dlm
+expect_fail "text.dlm:$fence:1: image section 'figures/your-image.png' needs a vision-language base; tiny is not one" "$DLM" train text.dlm
 [ "$(nblobs "$DLM_HOME/store/01JD0000000000000000000003")" = 0 ] || fail "text base stored blobs"
 echo "ok"

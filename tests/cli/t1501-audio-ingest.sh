@@ -159,6 +159,6 @@ grep -E 'media .*pic\.png' list2.txt >/dev/null || fail "text base listing: $(ca
 write_doc text.dlm 1
 printf '\n::audio path="clips/your-clip.wav" transcript="x"::\n' >> text.dlm
 line=$(grep -n '^::audio' text.dlm | cut -d: -f1)
-expect_fail "text.dlm:$line:1: audio section 'clips/your-clip.wav' needs an audio-language registry base" "$DLM" train text.dlm
+expect_fail "text.dlm:$line:1: audio section 'clips/your-clip.wav' needs an audio-language base" "$DLM" train text.dlm
 [ ! -d "$DLM_HOME/store/$ID/blobs" ] || [ "$(nfiles "$DLM_HOME/store/$ID" blobs)" = 0 ] || fail "text base stored blobs"
 echo "ok"

@@ -129,6 +129,20 @@ rm -rf "$HF_HUB_CACHE"
 grep -q "(0 clip(s) from the feature cache)" t5.txt || fail "$(cat t5.txt)"
 [ "$(find "$S/audio-cache" -name '*.emb' | wc -l)" = 4 ] || fail "v5 entries: $(find "$S/audio-cache" -type f)"
 
+# 3b. the same snapshot as a model folder, and as hf:org/name: init --audio
+#     takes the folder, and both train on a clip (the base's config.json says
+#     it is Qwen2-Audio, as the registry row does)
+snapv5=$(ls -d "$HF_HUB_CACHE"/models--*/snapshots/*)
+"$DLM" init --audio fold.dlm --base "$snapv5" > /dev/null || fail "init --audio on a folder"
+grep -q "^base_model: $snapv5\$" fold.dlm || fail "folder base: $(cat fold.dlm)"
+mkdir -p clips && cp clips/your-clip.wav clips/f.wav
+printf '\n::audio path="clips/f.wav" transcript="A short tone."::\n' >> fold.dlm
+"$DLM" train fold.dlm --max-steps 1 > tf.txt 2>&1 || fail "train on the folder: $(cat tf.txt)"
+grep -q "audio clip(s)" tf.txt || fail "folder: no clips trained: $(cat tf.txt)"
+sed "s|^base_model: .*|base_model: hf:Qwen/Qwen2-Audio-7B-Instruct|; s|^dlm_id: .*|dlm_id: 01JD0000000000000000000018|" fold.dlm > hfa.dlm
+"$DLM" train hfa.dlm --max-steps 1 > th.txt 2>&1 || fail "train on hf: $(cat th.txt)"
+grep -q "audio clip(s)" th.txt || fail "hf: no clips trained: $(cat th.txt)"
+
 # 4. a base without its feature extractor's config: named, no feature written
 rm "$snap/preprocessor_config.json"
 rm -rf "$S/audio-cache"
