@@ -37,6 +37,9 @@ synth = {
     "tone44k_stereo": write("tone44k.wav", np.stack([0.4 * np.sin(2 * math.pi * 440 * t(1.2, 44100)),
                                                      0.2 * np.sin(2 * math.pi * 660 * t(1.2, 44100))], 1), 44100),
     "float32": write("float32.wav", 0.7 * np.sin(2 * math.pi * 1000 * t(0.5, rate)), rate, "FLOAT"),
+    # 5 channels of float noise at different levels: numpy's mean over axis 1
+    # (its pairwise summation order) against dlm's channel sum
+    "noise5ch": write("noise5ch.wav", np.random.RandomState(5).uniform(-1, 1, (rate, 5)) * [0.9, 0.5, 0.3, 0.7, 0.1], rate, "FLOAT"),
     # 45 s at 44.1 kHz: the 30 s cut after resampling, and dlm reads only 31 s
     "long44k": write("long44k.wav", 0.3 * np.sin(2 * math.pi * 220 * t(45, 44100)) * np.sin(2 * math.pi * 0.5 * t(45, 44100)), 44100),
     # 29.99 s: the clip reaches the last half frame, which the reflect padding mirrors
