@@ -35,7 +35,7 @@ typedef struct synth_args {
 } synth_args;
 
 static const opt OPTS[] = {
-    {"teacher", 0, OPT_STR, offsetof(synth_args, teacher), "T", "self (the document's adapter), openai:URL, vllm-server:URL or cli:CMD (default self); hf: and anthropic: are refused"},
+    {"teacher", 0, OPT_STR, offsetof(synth_args, teacher), "T", "self (the document's adapter), openai:URL, vllm-server:URL, anthropic:MODEL, hf:MODEL or cli:CMD (default self)"},
     {"per-section", 0, OPT_INT, offsetof(synth_args, per_section), "N", "pairs asked for per prose section and strategy (default 3)"},
     {"strategy", 0, OPT_STR, offsetof(synth_args, strategy), "S", "extraction, expansion or both (default extraction)"},
     {"filter", 0, OPT_STR, offsetof(synth_args, filter), "F", "dedup-only (default), none, or judge (with --judge)"},
@@ -46,9 +46,9 @@ static const opt OPTS[] = {
     {"temp", 0, OPT_DOUBLE, offsetof(synth_args, temp), "T", "teacher temperature (default 0.0)"},
     {"top-p", 0, OPT_DOUBLE, offsetof(synth_args, top_p), "P", "teacher top-p (default 1 = off)"},
     {"seed", 0, OPT_INT, offsetof(synth_args, seed), "N", "sampling seed (default 42)"},
-    {"model", 0, OPT_STR, offsetof(synth_args, model), "NAME", "openai: the model name sent (default \"default\"; vllm-server: the server's first)"},
-    {"timeout", 0, OPT_DOUBLE, offsetof(synth_args, timeout), "S", "openai/cli: seconds per request (default 300)"},
-    {"threads", 0, OPT_THREADS, offsetof(synth_args, threads), "N", "self: compute threads (default: all cores)"},
+    {"model", 0, OPT_STR, offsetof(synth_args, model), "NAME", "openai: the model name sent (default \"default\"; vllm-server: the server's first); anthropic:/hf: name theirs"},
+    {"timeout", 0, OPT_DOUBLE, offsetof(synth_args, timeout), "S", "openai/anthropic/cli: seconds per request (default 300)"},
+    {"threads", 0, OPT_THREADS, offsetof(synth_args, threads), "N", "self/hf: compute threads (default: all cores)"},
     {"apply", 0, OPT_FLAG, offsetof(synth_args, apply), NULL, "write the sections into the document now"},
     {"dry-run", 0, OPT_FLAG, offsetof(synth_args, dry), NULL, "show what would be generated; stage nothing"},
     {"json", 0, OPT_FLAG, offsetof(synth_args, json), NULL, "list / instructions: JSON output"},
@@ -56,7 +56,7 @@ static const opt OPTS[] = {
 };
 
 const cmd_spec spec_synth = {
-    "synth", "instructions PATH [--teacher self|openai:URL|cli:CMD] [--per-section 3] [--strategy extraction|expansion|both]\n"
+    "synth", "instructions PATH [--teacher self|openai:URL|anthropic:MODEL|hf:MODEL|cli:CMD] [--per-section 3] [--strategy extraction|expansion|both]\n"
              "         [--filter dedup-only|none|judge] [--max-pairs N] [--max-new-tokens 512] [--temp 0.0] [--top-p P]\n"
              "         [--seed N] [--apply | --dry-run]\n"
              "       dlm synth apply|revert|list PATH",
@@ -65,6 +65,11 @@ const cmd_spec spec_synth = {
     "them), or writes them at once with --apply. revert removes every\n"
     "auto-synth section; list shows the staged and the written ones.\n"
     "OPENAI_API_KEY, when set, is sent as the Bearer token to openai:URL.\n"
+    "anthropic:MODEL asks Anthropic's Messages API with ANTHROPIC_API_KEY (from\n"
+    "the environment only) at ANTHROPIC_BASE_URL (default https://api.anthropic.com),\n"
+    "retrying 429/5xx twice as Anthropic's SDK does. hf:MODEL loads a second base\n"
+    "in process (ORG/NAME from the HF cache or hub, a registry key or a model\n"
+    "folder) and asks it without an adapter.\n"
     "`dlm synth preferences PATH ...` is `dlm preference mine PATH ...` (the\n"
     "original's spelling).\n"
     "A cli:CMD teacher reads {\"system\", \"prompt\", \"max_new_tokens\",\n"
@@ -133,6 +138,8 @@ static int cmd_instructions(dlm_ctx *ctx, const synth_args *a, const char *path)
         cmd_check_sample(&spec_synth, "--top-p", "top_p", a->top_p))
         return EXIT_USAGE;
     if (a->apply && a->dry) return cmd_usage_error(&spec_synth, "--apply and --dry-run are mutually exclusive");
+    if (a->model && (!strncmp(a->teacher, "anthropic:", 10) || !strncmp(a->teacher, "hf:", 3)))
+        return cmd_usage_error(&spec_synth, "--model is for openai:URL / vllm-server:URL; %s names its model", a->teacher);
     if (strchr(a->teacher, '"') || strchr(a->teacher, '\n'))
         return cmd_usage_error(&spec_synth, "--teacher cannot contain '\"' or newlines (it is written into the marker)");
     dlm_err e;
@@ -143,8 +150,10 @@ static int cmd_instructions(dlm_ctx *ctx, const synth_args *a, const char *path)
     dlm_doc *d = doc_load(path, &e);
     if (!d) return cmd_fail(ctx, &e);
     kern_init(a->threads);
+    int anthropic = !strncmp(a->teacher, "anthropic:", 10);
     teacher_opts to = {.spec = a->teacher, .doc_path = path, .home = ctx->home, .model = a->model,
-                       .api_key = getenv("OPENAI_API_KEY"), .temp = a->temp, .top_p = a->top_p,
+                       .api_key = getenv(anthropic ? "ANTHROPIC_API_KEY" : "OPENAI_API_KEY"),
+                       .base_url = anthropic ? getenv("ANTHROPIC_BASE_URL") : NULL, .temp = a->temp, .top_p = a->top_p,
                        .max_new_tokens = a->max_new, .seed = (uint64_t)a->seed, .timeout_s = a->timeout};
     teacher *t = NULL;
     judge *jg = NULL;
@@ -173,16 +182,30 @@ static int cmd_instructions(dlm_ctx *ctx, const synth_args *a, const char *path)
             char *reply = NULL;
             p.requests++;
             if (!ctx->quiet) fprintf(stderr, "synth: section %s (line %d), %s...\n", s->id, s->line, strategies[si]);
-            int r = teacher_ask(t, !strcmp(strategies[si], "extraction") ? SYS_EXTRACT : SYS_EXPAND, sb_str(&user), 0,
-                                &reply, &e);
+            const char *sys = !strcmp(strategies[si], "extraction") ? SYS_EXTRACT : SYS_EXPAND;
+            if (ctx->verbose) {
+                json_t *q = json_pack("{s:s, s:s}", "system", sys, "user", sb_str(&user));
+                char *qs = q ? json_dumps(q, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
+                if (qs) fprintf(stderr, "synth: ask: %s\n", qs);
+                free(qs);
+                json_decref(q);
+            }
+            int r = teacher_ask(t, sys, sb_str(&user), 0, &reply, &e);
             sb_free(&user);
             if (r) { err_prefix(&e, "section %s (line %d)", s->id, s->line); goto fail; }
             synth_pair *pairs;
             int np, nrej, found;
             if (synth_parse_reply(reply, strlen(reply), &pairs, &np, &nrej, &found, &e)) { free(reply); goto fail; }
+            if (ctx->verbose) {
+                json_t *rs = json_string(reply);
+                char *q = rs ? json_dumps(rs, JSON_COMPACT | JSON_ENCODE_ANY | JSON_ENSURE_ASCII) : NULL;
+                fprintf(stderr, "synth: reply: %s\n", q ? q : "(not UTF-8)");
+                free(q);
+                json_decref(rs);
+            }
             if (!found) {
                 p.no_json++;
-                if (ctx->verbose) fprintf(stderr, "synth: no JSON list in the reply: %.200s\n", reply);
+                if (ctx->verbose) fprintf(stderr, "synth: no JSON list in the reply\n");
             }
             free(reply);
             p.generated += np;

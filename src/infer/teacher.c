@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -18,18 +19,20 @@
 #include "infer/generate.h"
 #include "infer/synth.h"
 #include "infer/target.h"
+#include "util/fs.h"
 #include "util/json.h"
+#include "util/log.h"
 #include "util/str.h"
 
 #define REPLY_MAX (4u << 20)   /* a reply larger than this is refused */
 
-typedef enum { T_SELF, T_OPENAI, T_CLI } tkind;
+typedef enum { T_SELF, T_OPENAI, T_CLI, T_ANTHROPIC, T_HF } tkind;
 
 struct teacher {
     tkind kind;
     char *spec, *url, *cmd;
     int vllm;               /* vllm-server:URL, the original's spelling: the model is asked for */
-    char *model_id;         /* ... and kept here */
+    char *model_id;         /* ... and kept here; anthropic:MODEL's model */
     teacher_opts o;
     infer_target tg;
     int tg_open;
@@ -210,23 +213,210 @@ out:
     return rc;
 }
 
+/* ---- anthropic ---------------------------------------------------------------- */
+
+/* The retry policy of Anthropic's Python SDK (what the original's teacher
+ * calls): 2 retries after the first try, on connection failures, 408, 409,
+ * 429 and 5xx (the server's x-should-retry: true/false decides first); the
+ * wait is retry-after-ms / retry-after when 0 < it <= 60 s, otherwise
+ * min(0.5 s * 2^retry, 8 s) less up to a quarter (jitter). */
+#define ANTHROPIC_RETRIES 2
+#define ANTHROPIC_VERSION "2023-06-01"
+
+typedef struct resp_head {
+    double retry_after_s;   /* -1 = none */
+    int should_retry;       /* -1 = no header, 0 false, 1 true */
+} resp_head;
+
+static size_t on_head(char *p, size_t sz, size_t n, void *ud)
+{
+    resp_head *h = ud;
+    size_t len = sz * n;
+    char line[256];
+    if (len >= sizeof line) return len;
+    memcpy(line, p, len);
+    line[len] = 0;
+    char *v = strchr(line, ':');
+    if (!v) return len;
+    *v++ = 0;
+    while (*v == ' ') v++;
+    char *end;
+    if (!strcasecmp(line, "retry-after-ms")) {
+        double x = strtod(v, &end);
+        if (end != v) h->retry_after_s = x / 1000.0;
+    } else if (!strcasecmp(line, "retry-after") && h->retry_after_s < 0) {
+        double x = strtod(v, &end);     /* an HTTP date is not honoured: the backoff applies */
+        if (end != v) h->retry_after_s = x;
+    } else if (!strcasecmp(line, "x-should-retry")) {
+        h->should_retry = !strncasecmp(v, "true", 4) ? 1 : !strncasecmp(v, "false", 5) ? 0 : -1;
+    }
+    return len;
+}
+
+static void retry_wait(const resp_head *h, int retry)
+{
+    double s;
+    if (h->retry_after_s > 0 && h->retry_after_s <= 60) s = h->retry_after_s;
+    else {
+        s = 0.5 * (double)(1 << retry);
+        if (s > 8) s = 8;
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        unsigned seed = (unsigned)now.tv_nsec;
+        s *= 1.0 - 0.25 * ((double)rand_r(&seed) / RAND_MAX);
+    }
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    while (nanosleep(&ts, &ts) && errno == EINTR) {}
+}
+
+static int anthropic_ask(teacher *t, const char *system, const char *user, char **reply, dlm_err *e)
+{
+    json_t *req = json_pack("{s:s, s:i, s:s, s:[{s:s, s:s}], s:f}", "model", t->model_id, "max_tokens",
+                            t->o.max_new_tokens, "system", system, "messages", "role", "user", "content", user,
+                            "temperature", t->o.temp);
+    if (!req) return err_set(e, "MemoryError", "out of memory");
+    if (t->o.top_p > 0 && t->o.top_p < 1) json_object_set_new(req, "top_p", json_real(t->o.top_p));
+    char *body = json_dumps(req, JSON_COMPACT);
+    json_decref(req);
+    CURL *c = curl_easy_init();
+    strbuf resp = STRBUF_INIT, key = STRBUF_INIT;
+    sb_printf(&key, "x-api-key: %s", t->o.api_key);
+    struct curl_slist *hl = curl_slist_append(NULL, "Content-Type: application/json");
+    hl = curl_slist_append(hl, "Accept: application/json");
+    hl = curl_slist_append(hl, "anthropic-version: " ANTHROPIC_VERSION);
+    hl = curl_slist_append(hl, sb_str(&key));
+    sb_free(&key);      /* curl keeps its own copy */
+    int rc = -1;
+    if (!c || !body || !hl) { err_set(e, "MemoryError", "out of memory"); goto out; }
+    resp_head h;
+    curl_easy_setopt(c, CURLOPT_URL, t->url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &resp);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_head);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, &h);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 30L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, (long)(t->o.timeout_s > 0 ? t->o.timeout_s : 300));
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    long status = 0;
+    CURLcode cr = CURLE_OK;
+    for (int attempt = 0;; attempt++) {
+        h.retry_after_s = -1;
+        h.should_retry = -1;
+        resp.len = 0;
+        cr = curl_easy_perform(c);
+        status = 0;
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+        if (cr == CURLE_WRITE_ERROR) {     /* only on_body refuses: the cap */
+            err_set(e, "TeacherError", "%s: the reply is larger than %u bytes", t->url, REPLY_MAX);
+            goto out;
+        }
+        int retry = cr != CURLE_OK ? 1
+                  : h.should_retry >= 0 ? h.should_retry
+                  : status == 408 || status == 409 || status == 429 || status >= 500;
+        if (cr == CURLE_OK && status == 200) break;
+        if (!retry || attempt == ANTHROPIC_RETRIES) break;
+        retry_wait(&h, attempt);
+    }
+    if (cr != CURLE_OK) {
+        err_set(e, "TeacherError", "%s: %s (after %d tries)", t->url, curl_easy_strerror(cr), ANTHROPIC_RETRIES + 1);
+        err_hint(e, "check the network, or ANTHROPIC_BASE_URL when it is set");
+        goto out;
+    }
+    json_t *j = json_loadb(resp.buf ? resp.buf : "", resp.len, 0, NULL);
+    if (status != 200) {
+        /* {"type": "error", "error": {"type": "...", "message": "..."}} */
+        json_t *er = json_object_get(j, "error");
+        const char *ty = jget_str(er, "type"), *msg = jget_str(er, "message");
+        if (msg) err_set(e, "TeacherError", "%s: HTTP %ld %s: %.300s", t->url, status, ty ? ty : "error", msg);
+        else err_set(e, "TeacherError", "%s: HTTP %ld: %.300s", t->url, status, sb_str(&resp));
+        if (status == 401 || status == 403) err_hint(e, "check ANTHROPIC_API_KEY (sent as x-api-key)");
+        else if (status == 429 || status == 529 || status >= 500)
+            err_hint(e, "still refused after %d retries; wait and run synth again", ANTHROPIC_RETRIES);
+        else if (status == 404) err_hint(e, "check the model name in anthropic:MODEL");
+        json_decref(j);
+        goto out;
+    }
+    /* content: [{"type": "text", "text": "..."}, ...]; the text blocks are
+     * joined with newlines, as the original does */
+    json_t *content = json_object_get(j, "content");
+    strbuf text = STRBUF_INIT;
+    size_t i;
+    json_t *b;
+    json_array_foreach(content, i, b) {
+        const char *ty = jget_str(b, "type"), *tx = jget_str(b, "text");
+        if (!ty || strcmp(ty, "text") || !tx) continue;
+        if (text.len) sb_puts(&text, "\n");
+        sb_puts(&text, tx);
+    }
+    if (!j || !json_is_array(content) || !text.len) {
+        err_set(e, "TeacherError", "%s: %s: %.300s", t->url,
+                !j ? "the reply is not JSON" : "the reply has no content[].text block", sb_str(&resp));
+        sb_free(&text);
+        json_decref(j);
+        goto out;
+    }
+    json_decref(j);
+    *reply = sb_detach(&text, NULL);
+    rc = *reply ? 0 : err_set(e, "MemoryError", "out of memory");
+out:
+    curl_slist_free_all(hl);
+    if (c) curl_easy_cleanup(c);
+    free(body);
+    sb_free(&resp);
+    return rc;
+}
+
 /* ---- self ---------------------------------------------------------------------- */
 
+/* The original's HF teacher prompt (synth/teachers.py): system and user
+ * flattened into one user turn. */
+static void flatten_prompt(const char *system, const char *user, strbuf *out)
+{
+    while (*system && strchr(" \t\r\n", *system)) system++;
+    while (*user && strchr(" \t\r\n", *user)) user++;
+    size_t ns = strlen(system), nu = strlen(user);
+    while (ns && strchr(" \t\r\n", system[ns - 1])) ns--;
+    while (nu && strchr(" \t\r\n", user[nu - 1])) nu--;
+    if (ns && nu) sb_printf(out, "System:\n%.*s\n\nUser:\n%.*s\n\nAssistant:\n", (int)ns, system, (int)nu, user);
+    else if (nu) sb_append(out, user, nu);
+    else sb_append(out, system, ns);
+}
+
+/* self: base + the document's adapter, the teacher's instructions as the
+ * system turn. hf: another base alone, asked as the original's HF teacher
+ * asks (dlm.inference.generate): the flattened prompt as the one user
+ * message of the base's chat template with the generation prompt (the raw
+ * text when the base has none), tokenized with the tokenizer's special
+ * tokens added, greedy at temperature 0, special tokens left out of the
+ * reply. */
 static int self_ask(teacher *t, const char *system, const char *user, int sample, char **reply, dlm_err *e)
 {
     infer_target *tg = &t->tg;
-    if (!tg->dialect) return err_set(e, "TeacherError", "the base has no chat template dlm can render");
-    strbuf text = STRBUF_INIT, dec = STRBUF_INIT;
+    int hf = t->kind == T_HF;
+    if (!tg->dialect && !hf) return err_set(e, "TeacherError", "the base has no chat template dlm can render");
+    strbuf text = STRBUF_INIT, dec = STRBUF_INIT, flat = STRBUF_INIT;
     tok_ids ids = {0};
     session *s = NULL;
     int32_t *outv = NULL;
     int rc = -1;
     chat_msg m = {"user", user};
-    /* The teacher's instructions replace the document's system prompt:
-     * the adapter answers as itself, asked to write data. */
-    if (chat_render(tg->dialect, system && *system ? system : tg->system_prompt, &m, 1, 1, &text, NULL, NULL, e) ||
-        tok_encode_append(tg->t, text.buf, text.len, TOK_PARSE_SPECIAL, &ids, e))
+    if (hf) {
+        flatten_prompt(system ? system : "", user, &flat);
+        m.content = sb_str(&flat);
+        if (tg->dialect ? chat_render(tg->dialect, NULL, &m, 1, 1, &text, NULL, NULL, e)
+                        : (sb_puts(&text, m.content), 0))
+            goto out;
+        if (tok_encode_append(tg->t, text.buf ? text.buf : "", text.len, TOK_PARSE_SPECIAL | TOK_ADD_SPECIAL, &ids, e))
+            goto out;
+    } else if (chat_render(tg->dialect, system && *system ? system : tg->system_prompt, &m, 1, 1, &text, NULL, NULL, e) ||
+               tok_encode_append(tg->t, text.buf, text.len, TOK_PARSE_SPECIAL, &ids, e)) {
+        /* The teacher's instructions replace the document's system prompt:
+         * the adapter answers as itself, asked to write data. */
         goto out;
+    }
     int ctxlen = tg->m->cfg.max_pos > 0 ? tg->m->cfg.max_pos : 4096;
     int want = (int)ids.n + t->o.max_new_tokens;
     if (want < ctxlen) ctxlen = want;
@@ -244,13 +434,24 @@ static int self_ask(teacher *t, const char *system, const char *user, int sample
     go.sp.top_p = t->o.top_p > 0 ? (float)t->o.top_p : 1.0f;
     go.sp.seed = t->o.seed + (uint64_t)sample;
     go.max_tokens = maxnew;
-    go.n_stops = gen_stop_ids(tg->t, tg->dialect->stops, stops, 32);
+    go.n_stops = gen_stop_ids(tg->t, tg->dialect ? tg->dialect->stops : NULL, stops, 32);
     go.stops = stops;
     outv = malloc((size_t)maxnew * sizeof *outv);
     if (!outv) { err_set(e, "MemoryError", "out of memory"); goto out; }
     int nout;
     int32_t stop;
     if (generate(s, tg->t, ids.v, (int)ids.n, &go, outv, &nout, &stop, e)) goto out;
+    if (log_level() >= LOG_VERBOSE) {
+        /* -v: the token ids, one JSON line (tests compare them with transformers) */
+        strbuf l = STRBUF_INIT;
+        sb_printf(&l, "{\"teacher\": \"%s\", \"prompt_ids\": [", t->spec);
+        for (size_t i = 0; i < ids.n; i++) sb_printf(&l, "%s%d", i ? ", " : "", ids.v[i]);
+        sb_puts(&l, "], \"reply_ids\": [");
+        for (int i = 0; i < nout; i++) sb_printf(&l, "%s%d", i ? ", " : "", outv[i]);
+        sb_printf(&l, "], \"stopped_by\": %d}", stop);
+        log_debug("teacher tokens: %s", sb_str(&l));
+        sb_free(&l);
+    }
     tok_decode(tg->t, outv, (size_t)nout, 1, &dec);
     *reply = sb_detach(&dec, NULL);
     rc = *reply ? 0 : err_set(e, "MemoryError", "out of memory");
@@ -260,6 +461,7 @@ out:
     tok_ids_free(&ids);
     sb_free(&text);
     sb_free(&dec);
+    sb_free(&flat);
     return rc;
 }
 
@@ -307,21 +509,55 @@ int teacher_open(const teacher_opts *o, teacher **out, dlm_err *e)
         t->kind = T_CLI;
         t->cmd = strdup(o->spec + 4);
         if (!t->cmd) goto oom;
-    } else if (!strncmp(o->spec, "hf:", 3) || !strncmp(o->spec, "anthropic:", 10)) {
-        /* the original's spellings; not built in dlm yet (issue 31) */
-        int hf = o->spec[0] == 'h';
-        teacher_close(t);
-        if (hf) {
-            err_set(e, "TeacherError", "teacher %s (a second local base in process) is not supported by dlm yet", o->spec);
-            return err_hint(e, "serve that base with 'dlm serve --base MODEL' (or llama-server/vLLM) and pass "
-                               "--teacher openai:http://127.0.0.1:PORT");
+    } else if (!strncmp(o->spec, "hf:", 3)) {
+        /* a second base, in process, without an adapter: what dlm init
+         * --base takes (a registry key, org/name from the HF cache or the
+         * hub, a local folder or .gguf) */
+        t->kind = T_HF;
+        const char *b = o->spec + 3;
+        if (!*b) {
+            teacher_close(t);
+            err_set(e, "TeacherError", "teacher hf: needs a model");
+            return err_hint(e, "hf:ORG/NAME, hf:<registry key> or hf:<path to a model folder>");
         }
-        err_set(e, "TeacherError", "teacher %s (Anthropic's Messages API) is not supported by dlm yet", o->spec);
-        return err_hint(e, "use an OpenAI-compatible endpoint (--teacher openai:URL) or a program (--teacher cli:CMD)");
+        /* ORG/NAME (not a folder here) is the hub id: the base spec hf:ORG/NAME */
+        const char *bs = strchr(b, '/') && !strchr("/.~", b[0]) && !fs_exists(b) ? o->spec : b;
+        target_opts to = {NULL, bs, o->home, 0, o->offline, NULL};
+        if (target_open(&to, &t->tg, e)) {
+            err_prefix(e, "teacher %s", o->spec);
+            teacher_close(t);
+            return -1;
+        }
+        t->tg_open = 1;
+    } else if (!strncmp(o->spec, "anthropic:", 10)) {
+        t->kind = T_ANTHROPIC;
+        const char *mname = o->spec + 10, *base = o->base_url && *o->base_url ? o->base_url : "https://api.anthropic.com";
+        if (!*mname) {
+            teacher_close(t);
+            err_set(e, "TeacherError", "teacher anthropic: needs a model name");
+            return err_hint(e, "e.g. --teacher anthropic:claude-sonnet-4-5");
+        }
+        if (!o->api_key || !*o->api_key) {
+            teacher_close(t);
+            err_set(e, "TeacherError", "teacher %s needs ANTHROPIC_API_KEY set", o->spec);
+            return err_hint(e, "export ANTHROPIC_API_KEY=... (the key is read from the environment only)");
+        }
+        if (strncmp(base, "http://", 7) && strncmp(base, "https://", 8)) {
+            teacher_close(t);
+            return err_set(e, "TeacherError", "ANTHROPIC_BASE_URL must be an http:// or https:// URL, got '%s'", base);
+        }
+        strbuf sb = STRBUF_INIT;
+        size_t n = strlen(base);
+        while (n && base[n - 1] == '/') n--;
+        sb_append(&sb, base, n);
+        sb_puts(&sb, "/v1/messages");
+        t->url = sb_detach(&sb, NULL);
+        t->model_id = strdup(mname);
+        if (!t->url || !t->model_id) goto oom;
     } else {
         teacher_close(t);
         err_set(e, "TeacherError", "unknown teacher '%s'", o->spec);
-        return err_hint(e, "one of: self, openai:URL, cli:CMD");
+        return err_hint(e, "one of: self, openai:URL, vllm-server:URL, anthropic:MODEL, hf:MODEL, cli:CMD");
     }
     *out = t;
     return 0;
@@ -333,8 +569,9 @@ oom:
 int teacher_ask(teacher *t, const char *system, const char *user, int sample, char **reply, dlm_err *e)
 {
     *reply = NULL;
-    if (t->kind == T_SELF) return self_ask(t, system, user, sample, reply, e);
+    if (t->kind == T_SELF || t->kind == T_HF) return self_ask(t, system, user, sample, reply, e);
     if (t->kind == T_OPENAI) return openai_ask(t, system, user, sample, reply, e);
+    if (t->kind == T_ANTHROPIC) return anthropic_ask(t, system, user, reply, e);
     json_t *in = json_pack("{s:s, s:s, s:i, s:f, s:f, s:I}", "system", system, "prompt", user, "max_new_tokens",
                            t->o.max_new_tokens, "temperature", t->o.temp, "top_p", t->o.top_p > 0 ? t->o.top_p : 1.0,
                            "seed", (json_int_t)(t->o.seed + (uint64_t)sample));

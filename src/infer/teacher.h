@@ -8,6 +8,14 @@
  *                 or the full .../chat/completions address;
  *   vllm-server:URL  the original's spelling of the same; without a model
  *                 name it asks the server for its first (GET .../v1/models);
+ *   anthropic:MODEL  Anthropic's Messages API (POST {base}/v1/messages,
+ *                 x-api-key + anthropic-version 2023-06-01; base
+ *                 https://api.anthropic.com unless base_url), retried as
+ *                 Anthropic's SDK does (2 retries on 408/409/429/5xx and
+ *                 connection failures, retry-after honoured);
+ *   hf:MODEL      another base in process, without an adapter (a registry
+ *                 key, ORG/NAME or a local model folder), prompted as the
+ *                 original's HF teacher prompts (see self_ask);
  *   cli:CMD       a program run through /bin/sh: stdin gets one JSON object
  *                 {"system", "prompt", "max_new_tokens", "temperature",
  *                 "top_p", "seed"}, stdout is the reply text.
@@ -33,13 +41,15 @@
 typedef struct teacher teacher;
 
 typedef struct teacher_opts {
-    const char *spec;            /* self | openai:URL | cli:CMD */
+    const char *spec;            /* self | openai:URL | vllm-server:URL | anthropic:MODEL | hf:MODEL | cli:CMD */
     const char *doc_path;        /* self: the document */
     const char *home;            /* self: the store root */
     const char *adapter_dir;     /* self: a specific adapter version dir, NULL = current */
     const char *adapter_name;    /* self: that adapter of training.adapters (its current version) */
     const char *model;           /* openai: "model" field (NULL = "default") */
-    const char *api_key;         /* openai: Bearer token, NULL = none */
+    const char *api_key;         /* openai: Bearer token, NULL = none; anthropic: x-api-key (required) */
+    const char *base_url;        /* anthropic: the API root (NULL = https://api.anthropic.com) */
+    int offline;                 /* hf: the HF cache only */
     double temp, top_p;          /* top_p 1 = off */
     int max_new_tokens;
     uint64_t seed;

@@ -3,7 +3,7 @@
 # (issue 31, item 4): each is accepted and acts, or is refused with the
 # reason. prompt/repl/preference --backend auto|pytorch (mlx refused),
 # synth preferences = preference mine, preference mine --adapter NAME,
-# --judge sway (the adapter's log-probability) and hf: (refused), synth --teacher hf: / anthropic: refused,
+# --judge sway (the adapter's log-probability) and hf: (refused), synth --teacher hf: / anthropic: accepted,
 # push/pull hf:org/repo refused, synth --teacher vllm-server:URL (the
 # server's first model, asked at /v1/models) and openai:MODEL (a hint),
 # export --target mlx-serve (mlx-lm's adapter layout, checked against the
@@ -89,11 +89,15 @@ $PY -c 'import json; o = json.load(open("mine.json")); assert o["prompts"] == 1,
 $PY -c 'import json; o = json.load(open("mine.json")); assert o["triples"] and all(t["judge_name"] == "sway:preference_judge" and t["judge_score_chosen"] > t["judge_score_rejected"] for t in o["triples"]), o' ||
     fail "mine --judge sway: $(cat mine.json)"
 
-# --- synth --teacher hf: / anthropic: ---------------------------------------------
-for t in hf:Qwen/Qwen2.5-0.5B-Instruct anthropic:claude-3-5-haiku; do
-    rc=0; "$DLM" synth instructions flat.dlm --teacher "$t" 2> err.txt || rc=$?
-    [ $rc = 1 ] && grep -q "teacher $t .* is not supported by dlm yet" err.txt && grep -q "^hint:" err.txt || fail "teacher $t: rc $rc $(cat err.txt)"
-done
+# --- synth --teacher hf: / anthropic: (accepted; the stand-in runs are t0908 and r1404) ----
+# hf: a second base in process: a random base writes no JSON list, so nothing is added
+"$DLM" -v synth instructions flat.dlm --teacher "hf:$FIXTURE_QWEN" --max-new-tokens 4 --dry-run > out.txt 2> err.txt && rc=0 || rc=$?
+[ $rc = 2 ] && grep -q "nothing new to add" out.txt && [ "$(grep -c '^dlm: debug: teacher tokens: {"teacher": "hf:' err.txt)" = 1 ] ||
+    fail "teacher hf: rc $rc $(cat out.txt err.txt)"
+rc=0; HF_HUB_OFFLINE=1 "$DLM" synth instructions flat.dlm --teacher hf:org/absent-model 2> err.txt || rc=$?
+[ $rc = 1 ] && grep -q "teacher hf:org/absent-model" err.txt || fail "teacher hf:absent: rc $rc $(cat err.txt)"
+rc=0; env -u ANTHROPIC_API_KEY "$DLM" synth instructions flat.dlm --teacher anthropic:claude-3-5-haiku 2> err.txt || rc=$?
+[ $rc = 1 ] && grep -q "needs ANTHROPIC_API_KEY set" err.txt && grep -q "^hint:" err.txt || fail "teacher anthropic: rc $rc $(cat err.txt)"
 
 # --- synth --teacher vllm-server:URL: the model is the server's first ------------------
 printf '[{"question": "Where is Berlin?", "answer": "In Germany."}]\n' > reply.txt
