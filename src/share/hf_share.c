@@ -283,7 +283,9 @@ static int create_repo(const hub_opts *o, const char *repo, int *created, dlm_er
     size_t ol = strcspn(repo, "/");
     char org[128];
     snprintf(org, sizeof org, "%.*s", (int)ol, repo);
-    json_t *b = json_pack("{s:s, s:s, s:b}", "name", repo + ol + 1, "organization", org, "private", 0);
+    /* huggingface_hub 2.4's create_repo(private=False, repo_type="model") */
+    json_t *b = json_pack("{s:s, s:s, s:s, s:s}", "name", repo + ol + 1, "organization", org, "visibility", "public",
+                          "type", "model");
     char *body = b ? json_dumps(b, JSON_COMPACT) : NULL;
     json_decref(b);
     if (!body) return err_set(e, "MemoryError", "out of memory");

@@ -5,7 +5,8 @@
  * (library_name: dlm) on the main branch.
  *
  * Push, through the Hub's HTTP API as huggingface_hub calls it:
- *   POST {endpoint}/api/repos/create {"name", "organization", "private": false}
+ *   POST {endpoint}/api/repos/create {"name", "organization", "visibility":
+ *        "public", "type": "model"}
  *        (409: it exists, fine)
  *   POST {endpoint}/api/models/{repo}/preupload/main
  *        {"files": [{"path", "sample": base64(first 512 bytes), "size"}]}

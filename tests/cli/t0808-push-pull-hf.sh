@@ -57,7 +57,7 @@ $PY - "$ID" <<'PYEOF' || fail "requests: $(cat req.log)"
 import json, sys
 reqs = [json.loads(l) for l in open("req.log")]
 seq = [(r["method"], r["path"].split("?")[0]) for r in reqs]
-assert seq[0] == ("POST", "/api/repos/create") and reqs[0]["body"] == {"name": "notes", "organization": "org", "private": False}, reqs[0]
+assert seq[0] == ("POST", "/api/repos/create") and reqs[0]["body"] == {"name": "notes", "organization": "org", "visibility": "public", "type": "model"}, reqs[0]
 assert seq[1] == ("POST", "/api/models/org/notes/preupload/main"), seq
 files = reqs[1]["body"]["files"]
 assert [f["path"] for f in files] == ["adapter.dlm.pack", "adapter.dlm.pack.minisig", "README.md"], files
@@ -68,7 +68,7 @@ assert b["body"]["ref"] == {"name": "main"} and len(b["body"]["objects"]) == 1, 
 oid, size = b["body"]["objects"][0]["oid"], b["body"]["objects"][0]["size"]
 assert size == files[0]["size"], (size, files[0])
 put = [r for r in reqs if r["method"] == "PUT"]
-assert len(put) == 1 and put[0]["path"].startswith("/s3/%s?" % oid) and put[0]["auth"] is None, put
+assert len(put) == 1 and put[0]["path"].startswith("/s3/org/notes/%s?" % oid) and put[0]["auth"] is None, put
 v = [r for r in reqs if r["path"].endswith("/verify")]
 assert len(v) == 1 and v[0]["body"] == {"oid": oid, "size": size} and v[0]["auth"] == "Bearer hf_write", v
 c = [r for r in reqs if r["path"] == "/api/models/org/notes/commit/main"]

@@ -5,7 +5,8 @@ documentation (huggingface.co/docs/hub/api, the git-lfs batch API spec) and
 what huggingface_hub 2.4 sends (tests/ref/r0809 runs that client against
 it, so the stand-in answers as a client written for the real Hub expects).
 
-  POST /api/repos/create        {"name", "organization"?, "private"?, "type"?}
+  POST /api/repos/create        {"name", "organization"?, "visibility"? (or the
+                                older "private"), "type"?}
                                 200 {"url"}; 409 when it exists; 403 outside
                                 the token's namespaces
   GET  /api/models/{repo}[/revision/{rev}]   {"id", "sha", "private", "siblings"}
@@ -15,11 +16,11 @@ it, so the stand-in answers as a client written for the real Hub expects).
                                   UTF-8), else "regular"
   POST /{repo}.git/info/lfs/objects/batch    git-lfs batch API (upload, sha256):
                                 "basic" transfer: an upload action with a
-                                presigned href (/s3/<oid>?X-Amz-Signature=..:
+                                presigned href (/s3/ORG/NAME/<oid>?X-Amz-Signature=..:
                                 a request that also carries Authorization is
                                 refused, as S3 refuses two auth mechanisms)
                                 and a verify action; no actions when stored
-  PUT  /s3/<oid>?...            the bytes (sha256 and size checked)
+  PUT  /s3/ORG/NAME/<oid>?...   the bytes (sha256 checked)
   POST /{repo}.git/info/lfs/objects/verify   {"oid", "size"}
   POST /api/models/{repo}/commit/{rev}       application/x-ndjson: header,
                                 file (base64), lfsFile (a stored oid),
@@ -27,7 +28,8 @@ it, so the stand-in answers as a client written for the real Hub expects).
                                 "commitUrl"}; the commit replaces main
   HEAD/GET /{repo}/resolve/{rev}/{path}      X-Repo-Commit; LFS files: ETag
                                 and X-Linked-Etag = sha256, X-Linked-Size and
-                                a 302 to /cdn/<sha256> (absolute, like the
+                                a 302 to http://localhost:PORT/cdn/<sha256>
+                                (absolute, another host name, like the
                                 Hub's CDN); others: 200, ETag = git blob sha1;
                                 missing file 404 X-Error-Code EntryNotFound,
                                 missing (or private, without a token)
@@ -167,7 +169,8 @@ class H(http.server.BaseHTTPRequestHandler):
             data = r["files"][path]
             if path in r["lfs"]:
                 oid = r["lfs"][path]
-                host = "http://%s:%d" % self.server.server_address
+                # the CDN is another host, as the Hub's is (clients keep the token off it)
+                host = "http://localhost:%d" % self.server.server_address[1]
                 return self.send(302, headers={"Location": "%s/cdn/%s" % (host, oid), "X-Repo-Commit": r["sha"],
                                                "X-Linked-Etag": '"%s"' % oid, "X-Linked-Size": str(len(data)),
                                                "ETag": '"%s"' % git_sha1(b"pointer " + oid.encode()),
@@ -182,15 +185,16 @@ class H(http.server.BaseHTTPRequestHandler):
         self.record(b)
         u = urlsplit(self.path)
         parts = u.path.strip("/").split("/")
-        if parts[0] != "s3" or "X-Amz-Signature" not in u.query:
+        if parts[0] != "s3" or len(parts) != 4 or "X-Amz-Signature" not in u.query:
             return self.send(403, raw=b"<Error><Code>AccessDenied</Code></Error>")
         if self.headers.get("authorization"):
             return self.send(400, raw=b"<Error><Code>InvalidArgument</Code><Message>Only one auth mechanism "
                                       b"allowed</Message></Error>")
-        oid = parts[1]
-        if hashlib.sha256(b).hexdigest() != oid:
+        rid, oid = parts[1] + "/" + parts[2], parts[3]
+        if hashlib.sha256(b).hexdigest() != oid or rid not in repos:
             return self.send(400, raw=b"<Error><Code>BadDigest</Code></Error>")
         lfs[oid] = b
+        repos[rid]["objs"].add(oid)
         self.send(200, headers={"ETag": '"%s"' % hashlib.md5(b).hexdigest()})
 
     def do_POST(self):
@@ -228,7 +232,7 @@ class H(http.server.BaseHTTPRequestHandler):
         if rid in repos:
             return self.send(409, {"error": "You already created this model repo", "url": "%s/%s" % (host, rid)})
         init = b"*.pack filter=lfs diff=lfs merge=lfs -text\n"
-        repos[rid] = {"files": {".gitattributes": init}, "lfs": {}, "private": bool(req.get("private")) or rid in PRIVATE,
+        repos[rid] = {"files": {".gitattributes": init}, "lfs": {}, "objs": set(), "private": bool(req.get("private")) or req.get("visibility") == "private" or rid in PRIVATE,
                       "sha": hashlib.sha1(rid.encode()).hexdigest()}
         self.send(200, {"url": "%s/%s" % (host, rid), "name": rid, "id": rid})
 
@@ -258,9 +262,9 @@ class H(http.server.BaseHTTPRequestHandler):
         objs = []
         for o in req["objects"]:
             ob = {"oid": o["oid"], "size": o["size"], "authenticated": True}
-            if o["oid"] not in lfs:
+            if o["oid"] not in repos[rid]["objs"]:     # LFS objects are per repository
                 ob["actions"] = {
-                    "upload": {"href": "%s/s3/%s?X-Amz-Signature=standin" % (host, o["oid"]), "header": {}},
+                    "upload": {"href": "%s/s3/%s/%s?X-Amz-Signature=standin" % (host, rid, o["oid"]), "header": {}},
                     "verify": {"href": "%s/%s.git/info/lfs/objects/verify" % (host, rid),
                                "header": {"Authorization": "Basic c3RhbmRpbg=="}},
                 }
@@ -271,7 +275,7 @@ class H(http.server.BaseHTTPRequestHandler):
     def verify(self, rid, req):
         if self.token() not in READ:
             return self.err(401, "Invalid credentials in Authorization header")
-        b = lfs.get(req.get("oid"))
+        b = lfs.get(req.get("oid")) if req.get("oid") in repos.get(rid, {}).get("objs", ()) else None
         if b is None or len(b) != req.get("size"):
             return self.err(404, "object %s not found" % req.get("oid"))
         self.send(200, {"ok": True})
@@ -287,6 +291,7 @@ class H(http.server.BaseHTTPRequestHandler):
             if is_binary(b[:512]):
                 oid = hashlib.sha256(b).hexdigest()
                 lfs[oid] = b
+                r["objs"].add(oid)
                 r["lfs"][path] = oid
             else:
                 r["lfs"].pop(path, None)
@@ -321,7 +326,7 @@ class H(http.server.BaseHTTPRequestHandler):
                 files[path] = base64.b64decode(v["content"])
                 lfsmap.pop(path, None)
             elif k == "lfsFile":
-                if v.get("algo") != "sha256" or v.get("oid") not in lfs:
+                if v.get("algo") != "sha256" or v.get("oid") not in r["objs"]:
                     return self.err(400, "lfsFile %s: oid %s was not uploaded" % (path, v.get("oid")))
                 if "size" in v and v["size"] != len(lfs[v["oid"]]):
                     return self.err(400, "lfsFile %s: size mismatch" % path)
