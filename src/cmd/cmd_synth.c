@@ -12,6 +12,7 @@
  *        source_section_id="…" -->
  * `synth revert` removes exactly those sections (the text before --apply
  * comes back byte for byte). */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,7 +47,7 @@ static const opt OPTS[] = {
     {"max-new-tokens", 0, OPT_INT, offsetof(synth_args, max_new), "N", "reply length limit per request (default 512)"},
     {"temp", 0, OPT_DOUBLE, offsetof(synth_args, temp), "T", "teacher temperature (default 0.0; anthropic: the model's own unless given)"},
     {"top-p", 0, OPT_DOUBLE, offsetof(synth_args, top_p), "P", "teacher top-p (default 1 = off; anthropic: sent only when given)"},
-    {"seed", 0, OPT_INT, offsetof(synth_args, seed), "N", "sampling seed (default 42)"},
+    {"seed", 0, OPT_INT, offsetof(synth_args, seed), "N", "sampling seed (default 42; not for anthropic:)"},
     {"model", 0, OPT_STR, offsetof(synth_args, model), "NAME", "openai: the model name sent (default \"default\"; vllm-server: the server's first); anthropic:/hf: name theirs"},
     {"timeout", 0, OPT_DOUBLE, offsetof(synth_args, timeout), "S", "openai/anthropic/cli: seconds per request (default 300)"},
     {"threads", 0, OPT_THREADS, offsetof(synth_args, threads), "N", "self/hf: compute threads (default: all cores)"},
@@ -308,12 +309,15 @@ int cmd_synth(int argc, char **argv, dlm_ctx *ctx)
         return cmd_preference(argc, fw, ctx);
     }
     synth_args a = {.teacher = "self", .strategy = "extraction", .filter = "dedup-only", .per_section = 3, .max_new = 512,
-                    .seed = 42, .temp = NAN, .top_p = NAN, .threshold = NAN, .timeout = 300};
+                    .seed = INT_MIN, .temp = NAN, .top_p = NAN, .threshold = NAN, .timeout = 300};
     char *pos[64];
     int npos;
     if (argc > 64) return cmd_usage_error(&spec_synth, "too many arguments");
     int r = opts_parse(&spec_synth, argc, argv, ctx, &a, pos, &npos);
     if (r) return r == 1 ? EXIT_OK : EXIT_USAGE;
+    if (a.seed != INT_MIN && !strncmp(a.teacher, "anthropic:", 10))
+        return cmd_usage_error(&spec_synth, "--seed: Anthropic's Messages API takes no seed");
+    if (a.seed == INT_MIN) a.seed = 42;
     a.temp_set = !isnan(a.temp);
     a.top_p_set = !isnan(a.top_p);
     if (!a.temp_set) a.temp = 0.0;

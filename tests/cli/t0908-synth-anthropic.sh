@@ -125,6 +125,8 @@ check 1 "the reply is larger than 4194304 bytes"
 : > script.txt
 rc=0; ANTHROPIC_API_KEY=$KEY synth --model other > out.txt 2> err.txt || rc=$?
 check 2 "--model is for openai:URL"
+rc=0; ANTHROPIC_API_KEY=$KEY synth --seed 7 > out.txt 2> err.txt || rc=$?
+check 2 "--seed: Anthropic's Messages API takes no seed"
 rc=0; ANTHROPIC_API_KEY=$KEY ANTHROPIC_BASE_URL=ftp://x "$DLM" synth instructions s.dlm --teacher anthropic:m > out.txt 2> err.txt || rc=$?
 check 1 "ANTHROPIC_BASE_URL must be an http:// or https:// URL"
 rc=0; ANTHROPIC_API_KEY=$KEY "$DLM" synth instructions s.dlm --teacher anthropic: > out.txt 2> err.txt || rc=$?
