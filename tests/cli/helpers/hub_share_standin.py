@@ -10,6 +10,7 @@ it, so the stand-in answers as a client written for the real Hub expects).
                                 200 {"url"}; 409 when it exists; 403 outside
                                 the token's namespaces
   GET  /api/models/{repo}[/revision/{rev}]   {"id", "sha", "private", "siblings"}
+  POST /api/validate-yaml       {"content", "repoType"} → {"errors", "warnings"}
   POST /api/models/{repo}/preupload/{rev}    {"files": [{path, sample, size}]}
                                 → uploadMode "lfs" for files over 10 MB or
                                   whose sample is binary (a NUL byte or not
@@ -205,6 +206,11 @@ class H(http.server.BaseHTTPRequestHandler):
         try:
             if p == "/api/repos/create":
                 return self.create(json.loads(b))
+            if p == "/api/validate-yaml":      # huggingface_hub checks a README.md's metadata first
+                c = json.loads(b).get("content", "")
+                ok = not c.startswith("---\n") or "\n---\n" in c[3:]
+                return self.send(200 if ok else 400, {"errors": [] if ok else [{"message": "unclosed YAML metadata"}],
+                                                      "warnings": []})
             if parts[:2] == ["api", "models"] and len(parts) == 6 and parts[4] == "preupload":
                 return self.preupload(parts[2] + "/" + parts[3], json.loads(b))
             if parts[:2] == ["api", "models"] and len(parts) == 6 and parts[4] == "commit":
