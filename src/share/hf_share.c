@@ -49,6 +49,7 @@ typedef struct req {
     const json_t *headers;            /* more headers: {name: value} (LFS actions) */
     int retry;                        /* retry transient failures (not for the commit) */
     const char *progress;             /* label for an upload's progress, or NULL */
+    uint64_t off, len;                /* file: the slice [off, off+len) (len 0 = the whole file) */
 } req;
 
 typedef struct resp {
@@ -89,7 +90,17 @@ static size_t on_head(char *p, size_t sz, size_t n, void *ud)
     return len;
 }
 
-static size_t on_read(char *p, size_t sz, size_t n, void *ud) { return fread(p, 1, sz * n, (FILE *)ud); }
+typedef struct slice { FILE *f; uint64_t left; } slice;
+
+static size_t on_read(char *p, size_t sz, size_t n, void *ud)
+{
+    slice *s = ud;
+    size_t want = sz * n;
+    if (want > s->left) want = (size_t)s->left;
+    size_t got = fread(p, 1, want, s->f);
+    s->left -= got;
+    return got;
+}
 
 static int on_up(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
 {
@@ -122,6 +133,7 @@ static int http_do(const hub_opts *o, const req *q, resp *r, dlm_err *e)
         CURL *c = curl_easy_init();
         struct curl_slist *hl = NULL;
         FILE *f = NULL;
+        slice sl = {0};
         if (!c) return err_set(e, "MemoryError", "out of memory");
         strbuf h = STRBUF_INIT;
         if (q->ctype) {
@@ -164,12 +176,21 @@ static int http_do(const hub_opts *o, const req *q, resp *r, dlm_err *e)
                 curl_easy_cleanup(c);
                 return err_sys(e, "cannot open %s", q->file);
             }
+            uint64_t total = (uint64_t)fs_file_size(q->file);
+            sl.f = f;
+            sl.left = q->len ? q->len : total;
+            if (q->off && fseeko(f, (off_t)q->off, SEEK_SET)) {
+                fclose(f);
+                curl_slist_free_all(hl);
+                curl_easy_cleanup(c);
+                return err_sys(e, "cannot seek in %s", q->file);
+            }
             curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
             curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
-            curl_easy_setopt(c, CURLOPT_READDATA, f);
-            curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)fs_file_size(q->file));
+            curl_easy_setopt(c, CURLOPT_READDATA, &sl);
+            curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)sl.left);
             if (q->progress) {
-                progress_begin(&pg, q->progress, (uint64_t)fs_file_size(q->file), PROGRESS_BYTES);
+                progress_begin(&pg, q->progress, sl.left, PROGRESS_BYTES);
                 curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
                 curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_up);
                 curl_easy_setopt(c, CURLOPT_XFERINFODATA, &pg);
@@ -292,7 +313,7 @@ static int create_repo(const hub_opts *o, const char *repo, int *created, dlm_er
     strbuf url = STRBUF_INIT;
     sb_printf(&url, "%s/api/repos/create", o->endpoint);
     resp r = {0};
-    req q = {"POST", sb_str(&url), "application/json", body, strlen(body), NULL, 1, NULL, 1, NULL};
+    req q = {"POST", sb_str(&url), "application/json", body, strlen(body), NULL, 1, NULL, 1, NULL, 0, 0};
     int rc = http_do(o, &q, &r, e);
     free(body);
     if (!rc) {
@@ -304,7 +325,7 @@ static int create_repo(const hub_opts *o, const char *repo, int *created, dlm_er
             sb_reset(&url);
             sb_printf(&url, "%s/api/models/%s", o->endpoint, repo);
             resp r2 = {0};
-            req q2 = {"GET", sb_str(&url), NULL, NULL, 0, NULL, 1, NULL, 1, NULL};
+            req q2 = {"GET", sb_str(&url), NULL, NULL, 0, NULL, 1, NULL, 1, NULL, 0, 0};
             rc = http_do(o, &q2, &r2, e);
             if (!rc && r2.status != 200) rc = hub_refused(o, "creating the repository", repo, &r, e);
             sb_free(&r2.body);
@@ -334,7 +355,7 @@ static int preupload(const hub_opts *o, const char *repo, up_file *fs, int n, dl
     strbuf url = STRBUF_INIT;
     sb_printf(&url, "%s/api/models/%s/preupload/main", o->endpoint, repo);
     resp r = {0};
-    req q = {"POST", sb_str(&url), "application/json", body, strlen(body), NULL, 1, NULL, 1, NULL};
+    req q = {"POST", sb_str(&url), "application/json", body, strlen(body), NULL, 1, NULL, 1, NULL, 0, 0};
     int rc = http_do(o, &q, &r, e);
     free(body);
     json_t *j = NULL;
@@ -368,10 +389,77 @@ static int preupload(const hub_opts *o, const char *repo, up_file *fs, int n, dl
     return rc;
 }
 
+/* The Hub's multipart LFS transfer, as huggingface_hub's _upload_multi_part:
+ * the upload header holds chunk_size and one presigned URL per part under
+ * its number ("1", "2", ...); each slice is PUT to its URL and the ETags
+ * are POSTed to the upload href as {"oid", "parts": [{"partNumber",
+ * "etag"}]} (git-lfs JSON, no token). */
+static int lfs_multipart(const hub_opts *o, const char *repo, const up_file *f, const char *href, const json_t *uh,
+                         dlm_err *e)
+{
+    json_t *cs = json_object_get(uh, "chunk_size");
+    long long chunk = json_is_integer(cs) ? (long long)json_integer_value(cs)
+                    : json_is_string(cs) ? strtoll(json_string_value(cs), NULL, 10) : 0;
+    if (chunk <= 0) return err_set(e, "HfPushError", "hf:%s: the multipart chunk_size is not a positive number", repo);
+    uint64_t nparts = (f->size + (uint64_t)chunk - 1) / (uint64_t)chunk;
+    json_t *parts = json_array();
+    resp r = {0};
+    int rc = 0;
+    progress pg;
+    progress_begin(&pg, "uploading pack", f->size, PROGRESS_BYTES);
+    for (uint64_t i = 1; i <= nparts && !rc; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "%llu", (unsigned long long)i);
+        const char *u = jget_str(uh, key);
+        if (!u) {
+            rc = err_set(e, "HfPushError", "hf:%s: the multipart answer has no URL for part %s of %llu", repo, key,
+                         (unsigned long long)nparts);
+            break;
+        }
+        char *pu = fix_endpoint(o, u);
+        uint64_t off = (i - 1) * (uint64_t)chunk, len = f->size - off < (uint64_t)chunk ? f->size - off : (uint64_t)chunk;
+        req q = {"PUT", pu, NULL, NULL, 0, f->local, 0, NULL, 1, NULL, off, len};
+        rc = http_do(o, &q, &r, e);
+        if (!rc && (r.status < 200 || r.status > 299 || !r.etag[0])) {
+            char shown[1200];
+            shown_url(pu, shown, sizeof shown);
+            rc = err_set(e, "HfPushError", "hf:%s: part %s of %s to %s: HTTP %ld%s", repo, key, f->path, shown,
+                         r.status, r.etag[0] ? "" : " (no ETag)");
+        }
+        free(pu);
+        if (!rc) json_array_append_new(parts, json_pack("{s:I, s:s}", "partNumber", (json_int_t)i, "etag", r.etag));
+        progress_update(&pg, off + len);
+    }
+    if (rc) progress_abort(&pg);
+    else progress_end(&pg);
+    /* more part URLs than parts: the Hub reckons another size */
+    if (!rc) {
+        char key[32];
+        snprintf(key, sizeof key, "%llu", (unsigned long long)nparts + 1);
+        if (jget_str(uh, key))
+            rc = err_set(e, "HfPushError", "hf:%s: the Hub gave more part URLs than %llu parts of %lld bytes", repo,
+                         (unsigned long long)nparts, chunk);
+    }
+    if (!rc) {
+        json_t *b = json_pack("{s:s, s:O}", "oid", f->sha, "parts", parts);
+        char *body = b ? json_dumps(b, JSON_COMPACT) : NULL;
+        json_decref(b);
+        json_t *lh = json_pack("{s:s}", "Accept", "application/vnd.git-lfs+json");
+        req q = {"POST", href, "application/vnd.git-lfs+json", body, body ? strlen(body) : 0, NULL, 0, lh, 1, NULL, 0, 0};
+        rc = body ? http_do(o, &q, &r, e) : err_set(e, "MemoryError", "out of memory");
+        if (!rc && (r.status < 200 || r.status > 299)) rc = hub_refused(o, "completing the multipart upload", repo, &r, e);
+        json_decref(lh);
+        free(body);
+    }
+    json_decref(parts);
+    sb_free(&r.body);
+    return rc;
+}
+
 static int lfs_upload(const hub_opts *o, const char *repo, up_file *f, int *uploaded, dlm_err *e)
 {
-    json_t *b = json_pack("{s:s, s:[s], s:[{s:s, s:I}], s:s, s:{s:s}}", "operation", "upload", "transfers", "basic",
-                          "objects", "oid", f->sha, "size", (json_int_t)f->size, "hash_algo", "sha256", "ref", "name",
+    json_t *b = json_pack("{s:s, s:[s, s], s:[{s:s, s:I}], s:s, s:{s:s}}", "operation", "upload", "transfers", "basic",
+                          "multipart", "objects", "oid", f->sha, "size", (json_int_t)f->size, "hash_algo", "sha256", "ref", "name",
                           "main");
     char *body = b ? json_dumps(b, JSON_COMPACT) : NULL;
     json_decref(b);
@@ -380,7 +468,7 @@ static int lfs_upload(const hub_opts *o, const char *repo, up_file *f, int *uplo
     sb_printf(&url, "%s/%s.git/info/lfs/objects/batch", o->endpoint, repo);
     json_t *lh = json_pack("{s:s}", "Accept", "application/vnd.git-lfs+json");
     resp r = {0};
-    req q = {"POST", sb_str(&url), "application/vnd.git-lfs+json", body, strlen(body), NULL, 1, lh, 1, NULL};
+    req q = {"POST", sb_str(&url), "application/vnd.git-lfs+json", body, strlen(body), NULL, 1, lh, 1, NULL, 0, 0};
     int rc = http_do(o, &q, &r, e);
     free(body);
     json_decref(lh);
@@ -407,10 +495,10 @@ static int lfs_upload(const hub_opts *o, const char *repo, up_file *f, int *uplo
            *ver = json_object_get(acts, "verify");
     if (!up) goto out;      /* the Hub has these bytes already */
     json_t *uh = json_object_get(up, "header");
-    if ((tr && strcmp(tr, "basic")) || json_object_get(uh, "chunk_size")) {
-        rc = err_set(e, "HfPushError", "hf:%s: the Hub asked for a '%s' upload; dlm uploads with git-lfs 'basic' only",
-                     repo, tr ? tr : "multipart");
-        err_hint(e, "packs over 5 GB (a single PUT) cannot be pushed to the Hub by dlm; push without --include-base");
+    if (tr && strcmp(tr, "basic") && strcmp(tr, "multipart")) {
+        rc = err_set(e, "HfPushError", "hf:%s: the Hub asked for a '%s' upload; dlm speaks git-lfs basic and "
+                                       "multipart only", repo, tr);
+        err_hint(e, "Xet storage is not supported by dlm (docs/share.md)");
         goto out;
     }
     if (!jget_str(up, "href")) {
@@ -418,16 +506,19 @@ static int lfs_upload(const hub_opts *o, const char *repo, up_file *f, int *uplo
         goto out;
     }
     href = fix_endpoint(o, jget_str(up, "href"));
-    /* the href is presigned: the token is not sent there */
-    req pq = {"PUT", href, NULL, NULL, 0, f->local, 0, uh, 1, "uploading pack"};
-    if ((rc = http_do(o, &pq, &r, e))) goto out;
-    if (r.status < 200 || r.status > 299) {
-        char shown[1200];
-        shown_url(href, shown, sizeof shown);
-        rc = err_set(e, "HfPushError", "hf:%s: uploading %s to %s: HTTP %ld %.200s", repo, f->path, shown, r.status,
-                     sb_str(&r.body));
-        goto out;
+    if (json_object_get(uh, "chunk_size")) rc = lfs_multipart(o, repo, f, href, uh, e);
+    else {
+        /* the href is presigned: the token is not sent there */
+        req pq = {"PUT", href, NULL, NULL, 0, f->local, 0, uh, 1, "uploading pack", 0, 0};
+        if ((rc = http_do(o, &pq, &r, e))) goto out;
+        if (r.status < 200 || r.status > 299) {
+            char shown[1200];
+            shown_url(href, shown, sizeof shown);
+            rc = err_set(e, "HfPushError", "hf:%s: uploading %s to %s: HTTP %ld %.200s", repo, f->path, shown,
+                         r.status, sb_str(&r.body));
+        }
     }
+    if (rc) goto out;
     *uploaded = 1;
     if (ver && jget_str(ver, "href")) {
         vhref = fix_endpoint(o, jget_str(ver, "href"));
@@ -435,7 +526,7 @@ static int lfs_upload(const hub_opts *o, const char *repo, up_file *f, int *uplo
         char *vs = vb ? json_dumps(vb, JSON_COMPACT) : NULL;
         json_decref(vb);
         if (!vs) { rc = err_set(e, "MemoryError", "out of memory"); goto out; }
-        req vq = {"POST", vhref, "application/json", vs, strlen(vs), NULL, 1, NULL, 1, NULL};
+        req vq = {"POST", vhref, "application/json", vs, strlen(vs), NULL, 1, NULL, 1, NULL, 0, 0};
         rc = http_do(o, &vq, &r, e);
         free(vs);
         if (!rc && r.status != 200) rc = hub_refused(o, "the LFS verification", repo, &r, e);
@@ -547,7 +638,7 @@ int hf_push(const hub_opts *o, const char *repo, const char *pack, const char *s
     strbuf url = STRBUF_INIT;
     sb_printf(&url, "%s/api/models/%s/commit/main", o->endpoint, repo);
     resp r = {0};
-    req q = {"POST", sb_str(&url), "application/x-ndjson", body.buf, body.len, NULL, 1, NULL, 0, NULL};
+    req q = {"POST", sb_str(&url), "application/x-ndjson", body.buf, body.len, NULL, 1, NULL, 0, NULL, 0, 0};
     rc = http_do(o, &q, &r, e);
     if (!rc && r.status != 200 && r.status != 201) rc = hub_refused(o, "the commit", repo, &r, e);
     else if (!rc) {

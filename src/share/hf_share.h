@@ -12,10 +12,13 @@
  *        {"files": [{"path", "sample": base64(first 512 bytes), "size"}]}
  *        → each file's uploadMode, "lfs" or "regular", and shouldIgnore
  *   lfs files: POST {endpoint}/{repo}.git/info/lfs/objects/batch (git-lfs
- *        batch API, transfer "basic", sha256 oids) → per object an upload
- *        action (PUT the bytes to its href, with its headers and without
- *        the token: the href is presigned) and a verify action (POST
- *        {"oid", "size"} with the token); no actions = already stored
+ *        batch API, transfers "basic" and "multipart", sha256 oids) → per
+ *        object an upload action (basic: PUT the bytes to its href, with
+ *        its headers and without the token: the href is presigned;
+ *        multipart: its header has chunk_size and a presigned URL per part,
+ *        each slice is PUT there and the parts' ETags POSTed to the href)
+ *        and a verify action (POST {"oid", "size"} with the token); no
+ *        actions = already stored
  *   POST {endpoint}/api/models/{repo}/commit/main, application/x-ndjson:
  *        {"key": "header", "value": {"summary", "description"}}, then per
  *        file {"key": "file", "value": {"content": base64, "path",
@@ -24,7 +27,7 @@
  *        signature left by an earlier signed one ({"key": "deletedFile"}).
  * One commit holds the three files. The token ("authorization: Bearer")
  * is required. Xet storage is not spoken: the Hub takes LFS uploads for
- * Xet-backed repositories too; a single "basic" PUT caps a pack at 5 GB.
+ * Xet-backed repositories too.
  *
  * Pull: HEAD/GET {endpoint}/{repo}/resolve/main/adapter.dlm.pack (hub.h's
  * downloader: redirects, retries, the size and the sha256 the Hub states

@@ -4,7 +4,8 @@
 # (helpers/hub_share_standin.py, stateful; tests/ref/r0809 checks it and dlm
 # against huggingface_hub itself). Checked: the requests (repository
 # creation, preupload, the git-lfs batch upload with the token kept off the
-# presigned PUT, verify, one NDJSON commit of adapter.dlm.pack as an LFS
+# presigned PUT (and the multipart transfer: parts, completion), verify, one
+# NDJSON commit of adapter.dlm.pack as an LFS
 # file, its .minisig and the original's README.md model card), the files
 # on the Hub (the signature verifies with Debian's minisign), a round trip
 # to another home (verified / unsigned), an unsigned push deleting a stale
@@ -63,7 +64,7 @@ files = reqs[1]["body"]["files"]
 assert [f["path"] for f in files] == ["adapter.dlm.pack", "adapter.dlm.pack.minisig", "README.md"], files
 b = next(r for r in reqs if r["path"] == "/org/notes.git/info/lfs/objects/batch")
 assert b["accept"] == "application/vnd.git-lfs+json" and b["ctype"] == "application/vnd.git-lfs+json", b
-assert b["body"]["operation"] == "upload" and b["body"]["hash_algo"] == "sha256" and b["body"]["transfers"] == ["basic"], b
+assert b["body"]["operation"] == "upload" and b["body"]["hash_algo"] == "sha256" and b["body"]["transfers"] == ["basic", "multipart"], b
 assert b["body"]["ref"] == {"name": "main"} and len(b["body"]["objects"]) == 1, b
 oid, size = b["body"]["objects"][0]["oid"], b["body"]["objects"][0]["size"]
 assert size == files[0]["size"], (size, files[0])
@@ -140,4 +141,29 @@ rc=0; DLM_HOME="$T/h6" "$DLM" pull hf:org/a/b > out.txt 2> err.txt || rc=$?
 check 1 "'hf:org/a/b' is not hf:ORG/NAME"
 rc=0; DLM_HOME="$T/h6" HF_HUB_OFFLINE=1 "$DLM" pull hf:org/notes > out.txt 2> err.txt || rc=$?
 check 1 "HF_HUB_OFFLINE is set"
+# --- a multipart upload (the Hub asks for one for large files: here over 20 kB, 16 KiB parts) ---
+$PY "$DLM_SRC/tests/cli/helpers/hub_share_standin.py" mp.log --multipart-over 20000 --chunk 16384 > mport.txt &
+srv2=$!
+trap 'kill $srv $srv2 2>/dev/null; rm -rf "$T"' EXIT
+for _ in $(seq 600); do [ -s mport.txt ] && break; sleep 0.1; done
+export DLM_HOME=$ME
+HF_ENDPOINT="http://127.0.0.1:$(cat mport.txt)" HF_TOKEN=hf_write "$DLM" push plain.dlm.pack --to hf:org/big > out.txt 2> err.txt ||
+    fail "multipart push: $(cat err.txt)"
+size=$(stat -c %s plain.dlm.pack)
+$PY - "$size" <<'PYEOF' || fail "multipart requests: $(cat mp.log)"
+import json, sys
+size = int(sys.argv[1])
+reqs = [json.loads(l) for l in open("mp.log")]
+parts = [r for r in reqs if r["method"] == "PUT"]
+n = (size + 16383) // 16384
+assert n >= 3, n
+assert [r["path"].split("?")[0].rsplit("/", 1)[1] for r in parts] == [str(i) for i in range(1, n + 1)], parts
+assert all(r["auth"] is None for r in parts), "a token went to a part URL"
+c = [r for r in reqs if "/info/lfs/complete/" in r["path"]]
+assert len(c) == 1 and [p["partNumber"] for p in c[0]["body"]["parts"]] == list(range(1, n + 1)), c
+assert c[0]["ctype"] == "application/vnd.git-lfs+json", c
+PYEOF
+rc=0; HF_ENDPOINT="http://127.0.0.1:$(cat mport.txt)" DLM_HOME="$T/h7" "$DLM" pull hf:org/big --out h7 > out.txt 2> err.txt ||
+    fail "pull of a multipart upload: $(cat err.txt)"
+cmp -s h7/t.dlm t.dlm || fail "multipart round trip"
 echo ok

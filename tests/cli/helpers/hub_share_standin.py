@@ -22,6 +22,15 @@ it, so the stand-in answers as a client written for the real Hub expects).
                                 refused, as S3 refuses two auth mechanisms)
                                 and a verify action; no actions when stored
   PUT  /s3/ORG/NAME/<oid>?...   the bytes (sha256 checked)
+  multipart (with --multipart-over N: objects over N bytes when the client
+                                offers "multipart"): the upload header has
+                                chunk_size (--chunk) and one presigned URL per
+                                part under "1", "2", ...; PUT
+                                /s3/ORG/NAME/<oid>/part/<i> answers an ETag;
+                                POST the href (/ORG/NAME.git/info/lfs/complete/
+                                <oid>) {"oid", "parts": [{"partNumber", "etag"}]}
+                                assembles them (every part, in order, the
+                                ETags they got, the sha256)
   POST /{repo}.git/info/lfs/objects/verify   {"oid", "size"}
   POST /api/models/{repo}/commit/{rev}       application/x-ndjson: header,
                                 file (base64), lfsFile (a stored oid),
@@ -41,12 +50,16 @@ writes without a token 401. Every request is appended to LOG as a JSON
 line {"method", "path", "auth", "ctype", "body"} (the body parsed when JSON
 or NDJSON, base64 contents elided to their length).
 
-    hub_share_standin.py LOG [--private ORG/NAME]... (prints the port, then serves)"""
+    hub_share_standin.py LOG [--private ORG/NAME]... [--multipart-over N --chunk N]
+    (prints the port, then serves)"""
 import base64, hashlib, http.server, json, sys
 from urllib.parse import urlsplit, unquote
 
 LOG = sys.argv[1]
 PRIVATE = {sys.argv[i + 1] for i, a in enumerate(sys.argv) if a == "--private"}
+MP_OVER = next((int(sys.argv[i + 1]) for i, a in enumerate(sys.argv) if a == "--multipart-over"), None)
+CHUNK = next((int(sys.argv[i + 1]) for i, a in enumerate(sys.argv) if a == "--chunk"), 5 << 20)
+mparts = {}         # (repo, oid) -> {part number: bytes}
 WRITE = {"hf_write": {"standin-user", "org"}}
 READ = {"hf_write", "hf_read"}
 repos = {}          # id -> {"files": {path: bytes}, "lfs": {path: oid}, "sha": str, "private": bool}
@@ -186,12 +199,15 @@ class H(http.server.BaseHTTPRequestHandler):
         self.record(b)
         u = urlsplit(self.path)
         parts = u.path.strip("/").split("/")
-        if parts[0] != "s3" or len(parts) != 4 or "X-Amz-Signature" not in u.query:
+        if parts[0] != "s3" or len(parts) not in (4, 6) or "X-Amz-Signature" not in u.query:
             return self.send(403, raw=b"<Error><Code>AccessDenied</Code></Error>")
         if self.headers.get("authorization"):
             return self.send(400, raw=b"<Error><Code>InvalidArgument</Code><Message>Only one auth mechanism "
                                       b"allowed</Message></Error>")
         rid, oid = parts[1] + "/" + parts[2], parts[3]
+        if len(parts) == 6:
+            mparts.setdefault((rid, oid), {})[int(parts[5])] = b
+            return self.send(200, headers={"ETag": '"%s"' % hashlib.md5(b).hexdigest()})
         if hashlib.sha256(b).hexdigest() != oid or rid not in repos:
             return self.send(400, raw=b"<Error><Code>BadDigest</Code></Error>")
         lfs[oid] = b
@@ -223,6 +239,8 @@ class H(http.server.BaseHTTPRequestHandler):
                     return self.batch(rid, json.loads(b))
                 if parts[5] == "verify":
                     return self.verify(rid, json.loads(b))
+            if len(parts) == 6 and parts[1].endswith(".git") and parts[2:5] == ["info", "lfs", "complete"]:
+                return self.complete(parts[0] + "/" + parts[1][:-4], parts[5], json.loads(b))
         except ValueError as ex:
             return self.err(400, "Bad request: %s" % ex)
         self.err(404, "Not found: POST %s" % p)
@@ -266,17 +284,47 @@ class H(http.server.BaseHTTPRequestHandler):
             return self.err(422, "only sha256 'basic' uploads")
         host = "http://%s:%d" % self.server.server_address
         objs = []
+        mp = False
         for o in req["objects"]:
             ob = {"oid": o["oid"], "size": o["size"], "authenticated": True}
-            if o["oid"] not in repos[rid]["objs"]:     # LFS objects are per repository
+            if o["oid"] in repos[rid]["objs"]:     # LFS objects are per repository
+                pass
+            elif MP_OVER is not None and o["size"] > MP_OVER and "multipart" in req.get("transfers", []):
+                n = (o["size"] + CHUNK - 1) // CHUNK
+                hdr = {"chunk_size": str(CHUNK)}
+                for i in range(1, n + 1):
+                    hdr[str(i)] = "%s/s3/%s/%s/part/%d?X-Amz-Signature=standin" % (host, rid, o["oid"], i)
+                ob["actions"] = {
+                    "upload": {"href": "%s/%s.git/info/lfs/complete/%s?X-Amz-Signature=standin" % (host, rid, o["oid"]),
+                               "header": hdr},
+                    "verify": {"href": "%s/%s.git/info/lfs/objects/verify" % (host, rid),
+                               "header": {"Authorization": "Basic c3RhbmRpbg=="}},
+                }
+                mp = True
+            else:
                 ob["actions"] = {
                     "upload": {"href": "%s/s3/%s/%s?X-Amz-Signature=standin" % (host, rid, o["oid"]), "header": {}},
                     "verify": {"href": "%s/%s.git/info/lfs/objects/verify" % (host, rid),
                                "header": {"Authorization": "Basic c3RhbmRpbg=="}},
                 }
             objs.append(ob)
-        self.send(200, {"transfer": "basic", "objects": objs, "hash_algo": "sha256"},
+        self.send(200, {"transfer": "multipart" if mp else "basic", "objects": objs, "hash_algo": "sha256"},
                   {"Content-Type": "application/vnd.git-lfs+json"})
+
+    def complete(self, rid, oid, req):
+        got = mparts.pop((rid, oid), {})
+        ps = req.get("parts", [])
+        if req.get("oid") != oid or [p.get("partNumber") for p in ps] != list(range(1, len(got) + 1)) or not got:
+            return self.err(400, "multipart completion: the parts do not match what was uploaded")
+        for p in ps:
+            if p.get("etag") != '"%s"' % hashlib.md5(got[p["partNumber"]]).hexdigest():
+                return self.err(400, "multipart completion: part %d has another ETag" % p["partNumber"])
+        data = b"".join(got[i] for i in sorted(got))
+        if hashlib.sha256(data).hexdigest() != oid:
+            return self.err(400, "multipart completion: sha256 mismatch")
+        lfs[oid] = data
+        repos[rid]["objs"].add(oid)
+        self.send(200, {"ok": True})
 
     def verify(self, rid, req):
         if self.token() not in READ:
