@@ -598,13 +598,13 @@ int hf_push(const hub_opts *o, const char *repo, const char *pack, const char *s
         if (fs[i].lfs) {
             int up = 0;
             if (fs[i].local != pack) {
-                /* a memory file the Hub wants in LFS: write it out for the PUT */
+                /* the signature and the card are small text: the Hub takes them as regular files */
                 err_set(e, "HfPushError", "hf:%s: the Hub wants %s in LFS; dlm sends it as a regular file only", repo,
                         fs[i].path);
                 goto out;
             }
             if (lfs_upload(o, repo, &fs[i], &up, e)) goto out;
-            if (fs[i].local == pack) res->pack_uploaded = up;
+            res->pack_uploaded = up;
         } else if (fs[i].local) {
             size_t len;
             if (fs_read_all(fs[i].local, (size_t)fs[i].size + 1, &fs[i].data, &len, e)) goto out;

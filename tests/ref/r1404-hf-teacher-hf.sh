@@ -11,6 +11,11 @@
 # cache. Then the original's own HfTeacher (document-language-model 0.10.0,
 # tests/ref/venv/orig.txt) is asked the same prompts and must reply with the
 # same texts (tests/ref/teacher/hf_teacher_orig.py).
+# Keep the vocabularies small: transformers 5 loads a model_type qwen2
+# folder with Qwen2Tokenizer, which rebuilds the pre-tokenizer with Qwen's
+# regex whatever tokenizer.json says (make_model.py writes GPT-2's), so a
+# vocabulary with a "\n\n" merge tokenizes differently there than in the
+# tokenizers library and in dlm (which follow tokenizer.json).
 set -eu
 : "${DLM_SRC:?}" "${DLM_BUILD:?}"
 venv=$("$DLM_SRC/scripts/ref-venv.sh" torch2) || {
