@@ -311,7 +311,7 @@ static int anthropic_ask(teacher *t, const char *system, const char *user, char 
     for (int attempt = 0;; attempt++) {
         h.retry_after_s = -1;
         h.should_retry = -1;
-        resp.len = 0;
+        sb_reset(&resp);
         cr = curl_easy_perform(c);
         status = 0;
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
