@@ -1,5 +1,5 @@
-/* dlm pull — fetch a pack (path, https:// or peer://), check its signature
- * against the trusted keys, unpack it (src/share/transfer.h). */
+/* dlm pull — fetch a pack (path, https://, peer:// or hf:ORG/NAME), check its
+ * signature against the trusted keys, unpack it (src/share/transfer.h). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -19,10 +19,13 @@ static const opt OPTS[] = {
 
 const cmd_spec spec_pull = {
     "pull", "SOURCE [--out DIR] [--force]",
-    "fetch a pack from a file, https:// or peer://, check its signature, unpack it",
+    "fetch a pack from a file, https://, peer:// or hf:ORG/NAME, check its signature, unpack it",
     "SOURCE is a .dlm.pack, an https:// URL (URL.minisig is fetched too when\n"
     "there is one) or the peer://HOST:PORT/<dlm_id>?token=... URL that `dlm serve`\n"
-    "printed. A signature by a trusted key (<home>/trusted-keys/*.pub) is\n"
+    "printed, or hf:ORG/NAME: the adapter.dlm.pack (and adapter.dlm.pack.minisig)\n"
+    "of a Hugging Face Hub model repository's main branch, as `dlm push --to hf:`\n"
+    "and the original put them there (HF_TOKEN for a private one; HF_ENDPOINT).\n"
+    "A signature by a trusted key (<home>/trusted-keys/*.pub) is\n"
     "reported as verified, by another key as unverified (a warning); a bad\n"
     "signature is refused. Unsigned packs install with a note.",
     OPTS,

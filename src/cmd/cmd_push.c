@@ -1,5 +1,6 @@
-/* dlm push — send a document (packed here) or a pack to a folder or an
- * https:// URL, optionally signed (src/share/transfer.h). */
+/* dlm push — send a document (packed here) or a pack to a folder, an
+ * https:// URL or a Hugging Face Hub repository, optionally signed
+ * (src/share/transfer.h, src/share/hf_share.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +15,7 @@ typedef struct push_args {
 } push_args;
 
 static const opt OPTS[] = {
-    {"to", 0, OPT_STR, offsetof(push_args, to), "DEST", "a folder or https://URL (required)"},
+    {"to", 0, OPT_STR, offsetof(push_args, to), "DEST", "a folder, https://URL or hf:ORG/NAME (required)"},
     {"sign", 0, OPT_FLAG, offsetof(push_args, sign), NULL, "sign with <home>/minisign.key: provenance and a .minisig of the pack"},
     {"include-exports", 0, OPT_FLAG, offsetof(push_args, exports), NULL, "as dlm pack"},
     {"include-base", 0, OPT_FLAG, offsetof(push_args, base), NULL, "as dlm pack"},
@@ -24,11 +25,16 @@ static const opt OPTS[] = {
 };
 
 const cmd_spec spec_push = {
-    "push", "PATH|PACK --to DIR|https://URL [--sign]",
-    "send a document (packed first) or a .dlm.pack to a folder or an https:// URL",
+    "push", "PATH|PACK --to DIR|https://URL|hf:ORG/NAME [--sign]",
+    "send a document (packed first) or a .dlm.pack to a folder, an https:// URL or the Hugging Face Hub",
     "HTTPS: POST application/octet-stream, with the Authorization header taken\n"
     "from $DLM_SHARE_AUTH; the signature goes to URL.minisig. $DLM_SHARE_CA_BUNDLE\n"
-    "names a CA bundle other than the system's. peer:// and hf: are refused.",
+    "names a CA bundle other than the system's.\n"
+    "hf:ORG/NAME: a Hub model repository (created when missing, public), as the\n"
+    "original: adapter.dlm.pack, adapter.dlm.pack.minisig (--sign) and a README.md\n"
+    "in one commit on main, through the Hub's commit and LFS APIs. The token is\n"
+    "HF_TOKEN (or HUGGING_FACE_HUB_TOKEN), from the environment only; HF_ENDPOINT\n"
+    "replaces https://huggingface.co. peer:// is refused (run dlm serve).",
     OPTS,
 };
 
@@ -60,6 +66,11 @@ int cmd_push(int argc, char **argv, dlm_ctx *ctx)
         if (res.status) printf(" (HTTP %ld)", res.status);
         printf("\n");
         if (res.sig_dest[0]) printf("  signature: %s\n", res.sig_dest);
+        if (!strncmp(res.dest, "hf:", 3)) {
+            if (res.created) printf("  created the repository %s\n", res.dest + 3);
+            if (res.commit[0]) printf("  commit: %s\n", res.commit);
+            printf("  install: dlm pull %s\n", res.dest);
+        }
     }
     return EXIT_OK;
 }

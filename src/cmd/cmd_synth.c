@@ -12,6 +12,7 @@
  *        source_section_id="…" -->
  * `synth revert` removes exactly those sections (the text before --apply
  * comes back byte for byte). */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,7 @@ typedef struct synth_args {
     const char *teacher, *strategy, *filter, *judge, *model;
     int per_section, max_pairs, max_new, seed, apply, dry, json, threads;
     double temp, top_p, threshold, timeout;
+    int temp_set, top_p_set;     /* given on the line (anthropic: sent only then) */
 } synth_args;
 
 static const opt OPTS[] = {
@@ -43,9 +45,9 @@ static const opt OPTS[] = {
     {"threshold", 0, OPT_DOUBLE, offsetof(synth_args, threshold), "M", "--filter judge: keep answers scoring M above an empty one (default 0.1)"},
     {"max-pairs", 0, OPT_INT, offsetof(synth_args, max_pairs), "N", "keep at most N pairs in all (default: no limit)"},
     {"max-new-tokens", 0, OPT_INT, offsetof(synth_args, max_new), "N", "reply length limit per request (default 512)"},
-    {"temp", 0, OPT_DOUBLE, offsetof(synth_args, temp), "T", "teacher temperature (default 0.0)"},
-    {"top-p", 0, OPT_DOUBLE, offsetof(synth_args, top_p), "P", "teacher top-p (default 1 = off)"},
-    {"seed", 0, OPT_INT, offsetof(synth_args, seed), "N", "sampling seed (default 42)"},
+    {"temp", 0, OPT_DOUBLE, offsetof(synth_args, temp), "T", "teacher temperature (default 0.0; anthropic: the model's own unless given)"},
+    {"top-p", 0, OPT_DOUBLE, offsetof(synth_args, top_p), "P", "teacher top-p (default 1 = off; anthropic: sent only when given)"},
+    {"seed", 0, OPT_INT, offsetof(synth_args, seed), "N", "sampling seed (default 42; not for anthropic:)"},
     {"model", 0, OPT_STR, offsetof(synth_args, model), "NAME", "openai: the model name sent (default \"default\"; vllm-server: the server's first); anthropic:/hf: name theirs"},
     {"timeout", 0, OPT_DOUBLE, offsetof(synth_args, timeout), "S", "openai/anthropic/cli: seconds per request (default 300)"},
     {"threads", 0, OPT_THREADS, offsetof(synth_args, threads), "N", "self/hf: compute threads (default: all cores)"},
@@ -154,6 +156,7 @@ static int cmd_instructions(dlm_ctx *ctx, const synth_args *a, const char *path)
     teacher_opts to = {.spec = a->teacher, .doc_path = path, .home = ctx->home, .model = a->model,
                        .api_key = getenv(anthropic ? "ANTHROPIC_API_KEY" : "OPENAI_API_KEY"),
                        .base_url = anthropic ? getenv("ANTHROPIC_BASE_URL") : NULL, .temp = a->temp, .top_p = a->top_p,
+                       .temp_set = a->temp_set, .top_p_set = a->top_p_set,
                        .max_new_tokens = a->max_new, .seed = (uint64_t)a->seed, .timeout_s = a->timeout};
     teacher *t = NULL;
     judge *jg = NULL;
@@ -306,12 +309,19 @@ int cmd_synth(int argc, char **argv, dlm_ctx *ctx)
         return cmd_preference(argc, fw, ctx);
     }
     synth_args a = {.teacher = "self", .strategy = "extraction", .filter = "dedup-only", .per_section = 3, .max_new = 512,
-                    .seed = 42, .temp = 0.0, .top_p = 1.0, .threshold = NAN, .timeout = 300};
+                    .seed = INT_MIN, .temp = NAN, .top_p = NAN, .threshold = NAN, .timeout = 300};
     char *pos[64];
     int npos;
     if (argc > 64) return cmd_usage_error(&spec_synth, "too many arguments");
     int r = opts_parse(&spec_synth, argc, argv, ctx, &a, pos, &npos);
     if (r) return r == 1 ? EXIT_OK : EXIT_USAGE;
+    if (a.seed != INT_MIN && !strncmp(a.teacher, "anthropic:", 10))
+        return cmd_usage_error(&spec_synth, "--seed: Anthropic's Messages API takes no seed");
+    if (a.seed == INT_MIN) a.seed = 42;
+    a.temp_set = !isnan(a.temp);
+    a.top_p_set = !isnan(a.top_p);
+    if (!a.temp_set) a.temp = 0.0;
+    if (!a.top_p_set) a.top_p = 1.0;
     if (npos != 2) return cmd_usage_error(&spec_synth, "synth takes a subcommand (instructions, apply, revert, list) and a PATH");
     const char *sub = pos[0], *path = pos[1];
     if (!strcmp(sub, "instructions")) return cmd_instructions(ctx, &a, path);

@@ -216,10 +216,12 @@ out:
 /* ---- anthropic ---------------------------------------------------------------- */
 
 /* The retry policy of Anthropic's Python SDK (what the original's teacher
- * calls): 2 retries after the first try, on connection failures, 408, 409,
- * 429 and 5xx (the server's x-should-retry: true/false decides first); the
- * wait is retry-after-ms / retry-after when 0 < it <= 60 s, otherwise
- * min(0.5 s * 2^retry, 8 s) less up to a quarter (jitter). */
+ * calls; 2.10 checked by tests/ref/r0909): 2 retries after the first try,
+ * on connection failures, 408, 409, 429 and 5xx (the server's
+ * x-should-retry: true/false decides first); the wait is retry-after-ms /
+ * retry-after when given, otherwise min(0.5 s * 2^retry, 8 s) less up to a
+ * quarter (jitter). Where the SDK would sleep longer than a minute because
+ * the server said so, dlm stops and says so instead. */
 #define ANTHROPIC_RETRIES 2
 #define ANTHROPIC_VERSION "2023-06-01"
 
@@ -256,7 +258,7 @@ static size_t on_head(char *p, size_t sz, size_t n, void *ud)
 static void retry_wait(const resp_head *h, int retry)
 {
     double s;
-    if (h->retry_after_s > 0 && h->retry_after_s <= 60) s = h->retry_after_s;
+    if (h->retry_after_s > 0) s = h->retry_after_s;     /* <= 60: anthropic_ask stops above */
     else {
         s = 0.5 * (double)(1 << retry);
         if (s > 8) s = 8;
@@ -271,11 +273,15 @@ static void retry_wait(const resp_head *h, int retry)
 
 static int anthropic_ask(teacher *t, const char *system, const char *user, char **reply, dlm_err *e)
 {
-    json_t *req = json_pack("{s:s, s:i, s:s, s:[{s:s, s:s}], s:f}", "model", t->model_id, "max_tokens",
-                            t->o.max_new_tokens, "system", system, "messages", "role", "user", "content", user,
-                            "temperature", t->o.temp);
+    json_t *req = json_pack("{s:s, s:i, s:s, s:[{s:s, s:s}]}", "model", t->model_id, "max_tokens",
+                            t->o.max_new_tokens, "system", system, "messages", "role", "user", "content", user);
     if (!req) return err_set(e, "MemoryError", "out of memory");
-    if (t->o.top_p > 0 && t->o.top_p < 1) json_object_set_new(req, "top_p", json_real(t->o.top_p));
+    /* The original always sent temperature (0.0) through the SDK of its
+     * day; today's SDKs take no sampling parameters, API version 2026-10-21
+     * refuses them and the newest models refuse temperature on 2023-06-01
+     * too: sent only when asked for. */
+    if (t->o.temp_set) json_object_set_new(req, "temperature", json_real(t->o.temp));
+    if (t->o.top_p_set) json_object_set_new(req, "top_p", json_real(t->o.top_p));
     char *body = json_dumps(req, JSON_COMPACT);
     json_decref(req);
     CURL *c = curl_easy_init();
@@ -305,7 +311,7 @@ static int anthropic_ask(teacher *t, const char *system, const char *user, char 
     for (int attempt = 0;; attempt++) {
         h.retry_after_s = -1;
         h.should_retry = -1;
-        resp.len = 0;
+        sb_reset(&resp);
         cr = curl_easy_perform(c);
         status = 0;
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
@@ -318,6 +324,12 @@ static int anthropic_ask(teacher *t, const char *system, const char *user, char 
                   : status == 408 || status == 409 || status == 429 || status >= 500;
         if (cr == CURLE_OK && status == 200) break;
         if (!retry || attempt == ANTHROPIC_RETRIES) break;
+        if (h.retry_after_s > 60) {
+            err_set(e, "TeacherError", "%s: HTTP %ld, and the API asks to wait %.0f s before retrying", t->url, status,
+                    h.retry_after_s);
+            err_hint(e, "run synth again later");
+            goto out;
+        }
         retry_wait(&h, attempt);
     }
     if (cr != CURLE_OK) {
@@ -336,6 +348,8 @@ static int anthropic_ask(teacher *t, const char *system, const char *user, char 
         else if (status == 429 || status == 529 || status >= 500)
             err_hint(e, "still refused after %d retries; wait and run synth again", ANTHROPIC_RETRIES);
         else if (status == 404) err_hint(e, "check the model name in anthropic:MODEL");
+        else if (status == 400 && msg && (strstr(msg, "temperature") || strstr(msg, "top_p")))
+            err_hint(e, "this model takes no sampling parameters: run without --temp / --top-p");
         json_decref(j);
         goto out;
     }

@@ -10,7 +10,10 @@
  *                 name it asks the server for its first (GET .../v1/models);
  *   anthropic:MODEL  Anthropic's Messages API (POST {base}/v1/messages,
  *                 x-api-key + anthropic-version 2023-06-01; base
- *                 https://api.anthropic.com unless base_url), retried as
+ *                 https://api.anthropic.com unless base_url; body model,
+ *                 max_tokens, system, messages, and temperature / top_p
+ *                 only when the user gave them: current models and API
+ *                 versions refuse sampling parameters), retried as
  *                 Anthropic's SDK does (2 retries on 408/409/429/5xx and
  *                 connection failures, retry-after honoured);
  *   hf:MODEL      another base in process, without an adapter (a registry
@@ -51,6 +54,7 @@ typedef struct teacher_opts {
     const char *base_url;        /* anthropic: the API root (NULL = https://api.anthropic.com) */
     int offline;                 /* hf: the HF cache only */
     double temp, top_p;          /* top_p 1 = off */
+    int temp_set, top_p_set;     /* anthropic: send temperature / top_p only when given */
     int max_new_tokens;
     uint64_t seed;
     double timeout_s;            /* openai / cli: per request (0 = 300) */

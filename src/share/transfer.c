@@ -7,11 +7,13 @@
 #include <sodium.h>
 #include <unistd.h>
 
+#include "share/hf_share.h"
 #include "share/provenance.h"
 #include "share/transfer.h"
 #include "util/progress.h"
 #include "util/fs.h"
 #include "util/hash.h"
+#include "util/json.h"
 #include "util/str.h"
 #include "version.h"
 
@@ -244,18 +246,24 @@ int pull_run(const pull_opts *o, pull_result *r, dlm_err *e)
     char tmp[4096] = "", pack[4300], sig[4400] = "", url[4096];
     const char *src = o->source;
     int rc = -1;
-    if (!strncmp(src, "hf:", 3)) {
-        err_set(e, "PullSourceError", "pulling from the Hugging Face hub (hf:) is not supported");
-        err_hint(e, "download the .dlm.pack and pull the file, or pull from https:// or peer://");
-        return -1;
-    }
+    int hf = !strncmp(src, "hf:", 3);
+    char repo[256];
+    if (hf && hf_share_parse(src, repo, sizeof repo, e)) return -1;
     if (!strncmp(src, "http://", 7)) {
         err_set(e, "PullSourceError", "%s: plain http is refused for packs", src);
         err_hint(e, "use https://, or peer:// for a `dlm serve` on your network");
         return -1;
     }
     int peer = !strncmp(src, "peer://", 7), https = !strncmp(src, "https://", 8);
-    if (peer || https) {
+    if (hf) {
+        hub_opts ho;
+        int have_sig;
+        if (hub_opts_init(&ho, e) || make_tmp(o->home, "pull", tmp, sizeof tmp, e)) return -1;
+        snprintf(pack, sizeof pack, "%s/pulled.dlm.pack", tmp);
+        snprintf(sig, sizeof sig, "%s.minisig", pack);
+        if (hf_pull(&ho, repo, pack, sig, o->limits.max_total, &have_sig, e)) goto out;
+        if (!have_sig) sig[0] = 0;
+    } else if (peer || https) {
         if (peer && peer_url(src, url, sizeof url, e)) return -1;
         if (https) snprintf(url, sizeof url, "%s", src);
         if (make_tmp(o->home, "pull", tmp, sizeof tmp, e)) return -1;
@@ -308,6 +316,36 @@ out:
     return rc;
 }
 
+/* The original's model card for a dlm repository (hf_sink._render_readme),
+ * its fields from the pack's manifest. */
+static char *hf_readme(const char *repo, const char *pack, const pack_limits *lim, dlm_err *e)
+{
+    pack_contents *c = pack_read_file(pack, NULL, lim, e);
+    if (!c) return NULL;
+    const char *bm = jget_str(c->manifest, "base_model");
+    json_t *av = json_object_get(c->manifest, "adapter_version");
+    char ver[32] = "(unknown)";
+    if (json_is_integer(av)) snprintf(ver, sizeof ver, "%lld", (long long)json_integer_value(av));
+    strbuf sb = STRBUF_INIT;
+    sb_printf(&sb,
+              "---\nlibrary_name: dlm\ntags:\n  - dlm\n  - lora-adapter\n---\n\n# %s\n\n"
+              "Packed via [`dlm`](https://github.com/tenseleyFlow/DocumentLanguageModel)\n"
+              "\u2014 a text file that becomes a locally-trained LoRA adapter.\n\n## Contents\n\n"
+              "- **`%s`** \u2014 the signed, content-addressed bundle\n"
+              "  (`.dlm.pack`). Includes the source `.dlm` document, the trained\n"
+              "  adapter, the training-state sidecar, and a per-run manifest.\n\n## Identity\n\n"
+              "| Field | Value |\n|---|---|\n| `dlm_id` | `%s` |\n| `base_model` | `%s` |\n"
+              "| `adapter_version` | `%s` |\n\n## License\n\nSee the base model's license.\n\n## Install\n\n"
+              "```bash\ndlm pull hf:%s\n```\n\n"
+              "This downloads the pack + unpacks it into your local `dlm` store,\n"
+              "ready for `dlm prompt`, `dlm train --resume`, or `dlm export`.\n",
+              repo, HF_PACK_NAME, c->dlm_id[0] ? c->dlm_id : "(unknown)", bm ? bm : "(unknown)", ver, repo);
+    pack_contents_free(c);
+    char *s = sb_detach(&sb, NULL);
+    if (!s) err_set(e, "OOMError", "out of memory");
+    return s;
+}
+
 int push_run(const push_opts *o, push_result *r, dlm_err *e)
 {
     memset(r, 0, sizeof *r);
@@ -315,9 +353,12 @@ int push_run(const push_opts *o, push_result *r, dlm_err *e)
     if (!strncmp(to, "peer://", 7))
         return err_set(e, "PushDestinationError", "peer destinations are refused"),
                err_hint(e, "to share over your network run `dlm serve PATH` and give out its peer:// URL");
-    if (!strncmp(to, "hf:", 3))
-        return err_set(e, "PushDestinationError", "pushing to the Hugging Face hub (hf:) is not supported"),
-               err_hint(e, "push to a folder or an https:// URL");
+    int hf = !strncmp(to, "hf:", 3);
+    char repo[256];
+    if (hf) {
+        hub_opts ho;
+        if (hf_share_parse(to, repo, sizeof repo, e) || hub_opts_init(&ho, e) || hf_push_ready(&ho, repo, e)) return -1;
+    }
     if (!strncmp(to, "http://", 7))
         return err_set(e, "PushDestinationError", "%s: plain http is refused for packs", to), err_hint(e, "use https://");
     char tmp[4096] = "", pack[4300], sig[4400] = "", base[1200];
@@ -350,7 +391,19 @@ int push_run(const push_opts *o, push_result *r, dlm_err *e)
         sb_free(&s);
         if (bad) goto out;
     }
-    if (!strncmp(to, "https://", 8)) {
+    if (hf) {
+        hub_opts ho;
+        hf_push_result hr;
+        char *readme = hf_readme(repo, pack, &o->limits, e);
+        int bad = !readme || hub_opts_init(&ho, e) ||
+                  hf_push(&ho, repo, pack, sig[0] ? sig : NULL, readme, "Upload " HF_PACK_NAME " via dlm push", &hr, e);
+        free(readme);
+        if (bad) goto out;
+        snprintf(r->dest, sizeof r->dest, "hf:%s", repo);
+        if (sig[0]) snprintf(r->sig_dest, sizeof r->sig_dest, "hf:%s/" HF_SIG_NAME, repo);
+        snprintf(r->commit, sizeof r->commit, "%s", hr.commit);
+        r->created = hr.created;
+    } else if (!strncmp(to, "https://", 8)) {
         long st;
         snprintf(r->dest, sizeof r->dest, "%s", to);
         if (share_http_post(&o->http, to, pack, &st, e)) goto out;

@@ -1,7 +1,11 @@
 /* transfer — moving packs between people (spec §7 push/pull).
  *
- *   push PATH|PACK --to DIR | https://URL     (hf: and peer:// refused)
- *   pull PACK | https://URL | peer://host:port/<dlm_id>?token=T
+ *   push PATH|PACK --to DIR | https://URL | hf:ORG/NAME     (peer:// refused)
+ *   pull PACK | https://URL | peer://host:port/<dlm_id>?token=T | hf:ORG/NAME
+ *
+ * hf: is a Hugging Face Hub model repository (share/hf_share.h): the pack
+ * as adapter.dlm.pack, its signature as adapter.dlm.pack.minisig, a
+ * README.md, as the original's hf sink; the token from HF_TOKEN.
  *
  * A .dlm is packed first (signed provenance with --sign). --sign also
  * writes a detached minisign signature <pack>.minisig over the whole pack,
@@ -46,7 +50,9 @@ typedef struct push_result {
     char dest[4096];               /* where the pack went */
     char sig_dest[4200];           /* where the .minisig went, "" = unsigned */
     char dlm_id[27];
-    long status;                   /* HTTP status of the pack's POST, 0 for DIR */
+    long status;                   /* HTTP status of the pack's POST, 0 for DIR and hf: */
+    char commit[64];               /* hf: the commit made ("" = the Hub did not say) */
+    int created;                   /* hf: the repository was created */
 } push_result;
 
 int push_run(const push_opts *o, push_result *r, dlm_err *e);

@@ -44,7 +44,7 @@ cmp plain.dlm.pack shared/plain.dlm.pack || fail "the folder push changed the pa
 DLM_HOME="$T/h4" "$DLM" pull shared/plain.dlm.pack --out h4out > h4.out
 grep -q "signature: none" h4.out || fail "unsigned not reported"
 # destinations that are refused
-for d in peer://127.0.0.1:7337/x hf:org/repo http://127.0.0.1:1/p; do
+for d in peer://127.0.0.1:7337/x http://127.0.0.1:1/p; do   # hf: is t0808
     set +e; "$DLM" push t.dlm --to "$d" 2> d.err; rc=$?; set -e
     [ $rc = 1 ] && grep -q "PushDestinationError\|refused\|not supported" d.err || fail "push --to $d: $(cat d.err)"
 done

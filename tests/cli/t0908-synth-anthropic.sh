@@ -4,11 +4,12 @@
 # (helpers/anthropic_standin.py: it refuses what the API refuses). Checked:
 # the request (POST /v1/messages at ANTHROPIC_BASE_URL, x-api-key from
 # ANTHROPIC_API_KEY, anthropic-version 2023-06-01, body model / max_tokens
-# / system / messages / temperature / top_p and nothing else), the reply's
+# / system / messages, temperature / top_p only when given), the reply's
 # text blocks joined and the pairs written into the document with the
 # teacher in their marker, the SDK's retry policy (429 retried after
 # retry-after-ms, at most 2 retries), and the errors: no key, 401, 429
-# three times, 529, a reply that is not JSON, an oversized reply, --model,
+# three times, 429 with a long retry-after, 529, a model that refuses
+# temperature, a reply that is not JSON, an oversized reply, --model,
 # a bad base URL. The key never appears in any output.
 . "$(dirname "$0")/lib.sh"
 PY=${PYTHON:-python3}
@@ -80,6 +81,14 @@ grep -c '^::instruction::$' s.dlm | grep -qx 3 || fail "written sections: $(cat 
 grep -q 'synth_teacher="anthropic:claude-test"' s.dlm || fail "marker: $(cat s.dlm)"
 grep -q '^What is the capital of Italy?$' s.dlm && grep -q '^The Seine\.$' s.dlm || fail "pairs: $(cat s.dlm)"
 "$DLM" synth revert s.dlm > /dev/null && cmp -s s.dlm orig.dlm || fail "revert"
+# without --temp / --top-p no sampling parameter is sent (the model's own)
+: > req.log
+ANTHROPIC_API_KEY=$KEY synth --dry-run > out.txt 2> err.txt || fail "no --temp: $(cat err.txt)"
+$PY -c '
+import json
+for l in open("req.log"):
+    b = json.loads(l)["body"]
+    assert sorted(b) == ["max_tokens", "messages", "model", "system"] and b["max_tokens"] == 512, b' || fail "default body: $(cat req.log)"
 
 # --- errors --------------------------------------------------------------------
 check() {   # check RC PATTERN [HINT]: the last run's exit code and message
@@ -99,6 +108,11 @@ printf '429\n429\n429\n' > script.txt
 rc=0; ANTHROPIC_API_KEY=$KEY synth > out.txt 2> err.txt || rc=$?
 check 1 "HTTP 429 rate_limit_error" "still refused after 2 retries"
 [ "$(wc -l < req.log)" = 3 ] || fail "429: $(wc -l < req.log) requests, want 3 (2 retries)"
+printf '429-long\n' > script.txt
+rc=0; ANTHROPIC_API_KEY=$KEY synth > out.txt 2> err.txt || rc=$?
+check 1 "HTTP 429, and the API asks to wait 3600 s before retrying" "run synth again later"
+rc=0; ANTHROPIC_API_KEY=$KEY "$DLM" synth instructions s.dlm --teacher anthropic:claude-notemp-1 --temp 0.5 > out.txt 2> err.txt || rc=$?
+check 1 "HTTP 400 invalid_request_error: \`temperature\` is deprecated for this model." "run without --temp / --top-p"
 printf '529\n529\n529\n' > script.txt
 rc=0; ANTHROPIC_API_KEY=$KEY synth > out.txt 2> err.txt || rc=$?
 check 1 "HTTP 529 overloaded_error: Overloaded" "retries"
@@ -111,6 +125,8 @@ check 1 "the reply is larger than 4194304 bytes"
 : > script.txt
 rc=0; ANTHROPIC_API_KEY=$KEY synth --model other > out.txt 2> err.txt || rc=$?
 check 2 "--model is for openai:URL"
+rc=0; ANTHROPIC_API_KEY=$KEY synth --seed 7 > out.txt 2> err.txt || rc=$?
+check 2 "--seed: Anthropic's Messages API takes no seed"
 rc=0; ANTHROPIC_API_KEY=$KEY ANTHROPIC_BASE_URL=ftp://x "$DLM" synth instructions s.dlm --teacher anthropic:m > out.txt 2> err.txt || rc=$?
 check 1 "ANTHROPIC_BASE_URL must be an http:// or https:// URL"
 rc=0; ANTHROPIC_API_KEY=$KEY "$DLM" synth instructions s.dlm --teacher anthropic: > out.txt 2> err.txt || rc=$?

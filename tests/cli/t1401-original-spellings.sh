@@ -4,7 +4,7 @@
 # reason. prompt/repl/preference --backend auto|pytorch (mlx refused),
 # synth preferences = preference mine, preference mine --adapter NAME,
 # --judge sway (the adapter's log-probability) and hf: (refused), synth --teacher hf: / anthropic: accepted,
-# push/pull hf:org/repo refused, synth --teacher vllm-server:URL (the
+# push/pull hf:org/repo accepted, synth --teacher vllm-server:URL (the
 # server's first model, asked at /v1/models) and openai:MODEL (a hint),
 # export --target mlx-serve (mlx-lm's adapter layout, checked against the
 # store's PEFT tensors by the original's conversion rules, written here in
@@ -124,11 +124,11 @@ kill $SRV 2>/dev/null || true
 rc=0; "$DLM" synth instructions flat.dlm --teacher openai:gpt-4o-mini 2> err.txt || rc=$?
 [ $rc = 1 ] && grep -q "^hint: the original's openai:MODEL" err.txt || fail "openai:MODEL: rc $rc $(cat err.txt)"
 
-# --- push / pull hf:org/repo: refused with the reason ---------------------------------
-rc=0; "$DLM" pull hf:org/repo 2> err.txt || rc=$?
-[ $rc = 1 ] && grep -q "pulling from the Hugging Face hub (hf:) is not supported" err.txt && grep -q "^hint:" err.txt || fail "pull hf: rc $rc $(cat err.txt)"
-rc=0; "$DLM" push flat.dlm --to hf:org/repo 2> err.txt || rc=$?
-[ $rc = 1 ] && grep -q "pushing to the Hugging Face hub (hf:) is not supported" err.txt || fail "push hf: rc $rc $(cat err.txt)"
+# --- push / pull hf:org/repo: accepted (the Hub stand-in runs are t0808 and r0809) -------
+rc=0; env -u HF_TOKEN -u HUGGING_FACE_HUB_TOKEN "$DLM" push flat.dlm --to hf:org/repo 2> err.txt || rc=$?
+[ $rc = 1 ] && grep -q "pushing to hf:org/repo needs a Hugging Face token" err.txt && grep -q "^hint: .*HF_TOKEN" err.txt || fail "push hf: rc $rc $(cat err.txt)"
+rc=0; HF_HUB_OFFLINE=1 "$DLM" pull hf:org/repo 2> err.txt || rc=$?
+[ $rc = 1 ] && grep -q "HF_HUB_OFFLINE is set: pulling hf:org/repo needs the network" err.txt || fail "pull hf: rc $rc $(cat err.txt)"
 
 # --- export --target mlx-serve, --draft / --no-draft ---------------------------------
 write_doc q.dlm 1

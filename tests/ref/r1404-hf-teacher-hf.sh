@@ -8,7 +8,14 @@
 # the reply text is the same. Cases: the qwen2 fixture (ChatML template,
 # sharded safetensors), a llama made here without a chat template (BOS
 # added by the tokenizer), and the org/name spelling resolved from the HF
-# cache.
+# cache. Then the original's own HfTeacher (document-language-model 0.10.0,
+# tests/ref/venv/orig.txt) is asked the same prompts and must reply with the
+# same texts (tests/ref/teacher/hf_teacher_orig.py).
+# Keep the vocabularies small: transformers 5 loads a model_type qwen2
+# folder with Qwen2Tokenizer, which rebuilds the pre-tokenizer with Qwen's
+# regex whatever tokenizer.json says (make_model.py writes GPT-2's), so a
+# vocabulary with a "\n\n" merge tokenizes differently there than in the
+# tokenizers library and in dlm (which follow tokenizer.json).
 set -eu
 : "${DLM_SRC:?}" "${DLM_BUILD:?}"
 venv=$("$DLM_SRC/scripts/ref-venv.sh" torch2) || {
@@ -36,12 +43,18 @@ Paris is the capital of France. Rome is the capital of Italy.
 
 The Seine flows through Paris.
 DOC
+orig=$("$DLM_SRC/scripts/ref-venv.sh" orig) || {
+    if [ "${DLM_REF_SKIP:-}" = "1" ]; then echo "skip: the orig reference venv is unavailable"; exit 77; fi
+    echo "r1404: cannot make the orig venv" >&2; exit 1
+}
 run() { # model-spec model-dir max-new
     "$DLM" -v synth instructions d.dlm --teacher "hf:$1" --strategy both --max-new-tokens "$3" --dry-run > out.txt 2> err.txt
     rc=$?
     [ $rc = 0 ] || [ $rc = 2 ] || { cat err.txt >&2; echo "r1404: synth failed (rc $rc)" >&2; exit 1; }
     [ "$(grep -c '^dlm: debug: teacher tokens: ' err.txt)" = 4 ] || { cat err.txt >&2; echo "r1404: want 4 requests" >&2; exit 1; }
-    "$py" "$DLM_SRC/tests/ref/teacher/hf_teacher_ref.py" "$2" err.txt "$3"
+    "$py" "$DLM_SRC/tests/ref/teacher/hf_teacher_ref.py" "$2" err.txt "$3" || return 1
+    HF_HUB_OFFLINE=1 "$orig/bin/python" "$DLM_SRC/tests/ref/teacher/hf_teacher_orig.py" "$2" err.txt "$3" 2>&1 | grep -v "Loading weights"
+    return "${PIPESTATUS[0]}"
 }
 set +e
 run "$DLM_SRC/tests/ref/model/fixtures/qwen2-f32" "$DLM_SRC/tests/ref/model/fixtures/qwen2-f32" 20 || exit 1

@@ -2,11 +2,15 @@
 """A stand-in for Anthropic's Messages API, written from its public
 documentation (docs.anthropic.com, "Messages" and "Errors"), for the synth
 tests. POST /v1/messages checks what the API checks before answering:
-the x-api-key and anthropic-version headers, a JSON body with a string
+the key (x-api-key, or Authorization: Bearer as SDK 2.x sends it) and the
+anthropic-version header, a JSON body with a string
 model, an integer max_tokens >= 1, messages as a list of {role:
 user|assistant, content}, an optional string system, and no field the API
-does not take (it answers 400 invalid_request_error to unknown ones). It
-answers
+does not take (it answers 400 invalid_request_error to unknown ones), no
+temperature / top_p / top_k under anthropic-version 2026-10-21 (which removed
+them) and no temperature for a model named claude-notemp-* (the newest
+models refuse it on 2023-06-01 too: "`temperature` is deprecated for this
+model."). It answers
 
   {"id": "msg_...", "type": "message", "role": "assistant", "model": ...,
    "content": [{"type": "text", "text": REPLY}], "stop_reason": "end_turn",
@@ -22,6 +26,8 @@ between runs):
                "\\n--SPLIT--\\n")
   401          authentication_error
   429          rate_limit_error with retry-after-ms: 20
+  429-noretry  rate_limit_error with x-should-retry: false
+  429-long     rate_limit_error with retry-after: 3600
   529          overloaded_error
   malformed    a 200 whose body is not JSON
   big          a 200 body of 5 MiB
@@ -78,7 +84,8 @@ class H(http.server.BaseHTTPRequestHandler):
             return self.err(404, "not_found_error", "Not found")
         action = next_action()
         count += 1
-        if not self.headers.get("x-api-key"):
+        auth = self.headers.get("Authorization") or ""
+        if not self.headers.get("x-api-key") and not auth.startswith("Bearer "):
             return self.err(401, "authentication_error", "x-api-key header is required")
         if not self.headers.get("anthropic-version"):
             return self.err(400, "invalid_request_error", "anthropic-version: header is required")
@@ -95,11 +102,20 @@ class H(http.server.BaseHTTPRequestHandler):
             return self.err(400, "invalid_request_error", "messages: a list of {role, content}")
         if "system" in req and not isinstance(req["system"], (str, list)):
             return self.err(400, "invalid_request_error", "system: a string")
+        sampling = [k for k in ("temperature", "top_p", "top_k") if k in req]
+        if sampling and self.headers.get("anthropic-version") == "2026-10-21":
+            return self.err(400, "invalid_request_error", "%s: Extra inputs are not permitted" % sampling[0])
+        if "temperature" in req and req["model"].startswith("claude-notemp"):
+            return self.err(400, "invalid_request_error", "`temperature` is deprecated for this model.")
         if action == "401":
             return self.err(401, "authentication_error", "invalid x-api-key")
         if action == "429":
             return self.err(429, "rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit",
                             headers=[("retry-after-ms", "20"), ("retry-after", "1")])
+        if action == "429-long":
+            return self.err(429, "rate_limit_error", "Rate limited", headers=[("retry-after", "3600")])
+        if action == "429-noretry":
+            return self.err(429, "rate_limit_error", "Rate limited", headers=[("x-should-retry", "false")])
         if action == "529":
             return self.err(529, "overloaded_error", "Overloaded")
         if action == "malformed":
