@@ -60,8 +60,8 @@ static const opt OPTS[] = {
     {"json", 0, OPT_FLAG, offsetof(train_args, json), NULL, "print the result as JSON on stdout"},
     {"detach", 0, OPT_FLAG, offsetof(train_args, detach), NULL, "run in the background (own session, log in the store); see 'dlm status'"},
     {"watch", 0, OPT_FLAG, offsetof(train_args, watch), NULL, "after the run, retrain (resume mode) whenever an edit adds new sections"},
-    {"watch-max-steps", 0, OPT_INT, offsetof(train_args, watch_max_steps), "N", "--watch: steps per retrain (default 100)"},
-    {"watch-debounce-ms", 0, OPT_INT, offsetof(train_args, watch_debounce_ms), "MS", "--watch: quiet time before a retrain (default 400)"},
+    {"watch-max-steps", 0, OPT_INT, offsetof(train_args, watch_max_steps), "N", "--watch, --listen-rpc: steps per retrain (default 100)"},
+    {"watch-debounce-ms", 0, OPT_INT, offsetof(train_args, watch_debounce_ms), "MS", "--watch, --listen-rpc: quiet time before a retrain (default 400)"},
     {"listen-rpc", 0, OPT_STR, offsetof(train_args, listen_rpc), "HOST:PORT",
      "after the run, take probes over HTTP (POST /rpc, token DLM_PROBE_TOKEN) and retrain on them; needs --watch or --max-cycles"},
     {"max-cycles", 0, OPT_INT, offsetof(train_args, max_cycles), "N", "--listen-rpc: stop after N retrain cycles"},
@@ -560,6 +560,7 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
     rpc_batch batch;
     memset(&batch, 0, sizeof batch);
     char rpc_store[4096] = "";
+    int rpc_reported = 0;       /* the last cycle whose end was said */
     if (a.listen_rpc) {
         inject_server_opts io = {.host = rpc_host, .port = rpc_port, .token = rpc_token};
         rpc = inject_start(&io, &e);
@@ -748,10 +749,11 @@ adapter_done:
         }
     }
 watch:
-    if (rpc && cycle && batch.n) {
+    if (rpc && cycle > rpc_reported) {
         /* the cycle that just ran: its probes' audit lines and progress */
+        rpc_reported = cycle;
         dlm_err ae;
-        if (rpc_batch_audit(&batch, rpc_store, res.no_op ? 0 : res.run_id, res.no_op ? 0 : res.version, &ae))
+        if (batch.n && rpc_batch_audit(&batch, rpc_store, res.no_op ? 0 : res.run_id, res.no_op ? 0 : res.version, &ae))
             log_warn("rpc: %s", ae.msg);
         if (!ctx->quiet && !res.no_op)
             fprintf(stderr, "rpc: cycle %d%s done: v%04d trained %d injected probe(s)\n", cycle, a.max_cycles ? cyc_of(a.max_cycles) : "",

@@ -104,4 +104,32 @@ grep -q "rpc: listening on ::1:" w.err || { kill $pid; fail "::1: $(cat w.err)";
 kill -TERM $pid
 rc=0; wait $pid || rc=$?
 [ $rc = 0 ] || fail "SIGTERM while waiting: rc $rc $(cat w.err)"
+# --- e: with --watch, a probe and an edit each start a cycle; --max-cycles caps both ---------
+export DLM_HOME="$T/h5"
+cp d.dlm w.dlm
+DLM_PROBE_TOKEN=tok "$DLM" train w.dlm --watch --listen-rpc 127.0.0.1:0 --max-cycles 2 --watch-max-steps 2 \
+    --watch-debounce-ms 300 > /dev/null 2> e.err &
+pid=$!
+"$PY" - "$H" e.err <<'PY' || { kill $pid 2>/dev/null; fail "e: $(cat e.err)"; }
+import re, sys, time
+sys.path.insert(0, sys.argv[1])
+from probe_client import ProbeClient
+def wait(pat):
+    for _ in range(2400):
+        m = re.search(pat, open(sys.argv[2]).read())
+        if m: return m
+        time.sleep(0.05)
+    raise SystemExit(f"no /{pat}/")
+m = wait(r"listening on 127\.0\.0\.1:(\d+)")
+wait(r"rpc: waiting for probes for cycle 1 of 2")
+st, body = ProbeClient("127.0.0.1", int(m.group(1)), "tok").inject("Probe via watch?", "Yes.")
+assert st == 200, (st, body)
+wait(r"rpc: cycle 1/2 done: v0002 trained 1 injected probe")
+time.sleep(1)   # --watch notices edits made while it waits (t0604 does the same)
+with open("w.dlm", "a") as f:
+    f.write("\n::instruction::\n### Q\nAn edit?\n### A\nIt trains.\n")
+wait(r"rpc: cycle 2/2: 0 injected probe\(s\), \d+ new section")
+PY
+rc=0; wait $pid || rc=$?
+[ $rc = 0 ] && grep -q "rpc: cycle 2/2 done: v0003" e.err && grep -q "rpc: 2 cycle(s) done; stopping" e.err || fail "e: rc $rc $(cat e.err)"
 echo "t1402 ok"
