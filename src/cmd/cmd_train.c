@@ -433,6 +433,8 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
         if (!a.watch && a.max_cycles <= 0)
             return cmd_usage_error(&spec_train, "--listen-rpc requires --watch or --max-cycles N (the probe queue needs a drain cadence)");
         if (a.detach || a.dry_run) return cmd_usage_error(&spec_train, "--listen-rpc runs in the foreground, without --detach/--dry-run");
+        if (a.phase && !strcmp(a.phase, "preference"))
+            return cmd_usage_error(&spec_train, "--listen-rpc trains probes as Q/A pairs (the SFT phase); --phase preference would never train them");
         const char *t = getenv("DLM_PROBE_TOKEN");
         const char *tb = t ? t : "", *te = tb + strlen(tb);
         py_strip(&tb, &te);
@@ -638,6 +640,7 @@ again:
             if (!res.deferred) o.resume = 0;
             o.fresh = 0;
             o.phase = TRAIN_PREFERENCE;
+            o.injected = NULL;   /* the probes are Q/A: SFT's version records them */
             r = train_run(&o, &h, &res, &e);
             clear_line(&v);
             hb_free(v.hb);
@@ -645,6 +648,7 @@ again:
         }
     } else {
         o.phase = TRAIN_PREFERENCE;
+        o.injected = NULL;
         r = train_run(&o, &h, &res, &e);
         clear_line(&v);
         hb_free(v.hb);

@@ -97,13 +97,18 @@ for addr in 0.0.0.0:0 10.1.2.3:7429 "[::]:0"; do
     [ $rc = 2 ] && grep -q "is not a loopback address" d.err && grep -q -- "--i-know-this-is-public" d.err ||
         fail "$addr: rc $rc $(cat d.err)"
 done
-DLM_PROBE_TOKEN=tok "$DLM" train d.dlm --listen-rpc "[::1]:0" --max-cycles 3 > /dev/null 2> w.err &
+# IPv6 loopback where the host has it, else IPv4
+addr="[::1]:0" shown="::1"
+"$PY" -c 'import socket; socket.socket(socket.AF_INET6).bind(("::1", 0))' 2> /dev/null || { addr=127.0.0.1:0 shown=127.0.0.1; }
+DLM_PROBE_TOKEN=tok "$DLM" train d.dlm --listen-rpc "$addr" --max-cycles 3 > /dev/null 2> w.err &
 pid=$!
 for _ in $(seq 600); do grep -q "rpc: waiting for probes" w.err && break; sleep 0.05; done
-grep -q "rpc: listening on ::1:" w.err || { kill $pid; fail "::1: $(cat w.err)"; }
+grep -q "rpc: listening on $shown:" w.err || { kill $pid; fail "$addr: $(cat w.err)"; }
 kill -TERM $pid
 rc=0; wait $pid || rc=$?
 [ $rc = 0 ] || fail "SIGTERM while waiting: rc $rc $(cat w.err)"
+rc=0; DLM_PROBE_TOKEN=tok "$DLM" train d.dlm --listen-rpc 127.0.0.1:0 --max-cycles 1 --phase preference 2> d.err || rc=$?
+[ $rc = 2 ] && grep -q "would never train them" d.err || fail "--phase preference: rc $rc $(cat d.err)"
 # --- e: with --watch, a probe and an edit each start a cycle; --max-cycles caps both ---------
 export DLM_HOME="$T/h5"
 cp d.dlm w.dlm
