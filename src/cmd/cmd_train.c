@@ -446,6 +446,9 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
         dlm_err pe;
         if (inject_parse_listen(a.listen_rpc, rpc_host, sizeof rpc_host, &rpc_port, &pe))
             return cmd_usage_error(&spec_train, "%s", pe.msg);
+        if (inject_host_is_loopback(rpc_host) && a.rpc_public)
+            return cmd_usage_error(&spec_train, "--i-know-this-is-public opens a non-loopback --listen-rpc address; %s is loopback",
+                                   rpc_host);
         if (!inject_host_is_loopback(rpc_host) && !a.rpc_public)
             return cmd_usage_error(&spec_train, "--listen-rpc %s is not a loopback address: anyone who reaches it with the token "
                                                 "adds training data; use 127.0.0.1, or add --i-know-this-is-public", a.listen_rpc);

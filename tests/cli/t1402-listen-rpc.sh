@@ -107,6 +107,8 @@ grep -q "rpc: listening on $shown:" w.err || { kill $pid; fail "$addr: $(cat w.e
 kill -TERM $pid
 rc=0; wait $pid || rc=$?
 [ $rc = 0 ] || fail "SIGTERM while waiting: rc $rc $(cat w.err)"
+rc=0; DLM_PROBE_TOKEN=tok "$DLM" train d.dlm --listen-rpc 127.0.0.1:0 --max-cycles 1 --i-know-this-is-public 2> d.err || rc=$?
+[ $rc = 2 ] && grep -q "is loopback" d.err || fail "opt-in on loopback: rc $rc $(cat d.err)"
 rc=0; DLM_PROBE_TOKEN=tok "$DLM" train d.dlm --listen-rpc 127.0.0.1:0 --max-cycles 1 --phase preference 2> d.err || rc=$?
 [ $rc = 2 ] && grep -q "would never train them" d.err || fail "--phase preference: rc $rc $(cat d.err)"
 # --- e: with --watch, a probe and an edit each start a cycle; --max-cycles caps both ---------
