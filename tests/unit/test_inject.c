@@ -32,6 +32,10 @@ static void test_parse(void)
     CHECK_INT(p.n_tags, 2);
     if (p.n_tags == 2) CHECK_STR(p.tags[1], " b ");   /* tags kept as sent */
     inject_probe_clear(&p);
+    /* one object and a newline (a line of NDJSON) is a body json.loads takes; two are not */
+    CHECK_INT(status("{\"method\": \"inject_probe\", \"params\": {\"prompt\": \"p\", \"reference\": \"r\"}}\n", msg), 200);
+    CHECK_INT(status("{\"method\": \"inject_probe\"}\n{\"method\": \"inject_probe\"}\n", msg), 400);
+    CHECK(!strncmp(msg, "malformed JSON", 14));
     CHECK_INT(status("", msg), 400);
     CHECK_STR(msg, "empty body");
     CHECK_INT(status("{not json", msg), 400);
