@@ -114,13 +114,45 @@ typedef struct scaffold_opts {
 int scaffold_train_target(const char *dir, const scaffold_opts *o, char *out, size_t cap, int *scaffolded, dlm_err *e);
 void scaffold_discard(const char *path);
 
-/* watch.c: `train --watch`. Block until the document or a file under its
- * training.sources roots changed and then stayed quiet for debounce_ms
- * (1), or *stop became set (0). */
-int watch_wait(const char *doc_path, int debounce_ms, volatile sig_atomic_t *stop, dlm_err *e);
-/* Prose and Q/A sections of the document (sources expanded), and how many
- * of them the store's manifest has not seen (content_hashes). */
-int watch_new_sections(const char *doc_path, const char *home, int *n_new, int *n_total, dlm_err *e);
+/* watch.c: `train --watch` and `--listen-rpc`'s cycles. Block until the
+ * document or a file under its training.sources roots changed and then
+ * stayed quiet for debounce_ms, or wake_fd (>= 0: the probe RPC's) became
+ * readable and stayed quiet as long (1), or *stop became set (0).
+ * doc_path NULL: wait on wake_fd alone. */
+int watch_wait(const char *doc_path, int debounce_ms, int wake_fd, volatile sig_atomic_t *stop, dlm_err *e);
+/* Prose and Q/A sections of the document (sources expanded) plus extra[0..
+ * n_extra) appended as the trainer appends them, and how many of them the
+ * store's manifest has not seen (content_hashes). An extra section the
+ * document cannot take (bad Q/A grammar) is left out: ok[i] = 0 and
+ * why[i] (malloc'd) says why; ok/why may be NULL when n_extra is 0.
+ * store_out (may be NULL): the store's folder. */
+int watch_new_sections(const char *doc_path, const char *home, const doc_section *extra, int n_extra, int *ok,
+                       char **why, int *n_new, int *n_total, char *store_out, size_t store_cap, dlm_err *e);
+
+/* rpc_cycle.c: `train --listen-rpc`. The probes drained for the next cycle
+ * (kept until a cycle trains them, or finds them trained already): the
+ * sections they become, which of them the document took (ok/why, set by
+ * watch_new_sections), the kept ones and their training_run.json record. */
+struct inject_probe;
+typedef struct rpc_batch {
+    struct inject_probe *p;
+    int n;
+    doc_section *secs;
+    strbuf *content, *source;
+    int *ok;
+    char **why;
+    doc_section *kept;          /* the sections of p[i] with ok[i] (rpc_batch_settle) */
+    int n_kept;
+    json_t *record;             /* [{prompt, reference, tags, source_addr, accepted_at, section_id, harvest_source}] */
+} rpc_batch;
+/* Take p[0..n) (moved: p's entries are cleared) onto the batch. */
+int rpc_batch_add(rpc_batch *b, struct inject_probe *p, int n, dlm_err *e);
+/* After watch_new_sections filled ok/why: kept and record. */
+int rpc_batch_settle(rpc_batch *b, dlm_err *e);
+/* Append one line per probe to <store>/logs/rpc-injected.jsonl (run_id 0:
+ * the cycle trained nothing; run_id and adapter_version null). */
+int rpc_batch_audit(const rpc_batch *b, const char *store, int64_t run_id, int version, dlm_err *e);
+void rpc_batch_free(rpc_batch *b);
 
 /* Every command. */
 typedef int (*cmd_fn)(int argc, char **argv, dlm_ctx *ctx);

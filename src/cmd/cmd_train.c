@@ -4,14 +4,17 @@
 #include <fcntl.h>
 #include <math.h>
 #include <signal.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "api/inject.h"
 #include "cmd/commands.h"
 #include "doc/doc.h"
+#include "doc/pystr.h"
 #include "store/store.h"
 #include "run/gate_run.h"
 #include "run/heartbeat.h"
@@ -26,7 +29,8 @@
 
 typedef struct train_args {
     int no_mined, no_cache, same_store, resume, cont, fresh, max_steps, seed, threads, update, ignore, strict, no_replay, force, json, offline, detach, dry_run, watch, watch_max_steps, watch_debounce_ms, recursive, no_recursive, rescaffold, accept, strict_metrics;
-    const char *max_memory, *base, *name, *policy, *phase, *adapter;
+    int max_cycles, rpc_public;
+    const char *max_memory, *base, *name, *policy, *phase, *adapter, *listen_rpc;
     opt_list include, exclude;
 } train_args;
 
@@ -56,8 +60,13 @@ static const opt OPTS[] = {
     {"json", 0, OPT_FLAG, offsetof(train_args, json), NULL, "print the result as JSON on stdout"},
     {"detach", 0, OPT_FLAG, offsetof(train_args, detach), NULL, "run in the background (own session, log in the store); see 'dlm status'"},
     {"watch", 0, OPT_FLAG, offsetof(train_args, watch), NULL, "after the run, retrain (resume mode) whenever an edit adds new sections"},
-    {"watch-max-steps", 0, OPT_INT, offsetof(train_args, watch_max_steps), "N", "--watch: steps per retrain (default 100)"},
-    {"watch-debounce-ms", 0, OPT_INT, offsetof(train_args, watch_debounce_ms), "MS", "--watch: quiet time before a retrain (default 400)"},
+    {"watch-max-steps", 0, OPT_INT, offsetof(train_args, watch_max_steps), "N", "--watch, --listen-rpc: steps per retrain (default 100)"},
+    {"watch-debounce-ms", 0, OPT_INT, offsetof(train_args, watch_debounce_ms), "MS", "--watch, --listen-rpc: quiet time before a retrain (default 400)"},
+    {"listen-rpc", 0, OPT_STR, offsetof(train_args, listen_rpc), "HOST:PORT",
+     "after the run, take probes over HTTP (POST /rpc, token DLM_PROBE_TOKEN) and retrain on them; needs --watch or --max-cycles"},
+    {"max-cycles", 0, OPT_INT, offsetof(train_args, max_cycles), "N", "--listen-rpc: stop after N retrain cycles"},
+    {"i-know-this-is-public", 0, OPT_FLAG, offsetof(train_args, rpc_public), NULL,
+     "--listen-rpc: allow a non-loopback address (anyone who has the token can add training data)"},
     {"dry-run", 0, OPT_FLAG, offsetof(train_args, dry_run), NULL, "list what training.sources would train (every file, its verdict) and stop"},
     {"include", 0, OPT_LIST, offsetof(train_args, include), "GLOB", "DIR mode, first run: files to train on (repeatable)"},
     {"exclude", 0, OPT_LIST, offsetof(train_args, exclude), "GLOB", "DIR mode, first run: files to leave out (repeatable)"},
@@ -90,7 +99,12 @@ const cmd_spec spec_train = {
     "(DPO or ORPO, training.preference) as a second version; see docs/training.md.\n"
     "A document that declares training.adapters trains each named adapter on the\n"
     "sections routed to it, in declaration order, into adapter/<name>/versions/vNNNN;\n"
-    "--adapter NAME trains one (docs/adapters.md).",
+    "--adapter NAME trains one (docs/adapters.md).\n"
+    "--listen-rpc HOST:PORT --max-cycles N (the original's probe-injection loop, for\n"
+    "dlm-sway): after the run, wait for probes POSTed to http://HOST:PORT/rpc with\n"
+    "'Authorization: Bearer $DLM_PROBE_TOKEN', and retrain on each batch as\n"
+    "'### Q !probe' sections (resume mode, <= --watch-max-steps) until N cycles ran;\n"
+    "loopback only unless --i-know-this-is-public (docs/training.md).",
     OPTS,
 };
 
@@ -118,6 +132,7 @@ typedef struct view {
     heartbeat *hb;
     hb_opts hbo;
     int stop_seen;
+    inject_server *rpc;     /* --listen-rpc: replies tell the running cycle's ETA */
     int notify_fd;          /* --detach: tells the waiting parent that the run started, -1 none */
     int resume;             /* --resume: a died run's checkpoint is resumed, not kept aside */
 } view;
@@ -139,6 +154,7 @@ static void on_progress(void *ctx, const train_progress *p)
 {
     view *v = ctx;
     hb_update(v->hb, p);
+    if (v->rpc && p->eta > 0) inject_set_eta(v->rpc, (int)ceil(p->eta));
     if (v->quiet) return;
     char eta[32] = "", val[32] = "";
     if (p->eta > 0) { strcpy(eta, " ETA "); time_fmt_duration(p->eta, eta + 5, sizeof eta - 5); }
@@ -365,6 +381,25 @@ static int print_pref(const train_result *res, const train_result *sft, int json
     return EXIT_OK;
 }
 
+/* "/N" for a cycle's progress line */
+static const char *cyc_of(int n)
+{
+    static char buf[24];
+    snprintf(buf, sizeof buf, "/%d", n);
+    return buf;
+}
+
+/* --listen-rpc ends: stop answering; probes nobody trained are said */
+static int rpc_end(inject_server *rpc, rpc_batch *b, int code)
+{
+    if (!rpc) return code;
+    int left = inject_depth(rpc) + b->n;
+    if (left) log_warn("rpc: %d injected probe(s) not trained: the loop stopped before a cycle took them", left);
+    inject_stop(rpc);
+    rpc_batch_free(b);
+    return code;
+}
+
 int cmd_train(int argc, char **argv, dlm_ctx *ctx)
 {
     train_args a = {.seed = -1, .watch_max_steps = 100, .watch_debounce_ms = 400};
@@ -384,6 +419,40 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
     if (a.watch && (a.detach || a.dry_run)) return cmd_usage_error(&spec_train, "--watch runs in the foreground, without --detach/--dry-run");
     if (a.watch_max_steps < 1 || a.watch_debounce_ms < 0)
         return cmd_usage_error(&spec_train, "--watch-max-steps must be >= 1 and --watch-debounce-ms >= 0");
+    /* --listen-rpc: the original's gates and messages (exit 2), then dlm's:
+     * --max-cycles and --i-know-this-is-public do nothing alone, so they
+     * are refused alone; the address is loopback unless opted in */
+    char rpc_host[256] = "";
+    int rpc_port = 0;
+    const char *rpc_token = NULL;
+    char token_buf[1024];
+    if (a.max_cycles < 0) return cmd_usage_error(&spec_train, "--max-cycles must be >= 0");
+    if (!a.listen_rpc && (a.max_cycles || a.rpc_public))
+        return cmd_usage_error(&spec_train, "--max-cycles and --i-know-this-is-public are options of --listen-rpc HOST:PORT");
+    if (a.listen_rpc) {
+        if (!a.watch && a.max_cycles <= 0)
+            return cmd_usage_error(&spec_train, "--listen-rpc requires --watch or --max-cycles N (the probe queue needs a drain cadence)");
+        if (a.detach || a.dry_run) return cmd_usage_error(&spec_train, "--listen-rpc runs in the foreground, without --detach/--dry-run");
+        if (a.phase && !strcmp(a.phase, "preference"))
+            return cmd_usage_error(&spec_train, "--listen-rpc trains probes as Q/A pairs (the SFT phase); --phase preference would never train them");
+        const char *t = getenv("DLM_PROBE_TOKEN");
+        const char *tb = t ? t : "", *te = tb + strlen(tb);
+        py_strip(&tb, &te);
+        if (te == tb) return cmd_usage_error(&spec_train, "--listen-rpc needs a bearer token; export DLM_PROBE_TOKEN=<secret>");
+        if ((size_t)(te - tb) >= sizeof token_buf) return cmd_usage_error(&spec_train, "DLM_PROBE_TOKEN is longer than %zu bytes", sizeof token_buf - 1);
+        memcpy(token_buf, tb, (size_t)(te - tb));
+        token_buf[te - tb] = 0;
+        rpc_token = token_buf;
+        dlm_err pe;
+        if (inject_parse_listen(a.listen_rpc, rpc_host, sizeof rpc_host, &rpc_port, &pe))
+            return cmd_usage_error(&spec_train, "%s", pe.msg);
+        if (inject_host_is_loopback(rpc_host) && a.rpc_public)
+            return cmd_usage_error(&spec_train, "--i-know-this-is-public opens a non-loopback --listen-rpc address; %s is loopback",
+                                   rpc_host);
+        if (!inject_host_is_loopback(rpc_host) && !a.rpc_public)
+            return cmd_usage_error(&spec_train, "--listen-rpc %s is not a loopback address: anyone who reaches it with the token "
+                                                "adds training data; use 127.0.0.1, or add --i-know-this-is-public", a.listen_rpc);
+    }
     int ph_sft = 1, ph_pref = 1;
     if (a.phase && !strcmp(a.phase, "sft")) ph_pref = 0;
     else if (a.phase && !strcmp(a.phase, "preference")) ph_sft = 0;
@@ -449,7 +518,8 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
             err_set(&e, "SchemaValidationError", "%s declares more than %d adapters", pos[0], MAX_NAMED);
             return cmd_fail(ctx, &e);
         }
-        if (n_names > 1 && a.watch) return cmd_usage_error(&spec_train, "--watch trains one adapter: add --adapter NAME");
+        if (n_names > 1 && (a.watch || a.listen_rpc))
+            return cmd_usage_error(&spec_train, "--watch and --listen-rpc train one adapter: add --adapter NAME");
     }
     unsigned long long maxmem = 0;
     if (a.max_memory && str_parse_size(a.max_memory, &maxmem))
@@ -459,8 +529,8 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
     if (getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK")) {
         if (dist_init(&argc, &argv, &e)) return cmd_fail(ctx, &e);
         atexit(dist_finalize);
-        if (dist_size() > 1 && (a.watch || a.detach))
-            return cmd_usage_error(&spec_train, "--watch and --detach run one process; under mpirun run the job in the foreground");
+        if (dist_size() > 1 && (a.watch || a.detach || a.listen_rpc))
+            return cmd_usage_error(&spec_train, "--watch, --listen-rpc and --detach run one process; under mpirun run the job in the foreground");
     }
     /* the test hooks are read here, the one place that reads the environment;
      * DLM_TEST_CRASH_RANK=R limits the crash to one rank of an MPI job */
@@ -488,6 +558,27 @@ int cmd_train(int argc, char **argv, dlm_ctx *ctx)
     if (a.detach) {
         int dr = detach(pos[0], ctx, &v, console, sizeof console);
         if (dr >= 0) return dr;
+    }
+    /* --listen-rpc: listen before the first run (a taken port fails now,
+     * not after it; probes sent during it wait for the first cycle) */
+    inject_server *rpc = NULL;
+    rpc_batch batch;
+    memset(&batch, 0, sizeof batch);
+    char rpc_store[4096] = "";
+    int rpc_reported = 0;       /* the last cycle whose end was said */
+    if (a.listen_rpc) {
+        inject_server_opts io = {.host = rpc_host, .port = rpc_port, .token = rpc_token};
+        rpc = inject_start(&io, &e);
+        sodium_memzero(token_buf, sizeof token_buf);
+        if (!rpc) return cmd_fail(ctx, &e);
+        v.rpc = rpc;
+        int port = inject_port(rpc);
+        if (a.json) {
+            cmd_print_json(json_pack("{s:{s:s, s:i, s:s, s:i, s:i}}", "rpc", "host", rpc_host, "port", port, "path", "/rpc",
+                                     "queue_capacity", INJECT_QUEUE_CAP, "max_cycles", a.max_cycles));
+            fflush(stdout);
+        }
+        fprintf(stderr, "rpc: listening on %s:%d (queue capacity %d)\n", rpc_host, port, INJECT_QUEUE_CAP);
     }
     train_hooks h = {.ctx = &v, .progress = on_progress, .note = on_note, .should_stop = should_stop,
                      .started = on_started, .finished = on_finished};
@@ -552,6 +643,7 @@ again:
             if (!res.deferred) o.resume = 0;
             o.fresh = 0;
             o.phase = TRAIN_PREFERENCE;
+            o.injected = NULL;   /* the probes are Q/A: SFT's version records them */
             r = train_run(&o, &h, &res, &e);
             clear_line(&v);
             hb_free(v.hb);
@@ -559,6 +651,7 @@ again:
         }
     } else {
         o.phase = TRAIN_PREFERENCE;
+        o.injected = NULL;
         r = train_run(&o, &h, &res, &e);
         clear_line(&v);
         hb_free(v.hb);
@@ -604,7 +697,7 @@ again:
         if (o.adapter && !a.json) printf("adapter %s: ", o.adapter);
         int pr = print_pref(&res, have_sft ? &sft_res : NULL, a.json, ctx);
         if (pr != EXIT_OK) return pr;
-        if (!a.watch) goto adapter_done;
+        if (!a.watch && !rpc) goto adapter_done;
         goto watch;
     }
     if (res.cancelled) return EXIT_INTERRUPTED;
@@ -620,6 +713,11 @@ again:
         json_object_set_new(j, "committed_step", json_integer((json_int_t)res.committed_step));
         json_object_set_new(j, "total_steps", json_integer((json_int_t)res.total));
         if (o.adapter) json_object_set_new(j, "adapter", json_string(o.adapter));
+        if (rpc && cycle) {
+            json_object_set_new(j, "cycle", json_integer(cycle));
+            json_object_set_new(j, "max_cycles", json_integer(a.max_cycles));
+            json_object_set_new(j, "injected_probes", json_integer(batch.n_kept));
+        }
         json_object_set_new(j, "val_frac", json_real(res.val_frac));
         json_object_set_new(j, "held_out_rows", json_integer(res.held_out));
         json_object_set_new(j, "rows", json_integer(res.rows));
@@ -658,33 +756,92 @@ adapter_done:
         }
     }
 watch:
-    if (a.watch) {
-        /* --watch: wait for a debounced edit; retrain from the current
-         * version (resume mode, bounded) only when it adds section ids the
-         * store has not trained on; Ctrl-C between runs ends cleanly */
-        if (!cycle && !ctx->quiet) fprintf(stderr, "watching %s (Ctrl-C stops)\n", pos[0]);
+    if (rpc && cycle > rpc_reported) {
+        /* the cycle that just ran: its probes' audit lines and progress */
+        rpc_reported = cycle;
+        dlm_err ae;
+        if (batch.n && rpc_batch_audit(&batch, rpc_store, res.no_op ? 0 : res.run_id, res.no_op ? 0 : res.version, &ae))
+            log_warn("rpc: %s", ae.msg);
+        if (!ctx->quiet && !res.no_op)
+            fprintf(stderr, "rpc: cycle %d%s done: v%04d trained %d injected probe(s)\n", cycle, a.max_cycles ? cyc_of(a.max_cycles) : "",
+                    res.version, batch.n_kept);
+        rpc_batch_free(&batch);
+    }
+    if (a.watch || rpc) {
+        /* --watch: wait for a debounced edit; --listen-rpc: for injected
+         * probes too. Retrain from the current version (resume mode,
+         * bounded) only when that adds section ids the store has not
+         * trained on; Ctrl-C between runs ends cleanly */
+        if (!cycle && !ctx->quiet) {
+            if (a.watch) fprintf(stderr, "watching %s (Ctrl-C stops)\n", pos[0]);
+            if (rpc && a.max_cycles) fprintf(stderr, "rpc: waiting for probes for cycle 1 of %d (Ctrl-C stops)\n", a.max_cycles);
+            else if (rpc) fprintf(stderr, "rpc: waiting for probes (Ctrl-C stops)\n");
+        }
         for (;;) {
-            int w = watch_wait(pos[0], a.watch_debounce_ms, &g_stop, &e);
-            if (w < 0) return cmd_fail(ctx, &e);
-            if (w == 0) return EXIT_OK;
+            if (rpc && a.max_cycles && cycle >= a.max_cycles) {
+                if (!ctx->quiet) fprintf(stderr, "rpc: %d cycle(s) done; stopping\n", cycle);
+                return rpc_end(rpc, &batch, EXIT_OK);
+            }
+            if (rpc) inject_set_eta(rpc, (a.watch_debounce_ms + 999) / 1000);
+            int w = watch_wait(a.watch ? pos[0] : NULL, a.watch_debounce_ms, rpc ? inject_wake_fd(rpc) : -1, &g_stop, &e);
+            if (w < 0) return rpc_end(rpc, &batch, cmd_fail(ctx, &e));
+            if (w == 0) return rpc_end(rpc, &batch, EXIT_OK);
+            if (rpc) {
+                inject_probe *pr = NULL;
+                int np = 0;
+                if (inject_drain(rpc, &pr, &np) || rpc_batch_add(&batch, pr, np, &e)) {
+                    free(pr);
+                    return rpc_end(rpc, &batch, cmd_fail(ctx, &e));
+                }
+                free(pr);
+            }
             int n_new, n_total;
-            if (watch_new_sections(pos[0], ctx->home, &n_new, &n_total, &e)) {
-                err_print(stderr, &e, ctx->verbose);   /* a broken edit: report it and keep watching */
+            if (watch_new_sections(pos[0], ctx->home, batch.secs, batch.n, batch.ok, batch.why, &n_new, &n_total, rpc_store,
+                                   sizeof rpc_store, &e)) {
+                /* a broken edit: report it and keep watching (drained
+                 * probes stay in the batch for the next try) */
+                err_print(stderr, &e, ctx->verbose);
                 err_clear(&e);
                 continue;
             }
+            if (rpc_batch_settle(&batch, &e)) return rpc_end(rpc, &batch, cmd_fail(ctx, &e));
+            for (int i = 0; i < batch.n; i++)
+                if (!batch.ok[i]) log_warn("rpc: probe '%.60s' is not trained: %s", batch.p[i].prompt, batch.why[i] ? batch.why[i] : "refused");
             if (!n_new) {
-                if (!ctx->quiet) fprintf(stderr, "no new sections; not retraining\n");
+                if (ctx->quiet) {
+                } else if (!batch.n) {
+                    fprintf(stderr, "no new sections; not retraining\n");
+                } else if (!batch.n_kept) {
+                    fprintf(stderr, "rpc: none of the %d probe(s) can train (see above); not retraining\n", batch.n);
+                } else {
+                    fprintf(stderr, "rpc: the %d probe(s) bring no new section (trained already); not retraining\n", batch.n);
+                }
+                if (batch.n && rpc_batch_audit(&batch, rpc_store, 0, 0, &e)) {
+                    log_warn("rpc: %s", e.msg);
+                    err_clear(&e);
+                }
+                rpc_batch_free(&batch);
                 continue;
             }
-            if (!ctx->quiet) fprintf(stderr, "%d new section(s): retraining (resume mode, <= %d steps)\n", n_new, a.watch_max_steps);
+            cycle++;
+            if (rpc) {
+                /* the last cycle has drained: later probes could never train */
+                if (a.max_cycles && cycle == a.max_cycles) inject_close_queue(rpc);
+                o.extra = batch.kept;
+                o.n_extra = batch.n_kept;
+                o.injected = batch.record;
+                if (!ctx->quiet)
+                    fprintf(stderr, "rpc: cycle %d%s: %d injected probe(s), %d new section(s): retraining (resume mode, <= %d steps)\n",
+                            cycle, a.max_cycles ? cyc_of(a.max_cycles) : "", batch.n_kept, n_new, a.watch_max_steps);
+            } else if (!ctx->quiet) {
+                fprintf(stderr, "%d new section(s): retraining (resume mode, <= %d steps)\n", n_new, a.watch_max_steps);
+            }
             o.resume = 1;
             o.need_ckpt = 0;
             o.fresh = 0;
             o.max_steps = a.watch_max_steps;
-            cycle++;
             goto again;
         }
     }
-    return EXIT_OK;
+    return rpc_end(rpc, &batch, EXIT_OK);
 }

@@ -37,10 +37,6 @@ static const struct {
 } ORIGINAL_ONLY[] = {
     {"train", "gpus", "dlm trains on CPU cores, not GPUs",
      "several processes or machines: mpirun -np N dlm train PATH (docs/mpi.md)"},
-    {"train", "listen-rpc", "the original's probe-injection RPC loop (dlm-sway) is not in dlm yet",
-     "train with --watch and grow the document with dlm harvest"},
-    {"train", "max-cycles", "the original's probe-injection RPC loop (dlm-sway) is not in dlm yet",
-     "train with --watch and grow the document with dlm harvest"},
     {"train", "repl", "dlm train --watch has no built-in REPL", "run 'dlm repl PATH' in another terminal"},
     {"train", "skip-export-probes", "dlm runs no export probes when it trains", "leave the option out"},
     {"init", "skip-export-probes", "dlm runs no export probes when it initialises a document", "leave the option out"},

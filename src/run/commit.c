@@ -632,6 +632,8 @@ static int write_version(run *R, const char *tmp, dlm_err *e)
         json_object_set_new(tr, "tokenization_cache", json_pack("{s:I, s:I}", "hits", (json_int_t)hits, "misses",
                                                                 (json_int_t)misses));
     }
+    /* --listen-rpc: the probes this cycle trained (cmd_train.c) */
+    if (R->o->injected) json_object_set(tr, "injected_probes", (json_t *)R->o->injected);
     snprintf(p, sizeof p, "%s/training_run.json", tmp);
     int rc = json_save_file(p, tr, e);
     json_decref(tr);

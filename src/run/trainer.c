@@ -486,6 +486,8 @@ int train_run(const train_opts *o, const train_hooks *h, train_result *res, dlm_
     int rc = -1;
     R->doc = doc_load(o->doc_path, e);
     if (!R->doc) goto out;
+    for (int i = 0; i < o->n_extra; i++)   /* before training.sources expand: an append re-parses the text */
+        if (doc_append_section(R->doc, &o->extra[i], e)) goto out;
     /* a vision-language base takes image files from training.sources as
      * image sections; a text base skips them (doc/sources.h) */
     int vl = 0, al = 0, vl_kind = 0;

@@ -90,6 +90,13 @@ typedef struct train_opts {
     int strict_metrics;             /* a metrics.sqlite row that cannot be written fails the run */
     const char *adapter;            /* a name of training.adapters: train that adapter on its routed sections
                                      * into adapter/<name>/ (required when the document declares adapters) */
+    /* sections this run adds to the document in memory, after those of the
+     * file (`dlm train --listen-rpc`: the cycle's injected probes, fields as
+     * doc_append_section reads them); the file is not written. injected:
+     * their record for training_run.json ("injected_probes"), or NULL. */
+    const struct doc_section *extra;
+    int n_extra;
+    const struct json_t *injected;
     /* Test hooks (the command layer reads them from the environment):
      * die like a killed process right after this step and its checkpoint;
      * sleep this long after each step so a test can signal a run mid-way. */

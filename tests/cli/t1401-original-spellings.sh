@@ -198,7 +198,7 @@ rc=0; "$DLM" train q.dlm --max-steps 1 --fresh --strict-metrics > out.txt 2> err
 [ $rc = 1 ] && grep -q "^dlm: error: .*metrics.sqlite: a steps row: steps refused by the test" err.txt && grep -q "^hint: --strict-metrics" err.txt || fail "strict: rc $rc $(cat err.txt)"
 
 # --- the original's options dlm does not take: the reason, not "unknown option" ---------
-for c in "train flat.dlm --gpus all" "train flat.dlm --listen-rpc 127.0.0.1:7000" "train flat.dlm --max-cycles 3" \
+for c in "train flat.dlm --gpus all" \
          "train flat.dlm --watch --repl" "train flat.dlm --skip-export-probes" \
          "init z.dlm --skip-export-probes"; do
     rc=0; "$DLM" $c 2> err.txt || rc=$?
@@ -208,6 +208,14 @@ for c in "train flat.dlm --gpus all" "train flat.dlm --listen-rpc 127.0.0.1:7000
         fail "$c: rc $rc $(cat err.txt)"
 done
 [ ! -e z.dlm ] || fail "init wrote a document"
+# --listen-rpc / --max-cycles are taken (tests/cli/t1402-listen-rpc.sh runs the
+# loop); the original's gates refuse with its messages, exit 2
+rc=0; DLM_PROBE_TOKEN=t "$DLM" train flat.dlm --listen-rpc 127.0.0.1:7000 2> err.txt || rc=$?
+[ $rc = 2 ] && grep -q -- "--listen-rpc requires --watch or --max-cycles N" err.txt || fail "listen-rpc alone: rc $rc $(cat err.txt)"
+rc=0; env -u DLM_PROBE_TOKEN "$DLM" train flat.dlm --listen-rpc 127.0.0.1:7000 --max-cycles 3 2> err.txt || rc=$?
+[ $rc = 2 ] && grep -q "export DLM_PROBE_TOKEN=" err.txt || fail "listen-rpc without a token: rc $rc $(cat err.txt)"
+rc=0; "$DLM" train flat.dlm --max-cycles 3 2> err.txt || rc=$?
+[ $rc = 2 ] && grep -q -- "options of --listen-rpc" err.txt || fail "max-cycles alone: rc $rc $(cat err.txt)"
 
 # --- completion ------------------------------------------------------------------------
 "$DLM" completion bash > c.bash && bash -n c.bash || fail "bash script"
