@@ -829,7 +829,7 @@ watch:
                 if (a.max_cycles && cycle == a.max_cycles) inject_close_queue(rpc);
                 o.extra = batch.kept;
                 o.n_extra = batch.n_kept;
-                o.injected = batch.record;
+                o.injected = batch.n_kept ? batch.record : NULL;   /* an edit-only cycle records none */
                 if (!ctx->quiet)
                     fprintf(stderr, "rpc: cycle %d%s: %d injected probe(s), %d new section(s): retraining (resume mode, <= %d steps)\n",
                             cycle, a.max_cycles ? cyc_of(a.max_cycles) : "", batch.n_kept, n_new, a.watch_max_steps);

@@ -105,6 +105,7 @@ int watch_new_sections(const char *doc_path, const char *home, const doc_section
         dlm_err ae;
         err_clear(&ae);
         ok[i] = !doc_append_section(d, &extra[i], &ae);
+        free(why[i]);   /* a batch kept from an earlier try */
         why[i] = ok[i] ? NULL : strdup(ae.msg);
     }
     if (doc_expand_sources(d, e)) { doc_free(d); return -1; }
