@@ -14,11 +14,11 @@
 
 static void test_mask(void)
 {
-    const int64_t sizes[] = {1, 7, 8, 15, 16, 17, 33, 1000, 70001};
+    const int64_t sizes[] = {1, 7, 8, 15, 16, 17, 33, 64, 129, 1000, 70001};   /* 64: the 4-block loop */
     const float ps[] = {0.0f, 1e-7f, 0.05f, 0.5f, 1.0f};
     const uint64_t seeds[] = {0, 42, 0xFFFFFFFFFFFFull};
     const uint64_t steps[] = {0, 12345, 0x100000007ull};
-    for (int si = 0; si < 9; si++)
+    for (int si = 0; si < 11; si++)
         for (int pi = 0; pi < 5; pi++)
             for (int ki = 0; ki < 3; ki++) {
                 int64_t n = sizes[si];
