@@ -264,3 +264,34 @@ void kern_dropout_apply(float *dst, const float *src, const uint8_t *keep, int64
     if (n < 16384) apply_range(&j, 0, n);
     else kern_parallel_for(n, apply_range, &j);
 }
+
+/* dst += keep ? src·scale : 0, the plain loop: twin of kern_drop_add_avx512
+ * (ops_avx512.c). The dropped term is +0 and still added (−0 + 0 = +0), so
+ * this is exactly kern_dropout_apply into a buffer, then dst[i] += it. */
+void kern_drop_add_ref(float *dst, const float *src, const uint8_t *keep, int64_t n, float scale)
+{
+    for (int64_t i = 0; i < n; i++) dst[i] += (keep[i >> 3] >> (i & 7) & 1) ? src[i] * scale : 0.0f;
+}
+
+/* blocks of 16 elements [b, e) (whole mask bytes) */
+static void add_range(void *ctx, int64_t b, int64_t e)
+{
+    const drop_job *j = ctx;
+    int64_t lo = b * 16, hi = e * 16 < j->n ? e * 16 : j->n;
+#if defined(__x86_64__)
+    if (cpu_level() == CPU_AVX512) {
+        kern_drop_add_avx512(j->dst + lo, j->src + lo, j->mask + lo / 8, hi - lo, j->scale);
+        return;
+    }
+#endif
+    kern_drop_add_ref(j->dst + lo, j->src + lo, j->mask + lo / 8, hi - lo, j->scale);
+}
+
+void kern_dropout_add(float *dst, const float *src, const uint8_t *keep, int64_t n, float scale)
+{
+    if (n <= 0) return;
+    drop_job j = {.dst = dst, .src = src, .mask = keep, .n = n, .scale = scale};
+    int64_t blocks = (n + 15) / 16;
+    if (n < 16384) add_range(&j, 0, blocks);
+    else kern_parallel_for(blocks, add_range, &j);
+}

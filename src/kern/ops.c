@@ -91,7 +91,7 @@ static void bwd_row(float *restrict dx, const float *restrict w, const float *re
 }
 
 /* One row of the input gradient: the plain loops, twin of
- * kern_rms_bwd_row_avx512 (rms_avx512.c), which gives the same bits. */
+ * kern_rms_bwd_row_avx512 (ops_avx512.c), which gives the same bits. */
 void kern_rms_bwd_row_ref(float *dx, const float *w, const float *dy, const float *x, double r, int C, int add)
 {
     double dot = dsum(w, dy, x, C);

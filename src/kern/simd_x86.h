@@ -116,7 +116,7 @@ static inline __m512i kx_cvtepu16_epi32(__m256i a)
     for (int i = 0; i < 16; i++) y[i] = x[i];
     return _mm512_loadu_si512(y);
 }
-/* f32 ↔ f64, 8 lanes (rms_avx512.c): C conversions, exact / round to nearest */
+/* f32 ↔ f64, 8 lanes (ops_avx512.c): C conversions, exact / round to nearest */
 static inline __m512d kx_cvtps_pd(__m256 a)
 {
     float x[8];

@@ -1,5 +1,9 @@
-/* rms_avx512 — one row of RMSNorm's input gradient on AVX-512, in double
- * as the plain loop of ops.c (kern_rms_bwd_row_ref, its twin):
+/* ops_avx512 — row kernels on AVX-512 whose plain-loop twins define their
+ * bits; the file is also compiled against SIMDe (-DDLM_SIMDE, names _emu)
+ * for tests/unit/emu_rms.c.
+ *
+ * kern_rms_bwd_row: one row of RMSNorm's input gradient, in double as the
+ * plain loop of ops.c (kern_rms_bwd_row_ref, its twin):
  *
  *   dot = Σ_c w·dy·x        8 partial sums (element c into sum c mod 8),
  *                           added ((s0+s1)+(s2+s3))+((s4+s5)+(s6+s7))
@@ -10,8 +14,12 @@
  * multiplies and adds (no FMA: the build has -ffp-contract=off), so the
  * bits are the twin's for every C. The scalar loops were a third of the
  * non-GEMM time of a Qwen2.5-0.5B step's backward norms (2 ns per element,
- * SSE2 doubles). The file is also compiled against SIMDe (-DDLM_SIMDE,
- * names _emu) for tests/unit/emu_rms.c. */
+ * SSE2 doubles).
+ *
+ * kern_drop_add: dst[i] += keep bit i ? src[i]·scale : 0 (dropout's
+ * backward added into a gradient), twin kern_drop_add_ref (dropout.c): the
+ * masked product is an exact +0 where dropped and is added as the twin
+ * adds it, so a −0 in dst becomes +0 in both. */
 #include "kern/simd_x86.h"
 
 #include "kern/kern_impl.h"
@@ -51,5 +59,17 @@ KT void RMS_FN(kern_rms_bwd_row)(float *dx, const float *w, const float *dy, con
         float f = (float)(r * w[c] * dy[c] - coef * x[c]);
         dx[c] = add ? dx[c] + f : f;
     }
+}
+
+KT void RMS_FN(kern_drop_add)(float *dst, const float *src, const uint8_t *keep, int64_t n, float scale)
+{
+    const __m512 sc = _mm512_set1_ps(scale);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __mmask16 k = (__mmask16)(keep[i >> 3] | (unsigned)keep[(i >> 3) + 1] << 8);
+        const __m512 t = _mm512_maskz_mul_ps(k, _mm512_loadu_ps(src + i), sc);
+        _mm512_storeu_ps(dst + i, _mm512_add_ps(_mm512_loadu_ps(dst + i), t));
+    }
+    for (; i < n; i++) dst[i] += (keep[i >> 3] >> (i & 7) & 1) ? src[i] * scale : 0.0f;
 }
 #endif
