@@ -92,7 +92,13 @@ make_base() { # make_base SHAPE STD → the base folder
     echo "$d"
 }
 
-write_doc() { # write_doc FILE BASE PRECISION: 30 sections, each longer than 512 tokens, so every row is full (the peer's rows are 512)
+# write_doc FILE BASE PRECISION: 30 sections, each longer than 512 tokens, so
+# every row is full (the peer's rows are 512). save_steps 1000: a run of
+# --max-steps N checkpoints every N/4 steps (every step here), and the
+# checkpoint written after a step (adapter + optimizer state, its sha256)
+# lands in the next step's step_s; a real run checkpoints a few times in
+# hundreds of steps, and the peer never does.
+write_doc() {
     $py - "$1" "$2" "$3" <<'PY'
 import random, sys
 path, base, prec = sys.argv[1:4]
@@ -101,7 +107,7 @@ words = ("the quick brown fox jumps over lazy dog model reads document learns fa
          "runs on cpu with weights kept in their stored type adapter is small").split()
 body = "\n\n".join(" ".join(random.choice(words) for _ in range(600)) + "." for _ in range(30))
 open(path, "w").write("---\ndlm_id: 01JD0000000000000000CMD016\ndlm_version: 15\nbase_model: %s\ntraining:\n"
-                      "  sequence_len: 512\n  micro_batch_size: 1\n  grad_accum: 1\n  lora_r: 8\n"
+                      "  sequence_len: 512\n  micro_batch_size: 1\n  grad_accum: 1\n  lora_r: 8\n  save_steps: 1000\n"
                       "  target_modules: [q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj]\n"
                       "  precision: %s\n  num_epochs: 1\n---\n# Bench\n\n%s\n" % (base, prec, body))
 PY
