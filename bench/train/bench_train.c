@@ -7,11 +7,13 @@
  *
  * usage: bench_train SHAPE [--seq T] [--batch B] [--rank R] [--steps N] [--warmup W]
  *        [--threads N] [--targets q,k,v,o,gate,up,down] [--recompute] [--dropout P]
- *        [--base f32|bf16] [--pause FIFO]
+ *        [--base f32|bf16] [--prec fp32|bf16] [--pause FIFO]
  * --base bf16 stores the frozen matrices in bf16, the type the published
  * SmolLM2 / Qwen2.5 checkpoints ship in (dlm trains on a base in its stored
  * type), written straight in bf16 (the f32 slab stays untouched, unmapped),
  * so peak RSS is what a bf16 checkpoint costs.
+ * --prec bf16 runs the GEMMs on the bf16 back end (kern_set_bf16), as
+ * `dlm train` with training.precision: bf16 does.
  * --pause FIFO writes "ready" to FIFO once the model is built and waits
  * for a line back before the first step (bench/train/perf.sh attaches perf
  * in between, so only the steps are sampled). */
@@ -36,6 +38,7 @@ static const shape SHAPES[] = {
     {"smollm2-135m", 30, 576, 1536, 9, 3, 49152, 100000.0f, 1e-5f, 1, 0},
     {"smollm2-360m", 32, 960, 2560, 15, 5, 49152, 100000.0f, 1e-5f, 1, 0},
     {"qwen2.5-0.5b", 24, 896, 4864, 14, 2, 151936, 1000000.0f, 1e-6f, 1, 1},
+    {"qwen2.5-1.5b", 28, 1536, 8960, 12, 2, 151936, 1000000.0f, 1e-6f, 1, 1},
     {"tiny", 2, 64, 160, 4, 2, 256, 10000.0f, 1e-5f, 1, 0},
 };
 
@@ -55,7 +58,7 @@ int main(int argc, char **argv)
     if (!sh) { fprintf(stderr, "unknown shape %s\n", argv[1]); return 2; }
     int T = 512, B = 1, R = 8, steps = 10, warm = 2, threads = 2, recompute = 0;
     float dropout = 0.0f;
-    int bf16 = 0;
+    int bf16 = 0, prec_bf16 = 0;
     unsigned targets = LM_ALL;
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
@@ -69,6 +72,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--dropout")) { dropout = (float)atof(v); i++; }
         else if (!strcmp(a, "--base")) { bf16 = !strcmp(v, "bf16"); i++; }
         else if (!strcmp(a, "--pause")) { pause_fifo = v; i++; }
+        else if (!strcmp(a, "--prec")) { prec_bf16 = !strcmp(v, "bf16"); i++; }
         else if (!strcmp(a, "--targets")) {
             targets = 0;
             char buf[128];
@@ -149,6 +153,7 @@ int main(int argc, char **argv)
         char line[16];
         if (fr) { if (!fgets(line, sizeof line, fr)) line[0] = 0; fclose(fr); }
     }
+    kern_set_bf16(prec_bf16);      /* training.precision: bf16 (the GEMMs of src/run/trainer.c) */
     double *dt = calloc((size_t)steps, sizeof(double));
     double loss = 0;
     for (int s = 0; s < warm + steps; s++) {

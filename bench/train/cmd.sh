@@ -30,6 +30,14 @@
 # bf16 kernels), else Debian's /usr/bin/python3 (torch 1.13). Every row
 # carries the CPU model and its AVX-512/AMX flags.
 #
+# CPU time per step (CMD_CPU=1, the default): the rows above are wall-clock
+# rates, and on a machine shared with other jobs they measure the load as
+# much as the code. So each side's own CPU time per timed step is measured
+# too: dlm's as the user+sys time of the run minus that of a 1-step run of
+# the same document (the difference is the timed steps), the peer's as its
+# own_cpu_frac (its process CPU over the timed window, /proc/stat) times
+# the CPUs times the window; rows "tokens per CPU-second" compare the two.
+#
 # Knobs: CMD_SHAPES ("smol135-l3 qwen05"), CMD_STDS ("0.02 0.3"),
 # CMD_STEPS (timed steps, default 4), CMD_AMPS (peer configurations,
 # "none bf16"; bf16 autocast without AVX512-BF16/AMX is emulated and slow),
@@ -45,6 +53,7 @@ stds=${CMD_STDS:-"0.02 0.3"}
 steps=${CMD_STEPS:-4}
 amps=${CMD_AMPS:-"none bf16"}
 precs=${CMD_PRECS:-"fp32 bf16"}
+cpu_on=${CMD_CPU:-1}
 thr=${BENCH_THREADS:-2}
 py=/usr/bin/python3
 DLM="$root/build/dlm"
@@ -83,7 +92,13 @@ make_base() { # make_base SHAPE STD → the base folder
     echo "$d"
 }
 
-write_doc() { # write_doc FILE BASE PRECISION: 30 sections, each longer than 512 tokens, so every row is full (the peer's rows are 512)
+# write_doc FILE BASE PRECISION: 30 sections, each longer than 512 tokens, so
+# every row is full (the peer's rows are 512). save_steps 1000: a run of
+# --max-steps N checkpoints every N/4 steps (every step here), and the
+# checkpoint written after a step (adapter + optimizer state, its sha256)
+# lands in the next step's step_s; a real run checkpoints a few times in
+# hundreds of steps, and the peer never does.
+write_doc() {
     $py - "$1" "$2" "$3" <<'PY'
 import random, sys
 path, base, prec = sys.argv[1:4]
@@ -92,7 +107,7 @@ words = ("the quick brown fox jumps over lazy dog model reads document learns fa
          "runs on cpu with weights kept in their stored type adapter is small").split()
 body = "\n\n".join(" ".join(random.choice(words) for _ in range(600)) + "." for _ in range(30))
 open(path, "w").write("---\ndlm_id: 01JD0000000000000000CMD016\ndlm_version: 15\nbase_model: %s\ntraining:\n"
-                      "  sequence_len: 512\n  micro_batch_size: 1\n  grad_accum: 1\n  lora_r: 8\n"
+                      "  sequence_len: 512\n  micro_batch_size: 1\n  grad_accum: 1\n  lora_r: 8\n  save_steps: 1000\n"
                       "  target_modules: [q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj]\n"
                       "  precision: %s\n  num_epochs: 1\n---\n# Bench\n\n%s\n" % (base, prec, body))
 PY
@@ -115,36 +130,60 @@ for s in $shapes; do
     case $s in smol135-l3) ps="smollm2-135m --vocab 128256" ;; qwen05) ps="qwen2.5-0.5b" ;; esac
     for std in $stds; do
         base=$(make_base "$s" "$std")
-        declare -A dt=()
+        declare -A dt=() cs=()
         for prec in $precs; do
             home="$tmp/home-$s-$std-$prec"
             rm -rf "$home"
             doc="$tmp/$s-$std-$prec.dlm"
             write_doc "$doc" "$base" "$prec"
             log "$s std $std: dlm train --max-steps $((steps + 1)), precision $prec"
-            DLM_HOME="$home" /usr/bin/time -f "%M" -o "$tmp/$s-$std.maxrss" "$DLM" train "$doc" \
+            DLM_HOME="$home" /usr/bin/time -f "%M %U %S" -o "$tmp/$s-$std.maxrss" "$DLM" train "$doc" \
                 --max-steps $((steps + 1)) --threads "$thr" > "$tmp/$s-$std.out" 2>&1 \
                 || { cat "$tmp/$s-$std.out" >&2; exit 1; }
             grep '^precision:' "$tmp/$s-$std.out" >&2 || true
             jl=$(ls "$home"/store/*/logs/train-*.jsonl | head -1)
             d=$(dlm_steps "$jl")
-            rss=$($py -c "print(round($(tail -1 "$tmp/$s-$std.maxrss") / 1024, 1))")
+            read -r m_rss m_u m_s < <(tail -1 "$tmp/$s-$std.maxrss")
+            rss=$($py -c "print(round($m_rss / 1024, 1))")
             dt[$prec]=$(jget "$d" best)
             log "$s std $std: dlm $prec $d, peak RSS $rss MB"
+            if [ "$cpu_on" = 1 ]; then   # the same document, 1 step: the difference is the timed steps
+                rm -rf "$home.1"
+                DLM_HOME="$home.1" /usr/bin/time -f "%U %S" -o "$tmp/$s-$std.cpu1" "$DLM" train "$doc" \
+                    --max-steps 1 --threads "$thr" > "$tmp/$s-$std.out1" 2>&1 \
+                    || { cat "$tmp/$s-$std.out1" >&2; exit 1; }
+                read -r o_u o_s < <(tail -1 "$tmp/$s-$std.cpu1")
+                cs[$prec]=$($py -c "print(round(($m_u + $m_s - $o_u - $o_s) / $steps, 3))")
+                log "$s std $std: dlm $prec CPU s per step ${cs[$prec]}"
+            fi
         done
         d=$($py -c "import sys; v=[float(x) for x in sys.argv[1:] if x not in ('', 'null')]; print('{\"best\": %s}' % (max(v) if v else 'null'))" "${dt[fp32]:-}" "${dt[bf16]:-}")
         [ -n "${dt[fp32]:-}" ] && [ -n "${dt[bf16]:-}" ] &&
             emit "dlm train $s std $std tok/s: bf16 ($bf16be) vs fp32" "${dt[bf16]}" "${dt[fp32]}" "tok/s" 1.0 ratio "dlm fp32"
         tok[$s-$std]=$(jget "$d" best)
-        pbest=0; prss=
+        pbest=0; prss=; declare -A pcs=()
         for amp in $amps; do
             log "$s std $std: PyTorch $tv peer, amp $amp"
             # shellcheck disable=SC2086
-            p=$(OMP_WAIT_POLICY=PASSIVE "$ppy" "$here/peer_qwen.py" --mode train --shape $ps --seq 512 --batch 1 \
+            OMP_WAIT_POLICY=PASSIVE "$ppy" "$here/peer_qwen.py" --mode train --shape $ps --seq 512 --batch 1 \
                 --rank 8 --steps "$steps" --warmup 1 --threads "$thr" --init-std 0.02 --attn-std "$std" \
-                --amp "$amp" | sed -n 's/^RESULT //p')
+                --amp "$amp" > "$tmp/$s-$std.peer" 2>&1 || { cat "$tmp/$s-$std.peer" >&2; exit 1; }
+            p=$(sed -n 's/^RESULT //p' "$tmp/$s-$std.peer")
             pt=$(jget "$p" tok_s_max); pr=$(jget "$p" peak_rss_mb)
             log "$s std $std: peer amp $amp ${pt} tok/s, peak RSS ${pr} MB"
+            if [ "$cpu_on" = 1 ]; then   # own CPU over the timed window (its step lines after the warm-up)
+                pc=$($py - "$tmp/$s-$std.peer" "$(nproc)" <<'PY'
+import json, re, sys
+out = open(sys.argv[1]).read().splitlines()
+r = json.loads([l for l in out if l.startswith("RESULT ")][-1][7:])
+t = [float(m.group(2)) for m in (re.match(r"step (\d+) loss \S+ time ([0-9.]+)s", l) for l in out) if m]
+t = t[1:]   # the first step is the warm-up (--warmup 1)
+print(round(r["own_cpu_frac"] * int(sys.argv[2]) * sum(t) / len(t), 3) if t else "null")
+PY
+)
+                log "$s std $std: peer amp $amp CPU s per step $pc"
+                pcs[$amp]=$pc
+            fi
             for prec in $precs; do
                 [ -n "${dt[$prec]:-}" ] || continue
                 [ "$amp" = none ] && emit "dlm $prec train $s std $std tok/s" "${dt[$prec]}" "$pt" "tok/s" 1.0 ratio "PyTorch $tv fp32"
@@ -155,6 +194,14 @@ for s in $shapes; do
         done
         emit "dlm train $s std $std tok/s (best precision), peer's best" "$(jget "$d" best)" "$pbest" "tok/s" 2.0 ratio "PyTorch $tv best"
         emit "dlm train $s std $std peak RSS" "$rss" "$prss" "MB" 0.25 inv "PyTorch fp32"
+        if [ "$cpu_on" = 1 ]; then   # tokens per CPU-second, each side's best precision
+            tc=$($py -c "import sys; v=[512/float(x) for x in sys.argv[1:] if x not in ('', 'null')]; print(max(v) if v else 'null')" \
+                "${cs[fp32]:-}" "${cs[bf16]:-}")
+            pc=$($py -c "import sys; v=[512/float(x) for x in sys.argv[1:] if x not in ('', 'null')]; print(max(v) if v else 'null')" \
+                "${pcs[none]:-}" "${pcs[bf16]:-}")
+            emit "dlm train $s std $std tokens per CPU-second (best precision), peer's best" "$tc" "$pc" \
+                "tok/CPU-s" 2.0 ratio "PyTorch $tv best"
+        fi
     done
     if [ -n "${tok[$s-0.3]:-}" ] && [ -n "${tok[$s-0.02]:-}" ]; then
         emit "dlm train $s: std 0.3 vs std 0.02 tok/s" "${tok[$s-0.3]}" "${tok[$s-0.02]}" "tok/s" 0.9 ratio "dlm std 0.02"

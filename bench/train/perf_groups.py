@@ -5,13 +5,13 @@ import re
 import sys
 
 GROUPS = [
-    ("GEMM micro-kernel (gemm_block)", r"gemm_block"),
-    ("GEMM packing + dequantizing tiles", r"pack_|dequant|kq_"),
+    ("GEMM micro-kernel (gemm_block, gemm_bf16_block)", r"gemm_block|gemm_bf16_block|gemm_amx_block"),
+    ("GEMM packing + dequantizing tiles (bf16 pairs/zip)", r"pack_|dequant|kq_|bf16_pairs|bf16_zip"),
     ("attention fwd/bwd", r"attn_"),
     ("LM head softmax / cross-entropy", r"softmax_tile|xent|head"),
     ("LoRA narrow products", r"narrow"),
     ("RMSNorm / RoPE / SwiGLU / residual", r"rms_|rope|swiglu|dsum|vexp|add_rows"),
-    ("dropout, AdamW, clipping", r"adamw|dropout|philox|clip"),
+    ("dropout, AdamW, clipping", r"adamw|dropout|philox|clip|mask_avx|mask_scalar|apply_avx|apply_scalar|drop_add"),
     ("kernel (page faults, scheduler)", r"^\[k\]"),
 ]
 

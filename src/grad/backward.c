@@ -99,8 +99,8 @@ static void lin_bwd(decoder *d, const dec_pass *p, layer_acts *A, int layer, int
         PROF("bwd.lora_dx", kern_sgemm(0, 0, N, I, r, 1.0f, d->dU, r, Aw, I, 1.0f, dx, I));  /* dx += dU·A */
     } else {
         kern_sgemm(0, 0, N, I, r, 1.0f, d->dU, r, Aw, I, 0.0f, d->tmpI, I);
-        PROF("bwd.dropout", dec_dropout_apply(d->tmpI, d->tmpI, (int64_t)N * I, l->cfg.dropout, A->keep[m]));
-        for (int64_t i = 0; i < (int64_t)N * I; i++) dx[i] += d->tmpI[i];
+        /* dx += dropout(dU·A), the mask applied and added in one pass */
+        PROF("bwd.dropout", kern_dropout_add(dx, d->tmpI, A->keep[m], (int64_t)N * I, 1.0f / (1.0f - l->cfg.dropout)));
     }
 }
 

@@ -69,12 +69,56 @@ static inline A512 void mulhilo16(__m512i a, __m512i m, __m512i *hi, __m512i *lo
     *lo = _mm512_mask_blend_epi32(0xAAAA, pe, _mm512_slli_epi64(po, 32));
 }
 
+/* counters i .. i+15: (c2, c3) = the 64-bit index, lane by lane */
+static inline A512 void index16(int64_t i, __m512i lane, __m512i *c2, __m512i *c3)
+{
+    *c2 = _mm512_add_epi32(_mm512_set1_epi32((int)(uint32_t)i), lane);
+    /* index hi: +1 in the lanes whose low word wrapped */
+    __mmask16 wrap = _mm512_cmplt_epu32_mask(*c2, _mm512_set1_epi32((int)(uint32_t)i));
+    const __m512i hi = _mm512_set1_epi32((int)(uint32_t)((uint64_t)i >> 32));
+    *c3 = _mm512_mask_add_epi32(hi, wrap, hi, _mm512_set1_epi32(1));
+}
+
+#define DROP_W 4    /* 16-lane Philox blocks in flight: one block's rounds are a serial chain */
+
 static A512 void mask_avx512(const drop_job *j, int64_t b, int64_t e)
 {
     const __m512i m0 = _mm512_set1_epi32((int)PHILOX_M0), m1 = _mm512_set1_epi32((int)PHILOX_M1);
     const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     const __m512i thr = _mm512_set1_epi32((int)j->thr);
     int64_t i = b;
+    /* DROP_W blocks at a time, each the same rounds as the single-block
+     * loop below (interleaved for the multiplier's latency): same bits */
+    for (; i + 16 * DROP_W <= e; i += 16 * DROP_W) {
+        __m512i c0[DROP_W], c1[DROP_W], c2[DROP_W], c3[DROP_W];
+#pragma GCC unroll 4
+        for (int w = 0; w < DROP_W; w++) {
+            c0[w] = _mm512_set1_epi32((int)j->c0);
+            c1[w] = _mm512_set1_epi32((int)j->c1);
+            index16(i + 16 * w, lane, &c2[w], &c3[w]);
+        }
+        uint32_t k0 = j->k0, k1 = j->k1;
+        for (int r = 0; r < 10; r++) {
+            const __m512i vk0 = _mm512_set1_epi32((int)k0), vk1 = _mm512_set1_epi32((int)k1);
+#pragma GCC unroll 4
+            for (int w = 0; w < DROP_W; w++) {
+                __m512i hi0, lo0, hi1, lo1;
+                mulhilo16(c0[w], m0, &hi0, &lo0);
+                mulhilo16(c2[w], m1, &hi1, &lo1);
+                c0[w] = _mm512_xor_si512(_mm512_xor_si512(hi1, c1[w]), vk0);
+                c2[w] = _mm512_xor_si512(_mm512_xor_si512(hi0, c3[w]), vk1);
+                c1[w] = lo1;
+                c3[w] = lo0;
+            }
+            k0 += PHILOX_W0;
+            k1 += PHILOX_W1;
+        }
+#pragma GCC unroll 4
+        for (int w = 0; w < DROP_W; w++) {
+            __mmask16 keep = _mm512_cmpge_epu32_mask(_mm512_srli_epi32(c0[w], 8), thr);
+            memcpy(j->keep + ((i + 16 * w) >> 3), &keep, 2);
+        }
+    }
     for (; i + 16 <= e; i += 16) {
         __m512i c0 = _mm512_set1_epi32((int)j->c0), c1 = _mm512_set1_epi32((int)j->c1);
         __m512i c2 = _mm512_add_epi32(_mm512_set1_epi32((int)(uint32_t)i), lane);
@@ -219,4 +263,35 @@ void kern_dropout_apply(float *dst, const float *src, const uint8_t *keep, int64
     drop_job j = {.dst = dst, .src = src, .mask = keep, .n = n, .scale = scale};
     if (n < 16384) apply_range(&j, 0, n);
     else kern_parallel_for(n, apply_range, &j);
+}
+
+/* dst += keep ? src·scale : 0, the plain loop: twin of kern_drop_add_avx512
+ * (ops_avx512.c). The dropped term is +0 and still added (−0 + 0 = +0), so
+ * this is exactly kern_dropout_apply into a buffer, then dst[i] += it. */
+void kern_drop_add_ref(float *dst, const float *src, const uint8_t *keep, int64_t n, float scale)
+{
+    for (int64_t i = 0; i < n; i++) dst[i] += (keep[i >> 3] >> (i & 7) & 1) ? src[i] * scale : 0.0f;
+}
+
+/* blocks of 16 elements [b, e) (whole mask bytes) */
+static void add_range(void *ctx, int64_t b, int64_t e)
+{
+    const drop_job *j = ctx;
+    int64_t lo = b * 16, hi = e * 16 < j->n ? e * 16 : j->n;
+#if defined(__x86_64__)
+    if (cpu_level() == CPU_AVX512) {
+        kern_drop_add_avx512(j->dst + lo, j->src + lo, j->mask + lo / 8, hi - lo, j->scale);
+        return;
+    }
+#endif
+    kern_drop_add_ref(j->dst + lo, j->src + lo, j->mask + lo / 8, hi - lo, j->scale);
+}
+
+void kern_dropout_add(float *dst, const float *src, const uint8_t *keep, int64_t n, float scale)
+{
+    if (n <= 0) return;
+    drop_job j = {.dst = dst, .src = src, .mask = keep, .n = n, .scale = scale};
+    int64_t blocks = (n + 15) / 16;
+    if (n < 16384) add_range(&j, 0, blocks);
+    else kern_parallel_for(blocks, add_range, &j);
 }

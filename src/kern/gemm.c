@@ -235,6 +235,30 @@ static int swap_operands(const gemm_prob *p, int nr, gemm_prob *q)
     return 1;
 }
 
+/* Column unit width (a multiple of ng, at most maxs·ng) for nt threads.
+ * The units are taken dynamically, so a thread that ends up with one unit
+ * more than another sets the job's length: 896 columns in 7 units of 128
+ * left one of two threads idle for an eighth of Qwen2.5-0.5B's N = 896
+ * products (down, and the input gradients of gate and up, the longest K).
+ * Picked: the least critical path (units per thread, rounded up, times the
+ * unit's strips), then the widest unit that still leaves 3 units per
+ * thread (a descheduled thread's share can be taken over). Units are
+ * independent tiles of the same arithmetic: no bit depends on the width. */
+static int64_t unit_width(int64_t N, int64_t ng, int64_t maxs, int nt)
+{
+    const int64_t strips = ceil_div(N, ng), want = imin(3 * (int64_t)nt, strips);
+    int64_t best = 1, best_cp = -1, best_ok = 0;
+    for (int64_t per = 1; per <= maxs && per <= strips; per++) {
+        int64_t units = ceil_div(strips, per), cp = ceil_div(units, nt) * per, ok = units >= want;
+        if (best_cp < 0 || cp < best_cp || (cp == best_cp && (ok || !best_ok))) {
+            best = per;
+            best_cp = cp;
+            best_ok = ok;
+        }
+    }
+    return best * ng;
+}
+
 void gemm_run(const gemm_prob *p)
 {
     if (p->M <= 0 || p->N <= 0) return;
@@ -256,10 +280,7 @@ void gemm_run(const gemm_prob *p)
     }
     int64_t nw = GEMM_NC / ng * ng;
     if (nw < ng) nw = ng;
-    if (nt > 1) {
-        int64_t want = ceil_div(ceil_div(p->N, 4 * nt), ng) * ng;
-        if (want < nw) nw = want;
-    }
+    if (nt > 1) nw = unit_width(p->N, ng, nw / ng, nt);
     gjob j = {.p = p, .isa = isa, .nw = nw, .ncu = ceil_div(p->N, nw)};
     /* packed A: the shared buffer, or (nested inside a parallel job, or no
      * memory) this thread's scratch after the B panel */

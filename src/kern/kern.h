@@ -292,6 +292,9 @@ double kern_head_xent(float *dx, float *nll, const float *x, const wmat *W, cons
  * dst[i] = keep bit i ? src[i]·scale : 0 (dst may alias src). */
 void kern_dropout_mask(uint8_t *keep, int64_t n, float p, uint64_t seed, uint32_t purpose, uint64_t step);
 void kern_dropout_apply(float *dst, const float *src, const uint8_t *keep, int64_t n, float scale);
+/* dst[i] += keep bit i ? src[i]·scale : 0: the same bits as kern_dropout_apply
+ * into a buffer and then dst[i] += it, in one pass (dropout's backward). */
+void kern_dropout_add(float *dst, const float *src, const uint8_t *keep, int64_t n, float scale);
 
 /* ---- optimizer --------------------------------------------------------------
  * torch.optim.AdamW on n params, step t >= 1:

@@ -417,6 +417,15 @@ void kern_rmsnorm_fwd_ref(float *y, float *rstd, const float *x, const float *w,
 void kern_rmsnorm_bwd_ref(float *dx, float *dw, const float *dy, const float *x,
                           const float *w, const float *rstd, int64_t N, int C);
 void kern_swiglu_fwd_ref(float *h, const float *g, const float *u, int64_t n);
+/* One row of RMSNorm's input gradient, dx (+)= (float)(r·w·dy − r³/C·Σ(w·dy·x)·x)
+ * in double: the plain loops of ops.c and the AVX-512 twin (ops_avx512.c),
+ * same bits. */
+void kern_rms_bwd_row_ref(float *dx, const float *w, const float *dy, const float *x, double r, int C, int add);
+void kern_rms_bwd_row_avx512(float *dx, const float *w, const float *dy, const float *x, double r, int C, int add);
+/* dst[i] += keep bit i ? src[i]·scale : 0: the plain loop (dropout.c) and
+ * its AVX-512 twin (ops_avx512.c), same bits. */
+void kern_drop_add_ref(float *dst, const float *src, const uint8_t *keep, int64_t n, float scale);
+void kern_drop_add_avx512(float *dst, const float *src, const uint8_t *keep, int64_t n, float scale);
 void kern_swiglu_bwd_ref(float *dg, float *du, const float *dh, const float *g,
                          const float *u, int64_t n);
 void kern_attn_fwd_ref(float *out, float *lse, const float *q, const float *k, const float *v,

@@ -90,15 +90,34 @@ static void bwd_row(float *restrict dx, const float *restrict w, const float *re
         for (int c = 0; c < C; c++) dx[c] = (float)(r * w[c] * dy[c] - coef * x[c]);
 }
 
+/* One row of the input gradient: the plain loops, twin of
+ * kern_rms_bwd_row_avx512 (ops_avx512.c), which gives the same bits. */
+void kern_rms_bwd_row_ref(float *dx, const float *w, const float *dy, const float *x, double r, int C, int add)
+{
+    double dot = dsum(w, dy, x, C);
+    double coef = r * r * r * dot / C;
+    bwd_row(dx, w, dy, x, r, coef, C, add);
+}
+
 static void rms_bwd_rows(void *ctx, int64_t n0, int64_t n1)
 {
     const rms_job *j = ctx;
     const int C = j->C;
+#if defined(__x86_64__)
+    const int v = cpu_level() >= CPU_AVX512;
+#else
+    const int v = 0;
+#endif
     for (int64_t n = n0; n < n1; n++) {
         const float *x = j->x + n * C, *dy = j->dy + n * C;
-        double r = j->rs[n], dot = dsum(j->w, dy, x, C);
-        double coef = r * r * r * dot / C;
-        bwd_row(j->dx + n * C, j->w, dy, x, r, coef, C, j->add);
+#if defined(__x86_64__)
+        if (v) {
+            kern_rms_bwd_row_avx512(j->dx + n * C, j->w, dy, x, j->rs[n], C, j->add);
+            continue;
+        }
+#endif
+        (void)v;
+        kern_rms_bwd_row_ref(j->dx + n * C, j->w, dy, x, j->rs[n], C, j->add);
     }
 }
 

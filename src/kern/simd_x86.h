@@ -17,7 +17,8 @@
  * bf16_model.h's VDPBF16PS lane), so an emulated kernel gives the bits the
  * hardware gives. Intrinsics SIMDe 0.7.4 lacks (__mmask16,
  * _mm512_maskz_loadu_ps, _mm512_mask_storeu_ps, _mm512_cmpgt_epu32_mask,
- * _mm512_cvtepi32_epi16, _mm512_cvtepu16_epi32) are supplied the same way.
+ * _mm512_cvtepi32_epi16, _mm512_cvtepu16_epi32, _mm512_cvtps_pd,
+ * _mm512_cvtpd_ps) are supplied the same way.
  * Kernels call kx_dpbf16_ps (integer-vector operands: the
  * __m512bh type differs between compilers and SIMDe) and the usual names
  * for the rest. Add a replacement here whenever a kernel starts to use an
@@ -115,6 +116,27 @@ static inline __m512i kx_cvtepu16_epi32(__m256i a)
     for (int i = 0; i < 16; i++) y[i] = x[i];
     return _mm512_loadu_si512(y);
 }
+/* f32 ↔ f64, 8 lanes (ops_avx512.c): C conversions, exact / round to nearest */
+static inline __m512d kx_cvtps_pd(__m256 a)
+{
+    float x[8];
+    double y[8];
+    _mm256_storeu_ps(x, a);
+    for (int i = 0; i < 8; i++) y[i] = x[i];
+    return _mm512_loadu_pd(y);
+}
+static inline __m256 kx_cvtpd_ps(__m512d a)
+{
+    double x[8];
+    float y[8];
+    _mm512_storeu_pd(x, a);
+    for (int i = 0; i < 8; i++) y[i] = (float)x[i];
+    return _mm256_loadu_ps(y);
+}
+#undef _mm512_cvtps_pd
+#undef _mm512_cvtpd_ps
+#define _mm512_cvtps_pd(a) kx_cvtps_pd(a)
+#define _mm512_cvtpd_ps(a) kx_cvtpd_ps(a)
 #undef _mm512_cmpgt_epu32_mask
 #undef _mm512_cvtepi32_epi16
 #undef _mm512_cvtepu16_epi32

@@ -14,11 +14,11 @@
 
 static void test_mask(void)
 {
-    const int64_t sizes[] = {1, 7, 8, 15, 16, 17, 33, 1000, 70001};
+    const int64_t sizes[] = {1, 7, 8, 15, 16, 17, 33, 64, 129, 1000, 70001};   /* 64: the 4-block loop */
     const float ps[] = {0.0f, 1e-7f, 0.05f, 0.5f, 1.0f};
     const uint64_t seeds[] = {0, 42, 0xFFFFFFFFFFFFull};
     const uint64_t steps[] = {0, 12345, 0x100000007ull};
-    for (int si = 0; si < 9; si++)
+    for (int si = 0; si < 11; si++)
         for (int pi = 0; pi < 5; pi++)
             for (int ki = 0; ki < 3; ki++) {
                 int64_t n = sizes[si];
@@ -59,6 +59,34 @@ static void test_apply(void)
     free(x); free(y); free(z);
 }
 
+/* kern_dropout_add against kern_dropout_apply into a buffer and a plain
+ * add (the backward's old two passes), bit for bit, signed zeros included;
+ * lengths off the 16-element blocks; 1 and 2 threads */
+static void test_add(void)
+{
+    trng r = {8};
+    const int64_t ns[] = {1, 15, 16, 17, 100, 40001};
+    for (int t = 1; t <= 2; t++) {
+        kern_init(t);
+        for (int k = 0; k < 6; k++) {
+            int64_t n = ns[k];
+            float *x = xmalloc(n * 4), *d0 = xmalloc(n * 4), *d1 = xmalloc(n * 4), *tmp = xmalloc(n * 4);
+            uint8_t *keep = xmalloc((size_t)(n + 7) / 8);
+            fill_rand(&r, x, n, 1.f);
+            fill_rand(&r, d0, n, 1.f);
+            for (int64_t i = 0; i < n; i += 7) d0[i] = -0.0f;
+            memcpy(d1, d0, n * 4);
+            kern_dropout_mask(keep, n, 0.2f, 5, RNG_DROPOUT, 11);
+            kern_dropout_apply(tmp, x, keep, n, 1.25f);
+            for (int64_t i = 0; i < n; i++) d0[i] += tmp[i];
+            kern_dropout_add(d1, x, keep, n, 1.25f);
+            CHECK_MSG(!memcmp(d0, d1, n * 4), "dropout_add n=%lld threads=%d", (long long)n, t);
+            free(x); free(d0); free(d1); free(tmp); free(keep);
+        }
+    }
+    kern_init(2);
+}
+
 static void test_threads(void)
 {
     const int64_t n = 300001;
@@ -84,6 +112,7 @@ int main(int argc, char **argv)
     kern_init(2);
     test_mask();
     test_apply();
+    test_add();
     test_threads();
     kern_shutdown();
     int rc = check_done();
