@@ -161,8 +161,8 @@ static float half_at(const uint8_t *p)
  * the others their unsigned q) and its scales, each written at
  * [index·stride]: d per block; d2 = dmin (K types) or m (Q4_1/Q5_1); sc
  * per sub-block (32 elements; 16 for Q6_K); mn per 32 (K types). */
-QMM_VECTORIZE static void unpack_row(dtype t, const uint8_t *b, int64_t K, uint8_t *u, float *d, float *d2, int32_t *sc,
-                       int32_t *mn, int64_t stride)
+QMM_VECTORIZE void qmm_unpack_row_ref(dtype t, const uint8_t *b, int64_t K, uint8_t *u, float *d, float *d2,
+                                      int32_t *sc, int32_t *mn, int64_t stride)
 {
     const int64_t nb = K / blk_elems(t);
     for (int64_t i = 0; i < nb; i++) {
@@ -257,6 +257,11 @@ QMM_VECTORIZE void qmm_panel_build(qmm_panel *p, void *buf, const wmat *W, int64
     p->mn2 = (int32_t *)c; c += up64(TW * (k / 64) * 4);
     uint8_t *u = (uint8_t *)c;
     const int64_t nsub = t == DT_Q6_K ? K / 16 : K / 32;
+#if defined(__x86_64__)
+    const int fast = cpu_level() >= CPU_AVX512;      /* qmm_unpack_row_512 needs F/BW/VL only */
+#else
+    const int fast = 0;
+#endif
     for (int r = 0; r < TW; r++) {
         if (o0 + r >= W->rows) {            /* past the last row: zeros, never stored */
             memset(u, 0, k);
@@ -265,7 +270,8 @@ QMM_VECTORIZE void qmm_panel_build(qmm_panel *p, void *buf, const wmat *W, int64
             for (int64_t i = 0; i < K / 32; i++) p->mn[i * TW + r] = 0;
         } else {
             const uint8_t *src = (const uint8_t *)W->data + (size_t)(o0 + r) * W->row_bytes;
-            unpack_row(t, src, K, u, p->d + r, p->d2 + r, p->sc + r, p->mn + r, TW);
+            if (!fast || !qmm_unpack_row_512(t, src, K, u, p->d + r, p->d2 + r, p->sc + r, p->mn + r, TW))
+                qmm_unpack_row_ref(t, src, K, u, p->d + r, p->d2 + r, p->sc + r, p->mn + r, TW);
         }
         for (int64_t i = 0; i < K / 64; i++)    /* the mins in int16 pairs (6 bits each) */
             p->mn2[i * TW + r] = (int32_t)((uint32_t)p->mn[2 * i * TW + r] | (uint32_t)p->mn[(2 * i + 1) * TW + r] << 16);
@@ -349,7 +355,7 @@ int kern_matmul_int8_ref(float *y, const float *x, const wmat *W, const float *b
         qmm_x_init(&q, al, t, N, K);
         for (int64_t n = 0; n < N; n++) qmm_x_round(&q, n, x + n * K);
         for (int64_t o = 0; o < O; o++) {
-            unpack_row(t, (const uint8_t *)W->data + (size_t)o * W->row_bytes, K, u, d, d2, sc, mn, 1);
+            qmm_unpack_row_ref(t, (const uint8_t *)W->data + (size_t)o * W->row_bytes, K, u, d, d2, sc, mn, 1);
             for (int64_t n = 0; n < N; n++)
                 store_out(y + n * O + o, out_ref(t, u, d, d2, sc, mn, 1, &q, n), bias, o, accumulate);
         }

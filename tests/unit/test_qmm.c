@@ -24,6 +24,7 @@
 #include "kern/kern_impl.h"
 #include "export/quant_mix.h"
 #include "kern/amx_model.h"
+#include "qmm_unpack_check.h"
 
 static const dtype TYPES[] = {DT_Q8_0, DT_Q4_0, DT_Q5_0, DT_Q4_1, DT_Q5_1, DT_Q4_K, DT_Q5_K, DT_Q6_K};
 #define NTYPES 8
@@ -270,6 +271,10 @@ int main(int argc, char **argv)
     if (argc == 8 && !strcmp(argv[1], "--tool")) return tool(argv + 2);
     test_panel_bits();
     test_round_fast();
+    if (cpu_level() >= CPU_AVX512) {
+        trng r = {71};
+        printf("qmm: %d rows unpacked bitwise by qmm_unpack_row_512\n", qmm_check_unpack(qmm_unpack_row_512, &r));
+    }
     test_matmul();
     int rc = check_done();
     return rerun_lower_levels(argv[0]) ? 1 : rc;
