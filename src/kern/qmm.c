@@ -462,8 +462,17 @@ static void qmm_range(void *ctx, int64_t t0, int64_t t1)
         const int64_t o0 = t * TW;
         const int w = O - o0 < TW ? (int)(O - o0) : TW;
         qmm_panel_build(&p, scr + QMM_X_REGION, j->W, o0);
+        /* the next panel's weight rows (contiguous) asked for from memory
+         * while this one runs, spread over its passes: every weight is read
+         * once per call, and unpacking waited on those reads */
+        const char *nxt = t + 1 < t1 ? (const char *)j->W->data + (size_t)(o0 + TW) * j->W->row_bytes : NULL;
+        const int64_t nr = O - o0 - TW < TW ? O - o0 - TW : TW;
+        const size_t nbytes = nxt ? (size_t)nr * j->W->row_bytes : 0, passes = (size_t)(j->x->N + QMM_R_MAX - 1) / QMM_R_MAX;
+        const size_t step = (nbytes / passes + 64) & ~(size_t)63;
+        size_t pf = 0;
         for (int64_t n = 0; n < j->x->N; n += QMM_R_MAX) {
             int R = j->x->N - n < QMM_R_MAX ? (int)(j->x->N - n) : QMM_R_MAX;
+            for (size_t e = pf + step; pf < e && pf < nbytes; pf += 64) __builtin_prefetch(nxt + pf, 0, 2);
             qmm_panel_run(j->isa, &p, j->x, n, R, out);
             for (int i = 0; i < R; i++)
                 store_strip(j->y + (j->n_off + n + i) * O + o0, out + i * TW, j->bias ? j->bias + o0 : NULL, w,
