@@ -376,6 +376,13 @@ void qmm_x_round(qmm_x *q, int64_t n, const float *x);                  /* row n
 void qmm_x_round_fast(qmm_x *q, int64_t n, const float *x);
 void qmm_round_q8_0_512(const float *xb, int8_t *qs, float *d, int *s, float *sx);
 void qmm_round_q8_K_512(const float *xb, int8_t *qs, float *d, int32_t *bsum16);
+/* One weight row's unsigned bytes in element order and its scales at
+ * [i·stride] (qmm.c); the AVX-512 BW/VL twin (qmm_vnni.c) gives the same
+ * bytes and returns 0 for the types it leaves to the plain loop. */
+void qmm_unpack_row_ref(dtype t, const uint8_t *b, int64_t K, uint8_t *u, float *d, float *d2, int32_t *sc,
+                        int32_t *mn, int64_t stride);
+int qmm_unpack_row_512(dtype t, const uint8_t *b, int64_t K, uint8_t *u, float *d, float *d2, int32_t *sc,
+                       int32_t *mn, int64_t stride);
 size_t qmm_panel_bytes(int64_t K);
 void qmm_panel_build(qmm_panel *p, void *buf, const wmat *W, int64_t o0);
 /* out[R][32] for rows n0.. of x against the panel: the back end isa

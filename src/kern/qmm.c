@@ -161,8 +161,8 @@ static float half_at(const uint8_t *p)
  * the others their unsigned q) and its scales, each written at
  * [index·stride]: d per block; d2 = dmin (K types) or m (Q4_1/Q5_1); sc
  * per sub-block (32 elements; 16 for Q6_K); mn per 32 (K types). */
-QMM_VECTORIZE static void unpack_row(dtype t, const uint8_t *b, int64_t K, uint8_t *u, float *d, float *d2, int32_t *sc,
-                       int32_t *mn, int64_t stride)
+QMM_VECTORIZE void qmm_unpack_row_ref(dtype t, const uint8_t *b, int64_t K, uint8_t *u, float *d, float *d2,
+                                      int32_t *sc, int32_t *mn, int64_t stride)
 {
     const int64_t nb = K / blk_elems(t);
     for (int64_t i = 0; i < nb; i++) {
@@ -257,6 +257,11 @@ QMM_VECTORIZE void qmm_panel_build(qmm_panel *p, void *buf, const wmat *W, int64
     p->mn2 = (int32_t *)c; c += up64(TW * (k / 64) * 4);
     uint8_t *u = (uint8_t *)c;
     const int64_t nsub = t == DT_Q6_K ? K / 16 : K / 32;
+#if defined(__x86_64__)
+    const int fast = cpu_level() >= CPU_AVX512;      /* qmm_unpack_row_512 needs F/BW/VL only */
+#else
+    const int fast = 0;
+#endif
     for (int r = 0; r < TW; r++) {
         if (o0 + r >= W->rows) {            /* past the last row: zeros, never stored */
             memset(u, 0, k);
@@ -265,7 +270,8 @@ QMM_VECTORIZE void qmm_panel_build(qmm_panel *p, void *buf, const wmat *W, int64
             for (int64_t i = 0; i < K / 32; i++) p->mn[i * TW + r] = 0;
         } else {
             const uint8_t *src = (const uint8_t *)W->data + (size_t)(o0 + r) * W->row_bytes;
-            unpack_row(t, src, K, u, p->d + r, p->d2 + r, p->sc + r, p->mn + r, TW);
+            if (!fast || !qmm_unpack_row_512(t, src, K, u, p->d + r, p->d2 + r, p->sc + r, p->mn + r, TW))
+                qmm_unpack_row_ref(t, src, K, u, p->d + r, p->d2 + r, p->sc + r, p->mn + r, TW);
         }
         for (int64_t i = 0; i < K / 64; i++)    /* the mins in int16 pairs (6 bits each) */
             p->mn2[i * TW + r] = (int32_t)((uint32_t)p->mn[2 * i * TW + r] | (uint32_t)p->mn[(2 * i + 1) * TW + r] << 16);
@@ -349,7 +355,7 @@ int kern_matmul_int8_ref(float *y, const float *x, const wmat *W, const float *b
         qmm_x_init(&q, al, t, N, K);
         for (int64_t n = 0; n < N; n++) qmm_x_round(&q, n, x + n * K);
         for (int64_t o = 0; o < O; o++) {
-            unpack_row(t, (const uint8_t *)W->data + (size_t)o * W->row_bytes, K, u, d, d2, sc, mn, 1);
+            qmm_unpack_row_ref(t, (const uint8_t *)W->data + (size_t)o * W->row_bytes, K, u, d, d2, sc, mn, 1);
             for (int64_t n = 0; n < N; n++)
                 store_out(y + n * O + o, out_ref(t, u, d, d2, sc, mn, 1, &q, n), bias, o, accumulate);
         }
@@ -429,6 +435,22 @@ typedef struct qmm_job {
     int accumulate, isa;
 } qmm_job;
 
+/* A strip of n outputs of one row of y: store_out's operations per
+ * element (no element depends on another, so the vector form GCC makes
+ * of these loops gives the same bits as the scalar one). */
+QMM_VECTORIZE static void store_strip(float *restrict yr, const float *restrict v, const float *restrict bias, int n,
+                                      int accumulate)
+{
+    if (accumulate && bias)
+        for (int r = 0; r < n; r++) yr[r] = (yr[r] + bias[r]) + v[r];
+    else if (accumulate)
+        for (int r = 0; r < n; r++) yr[r] = yr[r] + v[r];
+    else if (bias)
+        for (int r = 0; r < n; r++) yr[r] = (0.f + bias[r]) + v[r];
+    else
+        for (int r = 0; r < n; r++) yr[r] = 0.f + v[r];
+}
+
 static void qmm_range(void *ctx, int64_t t0, int64_t t1)
 {
     const qmm_job *j = ctx;
@@ -438,16 +460,67 @@ static void qmm_range(void *ctx, int64_t t0, int64_t t1)
     float out[QMM_R_MAX * TW];
     for (int64_t t = t0; t < t1; t++) {
         const int64_t o0 = t * TW;
+        const int w = O - o0 < TW ? (int)(O - o0) : TW;
         qmm_panel_build(&p, scr + QMM_X_REGION, j->W, o0);
+        /* the next panel's weight rows (contiguous) asked for from memory
+         * while this one runs, spread over its passes: every weight is read
+         * once per call, and unpacking waited on those reads */
+        const char *nxt = t + 1 < t1 ? (const char *)j->W->data + (size_t)(o0 + TW) * j->W->row_bytes : NULL;
+        const int64_t nr = O - o0 - TW < TW ? O - o0 - TW : TW;
+        const size_t nbytes = nxt ? (size_t)nr * j->W->row_bytes : 0, passes = (size_t)(j->x->N + QMM_R_MAX - 1) / QMM_R_MAX;
+        const size_t step = (nbytes / passes + 64) & ~(size_t)63;
+        size_t pf = 0;
         for (int64_t n = 0; n < j->x->N; n += QMM_R_MAX) {
             int R = j->x->N - n < QMM_R_MAX ? (int)(j->x->N - n) : QMM_R_MAX;
+            for (size_t e = pf + step; pf < e && pf < nbytes; pf += 64) __builtin_prefetch(nxt + pf, 0, 2);
             qmm_panel_run(j->isa, &p, j->x, n, R, out);
-            for (int i = 0; i < R; i++) {
-                float *yr = j->y + (j->n_off + n + i) * O;
-                for (int r = 0; r < TW && o0 + r < O; r++) store_out(yr + o0 + r, out[i * TW + r], j->bias, o0 + r, j->accumulate);
-            }
+            for (int i = 0; i < R; i++)
+                store_strip(j->y + (j->n_off + n + i) * O + o0, out + i * TW, j->bias ? j->bias + o0 : NULL, w,
+                            j->accumulate);
         }
     }
+}
+
+/* Rounding x, split over rows (rows never interact: the bytes do not
+ * depend on the split), with the finiteness check of each row fused in
+ * where the rows are the whole of x; `bad` is set if any row is not. */
+typedef struct qmm_xjob {
+    qmm_x *q;
+    const float *x;
+    int64_t K;
+    int round;              /* 0: only check the rows */
+    int bad;
+} qmm_xjob;
+
+QMM_VECTORIZE static int row_finite(const float *x, int64_t K)
+{
+    uint32_t bad = 0;
+    for (int64_t i = 0; i < K; i++) {
+        uint32_t b;
+        memcpy(&b, x + i, 4);
+        bad |= (b & 0x7f800000u) == 0x7f800000u;
+    }
+    return !bad;
+}
+
+static void qmm_xrange(void *ctx, int64_t n0, int64_t n1)
+{
+    qmm_xjob *j = ctx;
+    for (int64_t n = n0; n < n1; n++) {
+        const float *xr = j->x + n * j->K;
+        if (!row_finite(xr, j->K)) {
+            __atomic_store_n(&j->bad, 1, __ATOMIC_RELAXED);
+            return;
+        }
+        if (j->round) qmm_x_round_fast(j->q, n, xr);
+    }
+}
+
+static int x_rows(qmm_xjob *j, int64_t N)
+{
+    if (N * j->K < (1 << 15)) qmm_xrange(j, 0, N);
+    else kern_parallel_for(N, qmm_xrange, j);
+    return !__atomic_load_n(&j->bad, __ATOMIC_RELAXED);
 }
 
 int qmm_supported(const wmat *W)
@@ -463,19 +536,24 @@ int qmm_matmul(float *y, const float *x, const wmat *W, const float *bias, int64
 {
     const int64_t O = W->rows, K = W->cols;
     if (N <= 0 || !qmm_supported(W)) return 0;
-    for (int64_t i = 0; i < N * K; i++)     /* NaN/Inf: the float path propagates it */
-        if (!isfinite(x[i])) return 0;
     kern_ensure_init();
     /* as many rows as the caller's scratch holds; the split depends on K
      * only, and rows never interact, so the bits do not depend on it */
     int64_t chunk = N;
     while (chunk > 1 && qmm_x_bytes(chunk, K) > QMM_X_REGION) chunk = (chunk + 1) / 2;
+    /* NaN/Inf: the float path propagates it, so y is left untouched; rows
+     * past the first chunk are checked before any row of y is written */
+    if (chunk < N) {
+        qmm_xjob c = {NULL, x + chunk * K, K, 0, 0};
+        if (!x_rows(&c, N - chunk)) return 0;
+    }
     qmm_job j = {y, W, bias, NULL, 0, accumulate, qmm_isa()};
     for (int64_t n0 = 0; n0 < N; n0 += chunk) {
         int64_t nc = N - n0 < chunk ? N - n0 : chunk;
         qmm_x q;
         qmm_x_init(&q, kern_scratch(), W->type, nc, K);
-        for (int64_t n = 0; n < nc; n++) qmm_x_round_fast(&q, n, x + (n0 + n) * K);
+        qmm_xjob xj = {&q, x + n0 * K, K, 1, 0};
+        if (!x_rows(&xj, nc)) return 0;     /* only in the first chunk: the rest were checked */
         j.x = &q;
         j.n_off = n0;
         int64_t tiles = (O + TW - 1) / TW;

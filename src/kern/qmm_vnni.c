@@ -19,6 +19,8 @@
 #if defined(__x86_64__) || defined(DLM_SIMDE)
 
 #define TW QMM_TILE_ROWS
+#define QMM_CAT2_(a, b) a##b
+#define QMM_CAT2(a, b) QMM_CAT2_(a, b)
 
 #if defined(DLM_SIMDE)
 #define QMM_T512
@@ -40,8 +42,10 @@ static inline __m512 qmm_cvt512(__m512i a)
 #define QMM_CVT512(a) qmm_cvt512(a)
 void qmm_panel_512_emu(const qmm_panel *p, const qmm_x *x, int64_t n0, int R, float *out);
 void qmm_panel_256_emu(const qmm_panel *p, const qmm_x *x, int64_t n0, int R, float *out);
+int qmm_unpack_row_512_emu(dtype t, const uint8_t *b, int64_t K, uint8_t *u, float *d, float *d2, int32_t *sc,
+                           int32_t *mn, int64_t stride);
 #else
-#define QMM_T512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,fma")))
+#define QMM_T512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,fma,f16c")))
 #define QMM_T256 __attribute__((target("avx2,avxvnni,fma")))
 #define QMM_S512 _512
 #define QMM_S256 _256
@@ -112,6 +116,101 @@ QMM_T512 void qmm_round_q8_K_512(const float *xb, int8_t *qs, float *d, int32_t 
     *d = 1.f / iscale;
 }
 #endif
+
+/* One weight row unpacked as qmm.c's unpack_row does it (the same bytes
+ * and scales; test_qmm and emu_qmm compare them), with AVX-512 BW/VL byte
+ * operations instead of a scalar loop per element: the prefill unpacks
+ * every weight row once per call, and for Q5_0 (the Q4_K_M file's type
+ * where rows are not whole 256-blocks) the scalar loop cost about a third
+ * of the panel kernel's time. Returns 0 for the types it leaves to the
+ * scalar loop (Q4_1, Q5_1: no Q4_K_M tensor uses them). */
+QMM_T512 int QMM_CAT2(qmm_unpack_row, QMM_S512)(dtype t, const uint8_t *b, int64_t K, uint8_t *u, float *d,
+                                                 float *d2, int32_t *sc, int32_t *mn, int64_t stride)
+{
+    const __m256i m4 = _mm256_set1_epi8(15), b4 = _mm256_set1_epi8(0x10);
+    const __m128i m4x = _mm_set1_epi8(15);
+    switch (t) {
+    case DT_Q8_0:
+        for (int64_t i = 0; i < K / 32; i++, b += 34, u += 32) {
+            d[i * stride] = kern_half(b);
+            _mm256_storeu_si256((__m256i *)(void *)u,
+                                _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(const void *)(b + 2)),
+                                                 _mm256_set1_epi8((char)0x80)));
+        }
+        return 1;
+    case DT_Q4_0: case DT_Q5_0: {
+        const int q5 = t == DT_Q5_0, bb = q5 ? 22 : 18, off = q5 ? 6 : 2;
+        for (int64_t i = 0; i < K / 32; i++, b += bb, u += 32) {
+            d[i * stride] = kern_half(b);
+            const __m128i q = _mm_loadu_si128((const __m128i *)(const void *)(b + off));
+            __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_and_si128(q, m4x)),
+                                                _mm_and_si128(_mm_srli_epi16(q, 4), m4x), 1);
+            if (q5) {
+                uint32_t qh;
+                memcpy(&qh, b + 2, 4);
+                v = _mm256_or_si256(v, _mm256_maskz_mov_epi8((uint32_t)qh, b4));
+            }
+            _mm256_storeu_si256((__m256i *)(void *)u, v);
+        }
+        return 1;
+    }
+    case DT_Q4_K: case DT_Q5_K: {
+        const int q5 = t == DT_Q5_K;
+        for (int64_t i = 0; i < K / 256; i++, b += q5 ? 176 : 144, u += 256) {
+            const uint8_t *qh = b + 16, *qs = b + (q5 ? 48 : 16);
+            d[i * stride] = kern_half(b);
+            d2[i * stride] = kern_half(b + 2);
+            for (int j = 0; j < 8; j++) {
+                uint8_t s, m;
+                kern_scmin_k4(b + 4, j, &s, &m);
+                sc[(8 * i + j) * stride] = s;
+                mn[(8 * i + j) * stride] = m;
+            }
+            const __m256i h = q5 ? _mm256_loadu_si256((const __m256i *)(const void *)qh) : _mm256_setzero_si256();
+            for (int j = 0; j < 4; j++) {
+                const __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)(qs + 32 * j));
+                __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+                if (q5) {
+                    /* bit 2j (lo) and 2j+1 (hi) of each qh byte moved to bit 4 */
+                    const __m256i hl = j < 2 ? _mm256_slli_epi16(h, 4 - 2 * j) : _mm256_srli_epi16(h, 2 * j - 4);
+                    const __m256i hh = j < 2 ? _mm256_slli_epi16(h, 3 - 2 * j) : _mm256_srli_epi16(h, 2 * j - 3);
+                    lo = _mm256_or_si256(lo, _mm256_and_si256(hl, b4));
+                    hi = _mm256_or_si256(hi, _mm256_and_si256(hh, b4));
+                }
+                _mm256_storeu_si256((__m256i *)(void *)(u + 64 * j), lo);
+                _mm256_storeu_si256((__m256i *)(void *)(u + 64 * j + 32), hi);
+            }
+        }
+        return 1;
+    }
+    case DT_Q6_K: {
+        const __m256i m30 = _mm256_set1_epi8(0x30);
+        for (int64_t i = 0; i < K / 256; i++, b += 210, u += 256) {
+            for (int n = 0; n < 2; n++) {
+                const __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)(b + 64 * n));
+                const __m256i c = _mm256_loadu_si256((const __m256i *)(const void *)(b + 64 * n + 32));
+                const __m256i h = _mm256_loadu_si256((const __m256i *)(const void *)(b + 128 + 32 * n));
+                uint8_t *o = u + 128 * n;
+                /* 16-bit shifts: the bits a byte takes from its neighbour are masked off */
+                _mm256_storeu_si256((__m256i *)(void *)o, _mm256_or_si256(_mm256_and_si256(a, m4),
+                                                                 _mm256_and_si256(_mm256_slli_epi16(h, 4), m30)));
+                _mm256_storeu_si256((__m256i *)(void *)(o + 32), _mm256_or_si256(_mm256_and_si256(c, m4),
+                                                                 _mm256_and_si256(_mm256_slli_epi16(h, 2), m30)));
+                _mm256_storeu_si256((__m256i *)(void *)(o + 64),
+                                    _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 4), m4), _mm256_and_si256(h, m30)));
+                _mm256_storeu_si256((__m256i *)(void *)(o + 96),
+                                    _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(c, 4), m4),
+                                                    _mm256_and_si256(_mm256_srli_epi16(h, 2), m30)));
+            }
+            for (int g = 0; g < 16; g++) sc[(16 * i + g) * stride] = (int8_t)b[192 + g];
+            d[i * stride] = kern_half(b + 208);
+        }
+        return 1;
+    }
+    default:
+        return 0;
+    }
+}
 
 /* AVX512-VNNI: 16 lanes per vector, both halves of the panel at once. */
 #define QMM_SFX QMM_S512

@@ -14,9 +14,12 @@
 #include "kern/kern_impl.h"
 #include "kern_test_util.h"
 #include "export/quant_mix.h"
+#include "qmm_unpack_check.h"
 
 void qmm_panel_512_emu(const qmm_panel *p, const qmm_x *x, int64_t n0, int R, float *out);
 void qmm_panel_256_emu(const qmm_panel *p, const qmm_x *x, int64_t n0, int R, float *out);
+int qmm_unpack_row_512_emu(dtype t, const uint8_t *b, int64_t K, uint8_t *u, float *d, float *d2, int32_t *sc,
+                           int32_t *mn, int64_t stride);
 
 static _Alignas(64) char pbuf[1 << 20], xbuf[1 << 20];
 
@@ -71,6 +74,9 @@ int main(void)
             }
             free(w); free(x); free(wq);
         }
+    const int nu = qmm_check_unpack(qmm_unpack_row_512_emu, &r);
+    CHECK(nu > 0);
+    printf("emu_qmm: %d rows unpacked bitwise by the emulated qmm_unpack_row_512\n", nu);
     printf("emu_qmm: %d emulated panel runs and %d native ones bitwise equal to qmm_panel_ref\n", runs, native);
     return check_done();
 }

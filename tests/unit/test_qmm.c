@@ -24,6 +24,7 @@
 #include "kern/kern_impl.h"
 #include "export/quant_mix.h"
 #include "kern/amx_model.h"
+#include "qmm_unpack_check.h"
 
 static const dtype TYPES[] = {DT_Q8_0, DT_Q4_0, DT_Q5_0, DT_Q4_1, DT_Q5_1, DT_Q4_K, DT_Q5_K, DT_Q6_K};
 #define NTYPES 8
@@ -160,10 +161,11 @@ static void test_matmul(void)
 {
     if (qmm_isa() == QMM_ISA_NONE) { printf("qmm: no VNNI at this level, int8 prefill tests skipped\n"); return; }
     trng r = {41};
-    const int64_t O = 200, K = 1536, Ns[] = {1, 5, 13};
-    float *w = xmalloc((size_t)(O * K) * 4), *x = xmalloc((size_t)(13 * K) * 4), *bias = xmalloc((size_t)O * 4);
-    float *y1 = xmalloc((size_t)(13 * O) * 4), *y2 = xmalloc((size_t)(13 * O) * 4), *yr = xmalloc((size_t)(13 * O) * 4);
-    float *yf = xmalloc((size_t)(13 * O) * 4);
+    /* N 40: x's rows are rounded and checked on the pool (N·K ≥ 2^15) */
+    const int64_t O = 200, K = 1536, Ns[] = {1, 5, 13, 40}, NM = 40;
+    float *w = xmalloc((size_t)(O * K) * 4), *x = xmalloc((size_t)(NM * K) * 4), *bias = xmalloc((size_t)O * 4);
+    float *y1 = xmalloc((size_t)(NM * O) * 4), *y2 = xmalloc((size_t)(NM * O) * 4), *yr = xmalloc((size_t)(NM * O) * 4);
+    float *yf = xmalloc((size_t)(NM * O) * 4), *y3 = xmalloc((size_t)(NM * O) * 4);
     fill_rand(&r, w, (size_t)(O * K), 0.05f);
     fill_rand(&r, bias, (size_t)O, 1.f);
     for (int ti = 0; ti < NTYPES; ti++) {
@@ -171,19 +173,23 @@ static void test_matmul(void)
         uint8_t *wq = quant_rows(t, w, O, K);
         const size_t rb = dtype_row_bytes(t, K);
         wmat W = {.type = t, .rows = O, .cols = K, .row_bytes = rb, .data = wq};
-        for (int ni = 0; ni < 3; ni++) {
+        for (int ni = 0; ni < 4; ni++) {
             const int64_t N = Ns[ni];
-            fill_x(&r, x, N * K, ni);
+            fill_x(&r, x, N * K, ni % 3);
             for (int acc = 0; acc < 2; acc++) {
                 fill_rand(&r, y1, (size_t)(N * O), 1.f);
                 memcpy(y2, y1, (size_t)(N * O) * 4);
                 memcpy(yr, y1, (size_t)(N * O) * 4);
+                memcpy(y3, y1, (size_t)(N * O) * 4);
+                kern_init(3);
+                kern_matmul_infer(y3, x, &W, acc ? NULL : bias, N, acc);
                 kern_init(1);
                 kern_matmul_infer(y1, x, &W, acc ? NULL : bias, N, acc);
                 kern_init(2);
                 kern_matmul_infer(y2, x, &W, acc ? NULL : bias, N, acc);
                 CHECK(kern_matmul_int8_ref(yr, x, &W, acc ? NULL : bias, N, acc));
                 CHECK_MSG(!memcmp(y1, y2, (size_t)(N * O) * 4), "type %d N %lld: 1 vs 2 threads differ", t, (long long)N);
+                CHECK_MSG(!memcmp(y1, y3, (size_t)(N * O) * 4), "type %d N %lld: 1 vs 3 threads differ", t, (long long)N);
                 CHECK_MSG(!memcmp(y1, yr, (size_t)(N * O) * 4), "type %d N %lld acc %d: differs from kern_matmul_int8_ref", t,
                           (long long)N, acc);
             }
@@ -231,8 +237,14 @@ static void test_matmul(void)
     x[3 * K + 7] = NAN;
     kern_matmul_infer(y1, x, &W, NULL, 5, 0);
     CHECK(isnan(y1[3 * O]) && !isnan(y1[0]));
+    /* and an Inf in a row checked on the pool: y all from the float path */
+    fill_x(&r, x, NM * K, 0);
+    x[31 * K + 100] = INFINITY;
+    kern_matmul_infer(y1, x, &W, NULL, NM, 0);
+    kern_matmul(yf, x, &W, NULL, NM, 0);
+    CHECK_MSG(!memcmp(y1, yf, (size_t)(NM * O) * 4) && !isfinite(y1[31 * O]), "an Inf must take the float path");
     free(wq);
-    free(w); free(x); free(bias); free(y1); free(y2); free(yr); free(yf);
+    free(w); free(x); free(bias); free(y1); free(y2); free(yr); free(yf); free(y3);
     kern_shutdown();
 }
 
@@ -270,6 +282,10 @@ int main(int argc, char **argv)
     if (argc == 8 && !strcmp(argv[1], "--tool")) return tool(argv + 2);
     test_panel_bits();
     test_round_fast();
+    if (cpu_level() >= CPU_AVX512) {
+        trng r = {71};
+        printf("qmm: %d rows unpacked bitwise by qmm_unpack_row_512\n", qmm_check_unpack(qmm_unpack_row_512, &r));
+    }
     test_matmul();
     int rc = check_done();
     return rerun_lower_levels(argv[0]) ? 1 : rc;
