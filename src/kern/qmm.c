@@ -259,8 +259,6 @@ QMM_VECTORIZE void qmm_panel_build(qmm_panel *p, void *buf, const wmat *W, int64
     const int64_t nsub = t == DT_Q6_K ? K / 16 : K / 32;
 #if defined(__x86_64__)
     const int fast = cpu_level() >= CPU_AVX512;      /* qmm_unpack_row_512 needs F/BW/VL only */
-#else
-    const int fast = 0;
 #endif
     for (int r = 0; r < TW; r++) {
         if (o0 + r >= W->rows) {            /* past the last row: zeros, never stored */
@@ -270,7 +268,9 @@ QMM_VECTORIZE void qmm_panel_build(qmm_panel *p, void *buf, const wmat *W, int64
             for (int64_t i = 0; i < K / 32; i++) p->mn[i * TW + r] = 0;
         } else {
             const uint8_t *src = (const uint8_t *)W->data + (size_t)(o0 + r) * W->row_bytes;
+#if defined(__x86_64__)
             if (!fast || !qmm_unpack_row_512(t, src, K, u, p->d + r, p->d2 + r, p->sc + r, p->mn + r, TW))
+#endif
                 qmm_unpack_row_ref(t, src, K, u, p->d + r, p->d2 + r, p->sc + r, p->mn + r, TW);
         }
         for (int64_t i = 0; i < K / 64; i++)    /* the mins in int16 pairs (6 bits each) */

@@ -15,14 +15,14 @@
 typedef int (*qmm_unpack_fn)(dtype, const uint8_t *, int64_t, uint8_t *, float *, float *, int32_t *, int32_t *,
                              int64_t);
 
-static void *qmm_zalloc(size_t n)
+static inline void *qmm_zalloc(size_t n)
 {
     void *p = xmalloc(n);
     memset(p, 0, n);
     return p;
 }
 
-static int qmm_check_unpack(qmm_unpack_fn f, trng *r)
+static inline int qmm_check_unpack(qmm_unpack_fn f, trng *r)
 {
     const dtype types[] = {DT_Q8_0, DT_Q4_0, DT_Q5_0, DT_Q4_1, DT_Q5_1, DT_Q4_K, DT_Q5_K, DT_Q6_K};
     const int64_t Ks[] = {256, 1280, 4864}, O = 5, st = QMM_TILE_ROWS;
