@@ -19,6 +19,7 @@
 
 #include "doc/pystr.h"
 #include "util/json.h"
+#include "util/net.h"
 #include "util/timeutil.h"
 
 /* ---- parsing -------------------------------------------------------------- */
@@ -370,29 +371,17 @@ inject_server *inject_start(const inject_server_opts *o, dlm_err *e)
         goto fail;
     }
     pthread_mutex_init(&s->mu, NULL);
-    struct sockaddr_in a4;
-    struct sockaddr_in6 a6;
-    struct sockaddr *sa;
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC;
-    const char *host = !strcmp(o->host, "localhost") ? "127.0.0.1" : o->host;
-    memset(&a4, 0, sizeof a4);
-    memset(&a6, 0, sizeof a6);
-    if (inet_pton(AF_INET, host, &a4.sin_addr) == 1) {
-        a4.sin_family = AF_INET;
-        a4.sin_port = htons((uint16_t)o->port);
-        sa = (struct sockaddr *)&a4;
-    } else if (inet_pton(AF_INET6, host, &a6.sin6_addr) == 1) {
-        a6.sin6_family = AF_INET6;
-        a6.sin6_port = htons((uint16_t)o->port);
-        sa = (struct sockaddr *)&a6;
-        flags |= MHD_USE_IPv6;
-    } else {
+    struct sockaddr_storage ss;
+    int af = net_listen_addr(o->host, o->port, &ss);
+    if (af == AF_INET6) flags |= MHD_USE_IPv6;
+    if (af < 0) {
         err_set(e, "UsageError", "--listen-rpc host '%s' is not a numeric IPv4 or IPv6 address", o->host);
         err_hint(e, "use 127.0.0.1, ::1 or localhost");
         goto fail_mu;
     }
-    s->d = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, sa,
-                            MHD_OPTION_NOTIFY_COMPLETED, on_done, s, MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
+    s->d = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
+                            (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED, on_done, s, MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_END);
     if (!s->d) {
         err_set(e, "ServeError", "cannot listen on %s:%d (in use, or not allowed)", o->host, o->port);

@@ -31,6 +31,7 @@
 #include "media/audio.h"
 #include "infer/sample.h"
 #include "util/json.h"
+#include "util/net.h"
 #include "util/str.h"
 
 #define N_BATCH 512
@@ -1072,23 +1073,11 @@ int api_serve(const api_opts *o, dlm_err *e)
     /* the default model's slots up front, so a bad size fails at start */
     if (pool_ensure(s, 0, e)) goto out_pools;
 
-    struct sockaddr_in a4;
-    struct sockaddr_in6 a6;
-    struct sockaddr *sa;
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC;
-    const char *host = !strcmp(o->host, "localhost") ? "127.0.0.1" : o->host;
-    memset(&a4, 0, sizeof a4);
-    memset(&a6, 0, sizeof a6);
-    if (inet_pton(AF_INET, host, &a4.sin_addr) == 1) {
-        a4.sin_family = AF_INET;
-        a4.sin_port = htons((uint16_t)o->port);
-        sa = (struct sockaddr *)&a4;
-    } else if (inet_pton(AF_INET6, host, &a6.sin6_addr) == 1) {
-        a6.sin6_family = AF_INET6;
-        a6.sin6_port = htons((uint16_t)o->port);
-        sa = (struct sockaddr *)&a6;
-        flags |= MHD_USE_IPv6;
-    } else {
+    struct sockaddr_storage ss;
+    int af = net_listen_addr(o->host, o->port, &ss);
+    if (af == AF_INET6) flags |= MHD_USE_IPv6;
+    if (af < 0) {
         err_set(e, "ServeError", "--host %s is not a numeric IPv4 or IPv6 address", o->host);
         err_hint(e, "use 127.0.0.1 (the default), 0.0.0.0 or ::");
         goto out_pools;
@@ -1099,8 +1088,8 @@ int api_serve(const api_opts *o, dlm_err *e)
         goto out_pools;
     }
     struct MHD_Daemon *d = MHD_start_daemon(
-        flags, (uint16_t)o->port, NULL, NULL, handle, s, MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_NOTIFY_COMPLETED,
-        completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->timeout_s, MHD_OPTION_CONNECTION_LIMIT,
+        flags, (uint16_t)o->port, NULL, NULL, handle, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+        MHD_OPTION_NOTIFY_COMPLETED, completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->timeout_s, MHD_OPTION_CONNECTION_LIMIT,
         (unsigned)(o->parallel + o->queue + 64), MHD_OPTION_END);
     if (!d) {
         err_set(e, "ServeError", "cannot listen on %s port %d", o->host, o->port);
