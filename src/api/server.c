@@ -512,15 +512,7 @@ static enum MHD_Result send_json_cached(struct MHD_Connection *c, int status, js
 
 static enum MHD_Result send_json(struct MHD_Connection *c, int status, json_t *j)
 {
-    strbuf sb = STRBUF_INIT;
-    json_write(&sb, j, JW_COMPACT);
-    json_decref(j);
-    struct MHD_Response *r = MHD_create_response_from_buffer(sb.len, sb.buf, MHD_RESPMEM_MUST_FREE);
-    sb.buf = NULL;
-    MHD_add_response_header(r, "Content-Type", "application/json");
-    enum MHD_Result rc = MHD_queue_response(c, (unsigned)status, r);
-    MHD_destroy_response(r);
-    return rc;
+    return send_json_cached(c, status, j, "");
 }
 
 static enum MHD_Result send_error(struct MHD_Connection *c, const api_error *err)
