@@ -43,6 +43,14 @@ KT static inline __attribute__((always_inline)) void ukr(int64_t kp, const uint3
         acc[i][0] = _mm512_setzero_ps();
         acc[i][1] = _mm512_setzero_ps();
     }
+    /* The epilogue reads and writes this tile's C rows; asking for them
+     * now hides their miss (L2/L3: the C block of a column unit is about
+     * as large as L2) behind the K loop. */
+    if (!e->ct)
+        for (int i = 0; i < mv; i++) {
+            _mm_prefetch((const char *)(C + i * ldc), _MM_HINT_T0);
+            _mm_prefetch((const char *)(C + i * ldc + 16), _MM_HINT_T0);
+        }
     for (int64_t p = 0; p < kp; p++, A += MR, B += NR) {
         const __m512i b0 = _mm512_loadu_si512(B), b1 = _mm512_loadu_si512(B + 16);
 #pragma GCC unroll 12
