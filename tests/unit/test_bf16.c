@@ -245,21 +245,24 @@ static void test_threads(void)
     fill_rand(&r, x, (size_t)N * I, 1.f);
     fill_rand(&r, U, (size_t)N * R, 1.f);
     fill_rand(&r, B, (size_t)O * R, 1.f);
-    float *y[3], *g[3];
+    float *y[3], *g[3], *h[3];
     for (int t = 0; t < 3; t++) {
         kern_init(t + 1);
         y[t] = xmalloc((size_t)N * O * 4);
         g[t] = xmalloc((size_t)O * R * 4);
+        h[t] = xmalloc((size_t)N * R * 4);
         kern_set_bf16(1);
         kern_matmul_lora(y[t], x, &W.w, NULL, N, 0, U, B, (int)R, 2.f);
         kern_sgemm(1, 0, O, R, N, 1.f, y[t], O, U, R, 0.f, g[t], R);   /* a dB-shaped product */
+        kern_sgemm(0, 1, N, R, I, 1.f, x, I, W.deq, I, 0.f, h[t], R);  /* x·Aᵀ-shaped, K over 3 blocks */
         kern_set_bf16(0);
     }
     for (int t = 1; t < 3; t++) {
         CHECK_MSG(!memcmp(y[0], y[t], (size_t)N * O * 4), "matmul_lora bytes differ at %d threads", t + 1);
         CHECK_MSG(!memcmp(g[0], g[t], (size_t)O * R * 4), "sgemm bytes differ at %d threads", t + 1);
+        CHECK_MSG(!memcmp(h[0], h[t], (size_t)N * R * 4), "narrow sgemm bytes differ at %d threads", t + 1);
     }
-    for (int t = 0; t < 3; t++) { free(y[t]); free(g[t]); }
+    for (int t = 0; t < 3; t++) { free(y[t]); free(g[t]); free(h[t]); }
     free(W.data); free(W.deq); free(x); free(U); free(B);
     kern_init(2);
 }

@@ -53,7 +53,9 @@ static const char *const k_be[] = {"fma", "avx512bf16", "amx", "amx-model"};
 static void test_sgemm_twins(void)
 {
     const int64_t shapes[][3] = {{33, 40, 300}, {64, 70, 129}, {8, 300, 40}, {300, 4, 64},
-                                 {5, 3, 7},     {40, 33, 1},  {70, 65, 513}, {100, 2, 9}};
+                                 {5, 3, 7},     {40, 33, 1},  {70, 65, 513}, {100, 2, 9},
+                                 /* the LoRA ranks over several K blocks (narrow.c's bf16 path) */
+                                 {70, 8, 600},  {8, 90, 513}, {16, 17, 300}};
     for (int bi = 0; bi < 4; bi++) {
         int rc = kern_bf16_force(k_be[bi]);
         if (rc == -2) {
