@@ -30,6 +30,20 @@ static inline float bf16m_in(uint16_t h)
     return f;
 }
 
+/* VCVTNE2PS2BF16 / VCVTNEPS2BF16 on one lane (SDM, convert_fp32_to_
+ * bfloat16): a zero or subnormal becomes a zero of its sign, an infinity
+ * stays, a NaN keeps its high half with the quiet bit set (f32_to_bf16's
+ * rule), the rest round to nearest even. Differs from f32_to_bf16 only on
+ * subnormals, which both dot-product instructions read as zero (DAZ). */
+static inline uint16_t bf16m_cvt(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    if (!(u & 0x7f800000u)) return (uint16_t)(u >> 16 & 0x8000u);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)(u >> 16 | 0x40u);
+    return (uint16_t)((u + 0x7fffu + (u >> 16 & 1u)) >> 16);
+}
+
 /* FTZ: a subnormal result becomes a zero of its sign. */
 static inline float bf16m_ftz(float x)
 {

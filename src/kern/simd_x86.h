@@ -146,6 +146,21 @@ static inline __m256 kx_cvtpd_ps(__m512d a)
 #define _mm512_maskz_loadu_ps(k, p) kx_maskz_loadu_ps(k, p)
 #define _mm512_mask_storeu_ps(p, k, v) kx_mask_storeu_ps(p, k, v)
 
+/* VCVTNE2PS2BF16 exactly (bf16_model.h): words 0..15 from lo, 16..31
+ * from hi (SIMDe 0.7.4 has no version) */
+static inline __m512i kx_cvtne2ps_pbh(__m512 hi, __m512 lo)
+{
+    float a[16], b[16];
+    uint16_t w[32];
+    _mm512_storeu_ps(a, hi);
+    _mm512_storeu_ps(b, lo);
+    for (int i = 0; i < 16; i++) {
+        w[i] = bf16m_cvt(b[i]);
+        w[16 + i] = bf16m_cvt(a[i]);
+    }
+    return _mm512_loadu_si512(w);
+}
+
 /* VDPBF16PS exactly (bf16_model.h) */
 static inline __m512 kx_dpbf16_ps(__m512 acc, __m512i a, __m512i b)
 {
@@ -168,6 +183,7 @@ static inline __m512 kx_dpbf16_ps(__m512 acc, __m512i a, __m512i b)
 #define KX_TARGET_AVX2 __attribute__((target("avx2,fma,f16c")))
 
 #define kx_dpbf16_ps(acc, a, b) _mm512_dpbf16_ps((acc), (__m512bh)(a), (__m512bh)(b))
+#define kx_cvtne2ps_pbh(hi, lo) ((__m512i)_mm512_cvtne2ps_pbh((hi), (lo)))
 #endif
 
 #endif
