@@ -1,0 +1,104 @@
+/* The training attention under kern_set_bf16 (isa_attn_bf16.inc on
+ * attn_bf16.c's VDPBF16PS products):
+ *  - where the CPU has AVX512_BF16: the micro-kernel and packers against
+ *    their plain-loop twins bit for bit, and whole forward/backward runs on
+ *    the native products against runs on the twins (the same bits);
+ *  - the same bits on 1 and 2 threads;
+ *  - accuracy against the f64 reference (kern_ref.c: exact softmax, no
+ *    rounding): within what bf16 operands allow, and not the f32 bits (the
+ *    mode really rounds). The f32 units' results are checked unchanged by
+ *    the mode switch: precision fp32 and the fma back end keep them.
+ * The PyTorch comparison of bf16 training is tests/ref r0415; the emulated
+ * build of the same kernels is tests/unit/emu_attn.c. */
+#include "attn_bf16_cases.h"
+
+static void test_native(void)
+{
+#if defined(__x86_64__)
+    if (!kern_bf16_available(KERN_BF16_AVX512BF16)) {
+        printf("no AVX512_BF16: native kernel checks skipped (emu_attn runs them emulated)\n");
+        return;
+    }
+    trng r = {11};
+    CHECK_INT(abc_check_dp(&attn_bf16_ops_avx512bf16, &r), 0);
+    CHECK_INT(abc_check_pack(&attn_bf16_ops_avx512bf16, &r), 0);
+    CHECK_INT(abc_check_attn(&attn_bf16_ops_avx512bf16), 0);
+#endif
+}
+
+/* Runs on the back end's products (native where present, else the twins:
+ * the units' code is the same either way). */
+static const attn_bf16_ops *ops_here(void)
+{
+#if defined(__x86_64__)
+    if (kern_bf16_available(KERN_BF16_AVX512BF16)) return &attn_bf16_ops_avx512bf16;
+#endif
+    return &abc_ref_ops;
+}
+
+static void test_threads(void)
+{
+    for (size_t ci = 0; ci < sizeof abc_cases / sizeof abc_cases[0]; ci++) {
+        kern_init(1);
+        abc_run a = abc_attn(&abc_cases[ci], ops_here(), 1, 5 + ci, NULL);
+        kern_init(2);
+        abc_run b = abc_attn(&abc_cases[ci], ops_here(), 1, 5 + ci, NULL);
+        CHECK_MSG(abc_same(&abc_cases[ci], &a, &b), "case %zu: 1 and 2 threads differ", ci);
+        abc_free(&a);
+        abc_free(&b);
+    }
+    kern_init(1);
+}
+
+static void test_accuracy(void)
+{
+    for (size_t ci = 0; ci < sizeof abc_cases / sizeof abc_cases[0]; ci++) {
+        const abc_case *c = &abc_cases[ci];
+        size_t nq = (size_t)c->B * c->Tq * c->NH * c->HS, nkv = (size_t)c->B * c->Tk * c->KVH * c->HS;
+        abc_run ref;
+        abc_run x = abc_attn(c, ops_here(), 1, 900 + ci, &ref);
+        abc_run f = abc_attn(c, NULL, 0, 900 + ci, NULL);      /* f32 units */
+        char label[80];
+        /* bf16 operands: relative errors of a few 2^-9 in the scores and
+         * products; the f32 units are ~1e-6 */
+        snprintf(label, sizeof label, "bf16 attn out case %zu", ci);
+        CHECK_CLOSE(label, x.out, ref.out, nq, 2e-2, 0);
+        snprintf(label, sizeof label, "bf16 attn dq case %zu", ci);
+        CHECK_CLOSE(label, x.dq, ref.dq, nq, 4e-2, 0);
+        snprintf(label, sizeof label, "bf16 attn dk case %zu", ci);
+        CHECK_CLOSE(label, x.dk, ref.dk, nkv, 4e-2, 0);
+        snprintf(label, sizeof label, "bf16 attn dv case %zu", ci);
+        CHECK_CLOSE(label, x.dv, ref.dv, nkv, 2e-2, 0);
+        snprintf(label, sizeof label, "f32 attn out case %zu", ci);
+        CHECK_CLOSE(label, f.out, ref.out, nq, 1e-5, 0);
+        snprintf(label, sizeof label, "f32 attn dq case %zu", ci);
+        CHECK_CLOSE(label, f.dq, ref.dq, nq, 1e-5, 0);
+        CHECK_MSG(memcmp(x.out, f.out, nq * 4) && memcmp(x.dk, f.dk, nkv * 4), "case %zu: bf16 gave the f32 bits", ci);
+        abc_free(&x);
+        abc_free(&f);
+        abc_free(&ref);
+    }
+}
+
+/* The fma back end keeps the f32 units: the same bits as precision fp32. */
+static void test_fma_is_f32(void)
+{
+    if (kern_bf16_force("fma")) return;
+    for (size_t ci = 0; ci < sizeof abc_cases / sizeof abc_cases[0]; ci++) {
+        abc_run a = abc_attn(&abc_cases[ci], NULL, 1, 40 + ci, NULL);
+        abc_run b = abc_attn(&abc_cases[ci], NULL, 0, 40 + ci, NULL);
+        CHECK_MSG(abc_same(&abc_cases[ci], &a, &b), "case %zu: fma back end changed the attention", ci);
+        abc_free(&a);
+        abc_free(&b);
+    }
+    kern_bf16_force(NULL);
+}
+
+int main(void)
+{
+    test_native();
+    test_threads();
+    test_accuracy();
+    test_fma_is_f32();
+    return check_done();
+}
