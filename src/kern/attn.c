@@ -225,7 +225,9 @@ void kern_attn_fwd(float *out, float *lse, const float *q, const float *k, const
      * side by side in the lanes of one unit instead of one lane per unit. */
     J.grouped = (int64_t)(s->NH / s->KVH) * s->Tq <= ATTN_BQ;
     kern_ensure_init();
-    if (!J.grouped && (J.bf = bf16_ops())) {
+    /* bf16 (training): the 32-query units whatever the shape, so that a
+     * short sequence's forward rounds as its backward does */
+    if ((J.bf = bf16_ops())) {
         kern_parallel_dyn((int64_t)s->B * s->KVH * J.nqb, run_fwd_bf16, &J);
         return;
     }

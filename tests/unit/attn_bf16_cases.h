@@ -113,13 +113,14 @@ static int abc_check_pack(const attn_bf16_ops *ops, trng *r)
  * Tq and Tk (a pair's high half empty), GQA, q_off, segments, a window,
  * HS not a multiple of 16 (and odd). */
 typedef struct abc_case {
-    int B, Tq, Tk, NH, KVH, HS, q_off, window, segs;
+    int B, Tq, Tk, NH, KVH, HS, q_off, window, segs;   /* segs: segment length of row 0 (0: none) */
 } abc_case;
 static const abc_case abc_cases[] = {
     {2, 100, 100, 4, 2, 64, 0, 0, 0},
     {1, 37, 150, 6, 2, 40, 113, 0, 0},
-    {2, 75, 75, 2, 1, 17, 0, 0, 1},
+    {2, 75, 75, 2, 1, 17, 0, 0, 23},
     {1, 130, 130, 3, 3, 32, 0, 50, 0},
+    {2, 12, 12, 4, 2, 16, 0, 0, 6},
 };
 
 typedef struct abc_run {
@@ -141,7 +142,7 @@ static attn_shape abc_shape(const abc_case *c, int32_t *seg)
     s.window = c->window;
     if (c->segs) {
         for (int b = 0; b < c->B; b++)
-            for (int j = 0; j < c->Tk; j++) seg[b * c->Tk + j] = j / (23 + 7 * b);
+            for (int j = 0; j < c->Tk; j++) seg[b * c->Tk + j] = j / (c->segs + 7 * b);
         s.seg = seg;
     }
     return s;
@@ -207,3 +208,116 @@ static int abc_check_attn(const attn_bf16_ops *ops)
 }
 
 #endif
+
+/* ---- the rounding points, written out ------------------------------------------
+ * The bf16 attention's semantics in double, independent of the kernels'
+ * layout (docs/kernels.md "bf16 attention"): S = rb(q/√HS)·rb(k), P =
+ * exp(S − max) rounded for P·v then divided by the row sum; backward with
+ * f32-valued P = exp(S − lse), dP = rb(dO)·rb(v), dS = P(dP − D), dQ =
+ * rb(dS)·rb(k)/√HS, dK = rb(dS)ᵀ·rb(q/√HS), dV = rb(P)ᵀ·rb(dO). No GQA
+ * sums in a different order, no masks beyond causal+segments+window. */
+static inline double abc_rb(double x) { return bf16_to_f32(f32_to_bf16((float)x)); }
+
+static inline int abc_visible(const attn_shape *s, int b, int i, int j)
+{
+    int pos = s->q_off + i;
+    if (j > pos) return 0;
+    if (s->seg && s->seg[b * s->Tk + j] != s->seg[b * s->Tk + pos]) return 0;
+    if (s->window && pos - j >= s->window) return 0;
+    return 1;
+}
+
+static inline void abc_model(const attn_shape *s, const float *q, const float *k, const float *v, const float *R, double *out,
+                      double *dq, double *dk, double *dv)
+{
+    const int HS = s->HS, NH = s->NH, KVH = s->KVH, rep = NH / KVH;
+    const float scale = (float)(1.0 / sqrt((double)HS));
+    double *S = calloc((size_t)s->Tk, 8), *P = calloc((size_t)s->Tk, 8), *dS = calloc((size_t)s->Tk, 8);
+    memset(dk, 0, (size_t)s->B * s->kv_bstride * 8);
+    memset(dv, 0, (size_t)s->B * s->kv_bstride * 8);
+    for (int b = 0; b < s->B; b++)
+        for (int h = 0; h < NH; h++)
+            for (int i = 0; i < s->Tq; i++) {
+                const int g = h / rep;
+                const float *qi = q + (((size_t)b * s->Tq + i) * NH + h) * HS;
+                const float *ri = R + (((size_t)b * s->Tq + i) * NH + h) * HS;
+                double *oi = out + (((size_t)b * s->Tq + i) * NH + h) * HS;
+                double *dqi = dq + (((size_t)b * s->Tq + i) * NH + h) * HS;
+                double mx = -INFINITY, l = 0;
+                for (int j = 0; j < s->Tk; j++) {
+                    const float *kj = k + (size_t)b * s->kv_bstride + ((size_t)j * KVH + g) * HS;
+                    double acc = 0;
+                    for (int d = 0; d < HS; d++) acc += abc_rb(qi[d] * scale) * abc_rb(kj[d]);
+                    S[j] = abc_visible(s, b, i, j) ? acc : -INFINITY;
+                    if (S[j] > mx) mx = S[j];
+                }
+                for (int j = 0; j < s->Tk; j++) {
+                    P[j] = exp(S[j] - mx);
+                    l += P[j];
+                }
+                double D = 0;
+                for (int d = 0; d < HS; d++) {
+                    double acc = 0;
+                    for (int j = 0; j < s->Tk; j++)
+                        acc += abc_rb(P[j]) * abc_rb(v[(size_t)b * s->kv_bstride + ((size_t)j * KVH + g) * HS + d]);
+                    oi[d] = acc / l;
+                    D += (double)ri[d] * (float)oi[d];
+                }
+                for (int j = 0; j < s->Tk; j++) {
+                    const float *vj = v + (size_t)b * s->kv_bstride + ((size_t)j * KVH + g) * HS;
+                    double dp = 0;
+                    for (int d = 0; d < HS; d++) dp += abc_rb(ri[d]) * abc_rb(vj[d]);
+                    P[j] /= l;
+                    dS[j] = P[j] * (dp - D);
+                }
+                for (int d = 0; d < HS; d++) {
+                    double acc = 0;
+                    for (int j = 0; j < s->Tk; j++)
+                        acc += abc_rb(dS[j]) * abc_rb(k[(size_t)b * s->kv_bstride + ((size_t)j * KVH + g) * HS + d]);
+                    dqi[d] = acc * scale;
+                }
+                for (int j = 0; j < s->Tk; j++) {
+                    size_t off = (size_t)b * s->kv_bstride + ((size_t)j * KVH + g) * HS;
+                    for (int d = 0; d < HS; d++) {
+                        dk[off + d] += abc_rb(dS[j]) * abc_rb(qi[d] * scale);
+                        dv[off + d] += abc_rb(P[j]) * abc_rb(ri[d]);
+                    }
+                }
+            }
+    free(S); free(P); free(dS);
+}
+
+/* relative norm error of got against want */
+static inline double abc_nerr(const float *got, const double *want, size_t n)
+{
+    double nd = 0, nw = 0;
+    for (size_t i = 0; i < n; i++) {
+        nd += (got[i] - want[i]) * (got[i] - want[i]);
+        nw += want[i] * want[i];
+    }
+    return sqrt(nd / (nw + 1e-300));
+}
+
+/* Case c under ops against the model: relative norm errors of out, dq,
+ * dk, dv into e[4]. */
+static inline void abc_vs_model(const abc_case *c, const attn_bf16_ops *ops, uint64_t seed, double e[4])
+{
+    abc_run x = abc_attn(c, ops, 1, seed, NULL);
+    trng r = {seed};
+    int32_t seg[2 * 200];
+    attn_shape s = abc_shape(c, seg);
+    size_t nq = (size_t)s.B * s.Tq * s.NH * s.HS, nkv = (size_t)s.B * s.kv_bstride;
+    float *q = xmalloc(nq * 4), *k = xmalloc(nkv * 4), *v = xmalloc(nkv * 4), *R = xmalloc(nq * 4);
+    fill_normal(&r, q, nq, 1.5f);
+    fill_normal(&r, k, nkv, 1.5f);
+    fill_normal(&r, v, nkv, 1.f);
+    fill_normal(&r, R, nq, 1.f);
+    double *o = xmalloc(nq * 8), *dq = xmalloc(nq * 8), *dk = xmalloc(nkv * 8), *dv = xmalloc(nkv * 8);
+    abc_model(&s, q, k, v, R, o, dq, dk, dv);
+    e[0] = abc_nerr(x.out, o, nq);
+    e[1] = abc_nerr(x.dq, dq, nq);
+    e[2] = abc_nerr(x.dk, dk, nkv);
+    e[3] = abc_nerr(x.dv, dv, nkv);
+    free(q); free(k); free(v); free(R); free(o); free(dq); free(dk); free(dv);
+    abc_free(&x);
+}

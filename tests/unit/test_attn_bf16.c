@@ -4,6 +4,8 @@
  *    their plain-loop twins bit for bit, and whole forward/backward runs on
  *    the native products against runs on the twins (the same bits);
  *  - the same bits on 1 and 2 threads;
+ *  - against its rounding points written out in double (abc_model: the
+ *    same bf16 operands, exact sums): 1e-6 within one key block;
  *  - accuracy against the f64 reference (kern_ref.c: exact softmax, no
  *    rounding): within what bf16 operands allow, and not the f32 bits (the
  *    mode really rounds). The f32 units' results are checked unchanged by
@@ -94,8 +96,24 @@ static void test_fma_is_f32(void)
     kern_bf16_force(NULL);
 }
 
+/* Against the rounding points written out in double (abc_model). */
+static void test_model(void)
+{
+    for (size_t ci = 0; ci < sizeof abc_cases / sizeof abc_cases[0]; ci++) {
+        double e[4];
+        abc_vs_model(&abc_cases[ci], ops_here(), 600 + ci, e);
+        printf("case %zu vs model: out %.2e dq %.2e dk %.2e dv %.2e\n", ci, e[0], e[1], e[2], e[3]);
+        /* one key block: the model's P is the kernel's; several: the
+         * kernel rounds exp(S − running max), then rescales (as PyTorch's
+         * flash kernel), a few 1e-4 from rounding exp(S − final max) */
+        const double lim = abc_cases[ci].Tk <= ATTN_BK ? 1e-6 : 2e-3;
+        for (int t = 0; t < 4; t++) CHECK_MSG(e[t] <= lim, "case %zu tensor %d: %.3g > %.3g", ci, t, e[t], lim);
+    }
+}
+
 int main(void)
 {
+    test_model();
     test_native();
     test_threads();
     test_accuracy();
