@@ -10,6 +10,8 @@
  *    rounding): within what bf16 operands allow, and not the f32 bits (the
  *    mode really rounds). The f32 units' results are checked unchanged by
  *    the mode switch: precision fp32 and the fma back end keep them.
+ * The binary reruns itself at the avx2 and scalar levels (the bf16 units
+ * of those tables, on the twins' products).
  * The PyTorch comparison of bf16 training is tests/ref r0415; the emulated
  * build of the same kernels is tests/unit/emu_attn.c. */
 #include "attn_bf16_cases.h"
@@ -111,12 +113,15 @@ static void test_model(void)
     }
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    (void)argc;
     test_model();
     test_native();
     test_threads();
     test_accuracy();
     test_fma_is_f32();
+    /* the units of the avx2 and scalar tables (on the twins' products) */
+    CHECK_INT(rerun_lower_levels(argv[0]), 0);
     return check_done();
 }
