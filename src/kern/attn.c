@@ -280,9 +280,14 @@ void kern_attn_bwd(float *dq, float *dk, float *dv, const float *dout, const flo
     J.D = scratch;
     /* after D: the dS offsets table and the tiles (when they fit) */
     size_t nd = (size_t)s->B * s->NH * s->Tq + 16, nds = ds_floats(s);
+    /* bf16 tiles take half the floats: they fit the reservation
+     * (ds_capped) up to twice ATTN_DS_MAX_FLOATS of f32 tiles */
+    const attn_bf16_ops *bf = bf16_ops();
+    const double need = ds_need(s);
+    const int bf_tiles = bf && need <= 2.0 * (double)ATTN_DS_MAX_FLOATS;
     /* the tiles are laid out for the causal mask (and the caller's scratch
      * sized so): a prefix-LM block recomputes dS in the dQ pass */
-    if (nds && !kern_attn_ds_off && !s->prefix) {
+    if ((nds || bf_tiles) && !kern_attn_ds_off && !s->prefix) {
         int32_t *off = (int32_t *)(scratch + nd);
         J.ds_per_head = ds_layout(s, off, DS_OFF_CAP);
         J.ds_off = off;
@@ -293,7 +298,8 @@ void kern_attn_bwd(float *dq, float *dk, float *dv, const float *dout, const flo
     J.k = k;
     J.v = v;
     /* bf16: the dQ pass reads the kept tiles (recomputing them stays f32) */
-    if (J.ds_tiles && (J.bf = bf16_ops())) {
+    if (J.ds_tiles && bf_tiles) {
+        J.bf = bf;
         const int HP2 = J.HSP / 2;
         J.tq2 = (s->Tq + 1) / 2;
         J.tk2 = (s->Tk + 1) / 2;

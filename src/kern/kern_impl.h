@@ -255,7 +255,8 @@ typedef struct attn_job {
      * pairs along d ([B][NH][Tq][HSP/2] dwords); qz, oz the same rows
      * zipped two queries at a time ([B][NH][tq2][HSP], query 2i' low, 2i'+1
      * high); kz the key rows zipped ([B][KVH][tk2][HSP]). The kept dS tiles
-     * then hold bf16 pairs along keys ([AQ][AK/2] dwords per tile). */
+     * then hold bf16 pairs along keys ([AQ][AK/2] dwords per tile, tiles
+     * AQ·AK/2 floats apart instead of AQ·AK). */
     const struct attn_bf16_ops *bf;
     const uint32_t *qb, *ob, *qz, *oz, *kz;
     int64_t tq2, tk2;

@@ -113,6 +113,53 @@ static void test_model(void)
     }
 }
 
+/* A batch whose f32 dS tiles would exceed ATTN_DS_MAX_FLOATS but whose
+ * bf16 tiles (half the size) fit: still the bf16 backward, and every batch
+ * row the bits of that row run alone (units are per row). Native only (the
+ * twins would take minutes). */
+static void test_big_batch(void)
+{
+#if defined(__x86_64__)
+    if (!kern_bf16_available(KERN_BF16_AVX512BF16)) return;
+    attn_shape s;
+    memset(&s, 0, sizeof s);
+    s.B = 4; s.Tq = s.Tk = 512; s.NH = 9; s.KVH = 3; s.HS = 64;
+    s.kv_bstride = (int64_t)s.Tk * s.KVH * s.HS;
+    const size_t nq = (size_t)s.B * s.Tq * s.NH * s.HS, nkv = (size_t)s.B * s.kv_bstride, nl = (size_t)s.B * s.NH * s.Tq;
+    trng r = {21};
+    float *q = xmalloc(nq * 4), *k = xmalloc(nkv * 4), *v = xmalloc(nkv * 4), *R = xmalloc(nq * 4);
+    fill_normal(&r, q, nq, 1.f);
+    fill_normal(&r, k, nkv, 1.f);
+    fill_normal(&r, v, nkv, 1.f);
+    fill_normal(&r, R, nq, 1.f);
+    float *o = xmalloc(nq * 4), *lse = xmalloc(nl * 4), *dq = xmalloc(nq * 4), *dk = xmalloc(nkv * 4), *dv = xmalloc(nkv * 4);
+    float *o1 = xmalloc(nq * 4), *lse1 = xmalloc(nl * 4), *dq1 = xmalloc(nq * 4), *dk1 = xmalloc(nkv * 4);
+    float *dv1 = xmalloc(nkv * 4), *scr = xmalloc(kern_attn_bwd_scratch(&s) * 4);
+    kern_set_bf16(1);
+    kern_attn_bf16_ops = &attn_bf16_ops_avx512bf16;
+    kern_attn_fwd(o, lse, q, k, v, &s, scr);
+    kern_attn_bwd(dq, dk, dv, R, o, lse, q, k, v, &s, scr);
+    attn_shape s1 = s;
+    s1.B = 1;
+    const size_t rq = nq / s.B, rkv = nkv / s.B, rl = nl / s.B;
+    for (int b = 0; b < s.B; b++) {
+        kern_attn_fwd(o1 + b * rq, lse1 + b * rl, q + b * rq, k + b * rkv, v + b * rkv, &s1, scr);
+        kern_attn_bwd(dq1 + b * rq, dk1 + b * rkv, dv1 + b * rkv, R + b * rq, o1 + b * rq, lse1 + b * rl, q + b * rq,
+                      k + b * rkv, v + b * rkv, &s1, scr);
+    }
+    kern_attn_bf16_ops = NULL;
+    kern_set_bf16(0);
+    CHECK(!memcmp(o, o1, nq * 4) && !memcmp(dq, dq1, nq * 4) && !memcmp(dk, dk1, nkv * 4) && !memcmp(dv, dv1, nkv * 4));
+    /* and it is the bf16 backward: within bf16 distance of the f32 one, not it */
+    float *fq = xmalloc(nq * 4), *fk = xmalloc(nkv * 4), *fv = xmalloc(nkv * 4);
+    kern_attn_bwd(fq, fk, fv, R, o, lse, q, k, v, &s, scr);
+    CHECK_CLOSE("big batch dq bf16 vs f32", dq, fq, nq, 3e-2, 0);
+    CHECK(memcmp(dq, fq, nq * 4) != 0);
+    free(q); free(k); free(v); free(R); free(o); free(lse); free(dq); free(dk); free(dv);
+    free(o1); free(lse1); free(dq1); free(dk1); free(dv1); free(scr); free(fq); free(fk); free(fv);
+#endif
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -121,6 +168,7 @@ int main(int argc, char **argv)
     test_threads();
     test_accuracy();
     test_fma_is_f32();
+    test_big_batch();
     /* the units of the avx2 and scalar tables (on the twins' products) */
     CHECK_INT(rerun_lower_levels(argv[0]), 0);
     return check_done();
