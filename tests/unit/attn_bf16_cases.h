@@ -121,6 +121,7 @@ static const abc_case abc_cases[] = {
     {2, 75, 75, 2, 1, 17, 0, 0, 23},
     {1, 130, 130, 3, 3, 32, 0, 50, 0},
     {2, 12, 12, 4, 2, 16, 0, 0, 6},
+    {1, 1, 70, 4, 2, 32, 69, 0, 0},     /* a decode-sized step (the f32 forward groups it) */
 };
 
 typedef struct abc_run {
