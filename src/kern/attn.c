@@ -86,6 +86,23 @@ static size_t ds_floats(const attn_shape *s)
     return f > (double)ATTN_DS_MAX_FLOATS ? 0 : (size_t)f;
 }
 
+/* Floats of the backward's packed bf16 operands (attn_job.qb ... kz),
+ * kept in its scratch whatever the mode (kern_set_bf16 may be turned on
+ * after the caller sized it); monotone in B, Tq and Tk. */
+static size_t bf16_floats(const attn_shape *s)
+{
+    if (s->B <= 0 || s->NH <= 0 || s->KVH <= 0 || s->Tq <= 0 || s->Tk <= 0 || s->HS <= 0) return 0;
+    size_t HSP = (size_t)round_up(s->HS, 16), B = (size_t)s->B;
+    size_t q = B * s->NH * ((size_t)s->Tq * HSP / 2 + (size_t)(s->Tq + 1) / 2 * HSP);
+    return 2 * q + B * s->KVH * (size_t)(s->Tk + 1) / 2 * HSP;
+}
+
+static size_t ds_capped(const attn_shape *s)
+{
+    double f = ds_need(s);
+    return f > (double)ATTN_DS_MAX_FLOATS ? ATTN_DS_MAX_FLOATS : (size_t)f;
+}
+
 /* Callers size the scratch once for their largest shape and then run
  * smaller ones (a short last batch): a smaller shape may keep its tiles
  * where the largest could not, so the reservation is the capped need, not
@@ -93,9 +110,24 @@ static size_t ds_floats(const attn_shape *s)
 size_t kern_attn_bwd_scratch(const attn_shape *s)
 {
     size_t d = (size_t)(s->B > 0 ? s->B : 0) * (size_t)(s->NH > 0 ? s->NH : 0) * (size_t)(s->Tq > 0 ? s->Tq : 0);
-    double f = ds_need(s);
-    size_t ds = f > (double)ATTN_DS_MAX_FLOATS ? ATTN_DS_MAX_FLOATS : (size_t)f;
-    return d + 16 + ds + (size_t)DS_OFF_CAP;
+    return d + 16 + ds_capped(s) + (size_t)DS_OFF_CAP + bf16_floats(s) + 16;
+}
+
+const attn_bf16_ops *kern_attn_bf16_ops;
+
+/* The bf16 products under kern_set_bf16 (VDPBF16PS where the back end is
+ * avx512bf16, or amx: those CPUs have AVX512_BF16); NULL: the f32 units
+ * (precision fp32, the fma back end, amx-model). */
+static const attn_bf16_ops *bf16_ops(void)
+{
+    if (!kern_bf16_active()) return NULL;
+    if (kern_attn_bf16_ops) return kern_attn_bf16_ops;
+#if defined(__x86_64__)
+    kern_bf16_be be = kern_bf16_backend();
+    if ((be == KERN_BF16_AVX512BF16 || be == KERN_BF16_AMX) && kern_bf16_available(KERN_BF16_AVX512BF16))
+        return &attn_bf16_ops_avx512bf16;
+#endif
+    return NULL;
 }
 
 static void run_fwd(void *ctx, int64_t b, int64_t e)
@@ -116,6 +148,57 @@ static void run_bwd_kv(void *ctx, int64_t b, int64_t e)
 static void run_bwd_q(void *ctx, int64_t b, int64_t e)
 {
     for (int64_t u = b; u < e; u++) kern_isa_get()->attn_bwd_q_unit(ctx, u);
+}
+
+static void run_fwd_bf16(void *ctx, int64_t b, int64_t e)
+{
+    for (int64_t u = b; u < e; u++) kern_isa_get()->attn_fwd_bf16_unit(ctx, u);
+}
+
+static void run_bwd_kv_bf16(void *ctx, int64_t b, int64_t e)
+{
+    for (int64_t u = b; u < e; u++) kern_isa_get()->attn_bwd_kv_bf16_unit(ctx, u);
+}
+
+static void run_bwd_q_bf16(void *ctx, int64_t b, int64_t e)
+{
+    for (int64_t u = b; u < e; u++) kern_isa_get()->attn_bwd_q_bf16_unit(ctx, u);
+}
+
+/* The backward's bf16 operands (attn_job.qb ... kz): units of two query
+ * rows of one (b, h), then two key rows of one (b, kv head). */
+static void pack_q_rows(void *ctx, int64_t r0, int64_t r1)
+{
+    const attn_job *J = ctx;
+    const attn_shape *s = &J->s;
+    const int HS = s->HS, HSP = J->HSP, HP2 = HSP / 2, NH = s->NH;
+    for (int64_t r = r0; r < r1; r++) {
+        const int64_t bh = r / J->tq2, b = bh / NH, h = bh % NH, i = 2 * (r % J->tq2);
+        const int two = i + 1 < s->Tq;
+        const float *q0 = J->q + ((b * s->Tq + i) * NH + h) * HS, *o0 = J->dout + ((b * s->Tq + i) * NH + h) * HS;
+        const int64_t st = (int64_t)NH * HS;
+        uint32_t *qb = (uint32_t *)J->qb + (bh * s->Tq + i) * HP2, *ob = (uint32_t *)J->ob + (bh * s->Tq + i) * HP2;
+        J->bf->rows(qb, q0, HS, HP2, J->scale);
+        J->bf->rows(ob, o0, HS, HP2, 1.f);
+        if (two) {
+            J->bf->rows(qb + HP2, q0 + st, HS, HP2, J->scale);
+            J->bf->rows(ob + HP2, o0 + st, HS, HP2, 1.f);
+        }
+        J->bf->zip((uint32_t *)J->qz + r * HSP, q0, two ? q0 + st : NULL, HS, HSP, J->scale);
+        J->bf->zip((uint32_t *)J->oz + r * HSP, o0, two ? o0 + st : NULL, HS, HSP, 1.f);
+    }
+}
+
+static void pack_k_rows(void *ctx, int64_t r0, int64_t r1)
+{
+    const attn_job *J = ctx;
+    const attn_shape *s = &J->s;
+    const int HS = s->HS, KVH = s->KVH;
+    for (int64_t r = r0; r < r1; r++) {
+        const int64_t bg = r / J->tk2, b = bg / KVH, g = bg % KVH, t = 2 * (r % J->tk2);
+        const float *k0 = J->k + b * s->kv_bstride + (t * KVH + g) * HS;
+        J->bf->zip((uint32_t *)J->kz + r * J->HSP, k0, t + 1 < s->Tk ? k0 + (int64_t)KVH * HS : NULL, HS, J->HSP, 1.f);
+    }
 }
 
 void kern_attn_fwd(float *out, float *lse, const float *q, const float *k, const float *v,
@@ -142,6 +225,12 @@ void kern_attn_fwd(float *out, float *lse, const float *q, const float *k, const
      * side by side in the lanes of one unit instead of one lane per unit. */
     J.grouped = (int64_t)(s->NH / s->KVH) * s->Tq <= ATTN_BQ;
     kern_ensure_init();
+    /* bf16 (training): the 32-query units whatever the shape, so that a
+     * short sequence's forward rounds as its backward does */
+    if ((J.bf = bf16_ops())) {
+        kern_parallel_dyn((int64_t)s->B * s->KVH * J.nqb, run_fwd_bf16, &J);
+        return;
+    }
     /* a decode step (a few lanes per kv head): vectorised over keys */
     if (J.grouped && (int64_t)(s->NH / s->KVH) * s->Tq <= 8 && !kern_attn_dec_off &&
         (size_t)(s->HS * ATTN_BK + 8 * J.HSP + ATTN_BK + 8 * J.HSP) * sizeof(float) <= KERN_SCRATCH_BYTES)
@@ -191,9 +280,14 @@ void kern_attn_bwd(float *dq, float *dk, float *dv, const float *dout, const flo
     J.D = scratch;
     /* after D: the dS offsets table and the tiles (when they fit) */
     size_t nd = (size_t)s->B * s->NH * s->Tq + 16, nds = ds_floats(s);
+    /* bf16 tiles take half the floats: they fit the reservation
+     * (ds_capped) up to twice ATTN_DS_MAX_FLOATS of f32 tiles */
+    const attn_bf16_ops *bf = bf16_ops();
+    const double need = ds_need(s);
+    const int bf_tiles = bf && need <= 2.0 * (double)ATTN_DS_MAX_FLOATS;
     /* the tiles are laid out for the causal mask (and the caller's scratch
      * sized so): a prefix-LM block recomputes dS in the dQ pass */
-    if (nds && !kern_attn_ds_off && !s->prefix) {
+    if ((nds || bf_tiles) && !kern_attn_ds_off && !s->prefix) {
         int32_t *off = (int32_t *)(scratch + nd);
         J.ds_per_head = ds_layout(s, off, DS_OFF_CAP);
         J.ds_off = off;
@@ -203,6 +297,25 @@ void kern_attn_bwd(float *dq, float *dk, float *dv, const float *dout, const flo
     J.q = q;
     J.k = k;
     J.v = v;
+    /* bf16: the dQ pass reads the kept tiles (recomputing them stays f32) */
+    if (J.ds_tiles && bf_tiles) {
+        J.bf = bf;
+        const int HP2 = J.HSP / 2;
+        J.tq2 = (s->Tq + 1) / 2;
+        J.tk2 = (s->Tk + 1) / 2;
+        float *p = scratch + nd + DS_OFF_CAP + ds_capped(s);
+        const size_t nrow = (size_t)s->B * s->NH * s->Tq * HP2, nzip = (size_t)s->B * s->NH * J.tq2 * J.HSP;
+        J.qb = (const uint32_t *)p;
+        J.ob = J.qb + nrow;
+        J.qz = J.ob + nrow;
+        J.oz = J.qz + nzip;
+        J.kz = J.oz + nzip;
+        kern_parallel_for((int64_t)s->B * s->NH * J.tq2, pack_q_rows, &J);
+        kern_parallel_for((int64_t)s->B * s->KVH * J.tk2, pack_k_rows, &J);
+        kern_parallel_dyn((int64_t)s->B * s->KVH * J.nkb, run_bwd_kv_bf16, &J);
+        kern_parallel_dyn((int64_t)s->B * s->NH * J.nqb, run_bwd_q_bf16, &J);
+        return;
+    }
     kern_parallel_dyn((int64_t)s->B * s->KVH * J.nkb, run_bwd_kv, &J);
     kern_parallel_dyn((int64_t)s->B * s->NH * J.nqb, run_bwd_q, &J);
 }

@@ -227,7 +227,8 @@ void kern_softcap_bwd(float *dx, const float *y, int64_t n, float cap);
  * of 32 queries × 64 keys live in the pool's per-thread scratch.
  * kern_attn_scratch() is a token 16 floats (the forward needs none; scratch
  * may be NULL); kern_attn_bwd_scratch() is B·NH·Tq (+16) floats plus room
- * to keep the backward's dS tiles (at most ATTN_DS_MAX_FLOATS); it grows
+ * to keep the backward's dS tiles (at most ATTN_DS_MAX_FLOATS) and the
+ * bf16 operands of kern_set_bf16 (about 2·B·NH·Tq·HS + B·KVH·Tk·HS); it grows
  * with B, Tq and Tk, so a scratch sized for the largest shape serves every
  * smaller one.
  * Limits: HS <= 512, NH % KVH == 0, q_off + Tq <= Tk; otherwise the forward

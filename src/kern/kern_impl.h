@@ -153,6 +153,11 @@ typedef struct kern_isa {
     void (*attn_dec_unit)(const void *job, int64_t unit);   /* grouped, <= 8 lanes */
     void (*attn_bwd_kv_unit)(const void *job, int64_t unit);
     void (*attn_bwd_q_unit)(const void *job, int64_t unit);
+    /* The bf16 units (isa_attn_bf16.inc): forward per (b, kv head, query
+     * block), the backward's passes as above with the kept dS tiles. */
+    void (*attn_fwd_bf16_unit)(const void *job, int64_t unit);
+    void (*attn_bwd_kv_bf16_unit)(const void *job, int64_t unit);
+    void (*attn_bwd_q_bf16_unit)(const void *job, int64_t unit);
     /* Cross-entropy on one row, see xent.c. Returns nll. */
     float (*xent_row)(float *drow, const float *row, int V, int target, float grad_scale);
     /* h = silu(g)·u and its backward over n elements. */
@@ -244,7 +249,42 @@ typedef struct attn_job {
     float *ds_tiles;
     const int32_t *ds_off;  /* [nqb + 1] */
     int64_t ds_per_head;
+    /* bf16 attention (isa_attn_bf16.inc): the products on bf (NULL: the
+     * f32 units). The backward's operands are packed once per call into
+     * its scratch (attn.c): qb, ob the rows of q̃ = q/√HS and dO as bf16
+     * pairs along d ([B][NH][Tq][HSP/2] dwords); qz, oz the same rows
+     * zipped two queries at a time ([B][NH][tq2][HSP], query 2i' low, 2i'+1
+     * high); kz the key rows zipped ([B][KVH][tk2][HSP]). The kept dS tiles
+     * then hold bf16 pairs along keys ([AQ][AK/2] dwords per tile, tiles
+     * AQ·AK/2 floats apart instead of AQ·AK). */
+    const struct attn_bf16_ops *bf;
+    const uint32_t *qb, *ob, *qz, *oz, *kz;
+    int64_t tq2, tk2;
 } attn_job;
+/* The bf16 products of the attention (attn_bf16.c; _ref twins in
+ * kern_ref.c): dp is the pair micro-kernel, rows and zip the packers. */
+typedef void (*attn_dp_fn)(float *out, int64_t ldo, const uint32_t *A, int64_t ao, int64_t ap, const uint32_t *B,
+                           int64_t ldb, int np, int nout, int ncols, int acc);
+typedef void (*attn_bf16_rows_fn)(uint32_t *dst, const float *src, int n, int npairs, float mul);
+typedef void (*attn_bf16_zip_fn)(uint32_t *dst, const float *r0, const float *r1, int n, int npad, float mul);
+typedef struct attn_bf16_ops {
+    attn_dp_fn dp;
+    attn_bf16_rows_fn rows;
+    attn_bf16_zip_fn zip;
+} attn_bf16_ops;
+void attn_dp_ref(float *out, int64_t ldo, const uint32_t *A, int64_t ao, int64_t ap, const uint32_t *B, int64_t ldb,
+                 int np, int nout, int ncols, int acc);
+void attn_bf16_rows_ref(uint32_t *dst, const float *src, int n, int npairs, float mul);
+void attn_bf16_zip_ref(uint32_t *dst, const float *r0, const float *r1, int n, int npad, float mul);
+void attn_dp_avx512bf16(float *out, int64_t ldo, const uint32_t *A, int64_t ao, int64_t ap, const uint32_t *B,
+                        int64_t ldb, int np, int nout, int ncols, int acc);
+void attn_bf16_rows_avx512bf16(uint32_t *dst, const float *src, int n, int npairs, float mul);
+void attn_bf16_zip_avx512bf16(uint32_t *dst, const float *r0, const float *r1, int n, int npad, float mul);
+extern const attn_bf16_ops attn_bf16_ops_avx512bf16;
+/* Tests: when set, the bf16 attention runs on these ops whatever the back
+ * end (the _emu build on any x86-64, or the _ref twins); NULL = chosen from
+ * the back end. */
+extern const attn_bf16_ops *kern_attn_bf16_ops;
 /* The last key query position pos of sequence b sees: itself, or the
  * prefix-LM block's last key while pos is inside it (attn_shape.prefix);
  * callers clamp to Tk − 1. */

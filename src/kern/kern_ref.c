@@ -313,3 +313,36 @@ void kern_sgemm_bf16_ref(int ta, int tb, int64_t M, int64_t N, int64_t K, float 
             C[i * ldc + j] = (float)(alpha * acc + c);
         }
 }
+
+/* ---- bf16 attention products (attn_bf16.c's twins) ------------------------------ */
+
+#include "kern/bf16_model.h"
+
+/* out[o][j] (+)= Σ_p one VDPBF16PS lane of A[o·ao + p·ap] and B[p·ldb + j],
+ * the pairs in order (bf16_model.h). */
+void attn_dp_ref(float *out, int64_t ldo, const uint32_t *A, int64_t ao, int64_t ap, const uint32_t *B, int64_t ldb,
+                 int np, int nout, int ncols, int acc)
+{
+    for (int o = 0; o < nout; o++)
+        for (int j = 0; j < ncols; j++) {
+            float c = acc ? out[o * ldo + j] : 0.f;
+            for (int p = 0; p < np; p++) c = bf16m_vdp(c, A[o * ao + p * ap], B[(int64_t)p * ldb + j]);
+            out[o * ldo + j] = c;
+        }
+}
+
+void attn_bf16_rows_ref(uint32_t *dst, const float *src, int n, int npairs, float mul)
+{
+    for (int p = 0; p < npairs; p++) {
+        uint32_t lo = 2 * p < n ? f32_to_bf16(src[2 * p] * mul) : 0;
+        uint32_t hi = 2 * p + 1 < n ? f32_to_bf16(src[2 * p + 1] * mul) : 0;
+        dst[p] = lo | hi << 16;
+    }
+}
+
+void attn_bf16_zip_ref(uint32_t *dst, const float *r0, const float *r1, int n, int npad, float mul)
+{
+    for (int j = 0; j < npad; j++)
+        dst[j] = j >= n ? 0
+                        : (uint32_t)f32_to_bf16(r0[j] * mul) | (r1 ? (uint32_t)f32_to_bf16(r1[j] * mul) << 16 : 0);
+}

@@ -257,8 +257,14 @@ int main(void)
     if (ref && *ref) {
         /* the same rounding points as dlm: issue 16's bounds and much
          * tighter ones (f32 summation order is left, and over 10 steps a
-         * bf16 rounding that flips on a last-bit difference) */
-        const bounds same = {1e-5, 0.99999, 5e-3, 2e-3, NULL};
+         * bf16 rounding that flips on a last-bit difference). The norm
+         * bound is 1e-2 (cosine 0.99995) since the attention rounds too
+         * (q̃, k, v, P, dS: five more points where a last-bit difference
+         * upstream flips a rounding): measured 6.9e-3 llama, 2.1e-3 qwen2 (4.5e-3 and
+         * 1.5e-6 with the f32 attention); the attention alone equals its
+         * written-out rounding points to 1e-7 (test_attn_bf16, one key
+         * block as here) */
+        const bounds same = {1e-5, 0.99995, 1e-2, 2e-3, NULL};
         /* the peer's real bf16 arithmetic: issue 16's bounds, the norm as
          * close as PyTorch's own same-rounding-points script gets */
         const bounds peer = {1e-2, 0.999, 2e-2, 2e-2, "match"};

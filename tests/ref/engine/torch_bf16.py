@@ -12,7 +12,13 @@ seven projections, computed with the GEMMs in bf16 at these rounding points
       dy (the gradient flowing in) and the other factor rounded to bf16;
   the LM head           logits = x·Wᵀ from bf16 x and W; dx = dlogits·W
       with W in bf16 and dlogits in f32;
-  attention (q·kᵀ, p·v), norms, RoPE, SwiGLU, softmax, the loss: f32;
+  attention (docs/kernels.md, "bf16 attention"): S = q̃·kᵀ with q̃ = q/√HS
+      and k rounded, softmax in f32, P·v with v and P = exp(S − max)
+      rounded (then divided by the row sum, as the online softmax); backward
+      dP = dO·vᵀ (dO, v rounded), dS = P∘(dP − Σ dO·O) in f32, then
+      dQ = dS·k/√HS, dK = dSᵀ·q̃, dV = Pᵀ·dO with every factor rounded;
+      f32 sums throughout;
+  norms, RoPE, SwiGLU, softmax, the loss: f32;
   LoRA master weights, gradients, AdamW moments: f32.
 
 Two variants, each written to OUT/<variant>.json (loss, 10 step losses,
@@ -23,6 +29,9 @@ final loss) and OUT/<variant>.grads.safetensors (PEFT names):
             right away so the rest stays f32 as above; autocast also rounds
             each product's output to bf16 (dlm keeps it f32), and rounds the
             head's dlogits, so this is the peer's real bf16 arithmetic.
+            Its attention stays f32 (torch 1.13 has no SDPA to autocast;
+            the peer's SDPA takes bf16 q/k/v with f32 accumulation, which
+            is what match writes out).
   match     the same rounding points written out with .to(torch.bfloat16)
             casts and f32 matmuls, the outputs f32: dlm's rounding exactly,
             so dlm should sit much closer to it than to autocast.
@@ -77,6 +86,42 @@ class MatchHead(torch.autograd.Function):
         return g @ rb(w), None
 
 
+class MatchAttn(torch.autograd.Function):
+    """Softmax attention at dlm's bf16 rounding points (module docstring);
+    q, k, v [B, NH, T, HS] (kv heads already repeated), mask [B, 1, T, T]."""
+    @staticmethod
+    def forward(ctx, q, k, v, mask, scale):
+        qs, kb, vb = rb(q * scale), rb(k), rb(v)
+        sc = (qs @ kb.transpose(-1, -2)).masked_fill(~mask, float('-inf'))
+        # P rounded before the division by the row sum (online softmax)
+        pu = (sc - sc.amax(-1, keepdim=True)).exp()
+        l = pu.sum(-1, keepdim=True)
+        o = (rb(pu) @ vb) / l
+        p = pu / l
+        ctx.save_for_backward(qs, kb, vb, p, o)
+        ctx.scale = scale
+        return o
+
+    @staticmethod
+    def backward(ctx, do):
+        qs, kb, vb, p, o = ctx.saved_tensors
+        D = (do * o).sum(-1, keepdim=True)
+        ds = p * (rb(do) @ vb.transpose(-1, -2) - D)
+        dq = (rb(ds) @ kb) * ctx.scale
+        dk = rb(ds).transpose(-1, -2) @ qs
+        dv = rb(p).transpose(-1, -2) @ rb(do)
+        return dq, dk, dv, None, None
+
+
+def attn_match(q, k, v, mask, HS):
+    return MatchAttn.apply(q, k, v, mask, 1.0 / math.sqrt(HS))
+
+
+def attn_f32(q, k, v, mask, HS):
+    att = (q @ k.transpose(-1, -2)) / math.sqrt(HS)
+    return att.masked_fill(~mask, float('-inf')).softmax(-1) @ v
+
+
 def mm_match(a, b):
     return MatchMM.apply(a, b)
 
@@ -103,9 +148,10 @@ def head_f32(x, w):
     return x @ w.T
 
 
-def forward(c, W, P, s, tokens, pos, seg, mm, head_mm):
+def forward(c, W, P, s, tokens, pos, seg, mm, head_mm, attn):
     """torch_ref.forward's llama / qwen2 path (mode lora) with every linear
-    product through mm(a, b) and the LM head through head_mm(x, w)."""
+    product through mm(a, b), the LM head through head_mm(x, w) and the
+    attention through attn(q, k, v, mask, HS)."""
     B, T = tokens.shape
     inv = R.inv_freq_hf(c)
     freqs = pos.float()[..., None] * inv[None, None, :]
@@ -136,9 +182,7 @@ def forward(c, W, P, s, tokens, pos, seg, mm, head_mm):
         rep = c.NH // c.KVH
         k = k.repeat_interleave(rep, dim=1)
         v = v.repeat_interleave(rep, dim=1)
-        att = (q @ k.transpose(-1, -2)) / math.sqrt(c.HS)          # f32
-        att = att.masked_fill(~mask[:, None], float('-inf')).softmax(-1)
-        o = (att @ v).transpose(1, 2).reshape(B, T, c.NH * c.HS)   # f32
+        o = attn(q, k, v, mask[:, None], c.HS).transpose(1, 2).reshape(B, T, c.NH * c.HS)
         h = h + lin(o, l, 'self_attn', 'o_proj')
         x = R.rmsnorm(h, W[p + 'post_attention_layernorm.weight'], c.eps)
         a = torch.nn.functional.silu(lin(x, l, 'mlp', 'gate_proj')) * lin(x, l, 'mlp', 'up_proj')
@@ -196,14 +240,14 @@ def one(arch, out, seed, fp32):
     gl = torch.Generator().manual_seed(seed + 1)
     P = R.lora_init(c, W, gl, r, False)
     R.st_write(os.path.join(out, 'lora.init.safetensors'), P)
-    variants = [('autocast', mm_autocast, head_autocast), ('match', mm_match, head_match)]
-    for variant, mm, head_mm in variants + ([('fp32', mm_f32, head_f32)] if fp32 else []):
+    variants = [('autocast', mm_autocast, head_autocast, attn_f32), ('match', mm_match, head_match, attn_match)]
+    for variant, mm, head_mm, attn in variants + ([('fp32', mm_f32, head_f32, attn_f32)] if fp32 else []):
         params = {k: v.clone().requires_grad_(True) for k, v in P.items()}
-        loss = R.loss_fn(forward(c, W, params, s, tokens, pos, seg, mm, head_mm), targets)
+        loss = R.loss_fn(forward(c, W, params, s, tokens, pos, seg, mm, head_mm, attn), targets)
         loss.backward()
         R.st_write(os.path.join(out, f'{variant}.grads.safetensors'), {k: v.grad for k, v in params.items()})
         losses, norms, final = R.adamw_steps(
-            P, hp, lambda pp: R.loss_fn(forward(c, W, pp, s, tokens, pos, seg, mm, head_mm), targets))
+            P, hp, lambda pp: R.loss_fn(forward(c, W, pp, s, tokens, pos, seg, mm, head_mm, attn), targets))
         with open(os.path.join(out, f'{variant}.json'), 'w') as f:
             json.dump(dict(hp, variant=variant, loss=float(loss), step_losses=losses, final_loss=final,
                            grad_norms=norms, scale=s, arch=c.arch), f, indent=1)
