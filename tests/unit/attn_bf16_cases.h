@@ -149,19 +149,31 @@ static attn_shape abc_shape(const abc_case *c, int32_t *seg)
     return s;
 }
 
+/* Case c's inputs drawn from seed (q, k, v and the output gradient R):
+ * abc_attn and abc_vs_model must see the same ones. */
+static void abc_inputs(const abc_case *c, uint64_t seed, int32_t *seg, attn_shape *s, size_t *nq, size_t *nkv,
+                       float **q, float **k, float **v, float **R)
+{
+    trng r = {seed};
+    *s = abc_shape(c, seg);
+    *nq = (size_t)s->B * s->Tq * s->NH * s->HS;
+    *nkv = (size_t)s->B * s->kv_bstride;
+    *q = xmalloc(*nq * 4), *k = xmalloc(*nkv * 4), *v = xmalloc(*nkv * 4), *R = xmalloc(*nq * 4);
+    fill_normal(&r, *q, *nq, 1.5f);
+    fill_normal(&r, *k, *nkv, 1.5f);
+    fill_normal(&r, *v, *nkv, 1.f);
+    fill_normal(&r, *R, *nq, 1.f);
+}
+
 /* Forward and backward of case c under kern_set_bf16 with the products on
  * ops (NULL: the back end's), from inputs drawn with seed. */
 static abc_run abc_attn(const abc_case *c, const attn_bf16_ops *ops, int bf16, uint64_t seed, abc_run *in_out)
 {
-    trng r = {seed};
     int32_t seg[2 * 200];
-    attn_shape s = abc_shape(c, seg);
-    size_t nq = (size_t)s.B * s.Tq * s.NH * s.HS, nkv = (size_t)s.B * s.kv_bstride;
-    float *q = xmalloc(nq * 4), *k = xmalloc(nkv * 4), *v = xmalloc(nkv * 4), *R = xmalloc(nq * 4);
-    fill_normal(&r, q, nq, 1.5f);
-    fill_normal(&r, k, nkv, 1.5f);
-    fill_normal(&r, v, nkv, 1.f);
-    fill_normal(&r, R, nq, 1.f);
+    attn_shape s;
+    size_t nq, nkv;
+    float *q, *k, *v, *R;
+    abc_inputs(c, seed, seg, &s, &nq, &nkv, &q, &k, &v, &R);
     abc_run x = {xmalloc(nq * 4), xmalloc((size_t)s.B * s.NH * s.Tq * 4), xmalloc(nq * 4), xmalloc(nkv * 4),
                  xmalloc(nkv * 4)};
     float *scr = xmalloc(kern_attn_bwd_scratch(&s) * 4);
@@ -304,15 +316,11 @@ static inline double abc_nerr(const float *got, const double *want, size_t n)
 static inline void abc_vs_model(const abc_case *c, const attn_bf16_ops *ops, uint64_t seed, double e[4])
 {
     abc_run x = abc_attn(c, ops, 1, seed, NULL);
-    trng r = {seed};
     int32_t seg[2 * 200];
-    attn_shape s = abc_shape(c, seg);
-    size_t nq = (size_t)s.B * s.Tq * s.NH * s.HS, nkv = (size_t)s.B * s.kv_bstride;
-    float *q = xmalloc(nq * 4), *k = xmalloc(nkv * 4), *v = xmalloc(nkv * 4), *R = xmalloc(nq * 4);
-    fill_normal(&r, q, nq, 1.5f);
-    fill_normal(&r, k, nkv, 1.5f);
-    fill_normal(&r, v, nkv, 1.f);
-    fill_normal(&r, R, nq, 1.f);
+    attn_shape s;
+    size_t nq, nkv;
+    float *q, *k, *v, *R;
+    abc_inputs(c, seed, seg, &s, &nq, &nkv, &q, &k, &v, &R);
     double *o = xmalloc(nq * 8), *dq = xmalloc(nq * 8), *dk = xmalloc(nkv * 8), *dv = xmalloc(nkv * 8);
     abc_model(&s, q, k, v, R, o, dq, dk, dv);
     e[0] = abc_nerr(x.out, o, nq);
